@@ -1,0 +1,8 @@
+/* main.c: the trainbench command (placeholder until the CLI lands). */
+#include <stdio.h>
+
+int main(void)
+{
+    printf("trainbench\n");
+    return 0;
+}

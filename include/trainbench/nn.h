@@ -1,0 +1,208 @@
+/* nn.h: variables, the tape (reverse-mode autodiff), ops, parameters and layers.
+ *
+ * A tiny example: a linear layer and a loss, forward and backward.
+ *
+ *     tb_tape *tape;  tb_tape_create(be, &tape, &err);
+ *     tb_var *x = tb_tape_constant(tape, &images);          // [N, 784]
+ *     tb_var *y = tb_tape_constant(tape, &labels);          // [N] int32
+ *     tb_var *h = tb_op_linear(tape, x, w, b);              // w, b: parameters (tb_params)
+ *     tb_var *loss = tb_op_softmax_xent(tape, h, y, 0.0f);
+ *     if (tb_tape_backward(tape, loss) != TB_OK) ... tb_tape_error(tape)->message ...
+ *     // gradients are now in w->grad, b->grad; tb_tape_reset(tape) frees the step's memory.
+ *
+ * Ops run eagerly and record a node on the tape for the backward pass. Errors are sticky: once
+ * an op fails (bad shapes, out of memory) it returns NULL, every later op on the same tape
+ * returns NULL too, and tb_tape_status()/tb_tape_error() tell what happened first. So model
+ * code reads straight through and checks once. All step memory (activations, intermediate
+ * gradients) comes from the tape's arena and is released by tb_tape_reset. */
+#ifndef TRAINBENCH_NN_H
+#define TRAINBENCH_NN_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "trainbench/backend.h"
+#include "trainbench/rng.h"
+#include "trainbench/status.h"
+#include "trainbench/tensor.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* A value and (if it requires one) its gradient, of the same shape. grad.data stays NULL until
+ * a gradient flows into it. Parameters' gradients live in their tb_params flat buffer. */
+typedef struct tb_var {
+    tb_tensor value;
+    tb_tensor grad;
+    bool requires_grad;
+} tb_var;
+
+/* ---- the tape -------------------------------------------------------------------------- */
+typedef struct tb_tape tb_tape;
+
+tb_status tb_tape_create(tb_backend *be, tb_tape **out, tb_error *err);
+void tb_tape_destroy(tb_tape *tape);
+/* Drops every node and all step memory; clears a sticky error. Keep no tb_var of the step. */
+void tb_tape_reset(tb_tape *tape);
+/* Training mode (default true): dropout active, batch norm uses and updates batch stats. */
+void tb_tape_set_training(tb_tape *tape, bool training);
+bool tb_tape_training(const tb_tape *tape);
+/* Whether ops record nodes for backward (default true). Off for evaluation. */
+void tb_tape_set_grad_enabled(tb_tape *tape, bool enabled);
+tb_status tb_tape_status(const tb_tape *tape);
+const tb_error *tb_tape_error(const tb_tape *tape);
+tb_backend *tb_tape_backend(const tb_tape *tape);
+/* Number of recorded nodes (for tests and diagnostics). */
+int tb_tape_node_count(const tb_tape *tape);
+/* Bytes of step memory in use now and at most since creation. */
+size_t tb_tape_memory_peak(const tb_tape *tape);
+uint64_t tb_tape_block_allocations(const tb_tape *tape);
+
+/* Wraps an existing tensor (not copied) as a variable without gradient. */
+tb_var *tb_tape_constant(tb_tape *tape, const tb_tensor *value);
+/* A new step-scoped variable (contents undefined) and, if requires_grad, a leaf of backward. */
+tb_var *tb_tape_new_var(tb_tape *tape, tb_dtype dtype, int ndim, const int64_t *shape,
+                        bool requires_grad);
+/* Runs backward from a scalar loss: seeds d loss = 1 and visits nodes in reverse order.
+ * Gradients accumulate into every var that requires one. */
+tb_status tb_tape_backward(tb_tape *tape, tb_var *loss);
+
+/* ---- ops (forward now, backward recorded) ------------------------------------------------ */
+typedef enum tb_activation {
+    TB_RELU = 0,
+    TB_GELU,
+    TB_SILU,
+    TB_TANH,
+    TB_SIGMOID,
+} tb_activation;
+
+const char *tb_activation_name(tb_activation act);
+tb_status tb_activation_parse(const char *name, tb_activation *out, tb_error *err);
+
+/* y = x w^T + b; x [N, in] (or [..., in]), w [out, in], b [out] or NULL. */
+tb_var *tb_op_linear(tb_tape *tape, tb_var *x, tb_var *w, tb_var *b);
+/* Batched matrix product: a [..., M, K] x b [..., K, N] (or b [..., N, K] with trans_b) with
+ * equal leading dimensions; 2-D operands are one batch. */
+tb_var *tb_op_matmul(tb_tape *tape, tb_var *a, tb_var *b, bool trans_b);
+tb_var *tb_op_activation(tb_tape *tape, tb_activation act, tb_var *x);
+tb_var *tb_op_relu(tb_tape *tape, tb_var *x);
+tb_var *tb_op_gelu(tb_tape *tape, tb_var *x);
+tb_var *tb_op_silu(tb_tape *tape, tb_var *x);
+tb_var *tb_op_tanh(tb_tape *tape, tb_var *x);
+tb_var *tb_op_sigmoid(tb_tape *tape, tb_var *x);
+/* Residual add: a + b, same shape. */
+tb_var *tb_op_add(tb_tape *tape, tb_var *a, tb_var *b);
+/* A view with a new shape (one dimension may be -1); copies if x is not contiguous. */
+tb_var *tb_op_reshape(tb_tape *tape, tb_var *x, int ndim, const int64_t *shape);
+/* Swaps dimensions d0 and d1 into a new contiguous tensor. */
+tb_var *tb_op_transpose(tb_tape *tape, tb_var *x, int d0, int d1);
+/* Concatenates n tensors along dim (shapes equal elsewhere). */
+tb_var *tb_op_concat(tb_tape *tape, tb_var *const *xs, int n, int dim);
+
+/* Mean softmax cross-entropy of logits [N, C] against int32 labels [N], with label smoothing
+ * in [0, 1). Returns a scalar. */
+tb_var *tb_op_softmax_xent(tb_tape *tape, tb_var *logits, tb_var *labels, float smoothing);
+/* Mean squared error over all elements. */
+tb_var *tb_op_mse(tb_tape *tape, tb_var *pred, tb_var *target);
+/* Mean sigmoid binary cross-entropy of logits against targets in [0, 1]. */
+tb_var *tb_op_sigmoid_bce(tb_tape *tape, tb_var *logits, tb_var *target);
+
+/* Inverted dropout with rate p in [0, 1): identity when not training or p == 0. The mask is
+ * drawn from rng (advanced by the op). */
+tb_var *tb_op_dropout(tb_tape *tape, tb_var *x, float p, tb_rng *rng);
+
+/* 2-D convolution: x [N, Cin, H, W], w [Cout, Cin, kh, kw], b [Cout] or NULL. */
+tb_var *tb_op_conv2d(tb_tape *tape, tb_var *x, tb_var *w, tb_var *b, int stride, int pad);
+tb_var *tb_op_maxpool2d(tb_tape *tape, tb_var *x, int kernel, int stride, int pad);
+tb_var *tb_op_avgpool2d(tb_tape *tape, tb_var *x, int kernel, int stride, int pad);
+/* [N, C, H, W] -> [N, C] */
+tb_var *tb_op_global_avgpool(tb_tape *tape, tb_var *x);
+
+/* Batch norm over [N, C] or [N, C, H, W] per channel. running_mean/var [C] are updated in
+ * training mode (momentum as torch: new = (1 - m) old + m batch) and used in eval mode. */
+tb_var *tb_op_batchnorm(tb_tape *tape, tb_var *x, tb_var *gamma, tb_var *beta,
+                        tb_tensor *running_mean, tb_tensor *running_var, float momentum,
+                        float eps);
+/* Layer norm over the last dimension; gamma, beta [last]. */
+tb_var *tb_op_layernorm(tb_tape *tape, tb_var *x, tb_var *gamma, tb_var *beta, float eps);
+/* table [V, D], idx int32 [...] -> [..., D]. An index outside [0, V) is an error. */
+tb_var *tb_op_embedding(tb_tape *tape, tb_var *table, tb_var *idx);
+/* Causal multi-head self-attention core: qkv [B, T, 3C] -> [B, T, C]. */
+tb_var *tb_op_causal_attention(tb_tape *tape, tb_var *qkv, int heads);
+
+/* ---- parameters ------------------------------------------------------------------------- */
+/* The kind of a parameter decides optimizer treatment (weight decay, trust-ratio exclusions). */
+typedef enum tb_param_kind {
+    TB_PARAM_WEIGHT = 0, /* dense or conv weight matrix */
+    TB_PARAM_BIAS,
+    TB_PARAM_NORM,       /* batch/layer norm scale and shift */
+    TB_PARAM_EMBEDDING,
+} tb_param_kind;
+
+typedef struct tb_param {
+    char name[64];
+    tb_param_kind kind;
+    tb_var var;     /* value and grad are views into the flat buffers */
+    int64_t offset; /* in elements, into the flat buffers */
+} tb_param;
+
+/* All trainable parameters of a model, in one flat value buffer and one flat gradient buffer.
+ * Add every parameter, then finalize (allocates); pointers returned by add stay valid. */
+typedef struct tb_params tb_params;
+
+tb_status tb_params_create(tb_backend *be, tb_params **out, tb_error *err);
+void tb_params_destroy(tb_params *params);
+/* Declares a parameter; its var has no memory until tb_params_finalize. NULL on error. */
+tb_var *tb_params_add(tb_params *params, const char *name, tb_param_kind kind, int ndim,
+                      const int64_t *shape, tb_error *err);
+tb_status tb_params_finalize(tb_params *params, tb_error *err);
+int tb_params_count(const tb_params *params);
+tb_param *tb_params_get(tb_params *params, int i);
+int64_t tb_params_numel(const tb_params *params);
+float *tb_params_values(tb_params *params); /* flat device buffers */
+float *tb_params_grads(tb_params *params);
+tb_backend *tb_params_backend(const tb_params *params);
+void tb_params_zero_grad(tb_params *params);
+/* Global L2 norm of all gradients. */
+double tb_params_grad_norm(tb_params *params);
+
+/* Initialisation on the host, then copied to the device; draws from rng. */
+tb_status tb_init_normal(tb_var *v, tb_rng *rng, float mean, float std, tb_error *err);
+tb_status tb_init_uniform(tb_var *v, tb_rng *rng, float lo, float hi, tb_error *err);
+tb_status tb_init_constant(tb_var *v, float value, tb_error *err);
+/* Uniform(+-1/sqrt(fan_in)): torch's default for Linear and Conv2d weights and biases. */
+tb_status tb_init_fan_in_uniform(tb_var *v, int64_t fan_in, tb_rng *rng, tb_error *err);
+
+/* ---- layers: parameters plus what curvature optimizers need ------------------------------
+ * After a forward and backward pass, `input` is the layer's input activation of the batch and
+ * `output->grad` the back-propagated gradient of its pre-activation output (K-FAC's a and g).
+ * Both point into step memory and are valid until tb_tape_reset. */
+typedef struct tb_linear_layer {
+    tb_var *w; /* [out, in] */
+    tb_var *b; /* [out] or NULL */
+    tb_var *input;
+    tb_var *output;
+} tb_linear_layer;
+
+typedef struct tb_conv_layer {
+    tb_var *w; /* [Cout, Cin, k, k] */
+    tb_var *b; /* [Cout] or NULL */
+    int stride, pad;
+    tb_var *input;
+    tb_var *output;
+} tb_conv_layer;
+
+/* Declares the layer's parameters ("<name>.weight", "<name>.bias") in params. */
+tb_status tb_linear_layer_init(tb_linear_layer *layer, tb_params *params, const char *name,
+                               int64_t in, int64_t out, bool bias, tb_error *err);
+tb_var *tb_linear_layer_forward(tb_tape *tape, tb_linear_layer *layer, tb_var *x);
+tb_status tb_conv_layer_init(tb_conv_layer *layer, tb_params *params, const char *name,
+                             int64_t c_in, int64_t c_out, int kernel, int stride, int pad,
+                             bool bias, tb_error *err);
+tb_var *tb_conv_layer_forward(tb_tape *tape, tb_conv_layer *layer, tb_var *x);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

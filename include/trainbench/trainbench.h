@@ -1,0 +1,22 @@
+/* trainbench.h: the whole public API of the trainbench library.
+ *
+ * trainbench is a benchmark suite for neural-network training algorithms, and the engine that
+ * runs them. The engine in five lines (see nn.h for a longer example):
+ *
+ *     tb_backend *be;  tb_backend_create(&(tb_backend_config){.device = TB_DEVICE_CPU}, &be, &err);
+ *     tb_params *params;  tb_params_create(be, &params, &err);   // declare, then finalize
+ *     tb_tape *tape;  tb_tape_create(be, &tape, &err);           // ops record here
+ *     tb_var *loss = ...ops on the tape...;  tb_tape_backward(tape, loss);
+ *     tb_optimizer_step(opt, lr, &err);  tb_tape_reset(tape);    // next step
+ *
+ * Every call that can fail returns a tb_status and fills a tb_error; nothing prints or exits. */
+#ifndef TRAINBENCH_H
+#define TRAINBENCH_H
+
+#include "trainbench/backend.h"
+#include "trainbench/nn.h"
+#include "trainbench/rng.h"
+#include "trainbench/status.h"
+#include "trainbench/tensor.h"
+
+#endif

@@ -1,0 +1,87 @@
+/* backend.c: the backend registry. The only file that knows which backends were compiled. */
+#include "backend/backend_impl.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+tb_status tb_device_parse(const char *name, tb_device *out, tb_error *err)
+{
+    if (strcmp(name, "cpu") == 0) {
+        *out = TB_DEVICE_CPU;
+        return TB_OK;
+    }
+    if (strcmp(name, "cuda") == 0 || strcmp(name, "gpu") == 0) {
+        *out = TB_DEVICE_CUDA;
+        return TB_OK;
+    }
+    return tb_fail(err, TB_ERR_INVALID, "unknown device '%s' (expected cpu or cuda)", name);
+}
+
+const char *tb_device_name(tb_device device)
+{
+    return device == TB_DEVICE_CUDA ? "cuda" : "cpu";
+}
+
+bool tb_device_compiled(tb_device device)
+{
+    if (device == TB_DEVICE_CPU) return true;
+#ifdef TB_WITH_CUDA
+    return true;
+#else
+    return false;
+#endif
+}
+
+tb_status tb_backend_create(const tb_backend_config *config, tb_backend **out, tb_error *err)
+{
+    tb_backend_config cfg = {0};
+    if (config) cfg = *config;
+    if (!tb_device_compiled(cfg.device))
+        return tb_fail(err, TB_ERR_UNSUPPORTED,
+                       "this trainbench was built without %s support (rebuild with "
+                       "-DTB_CUDA=ON on a machine with the CUDA toolkit)",
+                       tb_device_name(cfg.device));
+    tb_backend *be = calloc(1, sizeof *be);
+    if (!be) return tb_fail(err, TB_ERR_NOMEM, "cannot allocate a backend");
+    tb_status st;
+    if (cfg.device == TB_DEVICE_CPU) {
+        st = tb_cpu_backend_init(be, &cfg, err);
+    } else {
+#ifdef TB_WITH_CUDA
+        st = tb_cuda_backend_init(be, &cfg, err);
+#else
+        st = TB_ERR_INTERNAL;
+#endif
+    }
+    if (st != TB_OK) {
+        free(be);
+        return st;
+    }
+    *out = be;
+    return TB_OK;
+}
+
+void tb_backend_destroy(tb_backend *be)
+{
+    if (!be) return;
+    if (be->destroy) be->destroy(be);
+    free(be);
+}
+
+tb_device tb_backend_device(const tb_backend *be) { return be->device; }
+const char *tb_backend_name(const tb_backend *be) { return be->name; }
+int tb_backend_threads(const tb_backend *be) { return be->threads; }
+const char *tb_backend_describe(const tb_backend *be) { return be->description; }
+void *tb_backend_alloc(tb_backend *be, size_t bytes) { return be->ops.alloc(be, bytes); }
+void tb_backend_free(tb_backend *be, void *ptr) { if (ptr) be->ops.free(be, ptr); }
+void tb_backend_sync(tb_backend *be) { be->ops.sync(be); }
+
+void tb_backend_upload(tb_backend *be, void *dst, const void *src, size_t bytes)
+{
+    be->ops.upload(be, dst, src, bytes);
+}
+
+void tb_backend_download(tb_backend *be, void *dst, const void *src, size_t bytes)
+{
+    be->ops.download(be, dst, src, bytes);
+}

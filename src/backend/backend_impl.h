@@ -1,0 +1,188 @@
+/* backend_impl.h: the interface every backend implements (internal to the library).
+ *
+ * All pointers are device pointers of this backend, all arrays contiguous row-major unless a
+ * stride says otherwise, sizes explicit (llm.c style). Kernels named *_bwd ACCUMULATE into their
+ * gradient outputs (dx += ...), so a tensor used twice gets both contributions; callers zero
+ * gradient buffers once. A scalar loss lives in device memory as one float; its incoming
+ * gradient `dloss` is a device pointer to one float as well. */
+#ifndef TRAINBENCH_BACKEND_IMPL_H
+#define TRAINBENCH_BACKEND_IMPL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "trainbench/backend.h"
+
+typedef enum tb_act {
+    TB_ACT_RELU = 0,
+    TB_ACT_GELU,    /* exact (erf) form, as torch.nn.GELU() */
+    TB_ACT_SILU,
+    TB_ACT_TANH,
+    TB_ACT_SIGMOID,
+    TB_ACT_COUNT
+} tb_act;
+
+/* Geometry of a 2-D convolution over NCHW input with OIHW weights. */
+typedef struct tb_conv_shape {
+    int n, c_in, h, w;       /* input */
+    int c_out, kh, kw;       /* weight */
+    int stride, pad;         /* same for both spatial dims */
+    int h_out, w_out;        /* (h + 2 pad - kh) / stride + 1, ... */
+} tb_conv_shape;
+
+/* Geometry of 2-D pooling over NCHW input. avg pooling divides by kh*kw (padding counts as
+ * zeros, as torch's count_include_pad=True). */
+typedef struct tb_pool_shape {
+    int n, c, h, w;
+    int kh, kw, stride, pad;
+    int h_out, w_out;
+} tb_pool_shape;
+
+typedef struct tb_backend_ops {
+    /* ---- memory ---- */
+    void *(*alloc)(tb_backend *be, size_t bytes);
+    void (*free)(tb_backend *be, void *ptr);
+    void (*upload)(tb_backend *be, void *dst, const void *host, size_t bytes);
+    void (*download)(tb_backend *be, void *host, const void *src, size_t bytes);
+    void (*copy)(tb_backend *be, void *dst, const void *src, size_t bytes);
+    void (*sync)(tb_backend *be);
+
+    /* ---- BLAS-like ---- */
+    /* C[M,N] = alpha * op(A) op(B) + beta * C, row-major; op(A) is [M,K], op(B) is [K,N]. */
+    void (*gemm)(tb_backend *be, bool trans_a, bool trans_b, int m, int n, int k, float alpha,
+                 const float *a, int lda, const float *b, int ldb, float beta, float *c, int ldc);
+    /* The same for `batch` independent products at element strides sa, sb, sc. */
+    void (*gemm_batched)(tb_backend *be, bool trans_a, bool trans_b, int m, int n, int k,
+                         float alpha, const float *a, int lda, int64_t sa, const float *b, int ldb,
+                         int64_t sb, float beta, float *c, int ldc, int64_t sc, int batch);
+
+    /* ---- element-wise ---- */
+    void (*fill)(tb_backend *be, float *x, int64_t n, float value);
+    void (*scale)(tb_backend *be, float *x, int64_t n, float a);                     /* x *= a */
+    void (*axpy)(tb_backend *be, int64_t n, float a, const float *x, float *y);      /* y += a x */
+    void (*add)(tb_backend *be, int64_t n, const float *a, const float *b, float *y); /* y = a+b */
+    void (*bias_add)(tb_backend *be, int64_t rows, int64_t cols, const float *bias, float *y);
+    /* db[c] += sum over rows of dy[r, c] */
+    void (*bias_grad)(tb_backend *be, int64_t rows, int64_t cols, const float *dy, float *db);
+    void (*act_fwd)(tb_backend *be, tb_act act, int64_t n, const float *x, float *y);
+    /* dx += dy * act'(x); y = act(x) is given for activations whose derivative uses it. */
+    void (*act_bwd)(tb_backend *be, tb_act act, int64_t n, const float *x, const float *y,
+                    const float *dy, float *dx);
+    /* For every index i of shape[0..ndim): dst[i . dst_stride] (+)= src[i . src_stride].
+     * Covers transpose, concat, slicing and their backward passes. */
+    void (*strided_copy)(tb_backend *be, int ndim, const int64_t *shape, float *dst,
+                         const int64_t *dst_stride, const float *src, const int64_t *src_stride,
+                         bool accumulate);
+    /* Sum of squares of x[0..n), accumulated in double, returned to the host (synchronises). */
+    double (*sum_squares)(tb_backend *be, int64_t n, const float *x);
+    /* Copies a device scalar to the host (synchronises). */
+    float (*read_scalar)(tb_backend *be, const float *x);
+
+    /* ---- losses (mean over examples; the result is one device float) ---- */
+    /* Softmax cross-entropy with label smoothing s: target = (1-s) onehot + s/C. probs [N,C] is
+     * saved for the backward pass. */
+    void (*softmax_xent_fwd)(tb_backend *be, int n, int c, const float *logits,
+                             const int32_t *labels, float smoothing, float *probs, float *loss);
+    void (*softmax_xent_bwd)(tb_backend *be, int n, int c, const float *probs,
+                             const int32_t *labels, float smoothing, const float *dloss,
+                             float *dlogits);
+    /* Mean squared error over all n elements: mean((pred - target)^2). */
+    void (*mse_fwd)(tb_backend *be, int64_t n, const float *pred, const float *target,
+                    float *loss);
+    void (*mse_bwd)(tb_backend *be, int64_t n, const float *pred, const float *target,
+                    const float *dloss, float *dpred);
+    /* Sigmoid binary cross-entropy on logits, mean over all n elements (targets in [0,1]). */
+    void (*bce_fwd)(tb_backend *be, int64_t n, const float *logits, const float *target,
+                    float *loss);
+    void (*bce_bwd)(tb_backend *be, int64_t n, const float *logits, const float *target,
+                    const float *dloss, float *dlogits);
+
+    /* ---- dropout: mask[i] = 0 or 1/(1-p), drawn from Philox(key, counter + i/4, lane i%4),
+     * so every backend draws the same mask. ---- */
+    void (*dropout_fwd)(tb_backend *be, int64_t n, float p, const uint32_t key[2],
+                        uint64_t counter, const float *x, float *y, float *mask);
+    void (*dropout_bwd)(tb_backend *be, int64_t n, const float *mask, const float *dy,
+                        float *dx);
+
+    /* ---- convolution and pooling (NCHW) ---- */
+    /* Bytes of scratch memory conv2d_fwd/bwd need for this shape. */
+    size_t (*conv2d_workspace)(tb_backend *be, const tb_conv_shape *s);
+    void (*conv2d_fwd)(tb_backend *be, const tb_conv_shape *s, const float *x, const float *w,
+                       const float *bias, float *y, void *workspace);
+    /* Any of dx, dw, db may be NULL (not needed). */
+    void (*conv2d_bwd)(tb_backend *be, const tb_conv_shape *s, const float *x, const float *w,
+                       const float *dy, float *dx, float *dw, float *db, void *workspace);
+    void (*maxpool2d_fwd)(tb_backend *be, const tb_pool_shape *s, const float *x, float *y,
+                          int32_t *argmax);
+    void (*maxpool2d_bwd)(tb_backend *be, const tb_pool_shape *s, const int32_t *argmax,
+                          const float *dy, float *dx);
+    void (*avgpool2d_fwd)(tb_backend *be, const tb_pool_shape *s, const float *x, float *y);
+    void (*avgpool2d_bwd)(tb_backend *be, const tb_pool_shape *s, const float *dy, float *dx);
+    /* Global average pooling [N,C,HW] -> [N,C]. */
+    void (*gap_fwd)(tb_backend *be, int64_t nc, int64_t hw, const float *x, float *y);
+    void (*gap_bwd)(tb_backend *be, int64_t nc, int64_t hw, const float *dy, float *dx);
+
+    /* ---- normalisation ---- */
+    /* Batch norm over [N,C,HW] per channel. Training: uses batch statistics, saves mean and
+     * invstd [C], updates running_mean/var (unbiased var) with `momentum` (torch convention). */
+    void (*batchnorm_fwd_train)(tb_backend *be, int64_t n, int64_t c, int64_t hw,
+                                const float *x, const float *gamma, const float *beta, float eps,
+                                float momentum, float *running_mean, float *running_var,
+                                float *y, float *mean, float *invstd);
+    void (*batchnorm_fwd_eval)(tb_backend *be, int64_t n, int64_t c, int64_t hw,
+                               const float *x, const float *gamma, const float *beta, float eps,
+                               const float *running_mean, const float *running_var, float *y);
+    void (*batchnorm_bwd)(tb_backend *be, int64_t n, int64_t c, int64_t hw, const float *x,
+                          const float *gamma, const float *mean, const float *invstd,
+                          const float *dy, float *dx, float *dgamma, float *dbeta);
+    /* Layer norm over the last dimension of [rows, cols]; saves mean and rstd [rows]. */
+    void (*layernorm_fwd)(tb_backend *be, int64_t rows, int64_t cols, const float *x,
+                          const float *gamma, const float *beta, float eps, float *y, float *mean,
+                          float *rstd);
+    void (*layernorm_bwd)(tb_backend *be, int64_t rows, int64_t cols, const float *x,
+                          const float *gamma, const float *mean, const float *rstd,
+                          const float *dy, float *dx, float *dgamma, float *dbeta);
+
+    /* ---- embedding: y[i,:] = table[idx[i],:]; indices are checked by the op ---- */
+    void (*embedding_fwd)(tb_backend *be, int64_t n, int64_t dim, const float *table,
+                          const int32_t *idx, float *y);
+    void (*embedding_bwd)(tb_backend *be, int64_t n, int64_t dim, const int32_t *idx,
+                          const float *dy, float *dtable);
+
+    /* ---- causal multi-head self-attention core ----
+     * qkv [B,T,3C] holds q, k, v side by side (C = heads * head_dim); y [B,T,C].
+     * att [B,heads,T,T] saves the softmax probabilities for the backward pass. */
+    size_t (*attention_workspace)(tb_backend *be, int b, int t, int c, int heads);
+    void (*attention_fwd)(tb_backend *be, int b, int t, int c, int heads, const float *qkv,
+                          float *y, float *att, void *workspace);
+    void (*attention_bwd)(tb_backend *be, int b, int t, int c, int heads, const float *qkv,
+                          const float *att, const float *dy, float *dqkv, void *workspace);
+
+    /* ---- optimizer updates (one sweep over a flat parameter buffer) ---- */
+    /* Heavy-ball / Nesterov momentum with L2 weight decay folded into the gradient:
+     * g' = g + wd w; v = mu v + g'; w -= lr (nesterov ? g' + mu v : v). */
+    void (*sgd_update)(tb_backend *be, int64_t n, float *w, const float *g, float *v, float lr,
+                       float momentum, bool nesterov, float weight_decay);
+    /* AdamW: w *= 1 - lr wd; m,v EMAs; w -= lr/bc1 * m / (sqrt(v/bc2) + eps), where bc1 =
+     * 1 - beta1^t, bc2 = 1 - beta2^t. */
+    void (*adamw_update)(tb_backend *be, int64_t n, float *w, const float *g, float *m, float *v,
+                         float lr, float beta1, float beta2, float eps, float weight_decay,
+                         float bc1, float bc2);
+} tb_backend_ops;
+
+struct tb_backend {
+    tb_device device;
+    const char *name;
+    char description[256];
+    int threads;
+    void *impl; /* backend-private state */
+    tb_backend_ops ops;
+    void (*destroy)(tb_backend *be);
+};
+
+/* Constructors, one per backend, called by the registry (backend.c). */
+tb_status tb_cpu_backend_init(tb_backend *be, const tb_backend_config *config, tb_error *err);
+tb_status tb_cuda_backend_init(tb_backend *be, const tb_backend_config *config, tb_error *err);
+
+#endif

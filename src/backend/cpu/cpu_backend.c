@@ -1,0 +1,73 @@
+/* cpu_backend.c: the CPU backend: host memory, one thread budget for OpenBLAS and OpenMP. */
+#include "backend/cpu/cpu.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cblas.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+/* OpenBLAS extensions (declared in its cblas.h; repeated here for other CBLAS headers). */
+extern void openblas_set_num_threads(int num_threads);
+extern char *openblas_get_config(void);
+
+static void *cpu_alloc(tb_backend *be, size_t bytes)
+{
+    (void)be;
+    size_t rounded = (bytes + 63) / 64 * 64;
+    return aligned_alloc(64, rounded ? rounded : 64);
+}
+
+static void cpu_free(tb_backend *be, void *p)
+{
+    (void)be;
+    free(p);
+}
+
+static void cpu_copy(tb_backend *be, void *dst, const void *src, size_t bytes)
+{
+    (void)be;
+    if (bytes) memmove(dst, src, bytes);
+}
+
+static void cpu_sync(tb_backend *be) { (void)be; }
+
+tb_status tb_cpu_backend_init(tb_backend *be, const tb_backend_config *config, tb_error *err)
+{
+    int cores = (int)sysconf(_SC_NPROCESSORS_ONLN);
+    if (cores < 1) cores = 1;
+    int threads = config->threads > 0 ? config->threads : cores;
+    if (config->threads < 0)
+        return tb_fail(err, TB_ERR_INVALID, "threads must be >= 0 (0 = all cores), got %d",
+                       config->threads);
+    /* One budget: OpenBLAS (OpenMP build) and our OpenMP loops use the same threads. The
+     * OpenMP thread count is process state that belongs to the runtime, not to trainbench. */
+#ifdef _OPENMP
+    omp_set_num_threads(threads);
+#endif
+    openblas_set_num_threads(threads);
+    be->device = TB_DEVICE_CPU;
+    be->name = "cpu";
+    be->threads = threads;
+    const char *blas = openblas_get_config();
+    snprintf(be->description, sizeof be->description, "cpu, %d thread%s, %s", threads,
+             threads == 1 ? "" : "s", blas ? blas : "BLAS");
+    memset(&be->ops, 0, sizeof be->ops);
+    be->ops.alloc = cpu_alloc;
+    be->ops.free = cpu_free;
+    be->ops.upload = cpu_copy;
+    be->ops.download = cpu_copy;
+    be->ops.copy = cpu_copy;
+    be->ops.sync = cpu_sync;
+    tb_cpu_register_dense(&be->ops);
+    tb_cpu_register_loss(&be->ops);
+    tb_cpu_register_conv(&be->ops);
+    tb_cpu_register_norm(&be->ops);
+    tb_cpu_register_attention(&be->ops);
+    tb_cpu_register_optim(&be->ops);
+    return TB_OK;
+}

@@ -1,0 +1,7 @@
+/* cpu_conv.c: placeholder until the kernels land (entries stay NULL; ops report unsupported). */
+#include "backend/cpu/cpu.h"
+
+void tb_cpu_register_conv(tb_backend_ops *ops)
+{
+    (void)ops;
+}

@@ -1,0 +1,213 @@
+/* cpu_dense.c: matrix products (OpenBLAS) and element-wise kernels (OpenMP). */
+#include "backend/cpu/cpu.h"
+
+#include <math.h>
+
+#include <cblas.h>
+
+static void cpu_gemm(tb_backend *be, bool ta, bool tb, int m, int n, int k, float alpha,
+                     const float *a, int lda, const float *b, int ldb, float beta, float *c,
+                     int ldc)
+{
+    (void)be;
+    cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, m,
+                n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+}
+
+static void cpu_gemm_batched(tb_backend *be, bool ta, bool tb, int m, int n, int k, float alpha,
+                             const float *a, int lda, int64_t sa, const float *b, int ldb,
+                             int64_t sb, float beta, float *c, int ldc, int64_t sc, int batch)
+{
+    (void)be;
+    for (int i = 0; i < batch; i++)
+        cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans,
+                    tb ? CblasTrans : CblasNoTrans, m, n, k, alpha, a + i * sa, lda, b + i * sb,
+                    ldb, beta, c + i * sc, ldc);
+}
+
+static void cpu_fill(tb_backend *be, float *x, int64_t n, float v)
+{
+    (void)be;
+#pragma omp parallel for simd schedule(static) if (n > 32768)
+    for (int64_t i = 0; i < n; i++) x[i] = v;
+}
+
+static void cpu_scale(tb_backend *be, float *x, int64_t n, float a)
+{
+    (void)be;
+#pragma omp parallel for simd schedule(static) if (n > 32768)
+    for (int64_t i = 0; i < n; i++) x[i] *= a;
+}
+
+static void cpu_axpy(tb_backend *be, int64_t n, float a, const float *x, float *y)
+{
+    (void)be;
+#pragma omp parallel for simd schedule(static) if (n > 32768)
+    for (int64_t i = 0; i < n; i++) y[i] += a * x[i];
+}
+
+static void cpu_add(tb_backend *be, int64_t n, const float *a, const float *b, float *y)
+{
+    (void)be;
+#pragma omp parallel for simd schedule(static) if (n > 32768)
+    for (int64_t i = 0; i < n; i++) y[i] = a[i] + b[i];
+}
+
+static void cpu_bias_add(tb_backend *be, int64_t rows, int64_t cols, const float *bias, float *y)
+{
+    (void)be;
+#pragma omp parallel for schedule(static) if (rows * cols > 32768)
+    for (int64_t r = 0; r < rows; r++) {
+        float *yr = y + r * cols;
+#pragma omp simd
+        for (int64_t c = 0; c < cols; c++) yr[c] += bias[c];
+    }
+}
+
+static void cpu_bias_grad(tb_backend *be, int64_t rows, int64_t cols, const float *dy, float *db)
+{
+    (void)be;
+#pragma omp parallel for schedule(static) if (rows * cols > 32768)
+    for (int64_t c = 0; c < cols; c++) {
+        double s = 0;
+        for (int64_t r = 0; r < rows; r++) s += dy[r * cols + c];
+        db[c] += (float)s;
+    }
+}
+
+static inline float gelu(float x)
+{
+    return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f));
+}
+
+static inline float gelu_grad(float x)
+{
+    float cdf = 0.5f * (1.0f + erff(x * 0.70710678118654752f));
+    float pdf = 0.39894228040143268f * expf(-0.5f * x * x);
+    return cdf + x * pdf;
+}
+
+static inline float sigmoid(float x) { return 1.0f / (1.0f + expf(-x)); }
+
+static void cpu_act_fwd(tb_backend *be, tb_act act, int64_t n, const float *x, float *y)
+{
+    (void)be;
+    switch (act) {
+    case TB_ACT_RELU:
+#pragma omp parallel for simd schedule(static) if (n > 32768)
+        for (int64_t i = 0; i < n; i++) y[i] = x[i] > 0.0f ? x[i] : 0.0f;
+        break;
+    case TB_ACT_GELU:
+#pragma omp parallel for schedule(static) if (n > 8192)
+        for (int64_t i = 0; i < n; i++) y[i] = gelu(x[i]);
+        break;
+    case TB_ACT_SILU:
+#pragma omp parallel for schedule(static) if (n > 8192)
+        for (int64_t i = 0; i < n; i++) y[i] = x[i] * sigmoid(x[i]);
+        break;
+    case TB_ACT_TANH:
+#pragma omp parallel for schedule(static) if (n > 8192)
+        for (int64_t i = 0; i < n; i++) y[i] = tanhf(x[i]);
+        break;
+    case TB_ACT_SIGMOID:
+#pragma omp parallel for schedule(static) if (n > 8192)
+        for (int64_t i = 0; i < n; i++) y[i] = sigmoid(x[i]);
+        break;
+    case TB_ACT_COUNT: break;
+    }
+}
+
+static void cpu_act_bwd(tb_backend *be, tb_act act, int64_t n, const float *x, const float *y,
+                        const float *dy, float *dx)
+{
+    (void)be;
+    switch (act) {
+    case TB_ACT_RELU:
+#pragma omp parallel for simd schedule(static) if (n > 32768)
+        for (int64_t i = 0; i < n; i++) dx[i] += x[i] > 0.0f ? dy[i] : 0.0f;
+        break;
+    case TB_ACT_GELU:
+#pragma omp parallel for schedule(static) if (n > 8192)
+        for (int64_t i = 0; i < n; i++) dx[i] += dy[i] * gelu_grad(x[i]);
+        break;
+    case TB_ACT_SILU:
+#pragma omp parallel for schedule(static) if (n > 8192)
+        for (int64_t i = 0; i < n; i++) {
+            float s = sigmoid(x[i]);
+            dx[i] += dy[i] * s * (1.0f + x[i] * (1.0f - s));
+        }
+        break;
+    case TB_ACT_TANH:
+#pragma omp parallel for simd schedule(static) if (n > 32768)
+        for (int64_t i = 0; i < n; i++) dx[i] += dy[i] * (1.0f - y[i] * y[i]);
+        break;
+    case TB_ACT_SIGMOID:
+#pragma omp parallel for simd schedule(static) if (n > 32768)
+        for (int64_t i = 0; i < n; i++) dx[i] += dy[i] * y[i] * (1.0f - y[i]);
+        break;
+    case TB_ACT_COUNT: break;
+    }
+}
+
+static void cpu_strided_copy(tb_backend *be, int ndim, const int64_t *shape, float *dst,
+                             const int64_t *dst_stride, const float *src,
+                             const int64_t *src_stride, bool accumulate)
+{
+    (void)be;
+    if (ndim == 0) {
+        *dst = accumulate ? *dst + *src : *src;
+        return;
+    }
+    /* iterate over all but the last dimension; the last is the inner loop */
+    int64_t outer = 1;
+    for (int d = 0; d < ndim - 1; d++) outer *= shape[d];
+    const int64_t inner = shape[ndim - 1], ds = dst_stride[ndim - 1], ss = src_stride[ndim - 1];
+#pragma omp parallel for schedule(static) if (outer * inner > 32768)
+    for (int64_t o = 0; o < outer; o++) {
+        int64_t rem = o, doff = 0, soff = 0;
+        for (int d = ndim - 2; d >= 0; d--) {
+            int64_t i = rem % shape[d];
+            rem /= shape[d];
+            doff += i * dst_stride[d];
+            soff += i * src_stride[d];
+        }
+        float *dp = dst + doff;
+        const float *sp = src + soff;
+        if (accumulate)
+            for (int64_t i = 0; i < inner; i++) dp[i * ds] += sp[i * ss];
+        else
+            for (int64_t i = 0; i < inner; i++) dp[i * ds] = sp[i * ss];
+    }
+}
+
+static double cpu_sum_squares(tb_backend *be, int64_t n, const float *x)
+{
+    (void)be;
+    double s = 0;
+#pragma omp parallel for reduction(+ : s) schedule(static) if (n > 32768)
+    for (int64_t i = 0; i < n; i++) s += (double)x[i] * x[i];
+    return s;
+}
+
+static float cpu_read_scalar(tb_backend *be, const float *x)
+{
+    (void)be;
+    return *x;
+}
+
+void tb_cpu_register_dense(tb_backend_ops *ops)
+{
+    ops->gemm = cpu_gemm;
+    ops->gemm_batched = cpu_gemm_batched;
+    ops->fill = cpu_fill;
+    ops->scale = cpu_scale;
+    ops->axpy = cpu_axpy;
+    ops->add = cpu_add;
+    ops->bias_add = cpu_bias_add;
+    ops->bias_grad = cpu_bias_grad;
+    ops->act_fwd = cpu_act_fwd;
+    ops->act_bwd = cpu_act_bwd;
+    ops->strided_copy = cpu_strided_copy;
+    ops->sum_squares = cpu_sum_squares;
+    ops->read_scalar = cpu_read_scalar;
+}

@@ -1,0 +1,139 @@
+/* cpu_loss.c: loss functions and dropout on the CPU. */
+#include "backend/cpu/cpu.h"
+
+#include <math.h>
+
+#include "trainbench/rng.h"
+
+static void cpu_softmax_xent_fwd(tb_backend *be, int n, int c, const float *logits,
+                                 const int32_t *labels, float smoothing, float *probs,
+                                 float *loss)
+{
+    (void)be;
+    double total = 0;
+#pragma omp parallel for reduction(+ : total) schedule(static) if (n * c > 16384)
+    for (int i = 0; i < n; i++) {
+        const float *z = logits + (int64_t)i * c;
+        float *p = probs + (int64_t)i * c;
+        float zmax = z[0];
+        for (int j = 1; j < c; j++) zmax = z[j] > zmax ? z[j] : zmax;
+        double sum = 0, sum_z = 0;
+        for (int j = 0; j < c; j++) {
+            p[j] = expf(z[j] - zmax);
+            sum += p[j];
+            sum_z += z[j] - zmax;
+        }
+        double log_sum = log(sum);
+        float inv = (float)(1.0 / sum);
+        for (int j = 0; j < c; j++) p[j] *= inv;
+        /* -log p_y = log_sum - (z_y - zmax); the smoothed part averages -log p over classes */
+        double nll = log_sum - (z[labels[i]] - zmax);
+        double uniform = log_sum - sum_z / c;
+        total += (1.0 - smoothing) * nll + smoothing * uniform;
+    }
+    *loss = (float)(total / n);
+}
+
+static void cpu_softmax_xent_bwd(tb_backend *be, int n, int c, const float *probs,
+                                 const int32_t *labels, float smoothing, const float *dloss,
+                                 float *dlogits)
+{
+    (void)be;
+    const float scale = *dloss / (float)n, off = smoothing / (float)c;
+#pragma omp parallel for schedule(static) if (n * c > 16384)
+    for (int i = 0; i < n; i++) {
+        const float *p = probs + (int64_t)i * c;
+        float *d = dlogits + (int64_t)i * c;
+        for (int j = 0; j < c; j++) {
+            float target = off + (j == labels[i] ? 1.0f - smoothing : 0.0f);
+            d[j] += scale * (p[j] - target);
+        }
+    }
+}
+
+static void cpu_mse_fwd(tb_backend *be, int64_t n, const float *pred, const float *target,
+                        float *loss)
+{
+    (void)be;
+    double s = 0;
+#pragma omp parallel for reduction(+ : s) schedule(static) if (n > 32768)
+    for (int64_t i = 0; i < n; i++) {
+        double d = (double)pred[i] - target[i];
+        s += d * d;
+    }
+    *loss = (float)(s / (double)n);
+}
+
+static void cpu_mse_bwd(tb_backend *be, int64_t n, const float *pred, const float *target,
+                        const float *dloss, float *dpred)
+{
+    (void)be;
+    const float scale = 2.0f * *dloss / (float)n;
+#pragma omp parallel for simd schedule(static) if (n > 32768)
+    for (int64_t i = 0; i < n; i++) dpred[i] += scale * (pred[i] - target[i]);
+}
+
+static void cpu_bce_fwd(tb_backend *be, int64_t n, const float *logits, const float *target,
+                        float *loss)
+{
+    (void)be;
+    double s = 0;
+#pragma omp parallel for reduction(+ : s) schedule(static) if (n > 16384)
+    for (int64_t i = 0; i < n; i++) {
+        /* stable: max(z,0) - z t + log(1 + exp(-|z|)) */
+        double z = logits[i];
+        s += (z > 0 ? z : 0) - z * target[i] + log1p(exp(-fabs(z)));
+    }
+    *loss = (float)(s / (double)n);
+}
+
+static void cpu_bce_bwd(tb_backend *be, int64_t n, const float *logits, const float *target,
+                        const float *dloss, float *dlogits)
+{
+    (void)be;
+    const float scale = *dloss / (float)n;
+#pragma omp parallel for schedule(static) if (n > 16384)
+    for (int64_t i = 0; i < n; i++) {
+        float s = 1.0f / (1.0f + expf(-logits[i]));
+        dlogits[i] += scale * (s - target[i]);
+    }
+}
+
+static void cpu_dropout_fwd(tb_backend *be, int64_t n, float p, const uint32_t key[2],
+                            uint64_t counter, const float *x, float *y, float *mask)
+{
+    (void)be;
+    const float keep_scale = p < 1.0f ? 1.0f / (1.0f - p) : 0.0f;
+#pragma omp parallel for schedule(static) if (n > 16384)
+    for (int64_t blk = 0; blk < (n + 3) / 4; blk++) {
+        uint32_t bits[4];
+        tb_philox4x32(key, counter + (uint64_t)blk, bits);
+        for (int lane = 0; lane < 4; lane++) {
+            int64_t i = blk * 4 + lane;
+            if (i >= n) break;
+            float m = tb_u32_to_unit(bits[lane]) >= p ? keep_scale : 0.0f;
+            mask[i] = m;
+            y[i] = x[i] * m;
+        }
+    }
+}
+
+static void cpu_dropout_bwd(tb_backend *be, int64_t n, const float *mask, const float *dy,
+                            float *dx)
+{
+    (void)be;
+#pragma omp parallel for simd schedule(static) if (n > 32768)
+    for (int64_t i = 0; i < n; i++) dx[i] += dy[i] * mask[i];
+}
+
+void tb_cpu_register_loss(tb_backend_ops *ops)
+{
+    ops->softmax_xent_fwd = cpu_softmax_xent_fwd;
+    ops->softmax_xent_bwd = cpu_softmax_xent_bwd;
+    ops->mse_fwd = cpu_mse_fwd;
+    ops->mse_bwd = cpu_mse_bwd;
+    ops->bce_fwd = cpu_bce_fwd;
+    ops->bce_bwd = cpu_bce_bwd;
+    ops->dropout_fwd = cpu_dropout_fwd;
+    ops->dropout_bwd = cpu_dropout_bwd;
+}

@@ -1,0 +1,193 @@
+/* tensor.c: tensor descriptors, views and owning allocations. */
+#include "trainbench/tensor.h"
+
+#include <stdio.h>
+#include <string.h>
+
+size_t tb_dtype_size(tb_dtype dtype)
+{
+    return dtype == TB_I32 ? sizeof(int32_t) : sizeof(float);
+}
+
+static void set_contiguous_strides(tb_tensor *t)
+{
+    int64_t s = 1;
+    for (int d = t->ndim - 1; d >= 0; d--) {
+        t->stride[d] = s;
+        s *= t->shape[d];
+    }
+}
+
+tb_tensor tb_tensor_wrap(tb_backend *be, void *data, tb_dtype dtype, int ndim,
+                         const int64_t *shape)
+{
+    tb_tensor t;
+    memset(&t, 0, sizeof t);
+    t.data = data;
+    t.backend = be;
+    t.dtype = dtype;
+    t.ndim = ndim < 0 ? 0 : (ndim > TB_MAX_DIMS ? TB_MAX_DIMS : ndim);
+    for (int d = 0; d < t.ndim; d++) t.shape[d] = shape[d];
+    set_contiguous_strides(&t);
+    return t;
+}
+
+int64_t tb_tensor_numel(const tb_tensor *t)
+{
+    int64_t n = 1;
+    for (int d = 0; d < t->ndim; d++) n *= t->shape[d];
+    return n;
+}
+
+size_t tb_tensor_bytes(const tb_tensor *t)
+{
+    return (size_t)tb_tensor_numel(t) * tb_dtype_size(t->dtype);
+}
+
+bool tb_tensor_is_contiguous(const tb_tensor *t)
+{
+    int64_t s = 1;
+    for (int d = t->ndim - 1; d >= 0; d--) {
+        if (t->shape[d] != 1 && t->stride[d] != s) return false;
+        s *= t->shape[d];
+    }
+    return true;
+}
+
+bool tb_tensor_same_shape(const tb_tensor *a, const tb_tensor *b)
+{
+    if (a->ndim != b->ndim) return false;
+    for (int d = 0; d < a->ndim; d++)
+        if (a->shape[d] != b->shape[d]) return false;
+    return true;
+}
+
+const char *tb_shape_str(const tb_tensor *t, char *buf, size_t size)
+{
+    size_t used = 0;
+    if (size == 0) return buf;
+    buf[0] = '\0';
+    used += (size_t)snprintf(buf + used, size - used, "[");
+    for (int d = 0; d < t->ndim && used < size; d++)
+        used += (size_t)snprintf(buf + used, size - used, d ? ", %lld" : "%lld",
+                                 (long long)t->shape[d]);
+    if (used < size) snprintf(buf + used, size - used, "]");
+    return buf;
+}
+
+tb_status tb_tensor_reshape(const tb_tensor *t, int ndim, const int64_t *shape, tb_tensor *out,
+                            tb_error *err)
+{
+    if (ndim < 0 || ndim > TB_MAX_DIMS)
+        return tb_fail(err, TB_ERR_SHAPE, "reshape: %d dimensions (at most %d)", ndim,
+                       TB_MAX_DIMS);
+    if (!tb_tensor_is_contiguous(t))
+        return tb_fail(err, TB_ERR_SHAPE, "reshape: the tensor is not contiguous");
+    int64_t known = 1, numel = tb_tensor_numel(t);
+    int infer = -1;
+    for (int d = 0; d < ndim; d++) {
+        if (shape[d] == -1) {
+            if (infer >= 0) return tb_fail(err, TB_ERR_SHAPE, "reshape: more than one -1");
+            infer = d;
+        } else if (shape[d] < 0) {
+            return tb_fail(err, TB_ERR_SHAPE, "reshape: negative dimension %lld",
+                           (long long)shape[d]);
+        } else {
+            known *= shape[d];
+        }
+    }
+    int64_t resolved[TB_MAX_DIMS];
+    for (int d = 0; d < ndim; d++) resolved[d] = shape[d];
+    if (infer >= 0) {
+        if (known == 0 || numel % known != 0)
+            return tb_fail(err, TB_ERR_SHAPE, "reshape: cannot infer a dimension for %lld "
+                           "elements", (long long)numel);
+        resolved[infer] = numel / known;
+        known = numel;
+    }
+    if (known != numel) {
+        char buf[96];
+        return tb_fail(err, TB_ERR_SHAPE, "reshape: %s has %lld elements, the new shape %lld",
+                       tb_shape_str(t, buf, sizeof buf), (long long)numel, (long long)known);
+    }
+    *out = tb_tensor_wrap(t->backend, t->data, t->dtype, ndim, resolved);
+    return TB_OK;
+}
+
+tb_status tb_tensor_transpose(const tb_tensor *t, int d0, int d1, tb_tensor *out, tb_error *err)
+{
+    if (d0 < 0 || d0 >= t->ndim || d1 < 0 || d1 >= t->ndim)
+        return tb_fail(err, TB_ERR_SHAPE, "transpose: dimensions %d, %d of a %d-d tensor", d0,
+                       d1, t->ndim);
+    tb_tensor v = *t;
+    v.shape[d0] = t->shape[d1];
+    v.shape[d1] = t->shape[d0];
+    v.stride[d0] = t->stride[d1];
+    v.stride[d1] = t->stride[d0];
+    *out = v;
+    return TB_OK;
+}
+
+tb_status tb_tensor_narrow(const tb_tensor *t, int dim, int64_t start, int64_t len,
+                           tb_tensor *out, tb_error *err)
+{
+    if (dim < 0 || dim >= t->ndim)
+        return tb_fail(err, TB_ERR_SHAPE, "narrow: dimension %d of a %d-d tensor", dim, t->ndim);
+    if (start < 0 || len < 0 || start + len > t->shape[dim])
+        return tb_fail(err, TB_ERR_SHAPE, "narrow: [%lld, %lld) outside [0, %lld)",
+                       (long long)start, (long long)(start + len), (long long)t->shape[dim]);
+    tb_tensor v = *t;
+    v.data = (char *)t->data + (size_t)(start * t->stride[dim]) * tb_dtype_size(t->dtype);
+    v.shape[dim] = len;
+    *out = v;
+    return TB_OK;
+}
+
+tb_status tb_tensor_alloc(tb_backend *be, tb_dtype dtype, int ndim, const int64_t *shape,
+                          tb_tensor *out, tb_error *err)
+{
+    if (ndim < 0 || ndim > TB_MAX_DIMS)
+        return tb_fail(err, TB_ERR_SHAPE, "tensor of %d dimensions (at most %d)", ndim,
+                       TB_MAX_DIMS);
+    for (int d = 0; d < ndim; d++)
+        if (shape[d] < 0)
+            return tb_fail(err, TB_ERR_SHAPE, "negative dimension %lld", (long long)shape[d]);
+    tb_tensor t = tb_tensor_wrap(be, NULL, dtype, ndim, shape);
+    size_t bytes = tb_tensor_bytes(&t);
+    t.data = tb_backend_alloc(be, bytes ? bytes : 1);
+    if (!t.data)
+        return tb_fail(err, TB_ERR_NOMEM, "cannot allocate %zu bytes on %s", bytes,
+                       tb_backend_name(be));
+    if (bytes) {
+        /* zero through the backend: upload zeros in chunks without a large host buffer */
+        static const char zeros[4096];
+        for (size_t off = 0; off < bytes; off += sizeof zeros) {
+            size_t chunk = bytes - off < sizeof zeros ? bytes - off : sizeof zeros;
+            tb_backend_upload(be, (char *)t.data + off, zeros, chunk);
+        }
+    }
+    *out = t;
+    return TB_OK;
+}
+
+void tb_tensor_free(tb_tensor *t)
+{
+    if (t && t->data) tb_backend_free(t->backend, t->data);
+    if (t) t->data = NULL;
+}
+
+tb_status tb_tensor_upload(tb_tensor *t, const void *host, tb_error *err)
+{
+    if (!tb_tensor_is_contiguous(t))
+        return tb_fail(err, TB_ERR_SHAPE, "upload into a non-contiguous tensor");
+    tb_backend_upload(t->backend, t->data, host, tb_tensor_bytes(t));
+    return TB_OK;
+}
+
+tb_status tb_tensor_download(const tb_tensor *t, void *host, tb_error *err)
+{
+    if (!tb_tensor_is_contiguous(t))
+        return tb_fail(err, TB_ERR_SHAPE, "download from a non-contiguous tensor");
+    tb_backend_download(t->backend, host, t->data, tb_tensor_bytes(t));
+    return TB_OK;
+}

@@ -1,0 +1,29 @@
+/* layer_linear.c: a dense layer that keeps its batch input and output for curvature methods. */
+#include "trainbench/nn.h"
+
+#include <stdio.h>
+
+tb_status tb_linear_layer_init(tb_linear_layer *layer, tb_params *params, const char *name,
+                               int64_t in, int64_t out, bool bias, tb_error *err)
+{
+    char pname[64];
+    int64_t wshape[2] = {out, in};
+    snprintf(pname, sizeof pname, "%s.weight", name);
+    layer->w = tb_params_add(params, pname, TB_PARAM_WEIGHT, 2, wshape, err);
+    if (!layer->w) return err ? err->status : TB_ERR_INVALID;
+    layer->b = NULL;
+    if (bias) {
+        snprintf(pname, sizeof pname, "%s.bias", name);
+        layer->b = tb_params_add(params, pname, TB_PARAM_BIAS, 1, &out, err);
+        if (!layer->b) return err ? err->status : TB_ERR_INVALID;
+    }
+    layer->input = layer->output = NULL;
+    return TB_OK;
+}
+
+tb_var *tb_linear_layer_forward(tb_tape *tape, tb_linear_layer *layer, tb_var *x)
+{
+    layer->input = x;
+    layer->output = tb_op_linear(tape, x, layer->w, layer->b);
+    return layer->output;
+}

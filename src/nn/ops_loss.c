@@ -1,0 +1,141 @@
+/* ops_loss.c: softmax cross-entropy, mean squared error, sigmoid BCE, dropout. */
+#include "nn/tape_impl.h"
+
+#include <math.h>
+
+static tb_var *scalar_output(tb_tape *t, int n_in, tb_var *const *ins)
+{
+    return tb_tape_output(t, TB_F32, 0, NULL, n_in, ins);
+}
+
+/* ---- softmax cross-entropy ------------------------------------------------------------------ */
+
+static void xent_backward(tb_tape *t, tb_node *n)
+{
+    float *dz = tb_var_grad(t, n->in[0]);
+    if (!dz) return;
+    tb_tape_ops(t)->softmax_xent_bwd(tb_tape_be(t), (int)n->iattr[0], (int)n->iattr[1],
+                                     n->saved[0], n->in[1]->value.data, n->fattr[0],
+                                     n->out->grad.data, dz);
+}
+
+tb_var *tb_op_softmax_xent(tb_tape *t, tb_var *logits, tb_var *labels, float smoothing)
+{
+    tb_var *ins[2] = {logits, labels};
+    if (!tb_op_begin(t, 2, ins)) return NULL;
+    if (!tb_op_expect(t, "softmax_xent", "logits", logits, TB_F32, 2, 2) ||
+        !tb_op_expect(t, "softmax_xent", "labels", labels, TB_I32, 1, 1))
+        return NULL;
+    int64_t n = logits->value.shape[0], c = logits->value.shape[1];
+    if (labels->value.shape[0] != n)
+        return tb_op_fail(t, TB_ERR_SHAPE, "softmax_xent: %lld logits rows but %lld labels",
+                          (long long)n, (long long)labels->value.shape[0]);
+    if (!(smoothing >= 0.0f && smoothing < 1.0f))
+        return tb_op_fail(t, TB_ERR_INVALID,
+                          "softmax_xent: label smoothing %g outside [0, 1)", smoothing);
+    if (n == 0 || c == 0) return tb_op_fail(t, TB_ERR_SHAPE, "softmax_xent: empty logits");
+    tb_var *loss = scalar_output(t, 2, ins);
+    float *probs = tb_tape_scratch(t, (size_t)(n * c) * sizeof(float));
+    if (!loss || !probs) return NULL;
+    tb_tape_ops(t)->softmax_xent_fwd(tb_tape_be(t), (int)n, (int)c, logits->value.data,
+                                     labels->value.data, smoothing, probs, loss->value.data);
+    tb_node *node = tb_tape_record(t, "softmax_xent", xent_backward, loss, 2, ins);
+    if (node) {
+        node->iattr[0] = n;
+        node->iattr[1] = c;
+        node->fattr[0] = smoothing;
+        node->saved[0] = probs;
+    }
+    return loss;
+}
+
+/* ---- element-wise losses against a target of the same shape --------------------------------- */
+
+static bool same_shape(tb_tape *t, const char *op, tb_var *a, tb_var *b)
+{
+    if (!tb_op_expect(t, op, "prediction", a, TB_F32, 0, TB_MAX_DIMS) ||
+        !tb_op_expect(t, op, "target", b, TB_F32, 0, TB_MAX_DIMS))
+        return false;
+    if (!tb_tensor_same_shape(&a->value, &b->value)) {
+        char as[96], bs[96];
+        tb_op_fail(t, TB_ERR_SHAPE, "%s: prediction %s and target %s differ", op,
+                   tb_shape_str(&a->value, as, sizeof as), tb_shape_str(&b->value, bs, sizeof bs));
+        return false;
+    }
+    return true;
+}
+
+static void mse_backward(tb_tape *t, tb_node *n)
+{
+    int64_t numel = tb_tensor_numel(&n->in[0]->value);
+    const float *p = n->in[0]->value.data, *y = n->in[1]->value.data;
+    float *dp = tb_var_grad(t, n->in[0]);
+    if (dp) tb_tape_ops(t)->mse_bwd(tb_tape_be(t), numel, p, y, n->out->grad.data, dp);
+    float *dy = tb_var_grad(t, n->in[1]);
+    if (dy) /* symmetric: d/dy = -d/dp */
+        tb_tape_ops(t)->mse_bwd(tb_tape_be(t), numel, y, p, n->out->grad.data, dy);
+}
+
+tb_var *tb_op_mse(tb_tape *t, tb_var *pred, tb_var *target)
+{
+    tb_var *ins[2] = {pred, target};
+    if (!tb_op_begin(t, 2, ins) || !same_shape(t, "mse", pred, target)) return NULL;
+    tb_var *loss = scalar_output(t, 2, ins);
+    if (!loss) return NULL;
+    tb_tape_ops(t)->mse_fwd(tb_tape_be(t), tb_tensor_numel(&pred->value), pred->value.data,
+                            target->value.data, loss->value.data);
+    tb_tape_record(t, "mse", mse_backward, loss, 2, ins);
+    return loss;
+}
+
+static void bce_backward(tb_tape *t, tb_node *n)
+{
+    float *dz = tb_var_grad(t, n->in[0]);
+    if (dz)
+        tb_tape_ops(t)->bce_bwd(tb_tape_be(t), tb_tensor_numel(&n->in[0]->value),
+                                n->in[0]->value.data, n->in[1]->value.data, n->out->grad.data,
+                                dz);
+}
+
+tb_var *tb_op_sigmoid_bce(tb_tape *t, tb_var *logits, tb_var *target)
+{
+    tb_var *ins[2] = {logits, target};
+    if (!tb_op_begin(t, 2, ins) || !same_shape(t, "sigmoid_bce", logits, target)) return NULL;
+    /* the target is data, not a function of parameters: its gradient is not computed */
+    tb_var *loss = scalar_output(t, 1, ins);
+    if (!loss) return NULL;
+    tb_tape_ops(t)->bce_fwd(tb_tape_be(t), tb_tensor_numel(&logits->value), logits->value.data,
+                            target->value.data, loss->value.data);
+    tb_tape_record(t, "sigmoid_bce", bce_backward, loss, 2, ins);
+    return loss;
+}
+
+/* ---- dropout ---------------------------------------------------------------------------------- */
+
+static void dropout_backward(tb_tape *t, tb_node *n)
+{
+    float *dx = tb_var_grad(t, n->in[0]);
+    if (dx)
+        tb_tape_ops(t)->dropout_bwd(tb_tape_be(t), tb_tensor_numel(&n->out->value), n->saved[0],
+                                    n->out->grad.data, dx);
+}
+
+tb_var *tb_op_dropout(tb_tape *t, tb_var *x, float p, tb_rng *rng)
+{
+    if (!tb_op_begin(t, 1, &x)) return NULL;
+    if (!tb_op_expect(t, "dropout", "input", x, TB_F32, 0, TB_MAX_DIMS)) return NULL;
+    if (!(p >= 0.0f && p < 1.0f))
+        return tb_op_fail(t, TB_ERR_INVALID, "dropout: rate %g outside [0, 1)", p);
+    if (!rng) return tb_op_fail(t, TB_ERR_INVALID, "dropout: no random stream given");
+    if (!tb_tape_training(t) || p == 0.0f) return x;
+    int64_t numel = tb_tensor_numel(&x->value);
+    tb_var *y = tb_tape_output(t, TB_F32, x->value.ndim, x->value.shape, 1, &x);
+    float *mask = tb_tape_scratch(t, (size_t)numel * sizeof(float));
+    if (!y || !mask) return NULL;
+    tb_tape_ops(t)->dropout_fwd(tb_tape_be(t), numel, p, rng->key, rng->counter,
+                                x->value.data, y->value.data, mask);
+    rng->counter += (uint64_t)((numel + 3) / 4);
+    tb_node *n = tb_tape_record(t, "dropout", dropout_backward, y, 1, &x);
+    if (n) n->saved[0] = mask;
+    return y;
+}

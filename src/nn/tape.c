@@ -1,0 +1,233 @@
+/* tape.c: the tape: step memory, sticky errors, node recording, backward. */
+#include "nn/tape_impl.h"
+
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct tb_tape {
+    tb_backend *be;
+    tb_arena *device; /* tensor data */
+    tb_arena *host;   /* tb_var and tb_node structs */
+    tb_node **nodes;
+    int n_nodes, cap_nodes;
+    bool training, grad_enabled;
+    tb_error err;
+};
+
+tb_status tb_tape_create(tb_backend *be, tb_tape **out, tb_error *err)
+{
+    tb_tape *t = calloc(1, sizeof *t);
+    if (!t) return tb_fail(err, TB_ERR_NOMEM, "cannot allocate a tape");
+    t->be = be;
+    t->training = true;
+    t->grad_enabled = true;
+    tb_status st = tb_arena_create(be, (size_t)16 << 20, &t->device, err);
+    if (st == TB_OK) st = tb_arena_create(NULL, (size_t)1 << 20, &t->host, err);
+    if (st != TB_OK) {
+        tb_tape_destroy(t);
+        return st;
+    }
+    *out = t;
+    return TB_OK;
+}
+
+void tb_tape_destroy(tb_tape *t)
+{
+    if (!t) return;
+    if (t->device) tb_arena_destroy(t->device);
+    if (t->host) tb_arena_destroy(t->host);
+    free(t->nodes);
+    free(t);
+}
+
+void tb_tape_reset(tb_tape *t)
+{
+    tb_arena_reset(t->device);
+    tb_arena_reset(t->host);
+    t->n_nodes = 0;
+    memset(&t->err, 0, sizeof t->err);
+}
+
+void tb_tape_set_training(tb_tape *t, bool training) { t->training = training; }
+bool tb_tape_training(const tb_tape *t) { return t->training; }
+void tb_tape_set_grad_enabled(tb_tape *t, bool enabled) { t->grad_enabled = enabled; }
+tb_status tb_tape_status(const tb_tape *t) { return t->err.status; }
+const tb_error *tb_tape_error(const tb_tape *t) { return &t->err; }
+tb_backend *tb_tape_backend(const tb_tape *t) { return t->be; }
+tb_backend *tb_tape_be(tb_tape *t) { return t->be; }
+const tb_backend_ops *tb_tape_ops(tb_tape *t) { return &t->be->ops; }
+int tb_tape_node_count(const tb_tape *t) { return t->n_nodes; }
+size_t tb_tape_memory_peak(const tb_tape *t) { return tb_arena_peak(t->device); }
+
+uint64_t tb_tape_block_allocations(const tb_tape *t)
+{
+    return tb_arena_block_allocations(t->device) + tb_arena_block_allocations(t->host);
+}
+
+tb_var *tb_op_fail(tb_tape *t, tb_status status, const char *fmt, ...)
+{
+    if (t->err.status == TB_OK) {
+        va_list ap;
+        va_start(ap, fmt);
+        tb_failv(&t->err, status, fmt, ap);
+        va_end(ap);
+    }
+    return NULL;
+}
+
+bool tb_op_begin(tb_tape *t, int n, tb_var *const *inputs)
+{
+    if (t->err.status != TB_OK) return false;
+    for (int i = 0; i < n; i++)
+        if (!inputs[i]) {
+            tb_op_fail(t, TB_ERR_INVALID, "an op was given a NULL input");
+            return false;
+        }
+    return true;
+}
+
+bool tb_op_expect(tb_tape *t, const char *op, const char *what, const tb_var *v, tb_dtype want,
+                  int ndim_min, int ndim_max)
+{
+    char buf[96];
+    if (v->value.dtype != want) {
+        tb_op_fail(t, TB_ERR_INVALID, "%s: %s must be %s", op, what,
+                   want == TB_F32 ? "float32" : "int32");
+        return false;
+    }
+    if (v->value.ndim < ndim_min || v->value.ndim > ndim_max) {
+        tb_op_fail(t, TB_ERR_SHAPE, "%s: %s has shape %s; expected %d to %d dimensions", op, what,
+                   tb_shape_str(&v->value, buf, sizeof buf), ndim_min, ndim_max);
+        return false;
+    }
+    if (!tb_tensor_is_contiguous(&v->value)) {
+        tb_op_fail(t, TB_ERR_SHAPE, "%s: %s is not contiguous", op, what);
+        return false;
+    }
+    return true;
+}
+
+void *tb_tape_scratch(tb_tape *t, size_t bytes)
+{
+    void *p = tb_arena_alloc(t->device, bytes);
+    if (!p) tb_op_fail(t, TB_ERR_NOMEM, "out of memory for %zu bytes of step memory", bytes);
+    return p;
+}
+
+static tb_var *new_var_struct(tb_tape *t)
+{
+    tb_var *v = tb_arena_alloc(t->host, sizeof *v);
+    if (!v) {
+        tb_op_fail(t, TB_ERR_NOMEM, "out of host memory for the tape");
+        return NULL;
+    }
+    memset(v, 0, sizeof *v);
+    return v;
+}
+
+tb_var *tb_tape_constant(tb_tape *t, const tb_tensor *value)
+{
+    if (t->err.status != TB_OK) return NULL;
+    tb_var *v = new_var_struct(t);
+    if (!v) return NULL;
+    v->value = *value;
+    v->grad = *value;
+    v->grad.data = NULL;
+    return v;
+}
+
+tb_var *tb_tape_new_var(tb_tape *t, tb_dtype dtype, int ndim, const int64_t *shape,
+                        bool requires_grad)
+{
+    if (t->err.status != TB_OK) return NULL;
+    if (ndim < 0 || ndim > TB_MAX_DIMS)
+        return tb_op_fail(t, TB_ERR_SHAPE, "a variable of %d dimensions (at most %d)", ndim,
+                          TB_MAX_DIMS);
+    tb_var *v = new_var_struct(t);
+    if (!v) return NULL;
+    v->value = tb_tensor_wrap(t->be, NULL, dtype, ndim, shape);
+    v->value.data = tb_tape_scratch(t, tb_tensor_bytes(&v->value));
+    if (!v->value.data) return NULL;
+    v->grad = v->value;
+    v->grad.data = NULL;
+    v->requires_grad = requires_grad && dtype == TB_F32;
+    return v;
+}
+
+tb_var *tb_tape_output(tb_tape *t, tb_dtype dtype, int ndim, const int64_t *shape, int n_in,
+                       tb_var *const *inputs)
+{
+    bool rg = false;
+    if (t->grad_enabled)
+        for (int i = 0; i < n_in; i++)
+            if (inputs[i] && inputs[i]->requires_grad) rg = true;
+    return tb_tape_new_var(t, dtype, ndim, shape, rg);
+}
+
+float *tb_var_grad(tb_tape *t, tb_var *v)
+{
+    if (!v || !v->requires_grad) return NULL;
+    if (!v->grad.data) {
+        size_t bytes = tb_tensor_bytes(&v->value);
+        float *g = tb_tape_scratch(t, bytes);
+        if (!g) return NULL;
+        t->be->ops.fill(t->be, g, tb_tensor_numel(&v->value), 0.0f);
+        v->grad = v->value;
+        v->grad.data = g;
+    }
+    return (float *)v->grad.data;
+}
+
+tb_node *tb_tape_record(tb_tape *t, const char *name, tb_backward_fn backward, tb_var *out,
+                        int n_in, tb_var *const *inputs)
+{
+    if (t->err.status != TB_OK || !out || !out->requires_grad) return NULL;
+    if (n_in > TB_NODE_MAX_IN) {
+        tb_op_fail(t, TB_ERR_INTERNAL, "%s: %d inputs (at most %d)", name, n_in, TB_NODE_MAX_IN);
+        return NULL;
+    }
+    if (t->n_nodes == t->cap_nodes) {
+        int cap = t->cap_nodes ? 2 * t->cap_nodes : 256;
+        tb_node **nodes = realloc(t->nodes, (size_t)cap * sizeof *nodes);
+        if (!nodes) {
+            tb_op_fail(t, TB_ERR_NOMEM, "out of memory for tape nodes");
+            return NULL;
+        }
+        t->nodes = nodes;
+        t->cap_nodes = cap;
+    }
+    tb_node *node = tb_arena_alloc(t->host, sizeof *node);
+    if (!node) {
+        tb_op_fail(t, TB_ERR_NOMEM, "out of host memory for the tape");
+        return NULL;
+    }
+    memset(node, 0, sizeof *node);
+    node->name = name;
+    node->backward = backward;
+    node->out = out;
+    node->n_in = n_in;
+    for (int i = 0; i < n_in; i++) node->in[i] = inputs[i];
+    t->nodes[t->n_nodes++] = node;
+    return node;
+}
+
+tb_status tb_tape_backward(tb_tape *t, tb_var *loss)
+{
+    if (t->err.status != TB_OK) return t->err.status;
+    if (!loss) return tb_fail(&t->err, TB_ERR_INVALID, "backward: no loss");
+    if (tb_tensor_numel(&loss->value) != 1)
+        return tb_fail(&t->err, TB_ERR_SHAPE, "backward: the loss must be a scalar");
+    if (!loss->requires_grad)
+        return tb_fail(&t->err, TB_ERR_INVALID,
+                       "backward: the loss does not depend on anything that requires a gradient");
+    float *seed = tb_var_grad(t, loss);
+    if (!seed) return t->err.status;
+    t->be->ops.fill(t->be, seed, 1, 1.0f);
+    for (int i = t->n_nodes - 1; i >= 0 && t->err.status == TB_OK; i--) {
+        tb_node *node = t->nodes[i];
+        if (!node->out->grad.data) continue; /* no gradient reached this node */
+        node->backward(t, node);
+    }
+    return t->err.status;
+}

@@ -1,0 +1,57 @@
+/* tape_impl.h: what an op implementation needs from the tape (internal to the library).
+ *
+ * An op: checks its inputs (tb_op_begin), allocates its output (tb_tape_output), computes the
+ * forward pass with backend kernels, and records a node (tb_tape_record) whose backward function
+ * reads out->grad and accumulates into the inputs' gradients (tb_var_grad). */
+#ifndef TRAINBENCH_TAPE_IMPL_H
+#define TRAINBENCH_TAPE_IMPL_H
+
+#include "backend/backend_impl.h"
+#include "trainbench/nn.h"
+
+#define TB_NODE_MAX_IN 4
+#define TB_NODE_MAX_SAVED 4
+
+typedef struct tb_node tb_node;
+typedef void (*tb_backward_fn)(tb_tape *tape, tb_node *node);
+
+struct tb_node {
+    const char *name;
+    tb_backward_fn backward;
+    tb_var *out;
+    tb_var *in[TB_NODE_MAX_IN];
+    int n_in;
+    void *saved[TB_NODE_MAX_SAVED]; /* step memory the forward pass kept for backward */
+    int64_t iattr[8];               /* op attributes (sizes, strides, flags) */
+    float fattr[4];
+};
+
+/* The tape's backend and its ops table. */
+tb_backend *tb_tape_be(tb_tape *tape);
+const tb_backend_ops *tb_tape_ops(tb_tape *tape);
+
+/* Sets the sticky error (first one wins) and returns NULL, for `return tb_op_fail(...)`. */
+tb_var *tb_op_fail(tb_tape *tape, tb_status status, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* True if the tape has no error and none of the n inputs is NULL (a NULL input means an earlier
+ * op failed; the error is already recorded). */
+bool tb_op_begin(tb_tape *tape, int n, tb_var *const *inputs);
+/* Fails with TB_ERR_SHAPE naming op and the tensor if v is not contiguous float32 (dtype
+ * checked against want). Returns false on failure. */
+bool tb_op_expect(tb_tape *tape, const char *op, const char *what, const tb_var *v,
+                  tb_dtype want, int ndim_min, int ndim_max);
+
+/* A new output variable in step memory; requires_grad if grad is enabled and any of the inputs
+ * requires it. NULL (error set) if out of memory. */
+tb_var *tb_tape_output(tb_tape *tape, tb_dtype dtype, int ndim, const int64_t *shape,
+                       int n_in, tb_var *const *inputs);
+/* Step memory (device); NULL with the error set if out of memory. */
+void *tb_tape_scratch(tb_tape *tape, size_t bytes);
+/* The gradient buffer of v, allocated and zeroed on first use; NULL if v needs no gradient. */
+float *tb_var_grad(tb_tape *tape, tb_var *v);
+/* Records a node if out requires a gradient; returns it (or NULL if nothing to record, which
+ * is not an error). */
+tb_node *tb_tape_record(tb_tape *tape, const char *name, tb_backward_fn backward, tb_var *out,
+                        int n_in, tb_var *const *inputs);
+
+#endif

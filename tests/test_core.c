@@ -1,0 +1,164 @@
+/* test_core.c: status messages, tensors and views, arenas, Philox streams. */
+#include "testutil.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static void test_philox_known_answer(void)
+{
+    /* Known-answer vectors of Random123's Philox4x32-10 (kat_vectors). */
+    uint32_t out[4];
+    uint32_t key0[2] = {0, 0};
+    tb_philox4x32(key0, 0, out);
+    CHECK(out[0] == 0x6627e8d5u && out[1] == 0xe169c58du && out[2] == 0xbc57ac4cu &&
+          out[3] == 0x9b00dbd8u);
+}
+
+static void test_streams_independent_and_reproducible(void)
+{
+    tb_rng a = tb_rng_make(42, TB_STREAM_INIT), b = tb_rng_make(42, TB_STREAM_INIT);
+    tb_rng c = tb_rng_make(42, TB_STREAM_DROPOUT), d = tb_rng_make(43, TB_STREAM_INIT);
+    bool same = true, diff_stream = false, diff_seed = false;
+    for (int i = 0; i < 100; i++) {
+        uint32_t x = tb_rng_u32(&a), y = tb_rng_u32(&b), z = tb_rng_u32(&c), w = tb_rng_u32(&d);
+        same &= x == y;
+        diff_stream |= x != z;
+        diff_seed |= x != w;
+    }
+    CHECK(same);
+    CHECK(diff_stream);
+    CHECK(diff_seed);
+    tb_stream s;
+    tb_error err = {0};
+    CHECK_OK(tb_stream_parse("data_order", &s, &err), &err);
+    CHECK(s == TB_STREAM_DATA_ORDER);
+    CHECK_FAILS(tb_stream_parse("weather", &s, &err), TB_ERR_INVALID, &err, "weather");
+}
+
+static void test_fill_is_thread_count_independent(void)
+{
+    enum { N = 100003 };
+    float *one = malloc(N * sizeof(float)), *two = malloc(N * sizeof(float));
+    float *seq = malloc(N * sizeof(float));
+    tb_rng r1 = tb_rng_make(7, TB_STREAM_INIT), r2 = r1;
+    tb_backend_config c1 = {.device = TB_DEVICE_CPU, .threads = 1};
+    tb_backend_config c2 = {.device = TB_DEVICE_CPU, .threads = 2};
+    tb_backend *be = NULL;
+    tb_backend_create(&c1, &be, NULL);
+    tb_rng_fill_normal(&r1, one, N, 0.0f, 1.0f);
+    tb_backend_destroy(be);
+    tb_backend_create(&c2, &be, NULL);
+    tb_rng_fill_normal(&r2, two, N, 0.0f, 1.0f);
+    tb_backend_destroy(be);
+    CHECK(memcmp(one, two, N * sizeof(float)) == 0);
+    CHECK(r1.counter == r2.counter);
+    /* filling in two halves continues the same sequence as one fill of the whole */
+    tb_rng r3 = tb_rng_make(7, TB_STREAM_AUGMENT), r4 = r3;
+    tb_rng_fill_uniform(&r3, seq, N, 0.0f, 1.0f);
+    tb_rng_fill_uniform(&r4, one, 40000, 0.0f, 1.0f);
+    tb_rng_fill_uniform(&r4, one + 40000, N - 40000, 0.0f, 1.0f);
+    CHECK(memcmp(one, seq, N * sizeof(float)) == 0);
+    double mean = 0, var = 0;
+    for (int i = 0; i < N; i++) mean += two[i];
+    mean /= N;
+    for (int i = 0; i < N; i++) var += (two[i] - mean) * (two[i] - mean);
+    var /= N;
+    CHECK_NEAR(mean, 0.0, 0.02);
+    CHECK_NEAR(var, 1.0, 0.03);
+    free(one);
+    free(two);
+    free(seq);
+}
+
+static void test_below_and_shuffle(void)
+{
+    tb_rng r = tb_rng_make(1, TB_STREAM_DATA_ORDER);
+    int counts[3] = {0};
+    for (int i = 0; i < 30000; i++) counts[tb_rng_below(&r, 3)]++;
+    for (int i = 0; i < 3; i++) CHECK(abs(counts[i] - 10000) < 500);
+    int64_t idx[1000];
+    for (int i = 0; i < 1000; i++) idx[i] = i;
+    tb_rng_shuffle_i64(&r, idx, 1000);
+    int seen[1000] = {0}, moved = 0;
+    for (int i = 0; i < 1000; i++) {
+        seen[idx[i]]++;
+        moved += idx[i] != i;
+    }
+    bool perm = true;
+    for (int i = 0; i < 1000; i++) perm &= seen[i] == 1;
+    CHECK(perm);
+    CHECK(moved > 900);
+}
+
+static void test_tensor_views(void)
+{
+    float data[24];
+    for (int i = 0; i < 24; i++) data[i] = (float)i;
+    int64_t shape[3] = {2, 3, 4};
+    tb_tensor t = tb_tensor_wrap(NULL, data, TB_F32, 3, shape);
+    CHECK(tb_tensor_numel(&t) == 24);
+    CHECK(tb_tensor_is_contiguous(&t));
+    tb_tensor v, tr, nr;
+    tb_error err = {0};
+    int64_t s2[2] = {-1, 8};
+    CHECK_OK(tb_tensor_reshape(&t, 2, s2, &v, &err), &err);
+    CHECK(v.shape[0] == 3 && v.shape[1] == 8);
+    int64_t bad[2] = {5, 5};
+    CHECK_FAILS(tb_tensor_reshape(&t, 2, bad, &v, &err), TB_ERR_SHAPE, &err, "24 elements");
+    CHECK_OK(tb_tensor_transpose(&t, 1, 2, &tr, &err), &err);
+    CHECK(tr.shape[1] == 4 && tr.shape[2] == 3 && !tb_tensor_is_contiguous(&tr));
+    /* element [1][2][0] of the transpose is element [1][0][2] of t */
+    float *p = tb_tensor_f32(&tr);
+    CHECK(p[1 * tr.stride[0] + 2 * tr.stride[1] + 0 * tr.stride[2]] == 14.0f);
+    CHECK_FAILS(tb_tensor_reshape(&tr, 2, s2, &v, &err), TB_ERR_SHAPE, &err, "contiguous");
+    CHECK_OK(tb_tensor_narrow(&t, 2, 1, 2, &nr, &err), &err);
+    CHECK(tb_tensor_f32(&nr)[0] == 1.0f && nr.shape[2] == 2);
+    CHECK_FAILS(tb_tensor_narrow(&t, 2, 3, 2, &nr, &err), TB_ERR_SHAPE, &err, "outside");
+    char buf[64];
+    CHECK(strcmp(tb_shape_str(&t, buf, sizeof buf), "[2, 3, 4]") == 0);
+}
+
+static void test_arena_reuses_memory(void)
+{
+    tb_arena *a = NULL;
+    tb_error err = {0};
+    CHECK_OK(tb_arena_create(NULL, 1 << 16, &a, &err), &err);
+    for (int round = 0; round < 3; round++) {
+        for (int i = 0; i < 10; i++) {
+            char *p = tb_arena_alloc(a, 50000);
+            CHECK(p != NULL && ((uintptr_t)p % 64) == 0);
+            memset(p, round, 50000);
+        }
+        tb_arena_reset(a);
+    }
+    /* round 1 grew (several blocks), the merge made one block; rounds 2 and 3 allocated
+     * nothing more */
+    uint64_t after = tb_arena_block_allocations(a);
+    for (int i = 0; i < 10; i++) tb_arena_alloc(a, 50000);
+    tb_arena_reset(a);
+    CHECK(tb_arena_block_allocations(a) == after);
+    CHECK(tb_arena_peak(a) >= 500000);
+    tb_arena_destroy(a);
+}
+
+static void test_status_messages(void)
+{
+    tb_error err = {0};
+    CHECK(tb_fail(&err, TB_ERR_IO, "cannot open %s", "x.gz") == TB_ERR_IO);
+    tb_error_prefix(&err, "reading %s", "train");
+    CHECK(strcmp(err.message, "reading train: cannot open x.gz") == 0);
+    CHECK(strcmp(tb_status_name(TB_ERR_MISSING), "missing") == 0);
+    CHECK(tb_fail(NULL, TB_ERR_FORMAT, "no crash without an error object") == TB_ERR_FORMAT);
+}
+
+int main(void)
+{
+    test_philox_known_answer();
+    test_streams_independent_and_reproducible();
+    test_fill_is_thread_count_independent();
+    test_below_and_shuffle();
+    test_tensor_views();
+    test_arena_reuses_memory();
+    test_status_messages();
+    return tb_test_finish("test_core");
+}

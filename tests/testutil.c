@@ -1,0 +1,208 @@
+/* testutil.c: the test harness and the gradient checker. */
+#include "testutil.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+tb_test_state *tb_test_state_get(void)
+{
+    static tb_test_state state;
+    return &state;
+}
+
+bool tb_test_check(bool ok, const char *expr, const char *file, int line)
+{
+    tb_test_state *s = tb_test_state_get();
+    if (ok) {
+        s->passed++;
+    } else {
+        s->failed++;
+        fprintf(stderr, "%s:%d: check failed: %s\n", file, line, expr);
+    }
+    return ok;
+}
+
+bool tb_test_check_near(double a, double b, double tol, const char *ea, const char *eb,
+                        const char *file, int line)
+{
+    bool ok = fabs(a - b) <= tol;
+    if (!ok)
+        fprintf(stderr, "%s:%d: %s = %.9g, %s = %.9g, differ by %.3g > %.3g\n", file, line, ea, a,
+                eb, b, fabs(a - b), tol);
+    return tb_test_check(ok, "near", file, line);
+}
+
+bool tb_test_check_ok(tb_status st, const tb_error *err, const char *expr, const char *file,
+                      int line)
+{
+    if (st != TB_OK)
+        fprintf(stderr, "%s:%d: %s returned %s: %s\n", file, line, expr, tb_status_name(st),
+                err ? err->message : "");
+    return tb_test_check(st == TB_OK, expr, file, line);
+}
+
+bool tb_test_check_fails(tb_status st, tb_status want, const tb_error *err, const char *needle,
+                         const char *expr, const char *file, int line)
+{
+    bool ok = st == want && (!needle || (err && strstr(err->message, needle)));
+    if (!ok)
+        fprintf(stderr, "%s:%d: %s returned %s (\"%s\"); wanted %s with \"%s\"\n", file, line,
+                expr, tb_status_name(st), err ? err->message : "", tb_status_name(want),
+                needle ? needle : "");
+    return tb_test_check(ok, expr, file, line);
+}
+
+int tb_test_finish(const char *name)
+{
+    tb_test_state *s = tb_test_state_get();
+    printf("%s: %d passed, %d failed\n", name, s->passed, s->failed);
+    return s->failed == 0 && s->passed > 0 ? 0 : 1;
+}
+
+tb_backend *tb_test_backend(void)
+{
+    tb_backend_config cfg = {.device = TB_DEVICE_CPU, .threads = 2};
+    tb_backend *be = NULL;
+    tb_error err = {0};
+    if (tb_backend_create(&cfg, &be, &err) != TB_OK) {
+        fprintf(stderr, "cannot create the CPU backend: %s\n", err.message);
+        exit(1);
+    }
+    return be;
+}
+
+tb_var *tb_test_var(tb_backend *be, int ndim, const int64_t *shape, tb_rng *rng, float lo,
+                    float hi, bool requires_grad)
+{
+    tb_var *v = calloc(1, sizeof *v);
+    tb_error err = {0};
+    if (!v || tb_tensor_alloc(be, TB_F32, ndim, shape, &v->value, &err) != TB_OK ||
+        tb_tensor_alloc(be, TB_F32, ndim, shape, &v->grad, &err) != TB_OK) {
+        fprintf(stderr, "tb_test_var: %s\n", err.message);
+        exit(1);
+    }
+    v->requires_grad = requires_grad;
+    if (!requires_grad) tb_tensor_free(&v->grad);
+    if (rng) {
+        int64_t n = tb_tensor_numel(&v->value);
+        float *host = malloc((size_t)(n ? n : 1) * sizeof(float));
+        tb_rng_fill_uniform(rng, host, n, lo, hi);
+        tb_tensor_upload(&v->value, host, NULL);
+        free(host);
+    }
+    return v;
+}
+
+tb_var *tb_test_ivar(tb_backend *be, int ndim, const int64_t *shape, const int32_t *values)
+{
+    tb_var *v = calloc(1, sizeof *v);
+    tb_error err = {0};
+    if (!v || tb_tensor_alloc(be, TB_I32, ndim, shape, &v->value, &err) != TB_OK) {
+        fprintf(stderr, "tb_test_ivar: %s\n", err.message);
+        exit(1);
+    }
+    tb_tensor_upload(&v->value, values, NULL);
+    v->grad = v->value;
+    v->grad.data = NULL;
+    return v;
+}
+
+void tb_test_var_free(tb_var *v)
+{
+    if (!v) return;
+    tb_tensor_free(&v->value);
+    if (v->grad.data) tb_tensor_free(&v->grad);
+    free(v);
+}
+
+tb_var *tb_test_reduce(tb_tape *tape, tb_var *out)
+{
+    if (!out) return NULL;
+    tb_var *target = tb_tape_new_var(tape, TB_F32, out->value.ndim, out->value.shape, false);
+    if (!target) return NULL;
+    int64_t n = tb_tensor_numel(&out->value);
+    float *host = malloc((size_t)(n ? n : 1) * sizeof(float));
+    tb_rng rng = tb_rng_make(12345, (uint64_t)n);
+    tb_rng_fill_uniform(&rng, host, n, -2.0f, 2.0f);
+    tb_tensor_upload(&target->value, host, NULL);
+    free(host);
+    return tb_op_mse(tape, out, target);
+}
+
+static double eval_loss(tb_tape *tape, tb_test_loss_fn fn, void *ctx, tb_var *const *inputs,
+                        bool *ok)
+{
+    tb_tape_reset(tape);
+    tb_tape_set_grad_enabled(tape, false);
+    tb_var *loss = fn(tape, inputs, ctx);
+    tb_tape_set_grad_enabled(tape, true);
+    if (!loss) {
+        fprintf(stderr, "gradcheck: forward failed: %s\n", tb_tape_error(tape)->message);
+        *ok = false;
+        return 0;
+    }
+    float v;
+    tb_tensor_download(&loss->value, &v, NULL);
+    return v;
+}
+
+bool tb_gradcheck(const char *name, tb_backend *be, tb_test_loss_fn fn, void *ctx,
+                  tb_var *const *inputs, int n_inputs, double h, double atol, double rtol,
+                  int max_checks)
+{
+    tb_tape *tape = NULL;
+    tb_error err = {0};
+    if (tb_tape_create(be, &tape, &err) != TB_OK) return CHECK(false);
+    /* zero the gradients through a host buffer */
+    for (int i = 0; i < n_inputs; i++) {
+        if (!inputs[i]->requires_grad) continue;
+        size_t bytes = tb_tensor_bytes(&inputs[i]->value);
+        void *zeros = calloc(1, bytes ? bytes : 1);
+        tb_backend_upload(be, inputs[i]->grad.data, zeros, bytes);
+        free(zeros);
+    }
+    tb_var *loss = fn(tape, inputs, ctx);
+    bool all_ok = true;
+    if (!loss || tb_tape_backward(tape, loss) != TB_OK) {
+        fprintf(stderr, "%s: forward/backward failed: %s\n", name, tb_tape_error(tape)->message);
+        tb_tape_destroy(tape);
+        return CHECK(false);
+    }
+    for (int i = 0; i < n_inputs; i++) {
+        tb_var *v = inputs[i];
+        if (!v->requires_grad) continue;
+        int64_t n = tb_tensor_numel(&v->value);
+        float *x = malloc((size_t)n * sizeof(float)), *g = malloc((size_t)n * sizeof(float));
+        tb_tensor_download(&v->value, x, NULL);
+        tb_tensor_download(&v->grad, g, NULL);
+        int checks = n < max_checks ? (int)n : max_checks;
+        tb_rng pick = tb_rng_make(777, (uint64_t)i);
+        bool ok = true;
+        double worst = 0;
+        for (int c = 0; c < checks && ok; c++) {
+            int64_t j = checks == n ? c : (int64_t)tb_rng_below(&pick, (uint64_t)n);
+            float orig = x[j];
+            float plus = orig + (float)h, minus = orig - (float)h;
+            tb_backend_upload(be, (float *)v->value.data + j, &plus, sizeof plus);
+            double lp = eval_loss(tape, fn, ctx, inputs, &ok);
+            tb_backend_upload(be, (float *)v->value.data + j, &minus, sizeof minus);
+            double lm = eval_loss(tape, fn, ctx, inputs, &ok);
+            tb_backend_upload(be, (float *)v->value.data + j, &orig, sizeof orig);
+            double numeric = (lp - lm) / ((double)plus - (double)minus);
+            double analytic = g[j];
+            double diff = fabs(numeric - analytic);
+            double bound = atol + rtol * fmax(fabs(numeric), fabs(analytic));
+            if (diff > worst) worst = diff;
+            if (diff > bound) {
+                fprintf(stderr, "%s: input %d element %lld: analytic %.6g, numeric %.6g\n", name,
+                        i, (long long)j, analytic, numeric);
+                ok = false;
+            }
+        }
+        all_ok &= tb_test_check(ok, name, __FILE__, __LINE__);
+        free(x);
+        free(g);
+    }
+    tb_tape_destroy(tape);
+    return all_ok;
+}

@@ -1,0 +1,65 @@
+/* testutil.h: a minimal test harness (checks, a closing "N passed, N failed" line) and a
+ * finite-difference gradient checker for ops. Tests are plain executables run by ctest. */
+#ifndef TRAINBENCH_TESTUTIL_H
+#define TRAINBENCH_TESTUTIL_H
+
+#include <math.h>
+#include <stdbool.h>
+#include <stdio.h>
+
+#include "trainbench/nn.h"
+#include "trainbench/trainbench.h"
+
+typedef struct tb_test_state {
+    int passed, failed;
+} tb_test_state;
+
+/* The one test-state object of the executable (tests are not the library). */
+tb_test_state *tb_test_state_get(void);
+
+bool tb_test_check(bool ok, const char *expr, const char *file, int line);
+#define CHECK(cond) tb_test_check((cond), #cond, __FILE__, __LINE__)
+#define CHECK_NEAR(a, b, tol)                                                                   \
+    tb_test_check_near((double)(a), (double)(b), (double)(tol), #a, #b, __FILE__, __LINE__)
+bool tb_test_check_near(double a, double b, double tol, const char *ea, const char *eb,
+                        const char *file, int line);
+/* Checks that a call returns TB_OK; prints the error message otherwise. */
+#define CHECK_OK(call, errp) tb_test_check_ok((call), (errp), #call, __FILE__, __LINE__)
+bool tb_test_check_ok(tb_status st, const tb_error *err, const char *expr, const char *file,
+                      int line);
+/* Checks a status and that the message contains `needle`. */
+#define CHECK_FAILS(call, want, errp, needle)                                                   \
+    tb_test_check_fails((call), (want), (errp), (needle), #call, __FILE__, __LINE__)
+bool tb_test_check_fails(tb_status st, tb_status want, const tb_error *err, const char *needle,
+                         const char *expr, const char *file, int line);
+
+/* Prints "<name>: N passed, N failed" and returns the process exit code. */
+int tb_test_finish(const char *name);
+
+/* A CPU backend with 2 threads; aborts the test on failure. */
+tb_backend *tb_test_backend(void);
+
+/* A persistent variable (value and gradient allocated, gradient zeroed) filled with uniform
+ * values in [lo, hi) from rng. Free with tb_test_var_free. */
+tb_var *tb_test_var(tb_backend *be, int ndim, const int64_t *shape, tb_rng *rng, float lo,
+                    float hi, bool requires_grad);
+/* An int32 variable from host values. */
+tb_var *tb_test_ivar(tb_backend *be, int ndim, const int64_t *shape, const int32_t *values);
+void tb_test_var_free(tb_var *v);
+
+/* Reduces any float output to a scalar loss that depends on every element with a different
+ * weight: mse(out, fixed pseudo-random target). */
+tb_var *tb_test_reduce(tb_tape *tape, tb_var *out);
+
+/* Builds the loss from the inputs on a fresh tape. ctx is passed through. */
+typedef tb_var *(*tb_test_loss_fn)(tb_tape *tape, tb_var *const *inputs, void *ctx);
+
+/* Compares the tape's gradients of every input that requires one with central finite
+ * differences (step h) on up to max_checks elements per input. Passes when
+ * |analytic - numeric| <= atol + rtol * max(|analytic|, |numeric|) everywhere. Records one
+ * check per input and returns whether all passed. */
+bool tb_gradcheck(const char *name, tb_backend *be, tb_test_loss_fn fn, void *ctx,
+                  tb_var *const *inputs, int n_inputs, double h, double atol, double rtol,
+                  int max_checks);
+
+#endif
