@@ -223,10 +223,8 @@ tb_var *tb_op_reshape(tb_tape *t, tb_var *x, int ndim, const int64_t *shape)
 {
     if (!tb_op_begin(t, 1, &x)) return NULL;
     if (!tb_tensor_is_contiguous(&x->value)) {
-        /* materialise first */
-        int nd = x->value.ndim;
+        /* materialise first: transpose(x, 0, 0) is a contiguous copy */
         tb_var *c = tb_op_transpose(t, x, 0, 0);
-        (void)nd;
         if (!c) return NULL;
         x = c;
     }

@@ -1,0 +1,330 @@
+/* test_ops_dense.c: finite-difference gradients and forward values of the dense ops, losses and
+ * dropout; sticky errors of the tape. */
+#include "testutil.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static tb_backend *be;
+
+static tb_var *f_linear(tb_tape *t, tb_var *const *in, void *ctx)
+{
+    (void)ctx;
+    return tb_test_reduce(t, tb_op_linear(t, in[0], in[1], in[2]));
+}
+
+static tb_var *f_linear_nobias(tb_tape *t, tb_var *const *in, void *ctx)
+{
+    (void)ctx;
+    return tb_test_reduce(t, tb_op_linear(t, in[0], in[1], NULL));
+}
+
+static void test_linear(void)
+{
+    tb_rng r = tb_rng_make(1, 0);
+    int64_t xs[3] = {2, 3, 5}, ws[2] = {4, 5}, bs[1] = {4};
+    tb_var *in[3] = {tb_test_var(be, 3, xs, &r, -1, 1, true), tb_test_var(be, 2, ws, &r, -1, 1, true),
+                     tb_test_var(be, 1, bs, &r, -1, 1, true)};
+    tb_gradcheck("linear", be, f_linear, NULL, in, 3, 1e-2, 1e-3, 1e-2, 60);
+    tb_gradcheck("linear without bias", be, f_linear_nobias, NULL, in, 2, 1e-2, 1e-3, 1e-2, 60);
+    /* forward against a direct sum */
+    tb_tape *t;
+    tb_tape_create(be, &t, NULL);
+    tb_var *y = tb_op_linear(t, in[0], in[1], in[2]);
+    const float *x = in[0]->value.data, *w = in[1]->value.data, *b = in[2]->value.data;
+    float worst = 0;
+    for (int r2 = 0; r2 < 6; r2++)
+        for (int o = 0; o < 4; o++) {
+            float s = b[o];
+            for (int i = 0; i < 5; i++) s += x[r2 * 5 + i] * w[o * 5 + i];
+            float d = fabsf(s - ((float *)y->value.data)[r2 * 4 + o]);
+            worst = d > worst ? d : worst;
+        }
+    CHECK(worst < 1e-5f);
+    CHECK(y->value.ndim == 3 && y->value.shape[2] == 4);
+    /* a bad shape is a sticky error naming both shapes; later ops return NULL */
+    int64_t bad[2] = {4, 6};
+    tb_var *wbad = tb_test_var(be, 2, bad, &r, -1, 1, true);
+    CHECK(tb_op_linear(t, in[0], wbad, NULL) == NULL);
+    CHECK(tb_tape_status(t) == TB_ERR_SHAPE);
+    CHECK(strstr(tb_tape_error(t)->message, "[2, 3, 5]") != NULL);
+    CHECK(strstr(tb_tape_error(t)->message, "[4, 6]") != NULL);
+    CHECK(tb_op_relu(t, y) == NULL);
+    tb_tape_reset(t);
+    CHECK(tb_tape_status(t) == TB_OK);
+    tb_tape_destroy(t);
+    for (int i = 0; i < 3; i++) tb_test_var_free(in[i]);
+    tb_test_var_free(wbad);
+}
+
+static tb_var *f_matmul(tb_tape *t, tb_var *const *in, void *ctx)
+{
+    return tb_test_reduce(t, tb_op_matmul(t, in[0], in[1], ctx != NULL));
+}
+
+static void test_matmul(void)
+{
+    tb_rng r = tb_rng_make(2, 0);
+    int64_t as[3] = {3, 4, 5}, bs[3] = {3, 5, 2}, bts[3] = {3, 2, 5}, a2[2] = {4, 5}, b2[2] = {5, 3};
+    tb_var *in[2] = {tb_test_var(be, 3, as, &r, -1, 1, true), tb_test_var(be, 3, bs, &r, -1, 1, true)};
+    tb_gradcheck("matmul batched", be, f_matmul, NULL, in, 2, 1e-2, 1e-3, 1e-2, 60);
+    tb_var *in_t[2] = {in[0], tb_test_var(be, 3, bts, &r, -1, 1, true)};
+    tb_gradcheck("matmul batched, b transposed", be, f_matmul, (void *)1, in_t, 2, 1e-2, 1e-3,
+                 1e-2, 60);
+    tb_var *in2[2] = {tb_test_var(be, 2, a2, &r, -1, 1, true), tb_test_var(be, 2, b2, &r, -1, 1, true)};
+    tb_gradcheck("matmul 2-d", be, f_matmul, NULL, in2, 2, 1e-2, 1e-3, 1e-2, 60);
+    /* c = a b element [1][2][1] */
+    tb_tape *t;
+    tb_tape_create(be, &t, NULL);
+    tb_var *c = tb_op_matmul(t, in[0], in[1], false);
+    const float *A = in[0]->value.data, *B = in[1]->value.data;
+    float s = 0;
+    for (int k = 0; k < 5; k++) s += A[1 * 20 + 2 * 5 + k] * B[1 * 10 + k * 2 + 1];
+    CHECK_NEAR(((float *)c->value.data)[1 * 8 + 2 * 2 + 1], s, 1e-5);
+    CHECK(tb_op_matmul(t, in[0], in[0], false) == NULL);
+    CHECK(strstr(tb_tape_error(t)->message, "inner dimensions") != NULL);
+    tb_tape_destroy(t);
+    tb_test_var_free(in[0]);
+    tb_test_var_free(in[1]);
+    tb_test_var_free(in_t[1]);
+    tb_test_var_free(in2[0]);
+    tb_test_var_free(in2[1]);
+}
+
+static tb_var *f_act(tb_tape *t, tb_var *const *in, void *ctx)
+{
+    return tb_test_reduce(t, tb_op_activation(t, *(tb_activation *)ctx, in[0]));
+}
+
+static void test_activations(void)
+{
+    tb_rng r = tb_rng_make(3, 0);
+    int64_t s[2] = {4, 8};
+    tb_var *x = tb_test_var(be, 2, s, &r, 0.05f, 2.0f, true);
+    /* signs mixed but away from relu's kink at 0 */
+    float *xd = x->value.data;
+    for (int i = 0; i < 32; i += 2) xd[i] = -xd[i];
+    for (int a = TB_RELU; a <= TB_SIGMOID; a++) {
+        tb_activation act = (tb_activation)a;
+        char name[64];
+        snprintf(name, sizeof name, "activation %s", tb_activation_name(act));
+        tb_gradcheck(name, be, f_act, &act, &x, 1, 1e-2, 1e-3, 1e-2, 32);
+    }
+    tb_tape *t;
+    tb_tape_create(be, &t, NULL);
+    const float *yv[5];
+    for (int a = TB_RELU; a <= TB_SIGMOID; a++) yv[a] = tb_op_activation(t, a, x)->value.data;
+    float v = xd[3];
+    CHECK_NEAR(yv[TB_RELU][3], v > 0 ? v : 0, 1e-6);
+    CHECK_NEAR(yv[TB_GELU][3], 0.5 * v * (1 + erf(v / sqrt(2.0))), 1e-5);
+    CHECK_NEAR(yv[TB_SILU][3], v / (1 + exp(-v)), 1e-5);
+    CHECK_NEAR(yv[TB_TANH][3], tanh(v), 1e-6);
+    CHECK_NEAR(yv[TB_SIGMOID][3], 1 / (1 + exp(-v)), 1e-6);
+    tb_activation parsed;
+    tb_error err = {0};
+    CHECK_OK(tb_activation_parse("silu", &parsed, &err), &err);
+    CHECK(parsed == TB_SILU);
+    CHECK_FAILS(tb_activation_parse("swish2", &parsed, &err), TB_ERR_INVALID, &err, "swish2");
+    tb_tape_destroy(t);
+    tb_test_var_free(x);
+}
+
+/* residual: relu(x w^T) + x, so x receives two gradient contributions */
+static tb_var *f_residual(tb_tape *t, tb_var *const *in, void *ctx)
+{
+    (void)ctx;
+    tb_var *h = tb_op_tanh(t, tb_op_linear(t, in[0], in[1], NULL));
+    return tb_test_reduce(t, tb_op_add(t, h, in[0]));
+}
+
+static tb_var *f_shape_ops(tb_tape *t, tb_var *const *in, void *ctx)
+{
+    (void)ctx;
+    int64_t s[3] = {2, -1, 3};
+    tb_var *r = tb_op_reshape(t, in[0], 3, s);         /* [2, 2, 3] */
+    tb_var *tr = tb_op_transpose(t, r, 0, 2);          /* [3, 2, 2] */
+    tb_var *parts[2] = {tr, tb_op_tanh(t, in[1])};     /* in[1] [3, 1, 2] */
+    tb_var *c = tb_op_concat(t, parts, 2, 1);          /* [3, 3, 2] */
+    return tb_test_reduce(t, tb_op_sigmoid(t, c));
+}
+
+static void test_composites(void)
+{
+    tb_rng r = tb_rng_make(4, 0);
+    int64_t xs[2] = {3, 6}, ws[2] = {6, 6}, a[2] = {4, 3}, b[3] = {3, 1, 2};
+    tb_var *in[2] = {tb_test_var(be, 2, xs, &r, -1, 1, true), tb_test_var(be, 2, ws, &r, -1, 1, true)};
+    tb_gradcheck("residual add", be, f_residual, NULL, in, 2, 1e-2, 1e-3, 1e-2, 40);
+    tb_var *in2[2] = {tb_test_var(be, 2, a, &r, -1, 1, true), tb_test_var(be, 3, b, &r, -1, 1, true)};
+    tb_gradcheck("reshape/transpose/concat", be, f_shape_ops, NULL, in2, 2, 1e-2, 1e-3, 1e-2, 40);
+    /* transpose values */
+    tb_tape *t;
+    tb_tape_create(be, &t, NULL);
+    tb_var *tr = tb_op_transpose(t, in2[0], 0, 1);
+    const float *src = in2[0]->value.data, *dst = tr->value.data;
+    CHECK(dst[2 * 4 + 1] == src[1 * 3 + 2]);
+    tb_var *parts[2] = {in2[0], in[0]};
+    CHECK(tb_op_concat(t, parts, 2, 0) == NULL);
+    CHECK(strstr(tb_tape_error(t)->message, "differ outside dim 0") != NULL);
+    tb_tape_destroy(t);
+    for (int i = 0; i < 2; i++) {
+        tb_test_var_free(in[i]);
+        tb_test_var_free(in2[i]);
+    }
+}
+
+typedef struct loss_ctx {
+    tb_var *labels;
+    float smoothing;
+} loss_ctx;
+
+static tb_var *f_xent(tb_tape *t, tb_var *const *in, void *ctx)
+{
+    loss_ctx *c = ctx;
+    return tb_op_softmax_xent(t, in[0], c->labels, c->smoothing);
+}
+
+static tb_var *f_mse(tb_tape *t, tb_var *const *in, void *ctx)
+{
+    (void)ctx;
+    return tb_op_mse(t, in[0], in[1]);
+}
+
+static tb_var *f_bce(tb_tape *t, tb_var *const *in, void *ctx)
+{
+    (void)ctx;
+    return tb_op_sigmoid_bce(t, in[0], in[1]);
+}
+
+static void test_losses(void)
+{
+    tb_rng r = tb_rng_make(5, 0);
+    int64_t ls[2] = {5, 7}, ns[1] = {5};
+    int32_t labels[5] = {0, 6, 3, 3, 1};
+    tb_var *logits = tb_test_var(be, 2, ls, &r, -3, 3, true);
+    loss_ctx c = {tb_test_ivar(be, 1, ns, labels), 0.0f};
+    tb_gradcheck("softmax xent", be, f_xent, &c, &logits, 1, 1e-2, 1e-4, 1e-2, 35);
+    c.smoothing = 0.1f;
+    tb_gradcheck("softmax xent smoothed", be, f_xent, &c, &logits, 1, 1e-2, 1e-4, 1e-2, 35);
+    /* value: smoothed loss = 0.9 nll + 0.1 mean_j(-log p_j) */
+    tb_tape *t;
+    tb_tape_create(be, &t, NULL);
+    float got = *(float *)tb_op_softmax_xent(t, logits, c.labels, 0.1f)->value.data;
+    const float *z = logits->value.data;
+    double want = 0;
+    for (int i = 0; i < 5; i++) {
+        double m = -1e30, s = 0;
+        for (int j = 0; j < 7; j++) m = fmax(m, z[i * 7 + j]);
+        for (int j = 0; j < 7; j++) s += exp(z[i * 7 + j] - m);
+        double lse = m + log(s), uni = 0;
+        for (int j = 0; j < 7; j++) uni += lse - z[i * 7 + j];
+        want += 0.9 * (lse - z[i * 7 + labels[i]]) + 0.1 * uni / 7;
+    }
+    CHECK_NEAR(got, want / 5, 1e-5);
+    CHECK(tb_op_softmax_xent(t, logits, c.labels, 1.0f) == NULL);
+    CHECK(strstr(tb_tape_error(t)->message, "label smoothing") != NULL);
+    tb_tape_reset(t);
+
+    tb_var *pred = tb_test_var(be, 2, ls, &r, -1, 1, true);
+    tb_var *target = tb_test_var(be, 2, ls, &r, -1, 1, true);
+    tb_var *pt[2] = {pred, target};
+    tb_gradcheck("mse (both sides)", be, f_mse, NULL, pt, 2, 1e-2, 1e-4, 1e-2, 35);
+    tb_var *prob = tb_test_var(be, 2, ls, &r, 0, 1, false);
+    tb_var *lb[2] = {pred, prob};
+    tb_gradcheck("sigmoid bce", be, f_bce, NULL, lb, 2, 1e-2, 1e-4, 1e-2, 35);
+    float bce = *(float *)tb_op_sigmoid_bce(t, pred, prob)->value.data;
+    double bw = 0;
+    for (int i = 0; i < 35; i++) {
+        double zz = ((float *)pred->value.data)[i], y = ((float *)prob->value.data)[i];
+        double s = 1 / (1 + exp(-zz));
+        bw += -(y * log(s) + (1 - y) * log(1 - s));
+    }
+    CHECK_NEAR(bce, bw / 35, 1e-5);
+    tb_tape_destroy(t);
+    tb_test_var_free(logits);
+    tb_test_var_free(c.labels);
+    tb_test_var_free(pred);
+    tb_test_var_free(target);
+    tb_test_var_free(prob);
+}
+
+static tb_var *f_dropout(tb_tape *t, tb_var *const *in, void *ctx)
+{
+    tb_rng rng = *(tb_rng *)ctx; /* the same mask at every evaluation */
+    return tb_test_reduce(t, tb_op_dropout(t, in[0], 0.3f, &rng));
+}
+
+static void test_dropout(void)
+{
+    tb_rng r = tb_rng_make(6, 0), mask_rng = tb_rng_make(6, TB_STREAM_DROPOUT);
+    int64_t s[2] = {50, 40};
+    tb_var *x = tb_test_var(be, 2, s, &r, 0.5f, 1.5f, true);
+    tb_gradcheck("dropout", be, f_dropout, &mask_rng, &x, 1, 1e-2, 1e-4, 1e-2, 60);
+    tb_tape *t;
+    tb_tape_create(be, &t, NULL);
+    tb_rng a = mask_rng, b = mask_rng;
+    tb_var *y1 = tb_op_dropout(t, x, 0.3f, &a);
+    tb_var *y2 = tb_op_dropout(t, x, 0.3f, &b);
+    tb_var *y3 = tb_op_dropout(t, x, 0.3f, &a);
+    CHECK(memcmp(y1->value.data, y2->value.data, 2000 * sizeof(float)) == 0);
+    CHECK(memcmp(y1->value.data, y3->value.data, 2000 * sizeof(float)) != 0);
+    int zeros = 0;
+    bool scaled = true;
+    for (int i = 0; i < 2000; i++) {
+        float v = ((float *)y1->value.data)[i], xv = ((float *)x->value.data)[i];
+        if (v == 0.0f) zeros++;
+        else scaled &= fabsf(v - xv / 0.7f) < 1e-5f;
+    }
+    CHECK(scaled);
+    CHECK(abs(zeros - 600) < 80);
+    tb_tape_set_training(t, false);
+    CHECK(tb_op_dropout(t, x, 0.3f, &a) == x);
+    CHECK(tb_op_dropout(t, x, 1.0f, &a) == NULL);
+    tb_tape_destroy(t);
+    tb_test_var_free(x);
+}
+
+static void test_backward_errors_and_no_grad(void)
+{
+    tb_rng r = tb_rng_make(7, 0);
+    int64_t s[2] = {3, 3};
+    tb_var *c = tb_test_var(be, 2, s, &r, -1, 1, false);
+    tb_var *w = tb_test_var(be, 2, s, &r, -1, 1, true);
+    tb_tape *t;
+    tb_tape_create(be, &t, NULL);
+    tb_var *loss = tb_test_reduce(t, tb_op_relu(t, c));
+    CHECK(tb_tape_backward(t, loss) == TB_ERR_INVALID);
+    tb_tape_reset(t);
+    tb_tape_set_grad_enabled(t, false);
+    loss = tb_test_reduce(t, tb_op_linear(t, c, w, NULL));
+    CHECK(tb_tape_node_count(t) == 0 && !loss->requires_grad);
+    tb_tape_set_grad_enabled(t, true);
+    tb_tape_reset(t);
+    /* a step repeated on a reset tape allocates no new memory after the first */
+    for (int i = 0; i < 3; i++) {
+        tb_tape_reset(t);
+        loss = tb_test_reduce(t, tb_op_linear(t, c, w, NULL));
+        CHECK_OK(tb_tape_backward(t, loss), tb_tape_error(t));
+    }
+    uint64_t blocks = tb_tape_block_allocations(t);
+    tb_tape_reset(t);
+    loss = tb_test_reduce(t, tb_op_linear(t, c, w, NULL));
+    tb_tape_backward(t, loss);
+    CHECK(tb_tape_block_allocations(t) == blocks);
+    tb_tape_destroy(t);
+    tb_test_var_free(c);
+    tb_test_var_free(w);
+}
+
+int main(void)
+{
+    be = tb_test_backend();
+    test_linear();
+    test_matmul();
+    test_activations();
+    test_composites();
+    test_losses();
+    test_dropout();
+    test_backward_errors_and_no_grad();
+    tb_backend_destroy(be);
+    return tb_test_finish("test_ops_dense");
+}
