@@ -15,6 +15,7 @@
 
 #include "trainbench/backend.h"
 #include "trainbench/nn.h"
+#include "trainbench/optim.h"
 #include "trainbench/rng.h"
 #include "trainbench/status.h"
 #include "trainbench/tensor.h"

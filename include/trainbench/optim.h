@@ -1,0 +1,103 @@
+/* optim.h: training algorithms (optimizers), their named hyperparameters, and learning-rate
+ * schedules.
+ *
+ * Every optimizer is found by name in one registry and configured by named hyperparameters
+ * (tb_hparams), the names a JSON search space refers to. Values outside an algorithm's valid
+ * range are rejected with a message naming the hyperparameter and the value. An optimizer
+ * sweeps the parameters' flat buffers through backend kernels, so every backend runs the same
+ * update; weight decay skips biases and normalisation parameters. */
+#ifndef TRAINBENCH_OPTIM_H
+#define TRAINBENCH_OPTIM_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "trainbench/nn.h"
+#include "trainbench/status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- named hyperparameter values -------------------------------------------------------- */
+#define TB_HPARAMS_MAX 32
+#define TB_HPARAM_NAME_MAX 40
+
+typedef struct tb_hparams {
+    int count;
+    char names[TB_HPARAMS_MAX][TB_HPARAM_NAME_MAX];
+    double values[TB_HPARAMS_MAX];
+} tb_hparams;
+
+/* Sets (or replaces) name = value. Fails if the set is full or the name too long. */
+tb_status tb_hparams_set(tb_hparams *hp, const char *name, double value, tb_error *err);
+bool tb_hparams_has(const tb_hparams *hp, const char *name);
+double tb_hparams_get(const tb_hparams *hp, const char *name, double fallback);
+/* Parses "name=value" (as given on a command line) into hp. */
+tb_status tb_hparams_parse_assignment(tb_hparams *hp, const char *text, tb_error *err);
+
+/* The description of one hyperparameter of an algorithm: its default and valid range. */
+typedef struct tb_hparam_spec {
+    const char *name;
+    double default_value;
+    double min, max;     /* valid range */
+    bool min_open;       /* true: value must be > min (not >=) */
+    bool max_open;       /* true: value must be < max */
+    bool is_flag;        /* 0 or 1 only */
+    const char *help;
+} tb_hparam_spec;
+
+/* ---- optimizers ---------------------------------------------------------------------------- */
+typedef struct tb_optimizer tb_optimizer;
+
+typedef struct tb_optimizer_info {
+    const char *name;
+    const char *summary;
+    const tb_hparam_spec *hparams;
+    int n_hparams;
+} tb_optimizer_info;
+
+int tb_optimizer_count(void);
+const tb_optimizer_info *tb_optimizer_info_at(int i);
+/* NULL if unknown. */
+const tb_optimizer_info *tb_optimizer_find(const char *name);
+
+/* Creates the optimizer `name` over params with hyperparameters hp (missing ones take their
+ * defaults). Unknown names, unknown hyperparameters and values outside their range fail with
+ * TB_ERR_INVALID and a message naming them. */
+tb_status tb_optimizer_create(const char *name, tb_params *params, const tb_hparams *hp,
+                              tb_optimizer **out, tb_error *err);
+void tb_optimizer_destroy(tb_optimizer *opt);
+/* One update with the current gradients; lr_scale multiplies the base learning rate (the
+ * schedule's factor at this step). Counts steps from 1. */
+tb_status tb_optimizer_step(tb_optimizer *opt, double lr_scale, tb_error *err);
+const tb_optimizer_info *tb_optimizer_get_info(const tb_optimizer *opt);
+/* The value in effect for a hyperparameter (given or default). */
+double tb_optimizer_hparam(const tb_optimizer *opt, const char *name);
+int64_t tb_optimizer_steps(const tb_optimizer *opt);
+
+/* Checks hp against specs (unknown names, ranges) without creating anything. */
+tb_status tb_hparams_validate(const tb_hparams *hp, const tb_hparam_spec *specs, int n_specs,
+                              const char *algorithm, tb_error *err);
+
+/* ---- learning-rate schedules ----------------------------------------------------------------- */
+typedef enum tb_schedule_kind {
+    TB_SCHEDULE_CONSTANT = 0,
+    TB_SCHEDULE_WARMUP_COSINE, /* linear warmup from 0, then cosine decay to 0 at total_steps */
+} tb_schedule_kind;
+
+typedef struct tb_schedule {
+    tb_schedule_kind kind;
+    int64_t warmup_steps;
+    int64_t total_steps;
+} tb_schedule;
+
+tb_status tb_schedule_parse(const char *name, tb_schedule_kind *out, tb_error *err);
+const char *tb_schedule_name(tb_schedule_kind kind);
+/* The learning-rate factor at step (1-based). */
+double tb_schedule_factor(const tb_schedule *s, int64_t step);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

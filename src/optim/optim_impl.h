@@ -1,0 +1,40 @@
+/* optim_impl.h: how an optimizer plugs into the registry (internal). */
+#ifndef TRAINBENCH_OPTIM_IMPL_H
+#define TRAINBENCH_OPTIM_IMPL_H
+
+#include "backend/backend_impl.h"
+#include "trainbench/optim.h"
+
+typedef struct tb_optimizer_vtable {
+    tb_optimizer_info info;
+    /* Allocates state; hp is already validated and complete (every spec'd name present). */
+    tb_status (*init)(tb_optimizer *opt, tb_error *err);
+    tb_status (*step)(tb_optimizer *opt, double lr, tb_error *err);
+    void (*destroy)(tb_optimizer *opt);
+} tb_optimizer_vtable;
+
+struct tb_optimizer {
+    const tb_optimizer_vtable *vt;
+    tb_params *params;
+    tb_backend *be;
+    tb_hparams hp; /* every hyperparameter of the algorithm, defaults filled in */
+    int64_t step;  /* number of completed steps */
+    void *state;
+};
+
+/* The value of a hyperparameter the algorithm declares. */
+static inline double tb_opt_hp(const tb_optimizer *opt, const char *name)
+{
+    return tb_hparams_get(&opt->hp, name, 0.0);
+}
+
+/* Whether weight decay applies to a parameter of this kind (not biases or norm parameters). */
+static inline bool tb_param_decays(tb_param_kind kind)
+{
+    return kind == TB_PARAM_WEIGHT || kind == TB_PARAM_EMBEDDING;
+}
+
+extern const tb_optimizer_vtable tb_optim_sgd;
+extern const tb_optimizer_vtable tb_optim_adamw;
+
+#endif

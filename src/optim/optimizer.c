@@ -1,0 +1,212 @@
+/* optimizer.c: the optimizer registry, hyperparameter sets and validation, and schedules. */
+#include "optim/optim_impl.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const tb_optimizer_vtable *const registry[] = {
+    &tb_optim_sgd,
+    &tb_optim_adamw,
+};
+#define N_REGISTRY ((int)(sizeof registry / sizeof *registry))
+
+/* ---- hyperparameter sets ----------------------------------------------------------------------- */
+
+tb_status tb_hparams_set(tb_hparams *hp, const char *name, double value, tb_error *err)
+{
+    if (strlen(name) >= TB_HPARAM_NAME_MAX)
+        return tb_fail(err, TB_ERR_INVALID, "hyperparameter name '%s' is too long", name);
+    for (int i = 0; i < hp->count; i++)
+        if (strcmp(hp->names[i], name) == 0) {
+            hp->values[i] = value;
+            return TB_OK;
+        }
+    if (hp->count == TB_HPARAMS_MAX)
+        return tb_fail(err, TB_ERR_INVALID, "more than %d hyperparameters", TB_HPARAMS_MAX);
+    snprintf(hp->names[hp->count], TB_HPARAM_NAME_MAX, "%s", name);
+    hp->values[hp->count++] = value;
+    return TB_OK;
+}
+
+bool tb_hparams_has(const tb_hparams *hp, const char *name)
+{
+    for (int i = 0; hp && i < hp->count; i++)
+        if (strcmp(hp->names[i], name) == 0) return true;
+    return false;
+}
+
+double tb_hparams_get(const tb_hparams *hp, const char *name, double fallback)
+{
+    for (int i = 0; hp && i < hp->count; i++)
+        if (strcmp(hp->names[i], name) == 0) return hp->values[i];
+    return fallback;
+}
+
+tb_status tb_hparams_parse_assignment(tb_hparams *hp, const char *text, tb_error *err)
+{
+    const char *eq = strchr(text, '=');
+    if (!eq || eq == text)
+        return tb_fail(err, TB_ERR_INVALID, "expected name=value, got '%s'", text);
+    char name[TB_HPARAM_NAME_MAX];
+    size_t len = (size_t)(eq - text);
+    if (len >= sizeof name)
+        return tb_fail(err, TB_ERR_INVALID, "hyperparameter name in '%s' is too long", text);
+    memcpy(name, text, len);
+    name[len] = '\0';
+    char *end;
+    errno = 0;
+    double v = strtod(eq + 1, &end);
+    if (eq[1] == '\0' || *end != '\0' || errno == ERANGE)
+        return tb_fail(err, TB_ERR_INVALID, "hyperparameter %s: '%s' is not a number", name,
+                       eq + 1);
+    return tb_hparams_set(hp, name, v, err);
+}
+
+tb_status tb_hparams_validate(const tb_hparams *hp, const tb_hparam_spec *specs, int n_specs,
+                              const char *algorithm, tb_error *err)
+{
+    for (int i = 0; hp && i < hp->count; i++) {
+        const tb_hparam_spec *spec = NULL;
+        for (int j = 0; j < n_specs; j++)
+            if (strcmp(specs[j].name, hp->names[i]) == 0) spec = &specs[j];
+        if (!spec) {
+            char known[512] = "";
+            for (int j = 0; j < n_specs; j++) {
+                strncat(known, j ? ", " : "", sizeof known - strlen(known) - 1);
+                strncat(known, specs[j].name, sizeof known - strlen(known) - 1);
+            }
+            return tb_fail(err, TB_ERR_INVALID,
+                           "%s has no hyperparameter '%s' (it has: %s)", algorithm,
+                           hp->names[i], known);
+        }
+        double v = hp->values[i];
+        if (!isfinite(v))
+            return tb_fail(err, TB_ERR_INVALID, "%s: %s = %g is not finite", algorithm,
+                           spec->name, v);
+        if (spec->is_flag && v != 0.0 && v != 1.0)
+            return tb_fail(err, TB_ERR_INVALID, "%s: %s = %g must be 0 or 1", algorithm,
+                           spec->name, v);
+        bool low = spec->min_open ? !(v > spec->min) : !(v >= spec->min);
+        bool high = spec->max_open ? !(v < spec->max) : !(v <= spec->max);
+        if (low || high)
+            return tb_fail(err, TB_ERR_INVALID, "%s: %s = %g is outside %c%g, %g%c", algorithm,
+                           spec->name, v, spec->min_open ? '(' : '[', spec->min, spec->max,
+                           spec->max_open ? ')' : ']');
+    }
+    return TB_OK;
+}
+
+/* ---- registry ------------------------------------------------------------------------------- */
+
+int tb_optimizer_count(void) { return N_REGISTRY; }
+
+const tb_optimizer_info *tb_optimizer_info_at(int i)
+{
+    return i >= 0 && i < N_REGISTRY ? &registry[i]->info : NULL;
+}
+
+static const tb_optimizer_vtable *find_vtable(const char *name)
+{
+    for (int i = 0; i < N_REGISTRY; i++)
+        if (strcmp(registry[i]->info.name, name) == 0) return registry[i];
+    return NULL;
+}
+
+const tb_optimizer_info *tb_optimizer_find(const char *name)
+{
+    const tb_optimizer_vtable *vt = find_vtable(name);
+    return vt ? &vt->info : NULL;
+}
+
+tb_status tb_optimizer_create(const char *name, tb_params *params, const tb_hparams *hp,
+                              tb_optimizer **out, tb_error *err)
+{
+    const tb_optimizer_vtable *vt = find_vtable(name);
+    if (!vt) {
+        char known[512] = "";
+        for (int i = 0; i < N_REGISTRY; i++) {
+            strncat(known, i ? ", " : "", sizeof known - strlen(known) - 1);
+            strncat(known, registry[i]->info.name, sizeof known - strlen(known) - 1);
+        }
+        return tb_fail(err, TB_ERR_INVALID, "unknown algorithm '%s' (known: %s)", name, known);
+    }
+    tb_status st = tb_hparams_validate(hp, vt->info.hparams, vt->info.n_hparams, name, err);
+    if (st != TB_OK) return st;
+    if (!params || !tb_params_values(params))
+        return tb_fail(err, TB_ERR_INVALID, "%s: parameters are not finalized", name);
+    tb_optimizer *opt = calloc(1, sizeof *opt);
+    if (!opt) return tb_fail(err, TB_ERR_NOMEM, "cannot allocate optimizer %s", name);
+    opt->vt = vt;
+    opt->params = params;
+    opt->be = tb_params_backend(params);
+    for (int i = 0; i < vt->info.n_hparams; i++) {
+        const tb_hparam_spec *s = &vt->info.hparams[i];
+        tb_hparams_set(&opt->hp, s->name, tb_hparams_get(hp, s->name, s->default_value), NULL);
+    }
+    st = vt->init(opt, err);
+    if (st != TB_OK) {
+        tb_optimizer_destroy(opt);
+        return st;
+    }
+    *out = opt;
+    return TB_OK;
+}
+
+void tb_optimizer_destroy(tb_optimizer *opt)
+{
+    if (!opt) return;
+    if (opt->vt->destroy) opt->vt->destroy(opt);
+    free(opt);
+}
+
+tb_status tb_optimizer_step(tb_optimizer *opt, double lr_scale, tb_error *err)
+{
+    if (!(lr_scale >= 0.0) || !isfinite(lr_scale))
+        return tb_fail(err, TB_ERR_INVALID, "learning-rate factor %g is not a finite value >= 0",
+                       lr_scale);
+    opt->step++;
+    return opt->vt->step(opt, tb_opt_hp(opt, "learning_rate") * lr_scale, err);
+}
+
+const tb_optimizer_info *tb_optimizer_get_info(const tb_optimizer *opt) { return &opt->vt->info; }
+double tb_optimizer_hparam(const tb_optimizer *opt, const char *name)
+{
+    return tb_hparams_get(&opt->hp, name, NAN);
+}
+int64_t tb_optimizer_steps(const tb_optimizer *opt) { return opt->step; }
+
+/* ---- schedules -------------------------------------------------------------------------------- */
+
+tb_status tb_schedule_parse(const char *name, tb_schedule_kind *out, tb_error *err)
+{
+    if (strcmp(name, "constant") == 0) {
+        *out = TB_SCHEDULE_CONSTANT;
+        return TB_OK;
+    }
+    if (strcmp(name, "warmup_cosine") == 0 || strcmp(name, "cosine") == 0) {
+        *out = TB_SCHEDULE_WARMUP_COSINE;
+        return TB_OK;
+    }
+    return tb_fail(err, TB_ERR_INVALID,
+                   "unknown schedule '%s' (expected constant or warmup_cosine)", name);
+}
+
+const char *tb_schedule_name(tb_schedule_kind kind)
+{
+    return kind == TB_SCHEDULE_WARMUP_COSINE ? "warmup_cosine" : "constant";
+}
+
+double tb_schedule_factor(const tb_schedule *s, int64_t step)
+{
+    if (s->kind == TB_SCHEDULE_CONSTANT) return 1.0;
+    if (step <= s->warmup_steps && s->warmup_steps > 0)
+        return (double)step / (double)s->warmup_steps;
+    int64_t decay = s->total_steps - s->warmup_steps;
+    if (decay <= 0) return 1.0;
+    double progress = (double)(step - s->warmup_steps) / (double)decay;
+    if (progress >= 1.0) return 0.0;
+    return 0.5 * (1.0 + cos(3.14159265358979323846 * progress));
+}

@@ -1,0 +1,151 @@
+/* test_optim.c: SGD (heavy ball, Nesterov) and AdamW against closed forms; weight-decay
+ * exclusions; hyperparameter validation; schedules. */
+#include "testutil.h"
+
+#include <string.h>
+
+static tb_backend *be;
+
+/* params: "w" (weight, 3 values) and "b" (bias, 2 values) with given values and grads */
+static tb_params *make_params(const float *w, const float *b, const float *gw, const float *gb)
+{
+    tb_params *p;
+    tb_params_create(be, &p, NULL);
+    int64_t s3 = 3, s2 = 2;
+    tb_var *vw = tb_params_add(p, "w", TB_PARAM_WEIGHT, 1, &s3, NULL);
+    tb_var *vb = tb_params_add(p, "b", TB_PARAM_BIAS, 1, &s2, NULL);
+    tb_params_finalize(p, NULL);
+    memcpy(vw->value.data, w, 3 * sizeof(float));
+    memcpy(vb->value.data, b, 2 * sizeof(float));
+    memcpy(vw->grad.data, gw, 3 * sizeof(float));
+    memcpy(vb->grad.data, gb, 2 * sizeof(float));
+    return p;
+}
+
+static float *val(tb_params *p, int i) { return tb_params_get(p, i)->var.value.data; }
+
+static void test_sgd_closed_form(void)
+{
+    const float w[3] = {1, -2, 3}, b[2] = {0.5f, -0.5f}, gw[3] = {0.1f, 0.2f, -0.3f},
+                gb[2] = {1, -1};
+    for (int nesterov = 0; nesterov <= 1; nesterov++) {
+        tb_params *p = make_params(w, b, gw, gb);
+        tb_hparams hp = {0};
+        tb_hparams_set(&hp, "learning_rate", 0.1, NULL);
+        tb_hparams_set(&hp, "momentum", 0.9, NULL);
+        tb_hparams_set(&hp, "nesterov", nesterov, NULL);
+        tb_hparams_set(&hp, "weight_decay", 0.01, NULL);
+        tb_optimizer *opt;
+        tb_error err = {0};
+        CHECK_OK(tb_optimizer_create("sgd", p, &hp, &opt, &err), &err);
+        /* two steps with the same gradient: v1 = g', v2 = 0.9 v1 + g'' */
+        double ew[3], eb[2], vw[3] = {0}, vb[2] = {0};
+        for (int i = 0; i < 3; i++) ew[i] = w[i];
+        for (int i = 0; i < 2; i++) eb[i] = b[i];
+        for (int step = 0; step < 2; step++) {
+            CHECK_OK(tb_optimizer_step(opt, 1.0, &err), &err);
+            for (int i = 0; i < 3; i++) {
+                double g = gw[i] + 0.01 * ew[i];
+                vw[i] = 0.9 * vw[i] + g;
+                ew[i] -= 0.1 * (nesterov ? g + 0.9 * vw[i] : vw[i]);
+            }
+            for (int i = 0; i < 2; i++) { /* biases: no weight decay */
+                vb[i] = 0.9 * vb[i] + gb[i];
+                eb[i] -= 0.1 * (nesterov ? gb[i] + 0.9 * vb[i] : vb[i]);
+            }
+        }
+        for (int i = 0; i < 3; i++) CHECK_NEAR(val(p, 0)[i], ew[i], 1e-6);
+        for (int i = 0; i < 2; i++) CHECK_NEAR(val(p, 1)[i], eb[i], 1e-6);
+        CHECK(tb_optimizer_steps(opt) == 2);
+        tb_optimizer_destroy(opt);
+        tb_params_destroy(p);
+    }
+}
+
+static void test_adamw_closed_form(void)
+{
+    const float w[3] = {1, -2, 3}, b[2] = {0.5f, -0.5f}, gw[3] = {0.1f, 0.2f, -0.3f},
+                gb[2] = {1, -1};
+    tb_params *p = make_params(w, b, gw, gb);
+    tb_hparams hp = {0};
+    tb_hparams_set(&hp, "learning_rate", 0.01, NULL);
+    tb_hparams_set(&hp, "weight_decay", 0.1, NULL);
+    tb_optimizer *opt;
+    tb_error err = {0};
+    CHECK_OK(tb_optimizer_create("adamw", p, &hp, &opt, &err), &err);
+    CHECK_NEAR(tb_optimizer_hparam(opt, "beta2"), 0.999, 0);
+    double ew[3], m[3] = {0}, v[3] = {0};
+    for (int i = 0; i < 3; i++) ew[i] = w[i];
+    for (int t = 1; t <= 3; t++) {
+        CHECK_OK(tb_optimizer_step(opt, 0.5, &err), &err); /* schedule factor 0.5 */
+        double lr = 0.005;
+        for (int i = 0; i < 3; i++) {
+            ew[i] *= 1 - lr * 0.1;
+            m[i] = 0.9 * m[i] + 0.1 * gw[i];
+            v[i] = 0.999 * v[i] + 0.001 * gw[i] * gw[i];
+            double mh = m[i] / (1 - pow(0.9, t)), vh = v[i] / (1 - pow(0.999, t));
+            ew[i] -= lr * mh / (sqrt(vh) + 1e-8);
+        }
+    }
+    for (int i = 0; i < 3; i++) CHECK_NEAR(val(p, 0)[i], ew[i], 2e-6);
+    /* first step of Adam moves each coordinate by about lr * sign(g); biases get no decay */
+    CHECK_NEAR(val(p, 1)[0], 0.5 - 3 * 0.005, 1e-5);
+    tb_optimizer_destroy(opt);
+    tb_params_destroy(p);
+}
+
+static void test_validation(void)
+{
+    const float z[3] = {0};
+    tb_params *p = make_params(z, z, z, z);
+    tb_optimizer *opt = NULL;
+    tb_error err = {0};
+    tb_hparams hp = {0};
+    tb_hparams_set(&hp, "learning_rate", -0.1, NULL);
+    CHECK_FAILS(tb_optimizer_create("adamw", p, &hp, &opt, &err), TB_ERR_INVALID, &err,
+                "learning_rate = -0.1");
+    hp = (tb_hparams){0};
+    tb_hparams_set(&hp, "beta1", 1.0, NULL);
+    CHECK_FAILS(tb_optimizer_create("adamw", p, &hp, &opt, &err), TB_ERR_INVALID, &err,
+                "beta1 = 1 is outside [0, 1)");
+    hp = (tb_hparams){0};
+    tb_hparams_set(&hp, "momentum", 0.9, NULL);
+    tb_hparams_set(&hp, "beta3", 0.9, NULL);
+    CHECK_FAILS(tb_optimizer_create("adamw", p, &hp, &opt, &err), TB_ERR_INVALID, &err,
+                "no hyperparameter 'momentum'");
+    hp = (tb_hparams){0};
+    tb_hparams_set(&hp, "nesterov", 0.5, NULL);
+    CHECK_FAILS(tb_optimizer_create("sgd", p, &hp, &opt, &err), TB_ERR_INVALID, &err,
+                "must be 0 or 1");
+    CHECK_FAILS(tb_optimizer_create("adamax", p, NULL, &opt, &err), TB_ERR_INVALID, &err,
+                "unknown algorithm 'adamax'");
+    CHECK_FAILS(tb_hparams_parse_assignment(&hp, "learning_rate=fast", &err), TB_ERR_INVALID,
+                &err, "not a number");
+    CHECK_OK(tb_hparams_parse_assignment(&hp, "learning_rate=3e-4", &err), &err);
+    CHECK_NEAR(tb_hparams_get(&hp, "learning_rate", 0), 3e-4, 1e-12);
+    CHECK(opt == NULL);
+    tb_params_destroy(p);
+}
+
+static void test_schedule(void)
+{
+    tb_schedule s = {TB_SCHEDULE_WARMUP_COSINE, 10, 110};
+    CHECK_NEAR(tb_schedule_factor(&s, 5), 0.5, 1e-12);
+    CHECK_NEAR(tb_schedule_factor(&s, 10), 1.0, 1e-12);
+    CHECK_NEAR(tb_schedule_factor(&s, 60), 0.5, 1e-12);
+    CHECK_NEAR(tb_schedule_factor(&s, 110), 0.0, 1e-12);
+    CHECK_NEAR(tb_schedule_factor(&s, 500), 0.0, 1e-12);
+    tb_schedule c = {TB_SCHEDULE_CONSTANT, 0, 0};
+    CHECK_NEAR(tb_schedule_factor(&c, 77), 1.0, 0);
+}
+
+int main(void)
+{
+    be = tb_test_backend();
+    test_sgd_closed_form();
+    test_adamw_closed_form();
+    test_validation();
+    test_schedule();
+    tb_backend_destroy(be);
+    return tb_test_finish("test_optim");
+}
