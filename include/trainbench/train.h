@@ -1,0 +1,77 @@
+/* train.h: one training run of a workload with an algorithm, timed, with evaluations.
+ *
+ * Timing follows AlgoPerf's rules: the training steps (batch assembly, forward, backward,
+ * update) are timed; evaluations are not. Every source of variation has its own seed. A run
+ * whose loss becomes NaN or infinite stops with TB_ERR_NUMERIC and is reported as diverged. */
+#ifndef TRAINBENCH_TRAIN_H
+#define TRAINBENCH_TRAIN_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "trainbench/backend.h"
+#include "trainbench/optim.h"
+#include "trainbench/rng.h"
+#include "trainbench/workload.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct tb_train_progress {
+    int64_t step, total_steps;
+    int64_t epoch;
+    double loss;            /* training loss of the last step */
+    double examples_per_s;  /* training throughput so far (timed steps only) */
+    double elapsed_s;       /* timed training seconds so far */
+    double eta_s;           /* estimated seconds of training left */
+    const tb_eval_metrics *validation; /* non-NULL right after an evaluation */
+} tb_train_progress;
+
+typedef void (*tb_train_progress_fn)(void *user, const tb_train_progress *progress);
+
+typedef struct tb_train_config {
+    const char *workload;
+    const char *algorithm;
+    tb_hparams hparams;
+    tb_backend_config backend;
+    uint64_t seeds[TB_STREAM_COUNT]; /* one per source of variation (see tb_stream) */
+    int batch_size;                  /* 0: the workload's default */
+    double epochs;                   /* length of the run, when max_steps is 0 */
+    int64_t max_steps;
+    tb_schedule_kind schedule;
+    double warmup_fraction;          /* of the total steps, for warmup schedules */
+    int evals;                       /* evaluations on the validation set during the run */
+    const char *data_dir;            /* NULL: the Debian package's directory */
+    tb_train_progress_fn progress;   /* optional; called about every progress_every_s */
+    void *progress_user;
+    double progress_every_s;
+    const tb_logger *logger;         /* optional */
+} tb_train_config;
+
+/* Defaults: 3 epochs, workload batch size, constant schedule, 3 evaluations, all seeds 0. */
+tb_train_config tb_train_config_default(void);
+/* Sets the seed of every source of variation. */
+void tb_train_config_seed_all(tb_train_config *config, uint64_t seed);
+
+typedef struct tb_train_result {
+    int64_t steps;
+    int64_t examples;
+    double train_time_s;     /* timed training seconds */
+    double examples_per_s;
+    double final_train_loss;
+    bool diverged;
+    tb_eval_metrics validation;
+    tb_eval_metrics test;
+    char backend[256];       /* tb_backend_describe */
+    int64_t parameters;
+} tb_train_result;
+
+/* Runs the training. On divergence returns TB_ERR_NUMERIC with result->diverged set and the
+ * step in the message; result holds what was measured until then. */
+tb_status tb_train(const tb_train_config *config, tb_train_result *result, tb_error *err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,168 @@
+/* train.c: a single timed training run: data order, steps, schedule, evaluations. */
+#include "trainbench/train.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+tb_train_config tb_train_config_default(void)
+{
+    tb_train_config c;
+    memset(&c, 0, sizeof c);
+    c.workload = "fmnist_mlp";
+    c.algorithm = "adamw";
+    c.backend.device = TB_DEVICE_CPU;
+    c.epochs = 3.0;
+    c.schedule = TB_SCHEDULE_CONSTANT;
+    c.warmup_fraction = 0.05;
+    c.evals = 3;
+    c.progress_every_s = 0.5;
+    return c;
+}
+
+void tb_train_config_seed_all(tb_train_config *c, uint64_t seed)
+{
+    for (int i = 0; i < TB_STREAM_COUNT; i++) c->seeds[i] = seed;
+}
+
+typedef struct run {
+    const tb_train_config *cfg;
+    tb_backend *be;
+    tb_workload *wl;
+    tb_tape *tape;
+    tb_optimizer *opt;
+    int64_t *order;
+} run;
+
+static void run_free(run *r)
+{
+    tb_optimizer_destroy(r->opt);
+    tb_tape_destroy(r->tape);
+    tb_workload_destroy(r->wl);
+    tb_backend_destroy(r->be);
+    free(r->order);
+}
+
+static tb_status setup(run *r, tb_train_result *res, tb_error *err)
+{
+    const tb_train_config *cfg = r->cfg;
+    tb_status st = tb_backend_create(&cfg->backend, &r->be, err);
+    if (st != TB_OK) return st;
+    snprintf(res->backend, sizeof res->backend, "%s", tb_backend_describe(r->be));
+    tb_workload_config wc = {.data_dir = cfg->data_dir, .split_seed = cfg->seeds[TB_STREAM_SPLIT]};
+    st = tb_workload_create(cfg->workload, r->be, &wc, &r->wl, err);
+    if (st != TB_OK) return st;
+    res->parameters = tb_params_numel(tb_workload_params(r->wl));
+    tb_rng init = tb_rng_make(cfg->seeds[TB_STREAM_INIT], TB_STREAM_INIT);
+    st = tb_workload_init(r->wl, &init, err);
+    if (st == TB_OK) st = tb_tape_create(r->be, &r->tape, err);
+    if (st != TB_OK) return st;
+    int64_t n = tb_workload_size(r->wl, TB_SPLIT_TRAIN);
+    r->order = malloc((size_t)n * sizeof *r->order);
+    if (!r->order) return tb_fail(err, TB_ERR_NOMEM, "out of memory for the data order");
+    return TB_OK;
+}
+
+static tb_status evaluate(run *r, tb_split split, tb_eval_metrics *m, tb_error *err)
+{
+    return tb_workload_evaluate(r->wl, r->tape, split, 0, m, err);
+}
+
+tb_status tb_train(const tb_train_config *cfg, tb_train_result *res, tb_error *err)
+{
+    memset(res, 0, sizeof *res);
+    res->validation.loss = res->test.loss = NAN;
+    if (cfg->batch_size < 0)
+        return tb_fail(err, TB_ERR_INVALID, "batch size must be positive, got %d",
+                       cfg->batch_size);
+    if (!(cfg->epochs >= 0) || cfg->max_steps < 0)
+        return tb_fail(err, TB_ERR_INVALID, "the run length must not be negative");
+    run r = {.cfg = cfg};
+    tb_status st = setup(&r, res, err);
+    const tb_workload_info *info = st == TB_OK ? tb_workload_get_info(r.wl) : NULL;
+    int64_t n_train = st == TB_OK ? tb_workload_size(r.wl, TB_SPLIT_TRAIN) : 0;
+    int64_t batch = cfg->batch_size > 0 ? cfg->batch_size : (info ? info->default_batch_size : 0);
+    if (st == TB_OK && batch > n_train)
+        st = tb_fail(err, TB_ERR_INVALID, "batch size %lld exceeds the %lld training examples",
+                     (long long)batch, (long long)n_train);
+    int64_t per_epoch = batch > 0 ? n_train / batch : 0;
+    int64_t total = cfg->max_steps > 0 ? cfg->max_steps
+                                       : (int64_t)ceil(cfg->epochs * (double)per_epoch);
+    if (st == TB_OK && total < 1)
+        st = tb_fail(err, TB_ERR_INVALID, "the run has no steps (epochs %g, max steps %lld)",
+                     cfg->epochs, (long long)cfg->max_steps);
+    if (st == TB_OK) st = tb_optimizer_create(cfg->algorithm, tb_workload_params(r.wl),
+                                              &cfg->hparams, &r.opt, err);
+    if (st != TB_OK) {
+        run_free(&r);
+        return st;
+    }
+    tb_schedule sched = {cfg->schedule, (int64_t)(cfg->warmup_fraction * (double)total), total};
+    tb_rng order_rng = tb_rng_make(cfg->seeds[TB_STREAM_DATA_ORDER], TB_STREAM_DATA_ORDER);
+    tb_rng dropout_rng = tb_rng_make(cfg->seeds[TB_STREAM_DROPOUT], TB_STREAM_DROPOUT);
+    tb_params *params = tb_workload_params(r.wl);
+    int64_t eval_every = cfg->evals > 0 ? (total + cfg->evals - 1) / cfg->evals : 0;
+    double timed = 0, last_report = -1e9;
+    int64_t pos = n_train; /* forces a shuffle at the first step */
+    int64_t epoch = 0;
+    float loss_value = NAN;
+    for (int64_t step = 1; step <= total; step++) {
+        double t0 = now_s();
+        if (pos + batch > n_train) { /* new epoch: reshuffle, drop the incomplete tail */
+            for (int64_t i = 0; i < n_train; i++) r.order[i] = i;
+            tb_rng_shuffle_i64(&order_rng, r.order, n_train);
+            pos = 0;
+            epoch++;
+        }
+        tb_tape_reset(r.tape);
+        tb_params_zero_grad(params);
+        tb_var *loss = tb_workload_loss(r.wl, r.tape, r.order + pos, batch, &dropout_rng);
+        pos += batch;
+        if (!loss || tb_tape_backward(r.tape, loss) != TB_OK) {
+            st = tb_fail(err, tb_tape_status(r.tape), "step %lld: %s", (long long)step,
+                         tb_tape_error(r.tape)->message);
+            break;
+        }
+        tb_tensor_download(&loss->value, &loss_value, NULL);
+        if (!isfinite(loss_value)) {
+            res->diverged = true;
+            st = tb_fail(err, TB_ERR_NUMERIC,
+                         "the run diverged: training loss is %f at step %lld", loss_value,
+                         (long long)step);
+            break;
+        }
+        st = tb_optimizer_step(r.opt, tb_schedule_factor(&sched, step), err);
+        if (st != TB_OK) break;
+        timed += now_s() - t0;
+        res->steps = step;
+        res->examples += batch;
+        res->final_train_loss = loss_value;
+        bool eval_now = eval_every > 0 && (step % eval_every == 0) && step != total;
+        tb_eval_metrics val;
+        if (eval_now && (st = evaluate(&r, TB_SPLIT_VALIDATION, &val, err)) != TB_OK) break;
+        if (cfg->progress && (eval_now || timed - last_report >= cfg->progress_every_s ||
+                              step == total)) {
+            tb_train_progress p = {step, total, epoch, loss_value,
+                                   timed > 0 ? (double)res->examples / timed : 0, timed,
+                                   timed / (double)step * (double)(total - step),
+                                   eval_now ? &val : NULL};
+            cfg->progress(cfg->progress_user, &p);
+            last_report = timed;
+        }
+    }
+    res->train_time_s = timed;
+    res->examples_per_s = timed > 0 ? (double)res->examples / timed : 0;
+    if (st == TB_OK) st = evaluate(&r, TB_SPLIT_VALIDATION, &res->validation, err);
+    if (st == TB_OK) st = evaluate(&r, TB_SPLIT_TEST, &res->test, err);
+    run_free(&r);
+    return st;
+}
