@@ -1,8 +1,111 @@
-/* main.c: the trainbench command (placeholder until the CLI lands). */
-#include <stdio.h>
+/* main.c: the trainbench command: dispatches git-style subcommands. */
+#include "cli.h"
 
-int main(void)
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char usage[] =
+    "usage: trainbench <command> [options]\n"
+    "\n"
+    "trainbench benchmarks neural-network training algorithms on real data.\n"
+    "\n"
+    "commands:\n"
+    "  train        train one workload with one algorithm and report its result\n"
+    "  workloads    list the workloads\n"
+    "  algorithms   list the training algorithms and their hyperparameters\n"
+    "  version      print the version\n"
+    "\n"
+    "`trainbench <command> --help` describes a command's options.\n"
+    "\n"
+    "exit codes: 0 success, 1 failure, 2 bad usage or value, 3 data or device missing,\n"
+    "            4 training diverged\n";
+
+void tb_cli_error(const char *fmt, ...)
 {
-    printf("trainbench\n");
-    return 0;
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("trainbench: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+}
+
+int tb_cli_exit_code(tb_status st)
+{
+    switch (st) {
+    case TB_OK: return TB_EXIT_OK;
+    case TB_ERR_INVALID:
+    case TB_ERR_SHAPE: return TB_EXIT_USAGE;
+    case TB_ERR_MISSING:
+    case TB_ERR_NO_DEVICE:
+    case TB_ERR_UNSUPPORTED: return TB_EXIT_MISSING;
+    case TB_ERR_NUMERIC: return TB_EXIT_DIVERGED;
+    default: return TB_EXIT_FAILURE;
+    }
+}
+
+bool tb_cli_parse_u64(const char *opt, const char *text, uint64_t *out)
+{
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(text, &end, 10);
+    if (!*text || *end || errno || text[0] == '-') {
+        tb_cli_error("%s: '%s' is not a non-negative whole number", opt, text);
+        return false;
+    }
+    *out = v;
+    return true;
+}
+
+bool tb_cli_parse_int(const char *opt, const char *text, long min, long max, long *out)
+{
+    char *end;
+    errno = 0;
+    long v = strtol(text, &end, 10);
+    if (!*text || *end || errno) {
+        tb_cli_error("%s: '%s' is not a whole number", opt, text);
+        return false;
+    }
+    if (v < min || v > max) {
+        tb_cli_error("%s: %ld is outside [%ld, %ld]", opt, v, min, max);
+        return false;
+    }
+    *out = v;
+    return true;
+}
+
+bool tb_cli_parse_double(const char *opt, const char *text, double *out)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(text, &end);
+    if (!*text || *end || errno || !isfinite(v)) {
+        tb_cli_error("%s: '%s' is not a number", opt, text);
+        return false;
+    }
+    *out = v;
+    return true;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 ||
+        strcmp(argv[1], "help") == 0) {
+        fputs(usage, argc < 2 ? stderr : stdout);
+        return argc < 2 ? TB_EXIT_USAGE : TB_EXIT_OK;
+    }
+    const char *cmd = argv[1];
+    if (strcmp(cmd, "train") == 0) return tb_cli_train(argc - 1, argv + 1);
+    if (strcmp(cmd, "workloads") == 0) return tb_cli_workloads(argc - 1, argv + 1);
+    if (strcmp(cmd, "algorithms") == 0) return tb_cli_algorithms(argc - 1, argv + 1);
+    if (strcmp(cmd, "version") == 0 || strcmp(cmd, "--version") == 0) {
+        printf("trainbench %s\n", TB_VERSION);
+        return TB_EXIT_OK;
+    }
+    tb_cli_error("unknown command '%s' (try `trainbench --help`)", cmd);
+    return TB_EXIT_USAGE;
 }

@@ -1,0 +1,32 @@
+/* cli.h: shared pieces of the trainbench command: subcommands, exit codes, option parsing. */
+#ifndef TRAINBENCH_CLI_H
+#define TRAINBENCH_CLI_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "trainbench/trainbench.h"
+
+/* Exit codes (documented in `trainbench --help`). */
+enum {
+    TB_EXIT_OK = 0,
+    TB_EXIT_FAILURE = 1,  /* the work failed (I/O, out of memory, internal) */
+    TB_EXIT_USAGE = 2,    /* bad command line or invalid value */
+    TB_EXIT_MISSING = 3,  /* data or a device is not installed */
+    TB_EXIT_DIVERGED = 4, /* training diverged (NaN/inf loss) */
+};
+
+int tb_cli_train(int argc, char **argv);
+int tb_cli_workloads(int argc, char **argv);
+int tb_cli_algorithms(int argc, char **argv);
+
+/* Maps a library status to an exit code. */
+int tb_cli_exit_code(tb_status st);
+/* Parses a whole non-negative integer / finite number; prints an error naming the option. */
+bool tb_cli_parse_u64(const char *opt, const char *text, uint64_t *out);
+bool tb_cli_parse_int(const char *opt, const char *text, long min, long max, long *out);
+bool tb_cli_parse_double(const char *opt, const char *text, double *out);
+/* Prints "trainbench: <message>" to stderr. */
+void tb_cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+#endif

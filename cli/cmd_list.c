@@ -1,0 +1,54 @@
+/* cmd_list.c: `trainbench workloads` and `trainbench algorithms`. */
+#include "cli.h"
+
+#include <stdio.h>
+#include <string.h>
+
+int tb_cli_workloads(int argc, char **argv)
+{
+    if (argc > 1 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
+        printf("usage: trainbench workloads\n\nLists every workload with its data package, "
+               "metric and default batch size.\n");
+        return TB_EXIT_OK;
+    }
+    if (argc > 1) {
+        tb_cli_error("workloads: unexpected argument '%s'", argv[1]);
+        return TB_EXIT_USAGE;
+    }
+    printf("%-14s %-22s %-11s %5s  %s\n", "workload", "data package", "metric", "batch",
+           "model");
+    for (int i = 0; i < tb_workload_count(); i++) {
+        const tb_workload_info *w = tb_workload_info_at(i);
+        printf("%-14s %-22s %-11s %5d  %s\n", w->id, w->data_package, w->metric,
+               w->default_batch_size, w->summary);
+    }
+    return TB_EXIT_OK;
+}
+
+int tb_cli_algorithms(int argc, char **argv)
+{
+    if (argc > 1 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
+        printf("usage: trainbench algorithms\n\nLists every training algorithm with its "
+               "hyperparameters, defaults and valid ranges.\n");
+        return TB_EXIT_OK;
+    }
+    if (argc > 1) {
+        tb_cli_error("algorithms: unexpected argument '%s'", argv[1]);
+        return TB_EXIT_USAGE;
+    }
+    for (int i = 0; i < tb_optimizer_count(); i++) {
+        const tb_optimizer_info *o = tb_optimizer_info_at(i);
+        printf("%s: %s\n", o->name, o->summary);
+        for (int j = 0; j < o->n_hparams; j++) {
+            const tb_hparam_spec *h = &o->hparams[j];
+            if (h->is_flag)
+                printf("  %-14s default %-8g 0 or 1      %s\n", h->name, h->default_value,
+                       h->help);
+            else
+                printf("  %-14s default %-8g %c%g, %g%c  %s\n", h->name, h->default_value,
+                       h->min_open ? '(' : '[', h->min, h->max, h->max_open ? ')' : ']',
+                       h->help);
+        }
+    }
+    return TB_EXIT_OK;
+}
