@@ -1,0 +1,139 @@
+/* fmnist.c: the Fashion-MNIST data set (Xiao, Rasul and Vollgraf 2017) from the IDX files of
+ * the Debian package dataset-fashion-mnist, and image data sets in general. */
+#include "trainbench/data.h"
+
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#define FMNIST_PACKAGE "dataset-fashion-mnist"
+
+static const char *const fmnist_class_names[TB_FMNIST_CLASSES] = {
+    "T-shirt/top", "Trouser", "Pullover", "Dress", "Coat",
+    "Sandal",      "Shirt",   "Sneaker",  "Bag",   "Ankle boot",
+};
+
+const char *tb_fmnist_class_name(int label)
+{
+    if (label < 0 || label >= TB_FMNIST_CLASSES) return NULL;
+    return fmnist_class_names[label];
+}
+
+void tb_image_dataset_free(tb_image_dataset *ds)
+{
+    if (!ds) return;
+    free(ds->images);
+    free(ds->labels);
+    memset(ds, 0, sizeof *ds);
+}
+
+static tb_status not_found(tb_error *err, const char *dir, const char *detail)
+{
+    return tb_fail(err, TB_ERR_MISSING,
+                   "Fashion-MNIST not found in %s: install the Debian package " FMNIST_PACKAGE
+                   " (apt-get install " FMNIST_PACKAGE ")%s",
+                   dir, detail);
+}
+
+static bool is_dir(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+/* Reads the IDX file dir/name; a missing file becomes the install hint. */
+static tb_status read_part(const char *dir, const char *name, char *path, size_t path_size,
+                           tb_idx *out, tb_error *err)
+{
+    int len = snprintf(path, path_size, "%s/%s", dir, name);
+    if (len < 0 || (size_t)len >= path_size)
+        return tb_fail(err, TB_ERR_INVALID, "Fashion-MNIST directory name too long: %s", dir);
+    tb_status st = tb_idx_read(path, out, err);
+    if (st == TB_ERR_MISSING) {
+        char detail[128];
+        snprintf(detail, sizeof detail, "; %s is missing", name);
+        return not_found(err, dir, detail);
+    }
+    return st;
+}
+
+tb_status tb_fmnist_load(const char *dir, const char *split, tb_image_dataset *out,
+                         tb_error *err)
+{
+    if (!out) return tb_fail(err, TB_ERR_INVALID, "tb_fmnist_load: out is NULL");
+    memset(out, 0, sizeof *out);
+    if (!dir) dir = TB_FMNIST_DEFAULT_DIR;
+    const char *prefix;
+    if (split && strcmp(split, "train") == 0)
+        prefix = "train";
+    else if (split && strcmp(split, "test") == 0)
+        prefix = "t10k";
+    else
+        return tb_fail(err, TB_ERR_INVALID,
+                       "Fashion-MNIST has no split \"%s\" (the splits are train and test)",
+                       split ? split : "(null)");
+    if (!is_dir(dir)) return not_found(err, dir, "");
+
+    char images_name[64], labels_name[64];
+    snprintf(images_name, sizeof images_name, "%s-images-idx3-ubyte.gz", prefix);
+    snprintf(labels_name, sizeof labels_name, "%s-labels-idx1-ubyte.gz", prefix);
+    char images_path[4096], labels_path[4096];
+    tb_idx images = {0}, labels = {0};
+    tb_status st = read_part(dir, images_name, images_path, sizeof images_path, &images, err);
+    if (st == TB_OK)
+        st = read_part(dir, labels_name, labels_path, sizeof labels_path, &labels, err);
+    if (st != TB_OK) goto done;
+
+    if (images.ndim != 3) {
+        st = tb_fail(err, TB_ERR_FORMAT, "%s: wrong magic 0x%08x, expected 0x00000803 (images)",
+                     images_path, 0x800u + (unsigned)images.ndim);
+        goto done;
+    }
+    if (labels.ndim != 1) {
+        st = tb_fail(err, TB_ERR_FORMAT, "%s: wrong magic 0x%08x, expected 0x00000801 (labels)",
+                     labels_path, 0x800u + (unsigned)labels.ndim);
+        goto done;
+    }
+    int64_t n = images.dims[0], height = images.dims[1], width = images.dims[2];
+    if (n == 0 || height == 0 || width == 0 || height > 65536 || width > 65536) {
+        st = tb_fail(err, TB_ERR_FORMAT, "%s: unusable image dimensions %lld x %lld x %lld",
+                     images_path, (long long)n, (long long)height, (long long)width);
+        goto done;
+    }
+    if (labels.dims[0] != n) {
+        st = tb_fail(err, TB_ERR_FORMAT, "%s has %lld images but %s has %lld labels", images_path,
+                     (long long)n, labels_path, (long long)labels.dims[0]);
+        goto done;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        if (labels.data[i] >= TB_FMNIST_CLASSES) {
+            st = tb_fail(err, TB_ERR_FORMAT,
+                         "%s: label %d of example %lld is out of range (classes are 0 to %d)",
+                         labels_path, labels.data[i], (long long)i, TB_FMNIST_CLASSES - 1);
+            goto done;
+        }
+    }
+
+    out->images = malloc((size_t)images.size * sizeof(float));
+    out->labels = malloc((size_t)n * sizeof(int32_t));
+    if (!out->images || !out->labels) {
+        st = tb_fail(err, TB_ERR_NOMEM, "Fashion-MNIST %s: out of memory for %lld images", split,
+                     (long long)n);
+        goto done;
+    }
+    for (int64_t i = 0; i < images.size; i++) out->images[i] = (float)images.data[i] / 255.0f;
+    for (int64_t i = 0; i < n; i++) out->labels[i] = labels.data[i];
+    out->n = n;
+    out->channels = 1;
+    out->height = (int)height;
+    out->width = (int)width;
+    out->classes = TB_FMNIST_CLASSES;
+
+done:
+    tb_idx_free(&images);
+    tb_idx_free(&labels);
+    if (st != TB_OK) tb_image_dataset_free(out);
+    return st;
+}
