@@ -59,6 +59,11 @@ int tb_tape_node_count(const tb_tape *tape);
 size_t tb_tape_memory_peak(const tb_tape *tape);
 uint64_t tb_tape_block_allocations(const tb_tape *tape);
 
+/* Records a failure on the tape (the first one wins) and returns NULL, so code that builds a
+ * model on the tape can fail the same way ops do. */
+tb_var *tb_tape_fail(tb_tape *tape, tb_status status, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
 /* Wraps an existing tensor (not copied) as a variable without gradient. */
 tb_var *tb_tape_constant(tb_tape *tape, const tb_tensor *value);
 /* A new step-scoped variable (contents undefined) and, if requires_grad, a leaf of backward. */

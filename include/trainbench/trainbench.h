@@ -14,10 +14,13 @@
 #define TRAINBENCH_H
 
 #include "trainbench/backend.h"
+#include "trainbench/data.h"
 #include "trainbench/nn.h"
 #include "trainbench/optim.h"
 #include "trainbench/rng.h"
 #include "trainbench/status.h"
 #include "trainbench/tensor.h"
+#include "trainbench/train.h"
+#include "trainbench/workload.h"
 
 #endif

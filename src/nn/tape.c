@@ -76,6 +76,17 @@ tb_var *tb_op_fail(tb_tape *t, tb_status status, const char *fmt, ...)
     return NULL;
 }
 
+tb_var *tb_tape_fail(tb_tape *t, tb_status status, const char *fmt, ...)
+{
+    if (t->err.status == TB_OK) {
+        va_list ap;
+        va_start(ap, fmt);
+        tb_failv(&t->err, status, fmt, ap);
+        va_end(ap);
+    }
+    return NULL;
+}
+
 bool tb_op_begin(tb_tape *t, int n, tb_var *const *inputs)
 {
     if (t->err.status != TB_OK) return false;

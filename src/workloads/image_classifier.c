@@ -95,6 +95,7 @@ void tb_workload_destroy(tb_workload *wl)
     free(wl->val_idx); /* train_idx points into the same block */
     free(wl->stage_x);
     free(wl->stage_y);
+    free(wl->rows);
     free(wl);
 }
 
@@ -124,7 +125,7 @@ static bool gather(tb_workload *wl, tb_tape *tape, const tb_image_dataset *ds,
         int32_t *sy = realloc(wl->stage_y, (size_t)n * sizeof(int32_t));
         if (sy) wl->stage_y = sy;
         if (!sx || !sy) {
-            tb_op_fail(tape, TB_ERR_NOMEM, "out of memory for a batch of %lld", (long long)n);
+            tb_tape_fail(tape, TB_ERR_NOMEM, "out of memory for a batch of %lld", (long long)n);
             return false;
         }
         wl->stage_cap = n;
@@ -147,14 +148,15 @@ tb_var *tb_workload_loss(tb_workload *wl, tb_tape *tape, const int64_t *idx, int
 {
     if (tb_tape_status(tape) != TB_OK) return NULL;
     tb_var *x, *y;
-    /* idx refers to the training split; map to rows of train_all on the fly */
-    int64_t stack_rows[512];
-    int64_t *map = n <= 512 ? stack_rows : malloc((size_t)n * sizeof *map);
-    if (!map) return tb_op_fail(tape, TB_ERR_NOMEM, "out of memory for a batch index");
-    for (int64_t i = 0; i < n; i++) map[i] = wl->train_idx[idx[i]];
-    bool ok = gather(wl, tape, &wl->train_all, map, n, &x, &y);
-    if (map != stack_rows) free(map);
-    if (!ok) return NULL;
+    /* idx refers to the training split; map it to rows of train_all */
+    if (n > wl->rows_cap) {
+        int64_t *rows = realloc(wl->rows, (size_t)n * sizeof *rows);
+        if (!rows) return tb_tape_fail(tape, TB_ERR_NOMEM, "out of memory for a batch index");
+        wl->rows = rows;
+        wl->rows_cap = n;
+    }
+    for (int64_t i = 0; i < n; i++) wl->rows[i] = wl->train_idx[idx[i]];
+    if (!gather(wl, tape, &wl->train_all, wl->rows, n, &x, &y)) return NULL;
     tb_var *logits = wl->vt->forward(wl, tape, x, dropout);
     return tb_op_softmax_xent(tape, logits, y, 0.0f);
 }

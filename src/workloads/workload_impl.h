@@ -27,6 +27,8 @@ struct tb_workload {
     float *stage_x;               /* host staging of one batch */
     int32_t *stage_y;
     int64_t stage_cap;
+    int64_t *rows;                /* host scratch: rows of one training batch */
+    int64_t rows_cap;
 };
 
 extern const tb_workload_vtable tb_workload_fmnist_mlp;
