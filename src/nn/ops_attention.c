@@ -1,0 +1,154 @@
+/* ops_attention.c: token embedding lookup and the causal multi-head self-attention core. */
+#include "nn/tape_impl.h"
+
+#include <stdio.h>
+#include <string.h>
+
+/* ---- embedding: y [..., D] = table [V, D] gathered at idx [...] ----------------------------- */
+
+/* Indices checked per download when the backend's memory is not host memory. */
+#define TB_EMB_CHUNK 1024
+
+/* Formats the coordinate of flat position pos in a tensor of the given shape as "[i, j, k]". */
+static void format_position(const tb_tensor *x, int64_t pos, char *buf, size_t size)
+{
+    int64_t coord[TB_MAX_DIMS];
+    for (int d = x->ndim - 1; d >= 0; d--) {
+        coord[d] = x->shape[d] > 0 ? pos % x->shape[d] : 0;
+        pos = x->shape[d] > 0 ? pos / x->shape[d] : 0;
+    }
+    size_t used = (size_t)snprintf(buf, size, "[");
+    for (int d = 0; d < x->ndim && used < size; d++)
+        used +=
+            (size_t)snprintf(buf + used, size - used, "%s%lld", d ? ", " : "", (long long)coord[d]);
+    if (used < size) snprintf(buf + used, size - used, "]");
+}
+
+/* Fails (sticky error) naming the first index outside [0, vocab) and its position. Indices
+ * on a device other than the CPU are downloaded in small chunks into a stack buffer. */
+static bool check_indices(tb_tape *t, const tb_var *idx, int64_t vocab)
+{
+    tb_backend *be = tb_tape_be(t);
+    const int32_t *data = idx->value.data;
+    int64_t n = tb_tensor_numel(&idx->value);
+    bool host = tb_backend_device(be) == TB_DEVICE_CPU;
+    int32_t chunk[TB_EMB_CHUNK];
+    for (int64_t start = 0; start < n; start += TB_EMB_CHUNK) {
+        int64_t len = n - start < TB_EMB_CHUNK ? n - start : TB_EMB_CHUNK;
+        const int32_t *part = data + start;
+        if (!host) {
+            tb_backend_download(be, chunk, part, (size_t)len * sizeof(int32_t));
+            part = chunk;
+        }
+        for (int64_t i = 0; i < len; i++)
+            if (part[i] < 0 || part[i] >= vocab) {
+                char pos[128];
+                format_position(&idx->value, start + i, pos, sizeof pos);
+                tb_op_fail(t, TB_ERR_INVALID,
+                           "embedding: index %d at position %s is outside [0, %lld)", (int)part[i],
+                           pos, (long long)vocab);
+                return false;
+            }
+    }
+    return true;
+}
+
+static void embedding_backward(tb_tape *t, tb_node *n)
+{
+    float *dtable = tb_var_grad(t, n->in[0]);
+    if (!dtable) return;
+    tb_tape_ops(t)->embedding_bwd(tb_tape_be(t), n->iattr[0], n->iattr[1], n->in[1]->value.data,
+                                  n->out->grad.data, dtable);
+}
+
+tb_var *tb_op_embedding(tb_tape *t, tb_var *table, tb_var *idx)
+{
+    tb_var *ins[2] = {table, idx};
+    if (!tb_op_begin(t, 2, ins)) return NULL;
+    if (!tb_op_expect(t, "embedding", "table", table, TB_F32, 2, 2) ||
+        !tb_op_expect(t, "embedding", "indices", idx, TB_I32, 0, TB_MAX_DIMS - 1))
+        return NULL;
+    const tb_backend_ops *k = tb_tape_ops(t);
+    if (!k->embedding_fwd || !k->embedding_bwd)
+        return tb_op_fail(t, TB_ERR_UNSUPPORTED, "embedding: the %s backend has no kernel",
+                          tb_backend_name(tb_tape_be(t)));
+    int64_t vocab = table->value.shape[0], dim = table->value.shape[1];
+    int64_t n = tb_tensor_numel(&idx->value);
+    if (!check_indices(t, idx, vocab)) return NULL;
+    int64_t shape[TB_MAX_DIMS];
+    memcpy(shape, idx->value.shape, (size_t)idx->value.ndim * sizeof *shape);
+    shape[idx->value.ndim] = dim;
+    /* the indices are data: only the table receives a gradient */
+    tb_var *y = tb_tape_output(t, TB_F32, idx->value.ndim + 1, shape, 1, ins);
+    if (!y) return NULL;
+    if (n > 0 && dim > 0)
+        k->embedding_fwd(tb_tape_be(t), n, dim, table->value.data, idx->value.data, y->value.data);
+    tb_node *node = tb_tape_record(t, "embedding", embedding_backward, y, 2, ins);
+    if (node) {
+        node->iattr[0] = n;
+        node->iattr[1] = dim;
+    }
+    return y;
+}
+
+/* ---- causal self-attention: qkv [B, T, 3C] -> y [B, T, C] ----------------------------------- */
+
+static void attention_backward(tb_tape *t, tb_node *n)
+{
+    float *dqkv = tb_var_grad(t, n->in[0]);
+    if (!dqkv) return;
+    tb_tape_ops(t)->attention_bwd(tb_tape_be(t), (int)n->iattr[0], (int)n->iattr[1],
+                                  (int)n->iattr[2], (int)n->iattr[3], n->in[0]->value.data,
+                                  n->saved[0], n->out->grad.data, dqkv, n->saved[1]);
+}
+
+tb_var *tb_op_causal_attention(tb_tape *t, tb_var *qkv, int heads)
+{
+    if (!tb_op_begin(t, 1, &qkv)) return NULL;
+    if (!tb_op_expect(t, "causal_attention", "qkv", qkv, TB_F32, 3, 3)) return NULL;
+    const tb_backend_ops *k = tb_tape_ops(t);
+    tb_backend *be = tb_tape_be(t);
+    if (!k->attention_fwd || !k->attention_bwd || !k->attention_workspace)
+        return tb_op_fail(t, TB_ERR_UNSUPPORTED, "causal_attention: the %s backend has no kernel",
+                          tb_backend_name(be));
+    char xs[96];
+    const tb_tensor *x = &qkv->value;
+    int64_t B = x->shape[0], T = x->shape[1], C3 = x->shape[2];
+    if (heads < 1)
+        return tb_op_fail(t, TB_ERR_INVALID, "causal_attention: %d heads (at least 1)", heads);
+    if (B == 0 || T == 0 || C3 == 0)
+        return tb_op_fail(t, TB_ERR_SHAPE, "causal_attention: qkv %s is empty",
+                          tb_shape_str(x, xs, sizeof xs));
+    if (C3 % 3 != 0)
+        return tb_op_fail(t, TB_ERR_SHAPE,
+                          "causal_attention: the last dimension of qkv %s is not divisible by 3 "
+                          "(q, k and v side by side)",
+                          tb_shape_str(x, xs, sizeof xs));
+    int64_t C = C3 / 3;
+    if (C % heads != 0)
+        return tb_op_fail(t, TB_ERR_SHAPE,
+                          "causal_attention: %lld channels (qkv %s) are not divisible by %d heads",
+                          (long long)C, tb_shape_str(x, xs, sizeof xs), heads);
+    if (B > INT32_MAX || T > INT32_MAX || C3 > INT32_MAX)
+        return tb_op_fail(t, TB_ERR_SHAPE, "causal_attention: qkv %s is too large",
+                          tb_shape_str(x, xs, sizeof xs));
+    int64_t shape[3] = {B, T, C};
+    tb_var *y = tb_tape_output(t, TB_F32, 3, shape, 1, &qkv);
+    if (!y) return NULL;
+    float *att = tb_tape_scratch(t, (size_t)(B * heads * T * T) * sizeof(float));
+    if (!att) return NULL;
+    size_t ws_bytes = k->attention_workspace(be, (int)B, (int)T, (int)C, heads);
+    void *ws = NULL;
+    if (ws_bytes > 0 && !(ws = tb_tape_scratch(t, ws_bytes))) return NULL;
+    k->attention_fwd(be, (int)B, (int)T, (int)C, heads, qkv->value.data, y->value.data, att, ws);
+    tb_node *n = tb_tape_record(t, "causal_attention", attention_backward, y, 1, &qkv);
+    if (n) {
+        n->iattr[0] = B;
+        n->iattr[1] = T;
+        n->iattr[2] = C;
+        n->iattr[3] = heads;
+        n->saved[0] = att;
+        n->saved[1] = ws;
+    }
+    return y;
+}
