@@ -136,6 +136,13 @@ typedef struct tb_backend_ops {
     void (*batchnorm_bwd)(tb_backend *be, int64_t n, int64_t c, int64_t hw, const float *x,
                           const float *gamma, const float *mean, const float *invstd,
                           const float *dy, float *dx, float *dgamma, float *dbeta);
+    /* Backward of eval mode, where the statistics are constants: y = gamma (x - rm) r + beta
+     * with r = 1/sqrt(rv + eps); dx += dy gamma r, dgamma += sum dy (x - rm) r, dbeta += sum dy.
+     * Any of dx, dgamma, dbeta may be NULL. */
+    void (*batchnorm_bwd_eval)(tb_backend *be, int64_t n, int64_t c, int64_t hw, const float *x,
+                               const float *gamma, float eps, const float *running_mean,
+                               const float *running_var, const float *dy, float *dx,
+                               float *dgamma, float *dbeta);
     /* Layer norm over the last dimension of [rows, cols]; saves mean and rstd [rows]. */
     void (*layernorm_fwd)(tb_backend *be, int64_t rows, int64_t cols, const float *x,
                           const float *gamma, const float *beta, float eps, float *y, float *mean,

@@ -1,7 +1,208 @@
-/* cpu_norm.c: placeholder until the kernels land (entries stay NULL; ops report unsupported). */
+/* cpu_norm.c: batch norm (per channel over N and HW) and layer norm (per row over the last
+ * dimension), forward and backward, with OpenMP over channels or rows. Statistics accumulate
+ * in double so large batches keep float accuracy. */
 #include "backend/cpu/cpu.h"
+
+#include <math.h>
+
+/* Above this many elements the loops run in parallel. */
+#define NORM_PAR 32768
+
+/* ---- batch norm ------------------------------------------------------------------------------ */
+
+static void cpu_batchnorm_fwd_train(tb_backend *be, int64_t n, int64_t c, int64_t hw,
+                                    const float *x, const float *gamma, const float *beta,
+                                    float eps, float momentum, float *running_mean,
+                                    float *running_var, float *y, float *mean, float *invstd)
+{
+    (void)be;
+    const int64_t count = n * hw;
+#pragma omp parallel for schedule(static) if (n * c * hw > NORM_PAR)
+    for (int64_t ch = 0; ch < c; ch++) {
+        double s = 0, ss = 0;
+        for (int64_t b = 0; b < n; b++) {
+            const float *xp = x + (b * c + ch) * hw;
+            for (int64_t p = 0; p < hw; p++) s += xp[p];
+        }
+        double mu = s / (double)count;
+        for (int64_t b = 0; b < n; b++) {
+            const float *xp = x + (b * c + ch) * hw;
+            for (int64_t p = 0; p < hw; p++) {
+                double d = xp[p] - mu;
+                ss += d * d;
+            }
+        }
+        double var = ss / (double)count; /* biased: used to normalise */
+        float r = (float)(1.0 / sqrt(var + (double)eps));
+        float m = (float)mu, g = gamma[ch] * r, sh = beta[ch];
+        for (int64_t b = 0; b < n; b++) {
+            const float *xp = x + (b * c + ch) * hw;
+            float *yp = y + (b * c + ch) * hw;
+            for (int64_t p = 0; p < hw; p++) yp[p] = (xp[p] - m) * g + sh;
+        }
+        mean[ch] = m;
+        invstd[ch] = r;
+        double unbiased = count > 1 ? ss / (double)(count - 1) : var;
+        running_mean[ch] = (1.0f - momentum) * running_mean[ch] + momentum * m;
+        running_var[ch] = (1.0f - momentum) * running_var[ch] + momentum * (float)unbiased;
+    }
+}
+
+static void cpu_batchnorm_fwd_eval(tb_backend *be, int64_t n, int64_t c, int64_t hw,
+                                   const float *x, const float *gamma, const float *beta,
+                                   float eps, const float *running_mean,
+                                   const float *running_var, float *y)
+{
+    (void)be;
+#pragma omp parallel for collapse(2) schedule(static) if (n * c * hw > NORM_PAR)
+    for (int64_t b = 0; b < n; b++)
+        for (int64_t ch = 0; ch < c; ch++) {
+            float r = 1.0f / sqrtf(running_var[ch] + eps);
+            float g = gamma[ch] * r, sh = beta[ch] - running_mean[ch] * g;
+            const float *xp = x + (b * c + ch) * hw;
+            float *yp = y + (b * c + ch) * hw;
+            for (int64_t p = 0; p < hw; p++) yp[p] = xp[p] * g + sh;
+        }
+}
+
+/* With xhat = (x - mean) invstd and M = n hw per channel:
+ *     dbeta = sum dy, dgamma = sum dy xhat,
+ *     dx = gamma invstd (dy - dbeta / M - xhat dgamma / M). */
+static void cpu_batchnorm_bwd(tb_backend *be, int64_t n, int64_t c, int64_t hw, const float *x,
+                              const float *gamma, const float *mean, const float *invstd,
+                              const float *dy, float *dx, float *dgamma, float *dbeta)
+{
+    (void)be;
+    const double count = (double)(n * hw);
+#pragma omp parallel for schedule(static) if (n * c * hw > NORM_PAR)
+    for (int64_t ch = 0; ch < c; ch++) {
+        const float m = mean[ch], r = invstd[ch];
+        double sdy = 0, sdyx = 0;
+        for (int64_t b = 0; b < n; b++) {
+            const float *xp = x + (b * c + ch) * hw, *gp = dy + (b * c + ch) * hw;
+            for (int64_t p = 0; p < hw; p++) {
+                sdy += gp[p];
+                sdyx += (double)gp[p] * ((xp[p] - m) * r);
+            }
+        }
+        if (dbeta) dbeta[ch] += (float)sdy;
+        if (dgamma) dgamma[ch] += (float)sdyx;
+        if (!dx) continue;
+        const float k = gamma[ch] * r, a = (float)(sdy / count), bcoef = (float)(sdyx / count);
+        for (int64_t b = 0; b < n; b++) {
+            const float *xp = x + (b * c + ch) * hw, *gp = dy + (b * c + ch) * hw;
+            float *dp = dx + (b * c + ch) * hw;
+            for (int64_t p = 0; p < hw; p++)
+                dp[p] += k * (gp[p] - a - (xp[p] - m) * r * bcoef);
+        }
+    }
+}
+
+static void cpu_batchnorm_bwd_eval(tb_backend *be, int64_t n, int64_t c, int64_t hw,
+                                   const float *x, const float *gamma, float eps,
+                                   const float *running_mean, const float *running_var,
+                                   const float *dy, float *dx, float *dgamma, float *dbeta)
+{
+    (void)be;
+#pragma omp parallel for schedule(static) if (n * c * hw > NORM_PAR)
+    for (int64_t ch = 0; ch < c; ch++) {
+        const float m = running_mean[ch], r = 1.0f / sqrtf(running_var[ch] + eps);
+        const float k = gamma[ch] * r;
+        double sdy = 0, sdyx = 0;
+        for (int64_t b = 0; b < n; b++) {
+            const float *xp = x + (b * c + ch) * hw, *gp = dy + (b * c + ch) * hw;
+            float *dp = dx ? dx + (b * c + ch) * hw : NULL;
+            for (int64_t p = 0; p < hw; p++) {
+                sdy += gp[p];
+                sdyx += (double)gp[p] * ((xp[p] - m) * r);
+                if (dp) dp[p] += k * gp[p];
+            }
+        }
+        if (dbeta) dbeta[ch] += (float)sdy;
+        if (dgamma) dgamma[ch] += (float)sdyx;
+    }
+}
+
+/* ---- layer norm ------------------------------------------------------------------------------ */
+
+static void cpu_layernorm_fwd(tb_backend *be, int64_t rows, int64_t cols, const float *x,
+                              const float *gamma, const float *beta, float eps, float *y,
+                              float *mean, float *rstd)
+{
+    (void)be;
+#pragma omp parallel for schedule(static) if (rows * cols > NORM_PAR)
+    for (int64_t r = 0; r < rows; r++) {
+        const float *xp = x + r * cols;
+        float *yp = y + r * cols;
+        double s = 0, ss = 0;
+        for (int64_t j = 0; j < cols; j++) s += xp[j];
+        double mu = s / (double)cols;
+        for (int64_t j = 0; j < cols; j++) {
+            double d = xp[j] - mu;
+            ss += d * d;
+        }
+        float m = (float)mu, rs = (float)(1.0 / sqrt(ss / (double)cols + (double)eps));
+        for (int64_t j = 0; j < cols; j++) yp[j] = (xp[j] - m) * rs * gamma[j] + beta[j];
+        mean[r] = m;
+        rstd[r] = rs;
+    }
+}
+
+/* Column block of the dgamma/dbeta reduction (one thread per block, rows in order). */
+#define LN_COL_BLOCK 64
+
+/* With xhat = (x - mean) rstd and g = dy gamma per row:
+ *     dx = rstd (g - mean(g) - xhat mean(g xhat)); dgamma = sum_rows dy xhat; dbeta = sum dy. */
+static void cpu_layernorm_bwd(tb_backend *be, int64_t rows, int64_t cols, const float *x,
+                              const float *gamma, const float *mean, const float *rstd,
+                              const float *dy, float *dx, float *dgamma, float *dbeta)
+{
+    (void)be;
+    if (dx) {
+#pragma omp parallel for schedule(static) if (rows * cols > NORM_PAR)
+        for (int64_t r = 0; r < rows; r++) {
+            const float *xp = x + r * cols, *gp = dy + r * cols;
+            float *dp = dx + r * cols;
+            const float m = mean[r], rs = rstd[r];
+            double sg = 0, sgx = 0;
+            for (int64_t j = 0; j < cols; j++) {
+                float g = gp[j] * gamma[j];
+                sg += g;
+                sgx += (double)g * ((xp[j] - m) * rs);
+            }
+            const float a = (float)(sg / (double)cols), b = (float)(sgx / (double)cols);
+            for (int64_t j = 0; j < cols; j++)
+                dp[j] += rs * (gp[j] * gamma[j] - a - (xp[j] - m) * rs * b);
+        }
+    }
+    if (!dgamma && !dbeta) return;
+    const int64_t blocks = (cols + LN_COL_BLOCK - 1) / LN_COL_BLOCK;
+#pragma omp parallel for schedule(static) if (rows * cols > NORM_PAR)
+    for (int64_t blk = 0; blk < blocks; blk++) {
+        const int64_t j0 = blk * LN_COL_BLOCK;
+        const int64_t j1 = j0 + LN_COL_BLOCK < cols ? j0 + LN_COL_BLOCK : cols;
+        double sg[LN_COL_BLOCK] = {0}, sb[LN_COL_BLOCK] = {0};
+        for (int64_t r = 0; r < rows; r++) {
+            const float *xp = x + r * cols, *gp = dy + r * cols;
+            const float m = mean[r], rs = rstd[r];
+            for (int64_t j = j0; j < j1; j++) {
+                sg[j - j0] += (double)gp[j] * ((xp[j] - m) * rs);
+                sb[j - j0] += gp[j];
+            }
+        }
+        for (int64_t j = j0; j < j1; j++) {
+            if (dgamma) dgamma[j] += (float)sg[j - j0];
+            if (dbeta) dbeta[j] += (float)sb[j - j0];
+        }
+    }
+}
 
 void tb_cpu_register_norm(tb_backend_ops *ops)
 {
-    (void)ops;
+    ops->batchnorm_fwd_train = cpu_batchnorm_fwd_train;
+    ops->batchnorm_fwd_eval = cpu_batchnorm_fwd_eval;
+    ops->batchnorm_bwd = cpu_batchnorm_bwd;
+    ops->batchnorm_bwd_eval = cpu_batchnorm_bwd_eval;
+    ops->layernorm_fwd = cpu_layernorm_fwd;
+    ops->layernorm_bwd = cpu_layernorm_bwd;
 }

@@ -1,0 +1,158 @@
+/* ops_norm.c: batch norm ([N, C] or [N, C, H, W], per channel) and layer norm (last dim). */
+#include "nn/tape_impl.h"
+
+/* Fails naming op and what unless v is a float32 vector of length len. */
+static bool expect_vector(tb_tape *t, const char *op, const char *what, const tb_tensor *v,
+                          int64_t len)
+{
+    char vs[96];
+    if (v->dtype != TB_F32 || v->ndim != 1 || v->shape[0] != len || !v->data ||
+        !tb_tensor_is_contiguous(v)) {
+        tb_op_fail(t, TB_ERR_SHAPE, "%s: %s has shape %s%s; expected float32 [%lld]", op, what,
+                   tb_shape_str(v, vs, sizeof vs), v->data ? "" : " (no memory)",
+                   (long long)len);
+        return false;
+    }
+    return true;
+}
+
+/* ---- batch norm -------------------------------------------------------------------------------
+ * Node: iattr n, c, hw, training; fattr eps. Training saves the batch mean and invstd [C];
+ * eval saves copies of the running mean and variance [C] it normalised with. */
+
+static void batchnorm_backward(tb_tape *t, tb_node *n)
+{
+    tb_var *x = n->in[0], *gamma = n->in[1], *beta = n->in[2];
+    float *dx = tb_var_grad(t, x), *dg = tb_var_grad(t, gamma), *db = tb_var_grad(t, beta);
+    if (!dx && !dg && !db) return;
+    const tb_backend_ops *k = tb_tape_ops(t);
+    int64_t N = n->iattr[0], C = n->iattr[1], HW = n->iattr[2];
+    if (n->iattr[3])
+        k->batchnorm_bwd(tb_tape_be(t), N, C, HW, x->value.data, gamma->value.data, n->saved[0],
+                         n->saved[1], n->out->grad.data, dx, dg, db);
+    else
+        k->batchnorm_bwd_eval(tb_tape_be(t), N, C, HW, x->value.data, gamma->value.data,
+                              n->fattr[0], n->saved[0], n->saved[1], n->out->grad.data, dx, dg,
+                              db);
+}
+
+tb_var *tb_op_batchnorm(tb_tape *t, tb_var *x, tb_var *gamma, tb_var *beta,
+                        tb_tensor *running_mean, tb_tensor *running_var, float momentum,
+                        float eps)
+{
+    tb_var *ins[3] = {x, gamma, beta};
+    if (!tb_op_begin(t, 3, ins)) return NULL;
+    if (!tb_op_expect(t, "batchnorm", "input", x, TB_F32, 2, 4)) return NULL;
+    const tb_backend_ops *k = tb_tape_ops(t);
+    if (!k->batchnorm_fwd_train || !k->batchnorm_fwd_eval || !k->batchnorm_bwd ||
+        !k->batchnorm_bwd_eval)
+        return tb_op_fail(t, TB_ERR_UNSUPPORTED, "batchnorm: not implemented by the %s backend",
+                          tb_tape_be(t)->name);
+    char xs[96];
+    tb_shape_str(&x->value, xs, sizeof xs);
+    if (x->value.ndim == 3)
+        return tb_op_fail(t, TB_ERR_SHAPE, "batchnorm: input %s; expected [N, C] or [N, C, H, W]",
+                          xs);
+    int64_t N = x->value.shape[0], C = x->value.shape[1];
+    int64_t HW = x->value.ndim == 4 ? x->value.shape[2] * x->value.shape[3] : 1;
+    if (N < 1 || C < 1 || HW < 1)
+        return tb_op_fail(t, TB_ERR_SHAPE, "batchnorm: empty input %s", xs);
+    if (!running_mean || !running_var)
+        return tb_op_fail(t, TB_ERR_INVALID, "batchnorm: running mean and variance are required");
+    if (!(momentum >= 0.0f && momentum <= 1.0f))
+        return tb_op_fail(t, TB_ERR_INVALID, "batchnorm: momentum %g outside [0, 1]", momentum);
+    if (!(eps > 0.0f))
+        return tb_op_fail(t, TB_ERR_INVALID, "batchnorm: eps %g must be positive", eps);
+    if (!tb_op_expect(t, "batchnorm", "gamma", gamma, TB_F32, 1, 1) ||
+        !tb_op_expect(t, "batchnorm", "beta", beta, TB_F32, 1, 1) ||
+        !expect_vector(t, "batchnorm", "gamma", &gamma->value, C) ||
+        !expect_vector(t, "batchnorm", "beta", &beta->value, C) ||
+        !expect_vector(t, "batchnorm", "running_mean", running_mean, C) ||
+        !expect_vector(t, "batchnorm", "running_var", running_var, C))
+        return NULL;
+    bool training = tb_tape_training(t);
+    if (training && N * HW < 2)
+        return tb_op_fail(t, TB_ERR_SHAPE,
+                          "batchnorm: input %s has one value per channel; training needs more",
+                          xs);
+    tb_var *y = tb_tape_output(t, TB_F32, x->value.ndim, x->value.shape, 3, ins);
+    float *s0 = tb_tape_scratch(t, (size_t)C * sizeof(float));
+    float *s1 = tb_tape_scratch(t, (size_t)C * sizeof(float));
+    if (!y || !s0 || !s1) return NULL;
+    tb_backend *be = tb_tape_be(t);
+    if (training) {
+        k->batchnorm_fwd_train(be, N, C, HW, x->value.data, gamma->value.data, beta->value.data,
+                               eps, momentum, running_mean->data, running_var->data,
+                               y->value.data, s0, s1);
+    } else {
+        k->batchnorm_fwd_eval(be, N, C, HW, x->value.data, gamma->value.data, beta->value.data,
+                              eps, running_mean->data, running_var->data, y->value.data);
+        /* the statistics backward uses: as they were now, whatever happens to them later */
+        k->copy(be, s0, running_mean->data, (size_t)C * sizeof(float));
+        k->copy(be, s1, running_var->data, (size_t)C * sizeof(float));
+    }
+    tb_node *n = tb_tape_record(t, "batchnorm", batchnorm_backward, y, 3, ins);
+    if (n) {
+        n->iattr[0] = N;
+        n->iattr[1] = C;
+        n->iattr[2] = HW;
+        n->iattr[3] = training;
+        n->fattr[0] = eps;
+        n->saved[0] = s0;
+        n->saved[1] = s1;
+    }
+    return y;
+}
+
+/* ---- layer norm ------------------------------------------------------------------------------
+ * Node: iattr rows, cols; saved mean and rstd [rows]. */
+
+static void layernorm_backward(tb_tape *t, tb_node *n)
+{
+    tb_var *x = n->in[0], *gamma = n->in[1], *beta = n->in[2];
+    float *dx = tb_var_grad(t, x), *dg = tb_var_grad(t, gamma), *db = tb_var_grad(t, beta);
+    if (!dx && !dg && !db) return;
+    tb_tape_ops(t)->layernorm_bwd(tb_tape_be(t), n->iattr[0], n->iattr[1], x->value.data,
+                                  gamma->value.data, n->saved[0], n->saved[1],
+                                  n->out->grad.data, dx, dg, db);
+}
+
+tb_var *tb_op_layernorm(tb_tape *t, tb_var *x, tb_var *gamma, tb_var *beta, float eps)
+{
+    tb_var *ins[3] = {x, gamma, beta};
+    if (!tb_op_begin(t, 3, ins)) return NULL;
+    if (!tb_op_expect(t, "layernorm", "input", x, TB_F32, 1, TB_MAX_DIMS)) return NULL;
+    const tb_backend_ops *k = tb_tape_ops(t);
+    if (!k->layernorm_fwd || !k->layernorm_bwd)
+        return tb_op_fail(t, TB_ERR_UNSUPPORTED, "layernorm: not implemented by the %s backend",
+                          tb_tape_be(t)->name);
+    int64_t cols = x->value.shape[x->value.ndim - 1];
+    int64_t numel = tb_tensor_numel(&x->value);
+    if (cols < 1 || numel < 1) {
+        char xs[96];
+        return tb_op_fail(t, TB_ERR_SHAPE, "layernorm: empty input %s",
+                          tb_shape_str(&x->value, xs, sizeof xs));
+    }
+    if (!(eps > 0.0f))
+        return tb_op_fail(t, TB_ERR_INVALID, "layernorm: eps %g must be positive", eps);
+    if (!tb_op_expect(t, "layernorm", "gamma", gamma, TB_F32, 1, 1) ||
+        !tb_op_expect(t, "layernorm", "beta", beta, TB_F32, 1, 1) ||
+        !expect_vector(t, "layernorm", "gamma", &gamma->value, cols) ||
+        !expect_vector(t, "layernorm", "beta", &beta->value, cols))
+        return NULL;
+    int64_t rows = numel / cols;
+    tb_var *y = tb_tape_output(t, TB_F32, x->value.ndim, x->value.shape, 3, ins);
+    float *mean = tb_tape_scratch(t, (size_t)rows * sizeof(float));
+    float *rstd = tb_tape_scratch(t, (size_t)rows * sizeof(float));
+    if (!y || !mean || !rstd) return NULL;
+    k->layernorm_fwd(tb_tape_be(t), rows, cols, x->value.data, gamma->value.data,
+                     beta->value.data, eps, y->value.data, mean, rstd);
+    tb_node *n = tb_tape_record(t, "layernorm", layernorm_backward, y, 3, ins);
+    if (n) {
+        n->iattr[0] = rows;
+        n->iattr[1] = cols;
+        n->saved[0] = mean;
+        n->saved[1] = rstd;
+    }
+    return y;
+}
