@@ -18,7 +18,7 @@ static bool dims_fit_int(const tb_tensor *x)
     return true;
 }
 
-/* ---- conv2d: y [N, Cout, Ho, Wo] = x [N, Cin, H, W] * w [Cout, Cin, kh, kw] + b ----------- */
+/* ---- conv2d: y [N, Cout, Ho, Wo] = x [N, Cin, H, W] * w [Cout, Cin, kh, kw] + b -------------- */
 
 static tb_conv_shape conv_shape_of(const tb_tensor *x, const tb_tensor *w, int stride, int pad)
 {
@@ -186,7 +186,7 @@ tb_var *tb_op_avgpool2d(tb_tape *t, tb_var *x, int kernel, int stride, int pad)
     return pool2d(t, POOL_AVG, x, kernel, stride, pad);
 }
 
-/* ---- global average pooling: [N, C, H, W] -> [N, C] --------------------------------------- */
+/* ---- global average pooling: [N, C, H, W] -> [N, C] ------------------------------------------ */
 
 static void gap_backward(tb_tape *t, tb_node *n)
 {
