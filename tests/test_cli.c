@@ -1,0 +1,53 @@
+/* test_cli.c: the trainbench command as a user runs it: help, exit codes, messages. */
+#include "testutil.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+
+static char out[65536];
+
+/* Runs the binary with args (shell syntax), captures stdout+stderr; returns the exit code. */
+static int run(const char *args)
+{
+    const char *bin = getenv("TB_BINARY");
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, "%s %s 2>&1", bin ? bin : "./trainbench", args);
+    FILE *p = popen(cmd, "r");
+    if (!p) return -1;
+    size_t n = fread(out, 1, sizeof out - 1, p);
+    out[n] = '\0';
+    int st = pclose(p);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static bool has(const char *needle)
+{
+    bool ok = strstr(out, needle) != NULL;
+    if (!ok) fprintf(stderr, "output lacks \"%s\":\n%s\n", needle, out);
+    return ok;
+}
+
+int main(void)
+{
+    CHECK(run("--help") == 0 && has("train") && has("exit codes"));
+    CHECK(run("") == 2);
+    CHECK(run("frobnicate") == 2 && has("unknown command 'frobnicate'"));
+    CHECK(run("train --help") == 0 && has("--workload") && has("--seed-init"));
+    CHECK(run("train --bogus") == 2 && has("unknown option '--bogus'"));
+    CHECK(run("train --lr fast") == 2 && has("--lr: 'fast' is not a number"));
+    CHECK(run("train --lr") == 2 && has("needs a value"));
+    CHECK(run("train --epochs -1") == 2 && has("--epochs"));
+    CHECK(run("train --hp learning_rate=-1 --steps 5 -q") == 2 && has("learning_rate = -1"));
+    CHECK(run("train --algorithm adamax --steps 5 -q") == 2 && has("unknown algorithm"));
+    CHECK(run("train --data-dir /nonexistent --steps 5 -q") == 3 &&
+          has("apt-get install dataset-fashion-mnist"));
+    CHECK(run("train --device cuda --steps 5 -q") == 3);
+    CHECK(run("train --steps 10 --threads 2 -q --json") == 0 && has("\"status\":\"ok\"") &&
+          has("\"seeds\":{\"init\":0") && has("\"test\":{\"accuracy\":"));
+    CHECK(run("train --algorithm sgd --lr 1e5 --steps 300 -q") == 4 && has("diverged"));
+    CHECK(run("workloads") == 0 && has("fmnist_mlp") && has("dataset-fashion-mnist"));
+    CHECK(run("algorithms") == 0 && has("adamw") && has("beta2") && has("nesterov"));
+    CHECK(run("version") == 0 && has("trainbench "));
+    return tb_test_finish("test_cli");
+}
