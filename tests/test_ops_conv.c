@@ -111,7 +111,7 @@ static void run_conv_case(const conv_case *c, int max_checks)
     char name[128];
     snprintf(name, sizeof name, "conv2d n%d cin%d %dx%d cout%d k%d s%d p%d%s", c->n, c->cin, c->h,
              c->w, c->cout, c->k, c->stride, c->pad, c->bias ? " bias" : "");
-    tb_gradcheck(name, g_be, conv_loss, (void *)c, in, c->bias ? 3 : 2, 1e-2, 2e-3, 1e-2,
+    tb_gradcheck(name, g_be, conv_loss, (void *)c, in, c->bias ? 3 : 2, 1e-2, 1e-4, 1e-2,
                  max_checks);
     for (int i = 0; i < 3; i++) tb_test_var_free(in[i]);
 }
@@ -145,7 +145,7 @@ static void test_conv2d_accumulates(void)
     tb_var *in[3] = {tb_test_var(g_be, 4, xs, &rng, -1, 1, true),
                      tb_test_var(g_be, 4, ws, &rng, -1, 1, true),
                      tb_test_var(g_be, 1, bs, &rng, -1, 1, true)};
-    tb_gradcheck("conv2d used twice", g_be, conv_twice_loss, &c, in, 3, 1e-2, 2e-3, 1e-2, 40);
+    tb_gradcheck("conv2d used twice", g_be, conv_twice_loss, &c, in, 3, 1e-2, 1e-4, 1e-2, 40);
     for (int i = 0; i < 3; i++) tb_test_var_free(in[i]);
 }
 
@@ -220,7 +220,7 @@ static void run_pool_case(const pool_case *p)
     char name[128];
     snprintf(name, sizeof name, "%s n%d c%d %dx%d k%d s%d p%d", p->max ? "maxpool" : "avgpool",
              p->n, p->c, p->h, p->w, p->k, p->stride, p->pad);
-    tb_gradcheck(name, g_be, pool_loss, (void *)p, &x, 1, 1e-2, 2e-3, 1e-2, 60);
+    tb_gradcheck(name, g_be, pool_loss, (void *)p, &x, 1, 1e-2, 1e-4, 1e-2, 60);
     free(perm);
     free(hx);
     tb_test_var_free(x);
@@ -313,7 +313,7 @@ static void test_global_avgpool(void)
         free(hy);
     }
     tb_tape_destroy(t);
-    tb_gradcheck("global_avgpool", g_be, gap_loss, NULL, &x, 1, 1e-2, 2e-3, 1e-2, 60);
+    tb_gradcheck("global_avgpool", g_be, gap_loss, NULL, &x, 1, 1e-2, 1e-4, 1e-2, 60);
     tb_test_var_free(x);
 }
 
