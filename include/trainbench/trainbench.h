@@ -17,6 +17,7 @@
 #include "trainbench/data.h"
 #include "trainbench/nn.h"
 #include "trainbench/optim.h"
+#include "trainbench/pipeline.h"
 #include "trainbench/rng.h"
 #include "trainbench/status.h"
 #include "trainbench/tensor.h"

@@ -6,6 +6,7 @@
 #ifndef TRAINBENCH_WORKLOAD_H
 #define TRAINBENCH_WORKLOAD_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "trainbench/nn.h"
@@ -59,6 +60,15 @@ tb_status tb_workload_init(tb_workload *wl, tb_rng *rng, tb_error *err);
  * training mode). dropout is the dropout stream. NULL on error (see the tape's error). */
 tb_var *tb_workload_loss(tb_workload *wl, tb_tape *tape, const int64_t *idx, int64_t n,
                          tb_rng *dropout);
+
+/* Copies examples rows[0..n) of a split onto tape: inputs and targets as the workload's model
+ * and loss expect them. Returns false with the tape's error set on failure. */
+bool tb_workload_gather(tb_workload *wl, tb_tape *tape, tb_split split, const int64_t *rows,
+                        int64_t n, tb_var **inputs, tb_var **targets);
+/* The model's output for a batch of inputs (training mode follows the tape). */
+tb_var *tb_workload_forward(tb_workload *wl, tb_tape *tape, tb_var *inputs, tb_rng *dropout);
+/* The training loss of model outputs against targets (a scalar). */
+tb_var *tb_workload_loss_fn(tb_workload *wl, tb_tape *tape, tb_var *outputs, tb_var *targets);
 
 typedef struct tb_eval_metrics {
     double loss;       /* mean loss */

@@ -1,6 +1,8 @@
 /* train.c: a single timed training run: data order, steps, schedule, evaluations. */
 #include "trainbench/train.h"
 
+#include "trainbench/pipeline.h"
+
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -40,16 +42,16 @@ typedef struct run {
     tb_workload *wl;
     tb_tape *tape;
     tb_optimizer *opt;
-    int64_t *order;
+    tb_pipeline *pipe;
 } run;
 
 static void run_free(run *r)
 {
+    tb_pipeline_destroy(r->pipe);
     tb_optimizer_destroy(r->opt);
     tb_tape_destroy(r->tape);
     tb_workload_destroy(r->wl);
     tb_backend_destroy(r->be);
-    free(r->order);
 }
 
 static tb_status setup(run *r, tb_train_result *res, tb_error *err)
@@ -65,11 +67,7 @@ static tb_status setup(run *r, tb_train_result *res, tb_error *err)
     tb_rng init = tb_rng_make(cfg->seeds[TB_STREAM_INIT], TB_STREAM_INIT);
     st = tb_workload_init(r->wl, &init, err);
     if (st == TB_OK) st = tb_tape_create(r->be, &r->tape, err);
-    if (st != TB_OK) return st;
-    int64_t n = tb_workload_size(r->wl, TB_SPLIT_TRAIN);
-    r->order = malloc((size_t)n * sizeof *r->order);
-    if (!r->order) return tb_fail(err, TB_ERR_NOMEM, "out of memory for the data order");
-    return TB_OK;
+    return st;
 }
 
 static tb_status evaluate(run *r, tb_split split, tb_eval_metrics *m, tb_error *err)
@@ -102,31 +100,28 @@ tb_status tb_train(const tb_train_config *cfg, tb_train_result *res, tb_error *e
                      cfg->epochs, (long long)cfg->max_steps);
     if (st == TB_OK) st = tb_optimizer_create(cfg->algorithm, tb_workload_params(r.wl),
                                               &cfg->hparams, &r.opt, err);
+    tb_pipeline_config pc = {batch, cfg->seeds[TB_STREAM_DATA_ORDER],
+                             cfg->seeds[TB_STREAM_AUGMENT]};
+    if (st == TB_OK) st = tb_pipeline_create(r.wl, &pc, &r.pipe, err);
     if (st != TB_OK) {
         run_free(&r);
         return st;
     }
     tb_schedule sched = {cfg->schedule, (int64_t)(cfg->warmup_fraction * (double)total), total};
-    tb_rng order_rng = tb_rng_make(cfg->seeds[TB_STREAM_DATA_ORDER], TB_STREAM_DATA_ORDER);
     tb_rng dropout_rng = tb_rng_make(cfg->seeds[TB_STREAM_DROPOUT], TB_STREAM_DROPOUT);
     tb_params *params = tb_workload_params(r.wl);
     int64_t eval_every = cfg->evals > 0 ? (total + cfg->evals - 1) / cfg->evals : 0;
     double timed = 0, last_report = -1e9;
-    int64_t pos = n_train; /* forces a shuffle at the first step */
-    int64_t epoch = 0;
     float loss_value = NAN;
     for (int64_t step = 1; step <= total; step++) {
         double t0 = now_s();
-        if (pos + batch > n_train) { /* new epoch: reshuffle, drop the incomplete tail */
-            for (int64_t i = 0; i < n_train; i++) r.order[i] = i;
-            tb_rng_shuffle_i64(&order_rng, r.order, n_train);
-            pos = 0;
-            epoch++;
-        }
         tb_tape_reset(r.tape);
         tb_params_zero_grad(params);
-        tb_var *loss = tb_workload_loss(r.wl, r.tape, r.order + pos, batch, &dropout_rng);
-        pos += batch;
+        tb_batch b;
+        st = tb_pipeline_next(r.pipe, r.tape, &b, err);
+        if (st != TB_OK) break;
+        tb_var *out = tb_workload_forward(r.wl, r.tape, b.inputs, &dropout_rng);
+        tb_var *loss = tb_workload_loss_fn(r.wl, r.tape, out, b.targets);
         if (!loss || tb_tape_backward(r.tape, loss) != TB_OK) {
             st = tb_fail(err, tb_tape_status(r.tape), "step %lld: %s", (long long)step,
                          tb_tape_error(r.tape)->message);
@@ -151,7 +146,7 @@ tb_status tb_train(const tb_train_config *cfg, tb_train_result *res, tb_error *e
         if (eval_now && (st = evaluate(&r, TB_SPLIT_VALIDATION, &val, err)) != TB_OK) break;
         if (cfg->progress && (eval_now || timed - last_report >= cfg->progress_every_s ||
                               step == total)) {
-            tb_train_progress p = {step, total, epoch, loss_value,
+            tb_train_progress p = {step, total, tb_pipeline_epoch(r.pipe), loss_value,
                                    timed > 0 ? (double)res->examples / timed : 0, timed,
                                    timed / (double)step * (double)(total - step),
                                    eval_now ? &val : NULL};

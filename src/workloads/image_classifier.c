@@ -143,22 +143,59 @@ static bool gather(tb_workload *wl, tb_tape *tape, const tb_image_dataset *ds,
     return true;
 }
 
+bool tb_workload_gather(tb_workload *wl, tb_tape *tape, tb_split split, const int64_t *rows,
+                        int64_t n, tb_var **inputs, tb_var **targets)
+{
+    if (tb_tape_status(tape) != TB_OK) return false;
+    int64_t size = tb_workload_size(wl, split);
+    if (split == TB_SPLIT_TEST) {
+        for (int64_t i = 0; i < n; i++)
+            if (rows[i] < 0 || rows[i] >= size) {
+                tb_tape_fail(tape, TB_ERR_INVALID, "example %lld outside the %s split",
+                             (long long)rows[i], tb_split_name(split));
+                return false;
+            }
+        return gather(wl, tape, &wl->test, rows, n, inputs, targets);
+    }
+    /* rows index the split; map them to rows of the official training set */
+    const int64_t *map = split == TB_SPLIT_TRAIN ? wl->train_idx : wl->val_idx;
+    if (n > wl->rows_cap) {
+        int64_t *buf = realloc(wl->rows, (size_t)n * sizeof *buf);
+        if (!buf) {
+            tb_tape_fail(tape, TB_ERR_NOMEM, "out of memory for a batch index");
+            return false;
+        }
+        wl->rows = buf;
+        wl->rows_cap = n;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        if (rows[i] < 0 || rows[i] >= size) {
+            tb_tape_fail(tape, TB_ERR_INVALID, "example %lld outside the %s split",
+                         (long long)rows[i], tb_split_name(split));
+            return false;
+        }
+        wl->rows[i] = map[rows[i]];
+    }
+    return gather(wl, tape, &wl->train_all, wl->rows, n, inputs, targets);
+}
+
+tb_var *tb_workload_forward(tb_workload *wl, tb_tape *tape, tb_var *inputs, tb_rng *dropout)
+{
+    return wl->vt->forward(wl, tape, inputs, dropout);
+}
+
+tb_var *tb_workload_loss_fn(tb_workload *wl, tb_tape *tape, tb_var *outputs, tb_var *targets)
+{
+    (void)wl;
+    return tb_op_softmax_xent(tape, outputs, targets, 0.0f);
+}
+
 tb_var *tb_workload_loss(tb_workload *wl, tb_tape *tape, const int64_t *idx, int64_t n,
                          tb_rng *dropout)
 {
-    if (tb_tape_status(tape) != TB_OK) return NULL;
     tb_var *x, *y;
-    /* idx refers to the training split; map it to rows of train_all */
-    if (n > wl->rows_cap) {
-        int64_t *rows = realloc(wl->rows, (size_t)n * sizeof *rows);
-        if (!rows) return tb_tape_fail(tape, TB_ERR_NOMEM, "out of memory for a batch index");
-        wl->rows = rows;
-        wl->rows_cap = n;
-    }
-    for (int64_t i = 0; i < n; i++) wl->rows[i] = wl->train_idx[idx[i]];
-    if (!gather(wl, tape, &wl->train_all, wl->rows, n, &x, &y)) return NULL;
-    tb_var *logits = wl->vt->forward(wl, tape, x, dropout);
-    return tb_op_softmax_xent(tape, logits, y, 0.0f);
+    if (!tb_workload_gather(wl, tape, TB_SPLIT_TRAIN, idx, n, &x, &y)) return NULL;
+    return tb_workload_loss_fn(wl, tape, tb_workload_forward(wl, tape, x, dropout), y);
 }
 
 tb_status tb_workload_evaluate(tb_workload *wl, tb_tape *tape, tb_split split, int64_t limit,
