@@ -275,7 +275,7 @@ static void test_layernorm(void)
     run_ln_case(2, wide); /* more than one column block in the dgamma/dbeta reduction */
 }
 
-/* ---- errors ----------------------------------------------------------------------------------- */
+/* ---- errors ---------------------------------------------------------------------------------- */
 
 static void expect_error(tb_tape *t, tb_var *result, tb_status want, const char *needle)
 {

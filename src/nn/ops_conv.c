@@ -83,6 +83,8 @@ tb_var *tb_op_conv2d(tb_tape *t, tb_var *x, tb_var *w, tb_var *b, int stride, in
         return tb_op_fail(t, TB_ERR_SHAPE,
                           "conv2d: kernel %dx%d with pad %d does not fit input %s", s.kh, s.kw,
                           pad, xs);
+    if ((int64_t)s.c_in * s.kh * s.kw > INT_MAX || (int64_t)s.h_out * s.w_out > INT_MAX)
+        return tb_op_fail(t, TB_ERR_SHAPE, "conv2d: input %s or weight %s too large", xs, ws);
     int n_in = b ? 3 : 2;
     int64_t shape[4] = {s.n, s.c_out, s.h_out, s.w_out};
     tb_var *y = tb_tape_output(t, TB_F32, 4, shape, n_in, ins);
@@ -148,7 +150,8 @@ static tb_var *pool2d(tb_tape *t, int kind, tb_var *x, int kernel, int stride, i
                           op, kernel, stride, pad);
     char xs[96];
     tb_shape_str(&x->value, xs, sizeof xs);
-    if (!dims_fit_int(&x->value) || kernel > INT_MAX / 4)
+    if (!dims_fit_int(&x->value) || kernel > INT_MAX / 4 ||
+        x->value.shape[2] * x->value.shape[3] > INT32_MAX)
         return tb_op_fail(t, TB_ERR_SHAPE, "%s: input %s too large", op, xs);
     tb_pool_shape s = pool_shape_of(&x->value, kernel, stride, pad);
     if (s.n < 1 || s.c < 1 || s.h_out < 1 || s.w_out < 1)

@@ -16,9 +16,10 @@
 #include <cblas.h>
 
 /* Columns (nb * HWo) a chunk aims for, and the most workspace a chunk may take (at least one
- * image is always processed, whatever its size). */
-#define CONV_TARGET_COLS 4096
-#define CONV_MAX_WORKSPACE ((size_t)32 << 20)
+ * image is always processed, whatever its size). The workspace is step memory that lives until
+ * the tape is reset, once per conv op, so it is kept modest. */
+#define CONV_TARGET_COLS 2048
+#define CONV_MAX_WORKSPACE ((size_t)16 << 20)
 
 static int64_t conv_k(const tb_conv_shape *s) { return (int64_t)s->c_in * s->kh * s->kw; }
 static int64_t conv_hwo(const tb_conv_shape *s) { return (int64_t)s->h_out * s->w_out; }
