@@ -49,7 +49,8 @@ typedef struct tb_train_config {
     const tb_logger *logger;         /* optional */
 } tb_train_config;
 
-/* Defaults: 3 epochs, workload batch size, constant schedule, 3 evaluations, all seeds 0. */
+/* Defaults: 5 epochs, the workload's batch size, linear warmup (5%) then cosine decay,
+ * 3 evaluations, all seeds 0. */
 tb_train_config tb_train_config_default(void);
 /* Sets the seed of every source of variation. */
 void tb_train_config_seed_all(tb_train_config *config, uint64_t seed);

@@ -23,8 +23,8 @@ tb_train_config tb_train_config_default(void)
     c.workload = "fmnist_mlp";
     c.algorithm = "adamw";
     c.backend.device = TB_DEVICE_CPU;
-    c.epochs = 3.0;
-    c.schedule = TB_SCHEDULE_CONSTANT;
+    c.epochs = 5.0;
+    c.schedule = TB_SCHEDULE_WARMUP_COSINE;
     c.warmup_fraction = 0.05;
     c.evals = 3;
     c.progress_every_s = 0.5;
