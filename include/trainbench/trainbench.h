@@ -18,6 +18,7 @@
 #include "trainbench/nn.h"
 #include "trainbench/optim.h"
 #include "trainbench/rng.h"
+#include "trainbench/stats.h"
 #include "trainbench/status.h"
 #include "trainbench/tensor.h"
 #include "trainbench/train.h"
