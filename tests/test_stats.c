@@ -109,7 +109,8 @@ static void test_summaries(void)
     CHECK(s.mean_ci.lo == 2.0 && s.mean_ci.hi == 2.0 && s.median_ci.lo == 2.0);
     enum { N = 200 };
     double g[N];
-    for (int i = 0; i < N; i++) g[i] = 5.0 + 2.0 * tb_rng_normal(&rng);
+    for (int i = 0; i < N; i++)
+        g[i] = 5.0 + 2.0 * tb_rng_normal(&rng);
     CHECK_OK(tb_summarize(g, N, &bo, &rng, &s, &err), &err);
     CHECK(s.mean_ci.lo < s.mean && s.mean < s.mean_ci.hi);
     CHECK(s.median_ci.lo <= s.median && s.median <= s.median_ci.hi);
@@ -138,9 +139,9 @@ static void test_ties_and_direction(void)
              &err);
     CHECK(w == 1 && t == 2 && l == 1);
     CHECK_NEAR(p, 0.5, 1e-15);
-    CHECK_OK(tb_pab_estimate(a, b, 4, TB_HIGHER_IS_BETTER, TB_TIES_STRICT, &p, NULL, NULL, NULL,
-                             &err),
-             &err);
+    CHECK_OK(
+        tb_pab_estimate(a, b, 4, TB_HIGHER_IS_BETTER, TB_TIES_STRICT, &p, NULL, NULL, NULL, &err),
+        &err);
     CHECK_NEAR(p, 0.25, 1e-15);
     /* Lower is better: the win and the loss swap. */
     const double a2[3] = {1, 2, 3}, b2[3] = {2, 2, 5};
@@ -156,7 +157,8 @@ static void test_ties_and_direction(void)
 
     /* All tied: exactly 0.5 with a point interval, not significant (strict: 0). */
     double same[30];
-    for (int i = 0; i < 30; i++) same[i] = 0.9;
+    for (int i = 0; i < 30; i++)
+        same[i] = 0.9;
     tb_pab_options o = tb_pab_options_default();
     tb_rng rng = tb_rng_make(5, 0);
     tb_pab_result r;
@@ -210,7 +212,8 @@ static void test_pab_paired_and_describe(void)
     CHECK(strstr(msg, "sgd better than adamw") != NULL);
     o.direction = TB_HIGHER_IS_BETTER;
     /* Ten noisy pairs: not significant, and Noether asks for 19 more. */
-    for (int i = 0; i < 10; i++) a[i] = tb_rng_normal(&rng);
+    for (int i = 0; i < 10; i++)
+        a[i] = tb_rng_normal(&rng);
     CHECK_OK(tb_pab_paired(a, b, 10, &o, &rng, &r, &err), &err);
     if (r.verdict == TB_VERDICT_NOT_SIGNIFICANT) {
         tb_pab_describe(&r, NULL, NULL, msg, sizeof msg);
@@ -226,8 +229,10 @@ static void test_pab_paired_and_describe(void)
 
     /* Unpaired: m = min(na, nb) random pairs, reproducible from the seed. */
     double ua[40], ub[25];
-    for (int i = 0; i < 40; i++) ua[i] = 1.0 + tb_rng_normal(&rng);
-    for (int i = 0; i < 25; i++) ub[i] = tb_rng_normal(&rng);
+    for (int i = 0; i < 40; i++)
+        ua[i] = 1.0 + tb_rng_normal(&rng);
+    for (int i = 0; i < 25; i++)
+        ub[i] = tb_rng_normal(&rng);
     tb_rng s1 = tb_rng_make(8, 0), s2 = tb_rng_make(8, 0);
     tb_pab_result u1, u2;
     CHECK_OK(tb_pab_unpaired(ua, 40, ub, 25, &o, &s1, &u1, &err), &err);
@@ -310,9 +315,9 @@ static void test_gaussian_pab(void)
         b[i] = sigma * tb_rng_normal(&rng);
     }
     double p = 0.0, truth = tb_normal_cdf(delta / (sigma * sqrt(2.0)));
-    CHECK_OK(tb_pab_estimate(a, b, BIG, TB_HIGHER_IS_BETTER, TB_TIES_HALF, &p, NULL, NULL, NULL,
-                             &err),
-             &err);
+    CHECK_OK(
+        tb_pab_estimate(a, b, BIG, TB_HIGHER_IS_BETTER, TB_TIES_HALF, &p, NULL, NULL, NULL, &err),
+        &err);
     printf("Gaussian delta = 0.5, sigma = 1, N = %d: P_hat = %.4f, Phi(delta/(sigma sqrt 2)) = "
            "%.4f\n",
            BIG, p, truth);
@@ -401,9 +406,9 @@ static void test_bad_input(void)
     CHECK_FAILS(tb_pab_paired(b, b, 0, &o, &rng, &r, &err), TB_ERR_INVALID, &err, "no pairs");
     CHECK_FAILS(tb_pab_paired(a, b, 3, &o, &rng, &r, &err), TB_ERR_INVALID, &err,
                 "result 1 of A is NaN");
-    CHECK_FAILS(tb_pab_estimate(b, a, 3, TB_HIGHER_IS_BETTER, TB_TIES_HALF, &p, NULL, NULL, NULL,
-                                &err),
-                TB_ERR_INVALID, &err, "result 1 of B is NaN");
+    CHECK_FAILS(
+        tb_pab_estimate(b, a, 3, TB_HIGHER_IS_BETTER, TB_TIES_HALF, &p, NULL, NULL, NULL, &err),
+        TB_ERR_INVALID, &err, "result 1 of B is NaN");
     CHECK_FAILS(tb_pab_estimate(b, b, 3, (tb_direction)7, TB_TIES_HALF, &p, NULL, NULL, NULL, &err),
                 TB_ERR_INVALID, &err, "direction 7");
     o.alpha = 1.5;
@@ -421,13 +426,20 @@ static void test_bad_input(void)
     CHECK_FAILS(tb_pab_paired(b, b, 3, &o, NULL, &r, &err), TB_ERR_INVALID, &err, "no rng");
     CHECK_FAILS(tb_pab_unpaired(b, 3, b, 0, &o, &rng, &r, &err), TB_ERR_INVALID, &err,
                 "B has no results");
+    CHECK_FAILS(tb_pab_unpaired(b, 3, a, 3, &o, &rng, &r, &err), TB_ERR_INVALID, &err,
+                "result 1 of B is NaN"); /* named before the random pairing */
+    /* Failures are reported without an error struct too. */
+    CHECK(tb_pab_paired(a, b, 3, &o, &rng, &r, NULL) == TB_ERR_INVALID);
+    tb_bootstrap_options few = {.resamples = 5, .alpha = 0.05};
+    tb_variation_group ok1[1] = {{"init", b, 3}};
+    tb_variance_row row1;
+    CHECK(tb_variance_decompose(ok1, 1, NULL, &few, &rng, &row1, NULL) == TB_ERR_INVALID);
 
     tb_summary s;
     double q;
     const double inf[2] = {1, INFINITY};
     CHECK_FAILS(tb_summarize(b, 0, NULL, NULL, &s, &err), TB_ERR_INVALID, &err, "empty sample");
-    CHECK_FAILS(tb_summarize(inf, 2, NULL, NULL, &s, &err), TB_ERR_INVALID, &err,
-                "value 1 is inf");
+    CHECK_FAILS(tb_summarize(inf, 2, NULL, NULL, &s, &err), TB_ERR_INVALID, &err, "value 1 is inf");
     CHECK_FAILS(tb_quantile(b, 3, 1.2, &q, &err), TB_ERR_INVALID, &err, "1.2 is outside [0, 1]");
     tb_bootstrap_options bo = {.resamples = 1000, .alpha = -0.1};
     CHECK_FAILS(tb_summarize(b, 3, &bo, &rng, &s, &err), TB_ERR_INVALID, &err, "alpha -0.1");

@@ -92,8 +92,8 @@ typedef struct tb_summary {
 /* Summarises x[0..n), n >= 1, all finite. With boot non-NULL also the percentile-bootstrap
  * intervals of the mean and the median (rng must then be non-NULL and is advanced); with boot
  * NULL, rng may be NULL and the intervals are NaN. Errors as tb_bootstrap_ci. */
-tb_status tb_summarize(const double *x, int64_t n, const tb_bootstrap_options *boot,
-                       tb_rng *rng, tb_summary *out, tb_error *err);
+tb_status tb_summarize(const double *x, int64_t n, const tb_bootstrap_options *boot, tb_rng *rng,
+                       tb_summary *out, tb_error *err);
 
 /* ---- P(A > B): the probability of outperforming -------------------------------------------- */
 
@@ -108,10 +108,10 @@ typedef enum tb_ties {
 } tb_ties;
 
 typedef enum tb_verdict {
-    TB_VERDICT_NOT_SIGNIFICANT = 0,       /* the interval contains 0.5: need more runs */
-    TB_VERDICT_NO_MEANINGFUL_DIFFERENCE,  /* significant, but within [1 - gamma, gamma] */
-    TB_VERDICT_A_BETTER,                  /* CI_min > 0.5 and CI_max > gamma */
-    TB_VERDICT_B_BETTER,                  /* CI_max < 0.5 and CI_min < 1 - gamma */
+    TB_VERDICT_NOT_SIGNIFICANT = 0,      /* the interval contains 0.5: need more runs */
+    TB_VERDICT_NO_MEANINGFUL_DIFFERENCE, /* significant, but within [1 - gamma, gamma] */
+    TB_VERDICT_A_BETTER,                 /* CI_min > 0.5 and CI_max > gamma */
+    TB_VERDICT_B_BETTER,                 /* CI_max < 0.5 and CI_min < 1 - gamma */
 } tb_verdict;
 
 /* Stable short name of a verdict ("a_better", "b_better", "no_meaningful_difference",
@@ -131,14 +131,14 @@ typedef struct tb_pab_options {
 tb_pab_options tb_pab_options_default(void);
 
 typedef struct tb_pab_result {
-    int64_t n;                   /* pairs compared */
-    int64_t wins, ties, losses;  /* pairs where A was better, equal, worse */
-    double p;                    /* the estimate p_hat = (wins + ties/2) / n (or wins / n) */
-    tb_interval ci;              /* percentile bootstrap interval at level 1 - alpha */
-    tb_verdict verdict;          /* tb_pab_decide(ci, gamma) */
-    int64_t runs_needed;         /* Noether's N for (alpha, beta, gamma) */
-    int64_t more_runs;           /* max(0, runs_needed - n) */
-    double alpha, beta, gamma;   /* as used */
+    int64_t n;                  /* pairs compared */
+    int64_t wins, ties, losses; /* pairs where A was better, equal, worse */
+    double p;                   /* the estimate p_hat = (wins + ties/2) / n (or wins / n) */
+    tb_interval ci;             /* percentile bootstrap interval at level 1 - alpha */
+    tb_verdict verdict;         /* tb_pab_decide(ci, gamma) */
+    int64_t runs_needed;        /* Noether's N for (alpha, beta, gamma) */
+    int64_t more_runs;          /* max(0, runs_needed - n) */
+    double alpha, beta, gamma;  /* as used */
 } tb_pab_result;
 
 /* The point estimate only: p_hat over the pairs (a[i], b[i]), i < n, with counts (any of
@@ -146,8 +146,8 @@ typedef struct tb_pab_result {
  * but not NaN. Fails with TB_ERR_INVALID for n < 1, a NaN (named by side and index), or an
  * unknown direction or tie rule. */
 tb_status tb_pab_estimate(const double *a, const double *b, int64_t n, tb_direction direction,
-                          tb_ties ties, double *p, int64_t *wins, int64_t *n_ties,
-                          int64_t *losses, tb_error *err);
+                          tb_ties ties, double *p, int64_t *wins, int64_t *n_ties, int64_t *losses,
+                          tb_error *err);
 
 /* P(A>B) from paired results: a[i] and b[i] come from runs that share every seed (split,
  * init, data order, ...). Computes p_hat, resamples the n pairs with replacement K times
@@ -198,12 +198,12 @@ typedef struct tb_variation_group {
 } tb_variation_group;
 
 typedef struct tb_variance_row {
-    const char *name;      /* borrowed from the group */
+    const char *name; /* borrowed from the group */
     int64_t n;
-    double mean, std;      /* sample mean and std (n - 1) */
-    tb_interval std_ci;    /* percentile bootstrap interval of std */
-    double std_share;      /* std / std of the reference group ("all"); NaN without one */
-    double var_share;      /* variance / variance of the reference group; NaN without one */
+    double mean, std;   /* sample mean and std (n - 1) */
+    tb_interval std_ci; /* percentile bootstrap interval of std */
+    double std_share;   /* std / std of the reference group ("all"); NaN without one */
+    double var_share;   /* variance / variance of the reference group; NaN without one */
 } tb_variance_row;
 
 /* One row per group (out[0..n_groups), caller-allocated), each with its std, bootstrap
@@ -217,11 +217,11 @@ tb_status tb_variance_decompose(const tb_variation_group *groups, int n_groups,
 
 /* A gap between two algorithms measured against one source's std. */
 typedef struct tb_gap_row {
-    const char *name;  /* the source, borrowed from the variance row */
-    double std;        /* that source's std */
-    double ratio;      /* |gap| / std (inf when std = 0 and gap != 0, 0 when both are 0) */
-    double implied_p;  /* Phi(|gap| / (std sqrt 2)): P(better > worse) if both algorithms had
-                        * Gaussian scores with this std */
+    const char *name; /* the source, borrowed from the variance row */
+    double std;       /* that source's std */
+    double ratio;     /* |gap| / std (inf when std = 0 and gap != 0, 0 when both are 0) */
+    double implied_p; /* Phi(|gap| / (std sqrt 2)): P(better > worse) if both algorithms had
+                       * Gaussian scores with this std */
 } tb_gap_row;
 
 /* gap = mean(a) - mean(b) over a[0..na), b[0..nb) (finite, na, nb >= 1), written to *gap, and

@@ -50,21 +50,19 @@ double tb_normal_quantile(double p)
 tb_status tb_normal_quantile_checked(double p, double *out, tb_error *err)
 {
     if (!(p > 0.0 && p < 1.0))
-        return tb_fail(err, TB_ERR_INVALID,
-                       "normal quantile: probability %g is outside (0, 1)", p);
+        return tb_fail(err, TB_ERR_INVALID, "normal quantile: probability %g is outside (0, 1)", p);
     *out = tb_normal_quantile(p);
     return TB_OK;
 }
 
-tb_status tb_noether_sample_size(double alpha, double beta, double gamma, int64_t *n,
-                                 tb_error *err)
+tb_status tb_noether_sample_size(double alpha, double beta, double gamma, int64_t *n, tb_error *err)
 {
     if (!(alpha > 0.0 && alpha < 1.0))
-        return tb_fail(err, TB_ERR_INVALID,
-                       "sample size: alpha %g (test size) is outside (0, 1)", alpha);
+        return tb_fail(err, TB_ERR_INVALID, "sample size: alpha %g (test size) is outside (0, 1)",
+                       alpha);
     if (!(beta > 0.0 && beta < 1.0))
-        return tb_fail(err, TB_ERR_INVALID,
-                       "sample size: beta %g (1 - power) is outside (0, 1)", beta);
+        return tb_fail(err, TB_ERR_INVALID, "sample size: beta %g (1 - power) is outside (0, 1)",
+                       beta);
     if (!(gamma > 0.5 && gamma < 1.0))
         return tb_fail(err, TB_ERR_INVALID,
                        "sample size: gamma %g (smallest meaningful P(A>B)) is outside (0.5, 1)",
@@ -78,8 +76,7 @@ tb_status tb_noether_sample_size(double alpha, double beta, double gamma, int64_
     if (z <= 0.0 || up < 1.0) up = 1.0;
     if (up > 1e15)
         return tb_fail(err, TB_ERR_INVALID,
-                       "sample size: gamma %g is too close to 0.5 (%.3g runs needed)", gamma,
-                       size);
+                       "sample size: gamma %g is too close to 0.5 (%.3g runs needed)", gamma, size);
     *n = (int64_t)up;
     return TB_OK;
 }

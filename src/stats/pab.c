@@ -10,10 +10,14 @@
 const char *tb_verdict_name(tb_verdict verdict)
 {
     switch (verdict) {
-    case TB_VERDICT_NOT_SIGNIFICANT: return "not_significant";
-    case TB_VERDICT_NO_MEANINGFUL_DIFFERENCE: return "no_meaningful_difference";
-    case TB_VERDICT_A_BETTER: return "a_better";
-    case TB_VERDICT_B_BETTER: return "b_better";
+    case TB_VERDICT_NOT_SIGNIFICANT:
+        return "not_significant";
+    case TB_VERDICT_NO_MEANINGFUL_DIFFERENCE:
+        return "no_meaningful_difference";
+    case TB_VERDICT_A_BETTER:
+        return "a_better";
+    case TB_VERDICT_B_BETTER:
+        return "b_better";
     }
     return "unknown";
 }
@@ -47,7 +51,8 @@ static double pair_score(double a, double b, tb_direction direction, tb_ties tie
 static tb_status check_pairs(const double *a, const double *b, int64_t n, tb_direction direction,
                              tb_ties ties, tb_error *err)
 {
-    if (n < 1) return tb_fail(err, TB_ERR_INVALID, "P(A>B): no pairs to compare (n = %lld)", (long long)n);
+    if (n < 1)
+        return tb_fail(err, TB_ERR_INVALID, "P(A>B): no pairs to compare (n = %lld)", (long long)n);
     if (direction != TB_HIGHER_IS_BETTER && direction != TB_LOWER_IS_BETTER)
         return tb_fail(err, TB_ERR_INVALID, "P(A>B): unknown direction %d", (int)direction);
     if (ties != TB_TIES_HALF && ties != TB_TIES_STRICT)
@@ -62,8 +67,8 @@ static tb_status check_pairs(const double *a, const double *b, int64_t n, tb_dir
 }
 
 tb_status tb_pab_estimate(const double *a, const double *b, int64_t n, tb_direction direction,
-                          tb_ties ties, double *p, int64_t *wins, int64_t *n_ties,
-                          int64_t *losses, tb_error *err)
+                          tb_ties ties, double *p, int64_t *wins, int64_t *n_ties, int64_t *losses,
+                          tb_error *err)
 {
     tb_status st = check_pairs(a, b, n, direction, ties, err);
     if (st != TB_OK) return st;
@@ -115,8 +120,8 @@ tb_status tb_pab_paired(const double *a, const double *b, int64_t n, const tb_pa
     if (st != TB_OK) return st;
     if (!rng) return tb_fail(err, TB_ERR_INVALID, "P(A>B): no rng given for the bootstrap");
     tb_pab_result r = {0};
-    st = tb_pab_estimate(a, b, n, opts->direction, opts->ties, &r.p, &r.wins, &r.ties,
-                         &r.losses, err);
+    st = tb_pab_estimate(a, b, n, opts->direction, opts->ties, &r.p, &r.wins, &r.ties, &r.losses,
+                         err);
     if (st != TB_OK) return st;
 
     int64_t k = opts->resamples;
@@ -128,10 +133,12 @@ tb_status tb_pab_paired(const double *a, const double *b, int64_t n, const tb_pa
         return tb_fail(err, TB_ERR_NOMEM, "P(A>B): cannot allocate %lld + %lld values",
                        (long long)n, (long long)k);
     }
-    for (int64_t i = 0; i < n; i++) score[i] = pair_score(a[i], b[i], opts->direction, opts->ties);
+    for (int64_t i = 0; i < n; i++)
+        score[i] = pair_score(a[i], b[i], opts->direction, opts->ties);
     for (int64_t rep = 0; rep < k; rep++) {
         double s = 0.0;
-        for (int64_t i = 0; i < n; i++) s += score[tb_rng_below(rng, (uint64_t)n)];
+        for (int64_t i = 0; i < n; i++)
+            s += score[tb_rng_below(rng, (uint64_t)n)];
         reps[rep] = s / (double)n;
     }
     r.n = n;
@@ -144,7 +151,10 @@ tb_status tb_pab_paired(const double *a, const double *b, int64_t n, const tb_pa
     r.gamma = opts->gamma;
     r.verdict = tb_pab_decide(r.ci, opts->gamma);
     st = tb_noether_sample_size(opts->alpha, opts->beta, opts->gamma, &r.runs_needed, err);
-    if (st != TB_OK) return tb_error_prefix(err, "P(A>B)");
+    if (st != TB_OK) {
+        tb_error_prefix(err, "P(A>B)");
+        return st;
+    }
     r.more_runs = r.runs_needed > n ? r.runs_needed - n : 0;
     *out = r;
     return TB_OK;
@@ -160,6 +170,13 @@ tb_status tb_pab_unpaired(const double *a, int64_t na, const double *b, int64_t 
     if (!rng) return tb_fail(err, TB_ERR_INVALID, "P(A>B): no rng given for the random pairing");
     tb_status st = check_options(opts, err);
     if (st != TB_OK) return st;
+    /* Check here, so a NaN is named by its index before the shuffle. */
+    for (int64_t i = 0; i < na; i++)
+        if (isnan(a[i]))
+            return tb_fail(err, TB_ERR_INVALID, "P(A>B): result %lld of A is NaN", (long long)i);
+    for (int64_t i = 0; i < nb; i++)
+        if (isnan(b[i]))
+            return tb_fail(err, TB_ERR_INVALID, "P(A>B): result %lld of B is NaN", (long long)i);
     int64_t *ia = malloc((size_t)na * sizeof(int64_t));
     int64_t *ib = malloc((size_t)nb * sizeof(int64_t));
     int64_t m = na < nb ? na : nb;
@@ -168,8 +185,10 @@ tb_status tb_pab_unpaired(const double *a, int64_t na, const double *b, int64_t 
         st = tb_fail(err, TB_ERR_NOMEM, "P(A>B): cannot allocate the random pairing");
         goto done;
     }
-    for (int64_t i = 0; i < na; i++) ia[i] = i;
-    for (int64_t i = 0; i < nb; i++) ib[i] = i;
+    for (int64_t i = 0; i < na; i++)
+        ia[i] = i;
+    for (int64_t i = 0; i < nb; i++)
+        ib[i] = i;
     tb_rng_shuffle_i64(rng, ia, na);
     tb_rng_shuffle_i64(rng, ib, nb);
     for (int64_t i = 0; i < m; i++) {
@@ -208,8 +227,8 @@ int tb_pab_describe(const tb_pab_result *r, const char *name_a, const char *name
             return snprintf(buf, cap,
                             "not significant: need about %lld more runs (%lld pairs in all, "
                             "Noether, to detect P >= %g with alpha = %g, beta = %g): %s",
-                            (long long)r->more_runs, (long long)r->runs_needed, r->gamma,
-                            r->alpha, r->beta, tail);
+                            (long long)r->more_runs, (long long)r->runs_needed, r->gamma, r->alpha,
+                            r->beta, tail);
         return snprintf(buf, cap,
                         "not significant with %lld pairs, already Noether's %lld for P >= %g: "
                         "any difference is likely smaller than that: %s",

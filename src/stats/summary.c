@@ -11,8 +11,8 @@ tb_status tb_stats_check_finite(const double *x, int64_t n, const char *what, tb
 {
     for (int64_t i = 0; i < n; i++)
         if (!isfinite(x[i]))
-            return tb_fail(err, TB_ERR_INVALID, "%s: value %lld is %g (need a finite number)",
-                           what, (long long)i, x[i]);
+            return tb_fail(err, TB_ERR_INVALID, "%s: value %lld is %g (need a finite number)", what,
+                           (long long)i, x[i]);
     return TB_OK;
 }
 
@@ -24,8 +24,7 @@ tb_status tb_stats_check_bootstrap(const tb_bootstrap_options *opts, tb_error *e
                        "bootstrap: %d resamples is too few (need at least 100; 1000 recommended)",
                        opts->resamples);
     if (!(opts->alpha > 0.0 && opts->alpha < 1.0))
-        return tb_fail(err, TB_ERR_INVALID, "bootstrap: alpha %g is outside (0, 1)",
-                       opts->alpha);
+        return tb_fail(err, TB_ERR_INVALID, "bootstrap: alpha %g is outside (0, 1)", opts->alpha);
     return TB_OK;
 }
 
@@ -43,10 +42,12 @@ void tb_stats_sort(double *x, int64_t n)
 void tb_stats_mean_std(const double *x, int64_t n, double *mean, double *std)
 {
     double s = 0.0;
-    for (int64_t i = 0; i < n; i++) s += x[i];
+    for (int64_t i = 0; i < n; i++)
+        s += x[i];
     double m = s / (double)n;
     double ss = 0.0;
-    for (int64_t i = 0; i < n; i++) ss += (x[i] - m) * (x[i] - m);
+    for (int64_t i = 0; i < n; i++)
+        ss += (x[i] - m) * (x[i] - m);
     *mean = m;
     *std = n > 1 ? sqrt(ss / (double)(n - 1)) : 0.0;
 }
@@ -73,13 +74,15 @@ double tb_quantile_sorted(const double *sorted, int64_t n, double p)
 
 tb_status tb_quantile(const double *x, int64_t n, double p, double *out, tb_error *err)
 {
-    if (n < 1) return tb_fail(err, TB_ERR_INVALID, "quantile: empty sample (n = %lld)", (long long)n);
+    if (n < 1)
+        return tb_fail(err, TB_ERR_INVALID, "quantile: empty sample (n = %lld)", (long long)n);
     if (!(p >= 0.0 && p <= 1.0))
         return tb_fail(err, TB_ERR_INVALID, "quantile: probability %g is outside [0, 1]", p);
     tb_status st = tb_stats_check_finite(x, n, "quantile", err);
     if (st != TB_OK) return st;
     double *s = malloc((size_t)n * sizeof(double));
-    if (!s) return tb_fail(err, TB_ERR_NOMEM, "quantile: cannot allocate %lld values", (long long)n);
+    if (!s)
+        return tb_fail(err, TB_ERR_NOMEM, "quantile: cannot allocate %lld values", (long long)n);
     memcpy(s, x, (size_t)n * sizeof(double));
     tb_stats_sort(s, n);
     *out = tb_quantile_sorted(s, n, p);
@@ -116,9 +119,12 @@ static double statistic(double *x, int64_t n, tb_statistic stat)
 static const char *stat_name(tb_statistic stat)
 {
     switch (stat) {
-    case TB_STAT_MEAN: return "mean";
-    case TB_STAT_MEDIAN: return "median";
-    case TB_STAT_STD: return "std";
+    case TB_STAT_MEAN:
+        return "mean";
+    case TB_STAT_MEDIAN:
+        return "median";
+    case TB_STAT_STD:
+        return "std";
     }
     return "?";
 }
@@ -149,7 +155,8 @@ tb_status tb_bootstrap_ci(const double *x, int64_t n, tb_statistic stat,
                        (long long)n, (long long)k);
     }
     for (int64_t r = 0; r < k; r++) {
-        for (int64_t i = 0; i < n; i++) sample[i] = x[tb_rng_below(rng, (uint64_t)n)];
+        for (int64_t i = 0; i < n; i++)
+            sample[i] = x[tb_rng_below(rng, (uint64_t)n)];
         reps[r] = statistic(sample, n, stat);
     }
     *ci = tb_stats_percentile_interval(reps, k, opts->alpha);
@@ -160,16 +167,18 @@ tb_status tb_bootstrap_ci(const double *x, int64_t n, tb_statistic stat,
 
 /* ---- summaries ------------------------------------------------------------------------------- */
 
-tb_status tb_summarize(const double *x, int64_t n, const tb_bootstrap_options *boot,
-                       tb_rng *rng, tb_summary *out, tb_error *err)
+tb_status tb_summarize(const double *x, int64_t n, const tb_bootstrap_options *boot, tb_rng *rng,
+                       tb_summary *out, tb_error *err)
 {
-    if (n < 1) return tb_fail(err, TB_ERR_INVALID, "summary: empty sample (n = %lld)", (long long)n);
+    if (n < 1)
+        return tb_fail(err, TB_ERR_INVALID, "summary: empty sample (n = %lld)", (long long)n);
     tb_status st = tb_stats_check_finite(x, n, "summary", err);
     if (st != TB_OK) return st;
     if (boot) {
         st = tb_stats_check_bootstrap(boot, err);
         if (st != TB_OK) return st;
-        if (!rng) return tb_fail(err, TB_ERR_INVALID, "summary: bootstrap asked for but no rng given");
+        if (!rng)
+            return tb_fail(err, TB_ERR_INVALID, "summary: bootstrap asked for but no rng given");
     }
     double *s = malloc((size_t)n * sizeof(double));
     if (!s) return tb_fail(err, TB_ERR_NOMEM, "summary: cannot allocate %lld values", (long long)n);
@@ -191,7 +200,10 @@ tb_status tb_summarize(const double *x, int64_t n, const tb_bootstrap_options *b
     if (boot) {
         st = tb_bootstrap_ci(x, n, TB_STAT_MEAN, boot, rng, &r.mean_ci, err);
         if (st == TB_OK) st = tb_bootstrap_ci(x, n, TB_STAT_MEDIAN, boot, rng, &r.median_ci, err);
-        if (st != TB_OK) return tb_error_prefix(err, "summary");
+        if (st != TB_OK) {
+            tb_error_prefix(err, "summary");
+            return st;
+        }
     }
     *out = r;
     return TB_OK;

@@ -14,7 +14,10 @@ tb_status tb_variance_decompose(const tb_variation_group *groups, int n_groups,
         return tb_fail(err, TB_ERR_INVALID, "variance: no groups of results (%d)", n_groups);
     if (!reference) reference = "all";
     tb_status st = tb_stats_check_bootstrap(boot, err);
-    if (st != TB_OK) return tb_error_prefix(err, "variance");
+    if (st != TB_OK) {
+        tb_error_prefix(err, "variance");
+        return st;
+    }
     if (!rng) return tb_fail(err, TB_ERR_INVALID, "variance: no rng given for the bootstrap");
     for (int g = 0; g < n_groups; g++) {
         const tb_variation_group *grp = &groups[g];
@@ -24,7 +27,10 @@ tb_status tb_variance_decompose(const tb_variation_group *groups, int n_groups,
                            "variance: source '%s' has %lld results (need at least 2)", grp->name,
                            (long long)grp->n);
         st = tb_stats_check_finite(grp->values, grp->n, grp->name, err);
-        if (st != TB_OK) return tb_error_prefix(err, "variance: source");
+        if (st != TB_OK) {
+            tb_error_prefix(err, "variance: source");
+            return st;
+        }
     }
     int ref = -1;
     for (int g = 0; g < n_groups && ref < 0; g++)
@@ -37,7 +43,10 @@ tb_status tb_variance_decompose(const tb_variation_group *groups, int n_groups,
         tb_stats_mean_std(groups[g].values, groups[g].n, &row->mean, &row->std);
         st = tb_bootstrap_ci(groups[g].values, groups[g].n, TB_STAT_STD, boot, rng, &row->std_ci,
                              err);
-        if (st != TB_OK) return tb_error_prefix(err, "variance of '%s'", groups[g].name);
+        if (st != TB_OK) {
+            tb_error_prefix(err, "variance of '%s'", groups[g].name);
+            return st;
+        }
     }
     double ref_std = ref >= 0 ? out[ref].std : NAN;
     for (int g = 0; g < n_groups; g++) {
