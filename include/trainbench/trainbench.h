@@ -19,6 +19,7 @@
 #include "trainbench/optim.h"
 #include "trainbench/pipeline.h"
 #include "trainbench/rng.h"
+#include "trainbench/stats.h"
 #include "trainbench/status.h"
 #include "trainbench/tensor.h"
 #include "trainbench/train.h"

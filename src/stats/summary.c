@@ -1,0 +1,210 @@
+/* summary.c: type-7 quantiles, sample summaries and percentile-bootstrap intervals. */
+#include "stats_impl.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- shared helpers -------------------------------------------------------------------------- */
+
+tb_status tb_stats_check_finite(const double *x, int64_t n, const char *what, tb_error *err)
+{
+    for (int64_t i = 0; i < n; i++)
+        if (!isfinite(x[i]))
+            return tb_fail(err, TB_ERR_INVALID, "%s: value %lld is %g (need a finite number)", what,
+                           (long long)i, x[i]);
+    return TB_OK;
+}
+
+tb_status tb_stats_check_bootstrap(const tb_bootstrap_options *opts, tb_error *err)
+{
+    if (!opts) return tb_fail(err, TB_ERR_INVALID, "bootstrap: no options given");
+    if (opts->resamples < 100)
+        return tb_fail(err, TB_ERR_INVALID,
+                       "bootstrap: %d resamples is too few (need at least 100; 1000 recommended)",
+                       opts->resamples);
+    if (!(opts->alpha > 0.0 && opts->alpha < 1.0))
+        return tb_fail(err, TB_ERR_INVALID, "bootstrap: alpha %g is outside (0, 1)", opts->alpha);
+    return TB_OK;
+}
+
+static int cmp_double(const void *pa, const void *pb)
+{
+    double a = *(const double *)pa, b = *(const double *)pb;
+    return (a > b) - (a < b);
+}
+
+void tb_stats_sort(double *x, int64_t n)
+{
+    qsort(x, (size_t)n, sizeof(double), cmp_double);
+}
+
+void tb_stats_mean_std(const double *x, int64_t n, double *mean, double *std)
+{
+    double s = 0.0;
+    for (int64_t i = 0; i < n; i++)
+        s += x[i];
+    double m = s / (double)n;
+    double ss = 0.0;
+    for (int64_t i = 0; i < n; i++)
+        ss += (x[i] - m) * (x[i] - m);
+    *mean = m;
+    *std = n > 1 ? sqrt(ss / (double)(n - 1)) : 0.0;
+}
+
+tb_interval tb_stats_percentile_interval(double *replicates, int64_t k, double alpha)
+{
+    tb_stats_sort(replicates, k);
+    tb_interval ci = {tb_quantile_sorted(replicates, k, 0.5 * alpha),
+                      tb_quantile_sorted(replicates, k, 1.0 - 0.5 * alpha)};
+    return ci;
+}
+
+/* ---- quantiles ------------------------------------------------------------------------------- */
+
+double tb_quantile_sorted(const double *sorted, int64_t n, double p)
+{
+    double h = (double)(n - 1) * p;
+    int64_t lo = (int64_t)floor(h);
+    if (lo >= n - 1) return sorted[n - 1];
+    if (lo < 0) return sorted[0];
+    double frac = h - (double)lo;
+    return sorted[lo] + frac * (sorted[lo + 1] - sorted[lo]);
+}
+
+tb_status tb_quantile(const double *x, int64_t n, double p, double *out, tb_error *err)
+{
+    if (n < 1)
+        return tb_fail(err, TB_ERR_INVALID, "quantile: empty sample (n = %lld)", (long long)n);
+    if (!(p >= 0.0 && p <= 1.0))
+        return tb_fail(err, TB_ERR_INVALID, "quantile: probability %g is outside [0, 1]", p);
+    tb_status st = tb_stats_check_finite(x, n, "quantile", err);
+    if (st != TB_OK) return st;
+    double *s = malloc((size_t)n * sizeof(double));
+    if (!s)
+        return tb_fail(err, TB_ERR_NOMEM, "quantile: cannot allocate %lld values", (long long)n);
+    memcpy(s, x, (size_t)n * sizeof(double));
+    tb_stats_sort(s, n);
+    *out = tb_quantile_sorted(s, n, p);
+    free(s);
+    return TB_OK;
+}
+
+/* ---- bootstrap ------------------------------------------------------------------------------- */
+
+tb_bootstrap_options tb_bootstrap_options_default(void)
+{
+    tb_bootstrap_options o = {.resamples = 1000, .alpha = 0.05};
+    return o;
+}
+
+/* The statistic of x[0..n); x may be reordered (median sorts it). */
+static double statistic(double *x, int64_t n, tb_statistic stat)
+{
+    double mean, std;
+    switch (stat) {
+    case TB_STAT_MEDIAN:
+        tb_stats_sort(x, n);
+        return tb_quantile_sorted(x, n, 0.5);
+    case TB_STAT_STD:
+        tb_stats_mean_std(x, n, &mean, &std);
+        return std;
+    case TB_STAT_MEAN:
+    default:
+        tb_stats_mean_std(x, n, &mean, &std);
+        return mean;
+    }
+}
+
+static const char *stat_name(tb_statistic stat)
+{
+    switch (stat) {
+    case TB_STAT_MEAN:
+        return "mean";
+    case TB_STAT_MEDIAN:
+        return "median";
+    case TB_STAT_STD:
+        return "std";
+    }
+    return "?";
+}
+
+tb_status tb_bootstrap_ci(const double *x, int64_t n, tb_statistic stat,
+                          const tb_bootstrap_options *opts, tb_rng *rng, tb_interval *ci,
+                          tb_error *err)
+{
+    if ((int)stat < TB_STAT_MEAN || stat > TB_STAT_STD)
+        return tb_fail(err, TB_ERR_INVALID, "bootstrap: unknown statistic %d", (int)stat);
+    int64_t need = stat == TB_STAT_STD ? 2 : 1;
+    if (n < need)
+        return tb_fail(err, TB_ERR_INVALID, "bootstrap %s: %lld values (need at least %lld)",
+                       stat_name(stat), (long long)n, (long long)need);
+    tb_status st = tb_stats_check_bootstrap(opts, err);
+    if (st != TB_OK) return st;
+    if (!rng) return tb_fail(err, TB_ERR_INVALID, "bootstrap %s: no rng given", stat_name(stat));
+    st = tb_stats_check_finite(x, n, "bootstrap sample", err);
+    if (st != TB_OK) return st;
+
+    int64_t k = opts->resamples;
+    double *sample = malloc((size_t)n * sizeof(double));
+    double *reps = malloc((size_t)k * sizeof(double));
+    if (!sample || !reps) {
+        free(sample);
+        free(reps);
+        return tb_fail(err, TB_ERR_NOMEM, "bootstrap: cannot allocate %lld + %lld values",
+                       (long long)n, (long long)k);
+    }
+    for (int64_t r = 0; r < k; r++) {
+        for (int64_t i = 0; i < n; i++)
+            sample[i] = x[tb_rng_below(rng, (uint64_t)n)];
+        reps[r] = statistic(sample, n, stat);
+    }
+    *ci = tb_stats_percentile_interval(reps, k, opts->alpha);
+    free(sample);
+    free(reps);
+    return TB_OK;
+}
+
+/* ---- summaries ------------------------------------------------------------------------------- */
+
+tb_status tb_summarize(const double *x, int64_t n, const tb_bootstrap_options *boot, tb_rng *rng,
+                       tb_summary *out, tb_error *err)
+{
+    if (n < 1)
+        return tb_fail(err, TB_ERR_INVALID, "summary: empty sample (n = %lld)", (long long)n);
+    tb_status st = tb_stats_check_finite(x, n, "summary", err);
+    if (st != TB_OK) return st;
+    if (boot) {
+        st = tb_stats_check_bootstrap(boot, err);
+        if (st != TB_OK) return st;
+        if (!rng)
+            return tb_fail(err, TB_ERR_INVALID, "summary: bootstrap asked for but no rng given");
+    }
+    double *s = malloc((size_t)n * sizeof(double));
+    if (!s) return tb_fail(err, TB_ERR_NOMEM, "summary: cannot allocate %lld values", (long long)n);
+    memcpy(s, x, (size_t)n * sizeof(double));
+    tb_stats_sort(s, n);
+
+    tb_summary r;
+    r.n = n;
+    tb_stats_mean_std(x, n, &r.mean, &r.std);
+    r.sem = r.std / sqrt((double)n);
+    r.min = s[0];
+    r.max = s[n - 1];
+    r.q1 = tb_quantile_sorted(s, n, 0.25);
+    r.median = tb_quantile_sorted(s, n, 0.5);
+    r.q3 = tb_quantile_sorted(s, n, 0.75);
+    r.iqr = r.q3 - r.q1;
+    r.mean_ci = r.median_ci = (tb_interval){NAN, NAN};
+    free(s);
+    if (boot) {
+        st = tb_bootstrap_ci(x, n, TB_STAT_MEAN, boot, rng, &r.mean_ci, err);
+        if (st == TB_OK) st = tb_bootstrap_ci(x, n, TB_STAT_MEDIAN, boot, rng, &r.median_ci, err);
+        if (st != TB_OK) {
+            tb_error_prefix(err, "summary");
+            return st;
+        }
+    }
+    *out = r;
+    return TB_OK;
+}
