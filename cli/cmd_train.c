@@ -25,6 +25,7 @@ static const char train_usage[] =
     "                            or constant\n"
     "      --warmup X            warmup fraction of the run for warmup_cosine (default 0.05)\n"
     "      --evals N             validation evaluations during the run (default 3)\n"
+    "      --eval-examples N     evaluate only the first N examples of each split (default: all)\n"
     "  -s, --seed N              seed of every source of variation (default 0)\n"
     "      --seed-SOURCE N       seed of one source: SOURCE is init, data_order, dropout,\n"
     "                            augment, split or hparam (e.g. --seed-init 7)\n"
@@ -91,7 +92,7 @@ static void print_json(const tb_train_config *c, const tb_train_result *r, tb_st
     printf("\"backend\":\"%s\"}\n", r->backend);
 }
 
-enum { OPT_LR = 1000, OPT_STEPS, OPT_SCHEDULE, OPT_WARMUP, OPT_EVALS, OPT_DEVICE, OPT_DATA,
+enum { OPT_LR = 1000, OPT_EVAL_EXAMPLES, OPT_STEPS, OPT_SCHEDULE, OPT_WARMUP, OPT_EVALS, OPT_DEVICE, OPT_DATA,
        OPT_JSON, OPT_SEED_BASE };
 
 int tb_cli_train(int argc, char **argv)
@@ -112,6 +113,7 @@ int tb_cli_train(int argc, char **argv)
         {"schedule", required_argument, 0, OPT_SCHEDULE},
         {"warmup", required_argument, 0, OPT_WARMUP},
         {"evals", required_argument, 0, OPT_EVALS},
+        {"eval-examples", required_argument, 0, OPT_EVAL_EXAMPLES},
         {"seed", required_argument, 0, 's'},
         {"seed-init", required_argument, 0, OPT_SEED_BASE + TB_STREAM_INIT},
         {"seed-data_order", required_argument, 0, OPT_SEED_BASE + TB_STREAM_DATA_ORDER},
@@ -178,6 +180,11 @@ int tb_cli_train(int argc, char **argv)
         case OPT_EVALS:
             if (!tb_cli_parse_int("--evals", optarg, 0, 100000L, &lv)) return TB_EXIT_USAGE;
             cfg.evals = (int)lv;
+            break;
+        case OPT_EVAL_EXAMPLES:
+            if (!tb_cli_parse_int("--eval-examples", optarg, 1, 1000000000L, &lv))
+                return TB_EXIT_USAGE;
+            cfg.eval_examples = lv;
             break;
         case 's':
             if (!tb_cli_parse_u64("--seed", optarg, &seed)) return TB_EXIT_USAGE;

@@ -42,6 +42,7 @@ typedef struct tb_train_config {
     tb_schedule_kind schedule;
     double warmup_fraction;          /* of the total steps, for warmup schedules */
     int evals;                       /* evaluations on the validation set during the run */
+    int64_t eval_examples;           /* evaluate only the first N examples of a split; 0 = all */
     const char *data_dir;            /* NULL: the Debian package's directory */
     tb_train_progress_fn progress;   /* optional; called about every progress_every_s */
     void *progress_user;

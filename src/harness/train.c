@@ -72,7 +72,7 @@ static tb_status setup(run *r, tb_train_result *res, tb_error *err)
 
 static tb_status evaluate(run *r, tb_split split, tb_eval_metrics *m, tb_error *err)
 {
-    return tb_workload_evaluate(r->wl, r->tape, split, 0, m, err);
+    return tb_workload_evaluate(r->wl, r->tape, split, r->cfg->eval_examples, m, err);
 }
 
 tb_status tb_train(const tb_train_config *cfg, tb_train_result *res, tb_error *err)
@@ -82,7 +82,7 @@ tb_status tb_train(const tb_train_config *cfg, tb_train_result *res, tb_error *e
     if (cfg->batch_size < 0)
         return tb_fail(err, TB_ERR_INVALID, "batch size must be positive, got %d",
                        cfg->batch_size);
-    if (!(cfg->epochs >= 0) || cfg->max_steps < 0)
+    if (!(cfg->epochs >= 0) || cfg->max_steps < 0 || cfg->eval_examples < 0)
         return tb_fail(err, TB_ERR_INVALID, "the run length must not be negative");
     run r = {.cfg = cfg};
     tb_status st = setup(&r, res, err);
