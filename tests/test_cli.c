@@ -43,7 +43,8 @@ int main(void)
     CHECK(run("train --data-dir /nonexistent --steps 5 -q") == 3 &&
           has("apt-get install dataset-fashion-mnist"));
     CHECK(run("train --device cuda --steps 5 -q") == 3);
-    CHECK(run("train --steps 10 --threads 2 -q --json --eval-examples 500") == 0 && has("\"status\":\"ok\"") &&
+    CHECK(run("train --steps 10 --threads 2 -q --json --eval-examples 500") == 0 &&
+          has("\"status\":\"ok\"") &&
           has("\"seeds\":{\"init\":0") && has("\"test\":{\"accuracy\":"));
     CHECK(run("train --algorithm sgd --lr 1e5 --steps 300 -q") == 4 && has("diverged"));
     CHECK(run("workloads") == 0 && has("fmnist_mlp") && has("dataset-fashion-mnist"));

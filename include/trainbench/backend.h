@@ -8,6 +8,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "trainbench/status.h"
 
@@ -45,6 +46,11 @@ const char *tb_backend_name(const tb_backend *be);
 int tb_backend_threads(const tb_backend *be);
 /* One line describing the backend: BLAS library and threads, or the GPU's name. */
 const char *tb_backend_describe(const tb_backend *be);
+
+/* Floating-point operations done by the backend's matrix products so far (2 m n k per product),
+ * for GEMM-efficiency figures. Kernels that multiply matrices internally (attention) are not
+ * counted. */
+uint64_t tb_backend_gemm_flops(const tb_backend *be);
 
 /* Device memory. Allocations are 64-byte aligned; tb_backend_alloc returns NULL on failure. */
 void *tb_backend_alloc(tb_backend *be, size_t bytes);

@@ -70,6 +70,7 @@ void tb_backend_destroy(tb_backend *be)
 
 tb_device tb_backend_device(const tb_backend *be) { return be->device; }
 const char *tb_backend_name(const tb_backend *be) { return be->name; }
+uint64_t tb_backend_gemm_flops(const tb_backend *be) { return be->gemm_flops; }
 int tb_backend_threads(const tb_backend *be) { return be->threads; }
 const char *tb_backend_describe(const tb_backend *be) { return be->description; }
 void *tb_backend_alloc(tb_backend *be, size_t bytes) { return be->ops.alloc(be, bytes); }

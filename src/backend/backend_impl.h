@@ -186,6 +186,7 @@ struct tb_backend {
     void *impl; /* backend-private state */
     tb_backend_ops ops;
     void (*destroy)(tb_backend *be);
+    uint64_t gemm_flops; /* 2 m n k summed over gemm/gemm_batched calls (for efficiency figures) */
 };
 
 /* Constructors, one per backend, called by the registry (backend.c). */

@@ -108,7 +108,6 @@ static void col2im_add(const tb_conv_shape *s, const float *col, int b0, int nb,
 static void cpu_conv2d_fwd(tb_backend *be, const tb_conv_shape *s, const float *x, const float *w,
                            const float *bias, float *y, void *workspace)
 {
-    (void)be;
     const int nb_max = conv_chunk(s), cout = s->c_out;
     const int64_t hwo = conv_hwo(s), k = conv_k(s);
     float *col = workspace;
@@ -121,6 +120,7 @@ static void cpu_conv2d_fwd(tb_backend *be, const tb_conv_shape *s, const float *
         float *out = nb == 1 ? yb : stage;
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, cout, (int)cols, (int)k, 1.0f, w,
                     (int)k, col, (int)cols, 0.0f, out, (int)cols);
+        be->gemm_flops += 2ull * (uint64_t)cout * (uint64_t)cols * (uint64_t)k;
         /* scatter out[c_out, nb, HWo] to y[nb, c_out, HWo], adding the bias */
 #pragma omp parallel for collapse(2) schedule(static) if (cols * cout > 32768)
         for (int b = 0; b < nb; b++)
@@ -178,11 +178,13 @@ static void cpu_conv2d_bwd(tb_backend *be, const tb_conv_shape *s, const float *
             /* dw[c_out, K] += g[c_out, cols] col[K, cols]^T */
             cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, cout, (int)k, (int)cols, 1.0f, g,
                         (int)cols, col, (int)cols, 1.0f, dw, (int)k);
+            be->gemm_flops += 2ull * (uint64_t)cout * (uint64_t)cols * (uint64_t)k;
         }
         if (dx) {
             /* dcol[K, cols] = w[c_out, K]^T g[c_out, cols] */
             cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)k, (int)cols, cout, 1.0f, w,
                         (int)k, g, (int)cols, 0.0f, col, (int)cols);
+            be->gemm_flops += 2ull * (uint64_t)cout * (uint64_t)cols * (uint64_t)k;
             col2im_add(s, col, b0, nb, dx);
         }
     }

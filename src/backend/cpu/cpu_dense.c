@@ -9,7 +9,7 @@ static void cpu_gemm(tb_backend *be, bool ta, bool tb, int m, int n, int k, floa
                      const float *a, int lda, const float *b, int ldb, float beta, float *c,
                      int ldc)
 {
-    (void)be;
+    be->gemm_flops += 2ull * (uint64_t)m * (uint64_t)n * (uint64_t)k;
     cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, m,
                 n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 }
@@ -18,7 +18,7 @@ static void cpu_gemm_batched(tb_backend *be, bool ta, bool tb, int m, int n, int
                              const float *a, int lda, int64_t sa, const float *b, int ldb,
                              int64_t sb, float beta, float *c, int ldc, int64_t sc, int batch)
 {
-    (void)be;
+    be->gemm_flops += 2ull * (uint64_t)m * (uint64_t)n * (uint64_t)k * (uint64_t)batch;
     for (int i = 0; i < batch; i++)
         cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans,
                     tb ? CblasTrans : CblasNoTrans, m, n, k, alpha, a + i * sa, lda, b + i * sb,

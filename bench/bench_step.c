@@ -1,0 +1,153 @@
+/* bench_step.c: training-step throughput of one workload on this machine, as JSON.
+ *
+ *   bench_step --workload fmnist_mlp --algorithm sgd --threads 2 --steps 200 --warmup 20
+ *
+ * Times whole training steps (input pipeline, forward, backward, update) after a warm-up, and
+ * reports examples/s, ms/step, achieved GEMM FLOP/s of the step and peak resident memory.
+ * With --sgemm N it instead measures the OpenBLAS sgemm ceiling on N x N matrices. Not a test:
+ * bench/speed.py runs it side by side with the PyTorch version of the same model. */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+
+#include <cblas.h>
+
+#include "trainbench/trainbench.h"
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static double peak_rss_mb(void)
+{
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    return (double)ru.ru_maxrss / 1024.0;
+}
+
+static int sgemm_ceiling(int n, int threads, int repeats)
+{
+    tb_backend_config cfg = {.device = TB_DEVICE_CPU, .threads = threads};
+    tb_backend *be;
+    tb_error err = {0};
+    if (tb_backend_create(&cfg, &be, &err) != TB_OK) {
+        fprintf(stderr, "bench_step: %s\n", err.message);
+        return 1;
+    }
+    float *a = malloc((size_t)n * n * sizeof(float)), *b = malloc((size_t)n * n * sizeof(float));
+    float *c = malloc((size_t)n * n * sizeof(float));
+    tb_rng rng = tb_rng_make(1, 0);
+    tb_rng_fill_uniform(&rng, a, (int64_t)n * n, -1, 1);
+    tb_rng_fill_uniform(&rng, b, (int64_t)n * n, -1, 1);
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1, a, n, b, n, 0, c, n);
+    double best = 1e30;
+    for (int r = 0; r < repeats; r++) {
+        double t0 = now_s();
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1, a, n, b, n, 0, c, n);
+        double t = now_s() - t0;
+        if (t < best) best = t;
+    }
+    printf("{\"sgemm_n\":%d,\"threads\":%d,\"gflops\":%.1f}\n", n, threads,
+           2.0 * n * (double)n * n / best / 1e9);
+    free(a);
+    free(b);
+    free(c);
+    tb_backend_destroy(be);
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    const char *workload = "fmnist_mlp", *algorithm = "sgd";
+    int threads = 1, steps = 200, warmup = 20, batch = 0, sgemm = 0;
+    struct option opts[] = {
+        {"workload", required_argument, 0, 'w'}, {"algorithm", required_argument, 0, 'a'},
+        {"threads", required_argument, 0, 't'},  {"steps", required_argument, 0, 's'},
+        {"warmup", required_argument, 0, 'u'},   {"batch-size", required_argument, 0, 'b'},
+        {"sgemm", required_argument, 0, 'g'},    {0, 0, 0, 0},
+    };
+    int c;
+    while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+        switch (c) {
+        case 'w': workload = optarg; break;
+        case 'a': algorithm = optarg; break;
+        case 't': threads = atoi(optarg); break;
+        case 's': steps = atoi(optarg); break;
+        case 'u': warmup = atoi(optarg); break;
+        case 'b': batch = atoi(optarg); break;
+        case 'g': sgemm = atoi(optarg); break;
+        default:
+            fprintf(stderr, "usage: bench_step [--workload ID] [--algorithm NAME] [--threads N]\n"
+                            "                  [--steps N] [--warmup N] [--batch-size N]\n"
+                            "       bench_step --sgemm N [--threads N]\n");
+            return 2;
+        }
+    }
+    if (sgemm > 0) return sgemm_ceiling(sgemm, threads, 5);
+
+    tb_error err = {0};
+    tb_backend_config bc = {.device = TB_DEVICE_CPU, .threads = threads};
+    tb_backend *be = NULL;
+    tb_workload *wl = NULL;
+    tb_tape *tape = NULL;
+    tb_optimizer *opt = NULL;
+    tb_pipeline *pipe = NULL;
+    tb_status st = tb_backend_create(&bc, &be, &err);
+    if (st == TB_OK) st = tb_workload_create(workload, be, NULL, &wl, &err);
+    tb_rng init = tb_rng_make(0, TB_STREAM_INIT), drop = tb_rng_make(0, TB_STREAM_DROPOUT);
+    if (st == TB_OK) st = tb_workload_init(wl, &init, &err);
+    if (st == TB_OK) st = tb_tape_create(be, &tape, &err);
+    if (st == TB_OK) {
+        tb_hparams hp = {0};
+        tb_hparams_set(&hp, "learning_rate", 0.01, NULL);
+        st = tb_optimizer_create(algorithm, tb_workload_params(wl), &hp, &opt, &err);
+    }
+    if (batch <= 0 && wl) batch = tb_workload_get_info(wl)->default_batch_size;
+    tb_pipeline_config pc = {batch, 0, 0};
+    if (st == TB_OK) st = tb_pipeline_create(wl, &pc, &pipe, &err);
+    double t0 = 0;
+    uint64_t flops0 = 0;
+    for (int i = 0; st == TB_OK && i < warmup + steps; i++) {
+        if (i == warmup) {
+            tb_backend_sync(be);
+            t0 = now_s();
+            flops0 = tb_backend_gemm_flops(be);
+        }
+        tb_tape_reset(tape);
+        tb_params_zero_grad(tb_workload_params(wl));
+        tb_batch b;
+        st = tb_pipeline_next(pipe, tape, &b, &err);
+        if (st != TB_OK) break;
+        tb_var *out = tb_workload_forward(wl, tape, b.inputs, &drop);
+        tb_var *loss = tb_workload_loss_fn(wl, tape, out, b.targets);
+        if (!loss || tb_tape_backward(tape, loss) != TB_OK) {
+            st = tb_fail(&err, tb_tape_status(tape), "%s", tb_tape_error(tape)->message);
+            break;
+        }
+        st = tb_optimizer_step(opt, 1.0, &err);
+    }
+    if (st == TB_OK) {
+        tb_backend_sync(be);
+        double dt = now_s() - t0;
+        double flops = (double)(tb_backend_gemm_flops(be) - flops0);
+        printf("{\"workload\":\"%s\",\"algorithm\":\"%s\",\"threads\":%d,\"batch_size\":%d,"
+               "\"steps\":%d,\"examples_per_s\":%.1f,\"ms_per_step\":%.3f,\"gemm_gflops\":%.1f,"
+               "\"peak_rss_mb\":%.1f,\"backend\":\"%s\"}\n",
+               workload, algorithm, threads, batch, steps, (double)steps * batch / dt,
+               1e3 * dt / steps, flops / dt / 1e9, peak_rss_mb(), tb_backend_describe(be));
+    } else {
+        fprintf(stderr, "bench_step: %s\n", err.message);
+    }
+    tb_pipeline_destroy(pipe);
+    tb_optimizer_destroy(opt);
+    tb_tape_destroy(tape);
+    tb_workload_destroy(wl);
+    tb_backend_destroy(be);
+    return st == TB_OK ? 0 : 1;
+}
