@@ -1,0 +1,8 @@
+#!/bin/sh
+# setup.sh: the bench's own environment: a venv with the current PyTorch and numpy from PyPI
+# (the peer trainbench is measured against). Not needed by the tests.
+set -eu
+here=$(cd "$(dirname "$0")" && pwd)
+[ -x "$here/.venv/bin/python" ] || python3 -m venv "$here/.venv"
+"$here/.venv/bin/pip" install -q --upgrade torch numpy
+"$here/.venv/bin/python" -c 'import torch; print("bench: PyTorch", torch.__version__)'

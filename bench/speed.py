@@ -1,0 +1,92 @@
+#!/usr/bin/env python3
+"""speed.py: trainbench vs PyTorch, side by side in one run, on this machine.
+
+For each workload and thread count, alternates trainbench (build/bench_step) and PyTorch
+(bench/torch_step.py) runs after warm-up, keeps each side's best of --rounds, and prints a
+markdown table: examples/s, ms/step, peak memory, the ratio trainbench/PyTorch, and the GEMM
+efficiency of trainbench's step (achieved GEMM FLOP/s over the sgemm ceiling measured in the
+same run). Each side's best thread setting is reported too.
+
+    bench/setup.sh                      # once: a venv with the current PyTorch from PyPI
+    bench/speed.py --rounds 3           # prints the table (paste it into docs/BENCHMARKS.md)
+"""
+import argparse
+import datetime
+import json
+import os
+import platform
+import subprocess
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+BENCH_STEP = os.path.join(ROOT, "build", "bench_step")
+TORCH_STEP = os.path.join(ROOT, "bench", "torch_step.py")
+VENV_PY = os.path.join(ROOT, "bench", ".venv", "bin", "python")
+
+
+def run_json(cmd, env=None):
+    out = subprocess.run(cmd, capture_output=True, text=True, env=env, check=False)
+    if out.returncode != 0:
+        raise RuntimeError(f"{' '.join(cmd)} failed: {out.stderr.strip()}")
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def cpu_model():
+    with open("/proc/cpuinfo") as f:
+        for line in f:
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    return platform.processor()
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--workloads", default="fmnist_mlp")
+    ap.add_argument("--threads", default="1,2")
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--steps", type=int, default=100)
+    ap.add_argument("--warmup", type=int, default=10)
+    ap.add_argument("--python", default=VENV_PY if os.path.exists(VENV_PY) else sys.executable)
+    args = ap.parse_args()
+    env = dict(os.environ)
+    threads = [int(t) for t in args.threads.split(",")]
+    ceiling = {t: run_json([BENCH_STEP, "--sgemm", "2048", "--threads", str(t)], env)["gflops"]
+               for t in threads}
+    rows = []
+    for wl in args.workloads.split(","):
+        best = {}
+        for t in threads:
+            for _ in range(args.rounds):  # alternate the two sides
+                common = ["--workload", wl, "--threads", str(t), "--steps", str(args.steps),
+                          "--warmup", str(args.warmup)]
+                tb = run_json([BENCH_STEP] + common, env)
+                pt = run_json([args.python, TORCH_STEP] + common, env)
+                for side, r in (("trainbench", tb), ("pytorch", pt)):
+                    key = (side, t)
+                    if key not in best or r["examples_per_s"] > best[key]["examples_per_s"]:
+                        best[key] = r
+        for t in threads:
+            tb, pt = best[("trainbench", t)], best[("pytorch", t)]
+            rows.append((wl, t, tb, pt, tb["gemm_gflops"] / ceiling[t]))
+        tb_best = max(threads, key=lambda t: best[("trainbench", t)]["examples_per_s"])
+        pt_best = max(threads, key=lambda t: best[("pytorch", t)]["examples_per_s"])
+        rows.append((wl, f"best ({tb_best} vs {pt_best})", best[("trainbench", tb_best)],
+                     best[("pytorch", pt_best)], None))
+    torch_version = rows[0][3].get("torch", "?") if rows else "?"
+    print(f"Measured {datetime.date.today()} on {cpu_model()}, {os.cpu_count()} cores; "
+          f"PyTorch {torch_version}; sgemm ceiling (n=2048): "
+          + ", ".join(f"{ceiling[t]:.0f} GFLOP/s on {t} thread{'s' if t > 1 else ''}"
+                      for t in threads))
+    print()
+    print("| workload | threads | trainbench ex/s | PyTorch ex/s | ratio | trainbench ms/step "
+          "| PyTorch ms/step | trainbench peak MB | PyTorch peak MB | GEMM efficiency |")
+    print("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+    for wl, t, tb, pt, eff in rows:
+        print(f"| {wl} | {t} | {tb['examples_per_s']:.0f} | {pt['examples_per_s']:.0f} | "
+              f"{tb['examples_per_s'] / pt['examples_per_s']:.2f}x | {tb['ms_per_step']:.2f} | "
+              f"{pt['ms_per_step']:.2f} | {tb['peak_rss_mb']:.0f} | {pt['peak_rss_mb']:.0f} | "
+              + (f"{100 * eff:.0f}%" if eff is not None else "") + " |")
+
+
+if __name__ == "__main__":
+    main()
