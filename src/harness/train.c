@@ -109,6 +109,11 @@ tb_status tb_train(const tb_train_config *cfg, tb_train_result *res, tb_error *e
     tb_schedule sched = {.kind = cfg->schedule,
                          .warmup_steps = (int64_t)(cfg->warmup_fraction * (double)total),
                          .total_steps = total};
+    st = tb_schedule_validate(&sched, err);
+    if (st != TB_OK) {
+        run_free(&r);
+        return st;
+    }
     tb_rng order_rng = tb_rng_make(cfg->seeds[TB_STREAM_DATA_ORDER], TB_STREAM_DATA_ORDER);
     tb_rng dropout_rng = tb_rng_make(cfg->seeds[TB_STREAM_DROPOUT], TB_STREAM_DROPOUT);
     tb_params *params = tb_workload_params(r.wl);
