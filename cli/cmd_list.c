@@ -29,25 +29,29 @@ int tb_cli_algorithms(int argc, char **argv)
 {
     if (argc > 1 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
         printf("usage: trainbench algorithms\n\nLists every training algorithm with its "
-               "hyperparameters, defaults and valid ranges.\n");
+               "hyperparameters, defaults and valid ranges\n"
+               "(columns: name, default, range, meaning; '(' and ')' exclude the bound).\n"
+               "docs/OPTIMIZERS.md gives every update rule.\n");
         return TB_EXIT_OK;
     }
     if (argc > 1) {
         tb_cli_error("algorithms: unexpected argument '%s'", argv[1]);
         return TB_EXIT_USAGE;
     }
+    printf("%d algorithms; set hyperparameters with --hp name=value (a search space uses the "
+           "same names).\n", tb_optimizer_count());
     for (int i = 0; i < tb_optimizer_count(); i++) {
         const tb_optimizer_info *o = tb_optimizer_info_at(i);
-        printf("%s: %s\n", o->name, o->summary);
+        printf("\n%s: %s\n", o->name, o->summary);
         for (int j = 0; j < o->n_hparams; j++) {
             const tb_hparam_spec *h = &o->hparams[j];
+            char range[48];
             if (h->is_flag)
-                printf("  %-14s default %-8g 0 or 1      %s\n", h->name, h->default_value,
-                       h->help);
+                snprintf(range, sizeof range, "0 or 1");
             else
-                printf("  %-14s default %-8g %c%g, %g%c  %s\n", h->name, h->default_value,
-                       h->min_open ? '(' : '[', h->min, h->max, h->max_open ? ')' : ']',
-                       h->help);
+                snprintf(range, sizeof range, "%c%g, %g%c", h->min_open ? '(' : '[', h->min,
+                         h->max, h->max_open ? ')' : ']');
+            printf("  %-20s %-9g %-14s %s\n", h->name, h->default_value, range, h->help);
         }
     }
     return TB_EXIT_OK;

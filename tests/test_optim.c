@@ -129,13 +129,13 @@ static void test_validation(void)
 
 static void test_schedule(void)
 {
-    tb_schedule s = {TB_SCHEDULE_WARMUP_COSINE, 10, 110};
+    tb_schedule s = {.kind = TB_SCHEDULE_WARMUP_COSINE, .warmup_steps = 10, .total_steps = 110};
     CHECK_NEAR(tb_schedule_factor(&s, 5), 0.5, 1e-12);
     CHECK_NEAR(tb_schedule_factor(&s, 10), 1.0, 1e-12);
     CHECK_NEAR(tb_schedule_factor(&s, 60), 0.5, 1e-12);
     CHECK_NEAR(tb_schedule_factor(&s, 110), 0.0, 1e-12);
     CHECK_NEAR(tb_schedule_factor(&s, 500), 0.0, 1e-12);
-    tb_schedule c = {TB_SCHEDULE_CONSTANT, 0, 0};
+    tb_schedule c = {.kind = TB_SCHEDULE_CONSTANT};
     CHECK_NEAR(tb_schedule_factor(&c, 77), 1.0, 0);
 }
 

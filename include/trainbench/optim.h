@@ -81,21 +81,47 @@ tb_status tb_hparams_validate(const tb_hparams *hp, const tb_hparam_spec *specs,
                               const char *algorithm, tb_error *err);
 
 /* ---- learning-rate schedules ----------------------------------------------------------------- */
+/* Every kind but constant starts with a linear warmup, factor step / warmup_steps for steps
+ * 1..warmup_steps (none when warmup_steps is 0), then decays over the remaining steps; with
+ * progress p = (step - warmup_steps) / (total_steps - warmup_steps), clamped to [0, 1]: */
 typedef enum tb_schedule_kind {
-    TB_SCHEDULE_CONSTANT = 0,
-    TB_SCHEDULE_WARMUP_COSINE, /* linear warmup from 0, then cosine decay to 0 at total_steps */
+    TB_SCHEDULE_CONSTANT = 0,  /* "constant": 1 at every step (no warmup) */
+    TB_SCHEDULE_WARMUP_COSINE, /* "warmup_cosine": 0.5 (1 + cos(pi p)), 0 at total_steps */
+    TB_SCHEDULE_LINEAR_DECAY,  /* "linear_decay": 1 - p */
+    TB_SCHEDULE_POLYNOMIAL,    /* "polynomial": (1 - p)^power (Nado et al.: power 2) */
+    TB_SCHEDULE_STEP,          /* "step": decay_factor^floor((step - warmup - 1) / step_every) */
+    TB_SCHEDULE_COUNT
 } tb_schedule_kind;
 
+/* A schedule. Fields a kind does not use are ignored; 0 in power, decay_factor or step_every
+ * means its default (2, 0.1, and a third of the steps after warmup, at least 1), so
+ * {kind, warmup_steps, total_steps} is a complete schedule. */
 typedef struct tb_schedule {
     tb_schedule_kind kind;
     int64_t warmup_steps;
     int64_t total_steps;
+    double power;        /* polynomial: exponent > 0 */
+    double decay_factor; /* step: factor in (0, 1] applied every step_every steps */
+    int64_t step_every;  /* step: interval >= 1 */
 } tb_schedule;
 
+/* Parses a schedule name (constant, warmup_cosine or cosine, linear_decay or linear,
+ * polynomial or poly, step); an unknown name fails naming it and the known ones. */
 tb_status tb_schedule_parse(const char *name, tb_schedule_kind *out, tb_error *err);
+/* The canonical name of a kind ("constant", "warmup_cosine", ...); "unknown" if out of range. */
 const char *tb_schedule_name(tb_schedule_kind kind);
+/* Checks a schedule's settings (negative steps, warmup beyond the total, power <= 0, decay
+ * factor outside (0, 1], negative interval); fails with TB_ERR_INVALID naming the value. */
+tb_status tb_schedule_validate(const tb_schedule *s, tb_error *err);
 /* The learning-rate factor at step (1-based). */
 double tb_schedule_factor(const tb_schedule *s, int64_t step);
+
+/* ---- gradient clipping ----------------------------------------------------------------------- */
+/* Clips the gradients of params by their global L2 norm, torch.nn.utils.clip_grad_norm_'s
+ * rule: when norm > max_norm every gradient is scaled by max_norm / (norm + 1e-6). Returns the
+ * norm before clipping. max_norm <= 0 (or not finite) disables clipping; a non-finite norm
+ * leaves the gradients unchanged (the caller sees it in the return value). */
+double tb_params_clip_grad_norm(tb_params *params, double max_norm);
 
 #ifdef __cplusplus
 }

@@ -39,6 +39,26 @@ typedef struct tb_pool_shape {
     int h_out, w_out;
 } tb_pool_shape;
 
+/* Per-step coefficients of the Adam-family update (see adam_update). */
+typedef struct tb_adam_coefs {
+    float beta1, beta2, eps;
+    float l2;      /* coupled (L2) decay added to the gradient */
+    float decay;   /* decoupled decay factor: 1 - lr wd (1: none) */
+    float c_m;     /* numerator weight of the first moment (lr / bc1 for Adam) */
+    float c_g;     /* numerator weight of the current gradient (0 for Adam) */
+    float inv_bc2; /* 1 / (1 - beta2^t), or 1 without bias correction */
+} tb_adam_coefs;
+
+/* Per-step coefficients of the RMSProp/Adagrad-family update (see rms_update). */
+typedef struct tb_rms_coefs {
+    float v_decay, sq_scale; /* v = v_decay v + sq_scale g'^2 */
+    float eps;
+    bool eps_inside;         /* sqrt(v + eps) (TF RMSProp) or sqrt(v) + eps (torch, Adagrad) */
+    float momentum;
+    float lr_in, lr_out;     /* learning rate inside the momentum buffer or outside it */
+    float l2;
+} tb_rms_coefs;
+
 typedef struct tb_backend_ops {
     /* ---- memory ---- */
     void *(*alloc)(tb_backend *be, size_t bytes);
@@ -171,11 +191,25 @@ typedef struct tb_backend_ops {
      * g' = g + wd w; v = mu v + g'; w -= lr (nesterov ? g' + mu v : v). */
     void (*sgd_update)(tb_backend *be, int64_t n, float *w, const float *g, float *v, float lr,
                        float momentum, bool nesterov, float weight_decay);
-    /* AdamW: w *= 1 - lr wd; m,v EMAs; w -= lr/bc1 * m / (sqrt(v/bc2) + eps), where bc1 =
-     * 1 - beta1^t, bc2 = 1 - beta2^t. */
-    void (*adamw_update)(tb_backend *be, int64_t n, float *w, const float *g, float *m, float *v,
-                         float lr, float beta1, float beta2, float eps, float weight_decay,
-                         float bc1, float bc2);
+    /* Adam family (Adam, AdamW, NAdam, NAdamW, LAMB's direction), coefficients from the host
+     * (tb_adam_coefs):
+     *   g' = g + l2 w;  m = beta1 m + (1-beta1) g';  v = beta2 v + (1-beta2) g'^2;
+     *   w_new = decay w - (c_m m + c_g g') / (sqrt(v inv_bc2) + eps).
+     * dir == NULL: w = w_new. dir != NULL: w is left unchanged and dir = w - w_new (the step,
+     * for trust-ratio methods that rescale it per layer). */
+    void (*adam_update)(tb_backend *be, int64_t n, float *w, const float *g, float *m, float *v,
+                        const tb_adam_coefs *c, float *dir);
+    /* RMSProp / Adagrad family, coefficients from the host (tb_rms_coefs):
+     *   g' = g + l2 w;  v = v_decay v + sq_scale g'^2;
+     *   d = eps_inside ? sqrt(v + eps) : sqrt(v) + eps;
+     *   m != NULL: m = momentum m + lr_in g'/d; w -= lr_out m.
+     *   m == NULL: w -= lr_out lr_in g'/d. */
+    void (*rms_update)(tb_backend *be, int64_t n, float *w, const float *g, float *v, float *m,
+                       const tb_rms_coefs *c);
+    /* LARS momentum with the learning rate inside the buffer (TF / MLPerf form):
+     * v = momentum v + scaled_lr (g + l2 w); w -= v. scaled_lr = lr * trust, from the host. */
+    void (*lars_update)(tb_backend *be, int64_t n, float *w, const float *g, float *v,
+                        float scaled_lr, float momentum, float l2);
 } tb_backend_ops;
 
 struct tb_backend {

@@ -107,7 +107,14 @@ tb_status tb_train(const tb_train_config *cfg, tb_train_result *res, tb_error *e
         run_free(&r);
         return st;
     }
-    tb_schedule sched = {cfg->schedule, (int64_t)(cfg->warmup_fraction * (double)total), total};
+    tb_schedule sched = {.kind = cfg->schedule,
+                         .warmup_steps = (int64_t)(cfg->warmup_fraction * (double)total),
+                         .total_steps = total};
+    st = tb_schedule_validate(&sched, err);
+    if (st != TB_OK) {
+        run_free(&r);
+        return st;
+    }
     tb_rng dropout_rng = tb_rng_make(cfg->seeds[TB_STREAM_DROPOUT], TB_STREAM_DROPOUT);
     tb_params *params = tb_workload_params(r.wl);
     int64_t eval_every = cfg->evals > 0 ? (total + cfg->evals - 1) / cfg->evals : 0;

@@ -18,6 +18,7 @@ struct tb_optimizer {
     tb_params *params;
     tb_backend *be;
     tb_hparams hp; /* every hyperparameter of the algorithm, defaults filled in */
+    tb_hparams given; /* only those the caller gave (for aliases such as one_minus_beta1) */
     int64_t step;  /* number of completed steps */
     void *state;
 };
@@ -34,7 +35,31 @@ static inline bool tb_param_decays(tb_param_kind kind)
     return kind == TB_PARAM_WEIGHT || kind == TB_PARAM_EMBEDDING;
 }
 
+/* Allocates `count` floats of optimizer state on the backend, every one set to `value`;
+ * NULL (with a message naming the algorithm) when out of memory. Free with tb_backend_free. */
+static inline float *tb_opt_alloc_state(tb_optimizer *opt, int64_t count, float value,
+                                        tb_error *err)
+{
+    float *p = tb_backend_alloc(opt->be, (size_t)(count > 0 ? count : 1) * sizeof(float));
+    if (!p) {
+        tb_fail(err, TB_ERR_NOMEM, "%s: cannot allocate state for %lld values",
+                opt->vt->info.name, (long long)count);
+        return NULL;
+    }
+    if (count > 0) opt->be->ops.fill(opt->be, p, count, value);
+    return p;
+}
+
 extern const tb_optimizer_vtable tb_optim_sgd;
+extern const tb_optimizer_vtable tb_optim_momentum;
+extern const tb_optimizer_vtable tb_optim_nesterov;
+extern const tb_optimizer_vtable tb_optim_rmsprop;
+extern const tb_optimizer_vtable tb_optim_adagrad;
+extern const tb_optimizer_vtable tb_optim_adam;
 extern const tb_optimizer_vtable tb_optim_adamw;
+extern const tb_optimizer_vtable tb_optim_nadam;
+extern const tb_optimizer_vtable tb_optim_nadamw;
+extern const tb_optimizer_vtable tb_optim_lars;
+extern const tb_optimizer_vtable tb_optim_lamb;
 
 #endif

@@ -1,4 +1,4 @@
-/* optimizer.c: the optimizer registry, hyperparameter sets and validation, and schedules. */
+/* optimizer.c: the optimizer registry, hyperparameter sets and validation. */
 #include "optim/optim_impl.h"
 
 #include <errno.h>
@@ -9,7 +9,16 @@
 
 static const tb_optimizer_vtable *const registry[] = {
     &tb_optim_sgd,
+    &tb_optim_momentum,
+    &tb_optim_nesterov,
+    &tb_optim_rmsprop,
+    &tb_optim_adagrad,
+    &tb_optim_adam,
     &tb_optim_adamw,
+    &tb_optim_nadam,
+    &tb_optim_nadamw,
+    &tb_optim_lars,
+    &tb_optim_lamb,
 };
 #define N_REGISTRY ((int)(sizeof registry / sizeof *registry))
 
@@ -142,6 +151,7 @@ tb_status tb_optimizer_create(const char *name, tb_params *params, const tb_hpar
     opt->vt = vt;
     opt->params = params;
     opt->be = tb_params_backend(params);
+    if (hp) opt->given = *hp;
     for (int i = 0; i < vt->info.n_hparams; i++) {
         const tb_hparam_spec *s = &vt->info.hparams[i];
         tb_hparams_set(&opt->hp, s->name, tb_hparams_get(hp, s->name, s->default_value), NULL);
@@ -177,36 +187,3 @@ double tb_optimizer_hparam(const tb_optimizer *opt, const char *name)
     return tb_hparams_get(&opt->hp, name, NAN);
 }
 int64_t tb_optimizer_steps(const tb_optimizer *opt) { return opt->step; }
-
-/* ---- schedules -------------------------------------------------------------------------------- */
-
-tb_status tb_schedule_parse(const char *name, tb_schedule_kind *out, tb_error *err)
-{
-    if (strcmp(name, "constant") == 0) {
-        *out = TB_SCHEDULE_CONSTANT;
-        return TB_OK;
-    }
-    if (strcmp(name, "warmup_cosine") == 0 || strcmp(name, "cosine") == 0) {
-        *out = TB_SCHEDULE_WARMUP_COSINE;
-        return TB_OK;
-    }
-    return tb_fail(err, TB_ERR_INVALID,
-                   "unknown schedule '%s' (expected constant or warmup_cosine)", name);
-}
-
-const char *tb_schedule_name(tb_schedule_kind kind)
-{
-    return kind == TB_SCHEDULE_WARMUP_COSINE ? "warmup_cosine" : "constant";
-}
-
-double tb_schedule_factor(const tb_schedule *s, int64_t step)
-{
-    if (s->kind == TB_SCHEDULE_CONSTANT) return 1.0;
-    if (step <= s->warmup_steps && s->warmup_steps > 0)
-        return (double)step / (double)s->warmup_steps;
-    int64_t decay = s->total_steps - s->warmup_steps;
-    if (decay <= 0) return 1.0;
-    double progress = (double)(step - s->warmup_steps) / (double)decay;
-    if (progress >= 1.0) return 0.0;
-    return 0.5 * (1.0 + cos(3.14159265358979323846 * progress));
-}

@@ -1,5 +1,7 @@
 /* sgd.c: SGD with heavy-ball or Nesterov momentum (PyTorch's form: v = mu v + g,
- * w -= lr v, or w -= lr (g + mu v) for Nesterov) and L2 weight decay on weights only. */
+ * w -= lr v, or w -= lr (g + mu v) for Nesterov) and L2 weight decay on weights only.
+ * Registered three times: "sgd" (momentum and nesterov are hyperparameters), "momentum"
+ * (heavy ball) and "nesterov", the names of Choi et al.'s comparison. */
 #include "optim/optim_impl.h"
 
 #include <stdlib.h>
@@ -11,13 +13,17 @@ static const tb_hparam_spec sgd_hparams[] = {
     {"weight_decay", 0.0, 0.0, 1e6, false, false, false, "L2 penalty added to the gradient"},
 };
 
+static const tb_hparam_spec momentum_hparams[] = {
+    {"learning_rate", 0.1, 0.0, 1e6, true, false, false, "step size"},
+    {"momentum", 0.9, 0.0, 1.0, false, true, false, "momentum coefficient mu, in [0, 1)"},
+    {"weight_decay", 0.0, 0.0, 1e6, false, false, false, "L2 penalty added to the gradient"},
+};
+
 static tb_status sgd_init(tb_optimizer *opt, tb_error *err)
 {
     int64_t n = tb_params_numel(opt->params);
-    float *v = tb_backend_alloc(opt->be, (size_t)(n ? n : 1) * sizeof(float));
-    if (!v) return tb_fail(err, TB_ERR_NOMEM, "sgd: cannot allocate momentum for %lld values",
-                           (long long)n);
-    opt->be->ops.fill(opt->be, v, n, 0.0f);
+    float *v = tb_opt_alloc_state(opt, n, 0.0f, err);
+    if (!v) return TB_ERR_NOMEM;
     opt->state = v;
     return TB_OK;
 }
@@ -27,7 +33,8 @@ static tb_status sgd_step(tb_optimizer *opt, double lr, tb_error *err)
     (void)err;
     float *v = opt->state;
     float mu = (float)tb_opt_hp(opt, "momentum"), wd = (float)tb_opt_hp(opt, "weight_decay");
-    bool nesterov = tb_opt_hp(opt, "nesterov") != 0.0;
+    bool nesterov = tb_hparams_has(&opt->hp, "nesterov") ? tb_opt_hp(opt, "nesterov") != 0.0
+                                                         : opt->vt == &tb_optim_nesterov;
     for (int i = 0; i < tb_params_count(opt->params); i++) {
         tb_param *p = tb_params_get(opt->params, i);
         int64_t n = tb_tensor_numel(&p->var.value);
@@ -42,6 +49,22 @@ static void sgd_destroy(tb_optimizer *opt) { tb_backend_free(opt->be, opt->state
 const tb_optimizer_vtable tb_optim_sgd = {
     .info = {"sgd", "SGD with heavy-ball or Nesterov momentum and L2 weight decay", sgd_hparams,
              (int)(sizeof sgd_hparams / sizeof *sgd_hparams)},
+    .init = sgd_init,
+    .step = sgd_step,
+    .destroy = sgd_destroy,
+};
+
+const tb_optimizer_vtable tb_optim_momentum = {
+    .info = {"momentum", "heavy-ball momentum: v = mu v + g; w -= lr v (L2 decay on weights)",
+             momentum_hparams, (int)(sizeof momentum_hparams / sizeof *momentum_hparams)},
+    .init = sgd_init,
+    .step = sgd_step,
+    .destroy = sgd_destroy,
+};
+
+const tb_optimizer_vtable tb_optim_nesterov = {
+    .info = {"nesterov", "Nesterov momentum: v = mu v + g; w -= lr (g + mu v) (L2 on weights)",
+             momentum_hparams, (int)(sizeof momentum_hparams / sizeof *momentum_hparams)},
     .init = sgd_init,
     .step = sgd_step,
     .destroy = sgd_destroy,

@@ -21,25 +21,67 @@ static void cpu_sgd_update(tb_backend *be, int64_t n, float *w, const float *g, 
     }
 }
 
-static void cpu_adamw_update(tb_backend *be, int64_t n, float *w, const float *g, float *m,
-                             float *v, float lr, float beta1, float beta2, float eps, float wd,
-                             float bc1, float bc2)
+static void cpu_adam_update(tb_backend *be, int64_t n, float *w, const float *g, float *m,
+                            float *v, const tb_adam_coefs *c, float *dir)
 {
     (void)be;
-    const float step = lr / bc1, inv_bc2 = 1.0f / bc2, decay = 1.0f - lr * wd;
+    const float b1 = c->beta1, b2 = c->beta2, eps = c->eps, l2 = c->l2, decay = c->decay;
+    const float c_m = c->c_m, c_g = c->c_g, inv_bc2 = c->inv_bc2;
 #pragma omp parallel for simd schedule(static) if (n > 32768)
     for (int64_t i = 0; i < n; i++) {
-        float gi = g[i];
-        float mi = beta1 * m[i] + (1.0f - beta1) * gi;
-        float vi = beta2 * v[i] + (1.0f - beta2) * gi * gi;
+        float wi = w[i];
+        float gi = g[i] + l2 * wi;
+        float mi = b1 * m[i] + (1.0f - b1) * gi;
+        float vi = b2 * v[i] + (1.0f - b2) * gi * gi;
         m[i] = mi;
         v[i] = vi;
-        w[i] = w[i] * decay - step * mi / (sqrtf(vi * inv_bc2) + eps);
+        float step = (c_m * mi + c_g * gi) / (sqrtf(vi * inv_bc2) + eps);
+        if (dir)
+            dir[i] = (1.0f - decay) * wi + step;
+        else
+            w[i] = wi * decay - step;
+    }
+}
+
+static void cpu_rms_update(tb_backend *be, int64_t n, float *w, const float *g, float *v,
+                           float *m, const tb_rms_coefs *c)
+{
+    (void)be;
+    const float vd = c->v_decay, sq = c->sq_scale, eps = c->eps, mu = c->momentum;
+    const float lr_in = c->lr_in, lr_out = c->lr_out, l2 = c->l2;
+    const bool inside = c->eps_inside;
+#pragma omp parallel for simd schedule(static) if (n > 32768)
+    for (int64_t i = 0; i < n; i++) {
+        float gi = g[i] + l2 * w[i];
+        float vi = vd * v[i] + sq * gi * gi;
+        v[i] = vi;
+        float d = inside ? sqrtf(vi + eps) : sqrtf(vi) + eps;
+        if (m) {
+            float mi = mu * m[i] + lr_in * gi / d;
+            m[i] = mi;
+            w[i] -= lr_out * mi;
+        } else {
+            w[i] -= lr_out * lr_in * gi / d;
+        }
+    }
+}
+
+static void cpu_lars_update(tb_backend *be, int64_t n, float *w, const float *g, float *v,
+                            float scaled_lr, float momentum, float l2)
+{
+    (void)be;
+#pragma omp parallel for simd schedule(static) if (n > 32768)
+    for (int64_t i = 0; i < n; i++) {
+        float vi = momentum * v[i] + scaled_lr * (g[i] + l2 * w[i]);
+        v[i] = vi;
+        w[i] -= vi;
     }
 }
 
 void tb_cpu_register_optim(tb_backend_ops *ops)
 {
     ops->sgd_update = cpu_sgd_update;
-    ops->adamw_update = cpu_adamw_update;
+    ops->adam_update = cpu_adam_update;
+    ops->rms_update = cpu_rms_update;
+    ops->lars_update = cpu_lars_update;
 }

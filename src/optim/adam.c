@@ -1,0 +1,163 @@
+/* adam.c: the Adam family, one state layout and one backend kernel (adam_update):
+ *   "adam"   torch.optim.Adam: L2 decay added to the gradient (coupled), bias-corrected moments;
+ *   "adamw"  Loshchilov & Hutter: decay decoupled from the adaptive step, w *= 1 - lr wd;
+ *   "nadam"  Adam with the Nesterov numerator beta1 m + (1-beta1) g (Choi et al.'s table),
+ *            L2 decay as torch.optim.NAdam; momentum_decay > 0 selects torch's (Dozat's)
+ *            mu_t = beta1 (1 - 0.5 * 0.96^(t psi)) schedule instead;
+ *   "nadamw" the AlgoPerf NAdamW baseline: the nadam numerator with decoupled decay.
+ * Weight decay applies to weights and embeddings only (tb_param_decays). */
+#include "optim/optim_impl.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef enum adam_kind { ADAM, ADAMW, NADAM, NADAMW } adam_kind;
+
+typedef struct adam_state {
+    float *m, *v;      /* first and second moments, one value per parameter value */
+    double mu_product; /* prod of mu_1..mu_t (torch's NAdam schedule only) */
+} adam_state;
+
+#define LR_SPEC {"learning_rate", 1e-3, 0.0, 1e12, true, false, false, \
+                 "step size (large values allowed for Choi et al.'s eps-scaled search)"}
+#define BETA1_SPEC {"beta1", 0.9, 0.0, 1.0, false, true, false, "first-moment decay, in [0, 1)"}
+#define BETA2_SPEC {"beta2", 0.999, 0.0, 1.0, false, true, false, \
+                    "second-moment decay, in [0, 1)"}
+#define EPS_SPEC {"epsilon", 1e-8, 0.0, 1e12, true, false, false, "added to sqrt(v_hat); > 0"}
+
+static const tb_hparam_spec adam_hparams[] = {
+    LR_SPEC, BETA1_SPEC, BETA2_SPEC, EPS_SPEC,
+    {"weight_decay", 0.0, 0.0, 1e6, false, false, false, "L2 penalty added to the gradient"},
+};
+
+static const tb_hparam_spec adamw_hparams[] = {
+    LR_SPEC, BETA1_SPEC, BETA2_SPEC, EPS_SPEC,
+    {"weight_decay", 0.01, 0.0, 1e6, false, false, false, "decoupled decay per unit lr"},
+};
+
+static const tb_hparam_spec nadam_hparams[] = {
+    {"learning_rate", 2e-3, 0.0, 1e12, true, false, false, "step size"},
+    BETA1_SPEC, BETA2_SPEC, EPS_SPEC,
+    {"weight_decay", 0.0, 0.0, 1e6, false, false, false, "L2 penalty added to the gradient"},
+    {"momentum_decay", 0.0, 0.0, 10.0, false, false, false,
+     "0: Choi et al.'s NAdam; psi > 0: torch's mu_t schedule (torch default 0.004)"},
+};
+
+static const tb_hparam_spec nadamw_hparams[] = {
+    LR_SPEC, BETA1_SPEC,
+    {"one_minus_beta1", 0.1, 0.0, 1.0, true, false, false,
+     "AlgoPerf's name: 1 - beta1, in (0, 1]; give this or beta1"},
+    BETA2_SPEC, EPS_SPEC,
+    {"weight_decay", 0.01, 0.0, 1e6, false, false, false, "decoupled decay per unit lr"},
+};
+
+static adam_kind kind_of(const tb_optimizer *opt)
+{
+    if (opt->vt == &tb_optim_adamw) return ADAMW;
+    if (opt->vt == &tb_optim_nadam) return NADAM;
+    if (opt->vt == &tb_optim_nadamw) return NADAMW;
+    return ADAM;
+}
+
+/* nadamw: beta1 and one_minus_beta1 name one value; resolve whichever was given. */
+static tb_status resolve_beta1(tb_optimizer *opt, tb_error *err)
+{
+    bool has_b1 = tb_hparams_has(&opt->given, "beta1");
+    bool has_omb1 = tb_hparams_has(&opt->given, "one_minus_beta1");
+    double b1 = tb_opt_hp(opt, "beta1"), omb1 = tb_opt_hp(opt, "one_minus_beta1");
+    if (has_b1 && has_omb1 && fabs((1.0 - omb1) - b1) > 1e-12)
+        return tb_fail(err, TB_ERR_INVALID,
+                       "nadamw: beta1 = %g and one_minus_beta1 = %g disagree (give one of them)",
+                       b1, omb1);
+    if (has_omb1)
+        tb_hparams_set(&opt->hp, "beta1", 1.0 - omb1, NULL);
+    else
+        tb_hparams_set(&opt->hp, "one_minus_beta1", 1.0 - b1, NULL);
+    return TB_OK;
+}
+
+static tb_status adam_init(tb_optimizer *opt, tb_error *err)
+{
+    if (kind_of(opt) == NADAMW) {
+        tb_status st = resolve_beta1(opt, err);
+        if (st != TB_OK) return st;
+    }
+    int64_t n = tb_params_numel(opt->params);
+    adam_state *s = calloc(1, sizeof *s);
+    if (!s) return tb_fail(err, TB_ERR_NOMEM, "%s: cannot allocate its state",
+                           opt->vt->info.name);
+    opt->state = s;
+    s->mu_product = 1.0;
+    s->m = tb_opt_alloc_state(opt, 2 * n, 0.0f, err);
+    if (!s->m) return TB_ERR_NOMEM;
+    s->v = s->m + n;
+    return TB_OK;
+}
+
+static tb_status adam_step(tb_optimizer *opt, double lr, tb_error *err)
+{
+    (void)err;
+    adam_state *s = opt->state;
+    adam_kind kind = kind_of(opt);
+    double t = (double)opt->step;
+    double b1 = tb_opt_hp(opt, "beta1"), b2 = tb_opt_hp(opt, "beta2");
+    double wd = tb_opt_hp(opt, "weight_decay");
+    double bc1 = 1.0 - pow(b1, t), bc2 = 1.0 - pow(b2, t);
+    bool decoupled = kind == ADAMW || kind == NADAMW;
+    double c_m = lr / bc1, c_g = 0.0;
+    if (kind == NADAM || kind == NADAMW) {
+        double psi = kind == NADAM ? tb_opt_hp(opt, "momentum_decay") : 0.0;
+        if (psi > 0.0) { /* torch.optim.NAdam (its multi-tensor path; see docs/OPTIMIZERS.md) */
+            double mu = b1 * (1.0 - 0.5 * pow(0.96, t * psi));
+            double mu_next = b1 * (1.0 - 0.5 * pow(0.96, (t + 1.0) * psi));
+            s->mu_product *= mu;
+            c_g = lr * (1.0 - mu) / (1.0 - s->mu_product);
+            c_m = lr * mu_next / (1.0 - s->mu_product * mu_next);
+        } else {
+            c_g = lr * (1.0 - b1) / bc1;
+            c_m = lr * b1 / bc1;
+        }
+    }
+    tb_adam_coefs c = {.beta1 = (float)b1, .beta2 = (float)b2,
+                       .eps = (float)tb_opt_hp(opt, "epsilon"), .c_m = (float)c_m,
+                       .c_g = (float)c_g, .inv_bc2 = (float)(1.0 / bc2)};
+    int64_t n = tb_params_numel(opt->params);
+    for (int i = 0; i < tb_params_count(opt->params); i++) {
+        tb_param *p = tb_params_get(opt->params, i);
+        bool decays = tb_param_decays(p->kind) && wd != 0.0;
+        c.l2 = decays && !decoupled ? (float)wd : 0.0f;
+        c.decay = decays && decoupled ? (float)(1.0 - lr * wd) : 1.0f;
+        opt->be->ops.adam_update(opt->be, tb_tensor_numel(&p->var.value), p->var.value.data,
+                                 p->var.grad.data, s->m + p->offset, s->m + n + p->offset, &c,
+                                 NULL);
+    }
+    return TB_OK;
+}
+
+static void adam_destroy(tb_optimizer *opt)
+{
+    adam_state *s = opt->state;
+    if (!s) return;
+    tb_backend_free(opt->be, s->m);
+    free(s);
+}
+
+#define ADAM_VTABLE(var, name, summary, specs)                                              \
+    const tb_optimizer_vtable var = {                                                       \
+        .info = {name, summary, specs, (int)(sizeof specs / sizeof *specs)},                \
+        .init = adam_init,                                                                  \
+        .step = adam_step,                                                                  \
+        .destroy = adam_destroy,                                                            \
+    }
+
+ADAM_VTABLE(tb_optim_adam, "adam", "Adam with L2 weight decay in the gradient (torch.optim.Adam)",
+            adam_hparams);
+ADAM_VTABLE(tb_optim_adamw, "adamw", "Adam with decoupled weight decay (Loshchilov & Hutter 2019)",
+            adamw_hparams);
+ADAM_VTABLE(tb_optim_nadam, "nadam",
+            "Adam with a Nesterov numerator (Choi et al.); L2 decay; optional torch mu schedule",
+            nadam_hparams);
+ADAM_VTABLE(tb_optim_nadamw, "nadamw",
+            "AlgoPerf NAdamW: Nesterov numerator, decoupled decay, bias correction",
+            nadamw_hparams);

@@ -1,0 +1,54 @@
+/* lars.c: LARS (You et al.), in the TF / MLPerf form: per layer
+ *     trust = eeta ||w|| / (||g|| + wd ||w|| + eps)   (1 when either norm is 0)
+ *     v = mu v + lr trust (g + wd w);  w -= v.
+ * MLPerf exclusions: normalisation parameters get neither the trust ratio nor L2 decay; biases
+ * skip the trust ratio but keep L2 decay. Weights and embeddings get both. */
+#include "optim/optim_impl.h"
+
+#include <math.h>
+
+static const tb_hparam_spec lars_hparams[] = {
+    {"learning_rate", 0.1, 0.0, 1e6, true, false, false, "step size (inside the momentum)"},
+    {"momentum", 0.9, 0.0, 1.0, false, true, false, "momentum coefficient, in [0, 1)"},
+    {"weight_decay", 1e-4, 0.0, 1e6, false, false, false, "L2 penalty (beta) in the gradient"},
+    {"eeta", 1e-3, 0.0, 1e6, true, false, false, "trust coefficient; > 0"},
+    {"epsilon", 0.0, 0.0, 1e6, false, false, false, "added to the trust ratio's denominator"},
+};
+
+static tb_status lars_init(tb_optimizer *opt, tb_error *err)
+{
+    opt->state = tb_opt_alloc_state(opt, tb_params_numel(opt->params), 0.0f, err);
+    return opt->state ? TB_OK : TB_ERR_NOMEM;
+}
+
+static tb_status lars_step(tb_optimizer *opt, double lr, tb_error *err)
+{
+    (void)err;
+    float *v = opt->state;
+    tb_backend *be = opt->be;
+    double mu = tb_opt_hp(opt, "momentum"), wd = tb_opt_hp(opt, "weight_decay");
+    double eeta = tb_opt_hp(opt, "eeta"), eps = tb_opt_hp(opt, "epsilon");
+    for (int i = 0; i < tb_params_count(opt->params); i++) {
+        tb_param *p = tb_params_get(opt->params, i);
+        int64_t n = tb_tensor_numel(&p->var.value);
+        double trust = 1.0, l2 = p->kind == TB_PARAM_NORM ? 0.0 : wd;
+        if (tb_param_decays(p->kind)) {
+            double wn = sqrt(be->ops.sum_squares(be, n, p->var.value.data));
+            double gn = sqrt(be->ops.sum_squares(be, n, p->var.grad.data));
+            if (wn > 0.0 && gn > 0.0) trust = eeta * wn / (gn + wd * wn + eps);
+        }
+        be->ops.lars_update(be, n, p->var.value.data, p->var.grad.data, v + p->offset,
+                            (float)(lr * trust), (float)mu, (float)l2);
+    }
+    return TB_OK;
+}
+
+static void lars_destroy(tb_optimizer *opt) { tb_backend_free(opt->be, opt->state); }
+
+const tb_optimizer_vtable tb_optim_lars = {
+    .info = {"lars", "LARS: momentum with a per-layer trust ratio (MLPerf exclusions)",
+             lars_hparams, (int)(sizeof lars_hparams / sizeof *lars_hparams)},
+    .init = lars_init,
+    .step = lars_step,
+    .destroy = lars_destroy,
+};

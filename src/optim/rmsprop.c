@@ -1,0 +1,93 @@
+/* rmsprop.c: the second-moment-only methods, one backend kernel (rms_update):
+ *   "rmsprop"  TF style (Choi et al.'s table): v0 = 1, m0 = 0, epsilon inside the square root,
+ *              learning rate inside the momentum buffer:
+ *                  v = rho v + (1-rho) g^2;  m = mu m + lr g / sqrt(v + eps);  w -= m.
+ *              torch_style = 1 gives torch.optim.RMSprop instead: v0 = 0, eps outside the root,
+ *              lr outside the buffer: m = mu m + g / (sqrt(v) + eps); w -= lr m.
+ *   "adagrad"  G0 = initial_accumulator (0.1 as TF); G += g^2; w -= lr g / (sqrt(G) + eps).
+ * Optional L2 weight decay (added to the gradient) on weights and embeddings only. */
+#include "optim/optim_impl.h"
+
+static const tb_hparam_spec rmsprop_hparams[] = {
+    {"learning_rate", 1e-3, 0.0, 1e6, true, false, false, "step size"},
+    {"rho", 0.9, 0.0, 1.0, false, true, false, "second-moment decay, in [0, 1)"},
+    {"momentum", 0.0, 0.0, 1.0, false, true, false, "momentum coefficient, in [0, 1)"},
+    {"epsilon", 1e-10, 0.0, 1e12, true, false, false, "inside sqrt (TF) or added to it (torch)"},
+    {"weight_decay", 0.0, 0.0, 1e6, false, false, false, "L2 penalty added to the gradient"},
+    {"torch_style", 0.0, 0.0, 1.0, false, false, true,
+     "1: torch.optim.RMSprop (v0 = 0, eps outside sqrt, lr outside the buffer)"},
+};
+
+static const tb_hparam_spec adagrad_hparams[] = {
+    {"learning_rate", 1e-3, 0.0, 1e6, true, false, false, "step size"},
+    {"initial_accumulator", 0.1, 0.0, 1e6, false, false, false,
+     "starting value of the sum of squares (TF 0.1, torch 0)"},
+    {"epsilon", 1e-7, 0.0, 1e12, true, false, false, "added to sqrt(G); > 0"},
+    {"weight_decay", 0.0, 0.0, 1e6, false, false, false, "L2 penalty added to the gradient"},
+};
+
+static bool is_adagrad(const tb_optimizer *opt) { return opt->vt == &tb_optim_adagrad; }
+
+/* State: v (n floats), then for rmsprop the momentum buffer m (n floats). */
+static tb_status rms_init(tb_optimizer *opt, tb_error *err)
+{
+    int64_t n = tb_params_numel(opt->params);
+    float v0 = is_adagrad(opt) ? (float)tb_opt_hp(opt, "initial_accumulator")
+               : tb_opt_hp(opt, "torch_style") != 0.0 ? 0.0f
+                                                      : 1.0f;
+    float *s = tb_opt_alloc_state(opt, is_adagrad(opt) ? n : 2 * n, v0, err);
+    if (!s) return TB_ERR_NOMEM;
+    opt->state = s;
+    if (!is_adagrad(opt) && n > 0) opt->be->ops.fill(opt->be, s + n, n, 0.0f);
+    return TB_OK;
+}
+
+static tb_status rms_step(tb_optimizer *opt, double lr, tb_error *err)
+{
+    (void)err;
+    float *v = opt->state, *m = NULL;
+    int64_t n = tb_params_numel(opt->params);
+    double wd = tb_opt_hp(opt, "weight_decay");
+    tb_rms_coefs c = {.eps = (float)tb_opt_hp(opt, "epsilon")};
+    if (is_adagrad(opt)) {
+        c.v_decay = 1.0f;
+        c.sq_scale = 1.0f;
+        c.lr_in = 1.0f;
+        c.lr_out = (float)lr;
+    } else {
+        bool torch = tb_opt_hp(opt, "torch_style") != 0.0;
+        double rho = tb_opt_hp(opt, "rho");
+        m = v + n;
+        c.v_decay = (float)rho;
+        c.sq_scale = (float)(1.0 - rho);
+        c.eps_inside = !torch;
+        c.momentum = (float)tb_opt_hp(opt, "momentum");
+        c.lr_in = torch ? 1.0f : (float)lr;
+        c.lr_out = torch ? (float)lr : 1.0f;
+    }
+    for (int i = 0; i < tb_params_count(opt->params); i++) {
+        tb_param *p = tb_params_get(opt->params, i);
+        c.l2 = tb_param_decays(p->kind) ? (float)wd : 0.0f;
+        opt->be->ops.rms_update(opt->be, tb_tensor_numel(&p->var.value), p->var.value.data,
+                                p->var.grad.data, v + p->offset, m ? m + p->offset : NULL, &c);
+    }
+    return TB_OK;
+}
+
+static void rms_destroy(tb_optimizer *opt) { tb_backend_free(opt->be, opt->state); }
+
+const tb_optimizer_vtable tb_optim_rmsprop = {
+    .info = {"rmsprop", "RMSProp, TF style (v0 = 1, eps inside sqrt) with momentum; or torch's",
+             rmsprop_hparams, (int)(sizeof rmsprop_hparams / sizeof *rmsprop_hparams)},
+    .init = rms_init,
+    .step = rms_step,
+    .destroy = rms_destroy,
+};
+
+const tb_optimizer_vtable tb_optim_adagrad = {
+    .info = {"adagrad", "Adagrad with a TF-style initial accumulator",
+             adagrad_hparams, (int)(sizeof adagrad_hparams / sizeof *adagrad_hparams)},
+    .init = rms_init,
+    .step = rms_step,
+    .destroy = rms_destroy,
+};
