@@ -10,6 +10,9 @@
 static const tb_optimizer_vtable *const registry[] = {
     &tb_optim_sgd,
     &tb_optim_adamw,
+    &tb_optim_kfac,
+    &tb_optim_ekfac,
+    &tb_optim_shampoo,
 };
 #define N_REGISTRY ((int)(sizeof registry / sizeof *registry))
 
