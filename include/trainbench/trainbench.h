@@ -14,6 +14,7 @@
 #define TRAINBENCH_H
 
 #include "trainbench/backend.h"
+#include "trainbench/curvature.h"
 #include "trainbench/data.h"
 #include "trainbench/nn.h"
 #include "trainbench/optim.h"

@@ -3,6 +3,7 @@
 #define TRAINBENCH_OPTIM_IMPL_H
 
 #include "backend/backend_impl.h"
+#include "trainbench/curvature.h"
 #include "trainbench/optim.h"
 
 typedef struct tb_optimizer_vtable {
@@ -11,6 +12,10 @@ typedef struct tb_optimizer_vtable {
     tb_status (*init)(tb_optimizer *opt, tb_error *err);
     tb_status (*step)(tb_optimizer *opt, double lr, tb_error *err);
     void (*destroy)(tb_optimizer *opt);
+    /* Optional, for curvature methods (see trainbench/curvature.h); NULL elsewhere. */
+    tb_status (*set_layers)(tb_optimizer *opt, const tb_layer_ref *layers, int n, tb_error *err);
+    bool (*wants_fisher)(const tb_optimizer *opt);
+    tb_status (*update_fisher)(tb_optimizer *opt, tb_error *err);
 } tb_optimizer_vtable;
 
 struct tb_optimizer {
@@ -61,5 +66,8 @@ extern const tb_optimizer_vtable tb_optim_nadam;
 extern const tb_optimizer_vtable tb_optim_nadamw;
 extern const tb_optimizer_vtable tb_optim_lars;
 extern const tb_optimizer_vtable tb_optim_lamb;
+extern const tb_optimizer_vtable tb_optim_kfac;
+extern const tb_optimizer_vtable tb_optim_ekfac;
+extern const tb_optimizer_vtable tb_optim_shampoo;
 
 #endif

@@ -19,6 +19,9 @@ static const tb_optimizer_vtable *const registry[] = {
     &tb_optim_nadamw,
     &tb_optim_lars,
     &tb_optim_lamb,
+    &tb_optim_kfac,
+    &tb_optim_ekfac,
+    &tb_optim_shampoo,
 };
 #define N_REGISTRY ((int)(sizeof registry / sizeof *registry))
 

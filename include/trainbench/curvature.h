@@ -1,0 +1,95 @@
+/* curvature.h: what curvature optimizers (kfac, ekfac) need from the model and the trainer.
+ *
+ * K-FAC and EKFAC precondition each dense or convolution layer with Kronecker factors built
+ * from the layer's input activations a and the gradients g of its pre-activation output. The
+ * trainer tells the optimizer which layers to precondition once, after creating it:
+ *
+ *     tb_layer_ref layers[3] = {tb_layer_linear(&m->l1), tb_layer_linear(&m->l2),
+ *                               tb_layer_linear(&m->l3)};
+ *     tb_optimizer_set_layers(opt, layers, 3, &err);
+ *
+ * Parameters of no listed layer (norm scales, embeddings, ...) get momentum SGD (heavy ball,
+ * same learning rate and momentum, L2 weight decay on weights) inside the optimizer.
+ *
+ * The Fisher statistics come from a backward pass whose targets are SAMPLED from the model's
+ * predictive distribution (the true Fisher). Each step, the trainer asks whether the coming
+ * step needs them and, if so, runs one extra forward and backward before the training one:
+ *
+ *     if (tb_optimizer_wants_fisher(opt)) {
+ *         tb_var *logits = ...forward on tape...;
+ *         tb_var *y = tb_fisher_sample_labels(tape, logits, &fisher_rng);
+ *         tb_tape_backward(tape, tb_op_softmax_xent(tape, logits, y, 0.0f));
+ *         tb_optimizer_update_fisher(opt, &err);     // reads a and g from the layers now
+ *         tb_tape_reset(tape);  tb_params_zero_grad(params);
+ *     }
+ *     ...training forward, backward, tb_optimizer_step(opt, factor, &err)...
+ *
+ * With the hyperparameter empirical_fisher = 1 the optimizer instead reads a and g of the
+ * training backward inside tb_optimizer_step (the empirical Fisher: cheaper, and biased), and
+ * tb_optimizer_wants_fisher returns false. For every other optimizer wants_fisher is false and
+ * update_fisher does nothing, so a trainer can run this code for any algorithm. */
+#ifndef TRAINBENCH_CURVATURE_H
+#define TRAINBENCH_CURVATURE_H
+
+#include <stdbool.h>
+
+#include "trainbench/nn.h"
+#include "trainbench/rng.h"
+#include "trainbench/status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct tb_optimizer tb_optimizer;
+
+typedef enum tb_layer_kind {
+    TB_LAYER_LINEAR = 0,
+    TB_LAYER_CONV = 1,
+} tb_layer_kind;
+
+/* A layer a curvature optimizer preconditions. The layer must outlive the optimizer. */
+typedef struct tb_layer_ref {
+    tb_layer_kind kind;
+    tb_linear_layer *linear; /* when kind == TB_LAYER_LINEAR */
+    tb_conv_layer *conv;     /* when kind == TB_LAYER_CONV */
+} tb_layer_ref;
+
+static inline tb_layer_ref tb_layer_linear(tb_linear_layer *l)
+{
+    tb_layer_ref r = {TB_LAYER_LINEAR, l, NULL};
+    return r;
+}
+static inline tb_layer_ref tb_layer_conv(tb_conv_layer *c)
+{
+    tb_layer_ref r = {TB_LAYER_CONV, NULL, c};
+    return r;
+}
+
+/* Tells a curvature optimizer the layers to precondition (copied; call once, before the first
+ * step). Every layer's weight (and bias) must be a parameter of the optimizer's tb_params,
+ * and no layer may be listed twice. Optimizers without curvature accept and ignore the call.
+ * Fails with TB_ERR_INVALID naming the layer's parameter otherwise. */
+tb_status tb_optimizer_set_layers(tb_optimizer *opt, const tb_layer_ref *layers, int n,
+                                  tb_error *err);
+
+/* Whether the next tb_optimizer_step needs Fisher statistics from a sampled-label backward
+ * (tb_optimizer_update_fisher) first. False for optimizers without curvature. */
+bool tb_optimizer_wants_fisher(const tb_optimizer *opt);
+
+/* Reads every attached layer's a (input) and g (output gradient) of the backward pass just
+ * run, and updates the Kronecker factors (and EKFAC's scaling) for the next step. The loss
+ * must be a mean over the rows of the layers' outputs (g is multiplied by that count). Fails
+ * with TB_ERR_INVALID naming the layer if a layer has no input or gradient. A no-op for
+ * optimizers without curvature. */
+tb_status tb_optimizer_update_fisher(tb_optimizer *opt, tb_error *err);
+
+/* Draws one label per row of logits [N, C] from softmax(logits), with rng (advanced), and
+ * returns them as an int32 [N] constant on the tape (step memory). NULL on error, recorded on
+ * the tape as ops do. The logits' values are read on the host (one download). */
+tb_var *tb_fisher_sample_labels(tb_tape *tape, tb_var *logits, tb_rng *rng);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

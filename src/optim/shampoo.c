@@ -1,0 +1,259 @@
+/* shampoo.c: blocked Shampoo (Gupta, Koren & Singer 2018; Anil et al.'s Distributed Shampoo
+ * practice) with SGD grafting and Nesterov momentum.
+ *
+ * Every parameter of two or more dimensions is viewed as a matrix [d0, rest] (a conv weight
+ * [Cout, Cin, k, k] as [Cout, Cin k k]) and cut into blocks of at most block_size x
+ * block_size. Per block with gradient G (plus L2 weight decay on weights):
+ *   L <- beta2 L + (1 - beta2) G G^T,  R <- beta2 R + (1 - beta2) G^T G   (beta2 = 1: sums)
+ * every step (backend gemm); from start_preconditioning_step on, every precondition_interval
+ * steps, the roots L^-1/4 and R^-1/4 are recomputed on the host in double through an
+ * eigendecomposition, with epsilon relative to the largest eigenvalue:
+ *   root(X) = (X + epsilon lambda_max(X) I)^(-1/4)
+ * (the -1/(2k) exponent of an order-k tensor with k = 2 after the reshape). A block side
+ * longer than max_preconditioner_dim is left unpreconditioned (identity). The direction
+ * D = L^-1/4 G R^-1/4 (backend gemm; D = G before preconditioning starts and for 1-D
+ * parameters) is grafted to SGD per parameter: D *= ||G|| / ||D||. Then Nesterov (or heavy
+ * ball) momentum: v = mu v + D, w -= lr (D + mu v) (or lr v). */
+#include "optim/optim_impl.h"
+
+#include "optim/kron.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+static const tb_hparam_spec shampoo_hparams[] = {
+    {"learning_rate", 0.1, 0.0, 1e6, true, false, false, "step size (of the grafted SGD step)"},
+    {"momentum", 0.9, 0.0, 1.0, false, true, false, "momentum coefficient mu, in [0, 1)"},
+    {"nesterov", 1.0, 0.0, 1.0, false, false, true, "1: Nesterov momentum, 0: heavy ball"},
+    {"beta2", 0.999, 0.0, 1.0, true, false, false,
+     "EMA weight of old statistics L, R, in (0, 1]; 1 = plain sums"},
+    {"epsilon", 1e-4, 0.0, 1.0, true, false, false,
+     "matrix epsilon, relative to the statistic's largest eigenvalue"},
+    {"block_size", 128, 1, 65536, false, false, false, "largest block side, integer"},
+    {"start_preconditioning_step", 25, 1, 1e9, false, false, false,
+     "first step that preconditions (SGD before), integer"},
+    {"precondition_interval", 20, 1, 1e9, false, false, false,
+     "steps between recomputations of the inverse roots, integer"},
+    {"max_preconditioner_dim", 8192, 1, 1e9, false, false, false,
+     "block sides longer than this stay unpreconditioned, integer"},
+    {"grafting", 1.0, 0.0, 1.0, false, false, true, "1: take each parameter's step norm from SGD"},
+    {"weight_decay", 0.0, 0.0, 1e6, false, false, false, "L2 added to the gradient (weights)"},
+};
+
+typedef struct sh_block {
+    int r0, c0, bm, bn;   /* rows [r0, r0 + bm), columns [c0, c0 + bn) of the matrix view */
+    bool pl, pr;          /* whether the left / right side is preconditioned */
+    float *L, *R;         /* device [bm, bm], [bn, bn] statistics */
+    float *Lr, *Rr;       /* device inverse roots */
+} sh_block;
+
+typedef struct sh_param {
+    tb_param *p;
+    int m, n;             /* matrix view [m, n]; m = 0 for a 1-D parameter */
+    int n_blocks;
+    sh_block *blocks;
+} sh_param;
+
+typedef struct sh_state {
+    sh_param *ps;
+    int n_ps;
+    float *g, *d, *mom;   /* device [numel]: decayed gradient, direction, momentum */
+    float *tmp;           /* device [block_size^2] */
+    bool have_roots;
+} sh_state;
+
+static void shampoo_destroy(tb_optimizer *opt)
+{
+    sh_state *s = opt->state;
+    if (!s) return;
+    for (int i = 0; i < s->n_ps; i++) {
+        for (int b = 0; b < s->ps[i].n_blocks; b++) {
+            sh_block *k = &s->ps[i].blocks[b];
+            tb_backend_free(opt->be, k->L);
+            tb_backend_free(opt->be, k->R);
+            tb_backend_free(opt->be, k->Lr);
+            tb_backend_free(opt->be, k->Rr);
+        }
+        free(s->ps[i].blocks);
+    }
+    free(s->ps);
+    tb_backend_free(opt->be, s->g);
+    tb_backend_free(opt->be, s->d);
+    tb_backend_free(opt->be, s->mom);
+    tb_backend_free(opt->be, s->tmp);
+    free(s);
+}
+
+static tb_status shampoo_init(tb_optimizer *opt, tb_error *err)
+{
+    const char *ints[] = {"block_size", "start_preconditioning_step", "precondition_interval",
+                          "max_preconditioner_dim"};
+    for (int i = 0; i < 4; i++) {
+        double v = tb_opt_hp(opt, ints[i]);
+        if (v != floor(v))
+            return tb_fail(err, TB_ERR_INVALID, "shampoo: %s = %g must be a whole number",
+                           ints[i], v);
+    }
+    int bs = (int)tb_opt_hp(opt, "block_size");
+    int maxdim = (int)fmin(tb_opt_hp(opt, "max_preconditioner_dim"), 1e9);
+    sh_state *s = calloc(1, sizeof *s);
+    if (!s) return tb_fail(err, TB_ERR_NOMEM, "shampoo: cannot allocate state");
+    opt->state = s;
+    int64_t numel = tb_params_numel(opt->params);
+    tb_backend *be = opt->be;
+    s->g = tb_backend_alloc(be, (size_t)(numel + 1) * 4);
+    s->d = tb_backend_alloc(be, (size_t)(numel + 1) * 4);
+    s->mom = tb_backend_alloc(be, (size_t)(numel + 1) * 4);
+    s->tmp = tb_backend_alloc(be, (size_t)bs * bs * 4);
+    s->n_ps = tb_params_count(opt->params);
+    s->ps = calloc((size_t)s->n_ps + 1, sizeof *s->ps);
+    if (!s->g || !s->d || !s->mom || !s->tmp || !s->ps)
+        return tb_fail(err, TB_ERR_NOMEM, "shampoo: cannot allocate state for %lld values",
+                       (long long)numel);
+    be->ops.fill(be, s->mom, numel, 0.0f);
+    for (int i = 0; i < s->n_ps; i++) {
+        sh_param *q = &s->ps[i];
+        q->p = tb_params_get(opt->params, i);
+        const tb_tensor *v = &q->p->var.value;
+        if (v->ndim < 2) continue;
+        q->m = (int)v->shape[0];
+        q->n = (int)(tb_tensor_numel(v) / v->shape[0]);
+        int rb = (q->m + bs - 1) / bs, cb = (q->n + bs - 1) / bs;
+        q->blocks = calloc((size_t)rb * cb, sizeof *q->blocks);
+        if (!q->blocks)
+            return tb_fail(err, TB_ERR_NOMEM, "shampoo: cannot allocate blocks of '%s'",
+                           q->p->name);
+        for (int r = 0; r < rb; r++)
+            for (int c = 0; c < cb; c++) {
+                sh_block *k = &q->blocks[q->n_blocks++];
+                k->r0 = r * bs;
+                k->c0 = c * bs;
+                k->bm = q->m - k->r0 < bs ? q->m - k->r0 : bs;
+                k->bn = q->n - k->c0 < bs ? q->n - k->c0 : bs;
+                k->pl = k->bm <= maxdim;
+                k->pr = k->bn <= maxdim;
+                size_t lb = (size_t)k->bm * k->bm * 4, rbytes = (size_t)k->bn * k->bn * 4;
+                if (k->pl) {
+                    k->L = tb_backend_alloc(be, lb);
+                    k->Lr = tb_backend_alloc(be, lb);
+                }
+                if (k->pr) {
+                    k->R = tb_backend_alloc(be, rbytes);
+                    k->Rr = tb_backend_alloc(be, rbytes);
+                }
+                if ((k->pl && (!k->L || !k->Lr)) || (k->pr && (!k->R || !k->Rr)))
+                    return tb_fail(err, TB_ERR_NOMEM, "shampoo: no memory for '%s' statistics",
+                                   q->p->name);
+                if (k->pl) be->ops.fill(be, k->L, (int64_t)k->bm * k->bm, 0.0f);
+                if (k->pr) be->ops.fill(be, k->R, (int64_t)k->bn * k->bn, 0.0f);
+            }
+    }
+    return TB_OK;
+}
+
+/* root = (X + eps lambda_max I)^(-1/4) of the device matrix X [n, n], on the host. */
+static tb_status device_root(tb_optimizer *opt, int n, const float *x, float *root,
+                             const char *pname, tb_error *err)
+{
+    size_t nn = (size_t)n * n;
+    float *f = malloc(nn * sizeof *f);
+    double *m = malloc(nn * sizeof *m), *out = malloc(nn * sizeof *out);
+    tb_status st;
+    if (!f || !m || !out) {
+        st = tb_fail(err, TB_ERR_NOMEM, "shampoo: '%s': no host memory for a %dx%d root", pname,
+                     n, n);
+    } else {
+        tb_backend_download(opt->be, f, x, nn * sizeof *f);
+        for (size_t i = 0; i < nn; i++) m[i] = f[i];
+        char what[96];
+        snprintf(what, sizeof what, "shampoo: '%s'", pname);
+        st = tb_kron_inverse_root(n, m, 4.0, tb_opt_hp(opt, "epsilon"), out, what, err);
+        if (st == TB_OK) {
+            for (size_t i = 0; i < nn; i++) f[i] = (float)out[i];
+            tb_backend_upload(opt->be, root, f, nn * sizeof *f);
+        }
+    }
+    free(f);
+    free(m);
+    free(out);
+    return st;
+}
+
+static tb_status shampoo_step(tb_optimizer *opt, double lr, tb_error *err)
+{
+    sh_state *s = opt->state;
+    tb_backend *be = opt->be;
+    const int64_t t = opt->step;
+    const int64_t start = (int64_t)tb_opt_hp(opt, "start_preconditioning_step");
+    const int64_t every = (int64_t)tb_opt_hp(opt, "precondition_interval");
+    const double beta2 = tb_opt_hp(opt, "beta2");
+    const float a_new = beta2 == 1.0 ? 1.0f : (float)(1.0 - beta2), a_old = (float)beta2;
+    const float wd = (float)tb_opt_hp(opt, "weight_decay"), mu = (float)tb_opt_hp(opt, "momentum");
+    const bool nesterov = tb_opt_hp(opt, "nesterov") != 0.0;
+    const bool graft = tb_opt_hp(opt, "grafting") != 0.0;
+    const bool precond = t >= start;
+    const bool refresh = precond && (!s->have_roots || (t - start) % every == 0);
+    for (int i = 0; i < s->n_ps; i++) {
+        sh_param *q = &s->ps[i];
+        tb_param *p = q->p;
+        int64_t numel = tb_tensor_numel(&p->var.value);
+        float *g = s->g + p->offset, *d = s->d + p->offset;
+        be->ops.copy(be, g, p->var.grad.data, (size_t)numel * 4);
+        if (wd != 0.0f && tb_param_decays(p->kind)) be->ops.axpy(be, numel, wd, p->var.value.data, g);
+        if (!precond || q->m == 0) be->ops.copy(be, d, g, (size_t)numel * 4);
+        const int n = q->n;
+        for (int b = 0; b < q->n_blocks; b++) {
+            sh_block *k = &q->blocks[b];
+            const float *gb = g + (int64_t)k->r0 * n + k->c0;
+            float *db = d + (int64_t)k->r0 * n + k->c0;
+            if (k->pl)
+                be->ops.gemm(be, false, true, k->bm, k->bm, k->bn, a_new, gb, n, gb, n, a_old,
+                             k->L, k->bm);
+            if (k->pr)
+                be->ops.gemm(be, true, false, k->bn, k->bn, k->bm, a_new, gb, n, gb, n, a_old,
+                             k->R, k->bn);
+            if (!precond) continue;
+            if (refresh) {
+                tb_status st = k->pl ? device_root(opt, k->bm, k->L, k->Lr, p->name, err) : TB_OK;
+                if (st == TB_OK && k->pr) st = device_root(opt, k->bn, k->R, k->Rr, p->name, err);
+                if (st != TB_OK) return st;
+            }
+            if (k->pl && k->pr) {
+                be->ops.gemm(be, false, false, k->bm, k->bn, k->bm, 1.0f, k->Lr, k->bm, gb, n,
+                             0.0f, s->tmp, k->bn);
+                be->ops.gemm(be, false, false, k->bm, k->bn, k->bn, 1.0f, s->tmp, k->bn, k->Rr,
+                             k->bn, 0.0f, db, n);
+            } else if (k->pl) {
+                be->ops.gemm(be, false, false, k->bm, k->bn, k->bm, 1.0f, k->Lr, k->bm, gb, n,
+                             0.0f, db, n);
+            } else if (k->pr) {
+                be->ops.gemm(be, false, false, k->bm, k->bn, k->bn, 1.0f, gb, n, k->Rr, k->bn,
+                             0.0f, db, n);
+            } else {
+                int64_t shape[2] = {k->bm, k->bn}, st2[2] = {n, 1};
+                be->ops.strided_copy(be, 2, shape, db, st2, gb, st2, false);
+            }
+        }
+        if (graft && precond && q->m > 0) {
+            double ng = be->ops.sum_squares(be, numel, g), nd = be->ops.sum_squares(be, numel, d);
+            if (!isfinite(nd))
+                return tb_fail(err, TB_ERR_NUMERIC,
+                               "shampoo: step %lld: preconditioned gradient of '%s' is not finite",
+                               (long long)t, p->name);
+            if (nd > 0.0) be->ops.scale(be, d, numel, (float)sqrt(ng / nd));
+        }
+        be->ops.sgd_update(be, numel, p->var.value.data, d, s->mom + p->offset, (float)lr, mu,
+                           nesterov, 0.0f);
+    }
+    if (refresh) s->have_roots = true;
+    return TB_OK;
+}
+
+const tb_optimizer_vtable tb_optim_shampoo = {
+    .info = {"shampoo", "Blocked Shampoo with SGD grafting and Nesterov momentum",
+             shampoo_hparams, (int)(sizeof shampoo_hparams / sizeof *shampoo_hparams)},
+    .init = shampoo_init,
+    .step = shampoo_step,
+    .destroy = shampoo_destroy,
+};
