@@ -19,6 +19,8 @@ enum {
 int tb_cli_train(int argc, char **argv);
 int tb_cli_workloads(int argc, char **argv);
 int tb_cli_algorithms(int argc, char **argv);
+int tb_cli_variance(int argc, char **argv);
+int tb_cli_compare(int argc, char **argv);
 
 /* Maps a library status to an exit code. */
 int tb_cli_exit_code(tb_status st);

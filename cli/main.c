@@ -16,6 +16,8 @@ static const char usage[] =
     "\n"
     "commands:\n"
     "  train        train one workload with one algorithm and report its result\n"
+    "  variance     how much each source of variation moves a result\n"
+    "  compare      is algorithm A better than B? P(A>B) over paired runs, with a verdict\n"
     "  workloads    list the workloads\n"
     "  algorithms   list the training algorithms and their hyperparameters\n"
     "  version      print the version\n"
@@ -121,6 +123,8 @@ int main(int argc, char **argv)
     }
     const char *cmd = argv[1];
     if (strcmp(cmd, "train") == 0) return tb_cli_train(argc - 1, argv + 1);
+    if (strcmp(cmd, "variance") == 0) return tb_cli_variance(argc - 1, argv + 1);
+    if (strcmp(cmd, "compare") == 0) return tb_cli_compare(argc - 1, argv + 1);
     if (strcmp(cmd, "workloads") == 0) return tb_cli_workloads(argc - 1, argv + 1);
     if (strcmp(cmd, "algorithms") == 0) return tb_cli_algorithms(argc - 1, argv + 1);
     if (strcmp(cmd, "version") == 0 || strcmp(cmd, "--version") == 0) {

@@ -1,0 +1,370 @@
+/* cmd_study.c: `trainbench variance` and `trainbench compare`: many runs, honest statistics. */
+#include "cli.h"
+
+#include <getopt.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "trainbench/study.h"
+
+static const char variance_usage[] =
+    "usage: trainbench variance [options]\n"
+    "\n"
+    "How much does the result move when one source of variation changes? Runs --runs\n"
+    "trainings per source, changing only that source's seed, then --runs changing every seed\n"
+    "(\"all\"), and reports each source's standard deviation with a 95% bootstrap interval and\n"
+    "its share of \"all\" (Bouthillier et al. 2021). (sources+1) x runs trainings in all.\n"
+    "\n"
+    "options:\n"
+    "  -w, --workload ID         workload (default fmnist_mlp)\n"
+    "  -a, --algorithm NAME      training algorithm (default adamw)\n"
+    "  -p, --hp NAME=VALUE       a hyperparameter (repeatable); --lr VALUE for learning_rate\n"
+    "  -e, --epochs X            length of each run (default 1); or --steps N\n"
+    "  -b, --batch-size N        examples per step (default: the workload's)\n"
+    "  -n, --runs N              runs per source (default 5, at least 2)\n"
+    "      --sources LIST        comma-separated sources to vary one at a time (default\n"
+    "                            init,data_order,split; also dropout, augment)\n"
+    "  -m, --metric NAME         validation_error (default), validation_loss, test_error,\n"
+    "                            test_loss\n"
+    "  -s, --seed N              master seed of the study (default 0)\n"
+    "  -t, --threads N           CPU threads (default: all cores)\n"
+    "      --eval-examples N     evaluate only the first N examples of each split\n"
+    "      --json                print the result as JSON on stdout\n"
+    "  -q, --quiet               no progress lines\n"
+    "  -h, --help                this help\n";
+
+static const char compare_usage[] =
+    "usage: trainbench compare -A NAME -B NAME [options]\n"
+    "\n"
+    "Is algorithm A better than B here? Runs --pairs paired trainings of each: pair i gives\n"
+    "both sides the same seed for every source of variation (split, init, data order,\n"
+    "dropout, augmentation), all of them new for each pair. Reports P(A>B) (lower metric is\n"
+    "better), its 95% percentile-bootstrap interval, and a verdict: A better, B better, no\n"
+    "meaningful difference (gamma 0.75), or not significant with the number of runs\n"
+    "Noether's formula asks for (Bouthillier et al. 2021).\n"
+    "\n"
+    "options:\n"
+    "  -A, --algorithm-a NAME    algorithm A (required)\n"
+    "  -B, --algorithm-b NAME    algorithm B (required)\n"
+    "      --hp-a NAME=VALUE     a hyperparameter of A (repeatable); --lr-a VALUE\n"
+    "      --hp-b NAME=VALUE     a hyperparameter of B (repeatable); --lr-b VALUE\n"
+    "  -w, --workload ID         workload (default fmnist_mlp)\n"
+    "  -e, --epochs X            length of each run (default 1); or --steps N\n"
+    "  -b, --batch-size N        examples per step (default: the workload's)\n"
+    "  -n, --pairs N             pairs of runs (default 10, at least 2)\n"
+    "  -m, --metric NAME         validation_error (default), validation_loss, test_error,\n"
+    "                            test_loss\n"
+    "      --gamma X             smallest meaningful P(A>B) (default 0.75)\n"
+    "  -s, --seed N              master seed (default 0)\n"
+    "  -t, --threads N           CPU threads (default: all cores)\n"
+    "      --eval-examples N     evaluate only the first N examples of each split\n"
+    "      --json                print the result as JSON on stdout\n"
+    "  -q, --quiet               no progress lines\n"
+    "  -h, --help                this help\n";
+
+static void show_run(void *user, const char *group, int index, int total,
+                     const tb_train_result *r, const tb_error *err)
+{
+    const tb_study_metric *metric = user;
+    if (r)
+        fprintf(stderr, "[%d/%d] %-10s %s %.4f  (%.1f s of training)\n", index, total, group,
+                tb_study_metric_name(*metric), tb_study_metric_value(*metric, r),
+                r->train_time_s);
+    else
+        fprintf(stderr, "[%d/%d] %-10s failed: %s\n", index, total, group, err->message);
+}
+
+enum { O_LR = 2000, O_STEPS, O_SOURCES, O_EVAL, O_JSON, O_HPA, O_HPB, O_LRA, O_LRB, O_GAMMA };
+
+/* Options both commands share; returns 0 if handled, 1 if not ours, 2 on a usage error. */
+static int common_option(int c, tb_train_config *a, tb_train_config *b, tb_study_metric *metric,
+                         uint64_t *seed)
+{
+    long lv;
+    double dv;
+    tb_error err = {0};
+    switch (c) {
+    case 'w': a->workload = b->workload = optarg; return 0;
+    case 'e':
+        if (!tb_cli_parse_double("--epochs", optarg, &dv) || dv <= 0) {
+            if (dv <= 0) tb_cli_error("--epochs: must be positive");
+            return 2;
+        }
+        a->epochs = b->epochs = dv;
+        return 0;
+    case O_STEPS:
+        if (!tb_cli_parse_int("--steps", optarg, 1, 1000000000L, &lv)) return 2;
+        a->max_steps = b->max_steps = lv;
+        return 0;
+    case 'b':
+        if (!tb_cli_parse_int("--batch-size", optarg, 1, 1000000L, &lv)) return 2;
+        a->batch_size = b->batch_size = (int)lv;
+        return 0;
+    case 'm':
+        if (tb_study_metric_parse(optarg, metric, &err) != TB_OK) {
+            tb_cli_error("--metric: %s", err.message);
+            return 2;
+        }
+        return 0;
+    case 's': return tb_cli_parse_u64("--seed", optarg, seed) ? 0 : 2;
+    case 't':
+        if (!tb_cli_parse_int("--threads", optarg, 0, 4096, &lv)) return 2;
+        a->backend.threads = b->backend.threads = (int)lv;
+        return 0;
+    case O_EVAL:
+        if (!tb_cli_parse_int("--eval-examples", optarg, 1, 1000000000L, &lv)) return 2;
+        a->eval_examples = b->eval_examples = lv;
+        return 0;
+    }
+    return 1;
+}
+
+static int parse_hp(tb_train_config *c, const char *opt, const char *text)
+{
+    tb_error err = {0};
+    if (tb_hparams_parse_assignment(&c->hparams, text, &err) != TB_OK) {
+        tb_cli_error("%s: %s", opt, err.message);
+        return 2;
+    }
+    return 0;
+}
+
+static int parse_lr(tb_train_config *c, const char *opt, const char *text)
+{
+    double v;
+    if (!tb_cli_parse_double(opt, text, &v)) return 2;
+    tb_hparams_set(&c->hparams, "learning_rate", v, NULL);
+    return 0;
+}
+
+static tb_train_config study_default(void)
+{
+    tb_train_config c = tb_train_config_default();
+    c.epochs = 1.0;
+    c.evals = 0;
+    return c;
+}
+
+int tb_cli_variance(int argc, char **argv)
+{
+    tb_variance_study_config cfg = {0};
+    cfg.base = study_default();
+    cfg.runs = 5;
+    cfg.n_sources = 3;
+    cfg.sources[0] = TB_STREAM_INIT;
+    cfg.sources[1] = TB_STREAM_DATA_ORDER;
+    cfg.sources[2] = TB_STREAM_SPLIT;
+    tb_train_config unused = cfg.base;
+    bool json = false, quiet = false;
+    struct option opts[] = {
+        {"workload", required_argument, 0, 'w'},  {"algorithm", required_argument, 0, 'a'},
+        {"hp", required_argument, 0, 'p'},        {"lr", required_argument, 0, O_LR},
+        {"epochs", required_argument, 0, 'e'},    {"steps", required_argument, 0, O_STEPS},
+        {"batch-size", required_argument, 0, 'b'}, {"runs", required_argument, 0, 'n'},
+        {"sources", required_argument, 0, O_SOURCES}, {"metric", required_argument, 0, 'm'},
+        {"seed", required_argument, 0, 's'},      {"threads", required_argument, 0, 't'},
+        {"eval-examples", required_argument, 0, O_EVAL}, {"json", no_argument, 0, O_JSON},
+        {"quiet", no_argument, 0, 'q'},           {"help", no_argument, 0, 'h'},
+        {0, 0, 0, 0},
+    };
+    optind = 1;
+    opterr = 0;
+    int c;
+    long lv;
+    while ((c = getopt_long(argc, argv, ":w:a:p:e:b:n:m:s:t:qh", opts, NULL)) != -1) {
+        int r = common_option(c, &cfg.base, &unused, &cfg.metric, &cfg.seed);
+        if (r == 2) return TB_EXIT_USAGE;
+        if (r == 0) continue;
+        switch (c) {
+        case 'a': cfg.base.algorithm = optarg; break;
+        case 'p': if (parse_hp(&cfg.base, "--hp", optarg)) return TB_EXIT_USAGE; break;
+        case O_LR: if (parse_lr(&cfg.base, "--lr", optarg)) return TB_EXIT_USAGE; break;
+        case 'n':
+            if (!tb_cli_parse_int("--runs", optarg, 2, 100000, &lv)) return TB_EXIT_USAGE;
+            cfg.runs = (int)lv;
+            break;
+        case O_SOURCES: {
+            char buf[256];
+            snprintf(buf, sizeof buf, "%s", optarg);
+            cfg.n_sources = 0;
+            for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
+                tb_error err = {0};
+                tb_stream s;
+                if (tb_stream_parse(tok, &s, &err) != TB_OK) {
+                    tb_cli_error("--sources: %s", err.message);
+                    return TB_EXIT_USAGE;
+                }
+                if (cfg.n_sources == TB_STREAM_COUNT) break;
+                cfg.sources[cfg.n_sources++] = s;
+            }
+            break;
+        }
+        case O_JSON: json = true; break;
+        case 'q': quiet = true; break;
+        case 'h': fputs(variance_usage, stdout); return TB_EXIT_OK;
+        case ':': tb_cli_error("variance: %s needs a value", argv[optind - 1]); return TB_EXIT_USAGE;
+        default:
+            tb_cli_error("variance: unknown option '%s' (see `trainbench variance --help`)",
+                         argv[optind - 1]);
+            return TB_EXIT_USAGE;
+        }
+    }
+    if (optind < argc) {
+        tb_cli_error("variance: unexpected argument '%s'", argv[optind]);
+        return TB_EXIT_USAGE;
+    }
+    if (!quiet) {
+        cfg.on_run = show_run;
+        cfg.user = &cfg.metric;
+    }
+    tb_variance_study study;
+    tb_error err = {0};
+    tb_status st = tb_variance_study_run(&cfg, &study, &err);
+    if (st != TB_OK) {
+        tb_cli_error("%s", err.message);
+        return tb_cli_exit_code(st);
+    }
+    if (json) {
+        printf("{\"workload\":\"%s\",\"algorithm\":\"%s\",\"metric\":\"%s\",\"runs\":%d,"
+               "\"groups\":[", cfg.base.workload, cfg.base.algorithm,
+               tb_study_metric_name(cfg.metric), cfg.runs);
+        for (int g = 0; g < study.n_groups; g++) {
+            const tb_variance_row *r = &study.rows[g];
+            printf("%s{\"source\":\"%s\",\"n\":%lld,\"failed\":%lld,\"mean\":%.6g,\"std\":%.6g,"
+                   "\"std_ci\":[%.6g,%.6g],\"std_share\":%.4f,\"values\":[",
+                   g ? "," : "", r->name, (long long)r->n, (long long)study.failed[g], r->mean,
+                   r->std, r->std_ci.lo, r->std_ci.hi, r->std_share);
+            for (int64_t i = 0; i < study.n_values[g]; i++)
+                printf("%s%.6g", i ? "," : "", study.values[g][i]);
+            printf("]}");
+        }
+        printf("]}\n");
+    } else {
+        printf("%s with %s, %s over %d runs per source:\n", cfg.base.workload,
+               cfg.base.algorithm, tb_study_metric_name(cfg.metric), cfg.runs);
+        printf("%-12s %4s %10s %10s %23s %11s\n", "source", "n", "mean", "std",
+               "std 95% CI", "std / all");
+        for (int g = 0; g < study.n_groups; g++) {
+            const tb_variance_row *r = &study.rows[g];
+            printf("%-12s %4lld %10.4f %10.4f   [%8.4f, %8.4f] %10.0f%%\n", r->name,
+                   (long long)r->n, r->mean, r->std, r->std_ci.lo, r->std_ci.hi,
+                   100 * r->std_share);
+        }
+    }
+    tb_variance_study_free(&study);
+    return TB_EXIT_OK;
+}
+
+int tb_cli_compare(int argc, char **argv)
+{
+    tb_compare_config cfg = {0};
+    cfg.a = study_default();
+    cfg.b = study_default();
+    cfg.a.algorithm = cfg.b.algorithm = NULL;
+    cfg.pairs = 10;
+    cfg.pab = tb_pab_options_default();
+    bool json = false, quiet = false;
+    struct option opts[] = {
+        {"algorithm-a", required_argument, 0, 'A'}, {"algorithm-b", required_argument, 0, 'B'},
+        {"hp-a", required_argument, 0, O_HPA},      {"hp-b", required_argument, 0, O_HPB},
+        {"lr-a", required_argument, 0, O_LRA},      {"lr-b", required_argument, 0, O_LRB},
+        {"workload", required_argument, 0, 'w'},    {"epochs", required_argument, 0, 'e'},
+        {"steps", required_argument, 0, O_STEPS},   {"batch-size", required_argument, 0, 'b'},
+        {"pairs", required_argument, 0, 'n'},       {"metric", required_argument, 0, 'm'},
+        {"gamma", required_argument, 0, O_GAMMA},   {"seed", required_argument, 0, 's'},
+        {"threads", required_argument, 0, 't'},     {"eval-examples", required_argument, 0, O_EVAL},
+        {"json", no_argument, 0, O_JSON},           {"quiet", no_argument, 0, 'q'},
+        {"help", no_argument, 0, 'h'},              {0, 0, 0, 0},
+    };
+    optind = 1;
+    opterr = 0;
+    int c;
+    long lv;
+    double dv;
+    while ((c = getopt_long(argc, argv, ":A:B:w:e:b:n:m:s:t:qh", opts, NULL)) != -1) {
+        int r = common_option(c, &cfg.a, &cfg.b, &cfg.metric, &cfg.seed);
+        if (r == 2) return TB_EXIT_USAGE;
+        if (r == 0) continue;
+        switch (c) {
+        case 'A': cfg.a.algorithm = optarg; break;
+        case 'B': cfg.b.algorithm = optarg; break;
+        case O_HPA: if (parse_hp(&cfg.a, "--hp-a", optarg)) return TB_EXIT_USAGE; break;
+        case O_HPB: if (parse_hp(&cfg.b, "--hp-b", optarg)) return TB_EXIT_USAGE; break;
+        case O_LRA: if (parse_lr(&cfg.a, "--lr-a", optarg)) return TB_EXIT_USAGE; break;
+        case O_LRB: if (parse_lr(&cfg.b, "--lr-b", optarg)) return TB_EXIT_USAGE; break;
+        case 'n':
+            if (!tb_cli_parse_int("--pairs", optarg, 2, 100000, &lv)) return TB_EXIT_USAGE;
+            cfg.pairs = (int)lv;
+            break;
+        case O_GAMMA:
+            if (!tb_cli_parse_double("--gamma", optarg, &dv)) return TB_EXIT_USAGE;
+            if (!(dv > 0.5 && dv < 1)) {
+                tb_cli_error("--gamma: %s is outside (0.5, 1)", optarg);
+                return TB_EXIT_USAGE;
+            }
+            cfg.pab.gamma = dv;
+            break;
+        case O_JSON: json = true; break;
+        case 'q': quiet = true; break;
+        case 'h': fputs(compare_usage, stdout); return TB_EXIT_OK;
+        case ':': tb_cli_error("compare: %s needs a value", argv[optind - 1]); return TB_EXIT_USAGE;
+        default:
+            tb_cli_error("compare: unknown option '%s' (see `trainbench compare --help`)",
+                         argv[optind - 1]);
+            return TB_EXIT_USAGE;
+        }
+    }
+    if (optind < argc) {
+        tb_cli_error("compare: unexpected argument '%s'", argv[optind]);
+        return TB_EXIT_USAGE;
+    }
+    if (!cfg.a.algorithm || !cfg.b.algorithm) {
+        tb_cli_error("compare: give both algorithms: -A NAME -B NAME");
+        return TB_EXIT_USAGE;
+    }
+    cfg.name_a = cfg.a.algorithm;
+    cfg.name_b = cfg.b.algorithm;
+    if (!quiet) {
+        cfg.on_run = show_run;
+        cfg.user = &cfg.metric;
+    }
+    tb_compare_result res;
+    tb_error err = {0};
+    tb_status st = tb_compare_run(&cfg, &res, &err);
+    if (st != TB_OK) {
+        tb_cli_error("%s", err.message);
+        return tb_cli_exit_code(st);
+    }
+    char sentence[512];
+    tb_pab_describe(&res.pab, cfg.name_a, cfg.name_b, sentence, sizeof sentence);
+    if (json) {
+        printf("{\"workload\":\"%s\",\"a\":\"%s\",\"b\":\"%s\",\"metric\":\"%s\",\"pairs\":%lld,"
+               "\"failed_a\":%lld,\"failed_b\":%lld,\"mean_a\":%.6g,\"mean_b\":%.6g,"
+               "\"p_a_better\":%.4f,\"ci\":[%.4f,%.4f],\"verdict\":\"%s\",\"runs_needed\":%lld,"
+               "\"a_values\":[", cfg.a.workload, cfg.name_a, cfg.name_b,
+               tb_study_metric_name(cfg.metric), (long long)res.n, (long long)res.failed_a,
+               (long long)res.failed_b, res.summary_a.mean, res.summary_b.mean, res.pab.p,
+               res.pab.ci.lo, res.pab.ci.hi, tb_verdict_name(res.pab.verdict),
+               (long long)res.pab.runs_needed);
+        for (int64_t i = 0; i < res.n; i++) printf("%s%.6g", i ? "," : "", res.a[i]);
+        printf("],\"b_values\":[");
+        for (int64_t i = 0; i < res.n; i++) printf("%s%.6g", i ? "," : "", res.b[i]);
+        printf("],\"sentence\":\"%s\"}\n", sentence);
+    } else {
+        printf("%s, %s over %lld pairs (lower is better):\n", cfg.a.workload,
+               tb_study_metric_name(cfg.metric), (long long)res.n);
+        printf("  %-10s mean %.4f  std %.4f  median %.4f\n", cfg.name_a, res.summary_a.mean,
+               res.summary_a.std, res.summary_a.median);
+        printf("  %-10s mean %.4f  std %.4f  median %.4f\n", cfg.name_b, res.summary_b.mean,
+               res.summary_b.std, res.summary_b.median);
+        printf("%s\n", sentence);
+        if (res.pab.verdict != TB_VERDICT_NOT_SIGNIFICANT && res.n < res.pab.runs_needed)
+            printf("note: %lld pairs is fewer than the %lld Noether's formula asks for; with so "
+                   "few pairs the bootstrap interval is rough\n",
+                   (long long)res.n, (long long)res.pab.runs_needed);
+    }
+    tb_compare_result_free(&res);
+    return TB_EXIT_OK;
+}

@@ -1,0 +1,96 @@
+/* study.h: experiments built from many training runs: the variance of a result by source of
+ * variation, and the paired comparison of two training algorithms (Bouthillier et al. 2021).
+ *
+ * Both run tb_train many times with chosen seeds, collect one metric per run, and hand the
+ * numbers to the statistics part (stats.h). Runs that diverge are counted and left out. */
+#ifndef TRAINBENCH_STUDY_H
+#define TRAINBENCH_STUDY_H
+
+#include <stdint.h>
+
+#include "trainbench/stats.h"
+#include "trainbench/train.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* What one run contributes: a metric of the validation or test split after the run. */
+typedef enum tb_study_metric {
+    TB_METRIC_VALIDATION_ERROR = 0,
+    TB_METRIC_VALIDATION_LOSS,
+    TB_METRIC_TEST_ERROR,
+    TB_METRIC_TEST_LOSS,
+} tb_study_metric;
+
+const char *tb_study_metric_name(tb_study_metric m);
+tb_status tb_study_metric_parse(const char *name, tb_study_metric *out, tb_error *err);
+/* The metric's value in a result (all of these are lower-is-better). */
+double tb_study_metric_value(tb_study_metric m, const tb_train_result *r);
+
+/* The seed a source gets in run `index` of a study with master seed `seed` (index 0 is the
+ * base run every source shares). Distinct (seed, source, index) give distinct seeds. */
+uint64_t tb_study_seed(uint64_t seed, tb_stream source, int64_t index);
+
+/* Called after every run (r is NULL and err set if it failed); for progress displays. */
+typedef void (*tb_study_run_fn)(void *user, const char *group, int index, int total,
+                                const tb_train_result *r, const tb_error *err);
+
+/* ---- variance by source ------------------------------------------------------------------ */
+typedef struct tb_variance_study_config {
+    tb_train_config base;               /* workload, algorithm, hyperparameters, length */
+    uint64_t seed;                      /* master seed of the study */
+    int runs;                           /* runs per group, >= 2 */
+    int n_sources;                      /* sources varied one at a time (plus "all") */
+    tb_stream sources[TB_STREAM_COUNT];
+    tb_study_metric metric;
+    tb_study_run_fn on_run;
+    void *user;
+} tb_variance_study_config;
+
+#define TB_STUDY_MAX_GROUPS (TB_STREAM_COUNT + 1)
+
+typedef struct tb_variance_study {
+    int n_groups;                                  /* sources, then "all" last */
+    const char *names[TB_STUDY_MAX_GROUPS];
+    double *values[TB_STUDY_MAX_GROUPS];           /* finite metric values, owned */
+    int64_t n_values[TB_STUDY_MAX_GROUPS];
+    int64_t failed[TB_STUDY_MAX_GROUPS];           /* runs that diverged or failed */
+    tb_variance_row rows[TB_STUDY_MAX_GROUPS];     /* std per group, share of "all" */
+} tb_variance_study;
+
+/* For every listed source, `runs` trainings that change only that source's seed; then `runs`
+ * trainings that change every seed ("all"). Fills out (free with tb_variance_study_free).
+ * Fails if the configuration is invalid or a group keeps fewer than 2 finite results. */
+tb_status tb_variance_study_run(const tb_variance_study_config *config, tb_variance_study *out,
+                                tb_error *err);
+void tb_variance_study_free(tb_variance_study *study);
+
+/* ---- paired comparison of two algorithms -------------------------------------------------- */
+typedef struct tb_compare_config {
+    tb_train_config a, b;   /* the two sides: algorithm, hyperparameters, length */
+    const char *name_a, *name_b;
+    uint64_t seed;          /* master seed: pair i uses tb_study_seed(seed, s, i + 1) for every
+                               source s, the same on both sides */
+    int pairs;              /* >= 2 */
+    tb_study_metric metric;
+    tb_pab_options pab;     /* direction is forced to lower-is-better */
+    tb_study_run_fn on_run;
+    void *user;
+} tb_compare_config;
+
+typedef struct tb_compare_result {
+    int64_t n;              /* pairs where both runs finished */
+    double *a, *b;          /* their metric values, owned */
+    int64_t failed_a, failed_b;
+    tb_summary summary_a, summary_b;
+    tb_pab_result pab;      /* P(A better than B) */
+} tb_compare_result;
+
+tb_status tb_compare_run(const tb_compare_config *config, tb_compare_result *out, tb_error *err);
+void tb_compare_result_free(tb_compare_result *r);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,90 @@
+/* test_study.c: paired comparisons and variance studies over short real runs. */
+#include "testutil.h"
+
+#include <string.h>
+
+#include "trainbench/study.h"
+
+static tb_train_config short_run(const char *algorithm)
+{
+    tb_train_config c = tb_train_config_default();
+    c.algorithm = algorithm;
+    c.max_steps = 8;
+    c.evals = 0;
+    c.eval_examples = 300;
+    c.backend.threads = 2;
+    return c;
+}
+
+static void test_seeds(void)
+{
+    CHECK(tb_study_seed(7, TB_STREAM_INIT, 0) == 7);
+    CHECK(tb_study_seed(7, TB_STREAM_INIT, 1) != tb_study_seed(7, TB_STREAM_INIT, 2));
+    CHECK(tb_study_seed(7, TB_STREAM_INIT, 1) != tb_study_seed(7, TB_STREAM_SPLIT, 1));
+    CHECK(tb_study_seed(7, TB_STREAM_INIT, 1) != tb_study_seed(8, TB_STREAM_INIT, 1));
+    CHECK(tb_study_seed(7, TB_STREAM_INIT, 3) == tb_study_seed(7, TB_STREAM_INIT, 3));
+    tb_study_metric m;
+    tb_error err = {0};
+    CHECK_OK(tb_study_metric_parse("test_loss", &m, &err), &err);
+    CHECK(m == TB_METRIC_TEST_LOSS);
+    CHECK_FAILS(tb_study_metric_parse("accuracy", &m, &err), TB_ERR_INVALID, &err, "accuracy");
+}
+
+static void test_compare_identical_sides_tie(void)
+{
+    /* the same algorithm on both sides with shared seeds: every pair ties exactly */
+    tb_compare_config c = {0};
+    c.a = short_run("adamw");
+    c.b = short_run("adamw");
+    c.pairs = 3;
+    c.seed = 11;
+    c.pab = tb_pab_options_default();
+    tb_compare_result r;
+    tb_error err = {0};
+    CHECK_OK(tb_compare_run(&c, &r, &err), &err);
+    CHECK(r.n == 3 && r.pab.ties == 3);
+    CHECK_NEAR(r.pab.p, 0.5, 0);
+    CHECK(r.pab.verdict == TB_VERDICT_NOT_SIGNIFICANT);
+    /* different pairs saw different seeds: their results differ */
+    CHECK(r.a[0] != r.a[1] || r.a[1] != r.a[2]);
+    tb_compare_result_free(&r);
+
+    c.b = short_run("sgd");
+    tb_hparams_set(&c.b.hparams, "learning_rate", 1e-6, NULL); /* B barely moves */
+    CHECK_OK(tb_compare_run(&c, &r, &err), &err);
+    CHECK(r.pab.wins == 3); /* lower validation error for A in every pair */
+    tb_compare_result_free(&r);
+
+    c.pairs = 1;
+    CHECK_FAILS(tb_compare_run(&c, &r, &err), TB_ERR_INVALID, &err, "at least 2 pairs");
+}
+
+static void test_variance_study(void)
+{
+    tb_variance_study_config c = {0};
+    c.base = short_run("adamw");
+    c.runs = 2;
+    c.n_sources = 1;
+    c.sources[0] = TB_STREAM_INIT;
+    c.seed = 3;
+    tb_variance_study s;
+    tb_error err = {0};
+    CHECK_OK(tb_variance_study_run(&c, &s, &err), &err);
+    CHECK(s.n_groups == 2);
+    CHECK(strcmp(s.names[0], "init") == 0 && strcmp(s.names[1], "all") == 0);
+    CHECK(s.n_values[0] == 2 && s.n_values[1] == 2);
+    CHECK(s.values[0][0] != s.values[0][1]); /* another init, another result */
+    CHECK_NEAR(s.rows[1].std_share, 1.0, 1e-12);
+    tb_variance_study_free(&s);
+
+    c.runs = 1;
+    CHECK_FAILS(tb_variance_study_run(&c, &s, &err), TB_ERR_INVALID, &err, "at least 2 runs");
+}
+
+int main(void)
+{
+    test_seeds();
+    test_compare_identical_sides_tie();
+    test_variance_study();
+    return tb_test_finish("test_study");
+}
