@@ -85,3 +85,29 @@ void tb_backend_download(tb_backend *be, void *dst, const void *src, size_t byte
 {
     be->ops.download(be, dst, src, bytes);
 }
+
+tb_status tb_backend_check(tb_backend *be, tb_error *err)
+{
+    return be->ops.status ? be->ops.status(be, err) : TB_OK;
+}
+
+tb_status tb_backend_capture_begin(tb_backend *be, tb_error *err)
+{
+    if (!be->ops.capture_begin)
+        return tb_fail(err, TB_ERR_UNSUPPORTED, "the %s backend has no graph capture", be->name);
+    return be->ops.capture_begin(be, err);
+}
+
+tb_status tb_backend_capture_end(tb_backend *be, tb_error *err)
+{
+    if (!be->ops.capture_end)
+        return tb_fail(err, TB_ERR_UNSUPPORTED, "the %s backend has no graph capture", be->name);
+    return be->ops.capture_end(be, err);
+}
+
+tb_status tb_backend_replay(tb_backend *be, tb_error *err)
+{
+    if (!be->ops.replay)
+        return tb_fail(err, TB_ERR_UNSUPPORTED, "the %s backend has no graph replay", be->name);
+    return be->ops.replay(be, err);
+}
