@@ -38,6 +38,10 @@ typedef struct tb_backend_config {
     tb_precision precision; /* zero (FP32) unless asked for */
 } tb_backend_config;
 
+/* Parses "fp32", "tf32" or "bf16"; TB_ERR_INVALID naming the text otherwise. */
+tb_status tb_precision_parse(const char *name, tb_precision *out, tb_error *err);
+const char *tb_precision_name(tb_precision precision);
+
 /* Parses "cpu" or "cuda". */
 tb_status tb_device_parse(const char *name, tb_device *out, tb_error *err);
 const char *tb_device_name(tb_device device);

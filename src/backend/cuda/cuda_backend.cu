@@ -118,13 +118,17 @@ void *tb_cuda_rows_scratch(tb_backend *be, size_t bytes)
 }
 
 /* ---- transfers --------------------------------------------------------------------------------
- * Uploads from pageable host memory return once the source has been staged, so the caller may
- * reuse its buffer; downloads wait for the copy because the caller reads the result next. */
+ * Both directions wait for the copy: the caller may free or reuse its host buffer as soon as an
+ * upload returns (CUDA only promises that for pinned memory if we did not wait), and reads the
+ * result of a download next. Copies go on the backend's stream, so they are ordered with the
+ * kernels. A training step uploads one batch, so the wait costs little. */
 
 static void cuda_upload(tb_backend *be, void *dst, const void *host, size_t bytes)
 {
     if (!bytes) return;
-    tb_cuda_check(be, cudaMemcpyAsync(dst, host, bytes, cudaMemcpyHostToDevice, tb_cu(be)->stream));
+    tb_cuda *cu = tb_cu(be);
+    tb_cuda_check(be, cudaMemcpyAsync(dst, host, bytes, cudaMemcpyHostToDevice, cu->stream));
+    tb_cuda_check(be, cudaStreamSynchronize(cu->stream));
 }
 
 static void cuda_download(tb_backend *be, void *host, const void *src, size_t bytes)
