@@ -226,10 +226,10 @@ static tb_status cuda_capture_end(tb_backend *be, tb_error *err)
     cudaError_t e = cudaStreamEndCapture(cu->stream, &graph);
     if (e != cudaSuccess) return cuda_error_status(err, "cudaStreamEndCapture", e);
     cudaGraphExec_t exec = NULL;
-    e = cudaGraphInstantiate(&exec, graph, 0);
+    e = cudaGraphInstantiateWithFlags(&exec, graph, 0);
     if (e != cudaSuccess) {
         cudaGraphDestroy(graph);
-        return cuda_error_status(err, "cudaGraphInstantiate", e);
+        return cuda_error_status(err, "cudaGraphInstantiateWithFlags", e);
     }
     if (cu->graph_exec) cudaGraphExecDestroy(cu->graph_exec);
     if (cu->graph) cudaGraphDestroy(cu->graph);
