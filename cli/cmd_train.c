@@ -32,6 +32,8 @@ static const char train_usage[] =
     "                            augment, split or hparam (e.g. --seed-init 7)\n"
     "  -t, --threads N           CPU threads shared by BLAS and OpenMP (default: all cores)\n"
     "      --device NAME         cpu (default) or cuda\n"
+    "      --precision P         matrix products: fp32 (default), or on cuda tf32 or bf16\n"
+    "                            (bf16 operands, fp32 accumulation and master weights)\n"
     "      --data-dir DIR        Fashion-MNIST directory (default\n"
     "                            /usr/share/datasets/fashion-mnist)\n"
     "      --json                print the result as one JSON object on stdout\n"
@@ -93,8 +95,8 @@ static void print_json(const tb_train_config *c, const tb_train_result *r, tb_st
     printf("\"backend\":\"%s\"}\n", r->backend);
 }
 
-enum { OPT_LR = 1000, OPT_EVAL_EXAMPLES, OPT_STEPS, OPT_SCHEDULE, OPT_WARMUP, OPT_EVALS, OPT_DEVICE, OPT_DATA,
-       OPT_JSON, OPT_SEED_BASE };
+enum { OPT_LR = 1000, OPT_EVAL_EXAMPLES, OPT_STEPS, OPT_SCHEDULE, OPT_WARMUP, OPT_EVALS,
+       OPT_DEVICE, OPT_DATA, OPT_JSON, OPT_PRECISION, OPT_SEED_BASE };
 
 int tb_cli_train(int argc, char **argv)
 {
@@ -124,6 +126,7 @@ int tb_cli_train(int argc, char **argv)
         {"seed-hparam", required_argument, 0, OPT_SEED_BASE + TB_STREAM_HPARAM},
         {"threads", required_argument, 0, 't'},
         {"device", required_argument, 0, OPT_DEVICE},
+        {"precision", required_argument, 0, OPT_PRECISION},
         {"data-dir", required_argument, 0, OPT_DATA},
         {"json", no_argument, 0, OPT_JSON},
         {"quiet", no_argument, 0, 'q'},
@@ -197,6 +200,12 @@ int tb_cli_train(int argc, char **argv)
         case OPT_DEVICE:
             if (tb_device_parse(optarg, &cfg.backend.device, &err) != TB_OK) {
                 tb_cli_error("--device: %s", err.message);
+                return TB_EXIT_USAGE;
+            }
+            break;
+        case OPT_PRECISION:
+            if (tb_precision_parse(optarg, &cfg.backend.precision, &err) != TB_OK) {
+                tb_cli_error("--precision: %s", err.message);
                 return TB_EXIT_USAGE;
             }
             break;

@@ -23,11 +23,25 @@ typedef enum tb_device {
 
 typedef struct tb_backend tb_backend; /* opaque */
 
+/* Arithmetic of matrix products (gemm, convolution, attention). Parameters, gradients, optimizer
+ * state and every other kernel stay float32 whatever is chosen, so BF16 means "bf16 products
+ * with fp32 master weights". The CPU backend computes in FP32 only. */
+typedef enum tb_precision {
+    TB_PRECISION_FP32 = 0, /* float32 products (default) */
+    TB_PRECISION_TF32,     /* CUDA: TF32 tensor cores, float32 accumulation */
+    TB_PRECISION_BF16,     /* CUDA: bf16 operands on tensor cores, float32 accumulation */
+} tb_precision;
+
 typedef struct tb_backend_config {
     tb_device device;
     int threads;      /* CPU: threads shared by BLAS and OpenMP loops; 0 = all cores */
     int device_index; /* CUDA: which GPU */
+    tb_precision precision; /* zero (FP32) unless asked for */
 } tb_backend_config;
+
+/* Parses "fp32", "tf32" or "bf16"; TB_ERR_INVALID naming the text otherwise. */
+tb_status tb_precision_parse(const char *name, tb_precision *out, tb_error *err);
+const char *tb_precision_name(tb_precision precision);
 
 /* Parses "cpu" or "cuda". */
 tb_status tb_device_parse(const char *name, tb_device *out, tb_error *err);
@@ -59,6 +73,23 @@ void tb_backend_upload(tb_backend *be, void *dst_device, const void *src_host, s
 void tb_backend_download(tb_backend *be, void *dst_host, const void *src_device, size_t bytes);
 /* Waits until all queued work has finished (a no-op on CPU). */
 void tb_backend_sync(tb_backend *be);
+
+/* Reports a failure of earlier asynchronous device work (a kernel or copy that failed after the
+ * call that queued it returned): TB_OK, or TB_ERR_INTERNAL with the device's message. Always
+ * TB_OK on CPU. Call it after tb_backend_sync where a step's result matters. */
+tb_status tb_backend_check(tb_backend *be, tb_error *err);
+
+/* CUDA graphs for a step whose shapes do not change. Between tb_backend_capture_begin and
+ * tb_backend_capture_end, device work is recorded instead of run; tb_backend_replay runs the
+ * recorded work again (asynchronously; sync before reading results). Inside a capture only
+ * device work is allowed: no download, no scalar read, no sync, no upload, no new allocation
+ * that was not made in an earlier identical step. Every argument (pointers, sizes, learning
+ * rate, dropout counter) is frozen at capture, so a trainer must keep inputs in the same device
+ * buffers and must not rely on per-step host values. Returns TB_ERR_UNSUPPORTED on backends
+ * without graphs (CPU), TB_ERR_INVALID when called out of order. */
+tb_status tb_backend_capture_begin(tb_backend *be, tb_error *err);
+tb_status tb_backend_capture_end(tb_backend *be, tb_error *err);
+tb_status tb_backend_replay(tb_backend *be, tb_error *err);
 
 #ifdef __cplusplus
 }

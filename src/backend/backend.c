@@ -17,6 +17,28 @@ tb_status tb_device_parse(const char *name, tb_device *out, tb_error *err)
     return tb_fail(err, TB_ERR_INVALID, "unknown device '%s' (expected cpu or cuda)", name);
 }
 
+tb_status tb_precision_parse(const char *name, tb_precision *out, tb_error *err)
+{
+    static const tb_precision all[3] = {TB_PRECISION_FP32, TB_PRECISION_TF32, TB_PRECISION_BF16};
+    for (int i = 0; i < 3; i++) {
+        if (strcmp(name, tb_precision_name(all[i])) == 0) {
+            *out = all[i];
+            return TB_OK;
+        }
+    }
+    return tb_fail(err, TB_ERR_INVALID, "unknown precision '%s' (expected fp32, tf32 or bf16)",
+                   name);
+}
+
+const char *tb_precision_name(tb_precision precision)
+{
+    switch (precision) {
+    case TB_PRECISION_TF32: return "tf32";
+    case TB_PRECISION_BF16: return "bf16";
+    default: return "fp32";
+    }
+}
+
 const char *tb_device_name(tb_device device)
 {
     return device == TB_DEVICE_CUDA ? "cuda" : "cpu";
@@ -85,4 +107,30 @@ void tb_backend_upload(tb_backend *be, void *dst, const void *src, size_t bytes)
 void tb_backend_download(tb_backend *be, void *dst, const void *src, size_t bytes)
 {
     be->ops.download(be, dst, src, bytes);
+}
+
+tb_status tb_backend_check(tb_backend *be, tb_error *err)
+{
+    return be->ops.status ? be->ops.status(be, err) : TB_OK;
+}
+
+tb_status tb_backend_capture_begin(tb_backend *be, tb_error *err)
+{
+    if (!be->ops.capture_begin)
+        return tb_fail(err, TB_ERR_UNSUPPORTED, "the %s backend has no graph capture", be->name);
+    return be->ops.capture_begin(be, err);
+}
+
+tb_status tb_backend_capture_end(tb_backend *be, tb_error *err)
+{
+    if (!be->ops.capture_end)
+        return tb_fail(err, TB_ERR_UNSUPPORTED, "the %s backend has no graph capture", be->name);
+    return be->ops.capture_end(be, err);
+}
+
+tb_status tb_backend_replay(tb_backend *be, tb_error *err)
+{
+    if (!be->ops.replay)
+        return tb_fail(err, TB_ERR_UNSUPPORTED, "the %s backend has no graph replay", be->name);
+    return be->ops.replay(be, err);
 }

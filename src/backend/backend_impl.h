@@ -68,6 +68,14 @@ typedef struct tb_backend_ops {
     void (*copy)(tb_backend *be, void *dst, const void *src, size_t bytes);
     void (*sync)(tb_backend *be);
 
+    /* ---- optional entries: NULL where a backend has no such thing (CPU) ---- */
+    /* CUDA graphs (tb_backend_capture_begin etc. in backend.h document the contract). */
+    tb_status (*capture_begin)(tb_backend *be, tb_error *err);
+    tb_status (*capture_end)(tb_backend *be, tb_error *err);
+    tb_status (*replay)(tb_backend *be, tb_error *err);
+    /* The first failure of asynchronous work (a kernel launch, a copy) so far, or TB_OK. */
+    tb_status (*status)(tb_backend *be, tb_error *err);
+
     /* ---- BLAS-like ---- */
     /* C[M,N] = alpha * op(A) op(B) + beta * C, row-major; op(A) is [M,K], op(B) is [K,N]. */
     void (*gemm)(tb_backend *be, bool trans_a, bool trans_b, int m, int n, int k, float alpha,

@@ -50,6 +50,11 @@ tb_status tb_cpu_backend_init(tb_backend *be, const tb_backend_config *config, t
     omp_set_num_threads(threads);
 #endif
     openblas_set_num_threads(threads);
+    if (config->precision != TB_PRECISION_FP32)
+        return tb_fail(err, TB_ERR_UNSUPPORTED,
+                       "the cpu backend computes in fp32 only (precision %s was asked for; "
+                       "tf32 and bf16 need the cuda device)",
+                       tb_precision_name(config->precision));
     be->device = TB_DEVICE_CPU;
     be->name = "cpu";
     be->threads = threads;
