@@ -86,7 +86,7 @@ static const tb_submission submission = {
     .free_state = free_state,
     .prepare_for_eval = NULL, /* nothing to do: no averaged weights */
     .data_selection = NULL,   /* the workload's data order */
-    .default_search_space = "{\"learning_rate\": {\"min\": 0.01, \"max\": 0.1, "
+    .default_search_space = "{\"learning_rate\": {\"min\": 0.005, \"max\": 0.05, "
                             "\"scaling\": \"log\"},"
                             " \"momentum\": {\"feasible_points\": [0.9]},"
                             " \"warmup_steps\": {\"feasible_points\": [50]}}",
