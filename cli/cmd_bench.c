@@ -18,7 +18,7 @@ static const char bench_usage[] =
     "options:\n"
     "      --db FILE             results store (default results.db; created if missing)\n"
     "      --preset NAME         quick (default): 2 studies x 2 trials, 20 s budgets, quick\n"
-    "                            targets, evals every 2 s on subsets; full: 5 x 5 with the\n"
+    "                            targets, evals every 1 s on subsets; full: 5 x 5 with the\n"
     "                            workloads' own targets, budgets and eval periods\n"
     "      --name NAME           benchmark name in the store (default: the preset's name)\n"
     "  -s, --submission SPEC     an optimizer name (built-in baseline, e.g. sgd, adamw) or a\n"

@@ -93,7 +93,8 @@ typedef struct tb_bench_spec {
     bool quick_targets;                /* use the workloads' quick targets */
     double eval_period_s;              /* 0: the workload's */
     bool run_to_budget;                /* do not stop at the target */
-    uint64_t seed;                     /* seeds every trial's sources of variation */
+    uint64_t seed;                     /* seeds every trial's sources of variation (53 bits
+                                          are used, so JSON holds seeds exactly) */
     const char *search_space_dir;      /* where built-ins' <name>.json search spaces live */
     tb_trial_options trial;
 } tb_bench_spec;
@@ -101,7 +102,7 @@ typedef struct tb_bench_spec {
 /* Zeroed spec with 1 study of 1 trial, external tuning. */
 tb_bench_spec tb_bench_spec_default(void);
 /* Fills spec with a named preset: "quick" (2 studies x 2 trials, 20 s budgets, quick
- * targets, 2 s eval period, eval subsets) or "full" (5 x 5, the workloads' settings). Leaves
+ * targets, 1 s eval period, eval subsets) or "full" (5 x 5, the workloads' settings). Leaves
  * submissions, workloads, name and paths alone. */
 tb_status tb_bench_preset(const char *preset, tb_bench_spec *spec, tb_error *err);
 

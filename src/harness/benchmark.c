@@ -75,7 +75,7 @@ tb_status tb_bench_preset(const char *preset, tb_bench_spec *s, tb_error *err)
         s->trials = 2;
         s->budget_s = 20;
         s->quick_targets = true;
-        s->eval_period_s = 2;
+        s->eval_period_s = 1;
         s->run_to_budget = false;
         s->trial.eval_train_examples = 1000;
         s->trial.eval_validation_examples = 2000;
@@ -120,9 +120,10 @@ static void trial_seeds(uint64_t seed, const char *workload, int study, int tria
 {
     uint64_t base = mix(seed ^ mix(hash_text(workload) ^ mix(((uint64_t)study << 32) |
                                                             (uint32_t)trial)));
-    for (int i = 0; i < TB_STREAM_COUNT; i++) out[i] = mix(base + (uint64_t)i);
-    out[TB_STREAM_SPLIT] = seed;
-    out[TB_STREAM_HPARAM] = seed;
+    /* 53 bits, so that every JSON reader (doubles) holds the seeds exactly */
+    for (int i = 0; i < TB_STREAM_COUNT; i++) out[i] = mix(base + (uint64_t)i) >> 11;
+    out[TB_STREAM_SPLIT] = seed & ((1ull << 53) - 1);
+    out[TB_STREAM_HPARAM] = seed & ((1ull << 53) - 1);
 }
 
 /* ---- planning ---------------------------------------------------------------------------------- */
