@@ -1,5 +1,6 @@
 /* submission_crash.c: a deliberately broken external submission for the tests: it segfaults
  * in update_params at step `crash_step` (default 3), or, with hang = 1, never returns. */
+#include <signal.h>
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -35,8 +36,10 @@ static tb_status update(const tb_submission_api *api, tb_trial_ctx *c, void *st,
     if (api->hparam(hp, "hang", 0) > 0)
         for (;;) pause();
     if (step >= (int64_t)api->hparam(hp, "crash_step", 3)) {
-        volatile int *p = NULL;
-        *p = 42; /* the crash */
+        /* the crash: a segmentation fault with the default action, so that it kills the
+         * process in sanitizer builds too (ASan would otherwise catch it and exit(1)) */
+        signal(SIGSEGV, SIG_DFL);
+        raise(SIGSEGV);
     }
     report->loss = 1.0;
     return TB_OK;
