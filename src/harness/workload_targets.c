@@ -10,10 +10,10 @@
 #include <string.h>
 
 static const tb_bench_workload table[] = {
-    /* fmnist_mlp: target error 0.115 (accuracy 0.885), 120 s, evals every 5 s, 2000 steps;
-     * the quick preset's target is error 0.13 (accuracy 0.87), reachable within 20 s on a
-     * lightly loaded 2-core machine */
-    {"fmnist_mlp", "error_rate", 0.115, 120.0, 5.0, 2000, 0.13, NULL, true},
+    /* fmnist_mlp: target error 0.115 (accuracy 0.885), 120 s, evals every 5 s, 2000 steps.
+     * Quick preset: error 0.17 (accuracy 0.83), which most quick trials reached within about
+     * 10 s of submission time on the heavily shared 2-core build machine (contended). */
+    {"fmnist_mlp", "error_rate", 0.115, 120.0, 5.0, 2000, 0.17, NULL, true},
 };
 
 const tb_bench_workload *tb_bench_workload_find(const char *id)
