@@ -20,6 +20,9 @@ static const char usage[] =
     "  compare      is algorithm A better than B? P(A>B) over paired runs, with a verdict\n"
     "  workloads    list the workloads\n"
     "  algorithms   list the training algorithms and their hyperparameters\n"
+    "  bench        plan and run a time-to-result benchmark (resumes when run again)\n"
+    "  score        score the benchmarks in a results store\n"
+    "  export       export a results store as CSV or JSON lines\n"
     "  version      print the version\n"
     "\n"
     "`trainbench <command> --help` describes a command's options.\n"
@@ -127,6 +130,9 @@ int main(int argc, char **argv)
     if (strcmp(cmd, "compare") == 0) return tb_cli_compare(argc - 1, argv + 1);
     if (strcmp(cmd, "workloads") == 0) return tb_cli_workloads(argc - 1, argv + 1);
     if (strcmp(cmd, "algorithms") == 0) return tb_cli_algorithms(argc - 1, argv + 1);
+    if (strcmp(cmd, "bench") == 0) return tb_cli_bench(argc - 1, argv + 1);
+    if (strcmp(cmd, "score") == 0) return tb_cli_score(argc - 1, argv + 1);
+    if (strcmp(cmd, "export") == 0) return tb_cli_export(argc - 1, argv + 1);
     if (strcmp(cmd, "version") == 0 || strcmp(cmd, "--version") == 0) {
         printf("trainbench %s\n", TB_VERSION);
         return TB_EXIT_OK;

@@ -25,5 +25,10 @@
 #include "trainbench/tensor.h"
 #include "trainbench/train.h"
 #include "trainbench/workload.h"
+#include "trainbench/submission.h"
+#include "trainbench/tune.h"
+#include "trainbench/store.h"
+#include "trainbench/score.h"
+#include "trainbench/benchmark.h"
 
 #endif

@@ -1,0 +1,223 @@
+/* cmd_bench.c: `trainbench bench`: plan and run a time-to-result benchmark into a results
+ * store (resuming it when run again), then print its score table. */
+#include "cli.h"
+
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char bench_usage[] =
+    "usage: trainbench bench [options]\n"
+    "\n"
+    "Plans and runs a time-to-result benchmark (AlgoPerf's rules): submissions x workloads x\n"
+    "studies x trials, each trial in its own process, every eval written to a SQLite results\n"
+    "store. Running the same command again resumes: finished trials are reused, interrupted\n"
+    "ones rerun from their start. Ends with the score table (see `trainbench score`).\n"
+    "\n"
+    "options:\n"
+    "      --db FILE             results store (default results.db; created if missing)\n"
+    "      --preset NAME         quick (default): 2 studies x 2 trials, 20 s budgets, quick\n"
+    "                            targets, evals every 1 s on subsets; full: 5 x 5 with the\n"
+    "                            workloads' own targets, budgets and eval periods\n"
+    "      --name NAME           benchmark name in the store (default: the preset's name)\n"
+    "  -s, --submission SPEC     an optimizer name (built-in baseline, e.g. sgd, adamw) or a\n"
+    "                            path to a submission library (.so); repeatable (default: sgd\n"
+    "                            and adamw)\n"
+    "  -w, --workload ID         repeatable (default: every workload with benchmark settings)\n"
+    "      --ruleset NAME        external (tuned from the search space; default) or self\n"
+    "                            (no hyperparameters, 1.5x the budget)\n"
+    "      --studies N           studies per submission and workload\n"
+    "      --trials N            trials per study (external tuning)\n"
+    "      --budget SECONDS      accumulated submission time per trial (overrides the\n"
+    "                            workload's max runtime)\n"
+    "      --eval-period SECONDS submission seconds between evals\n"
+    "      --eval-examples N     evaluate on the first N validation (and test) examples\n"
+    "      --full-targets        the workloads' real targets even with --preset quick\n"
+    "      --run-to-budget       do not stop a trial at the target\n"
+    "      --seed N              seeds every trial's sources of variation (default 0)\n"
+    "  -t, --threads N           CPU threads per trial (default: all cores)\n"
+    "      --timeout SECONDS     wall-clock limit of one trial's process (default\n"
+    "                            3 x budget + 120 s); a trial past it is killed and failed\n"
+    "      --search-spaces DIR   where the built-ins' <name>.json search spaces are\n"
+    "                            (default: the source tree's search_spaces/)\n"
+    "      --data-dir DIR        Fashion-MNIST directory\n"
+    "      --json                print the score table as JSON on stdout\n"
+    "  -q, --quiet               no line per trial\n"
+    "  -h, --help                this help\n"
+    "\n"
+    "examples:\n"
+    "  trainbench bench --preset quick --db results.db\n"
+    "  trainbench bench --preset quick -s sgd -s build/submission_example.so --name mine\n";
+
+enum {
+    OPT_DB = 1000, OPT_PRESET, OPT_NAME, OPT_RULESET, OPT_STUDIES, OPT_TRIALS, OPT_BUDGET,
+    OPT_EVAL_PERIOD, OPT_EVAL_EXAMPLES, OPT_FULL_TARGETS, OPT_RUN_TO_BUDGET, OPT_SEED,
+    OPT_TIMEOUT, OPT_SPACES, OPT_DATA, OPT_JSON,
+};
+
+static void show_trial(void *user, const tb_bench_event *e)
+{
+    (void)user;
+    const tb_trial_record *t = e->trial;
+    char hp[256] = "";
+    int n = 0;
+    for (int i = 0; i < t->hparams.count && n < (int)sizeof hp - 40; i++)
+        n += snprintf(hp + n, sizeof hp - (size_t)n, "%s%s=%.3g", i ? " " : "",
+                      t->hparams.names[i], t->hparams.values[i]);
+    char what[700];
+    if (t->status == TB_TRIAL_FAILED)
+        snprintf(what, sizeof what, "FAILED: %s", t->reason);
+    else if (t->reached)
+        snprintf(what, sizeof what, "target reached in %.1f s (%lld steps)", t->time_to_target,
+                 (long long)t->steps);
+    else
+        snprintf(what, sizeof what, "missed the target in %.1f s (%lld steps)",
+                 t->submission_time, (long long)t->steps);
+    fprintf(stderr, "[%d/%d] %s %s study %d trial %d%s: %s  {%s}\n", e->index, e->total,
+            t->submission, t->workload, t->study, t->trial, e->reused ? " (done before)" : "",
+            what, hp);
+}
+
+int tb_cli_bench(int argc, char **argv)
+{
+    tb_bench_spec spec = tb_bench_spec_default();
+    tb_error err = {0};
+    const char *db = "results.db", *preset = "quick", *name = NULL;
+    const char *subs[64], *wls[64];
+    int n_subs = 0, n_wls = 0;
+    bool json = false, quiet = false, full_targets = false;
+    /* values given on the command line override the preset's */
+    long studies = -1, trials = -1, threads = 0, eval_examples = -1;
+    double budget = -1, eval_period = -1, timeout = 0;
+    bool run_to_budget = false;
+    uint64_t seed = 0;
+    tb_ruleset ruleset = TB_RULESET_EXTERNAL;
+    const char *spaces = TB_SEARCH_SPACE_DIR, *data_dir = NULL;
+    struct option opts[] = {
+        {"db", required_argument, 0, OPT_DB},
+        {"preset", required_argument, 0, OPT_PRESET},
+        {"name", required_argument, 0, OPT_NAME},
+        {"submission", required_argument, 0, 's'},
+        {"workload", required_argument, 0, 'w'},
+        {"ruleset", required_argument, 0, OPT_RULESET},
+        {"studies", required_argument, 0, OPT_STUDIES},
+        {"trials", required_argument, 0, OPT_TRIALS},
+        {"budget", required_argument, 0, OPT_BUDGET},
+        {"eval-period", required_argument, 0, OPT_EVAL_PERIOD},
+        {"eval-examples", required_argument, 0, OPT_EVAL_EXAMPLES},
+        {"full-targets", no_argument, 0, OPT_FULL_TARGETS},
+        {"run-to-budget", no_argument, 0, OPT_RUN_TO_BUDGET},
+        {"seed", required_argument, 0, OPT_SEED},
+        {"threads", required_argument, 0, 't'},
+        {"timeout", required_argument, 0, OPT_TIMEOUT},
+        {"search-spaces", required_argument, 0, OPT_SPACES},
+        {"data-dir", required_argument, 0, OPT_DATA},
+        {"json", no_argument, 0, OPT_JSON},
+        {"quiet", no_argument, 0, 'q'},
+        {"help", no_argument, 0, 'h'},
+        {0, 0, 0, 0},
+    };
+    optind = 1;
+    opterr = 0;
+    int c;
+    while ((c = getopt_long(argc, argv, ":s:w:t:qh", opts, NULL)) != -1) {
+        switch (c) {
+        case OPT_DB: db = optarg; break;
+        case OPT_PRESET: preset = optarg; break;
+        case OPT_NAME: name = optarg; break;
+        case 's':
+            if (n_subs == 64) return tb_cli_error("too many submissions"), TB_EXIT_USAGE;
+            subs[n_subs++] = optarg;
+            break;
+        case 'w':
+            if (n_wls == 64) return tb_cli_error("too many workloads"), TB_EXIT_USAGE;
+            wls[n_wls++] = optarg;
+            break;
+        case OPT_RULESET:
+            if (tb_ruleset_parse(optarg, &ruleset, &err) != TB_OK)
+                return tb_cli_error("--ruleset: %s", err.message), TB_EXIT_USAGE;
+            break;
+        case OPT_STUDIES:
+            if (!tb_cli_parse_int("--studies", optarg, 1, 1000, &studies)) return TB_EXIT_USAGE;
+            break;
+        case OPT_TRIALS:
+            if (!tb_cli_parse_int("--trials", optarg, 1, 1000, &trials)) return TB_EXIT_USAGE;
+            break;
+        case OPT_BUDGET:
+            if (!tb_cli_parse_double("--budget", optarg, &budget)) return TB_EXIT_USAGE;
+            if (budget <= 0) return tb_cli_error("--budget: must be positive"), TB_EXIT_USAGE;
+            break;
+        case OPT_EVAL_PERIOD:
+            if (!tb_cli_parse_double("--eval-period", optarg, &eval_period)) return TB_EXIT_USAGE;
+            if (eval_period <= 0)
+                return tb_cli_error("--eval-period: must be positive"), TB_EXIT_USAGE;
+            break;
+        case OPT_EVAL_EXAMPLES:
+            if (!tb_cli_parse_int("--eval-examples", optarg, 1, 100000000L, &eval_examples))
+                return TB_EXIT_USAGE;
+            break;
+        case OPT_FULL_TARGETS: full_targets = true; break;
+        case OPT_RUN_TO_BUDGET: run_to_budget = true; break;
+        case OPT_SEED:
+            if (!tb_cli_parse_u64("--seed", optarg, &seed)) return TB_EXIT_USAGE;
+            break;
+        case 't':
+            if (!tb_cli_parse_int("--threads", optarg, 1, 4096, &threads)) return TB_EXIT_USAGE;
+            break;
+        case OPT_TIMEOUT:
+            if (!tb_cli_parse_double("--timeout", optarg, &timeout)) return TB_EXIT_USAGE;
+            break;
+        case OPT_SPACES: spaces = optarg; break;
+        case OPT_DATA: data_dir = optarg; break;
+        case OPT_JSON: json = true; break;
+        case 'q': quiet = true; break;
+        case 'h': fputs(bench_usage, stdout); return TB_EXIT_OK;
+        case ':': tb_cli_error("%s needs a value", argv[optind - 1]); return TB_EXIT_USAGE;
+        default:
+            tb_cli_error("unknown option '%s' (try `trainbench bench --help`)", argv[optind - 1]);
+            return TB_EXIT_USAGE;
+        }
+    }
+    if (optind < argc) {
+        tb_cli_error("unexpected argument '%s'", argv[optind]);
+        return TB_EXIT_USAGE;
+    }
+    if (tb_bench_preset(preset, &spec, &err) != TB_OK) {
+        tb_cli_error("--preset: %s", err.message);
+        return TB_EXIT_USAGE;
+    }
+    static const char *default_subs[] = {"sgd", "adamw"};
+    spec.name = name ? name : preset;
+    spec.submissions = n_subs ? subs : default_subs;
+    spec.n_submissions = n_subs ? n_subs : 2;
+    spec.workloads = n_wls ? wls : NULL;
+    spec.n_workloads = n_wls;
+    spec.ruleset = ruleset;
+    if (studies > 0) spec.studies = (int)studies;
+    if (trials > 0) spec.trials = (int)trials;
+    if (budget > 0) spec.budget_s = budget;
+    if (eval_period > 0) spec.eval_period_s = eval_period;
+    if (eval_examples > 0) {
+        spec.trial.eval_validation_examples = eval_examples;
+        spec.trial.eval_test_examples = eval_examples;
+        spec.trial.eval_train_examples = eval_examples;
+    }
+    if (full_targets) spec.quick_targets = false;
+    spec.run_to_budget = run_to_budget;
+    spec.seed = seed;
+    spec.search_space_dir = spaces;
+    spec.trial.threads = (int)threads;
+    spec.trial.timeout_s = timeout;
+    spec.trial.data_dir = data_dir;
+
+    tb_bench_summary sum;
+    tb_status st = tb_bench_run(db, &spec, quiet ? NULL : show_trial, NULL, &sum, &err);
+    if (st != TB_OK) {
+        tb_cli_error("%s", err.message);
+        return tb_cli_exit_code(st);
+    }
+    fprintf(stderr, "%d trials: %d run now, %d reused from %s, %d failed\n\n", sum.planned,
+            sum.ran, sum.reused, db, sum.failed);
+    return tb_cli_print_scores(db, spec.name, NULL, false, json);
+}

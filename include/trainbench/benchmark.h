@@ -1,0 +1,136 @@
+/* benchmark.h: the time-to-result benchmark: per-workload benchmark settings, rulesets, trials
+ * run in child processes, and the planner/executor that fills a results store and resumes it.
+ *
+ * Flow: a spec (submissions x workloads x ruleset x studies x trials) is planned into the
+ * store (every trial with its hyperparameters and seeds, before anything runs), then each
+ * trial not yet finished runs in a child process that writes its evals to the store; a trial
+ * whose child crashes, hangs (killed at its wall-clock limit) or diverges is a failed trial
+ * with the reason recorded, and the benchmark goes on. Running the same spec again reuses
+ * every finished trial and reruns interrupted ones from their start. */
+#ifndef TRAINBENCH_BENCHMARK_H
+#define TRAINBENCH_BENCHMARK_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "trainbench/backend.h"
+#include "trainbench/status.h"
+#include "trainbench/store.h"
+#include "trainbench/submission.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- per-workload benchmark settings ------------------------------------------------------
+ * PROVISIONAL: a table in the harness (src/harness/workload_targets.c) until the workloads
+ * carry their calibrated targets, budgets, eval periods and step hints themselves. */
+typedef struct tb_bench_workload {
+    const char *workload;
+    const char *metric;        /* validation metric ("error_rate" or "loss"); lower is better */
+    double target;             /* validation target */
+    double max_runtime_s;      /* budget of accumulated submission time (external tuning) */
+    double eval_period_s;      /* submission seconds between evals */
+    int64_t step_hint;         /* steps a tuned baseline takes within the budget */
+    double quick_target;       /* the looser target of the quick preset */
+    const char *variant_of;    /* the base workload of a held-out variant, or NULL */
+    bool provisional;          /* not calibrated yet */
+} tb_bench_workload;
+
+/* NULL if the workload has no benchmark settings. */
+const tb_bench_workload *tb_bench_workload_find(const char *id);
+int tb_bench_workload_count(void);
+const tb_bench_workload *tb_bench_workload_at(int i);
+
+/* ---- rulesets ----------------------------------------------------------------------------- */
+typedef enum tb_ruleset {
+    TB_RULESET_EXTERNAL = 0, /* tuned from the submission's search space: studies x trials */
+    TB_RULESET_SELF = 1,     /* no hyperparameters, 1.5x the budget */
+} tb_ruleset;
+
+const char *tb_ruleset_name(tb_ruleset r);
+tb_status tb_ruleset_parse(const char *name, tb_ruleset *out, tb_error *err);
+#define TB_SELF_TUNING_BUDGET_FACTOR 1.5
+
+/* ---- one trial ------------------------------------------------------------------------------ */
+typedef struct tb_trial_options {
+    tb_device device;
+    int threads;                   /* CPU threads of the trial (0: all cores) */
+    const char *data_dir;          /* NULL: the Debian package's directory */
+    int64_t eval_train_examples;   /* train-metric subset per eval (0: as many as validation) */
+    int64_t eval_validation_examples; /* 0: the whole validation split */
+    int64_t eval_test_examples;    /* 0: the whole test split; < 0: no test evals */
+    double timeout_s;              /* wall-clock limit of a trial's process; 0: automatic
+                                      (3 x budget + 120 s) */
+} tb_trial_options;
+
+/* Runs trial `trial_id` of the store at store_path in this process, with its own store
+ * connection: marks it running, trains by AlgoPerf's timing rules, writes each eval, and
+ * records its outcome (done, or failed with the reason: divergence, a submission error).
+ * Returns TB_OK when an outcome was recorded; an error only when it could not be. */
+tb_status tb_trial_execute(const char *store_path, int64_t trial_id,
+                           const tb_submission_ref *sub, const tb_trial_options *opts,
+                           tb_error *err);
+
+/* Runs tb_trial_execute in a child process (fork; the child dies with its parent), waits for
+ * it with the wall-clock limit (SIGKILL when it is passed), and, when the child ended without
+ * recording an outcome (a crash, a kill, a hang), records the trial failed with the reason.
+ * The calling process must not have started threads (OpenMP, BLAS) before. */
+tb_status tb_trial_run_isolated(const char *store_path, int64_t trial_id,
+                                const tb_submission_ref *sub, const tb_trial_options *opts,
+                                tb_error *err);
+
+/* ---- a benchmark ---------------------------------------------------------------------------- */
+typedef struct tb_bench_spec {
+    const char *name;                  /* the benchmark's name in the store */
+    const char *const *submissions;    /* optimizer names or shared-library paths */
+    int n_submissions;
+    const char *const *workloads;      /* NULL: every workload with benchmark settings */
+    int n_workloads;
+    tb_ruleset ruleset;
+    int studies, trials;               /* trials per study (external tuning); runs (self) */
+    double budget_s;                   /* 0: the workload's max runtime (x1.5 self-tuning) */
+    bool quick_targets;                /* use the workloads' quick targets */
+    double eval_period_s;              /* 0: the workload's */
+    bool run_to_budget;                /* do not stop at the target */
+    uint64_t seed;                     /* seeds every trial's sources of variation (53 bits
+                                          are used, so JSON holds seeds exactly) */
+    const char *search_space_dir;      /* where built-ins' <name>.json search spaces live */
+    tb_trial_options trial;
+} tb_bench_spec;
+
+/* Zeroed spec with 1 study of 1 trial, external tuning. */
+tb_bench_spec tb_bench_spec_default(void);
+/* Fills spec with a named preset: "quick" (2 studies x 2 trials, 20 s budgets, quick
+ * targets, 1 s eval period, eval subsets) or "full" (5 x 5, the workloads' settings). Leaves
+ * submissions, workloads, name and paths alone. */
+tb_status tb_bench_preset(const char *preset, tb_bench_spec *spec, tb_error *err);
+
+typedef struct tb_bench_event {
+    const tb_trial_record *trial; /* after it ran (or was found finished) */
+    int index, total;             /* 1-based position among the plan's trials */
+    bool reused;                  /* finished in an earlier run: not rerun */
+} tb_bench_event;
+
+typedef void (*tb_bench_progress_fn)(void *user, const tb_bench_event *event);
+
+typedef struct tb_bench_summary {
+    int planned, reused, ran, failed;
+} tb_bench_summary;
+
+/* Plans spec into the store at store_path (idempotent: a second call with the same spec adds
+ * nothing; a different spec under the same name is refused) and runs every trial that is not
+ * finished, each in a child process, reporting each to progress (optional). */
+tb_status tb_bench_run(const char *store_path, const tb_bench_spec *spec,
+                       tb_bench_progress_fn progress, void *user, tb_bench_summary *summary,
+                       tb_error *err);
+
+/* The code version compiled in (git describe at configure time, or the package version). */
+const char *tb_code_version(void);
+/* Machine facts as one JSON object (cpu model, cores, threads, blas): written to buf. */
+void tb_machine_facts(const char *backend_description, int threads, char *buf, size_t cap);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,128 @@
+/* store.h: the results store: one SQLite file holding benchmark plans, trials and every eval.
+ *
+ * Plans are written before anything runs; each eval is written in its own transaction as soon
+ * as it is measured; a trial's outcome when it ends. The file is in WAL mode with a busy
+ * timeout, so a trial's child process writes through its own connection while the parent
+ * reads, and a process killed at any moment (kill -9) leaves every committed row intact. A
+ * trial found 'running' by a later run was interrupted: it is rerun from its start (its evals
+ * are dropped when it restarts; its attempt count says how often it ran). */
+#ifndef TRAINBENCH_STORE_H
+#define TRAINBENCH_STORE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "trainbench/optim.h"
+#include "trainbench/rng.h"
+#include "trainbench/status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct tb_store tb_store;
+
+typedef enum tb_trial_status {
+    TB_TRIAL_PLANNED = 0,
+    TB_TRIAL_RUNNING = 1, /* started; found so by a later run: interrupted */
+    TB_TRIAL_DONE = 2,    /* ran to its end: reached the target, or missed it in the budget */
+    TB_TRIAL_FAILED = 3,  /* crashed, hung, diverged or errored: the reason says which */
+} tb_trial_status;
+
+const char *tb_trial_status_name(tb_trial_status st);
+
+typedef struct tb_trial_record {
+    int64_t id; /* set by the store */
+    char benchmark[64];
+    char submission[128];       /* name results are grouped under */
+    char submission_spec[512];  /* what was loaded: optimizer name or library path */
+    char workload[64];
+    char ruleset[32];           /* "external" or "self" */
+    int study, trial;           /* 0-based */
+    tb_hparams hparams;
+    uint64_t seeds[TB_STREAM_COUNT];
+    char metric[32];            /* validation metric the target refers to (lower is better) */
+    double target;
+    double budget_s;            /* max accumulated submission time */
+    double eval_period_s;
+    bool stop_at_target;
+    /* outcome */
+    tb_trial_status status;
+    char reason[512];           /* failures: what happened ("killed by signal 11 ...") */
+    int attempts;
+    bool reached;
+    double time_to_target;      /* submission seconds at the first eval at target; inf if not */
+    double submission_time;     /* accumulated submission seconds at the end */
+    int64_t steps;
+    char code_version[64];
+    char machine[512];          /* JSON: cpu, cores, threads, blas */
+} tb_trial_record;
+
+typedef struct tb_eval_record {
+    int index;                  /* 0, 1, ... within the trial */
+    int64_t step;
+    double submission_time;     /* accumulated, timed */
+    double eval_time;           /* accumulated, untimed */
+    double total_duration;      /* wall seconds since the trial started */
+    double train_loss, train_accuracy, train_error;
+    double validation_loss, validation_accuracy, validation_error;
+    int64_t validation_examples;
+    double test_loss, test_accuracy, test_error;
+    int64_t test_examples;
+} tb_eval_record;
+
+/* Opens (creating if needed) the store at path: schema, WAL mode, busy timeout. Fails with
+ * TB_ERR_IO naming the path, or TB_ERR_FORMAT if the file is not a trainbench store. */
+tb_status tb_store_open(const char *path, tb_store **out, tb_error *err);
+void tb_store_close(tb_store *store);
+
+/* Transactions around several calls (BEGIN IMMEDIATE / COMMIT / ROLLBACK). */
+tb_status tb_store_begin(tb_store *store, tb_error *err);
+tb_status tb_store_commit(tb_store *store, tb_error *err);
+void tb_store_rollback(tb_store *store);
+
+/* Records benchmark `name` with its spec (JSON text), or checks that an existing one has the
+ * same spec (TB_ERR_INVALID naming the benchmark if it differs). */
+tb_status tb_store_put_benchmark(tb_store *store, const char *name, const char *spec_json,
+                                 tb_error *err);
+/* Plans a trial (status planned) unless one with the same benchmark, submission, workload,
+ * ruleset, study and trial exists; either way t->id is set. */
+tb_status tb_store_plan_trial(tb_store *store, tb_trial_record *t, tb_error *err);
+/* All trials of a benchmark (NULL: every benchmark), in plan order. *out is malloc'ed; the
+ * caller frees it. */
+tb_status tb_store_trials(tb_store *store, const char *benchmark, tb_trial_record **out,
+                          int *n, tb_error *err);
+/* The names of the benchmarks in the store; free with free() (array and strings). */
+tb_status tb_store_benchmarks(tb_store *store, char ***names, int *n, tb_error *err);
+
+/* Marks a trial running (attempts + 1), drops evals of an earlier interrupted attempt, and
+ * records the code version and machine facts. One transaction. */
+tb_status tb_store_trial_start(tb_store *store, int64_t id, const char *code_version,
+                               const char *machine_json, tb_error *err);
+tb_status tb_store_add_eval(tb_store *store, int64_t trial_id, const tb_eval_record *e,
+                            tb_error *err);
+/* Records the outcome (status done or failed) of a trial. */
+tb_status tb_store_trial_finish(tb_store *store, int64_t id, tb_trial_status status,
+                                const char *reason, bool reached, double time_to_target,
+                                double submission_time, int64_t steps, tb_error *err);
+/* Reads one trial by id. */
+tb_status tb_store_trial_get(tb_store *store, int64_t id, tb_trial_record *out, tb_error *err);
+/* The evals of a trial in order; *out malloc'ed, caller frees. */
+tb_status tb_store_evals(tb_store *store, int64_t trial_id, tb_eval_record **out, int *n,
+                         tb_error *err);
+
+typedef enum tb_export_format {
+    TB_EXPORT_CSV = 0,   /* one row per eval: trial keys + AlgoPerf's eval_measurements columns */
+    TB_EXPORT_JSONL = 1, /* one JSON object per trial, with its evals */
+} tb_export_format;
+
+tb_status tb_export_format_parse(const char *name, tb_export_format *out, tb_error *err);
+/* Writes the trials of benchmark (NULL: all) to f. */
+tb_status tb_store_export(tb_store *store, const char *benchmark, tb_export_format format,
+                          FILE *f, tb_error *err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,308 @@
+/* benchmark.c: planning a benchmark into the store (trials, their hyperparameter points and
+ * seeds, before anything runs) and executing it: every unfinished trial in a child process,
+ * finished ones reused. Also the presets, the code version and the machine facts. */
+#include "trainbench/benchmark.h"
+
+#include "trainbench/tune.h"
+
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#ifndef TB_GIT_VERSION
+#define TB_GIT_VERSION "unknown"
+#endif
+#ifndef TB_VERSION
+#define TB_VERSION "0"
+#endif
+
+const char *tb_code_version(void)
+{
+    return strcmp(TB_GIT_VERSION, "unknown") == 0 || !TB_GIT_VERSION[0] ? TB_VERSION
+                                                                         : TB_GIT_VERSION;
+}
+
+void tb_machine_facts(const char *blas, int threads, char *buf, size_t cap)
+{
+    char model[256] = "unknown";
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    char line[512];
+    while (f && fgets(line, sizeof line, f)) {
+        if (strncmp(line, "model name", 10) == 0) {
+            char *colon = strchr(line, ':');
+            if (colon) {
+                colon++;
+                while (*colon == ' ' || *colon == '\t') colon++;
+                snprintf(model, sizeof model, "%s", colon);
+                model[strcspn(model, "\n")] = 0;
+            }
+            break;
+        }
+    }
+    if (f) fclose(f);
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "cpu", model);
+    cJSON_AddNumberToObject(o, "cores", (double)sysconf(_SC_NPROCESSORS_ONLN));
+    cJSON_AddNumberToObject(o, "threads", threads);
+    cJSON_AddStringToObject(o, "blas", blas ? blas : "");
+    char host[256] = "";
+    gethostname(host, sizeof host - 1);
+    cJSON_AddStringToObject(o, "host", host);
+    char *text = cJSON_PrintUnformatted(o);
+    snprintf(buf, cap, "%s", text ? text : "{}");
+    free(text);
+    cJSON_Delete(o);
+}
+
+tb_bench_spec tb_bench_spec_default(void)
+{
+    tb_bench_spec s;
+    memset(&s, 0, sizeof s);
+    s.name = "default";
+    s.studies = 1;
+    s.trials = 1;
+    return s;
+}
+
+tb_status tb_bench_preset(const char *preset, tb_bench_spec *s, tb_error *err)
+{
+    if (strcmp(preset, "quick") == 0) {
+        s->ruleset = TB_RULESET_EXTERNAL;
+        s->studies = 2;
+        s->trials = 2;
+        s->budget_s = 20;
+        s->quick_targets = true;
+        s->eval_period_s = 1;
+        s->run_to_budget = false;
+        s->trial.eval_train_examples = 1000;
+        s->trial.eval_validation_examples = 2000;
+        s->trial.eval_test_examples = 2000;
+    } else if (strcmp(preset, "full") == 0) {
+        s->ruleset = TB_RULESET_EXTERNAL;
+        s->studies = 5;
+        s->trials = 5;
+        s->budget_s = 0;
+        s->quick_targets = false;
+        s->eval_period_s = 0;
+        s->trial.eval_train_examples = 0;
+        s->trial.eval_validation_examples = 0;
+        s->trial.eval_test_examples = 0;
+    } else {
+        return tb_fail(err, TB_ERR_INVALID, "unknown preset '%s' (quick or full)", preset);
+    }
+    return TB_OK;
+}
+
+/* ---- seeds ------------------------------------------------------------------------------------- */
+static uint64_t mix(uint64_t x)
+{
+    x += 0x9E3779B97F4A7C15ull;
+    x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+    x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+    return x ^ (x >> 31);
+}
+
+static uint64_t hash_text(const char *s)
+{
+    uint64_t h = 1469598103934665603ull;
+    for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ull;
+    return h;
+}
+
+/* Seeds of a trial: one per source, from the benchmark seed, the workload, the study and the
+ * trial, not the submission: every submission sees the same inits and data orders (common
+ * random numbers). The split is fixed per benchmark so targets mean the same everywhere. */
+static void trial_seeds(uint64_t seed, const char *workload, int study, int trial,
+                        uint64_t *out)
+{
+    uint64_t base = mix(seed ^ mix(hash_text(workload) ^ mix(((uint64_t)study << 32) |
+                                                            (uint32_t)trial)));
+    /* 53 bits, so that every JSON reader (doubles) holds the seeds exactly */
+    for (int i = 0; i < TB_STREAM_COUNT; i++) out[i] = mix(base + (uint64_t)i) >> 11;
+    out[TB_STREAM_SPLIT] = seed & ((1ull << 53) - 1);
+    out[TB_STREAM_HPARAM] = seed & ((1ull << 53) - 1);
+}
+
+/* ---- planning ---------------------------------------------------------------------------------- */
+static char *spec_json(const tb_bench_spec *s, const char *const *wls, int n_wl)
+{
+    cJSON *o = cJSON_CreateObject();
+    cJSON *subs = cJSON_AddArrayToObject(o, "submissions");
+    for (int i = 0; i < s->n_submissions; i++)
+        cJSON_AddItemToArray(subs, cJSON_CreateString(s->submissions[i]));
+    cJSON *w = cJSON_AddArrayToObject(o, "workloads");
+    for (int i = 0; i < n_wl; i++) cJSON_AddItemToArray(w, cJSON_CreateString(wls[i]));
+    cJSON_AddStringToObject(o, "ruleset", tb_ruleset_name(s->ruleset));
+    cJSON_AddNumberToObject(o, "studies", s->studies);
+    cJSON_AddNumberToObject(o, "trials", s->trials);
+    cJSON_AddNumberToObject(o, "budget_s", s->budget_s);
+    cJSON_AddBoolToObject(o, "quick_targets", s->quick_targets);
+    cJSON_AddNumberToObject(o, "eval_period_s", s->eval_period_s);
+    cJSON_AddBoolToObject(o, "run_to_budget", s->run_to_budget);
+    cJSON_AddNumberToObject(o, "seed", (double)s->seed);
+    cJSON_AddNumberToObject(o, "eval_train_examples", (double)s->trial.eval_train_examples);
+    cJSON_AddNumberToObject(o, "eval_validation_examples",
+                            (double)s->trial.eval_validation_examples);
+    cJSON_AddNumberToObject(o, "eval_test_examples", (double)s->trial.eval_test_examples);
+    char *text = cJSON_PrintUnformatted(o);
+    cJSON_Delete(o);
+    return text;
+}
+
+static tb_status plan_submission(tb_store *store, const tb_bench_spec *s,
+                                 const tb_submission_ref *ref, const char *const *wls, int n_wl,
+                                 tb_error *err)
+{
+    bool self = s->ruleset == TB_RULESET_SELF;
+    int trials = self ? 1 : s->trials;
+    int n = s->studies * trials;
+    tb_hparams *points = calloc((size_t)n, sizeof *points);
+    if (!points) return tb_fail(err, TB_ERR_NOMEM, "planning: out of memory");
+    tb_status st = TB_OK;
+    if (!self) {
+        const char *text = tb_submission_ref_search_space(ref);
+        if (!text) {
+            st = tb_fail(err, TB_ERR_MISSING,
+                         "submission %s has no search space for the external-tuning ruleset "
+                         "(expected %s/%s.json)", tb_submission_ref_name(ref),
+                         s->search_space_dir ? s->search_space_dir : "<search space dir>",
+                         tb_submission_ref_name(ref));
+        } else {
+            char source[200];
+            snprintf(source, sizeof source, "search space of %s", tb_submission_ref_name(ref));
+            tb_search_space *space;
+            st = tb_search_space_parse(text, source, &space, err);
+            if (st == TB_OK) {
+                st = tb_search_space_sample(space, s->studies, trials, mix(s->seed ^ 0x4850ull),
+                                            points, err);
+                if (st != TB_OK) tb_error_prefix(err, "%s", source);
+                tb_search_space_destroy(space);
+            }
+        }
+    }
+    for (int w = 0; st == TB_OK && w < n_wl; w++) {
+        const tb_bench_workload *bw = tb_bench_workload_find(wls[w]);
+        for (int k = 0; st == TB_OK && k < n; k++) {
+            tb_trial_record t;
+            memset(&t, 0, sizeof t);
+            snprintf(t.benchmark, sizeof t.benchmark, "%s", s->name);
+            snprintf(t.submission, sizeof t.submission, "%s", tb_submission_ref_name(ref));
+            snprintf(t.submission_spec, sizeof t.submission_spec, "%s",
+                     tb_submission_ref_spec(ref));
+            snprintf(t.workload, sizeof t.workload, "%s", wls[w]);
+            snprintf(t.ruleset, sizeof t.ruleset, "%s", tb_ruleset_name(s->ruleset));
+            t.study = k / trials;
+            t.trial = k % trials;
+            t.hparams = points[k];
+            trial_seeds(s->seed, wls[w], t.study, t.trial, t.seeds);
+            snprintf(t.metric, sizeof t.metric, "%s", bw->metric);
+            t.target = s->quick_targets ? bw->quick_target : bw->target;
+            t.budget_s = (s->budget_s > 0 ? s->budget_s : bw->max_runtime_s) *
+                         (self ? TB_SELF_TUNING_BUDGET_FACTOR : 1.0);
+            t.eval_period_s = s->eval_period_s > 0 ? s->eval_period_s : bw->eval_period_s;
+            t.stop_at_target = !s->run_to_budget;
+            st = tb_store_plan_trial(store, &t, err);
+        }
+    }
+    free(points);
+    return st;
+}
+
+static tb_status check_spec(const tb_bench_spec *s, tb_error *err)
+{
+    if (!s->name || !s->name[0] || strlen(s->name) >= 64)
+        return tb_fail(err, TB_ERR_INVALID, "a benchmark needs a name (under 64 characters)");
+    if (s->n_submissions < 1)
+        return tb_fail(err, TB_ERR_INVALID, "a benchmark needs at least one submission");
+    if (s->studies < 1 || s->trials < 1 || s->studies > 1000 || s->trials > 1000)
+        return tb_fail(err, TB_ERR_INVALID, "studies and trials must be in [1, 1000] (got %d, %d)",
+                       s->studies, s->trials);
+    if (s->budget_s < 0 || s->eval_period_s < 0)
+        return tb_fail(err, TB_ERR_INVALID, "budget and eval period must not be negative");
+    return TB_OK;
+}
+
+tb_status tb_bench_run(const char *store_path, const tb_bench_spec *s,
+                       tb_bench_progress_fn progress, void *user, tb_bench_summary *summary,
+                       tb_error *err)
+{
+    tb_bench_summary sum = {0};
+    if (summary) *summary = sum;
+    tb_status st = check_spec(s, err);
+    if (st != TB_OK) return st;
+    /* the workloads */
+    const char *all[64];
+    const char *const *wls = s->workloads;
+    int n_wl = s->n_workloads;
+    if (!wls) {
+        n_wl = 0;
+        for (int i = 0; i < tb_workload_count() && n_wl < 64; i++)
+            if (tb_bench_workload_find(tb_workload_info_at(i)->id))
+                all[n_wl++] = tb_workload_info_at(i)->id;
+        wls = all;
+    }
+    if (n_wl < 1) return tb_fail(err, TB_ERR_INVALID, "no workloads to benchmark");
+    for (int w = 0; w < n_wl; w++)
+        if (!tb_bench_workload_find(wls[w]))
+            return tb_fail(err, TB_ERR_INVALID,
+                           "workload '%s' has no benchmark settings (target, budget); known: "
+                           "see `trainbench workloads`", wls[w]);
+    /* the submissions, loaded once in this process (children inherit them) */
+    tb_submission_ref **refs = calloc((size_t)s->n_submissions, sizeof *refs);
+    if (!refs) return tb_fail(err, TB_ERR_NOMEM, "out of memory");
+    for (int i = 0; st == TB_OK && i < s->n_submissions; i++) {
+        st = tb_submission_load(s->submissions[i], s->search_space_dir, &refs[i], err);
+        for (int j = 0; st == TB_OK && j < i; j++)
+            if (strcmp(tb_submission_ref_name(refs[i]), tb_submission_ref_name(refs[j])) == 0)
+                st = tb_fail(err, TB_ERR_INVALID, "submission '%s' is given twice",
+                             tb_submission_ref_name(refs[i]));
+    }
+    /* the plan, written before anything runs */
+    tb_store *store = NULL;
+    if (st == TB_OK) st = tb_store_open(store_path, &store, err);
+    char *spec = st == TB_OK ? spec_json(s, wls, n_wl) : NULL;
+    bool in_tx = st == TB_OK && (st = tb_store_begin(store, err)) == TB_OK;
+    if (st == TB_OK) st = tb_store_put_benchmark(store, s->name, spec ? spec : "{}", err);
+    for (int i = 0; st == TB_OK && i < s->n_submissions; i++)
+        st = plan_submission(store, s, refs[i], wls, n_wl, err);
+    if (in_tx && st == TB_OK) st = tb_store_commit(store, err);
+    else if (in_tx) tb_store_rollback(store);
+    free(spec);
+    tb_trial_record *trials = NULL;
+    int n = 0;
+    if (st == TB_OK) st = tb_store_trials(store, s->name, &trials, &n, err);
+    tb_store_close(store);
+    sum.planned = n;
+    /* execution */
+    for (int i = 0; st == TB_OK && i < n; i++) {
+        tb_trial_record *t = &trials[i];
+        const tb_submission_ref *ref = NULL;
+        for (int j = 0; j < s->n_submissions; j++)
+            if (strcmp(tb_submission_ref_name(refs[j]), t->submission) == 0) ref = refs[j];
+        bool reused = t->status == TB_TRIAL_DONE || t->status == TB_TRIAL_FAILED;
+        if (!reused && ref) {
+            st = tb_trial_run_isolated(store_path, t->id, ref, &s->trial, err);
+            tb_store *rs;
+            if (st == TB_OK && (st = tb_store_open(store_path, &rs, err)) == TB_OK) {
+                st = tb_store_trial_get(rs, t->id, t, err);
+                tb_store_close(rs);
+            }
+            sum.ran++;
+        } else {
+            sum.reused++;
+        }
+        if (st == TB_OK && t->status == TB_TRIAL_FAILED) sum.failed++;
+        if (st == TB_OK && progress) {
+            tb_bench_event ev = {t, i + 1, n, reused};
+            progress(user, &ev);
+        }
+    }
+    free(trials);
+    for (int i = 0; i < s->n_submissions; i++) tb_submission_unload(refs[i]);
+    free(refs);
+    if (summary) *summary = sum;
+    return st;
+}

@@ -1,0 +1,96 @@
+/* isolate.c: a trial in a child process, so that a submission that crashes or hangs becomes a
+ * failed trial with the reason recorded while the benchmark goes on. The child writes to the
+ * store through its own connection (SQLite's WAL keeps committed rows whatever happens to it)
+ * and dies with its parent (PR_SET_PDEATHSIG), so killing the benchmark leaves no orphans. */
+#define _GNU_SOURCE /* strsignal */
+#include "trainbench/benchmark.h"
+
+#include <errno.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+tb_status tb_trial_run_isolated(const char *store_path, int64_t trial_id,
+                                const tb_submission_ref *sub, const tb_trial_options *opts,
+                                tb_error *err)
+{
+    tb_store *store;
+    tb_status st = tb_store_open(store_path, &store, err);
+    if (st != TB_OK) return st;
+    tb_trial_record rec;
+    st = tb_store_trial_get(store, trial_id, &rec, err);
+    tb_store_close(store); /* no connection open across fork */
+    if (st != TB_OK) return st;
+    double limit = opts->timeout_s > 0 ? opts->timeout_s : 3.0 * rec.budget_s + 120.0;
+
+    pid_t parent = getpid();
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid < 0) return tb_fail(err, TB_ERR_IO, "cannot start a trial process: %s", strerror(errno));
+    if (pid == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (getppid() != parent) _exit(3); /* the parent died before prctl */
+        tb_error cerr = {0};
+        tb_status cst = tb_trial_execute(store_path, trial_id, sub, opts, &cerr);
+        _exit(cst == TB_OK ? 0 : 2);
+    }
+    double t0 = now_s();
+    int wstatus = 0;
+    bool timed_out = false;
+    for (;;) {
+        pid_t w = waitpid(pid, &wstatus, WNOHANG);
+        if (w == pid) break;
+        if (w < 0 && errno != EINTR) {
+            kill(pid, SIGKILL);
+            waitpid(pid, &wstatus, 0);
+            break;
+        }
+        if (!timed_out && now_s() - t0 > limit) {
+            timed_out = true;
+            kill(pid, SIGKILL);
+        }
+        struct timespec ts = {0, 20 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+    /* did the child record an outcome? */
+    st = tb_store_open(store_path, &store, err);
+    if (st != TB_OK) return st;
+    st = tb_store_trial_get(store, trial_id, &rec, err);
+    if (st == TB_OK && (rec.status == TB_TRIAL_RUNNING || rec.status == TB_TRIAL_PLANNED)) {
+        char reason[512];
+        if (timed_out)
+            snprintf(reason, sizeof reason,
+                     "timed out: the trial process ran past its %.0f s wall-clock limit and "
+                     "was killed", limit);
+        else if (WIFSIGNALED(wstatus))
+            snprintf(reason, sizeof reason, "crashed: killed by signal %d (%s)",
+                     WTERMSIG(wstatus), strsignal(WTERMSIG(wstatus)));
+        else
+            snprintf(reason, sizeof reason,
+                     "crashed: the trial process exited with status %d without an outcome",
+                     WIFEXITED(wstatus) ? WEXITSTATUS(wstatus) : -1);
+        tb_eval_record *ev = NULL;
+        int ne = 0;
+        tb_store_evals(store, trial_id, &ev, &ne, NULL);
+        double sub_time = ne > 0 ? ev[ne - 1].submission_time : 0;
+        int64_t steps = ne > 0 ? ev[ne - 1].step : 0;
+        free(ev);
+        st = tb_store_trial_finish(store, trial_id, TB_TRIAL_FAILED, reason, false, INFINITY,
+                                   sub_time, steps, err);
+    }
+    tb_store_close(store);
+    return st;
+}

@@ -1,0 +1,203 @@
+/* submissions.c: the built-in submissions (one generic baseline per optimizer in the registry)
+ * and the loader of external submissions (shared libraries, dlopen). */
+#include "trainbench/submission.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- the generic baseline ------------------------------------------------------------------ */
+typedef struct baseline_state {
+    tb_optimizer *opt;
+    tb_schedule schedule;
+} baseline_state;
+
+static int baseline_batch_size(const tb_submission_api *api, tb_trial_ctx *c,
+                               const tb_hparams *hp)
+{
+    double b = api->hparam(hp, "batch_size", 0);
+    return b >= 1 ? (int)b : api->workload_info(c)->default_batch_size;
+}
+
+static tb_status baseline_init(const tb_submission_api *api, tb_trial_ctx *c,
+                               const tb_hparams *hp, void **state, tb_error *err)
+{
+    baseline_state *s = calloc(1, sizeof *s);
+    if (!s) return tb_fail(err, TB_ERR_NOMEM, "cannot allocate the optimizer state");
+    /* the optimizer gets the point without the baseline's own hyperparameters */
+    tb_hparams opt_hp = {0};
+    for (int i = 0; hp && i < hp->count; i++)
+        if (strcmp(hp->names[i], TB_HP_WARMUP_FRACTION) != 0 &&
+            strcmp(hp->names[i], "batch_size") != 0)
+            tb_hparams_set(&opt_hp, hp->names[i], hp->values[i], NULL);
+    double warmup = api->hparam(hp, TB_HP_WARMUP_FRACTION, 0);
+    if (!(warmup >= 0 && warmup < 1)) {
+        free(s);
+        return tb_fail(err, TB_ERR_INVALID, "%s = %g must be in [0, 1)", TB_HP_WARMUP_FRACTION,
+                       warmup);
+    }
+    int64_t hint = api->step_hint(c);
+    s->schedule.kind = warmup > 0 ? TB_SCHEDULE_WARMUP_COSINE : TB_SCHEDULE_CONSTANT;
+    s->schedule.total_steps = hint;
+    s->schedule.warmup_steps = (int64_t)(warmup * (double)hint);
+    tb_status st = api->optimizer_create(c, api->submission_name(c), &opt_hp, &s->opt, err);
+    if (st != TB_OK) {
+        free(s);
+        return st;
+    }
+    *state = s;
+    return TB_OK;
+}
+
+static tb_status baseline_update(const tb_submission_api *api, tb_trial_ctx *c, void *state,
+                                 const tb_hparams *hp, const tb_batch *batch, int64_t step,
+                                 tb_step_report *report, tb_error *err)
+{
+    (void)hp;
+    baseline_state *s = state;
+    tb_var *out = api->model_fn(c, batch->inputs);
+    tb_var *loss = api->loss_fn(c, out, batch->targets);
+    tb_status st = api->backward(c, loss, err);
+    if (st != TB_OK) return st;
+    report->loss = api->scalar(c, loss);
+    if (!isfinite(report->loss)) return TB_OK; /* the runner records the divergence */
+    /* past the step hint a cosine schedule stays at its end (0): keep a floor of 0 */
+    int64_t k = step <= s->schedule.total_steps ? step : s->schedule.total_steps;
+    double scale = s->schedule.kind == TB_SCHEDULE_CONSTANT ? 1.0
+                                                            : tb_schedule_factor(&s->schedule, k);
+    return api->optimizer_step(s->opt, scale, err);
+}
+
+static void baseline_free(void *state)
+{
+    baseline_state *s = state;
+    if (!s) return;
+    tb_optimizer_destroy(s->opt);
+    free(s);
+}
+
+/* ---- refs -------------------------------------------------------------------------------------- */
+struct tb_submission_ref {
+    tb_submission builtin;      /* the table of a built-in */
+    const tb_submission *sub;
+    void *library;              /* dlopen handle of an external one */
+    char name[128];
+    char spec[512];
+    char *search_space;
+};
+
+static char *read_text(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *buf = n >= 0 ? malloc((size_t)n + 1) : NULL;
+    if (buf && fread(buf, 1, (size_t)n, f) != (size_t)n) {
+        free(buf);
+        buf = NULL;
+    }
+    if (buf) buf[n] = 0;
+    fclose(f);
+    return buf;
+}
+
+static bool is_library_path(const char *spec)
+{
+    size_t n = strlen(spec);
+    return strchr(spec, '/') || (n > 3 && strcmp(spec + n - 3, ".so") == 0);
+}
+
+static tb_status load_library(tb_submission_ref *r, const char *spec, tb_error *err)
+{
+    r->library = dlopen(spec, RTLD_NOW | RTLD_LOCAL);
+    if (!r->library)
+        return tb_fail(err, TB_ERR_IO, "cannot load submission library %s: %s", spec, dlerror());
+    void *sym = dlsym(r->library, TB_SUBMISSION_ENTRY_NAME);
+    if (!sym)
+        return tb_fail(err, TB_ERR_INVALID,
+                       "submission library %s does not export %s() (see docs/SUBMISSIONS.md)",
+                       spec, TB_SUBMISSION_ENTRY_NAME);
+    tb_submission_entry_fn entry;
+    memcpy(&entry, &sym, sizeof entry); /* object pointer to function pointer (POSIX) */
+    r->sub = entry(TB_SUBMISSION_ABI_VERSION);
+    if (!r->sub)
+        return tb_fail(err, TB_ERR_INVALID,
+                       "submission library %s does not support submission ABI version %d", spec,
+                       TB_SUBMISSION_ABI_VERSION);
+    const tb_submission *s = r->sub;
+    if (s->abi_version != TB_SUBMISSION_ABI_VERSION)
+        return tb_fail(err, TB_ERR_INVALID,
+                       "submission library %s was built for ABI version %d, this trainbench has %d",
+                       spec, s->abi_version, TB_SUBMISSION_ABI_VERSION);
+    if (!s->name || !s->name[0] || !s->get_batch_size || !s->init_optimizer_state ||
+        !s->update_params)
+        return tb_fail(err, TB_ERR_INVALID,
+                       "submission library %s lacks a name, get_batch_size, "
+                       "init_optimizer_state or update_params", spec);
+    snprintf(r->name, sizeof r->name, "%s", s->name);
+    if (s->default_search_space && !(r->search_space = strdup(s->default_search_space)))
+        return tb_fail(err, TB_ERR_NOMEM, "out of memory");
+    return TB_OK;
+}
+
+tb_status tb_submission_load(const char *spec, const char *search_space_dir,
+                             tb_submission_ref **out, tb_error *err)
+{
+    *out = NULL;
+    tb_submission_ref *r = calloc(1, sizeof *r);
+    if (!r) return tb_fail(err, TB_ERR_NOMEM, "out of memory");
+    snprintf(r->spec, sizeof r->spec, "%s", spec);
+    tb_status st = TB_OK;
+    if (is_library_path(spec)) {
+        st = load_library(r, spec, err);
+    } else {
+        const tb_optimizer_info *info = tb_optimizer_find(spec);
+        if (!info) {
+            st = tb_fail(err, TB_ERR_INVALID,
+                         "unknown submission '%s': not an optimizer in the registry (see "
+                         "`trainbench algorithms`) nor a path to a shared library", spec);
+        } else {
+            snprintf(r->name, sizeof r->name, "%s", info->name);
+            r->builtin = (tb_submission){
+                .name = r->name,
+                .summary = info->summary,
+                .abi_version = TB_SUBMISSION_ABI_VERSION,
+                .get_batch_size = baseline_batch_size,
+                .init_optimizer_state = baseline_init,
+                .update_params = baseline_update,
+                .free_state = baseline_free,
+            };
+            r->sub = &r->builtin;
+            if (search_space_dir) {
+                char path[1024];
+                snprintf(path, sizeof path, "%s/%s.json", search_space_dir, info->name);
+                r->search_space = read_text(path);
+            }
+        }
+    }
+    if (st != TB_OK) {
+        tb_submission_unload(r);
+        return st;
+    }
+    *out = r;
+    return TB_OK;
+}
+
+void tb_submission_unload(tb_submission_ref *r)
+{
+    if (!r) return;
+    if (r->library) dlclose(r->library);
+    free(r->search_space);
+    free(r);
+}
+
+const tb_submission *tb_submission_get(const tb_submission_ref *r) { return r->sub; }
+const char *tb_submission_ref_name(const tb_submission_ref *r) { return r->name; }
+const char *tb_submission_ref_spec(const tb_submission_ref *r) { return r->spec; }
+bool tb_submission_ref_external(const tb_submission_ref *r) { return r->library != NULL; }
+const char *tb_submission_ref_search_space(const tb_submission_ref *r) { return r->search_space; }

@@ -1,0 +1,93 @@
+/* trial_api.c: the workload's fixed functions and helpers, as the submission API table. */
+#include "harness/trial_impl.h"
+
+#include <math.h>
+#include <stdio.h>
+
+static const char *api_submission_name(tb_trial_ctx *c) { return c->submission; }
+static const tb_workload_info *api_workload_info(tb_trial_ctx *c)
+{
+    return tb_workload_get_info(c->wl);
+}
+static int64_t api_step_hint(tb_trial_ctx *c) { return c->step_hint; }
+
+static tb_var *api_model_fn(tb_trial_ctx *c, tb_var *inputs)
+{
+    return tb_workload_forward(c->wl, c->tape, inputs, &c->dropout);
+}
+
+static tb_var *api_loss_fn(tb_trial_ctx *c, tb_var *outputs, tb_var *targets)
+{
+    return tb_workload_loss_fn(c->wl, c->tape, outputs, targets);
+}
+
+static tb_status api_backward(tb_trial_ctx *c, tb_var *loss, tb_error *err)
+{
+    if (!loss)
+        return tb_fail(err, tb_tape_status(c->tape) ? tb_tape_status(c->tape) : TB_ERR_INVALID,
+                       "%s", tb_tape_error(c->tape)->message[0] ? tb_tape_error(c->tape)->message
+                                                                : "no loss to back-propagate");
+    tb_params_zero_grad(tb_workload_params(c->wl));
+    tb_status st = tb_tape_backward(c->tape, loss);
+    if (st != TB_OK) return tb_fail(err, st, "%s", tb_tape_error(c->tape)->message);
+    return TB_OK;
+}
+
+static double api_scalar(tb_trial_ctx *c, tb_var *v)
+{
+    (void)c;
+    float x = 0;
+    if (!v || tb_tensor_download(&v->value, &x, NULL) != TB_OK) return (double)NAN;
+    return x;
+}
+
+static tb_params *api_params(tb_trial_ctx *c) { return tb_workload_params(c->wl); }
+static int api_param_count(tb_trial_ctx *c) { return tb_params_count(tb_workload_params(c->wl)); }
+static tb_param *api_param_at(tb_trial_ctx *c, int i)
+{
+    return tb_params_get(tb_workload_params(c->wl), i);
+}
+static int64_t api_numel(tb_trial_ctx *c) { return tb_params_numel(tb_workload_params(c->wl)); }
+static float *api_values(tb_trial_ctx *c) { return tb_params_values(tb_workload_params(c->wl)); }
+static float *api_grads(tb_trial_ctx *c) { return tb_params_grads(tb_workload_params(c->wl)); }
+static bool api_on_host(tb_trial_ctx *c) { return tb_backend_device(c->be) == TB_DEVICE_CPU; }
+
+static tb_status api_next_batch(tb_trial_ctx *c, tb_batch *out, tb_error *err)
+{
+    return tb_pipeline_next(c->pipe, c->tape, out, err);
+}
+
+static tb_status api_optimizer_create(tb_trial_ctx *c, const char *name, const tb_hparams *hp,
+                                      tb_optimizer **out, tb_error *err)
+{
+    return tb_optimizer_create(name, tb_workload_params(c->wl), hp, out, err);
+}
+
+static tb_status api_fail(tb_error *err, tb_status st, const char *message)
+{
+    return tb_fail(err, st == TB_OK ? TB_ERR_INTERNAL : st, "%s", message ? message : "failed");
+}
+
+const tb_submission_api tb_trial_api = {
+    .abi_version = TB_SUBMISSION_ABI_VERSION,
+    .submission_name = api_submission_name,
+    .workload_info = api_workload_info,
+    .step_hint = api_step_hint,
+    .model_fn = api_model_fn,
+    .loss_fn = api_loss_fn,
+    .backward = api_backward,
+    .scalar = api_scalar,
+    .params = api_params,
+    .param_count = api_param_count,
+    .param_at = api_param_at,
+    .numel = api_numel,
+    .values = api_values,
+    .grads = api_grads,
+    .on_host = api_on_host,
+    .next_batch = api_next_batch,
+    .optimizer_create = api_optimizer_create,
+    .optimizer_step = tb_optimizer_step,
+    .optimizer_destroy = tb_optimizer_destroy,
+    .hparam = tb_hparams_get,
+    .fail = api_fail,
+};

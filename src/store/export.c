@@ -1,0 +1,161 @@
+/* export.c: the results store as CSV (one row per eval, AlgoPerf's eval_measurements.csv
+ * columns after the trial's keys) or JSON lines (one object per trial with its evals). */
+#include "store/store_impl.h"
+
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+tb_status tb_export_format_parse(const char *name, tb_export_format *out, tb_error *err)
+{
+    if (strcmp(name, "csv") == 0) *out = TB_EXPORT_CSV;
+    else if (strcmp(name, "jsonl") == 0 || strcmp(name, "json") == 0) *out = TB_EXPORT_JSONL;
+    else return tb_fail(err, TB_ERR_INVALID, "unknown export format '%s' (csv or jsonl)", name);
+    return TB_OK;
+}
+
+static void csv_text(FILE *f, const char *s)
+{
+    bool quote = strpbrk(s, ",\"\n") != NULL;
+    if (!quote) {
+        fputs(s, f);
+        return;
+    }
+    fputc('"', f);
+    for (; *s; s++) {
+        if (*s == '"') fputc('"', f);
+        fputc(*s, f);
+    }
+    fputc('"', f);
+}
+
+static void csv_real(FILE *f, double v)
+{
+    if (isfinite(v)) fprintf(f, ",%.9g", v);
+    else fputc(',', f);
+}
+
+static const char csv_header[] =
+    "benchmark,submission,workload,ruleset,study,trial,trial_status,hparams,"
+    "global_step,preemption_count,score,total_duration,accumulated_submission_time,"
+    "accumulated_eval_time,accumulated_logging_time,train/accuracy,train/loss,"
+    "validation/accuracy,validation/loss,validation/error_rate,validation/num_examples,"
+    "test/accuracy,test/loss,test/error_rate,test/num_examples\n";
+
+static void csv_trial(FILE *f, const tb_trial_record *t, const tb_eval_record *ev, int n)
+{
+    char *hp = tb_store_hparams_json(&t->hparams);
+    for (int i = 0; i < n; i++) {
+        const tb_eval_record *e = &ev[i];
+        csv_text(f, t->benchmark);
+        fputc(',', f);
+        csv_text(f, t->submission);
+        fprintf(f, ",%s,%s,%d,%d,%s,", t->workload, t->ruleset, t->study, t->trial,
+                tb_trial_status_name(t->status));
+        csv_text(f, hp ? hp : "{}");
+        fprintf(f, ",%lld,%d", (long long)e->step, t->attempts > 0 ? t->attempts - 1 : 0);
+        csv_real(f, e->submission_time); /* AlgoPerf's score column: submission time */
+        csv_real(f, e->total_duration);
+        csv_real(f, e->submission_time);
+        csv_real(f, e->eval_time);
+        fputs(",0", f);
+        csv_real(f, e->train_accuracy);
+        csv_real(f, e->train_loss);
+        csv_real(f, e->validation_accuracy);
+        csv_real(f, e->validation_loss);
+        csv_real(f, e->validation_error);
+        fprintf(f, ",%lld", (long long)e->validation_examples);
+        csv_real(f, e->test_accuracy);
+        csv_real(f, e->test_loss);
+        csv_real(f, e->test_error);
+        fprintf(f, ",%lld\n", (long long)e->test_examples);
+    }
+    free(hp);
+}
+
+static void json_real(cJSON *o, const char *k, double v)
+{
+    if (isfinite(v)) cJSON_AddNumberToObject(o, k, v);
+    else cJSON_AddNullToObject(o, k);
+}
+
+static void jsonl_trial(FILE *f, const tb_trial_record *t, const tb_eval_record *ev, int n)
+{
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "benchmark", t->benchmark);
+    cJSON_AddStringToObject(o, "submission", t->submission);
+    cJSON_AddStringToObject(o, "submission_spec", t->submission_spec);
+    cJSON_AddStringToObject(o, "workload", t->workload);
+    cJSON_AddStringToObject(o, "ruleset", t->ruleset);
+    cJSON_AddNumberToObject(o, "study", t->study);
+    cJSON_AddNumberToObject(o, "trial", t->trial);
+    char *hp = tb_store_hparams_json(&t->hparams);
+    char *seeds = tb_store_seeds_json(t->seeds);
+    cJSON_AddItemToObject(o, "hparams", cJSON_Parse(hp ? hp : "{}"));
+    cJSON_AddItemToObject(o, "seeds", cJSON_Parse(seeds ? seeds : "{}"));
+    free(hp);
+    free(seeds);
+    cJSON_AddStringToObject(o, "metric", t->metric);
+    cJSON_AddNumberToObject(o, "target", t->target);
+    cJSON_AddNumberToObject(o, "budget_s", t->budget_s);
+    cJSON_AddNumberToObject(o, "eval_period_s", t->eval_period_s);
+    cJSON_AddStringToObject(o, "status", tb_trial_status_name(t->status));
+    cJSON_AddStringToObject(o, "reason", t->reason);
+    cJSON_AddNumberToObject(o, "attempts", t->attempts);
+    cJSON_AddBoolToObject(o, "reached", t->reached);
+    json_real(o, "time_to_target", t->time_to_target);
+    cJSON_AddNumberToObject(o, "submission_time", t->submission_time);
+    cJSON_AddNumberToObject(o, "steps", (double)t->steps);
+    cJSON_AddStringToObject(o, "code_version", t->code_version);
+    cJSON *machine = cJSON_Parse(t->machine);
+    if (machine) cJSON_AddItemToObject(o, "machine", machine);
+    else cJSON_AddStringToObject(o, "machine", t->machine);
+    cJSON *arr = cJSON_AddArrayToObject(o, "evals");
+    for (int i = 0; i < n; i++) {
+        const tb_eval_record *e = &ev[i];
+        cJSON *x = cJSON_CreateObject();
+        cJSON_AddNumberToObject(x, "global_step", (double)e->step);
+        cJSON_AddNumberToObject(x, "accumulated_submission_time", e->submission_time);
+        cJSON_AddNumberToObject(x, "accumulated_eval_time", e->eval_time);
+        cJSON_AddNumberToObject(x, "total_duration", e->total_duration);
+        json_real(x, "train/loss", e->train_loss);
+        json_real(x, "train/accuracy", e->train_accuracy);
+        json_real(x, "validation/loss", e->validation_loss);
+        json_real(x, "validation/accuracy", e->validation_accuracy);
+        json_real(x, "validation/error_rate", e->validation_error);
+        cJSON_AddNumberToObject(x, "validation/num_examples", (double)e->validation_examples);
+        json_real(x, "test/loss", e->test_loss);
+        json_real(x, "test/accuracy", e->test_accuracy);
+        json_real(x, "test/error_rate", e->test_error);
+        cJSON_AddNumberToObject(x, "test/num_examples", (double)e->test_examples);
+        cJSON_AddItemToArray(arr, x);
+    }
+    char *text = cJSON_PrintUnformatted(o);
+    if (text) fprintf(f, "%s\n", text);
+    free(text);
+    cJSON_Delete(o);
+}
+
+tb_status tb_store_export(tb_store *s, const char *benchmark, tb_export_format format, FILE *f,
+                          tb_error *err)
+{
+    tb_trial_record *trials;
+    int n;
+    tb_status st = tb_store_trials(s, benchmark, &trials, &n, err);
+    if (st != TB_OK) return st;
+    if (format == TB_EXPORT_CSV) fputs(csv_header, f);
+    for (int i = 0; i < n && st == TB_OK; i++) {
+        tb_eval_record *ev;
+        int ne;
+        st = tb_store_evals(s, trials[i].id, &ev, &ne, err);
+        if (st != TB_OK) break;
+        if (format == TB_EXPORT_CSV) csv_trial(f, &trials[i], ev, ne);
+        else jsonl_trial(f, &trials[i], ev, ne);
+        free(ev);
+    }
+    free(trials);
+    if (st == TB_OK && (fflush(f) != 0 || ferror(f)))
+        st = tb_fail(err, TB_ERR_IO, "writing the export failed (disk full?)");
+    return st;
+}

@@ -1,0 +1,484 @@
+/* store.c: the SQLite results store: schema, WAL mode, plans, trial lifecycle and evals. */
+#include "store/store_impl.h"
+
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char schema[] =
+    "CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);"
+    "CREATE TABLE IF NOT EXISTS benchmarks(name TEXT PRIMARY KEY, spec TEXT NOT NULL,"
+    "  created TEXT NOT NULL DEFAULT (datetime('now')));"
+    "CREATE TABLE IF NOT EXISTS trials("
+    "  id INTEGER PRIMARY KEY, benchmark TEXT NOT NULL, submission TEXT NOT NULL,"
+    "  submission_spec TEXT NOT NULL, workload TEXT NOT NULL, ruleset TEXT NOT NULL,"
+    "  study INTEGER NOT NULL, trial INTEGER NOT NULL, hparams TEXT NOT NULL,"
+    "  seeds TEXT NOT NULL, metric TEXT NOT NULL, target REAL NOT NULL, budget_s REAL NOT NULL,"
+    "  eval_period_s REAL NOT NULL, stop_at_target INTEGER NOT NULL,"
+    "  status TEXT NOT NULL DEFAULT 'planned', reason TEXT NOT NULL DEFAULT '',"
+    "  attempts INTEGER NOT NULL DEFAULT 0, reached INTEGER NOT NULL DEFAULT 0,"
+    "  time_to_target REAL, submission_time REAL NOT NULL DEFAULT 0,"
+    "  steps INTEGER NOT NULL DEFAULT 0, code_version TEXT NOT NULL DEFAULT '',"
+    "  machine TEXT NOT NULL DEFAULT '', started TEXT, finished TEXT,"
+    "  UNIQUE(benchmark, submission, workload, ruleset, study, trial));"
+    "CREATE TABLE IF NOT EXISTS evals("
+    "  trial_id INTEGER NOT NULL REFERENCES trials(id), idx INTEGER NOT NULL,"
+    "  step INTEGER NOT NULL, submission_time REAL NOT NULL, eval_time REAL NOT NULL,"
+    "  total_duration REAL NOT NULL, train_loss REAL, train_accuracy REAL, train_error REAL,"
+    "  validation_loss REAL, validation_accuracy REAL, validation_error REAL,"
+    "  validation_examples INTEGER, test_loss REAL, test_accuracy REAL, test_error REAL,"
+    "  test_examples INTEGER, PRIMARY KEY(trial_id, idx));"
+    "INSERT OR IGNORE INTO meta(key, value) VALUES('format', 'trainbench-store'),"
+    "  ('schema_version', '1');";
+
+static const char *status_names[] = {"planned", "running", "done", "failed"};
+
+const char *tb_trial_status_name(tb_trial_status st)
+{
+    return (unsigned)st < 4 ? status_names[st] : "unknown";
+}
+
+static tb_trial_status status_parse(const char *s)
+{
+    for (int i = 0; i < 4; i++)
+        if (s && strcmp(s, status_names[i]) == 0) return (tb_trial_status)i;
+    return TB_TRIAL_FAILED;
+}
+
+tb_status tb_store_sql_fail(tb_store *s, tb_error *err, const char *what)
+{
+    return tb_fail(err, TB_ERR_IO, "results store %s: %s: %s", s->path, what,
+                   sqlite3_errmsg(s->db));
+}
+
+tb_status tb_store_exec(tb_store *s, const char *sql, tb_error *err)
+{
+    char *msg = NULL;
+    if (sqlite3_exec(s->db, sql, NULL, NULL, &msg) != SQLITE_OK) {
+        tb_status st = tb_fail(err, TB_ERR_IO, "results store %s: %s", s->path,
+                               msg ? msg : "error");
+        sqlite3_free(msg);
+        return st;
+    }
+    return TB_OK;
+}
+
+tb_status tb_store_open(const char *path, tb_store **out, tb_error *err)
+{
+    *out = NULL;
+    tb_store *s = calloc(1, sizeof *s);
+    if (!s) return tb_fail(err, TB_ERR_NOMEM, "cannot allocate the results store");
+    snprintf(s->path, sizeof s->path, "%s", path);
+    if (sqlite3_open_v2(path, &s->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL) !=
+        SQLITE_OK) {
+        tb_status st = tb_fail(err, TB_ERR_IO, "cannot open results store %s: %s", path,
+                               s->db ? sqlite3_errmsg(s->db) : "out of memory");
+        tb_store_close(s);
+        return st;
+    }
+    sqlite3_busy_timeout(s->db, 30000);
+    tb_status st = tb_store_exec(s, "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;", err);
+    if (st == TB_OK) {
+        /* a file that is not a SQLite database fails here (SQLITE_NOTADB) */
+        st = tb_store_exec(s, schema, err);
+        if (st != TB_OK)
+            st = tb_fail(err, TB_ERR_FORMAT, "%s is not a trainbench results store (%s)", path,
+                         sqlite3_errmsg(s->db));
+    } else {
+        st = tb_fail(err, TB_ERR_FORMAT, "%s is not a trainbench results store (%s)", path,
+                     sqlite3_errmsg(s->db));
+    }
+    if (st == TB_OK) {
+        sqlite3_stmt *q = NULL;
+        sqlite3_prepare_v2(s->db, "SELECT value FROM meta WHERE key='format'", -1, &q, NULL);
+        bool ok = q && sqlite3_step(q) == SQLITE_ROW &&
+                  strcmp((const char *)sqlite3_column_text(q, 0), "trainbench-store") == 0;
+        sqlite3_finalize(q);
+        if (!ok) st = tb_fail(err, TB_ERR_FORMAT, "%s is not a trainbench results store", path);
+    }
+    if (st != TB_OK) {
+        tb_store_close(s);
+        return st;
+    }
+    *out = s;
+    return TB_OK;
+}
+
+void tb_store_close(tb_store *s)
+{
+    if (!s) return;
+    sqlite3_close(s->db);
+    free(s);
+}
+
+tb_status tb_store_begin(tb_store *s, tb_error *err)
+{
+    return tb_store_exec(s, "BEGIN IMMEDIATE", err);
+}
+
+tb_status tb_store_commit(tb_store *s, tb_error *err) { return tb_store_exec(s, "COMMIT", err); }
+
+void tb_store_rollback(tb_store *s) { tb_store_exec(s, "ROLLBACK", NULL); }
+
+tb_status tb_store_put_benchmark(tb_store *s, const char *name, const char *spec, tb_error *err)
+{
+    sqlite3_stmt *q = NULL;
+    if (sqlite3_prepare_v2(s->db, "SELECT spec FROM benchmarks WHERE name=?", -1, &q, NULL))
+        return tb_store_sql_fail(s, err, "reading benchmarks");
+    sqlite3_bind_text(q, 1, name, -1, SQLITE_TRANSIENT);
+    int rc = sqlite3_step(q);
+    tb_status st = TB_OK;
+    if (rc == SQLITE_ROW) {
+        if (strcmp((const char *)sqlite3_column_text(q, 0), spec) != 0)
+            st = tb_fail(err, TB_ERR_INVALID,
+                         "benchmark '%s' in %s was planned with a different spec (%s); choose "
+                         "another name (--name) or another results file", name, s->path,
+                         (const char *)sqlite3_column_text(q, 0));
+        sqlite3_finalize(q);
+        return st;
+    }
+    sqlite3_finalize(q);
+    if (rc != SQLITE_DONE) return tb_store_sql_fail(s, err, "reading benchmarks");
+    if (sqlite3_prepare_v2(s->db, "INSERT INTO benchmarks(name, spec) VALUES(?, ?)", -1, &q,
+                           NULL))
+        return tb_store_sql_fail(s, err, "planning a benchmark");
+    sqlite3_bind_text(q, 1, name, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(q, 2, spec, -1, SQLITE_TRANSIENT);
+    rc = sqlite3_step(q);
+    sqlite3_finalize(q);
+    return rc == SQLITE_DONE ? TB_OK : tb_store_sql_fail(s, err, "planning a benchmark");
+}
+
+tb_status tb_store_benchmarks(tb_store *s, char ***names, int *n, tb_error *err)
+{
+    *names = NULL;
+    *n = 0;
+    sqlite3_stmt *q = NULL;
+    if (sqlite3_prepare_v2(s->db, "SELECT name FROM benchmarks ORDER BY created, name", -1, &q,
+                           NULL))
+        return tb_store_sql_fail(s, err, "reading benchmarks");
+    int cap = 0;
+    while (sqlite3_step(q) == SQLITE_ROW) {
+        if (*n == cap) {
+            cap = cap ? 2 * cap : 8;
+            char **nn = realloc(*names, (size_t)cap * sizeof *nn);
+            if (!nn) break;
+            *names = nn;
+        }
+        (*names)[(*n)++] = strdup((const char *)sqlite3_column_text(q, 0));
+    }
+    sqlite3_finalize(q);
+    return TB_OK;
+}
+
+/* ---- JSON text of hyperparameters and seeds ------------------------------------------------ */
+char *tb_store_hparams_json(const tb_hparams *hp)
+{
+    cJSON *o = cJSON_CreateObject();
+    for (int i = 0; i < hp->count; i++) cJSON_AddNumberToObject(o, hp->names[i], hp->values[i]);
+    char *text = cJSON_PrintUnformatted(o);
+    cJSON_Delete(o);
+    return text;
+}
+
+static void hparams_from_json(const char *text, tb_hparams *hp)
+{
+    memset(hp, 0, sizeof *hp);
+    cJSON *o = cJSON_Parse(text);
+    for (const cJSON *v = o ? o->child : NULL; v; v = v->next)
+        if (cJSON_IsNumber(v)) tb_hparams_set(hp, v->string, v->valuedouble, NULL);
+    cJSON_Delete(o);
+}
+
+char *tb_store_seeds_json(const uint64_t *seeds)
+{
+    char buf[1024];
+    int n = snprintf(buf, sizeof buf, "{");
+    for (int i = 0; i < TB_STREAM_COUNT; i++)
+        n += snprintf(buf + n, sizeof buf - (size_t)n, "%s\"%s\":%llu", i ? "," : "",
+                      tb_stream_name((tb_stream)i), (unsigned long long)seeds[i]);
+    snprintf(buf + n, sizeof buf - (size_t)n, "}");
+    return strdup(buf);
+}
+
+static void seeds_from_json(const char *text, uint64_t *seeds)
+{
+    memset(seeds, 0, TB_STREAM_COUNT * sizeof *seeds);
+    cJSON *o = cJSON_Parse(text);
+    for (int i = 0; o && i < TB_STREAM_COUNT; i++) {
+        const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, tb_stream_name((tb_stream)i));
+        if (cJSON_IsNumber(v)) seeds[i] = (uint64_t)v->valuedouble;
+    }
+    cJSON_Delete(o);
+}
+
+/* ---- trials ---------------------------------------------------------------------------------- */
+#define TRIAL_COLUMNS                                                                           \
+    "id, benchmark, submission, submission_spec, workload, ruleset, study, trial, hparams, "    \
+    "seeds, metric, target, budget_s, eval_period_s, stop_at_target, status, reason, attempts, " \
+    "reached, time_to_target, submission_time, steps, code_version, machine"
+
+static void copy_text(char *dst, size_t cap, sqlite3_stmt *q, int col)
+{
+    const unsigned char *t = sqlite3_column_text(q, col);
+    snprintf(dst, cap, "%s", t ? (const char *)t : "");
+}
+
+static void read_trial(sqlite3_stmt *q, tb_trial_record *t)
+{
+    memset(t, 0, sizeof *t);
+    t->id = sqlite3_column_int64(q, 0);
+    copy_text(t->benchmark, sizeof t->benchmark, q, 1);
+    copy_text(t->submission, sizeof t->submission, q, 2);
+    copy_text(t->submission_spec, sizeof t->submission_spec, q, 3);
+    copy_text(t->workload, sizeof t->workload, q, 4);
+    copy_text(t->ruleset, sizeof t->ruleset, q, 5);
+    t->study = sqlite3_column_int(q, 6);
+    t->trial = sqlite3_column_int(q, 7);
+    hparams_from_json((const char *)sqlite3_column_text(q, 8), &t->hparams);
+    seeds_from_json((const char *)sqlite3_column_text(q, 9), t->seeds);
+    copy_text(t->metric, sizeof t->metric, q, 10);
+    t->target = sqlite3_column_double(q, 11);
+    t->budget_s = sqlite3_column_double(q, 12);
+    t->eval_period_s = sqlite3_column_double(q, 13);
+    t->stop_at_target = sqlite3_column_int(q, 14) != 0;
+    t->status = status_parse((const char *)sqlite3_column_text(q, 15));
+    copy_text(t->reason, sizeof t->reason, q, 16);
+    t->attempts = sqlite3_column_int(q, 17);
+    t->reached = sqlite3_column_int(q, 18) != 0;
+    t->time_to_target = sqlite3_column_type(q, 19) == SQLITE_NULL ? INFINITY
+                                                                  : sqlite3_column_double(q, 19);
+    t->submission_time = sqlite3_column_double(q, 20);
+    t->steps = sqlite3_column_int64(q, 21);
+    copy_text(t->code_version, sizeof t->code_version, q, 22);
+    copy_text(t->machine, sizeof t->machine, q, 23);
+}
+
+tb_status tb_store_plan_trial(tb_store *s, tb_trial_record *t, tb_error *err)
+{
+    sqlite3_stmt *q = NULL;
+    if (sqlite3_prepare_v2(s->db,
+                           "INSERT OR IGNORE INTO trials(benchmark, submission, submission_spec, "
+                           "workload, ruleset, study, trial, hparams, seeds, metric, target, "
+                           "budget_s, eval_period_s, stop_at_target) "
+                           "VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?)", -1, &q, NULL))
+        return tb_store_sql_fail(s, err, "planning a trial");
+    char *hp = tb_store_hparams_json(&t->hparams);
+    char *seeds = tb_store_seeds_json(t->seeds);
+    sqlite3_bind_text(q, 1, t->benchmark, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(q, 2, t->submission, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(q, 3, t->submission_spec, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(q, 4, t->workload, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(q, 5, t->ruleset, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_int(q, 6, t->study);
+    sqlite3_bind_int(q, 7, t->trial);
+    sqlite3_bind_text(q, 8, hp ? hp : "{}", -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(q, 9, seeds ? seeds : "{}", -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(q, 10, t->metric, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_double(q, 11, t->target);
+    sqlite3_bind_double(q, 12, t->budget_s);
+    sqlite3_bind_double(q, 13, t->eval_period_s);
+    sqlite3_bind_int(q, 14, t->stop_at_target);
+    int rc = sqlite3_step(q);
+    sqlite3_finalize(q);
+    free(hp);
+    free(seeds);
+    if (rc != SQLITE_DONE) return tb_store_sql_fail(s, err, "planning a trial");
+    if (sqlite3_prepare_v2(s->db,
+                           "SELECT id FROM trials WHERE benchmark=? AND submission=? AND "
+                           "workload=? AND ruleset=? AND study=? AND trial=?", -1, &q, NULL))
+        return tb_store_sql_fail(s, err, "planning a trial");
+    sqlite3_bind_text(q, 1, t->benchmark, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(q, 2, t->submission, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(q, 3, t->workload, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(q, 4, t->ruleset, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_int(q, 5, t->study);
+    sqlite3_bind_int(q, 6, t->trial);
+    rc = sqlite3_step(q);
+    if (rc == SQLITE_ROW) t->id = sqlite3_column_int64(q, 0);
+    sqlite3_finalize(q);
+    return rc == SQLITE_ROW ? TB_OK : tb_store_sql_fail(s, err, "planning a trial");
+}
+
+tb_status tb_store_trials(tb_store *s, const char *benchmark, tb_trial_record **out, int *n,
+                          tb_error *err)
+{
+    *out = NULL;
+    *n = 0;
+    sqlite3_stmt *q = NULL;
+    const char *sql = benchmark
+                          ? "SELECT " TRIAL_COLUMNS " FROM trials WHERE benchmark=? ORDER BY id"
+                          : "SELECT " TRIAL_COLUMNS " FROM trials ORDER BY id";
+    if (sqlite3_prepare_v2(s->db, sql, -1, &q, NULL))
+        return tb_store_sql_fail(s, err, "reading trials");
+    if (benchmark) sqlite3_bind_text(q, 1, benchmark, -1, SQLITE_TRANSIENT);
+    int cap = 0, rc;
+    while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
+        if (*n == cap) {
+            cap = cap ? 2 * cap : 16;
+            tb_trial_record *nt = realloc(*out, (size_t)cap * sizeof *nt);
+            if (!nt) {
+                sqlite3_finalize(q);
+                return tb_fail(err, TB_ERR_NOMEM, "reading trials: out of memory");
+            }
+            *out = nt;
+        }
+        read_trial(q, &(*out)[(*n)++]);
+    }
+    sqlite3_finalize(q);
+    return rc == SQLITE_DONE ? TB_OK : tb_store_sql_fail(s, err, "reading trials");
+}
+
+tb_status tb_store_trial_get(tb_store *s, int64_t id, tb_trial_record *out, tb_error *err)
+{
+    sqlite3_stmt *q = NULL;
+    if (sqlite3_prepare_v2(s->db, "SELECT " TRIAL_COLUMNS " FROM trials WHERE id=?", -1, &q,
+                           NULL))
+        return tb_store_sql_fail(s, err, "reading a trial");
+    sqlite3_bind_int64(q, 1, id);
+    int rc = sqlite3_step(q);
+    if (rc == SQLITE_ROW) read_trial(q, out);
+    sqlite3_finalize(q);
+    if (rc == SQLITE_ROW) return TB_OK;
+    return tb_fail(err, TB_ERR_INVALID, "results store %s has no trial %lld", s->path,
+                   (long long)id);
+}
+
+tb_status tb_store_trial_start(tb_store *s, int64_t id, const char *code_version,
+                               const char *machine, tb_error *err)
+{
+    tb_status st = tb_store_exec(s, "BEGIN IMMEDIATE", err);
+    if (st != TB_OK) return st;
+    sqlite3_stmt *q = NULL;
+    int rc = sqlite3_prepare_v2(s->db, "DELETE FROM evals WHERE trial_id=?", -1, &q, NULL);
+    if (rc == SQLITE_OK) {
+        sqlite3_bind_int64(q, 1, id);
+        rc = sqlite3_step(q) == SQLITE_DONE ? SQLITE_OK : SQLITE_ERROR;
+    }
+    sqlite3_finalize(q);
+    q = NULL;
+    if (rc == SQLITE_OK)
+        rc = sqlite3_prepare_v2(s->db,
+                                "UPDATE trials SET status='running', attempts=attempts+1, "
+                                "reason='', reached=0, time_to_target=NULL, submission_time=0, "
+                                "steps=0, code_version=?, machine=?, started=datetime('now'), "
+                                "finished=NULL WHERE id=?", -1, &q, NULL);
+    if (rc == SQLITE_OK) {
+        sqlite3_bind_text(q, 1, code_version, -1, SQLITE_TRANSIENT);
+        sqlite3_bind_text(q, 2, machine, -1, SQLITE_TRANSIENT);
+        sqlite3_bind_int64(q, 3, id);
+        rc = sqlite3_step(q) == SQLITE_DONE ? SQLITE_OK : SQLITE_ERROR;
+    }
+    sqlite3_finalize(q);
+    if (rc != SQLITE_OK) {
+        st = tb_store_sql_fail(s, err, "starting a trial");
+        tb_store_exec(s, "ROLLBACK", NULL);
+        return st;
+    }
+    return tb_store_exec(s, "COMMIT", err);
+}
+
+static void bind_real(sqlite3_stmt *q, int i, double v)
+{
+    if (isfinite(v)) sqlite3_bind_double(q, i, v);
+    else sqlite3_bind_null(q, i);
+}
+
+tb_status tb_store_add_eval(tb_store *s, int64_t trial_id, const tb_eval_record *e,
+                            tb_error *err)
+{
+    sqlite3_stmt *q = NULL;
+    if (sqlite3_prepare_v2(s->db,
+                           "INSERT OR REPLACE INTO evals VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                           -1, &q, NULL))
+        return tb_store_sql_fail(s, err, "recording an eval");
+    sqlite3_bind_int64(q, 1, trial_id);
+    sqlite3_bind_int(q, 2, e->index);
+    sqlite3_bind_int64(q, 3, e->step);
+    sqlite3_bind_double(q, 4, e->submission_time);
+    sqlite3_bind_double(q, 5, e->eval_time);
+    sqlite3_bind_double(q, 6, e->total_duration);
+    const double r[] = {e->train_loss, e->train_accuracy, e->train_error, e->validation_loss,
+                        e->validation_accuracy, e->validation_error};
+    for (int i = 0; i < 6; i++) bind_real(q, 7 + i, r[i]);
+    sqlite3_bind_int64(q, 13, e->validation_examples);
+    bind_real(q, 14, e->test_loss);
+    bind_real(q, 15, e->test_accuracy);
+    bind_real(q, 16, e->test_error);
+    sqlite3_bind_int64(q, 17, e->test_examples);
+    int rc = sqlite3_step(q); /* autocommit: one transaction per eval */
+    sqlite3_finalize(q);
+    return rc == SQLITE_DONE ? TB_OK : tb_store_sql_fail(s, err, "recording an eval");
+}
+
+tb_status tb_store_trial_finish(tb_store *s, int64_t id, tb_trial_status status,
+                                const char *reason, bool reached, double ttt, double sub_time,
+                                int64_t steps, tb_error *err)
+{
+    sqlite3_stmt *q = NULL;
+    if (sqlite3_prepare_v2(s->db,
+                           "UPDATE trials SET status=?, reason=?, reached=?, time_to_target=?, "
+                           "submission_time=?, steps=?, finished=datetime('now') WHERE id=?",
+                           -1, &q, NULL))
+        return tb_store_sql_fail(s, err, "finishing a trial");
+    sqlite3_bind_text(q, 1, tb_trial_status_name(status), -1, SQLITE_STATIC);
+    sqlite3_bind_text(q, 2, reason ? reason : "", -1, SQLITE_TRANSIENT);
+    sqlite3_bind_int(q, 3, reached);
+    bind_real(q, 4, reached ? ttt : INFINITY);
+    sqlite3_bind_double(q, 5, sub_time);
+    sqlite3_bind_int64(q, 6, steps);
+    sqlite3_bind_int64(q, 7, id);
+    int rc = sqlite3_step(q);
+    sqlite3_finalize(q);
+    return rc == SQLITE_DONE ? TB_OK : tb_store_sql_fail(s, err, "finishing a trial");
+}
+
+static double col_real(sqlite3_stmt *q, int c)
+{
+    return sqlite3_column_type(q, c) == SQLITE_NULL ? NAN : sqlite3_column_double(q, c);
+}
+
+tb_status tb_store_evals(tb_store *s, int64_t trial_id, tb_eval_record **out, int *n,
+                         tb_error *err)
+{
+    *out = NULL;
+    *n = 0;
+    sqlite3_stmt *q = NULL;
+    if (sqlite3_prepare_v2(s->db, "SELECT * FROM evals WHERE trial_id=? ORDER BY idx", -1, &q,
+                           NULL))
+        return tb_store_sql_fail(s, err, "reading evals");
+    sqlite3_bind_int64(q, 1, trial_id);
+    int cap = 0, rc;
+    while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
+        if (*n == cap) {
+            cap = cap ? 2 * cap : 16;
+            tb_eval_record *ne = realloc(*out, (size_t)cap * sizeof *ne);
+            if (!ne) {
+                sqlite3_finalize(q);
+                return tb_fail(err, TB_ERR_NOMEM, "reading evals: out of memory");
+            }
+            *out = ne;
+        }
+        tb_eval_record *e = &(*out)[(*n)++];
+        e->index = sqlite3_column_int(q, 1);
+        e->step = sqlite3_column_int64(q, 2);
+        e->submission_time = sqlite3_column_double(q, 3);
+        e->eval_time = sqlite3_column_double(q, 4);
+        e->total_duration = sqlite3_column_double(q, 5);
+        e->train_loss = col_real(q, 6);
+        e->train_accuracy = col_real(q, 7);
+        e->train_error = col_real(q, 8);
+        e->validation_loss = col_real(q, 9);
+        e->validation_accuracy = col_real(q, 10);
+        e->validation_error = col_real(q, 11);
+        e->validation_examples = sqlite3_column_int64(q, 12);
+        e->test_loss = col_real(q, 13);
+        e->test_accuracy = col_real(q, 14);
+        e->test_error = col_real(q, 15);
+        e->test_examples = sqlite3_column_int64(q, 16);
+    }
+    sqlite3_finalize(q);
+    return rc == SQLITE_DONE ? TB_OK : tb_store_sql_fail(s, err, "reading evals");
+}

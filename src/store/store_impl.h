@@ -1,0 +1,20 @@
+/* store_impl.h: internals shared by the store's files (not public). */
+#ifndef TRAINBENCH_STORE_IMPL_H
+#define TRAINBENCH_STORE_IMPL_H
+
+#include "trainbench/store.h"
+
+#include <sqlite3.h>
+
+struct tb_store {
+    sqlite3 *db;
+    char path[1024];
+};
+
+tb_status tb_store_sql_fail(tb_store *s, tb_error *err, const char *what);
+tb_status tb_store_exec(tb_store *s, const char *sql, tb_error *err);
+/* JSON text (malloc'ed) of a hyperparameter point / of the seeds by stream name. */
+char *tb_store_hparams_json(const tb_hparams *hp);
+char *tb_store_seeds_json(const uint64_t *seeds);
+
+#endif

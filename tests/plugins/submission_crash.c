@@ -1,0 +1,64 @@
+/* submission_crash.c: a deliberately broken external submission for the tests: it segfaults
+ * in update_params at step `crash_step` (default 3), or, with hang = 1, never returns. */
+#include <signal.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "trainbench/submission.h"
+
+static int get_batch_size(const tb_submission_api *api, tb_trial_ctx *c, const tb_hparams *hp)
+{
+    (void)api;
+    (void)c;
+    (void)hp;
+    return 32;
+}
+
+static tb_status init_state(const tb_submission_api *api, tb_trial_ctx *c, const tb_hparams *hp,
+                            void **out, tb_error *err)
+{
+    (void)api;
+    (void)c;
+    (void)hp;
+    (void)err;
+    *out = NULL;
+    return TB_OK;
+}
+
+static tb_status update(const tb_submission_api *api, tb_trial_ctx *c, void *st,
+                        const tb_hparams *hp, const tb_batch *batch, int64_t step,
+                        tb_step_report *report, tb_error *err)
+{
+    (void)st;
+    (void)batch;
+    (void)err;
+    (void)c;
+    if (api->hparam(hp, "hang", 0) > 0)
+        for (;;) pause();
+    if (step >= (int64_t)api->hparam(hp, "crash_step", 3)) {
+        /* the crash: a segmentation fault with the default action, so that it kills the
+         * process in sanitizer builds too (ASan would otherwise catch it and exit(1)) */
+        signal(SIGSEGV, SIG_DFL);
+        raise(SIGSEGV);
+    }
+    report->loss = 1.0;
+    return TB_OK;
+}
+
+static void free_state(void *st) { (void)st; }
+
+static const tb_submission submission = {
+    .name = "crasher",
+    .summary = "segfaults (tests only)",
+    .abi_version = TB_SUBMISSION_ABI_VERSION,
+    .get_batch_size = get_batch_size,
+    .init_optimizer_state = init_state,
+    .update_params = update,
+    .free_state = free_state,
+    .default_search_space = "[{\"crash_step\": 3}, {\"crash_step\": 2}]",
+};
+
+const tb_submission *tb_submission_entry(int abi_version)
+{
+    return abi_version == TB_SUBMISSION_ABI_VERSION ? &submission : NULL;
+}

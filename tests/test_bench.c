@@ -1,0 +1,260 @@
+/* test_bench.c: the benchmark executor on real short trials: an external submission that
+ * segfaults is a failed trial with the signal recorded while the others finish; a hanging one
+ * is killed at its wall-clock limit; a benchmark killed with SIGKILL in the middle of a trial
+ * resumes with nothing finished lost or rerun and the interrupted trial rerun; export. */
+#include "testutil.h"
+
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+static void temp_path(char *buf, size_t cap, const char *tag)
+{
+    snprintf(buf, cap, "/tmp/tb_test_bench_%s_%d.db", tag, (int)getpid());
+    unlink(buf);
+}
+
+static void remove_store(const char *path)
+{
+    char p[600];
+    unlink(path);
+    snprintf(p, sizeof p, "%s-wal", path);
+    unlink(p);
+    snprintf(p, sizeof p, "%s-shm", path);
+    unlink(p);
+}
+
+static tb_bench_spec small_spec(const char *const *subs, int n)
+{
+    tb_bench_spec s = tb_bench_spec_default();
+    static const char *wl[1] = {"fmnist_mlp"};
+    s.name = "t";
+    s.submissions = subs;
+    s.n_submissions = n;
+    s.workloads = wl;
+    s.n_workloads = 1;
+    s.studies = 1;
+    s.trials = 1;
+    s.budget_s = 0.4;
+    s.eval_period_s = 0.2;
+    s.quick_targets = true;
+    s.search_space_dir = TB_SOURCE_DIR "/search_spaces";
+    s.trial.threads = 2;
+    s.trial.eval_train_examples = 200;
+    s.trial.eval_validation_examples = 200;
+    s.trial.eval_test_examples = 200;
+    return s;
+}
+
+static void test_crash_isolated(void)
+{
+    const char *crash = getenv("TB_CRASH_SUBMISSION");
+    CHECK(crash != NULL);
+    if (!crash) return;
+    char db[256];
+    temp_path(db, sizeof db, "crash");
+    const char *subs[2] = {crash, "sgd"};
+    tb_bench_spec s = small_spec(subs, 2);
+    tb_bench_summary sum;
+    tb_error err = {0};
+    CHECK_OK(tb_bench_run(db, &s, NULL, NULL, &sum, &err), &err);
+    CHECK(sum.planned == 2 && sum.ran == 2 && sum.failed == 1);
+    tb_store *store;
+    CHECK_OK(tb_store_open(db, &store, &err), &err);
+    tb_trial_record *t;
+    int n;
+    CHECK_OK(tb_store_trials(store, "t", &t, &n, &err), &err);
+    CHECK(n == 2);
+    for (int i = 0; i < n; i++) {
+        if (strcmp(t[i].submission, "crasher") == 0) {
+            CHECK(t[i].status == TB_TRIAL_FAILED);
+            CHECK(strstr(t[i].reason, "signal 11") != NULL);
+            printf("crasher: %s\n", t[i].reason);
+        } else {
+            CHECK(t[i].status == TB_TRIAL_DONE && t[i].steps > 0 && t[i].attempts == 1);
+            tb_eval_record *ev;
+            int ne;
+            CHECK_OK(tb_store_evals(store, t[i].id, &ev, &ne, &err), &err);
+            CHECK(ne >= 1 && ev[0].validation_examples == 200);
+            CHECK(strstr(t[i].machine, "\"cpu\"") && strstr(t[i].machine, "\"blas\""));
+            CHECK(t[i].code_version[0] != 0);
+            free(ev);
+        }
+    }
+    free(t);
+
+    /* a hanging submission is killed at its wall-clock limit */
+    tb_trial_record h;
+    memset(&h, 0, sizeof h);
+    snprintf(h.benchmark, sizeof h.benchmark, "hang");
+    snprintf(h.submission, sizeof h.submission, "crasher");
+    snprintf(h.workload, sizeof h.workload, "fmnist_mlp");
+    snprintf(h.ruleset, sizeof h.ruleset, "external");
+    snprintf(h.metric, sizeof h.metric, "error_rate");
+    h.budget_s = 100;
+    h.eval_period_s = 1;
+    tb_hparams_set(&h.hparams, "hang", 1, NULL);
+    CHECK_OK(tb_store_plan_trial(store, &h, &err), &err);
+    tb_submission_ref *ref;
+    CHECK_OK(tb_submission_load(crash, NULL, &ref, &err), &err);
+    tb_trial_options o = s.trial;
+    o.timeout_s = 1.5;
+    CHECK_OK(tb_trial_run_isolated(db, h.id, ref, &o, &err), &err);
+    CHECK_OK(tb_store_trial_get(store, h.id, &h, &err), &err);
+    CHECK(h.status == TB_TRIAL_FAILED && strstr(h.reason, "timed out"));
+    tb_submission_unload(ref);
+
+    /* a library without the entry point, and a missing one, are clear errors */
+    CHECK_FAILS(tb_submission_load("/nonexistent/sub.so", NULL, &ref, &err), TB_ERR_IO, &err,
+                "/nonexistent/sub.so");
+    CHECK_FAILS(tb_submission_load("no_such_optimizer", NULL, &ref, &err), TB_ERR_INVALID, &err,
+                "unknown submission 'no_such_optimizer'");
+    tb_store_close(store);
+    remove_store(db);
+}
+
+static int count_status(const char *db, tb_trial_status want, int *with_evals)
+{
+    tb_store *store;
+    tb_error err = {0};
+    if (tb_store_open(db, &store, &err) != TB_OK) return -1;
+    tb_trial_record *t = NULL;
+    int n = 0, k = 0;
+    tb_store_trials(store, "t", &t, &n, &err);
+    if (with_evals) *with_evals = 0;
+    for (int i = 0; i < n; i++) {
+        if (t[i].status != want) continue;
+        k++;
+        tb_eval_record *ev = NULL;
+        int ne = 0;
+        tb_store_evals(store, t[i].id, &ev, &ne, &err);
+        if (with_evals && ne > 0) (*with_evals)++;
+        free(ev);
+    }
+    free(t);
+    tb_store_close(store);
+    return k;
+}
+
+static void test_kill_and_resume(void)
+{
+    char db[256];
+    temp_path(db, sizeof db, "resume");
+    const char *subs[1] = {"sgd"};
+    tb_bench_spec s = small_spec(subs, 1);
+    s.trials = 3;
+    s.budget_s = 0.8;
+    s.run_to_budget = true;
+    tb_error err = {0};
+    /* plan first (nothing runs with zero trials... run the benchmark in a child) */
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid == 0) {
+        tb_bench_summary sum;
+        tb_error cerr = {0};
+        _exit(tb_bench_run(db, &s, NULL, NULL, &sum, &cerr) == TB_OK ? 0 : 1);
+    }
+    /* wait until one trial is done and the next is running with an eval written */
+    bool killed = false;
+    for (int i = 0; i < 3000 && !killed; i++) {
+        int running_evals = 0;
+        int done = count_status(db, TB_TRIAL_DONE, NULL);
+        int running = count_status(db, TB_TRIAL_RUNNING, &running_evals);
+        if (done >= 1 && running == 1 && running_evals == 1) {
+            kill(pid, SIGKILL);
+            killed = true;
+        }
+        struct timespec ts = {0, 10 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+    int wst;
+    waitpid(pid, &wst, 0);
+    CHECK(killed && WIFSIGNALED(wst));
+    struct timespec ts = {0, 300 * 1000 * 1000}; /* the trial process dies with its parent */
+    nanosleep(&ts, NULL);
+
+    tb_store *store;
+    CHECK_OK(tb_store_open(db, &store, &err), &err);
+    tb_trial_record *before;
+    int n;
+    CHECK_OK(tb_store_trials(store, "t", &before, &n, &err), &err);
+    CHECK(n == 3); /* the whole plan was written before anything ran */
+    int done_before = 0, interrupted = -1;
+    for (int i = 0; i < n; i++) {
+        done_before += before[i].status == TB_TRIAL_DONE;
+        if (before[i].status == TB_TRIAL_RUNNING) interrupted = i;
+    }
+    CHECK(done_before >= 1 && interrupted >= 0);
+    /* give the orphan (if any) a chance to write: it must not, it is dead */
+    tb_trial_record again;
+    if (interrupted >= 0) {
+        CHECK_OK(tb_store_trial_get(store, before[interrupted].id, &again, &err), &err);
+        CHECK(again.status == TB_TRIAL_RUNNING);
+    }
+    tb_store_close(store);
+
+    /* resume */
+    tb_bench_summary sum;
+    CHECK_OK(tb_bench_run(db, &s, NULL, NULL, &sum, &err), &err);
+    CHECK(sum.planned == 3 && sum.reused == done_before && sum.ran == 3 - done_before);
+    CHECK_OK(tb_store_open(db, &store, &err), &err);
+    tb_trial_record *after;
+    CHECK_OK(tb_store_trials(store, "t", &after, &n, &err), &err);
+    for (int i = 0; i < n; i++) {
+        CHECK(after[i].status == TB_TRIAL_DONE);
+        if (before[i].status == TB_TRIAL_DONE) {
+            /* kept as it was, not rerun */
+            CHECK(after[i].attempts == 1 && after[i].steps == before[i].steps &&
+                  after[i].submission_time == before[i].submission_time);
+        }
+    }
+    if (interrupted >= 0) CHECK(after[interrupted].attempts == 2);
+    /* a third run reuses everything */
+    CHECK_OK(tb_bench_run(db, &s, NULL, NULL, &sum, &err), &err);
+    CHECK(sum.reused == 3 && sum.ran == 0);
+    /* a different spec under the same name is refused */
+    s.budget_s = 5;
+    CHECK_FAILS(tb_bench_run(db, &s, NULL, NULL, &sum, &err), TB_ERR_INVALID, &err,
+                "different spec");
+
+    /* export: CSV with AlgoPerf's columns, one row per eval; JSON lines, one per trial */
+    int evals = 0;
+    for (int i = 0; i < n; i++) {
+        tb_eval_record *ev;
+        int ne;
+        CHECK_OK(tb_store_evals(store, after[i].id, &ev, &ne, &err), &err);
+        evals += ne;
+        free(ev);
+    }
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    CHECK_OK(tb_store_export(store, "t", TB_EXPORT_CSV, f, &err), &err);
+    fclose(f);
+    int lines = 0;
+    for (size_t i = 0; i < len; i++) lines += buf[i] == '\n';
+    CHECK(lines == evals + 1);
+    CHECK(strstr(buf, "accumulated_submission_time") && strstr(buf, "validation/loss"));
+    free(buf);
+    f = open_memstream(&buf, &len);
+    CHECK_OK(tb_store_export(store, "t", TB_EXPORT_JSONL, f, &err), &err);
+    fclose(f);
+    lines = 0;
+    for (size_t i = 0; i < len; i++) lines += buf[i] == '\n';
+    CHECK(lines == 3 && strstr(buf, "\"seeds\":{\"init\""));
+    free(buf);
+    free(before);
+    free(after);
+    tb_store_close(store);
+    remove_store(db);
+}
+
+int main(void)
+{
+    test_crash_isolated();
+    test_kill_and_resume();
+    return tb_test_finish("test_bench");
+}

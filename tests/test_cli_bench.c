@@ -1,0 +1,76 @@
+/* test_cli_bench.c: `trainbench bench`, `score` and `export` as a user runs them: help, bad
+ * values, a malformed search space, a tiny real benchmark, its resume, score and exports. */
+#include "testutil.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static char out[65536];
+
+static int run(const char *args)
+{
+    const char *bin = getenv("TB_BINARY");
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd, "%s %s 2>&1", bin ? bin : "./trainbench", args);
+    FILE *p = popen(cmd, "r");
+    if (!p) return -1;
+    size_t n = fread(out, 1, sizeof out - 1, p);
+    out[n] = '\0';
+    int st = pclose(p);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static bool has(const char *needle)
+{
+    bool ok = strstr(out, needle) != NULL;
+    if (!ok) fprintf(stderr, "output lacks \"%s\":\n%s\n", needle, out);
+    return ok;
+}
+
+int main(void)
+{
+    char dir[] = "/tmp/tb_cli_bench_XXXXXX";
+    CHECK(mkdtemp(dir) != NULL);
+    char db[300], spaces[300], path[400], args[1500];
+    snprintf(db, sizeof db, "%s/r.db", dir);
+    snprintf(spaces, sizeof spaces, "%s/spaces", dir);
+    mkdir(spaces, 0700);
+    snprintf(path, sizeof path, "%s/sgd.json", spaces);
+    FILE *f = fopen(path, "w");
+    fputs("{\"learning_rate\": {\"min\": 0.01, \"max\": 0.1,\n \"scaling\": \"log\"", f);
+    fclose(f);
+
+    CHECK(run("bench --help") == 0 && has("--preset") && has("--ruleset"));
+    CHECK(run("score --help") == 0 && has("--variant-rule"));
+    CHECK(run("export --help") == 0 && has("jsonl"));
+    CHECK(run("bench --preset huge") == 2 && has("unknown preset 'huge'"));
+    CHECK(run("bench --ruleset open") == 2 && has("unknown ruleset 'open'"));
+    snprintf(args, sizeof args, "bench --db %s -s adamax", db);
+    CHECK(run(args) == 2 && has("unknown submission 'adamax'"));
+    snprintf(args, sizeof args, "bench --db %s -s sgd --search-spaces %s", db, spaces);
+    CHECK(run(args) == 1 && has("malformed JSON at line 2"));
+    snprintf(args, sizeof args, "export --db %s --format xml", db);
+    CHECK(run(args) == 2 && has("unknown export format 'xml'"));
+
+    /* a tiny real benchmark: one trial of sgd, self-tuning (defaults), then resumed */
+    snprintf(args, sizeof args,
+             "bench --db %s --name tiny -s sgd --ruleset self --studies 1 --budget 0.3 "
+             "--eval-period 0.1 --eval-examples 200 --threads 2", db);
+    CHECK(run(args) == 0 && has("1 run now") && has("score") && has("sgd"));
+    CHECK(run(args) == 0 && has("1 reused") && has("(done before)"));
+    snprintf(args, sizeof args, "score --db %s --json", db);
+    CHECK(run(args) == 0 && has("\"benchmark\":\"tiny\"") && has("\"ruleset\":\"self\""));
+    snprintf(args, sizeof args, "score --db %s --name other", db);
+    CHECK(run(args) == 2 && has("no trials of benchmark 'other'"));
+    snprintf(args, sizeof args, "export --db %s --format csv", db);
+    CHECK(run(args) == 0 && has("global_step,preemption_count") && has("tiny,sgd,fmnist_mlp,self"));
+    snprintf(args, sizeof args, "export --db %s --format jsonl", db);
+    CHECK(run(args) == 0 && has("\"machine\":{\"cpu\"") && has("\"code_version\""));
+
+    snprintf(args, sizeof args, "rm -rf %s", dir);
+    CHECK(system(args) == 0);
+    return tb_test_finish("test_cli_bench");
+}

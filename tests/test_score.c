@@ -1,0 +1,150 @@
+/* test_score.c: AlgoPerf scoring: one submission scores 1, twice slower everywhere 2/3, never
+ * reaching a target 0, medians over studies with misses, the variant rule, profiles,
+ * speedups; and a score table built from trials written to a real SQLite store. */
+#include "testutil.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static void test_closed_form(void)
+{
+    tb_error err = {0};
+    double ratios[8], scores[4];
+    double one[3] = {10, 20, 30};
+    CHECK_OK(tb_score_compute(1, 3, one, NULL, 4, ratios, scores, &err), &err);
+    CHECK_NEAR(scores[0], 1.0, 1e-12);
+
+    /* B is twice slower than A everywhere: r = 2, (4 - 2) / 3 = 2/3 */
+    double two[6] = {10, 20, 30, 20, 40, 60};
+    CHECK_OK(tb_score_compute(2, 3, two, NULL, 4, ratios, scores, &err), &err);
+    CHECK_NEAR(scores[0], 1.0, 1e-12);
+    CHECK_NEAR(scores[1], 2.0 / 3.0, 1e-12);
+    CHECK_NEAR(ratios[3], 2.0, 1e-12);
+
+    /* never reaching a target scores 0; above tau_max counts as a miss */
+    double miss[6] = {10, 20, 30, INFINITY, INFINITY, 150};
+    CHECK_OK(tb_score_compute(2, 3, miss, NULL, 4, ratios, scores, &err), &err);
+    CHECK_NEAR(scores[1], 0.0, 1e-12);
+    CHECK(isinf(ratios[5]));
+
+    /* profile: share of workloads with r <= tau */
+    double r[4] = {1, 2, 3, INFINITY};
+    CHECK_NEAR(tb_score_profile(r, NULL, 4, 1.0), 0.25, 1e-12);
+    CHECK_NEAR(tb_score_profile(r, NULL, 4, 2.5), 0.5, 1e-12);
+    CHECK_NEAR(tb_score_profile(r, NULL, 4, 4.0), 0.75, 1e-12);
+
+    CHECK_FAILS(tb_score_compute(1, 3, one, NULL, 1.0, ratios, scores, &err), TB_ERR_INVALID,
+                &err, "tau_max");
+}
+
+static void test_median_and_speedup(void)
+{
+    double a[5] = {3, INFINITY, 1, 2, INFINITY};
+    CHECK_NEAR(tb_score_median(a, 5), 3.0, 0); /* 1 2 3 inf inf: 3 of 5 studies needed */
+    double b[5] = {INFINITY, INFINITY, 1, INFINITY, 2};
+    CHECK(isinf(tb_score_median(b, 5)));          /* a majority missed */
+    double c[4] = {4, 1, 3, 2};
+    CHECK_NEAR(tb_score_median(c, 4), 2.5, 1e-12);
+    double d[2] = {1, INFINITY};
+    CHECK(isinf(tb_score_median(d, 2)));
+
+    double ref[2] = {10, 10}, sub[2] = {5, INFINITY}, budget[2] = {100, 19};
+    /* sqrt(10/5 * 10/20) = 1 */
+    CHECK_NEAR(tb_score_speedup(ref, sub, budget, 2), 1.0, 1e-12);
+}
+
+static void test_variant_rule(void)
+{
+    tb_error err = {0};
+    /* workloads: 0 = base, 1 = its variant. A reaches both; B reaches the base fastest but
+     * misses the variant, so B's base does not count and A is the fastest there. */
+    double t[4] = {20, 10, 10, INFINITY};
+    int variant_of[2] = {-1, 0};
+    double ratios[4], scores[2];
+    CHECK_OK(tb_score_compute(2, 2, t, variant_of, 4, ratios, scores, &err), &err);
+    CHECK_NEAR(scores[0], 1.0, 1e-12);
+    CHECK_NEAR(scores[1], 0.0, 1e-12);
+    /* without the rule both workloads count on their own */
+    CHECK_OK(tb_score_compute(2, 2, t, NULL, 4, ratios, scores, &err), &err);
+    CHECK_NEAR(scores[0], (4 - 2 + 3) / 6.0, 1e-12);
+    CHECK_NEAR(scores[1], 3 / 6.0, 1e-12);
+}
+
+/* A store with trials written directly: per study the fastest trial by time, median over
+ * studies with misses, failed trials counted as misses. */
+static void test_store_table(void)
+{
+    char path[] = "/tmp/tb_test_score_XXXXXX";
+    int fd = mkstemp(path);
+    CHECK(fd >= 0);
+    close(fd);
+    unlink(path);
+    tb_error err = {0};
+    tb_store *store;
+    CHECK_OK(tb_store_open(path, &store, &err), &err);
+    CHECK_OK(tb_store_put_benchmark(store, "b", "{}", &err), &err);
+    CHECK_FAILS(tb_store_put_benchmark(store, "b", "{\"x\":1}", &err), TB_ERR_INVALID, &err,
+                "different spec");
+    /* sub A: studies {min(5, 9), min(inf, 7), min(inf, inf)} = {5, 7, inf}: median 7
+     * sub B: studies {14, 14, failed+inf}: median 14 -> ratio 2 -> score 2/3 */
+    const char *subs[2] = {"A", "B"};
+    double times[2][3][2] = {{{9, 5}, {INFINITY, 7}, {INFINITY, INFINITY}},
+                             {{14, 20}, {30, 14}, {-1, INFINITY}}};
+    for (int s = 0; s < 2; s++)
+        for (int st = 0; st < 3; st++)
+            for (int k = 0; k < 2; k++) {
+                tb_trial_record t;
+                memset(&t, 0, sizeof t);
+                snprintf(t.benchmark, sizeof t.benchmark, "b");
+                snprintf(t.submission, sizeof t.submission, "%s", subs[s]);
+                snprintf(t.workload, sizeof t.workload, "fmnist_mlp");
+                snprintf(t.ruleset, sizeof t.ruleset, "external");
+                snprintf(t.metric, sizeof t.metric, "error_rate");
+                t.study = st;
+                t.trial = k;
+                t.budget_s = 60;
+                CHECK_OK(tb_store_plan_trial(store, &t, &err), &err);
+                double x = times[s][st][k];
+                CHECK_OK(tb_store_trial_start(store, t.id, "v", "{}", &err), &err);
+                CHECK_OK(tb_store_trial_finish(store, t.id, x < 0 ? TB_TRIAL_FAILED : TB_TRIAL_DONE,
+                                               x < 0 ? "crashed" : "", isfinite(x) && x > 0, x,
+                                               60, 100, &err), &err);
+            }
+    tb_score_options o = {"b", NULL, false, 0};
+    tb_score_table *t;
+    CHECK_OK(tb_score_store(store, &o, &t, &err), &err);
+    CHECK(t->n_subs == 2 && t->n_wl == 1);
+    CHECK_NEAR(t->time[0], 7, 1e-12);
+    CHECK_NEAR(t->time[1], 14, 1e-12);
+    CHECK(t->studies_reached[0] == 2 && t->studies[0] == 3);
+    CHECK(t->trials_failed[1] == 1);
+    CHECK_NEAR(t->score[0], 1.0, 1e-12);
+    CHECK_NEAR(t->score[1], 2.0 / 3.0, 1e-12);
+    CHECK_NEAR(t->speedup[1], 0.5, 1e-12);
+    tb_score_table_destroy(t);
+    o.benchmark = "nope";
+    CHECK_FAILS(tb_score_store(store, &o, &t, &err), TB_ERR_INVALID, &err, "nope");
+    tb_store_close(store);
+
+    /* a file that is not a store is refused with its path */
+    FILE *f = fopen(path, "w");
+    fputs("this is not a database, just text that is long enough to be a header.....", f);
+    fclose(f);
+    char wal[300];
+    snprintf(wal, sizeof wal, "%s-wal", path);
+    unlink(wal);
+    snprintf(wal, sizeof wal, "%s-shm", path);
+    unlink(wal);
+    CHECK_FAILS(tb_store_open(path, &store, &err), TB_ERR_FORMAT, &err, path);
+    unlink(path);
+}
+
+int main(void)
+{
+    test_closed_form();
+    test_median_and_speedup();
+    test_variant_rule();
+    test_store_table();
+    return tb_test_finish("test_score");
+}
