@@ -19,6 +19,9 @@ enum {
 int tb_cli_train(int argc, char **argv);
 int tb_cli_workloads(int argc, char **argv);
 int tb_cli_algorithms(int argc, char **argv);
+int tb_cli_prepare(int argc, char **argv);
+/* $XDG_CACHE_HOME/trainbench or ~/.cache/trainbench (static buffer), NULL if neither is set. */
+const char *tb_cli_default_cache_dir(void);
 
 /* Maps a library status to an exit code. */
 int tb_cli_exit_code(tb_status st);

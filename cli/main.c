@@ -15,8 +15,9 @@ static const char usage[] =
     "trainbench benchmarks neural-network training algorithms on real data.\n"
     "\n"
     "commands:\n"
+    "  prepare      build the prepared-data caches of the workloads\n"
     "  train        train one workload with one algorithm and report its result\n"
-    "  workloads    list the workloads\n"
+    "  workloads    list the workloads and variants with targets, budgets and data\n"
     "  algorithms   list the training algorithms and their hyperparameters\n"
     "  version      print the version\n"
     "\n"
@@ -121,6 +122,7 @@ int main(int argc, char **argv)
     }
     const char *cmd = argv[1];
     if (strcmp(cmd, "train") == 0) return tb_cli_train(argc - 1, argv + 1);
+    if (strcmp(cmd, "prepare") == 0) return tb_cli_prepare(argc - 1, argv + 1);
     if (strcmp(cmd, "workloads") == 0) return tb_cli_workloads(argc - 1, argv + 1);
     if (strcmp(cmd, "algorithms") == 0) return tb_cli_algorithms(argc - 1, argv + 1);
     if (strcmp(cmd, "version") == 0 || strcmp(cmd, "--version") == 0) {
