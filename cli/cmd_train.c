@@ -2,6 +2,7 @@
 #include "cli.h"
 
 #include <getopt.h>
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -99,17 +100,22 @@ static void print_json(const tb_train_config *c, const tb_train_result *r, tb_st
            "\"final_train_loss\":%.6g,\"diverged\":%s,\"parameters\":%lld,",
            (long long)r->steps, (long long)r->examples, r->train_time_s, r->examples_per_s,
            r->final_train_loss, r->diverged ? "true" : "false", (long long)r->parameters);
-    if (st == TB_OK)
-        printf("\"validation\":{\"accuracy\":%.6f,\"error_rate\":%.6f,\"loss\":%.6f,"
-               "\"metric\":%.6f},\"test\":{\"accuracy\":%.6f,\"error_rate\":%.6f,"
-               "\"loss\":%.6f,\"metric\":%.6f},",
-               r->validation.accuracy, r->validation.error_rate, r->validation.loss,
-               r->validation.metric, r->test.accuracy, r->test.error_rate, r->test.loss,
-               r->test.metric);
-    printf("\"fresh_examples\":%lld,\"evaluations\":%lld,\"best_validation_metric\":%.6f,"
-           "\"reached_target\":%s,\"time_to_target_s\":%.3f,",
-           (long long)r->fresh_examples, (long long)r->evaluations, r->best_validation_metric,
-           r->reached_target ? "true" : "false", r->time_to_target_s);
+    if (st == TB_OK) {
+        const tb_eval_metrics *ms[2] = {&r->validation, &r->test};
+        for (int i = 0; i < 2; i++) {
+            printf("\"%s\":{", i ? "test" : "validation");
+            if (isfinite(ms[i]->accuracy)) /* NaN (no classes) is left out: JSON has no NaN */
+                printf("\"accuracy\":%.6f,\"error_rate\":%.6f,", ms[i]->accuracy,
+                       ms[i]->error_rate);
+            printf("\"loss\":%.6f,\"metric\":%.6f},", ms[i]->loss, ms[i]->metric);
+        }
+    }
+    printf("\"fresh_examples\":%lld,\"evaluations\":%lld,\"reached_target\":%s,",
+           (long long)r->fresh_examples, (long long)r->evaluations,
+           r->reached_target ? "true" : "false");
+    if (isfinite(r->best_validation_metric))
+        printf("\"best_validation_metric\":%.6f,", r->best_validation_metric);
+    if (isfinite(r->time_to_target_s)) printf("\"time_to_target_s\":%.3f,", r->time_to_target_s);
     printf("\"backend\":\"%s\"}\n", r->backend);
 }
 

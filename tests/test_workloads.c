@@ -92,7 +92,8 @@ static void test_one(const char *id, const char *cache)
     bool classify = tb_workload_layout(wl).y_dtype == TB_I32;
     CHECK(classify == !isnan(m.accuracy));
     if (strcmp(info->metric, "error_rate") == 0) CHECK(m.metric == m.error_rate);
-    else if (strcmp(info->metric, "bits_per_char") == 0) CHECK_NEAR(m.metric, m.loss / log(2), 1e-9);
+    else if (strcmp(info->metric, "bits_per_char") == 0)
+        CHECK_NEAR(m.metric, m.loss / log(2), 1e-9);
     else CHECK(m.metric == m.loss);
     printf("%-26s %2d layers %9lld params  loss %.4f -> %.4f  %s %.4f\n", id, nl,
            (long long)tb_params_numel(tb_workload_params(wl)), first, last, info->metric,

@@ -34,7 +34,7 @@ typedef struct tb_workload_info {
     const char *id;
     const char *summary;
     const char *data_package; /* Debian package with the data */
-    const char *metric;       /* the metric targets refer to: "error_rate", "loss", "bits_per_char" */
+    const char *metric;       /* what targets refer to: "error_rate", "loss", "bits_per_char" */
     int default_batch_size;
     /* ---- added with the workload suite ---- */
     const char *base;          /* the base workload (== id for a base workload) */

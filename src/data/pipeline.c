@@ -284,7 +284,8 @@ tb_status tb_pipeline_create(tb_workload *wl, const tb_pipeline_config *cfg, tb_
     p->aug_x = malloc(p->xb);
     p->slots = calloc((size_t)p->nslots, sizeof *p->slots);
     bool ok = p->order && p->raw_x && p->raw_y && p->aug_x && p->slots;
-    for (int i = 0; ok && i < p->nslots; i++) ok = alloc_batch(&p->slots[i], p->batch, p->xb, p->yb);
+    for (int i = 0; ok && i < p->nslots; i++)
+        ok = alloc_batch(&p->slots[i], p->batch, p->xb, p->yb);
     if (ok && cfg->echo == TB_ECHO_BATCH) ok = alloc_batch(&p->last, p->batch, p->xb, p->yb);
     if (ok && cfg->shuffle_buffer > 0) {
         p->buf_x = malloc((size_t)cfg->shuffle_buffer * p->xb);

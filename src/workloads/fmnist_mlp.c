@@ -62,18 +62,19 @@ static tb_var *mlp_forward(tb_workload *wl, tb_tape *tape, tb_var *x, tb_rng *dr
 
 static void mlp_destroy(tb_workload *wl) { free(wl->model); }
 
-/* Targets (validation, test error) and budgets (timed seconds) per variant: calibrated by
- * scripts/calibrate.py on 2 shared cores; raw data in docs/calibration/, table in
- * docs/WORKLOADS.md. */
-#define MLP_VAL_TARGET 0.125
-#define MLP_TEST_TARGET 0.135
-#define MLP_BUDGET 240.0
-#define MLP_TANH_VAL_TARGET 0.125
-#define MLP_TANH_TEST_TARGET 0.135
-#define MLP_TANH_BUDGET 240.0
-#define MLP_NARROW_VAL_TARGET 0.125
-#define MLP_NARROW_TEST_TARGET 0.135
-#define MLP_NARROW_BUDGET 240.0
+/* Targets (validation, test error) and budgets (timed seconds): measured by
+ * scripts/calibrate.py at a tiny scale under heavy CPU contention (2 trials per baseline, 2
+ * reruns, 30 s runs): docs/calibration/fmnist_mlp.csv and summary.csv, docs/WORKLOADS.md. The
+ * variants carry the base's figures until calibrated themselves. */
+#define MLP_VAL_TARGET 0.1935
+#define MLP_TEST_TARGET 0.2103
+#define MLP_BUDGET 30.0
+#define MLP_TANH_VAL_TARGET MLP_VAL_TARGET
+#define MLP_TANH_TEST_TARGET MLP_TEST_TARGET
+#define MLP_TANH_BUDGET MLP_BUDGET
+#define MLP_NARROW_VAL_TARGET MLP_VAL_TARGET
+#define MLP_NARROW_TEST_TARGET MLP_TEST_TARGET
+#define MLP_NARROW_BUDGET MLP_BUDGET
 
 #define FMNIST_SOURCE "/usr/share/datasets/fashion-mnist/{train,t10k}-*-ubyte.gz"
 
