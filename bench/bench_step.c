@@ -109,7 +109,7 @@ int main(int argc, char **argv)
         st = tb_optimizer_create(algorithm, tb_workload_params(wl), &hp, &opt, &err);
     }
     if (batch <= 0 && wl) batch = tb_workload_get_info(wl)->default_batch_size;
-    tb_pipeline_config pc = {batch, 0, 0};
+    tb_pipeline_config pc = {.batch_size = batch};
     if (st == TB_OK) st = tb_pipeline_create(wl, &pc, &pipe, &err);
     double t0 = 0;
     uint64_t flops0 = 0;

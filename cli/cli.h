@@ -27,6 +27,9 @@ int tb_cli_export(int argc, char **argv);
 /* Prints the score table(s) of a store (benchmark name NULL: all); returns an exit code. */
 int tb_cli_print_scores(const char *db, const char *name, const char *reference,
                         bool variant_rule, bool json);
+int tb_cli_prepare(int argc, char **argv);
+/* $XDG_CACHE_HOME/trainbench or ~/.cache/trainbench (static buffer), NULL if neither is set. */
+const char *tb_cli_default_cache_dir(void);
 
 /* Maps a library status to an exit code. */
 int tb_cli_exit_code(tb_status st);

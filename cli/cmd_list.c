@@ -7,20 +7,26 @@
 int tb_cli_workloads(int argc, char **argv)
 {
     if (argc > 1 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
-        printf("usage: trainbench workloads\n\nLists every workload with its data package, "
-               "metric and default batch size.\n");
+        printf("usage: trainbench workloads\n\nLists every workload and variant with its "
+               "metric, validation and test targets,\ntime budget (timed training seconds), "
+               "eval period, default batch size, Debian data\npackage and files. Targets and "
+               "budgets: docs/WORKLOADS.md.\n");
         return TB_EXIT_OK;
     }
     if (argc > 1) {
         tb_cli_error("workloads: unexpected argument '%s'", argv[1]);
         return TB_EXIT_USAGE;
     }
-    printf("%-14s %-22s %-11s %5s  %s\n", "workload", "data package", "metric", "batch",
-           "model");
+    printf("%-24s %-13s %8s %8s %7s %5s %5s  %s\n", "workload", "metric", "val.tgt", "test.tgt",
+           "budget", "eval", "batch", "data package");
     for (int i = 0; i < tb_workload_count(); i++) {
         const tb_workload_info *w = tb_workload_info_at(i);
-        printf("%-14s %-22s %-11s %5d  %s\n", w->id, w->data_package, w->metric,
-               w->default_batch_size, w->summary);
+        printf("%-24s %-13s %8.4g %8.4g %6.0fs %4.0fs %5d  %s\n", w->id, w->metric,
+               w->validation_target, w->test_target, w->max_runtime_s, w->eval_period_s,
+               w->default_batch_size, w->data_package);
+        printf("    %s%s%s\n    data: %s; loss: %s\n", w->summary,
+               w->variant[0] ? "; variant of " : "", w->variant[0] ? w->base : "",
+               w->data_source, w->loss_desc);
     }
     return TB_EXIT_OK;
 }

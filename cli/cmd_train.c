@@ -2,6 +2,7 @@
 #include "cli.h"
 
 #include <getopt.h>
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -34,8 +35,24 @@ static const char train_usage[] =
     "      --device NAME         cpu (default) or cuda\n"
     "      --precision P         matrix products: fp32 (default), or on cuda tf32 or bf16\n"
     "                            (bf16 operands, fp32 accumulation and master weights)\n"
-    "      --data-dir DIR        Fashion-MNIST directory (default\n"
-    "                            /usr/share/datasets/fashion-mnist)\n"
+    "      --data-dir DIR        the data package's directory (default: where Debian puts it)\n"
+    "      --cache-dir DIR       prepared-data cache (default ~/.cache/trainbench; see\n"
+    "                            `trainbench prepare`)\n"
+    "      --split KIND          official (default) or bootstrap (out-of-bootstrap\n"
+    "                            validation and test, stratified; varies with --seed-split)\n"
+    "      --augment             random crop (padding 2) and horizontal flip (images)\n"
+    "      --echo KIND           data echoing: none, example_before_augment (or example),\n"
+    "                            example_after_augment, batch\n"
+    "      --echo-factor X       mean copies per item (>= 1, may be fractional)\n"
+    "      --shuffle-buffer N    examples mixed after echoing (default 0)\n"
+    "      --prefetch N          batches prepared ahead by the input thread (default 2;\n"
+    "                            -1: no thread)\n"
+    "      --slow-upstream S     add S seconds of upstream work per fresh example\n"
+    "      --max-time S          stop after S seconds of timed training\n"
+    "      --eval-period S       also evaluate every S timed seconds\n"
+    "      --budget              --max-time, --eval-period and --stop-at-target from the\n"
+    "                            workload's calibrated budget, eval period and target\n"
+    "      --stop-at-target      stop once validation reaches the workload's target\n"
     "      --json                print the result as one JSON object on stdout\n"
     "  -q, --quiet               no progress display\n"
     "  -h, --help                this help\n"
@@ -45,15 +62,16 @@ static const char train_usage[] =
 
 typedef struct progress_state {
     bool tty;
+    const char *metric;
 } progress_state;
 
 static void show_progress(void *user, const tb_train_progress *p)
 {
     progress_state *s = user;
     if (p->validation) {
-        fprintf(stderr, "%s  step %lld/%lld  validation error %.4f  loss %.4f%s\n",
+        fprintf(stderr, "%s  step %lld/%lld  %.1fs  validation %s %.4f  loss %.4f\n",
                 s->tty ? "\r\033[K" : "", (long long)p->step, (long long)p->total_steps,
-                p->validation->error_rate, p->validation->loss, "");
+                p->elapsed_s, s->metric, p->validation->metric, p->validation->loss);
     }
     if (!s->tty) return;
     fprintf(stderr, "\r\033[Kstep %lld/%lld  epoch %lld  loss %.4f  %.0f examples/s  ETA %.0fs",
@@ -87,21 +105,34 @@ static void print_json(const tb_train_config *c, const tb_train_result *r, tb_st
            "\"final_train_loss\":%.6g,\"diverged\":%s,\"parameters\":%lld,",
            (long long)r->steps, (long long)r->examples, r->train_time_s, r->examples_per_s,
            r->final_train_loss, r->diverged ? "true" : "false", (long long)r->parameters);
-    if (st == TB_OK)
-        printf("\"validation\":{\"accuracy\":%.6f,\"error_rate\":%.6f,\"loss\":%.6f},"
-               "\"test\":{\"accuracy\":%.6f,\"error_rate\":%.6f,\"loss\":%.6f},",
-               r->validation.accuracy, r->validation.error_rate, r->validation.loss,
-               r->test.accuracy, r->test.error_rate, r->test.loss);
+    if (st == TB_OK) {
+        const tb_eval_metrics *ms[2] = {&r->validation, &r->test};
+        for (int i = 0; i < 2; i++) {
+            printf("\"%s\":{", i ? "test" : "validation");
+            if (isfinite(ms[i]->accuracy)) /* NaN (no classes) is left out: JSON has no NaN */
+                printf("\"accuracy\":%.6f,\"error_rate\":%.6f,", ms[i]->accuracy,
+                       ms[i]->error_rate);
+            printf("\"loss\":%.6f,\"metric\":%.6f},", ms[i]->loss, ms[i]->metric);
+        }
+    }
+    printf("\"fresh_examples\":%lld,\"evaluations\":%lld,\"reached_target\":%s,",
+           (long long)r->fresh_examples, (long long)r->evaluations,
+           r->reached_target ? "true" : "false");
+    if (isfinite(r->best_validation_metric))
+        printf("\"best_validation_metric\":%.6f,", r->best_validation_metric);
+    if (isfinite(r->time_to_target_s)) printf("\"time_to_target_s\":%.3f,", r->time_to_target_s);
     printf("\"backend\":\"%s\"}\n", r->backend);
 }
 
 enum { OPT_LR = 1000, OPT_EVAL_EXAMPLES, OPT_STEPS, OPT_SCHEDULE, OPT_WARMUP, OPT_EVALS,
-       OPT_DEVICE, OPT_DATA, OPT_JSON, OPT_PRECISION, OPT_SEED_BASE };
+       OPT_DEVICE, OPT_DATA, OPT_JSON, OPT_PRECISION, OPT_CACHE, OPT_SPLIT, OPT_AUGMENT, OPT_ECHO,
+       OPT_ECHO_FACTOR, OPT_SHUFFLE, OPT_PREFETCH, OPT_SLOW, OPT_MAX_TIME, OPT_EVAL_PERIOD,
+       OPT_BUDGET, OPT_STOP, OPT_SEED_BASE };
 
 int tb_cli_train(int argc, char **argv)
 {
     tb_train_config cfg = tb_train_config_default();
-    bool json = false, quiet = false;
+    bool json = false, quiet = false, use_budget = false;
     bool seed_set[TB_STREAM_COUNT] = {false};
     uint64_t seed_one[TB_STREAM_COUNT] = {0}, seed = 0;
     tb_error err = {0};
@@ -129,6 +160,18 @@ int tb_cli_train(int argc, char **argv)
         {"precision", required_argument, 0, OPT_PRECISION},
         {"data-dir", required_argument, 0, OPT_DATA},
         {"json", no_argument, 0, OPT_JSON},
+        {"cache-dir", required_argument, 0, OPT_CACHE},
+        {"split", required_argument, 0, OPT_SPLIT},
+        {"augment", no_argument, 0, OPT_AUGMENT},
+        {"echo", required_argument, 0, OPT_ECHO},
+        {"echo-factor", required_argument, 0, OPT_ECHO_FACTOR},
+        {"shuffle-buffer", required_argument, 0, OPT_SHUFFLE},
+        {"prefetch", required_argument, 0, OPT_PREFETCH},
+        {"slow-upstream", required_argument, 0, OPT_SLOW},
+        {"max-time", required_argument, 0, OPT_MAX_TIME},
+        {"eval-period", required_argument, 0, OPT_EVAL_PERIOD},
+        {"budget", no_argument, 0, OPT_BUDGET},
+        {"stop-at-target", no_argument, 0, OPT_STOP},
         {"quiet", no_argument, 0, 'q'},
         {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0},
@@ -211,6 +254,46 @@ int tb_cli_train(int argc, char **argv)
             break;
         case OPT_DATA: cfg.data_dir = optarg; break;
         case OPT_JSON: json = true; break;
+        case OPT_CACHE: cfg.cache_dir = optarg; break;
+        case OPT_SPLIT:
+            if (tb_split_kind_parse(optarg, &cfg.split_kind, &err) != TB_OK) {
+                tb_cli_error("--split: %s", err.message);
+                return TB_EXIT_USAGE;
+            }
+            break;
+        case OPT_AUGMENT: cfg.pipeline.augment = true; break;
+        case OPT_ECHO:
+            if (tb_echo_kind_parse(optarg, &cfg.pipeline.echo, &err) != TB_OK) {
+                tb_cli_error("--echo: %s", err.message);
+                return TB_EXIT_USAGE;
+            }
+            break;
+        case OPT_ECHO_FACTOR:
+            if (!tb_cli_parse_double("--echo-factor", optarg, &cfg.pipeline.echo_factor))
+                return TB_EXIT_USAGE;
+            break;
+        case OPT_SHUFFLE:
+            if (!tb_cli_parse_int("--shuffle-buffer", optarg, 0, 10000000L, &lv))
+                return TB_EXIT_USAGE;
+            cfg.pipeline.shuffle_buffer = lv;
+            break;
+        case OPT_PREFETCH:
+            if (!tb_cli_parse_int("--prefetch", optarg, -1, 64, &lv)) return TB_EXIT_USAGE;
+            cfg.pipeline.prefetch = (int)lv;
+            break;
+        case OPT_SLOW:
+            if (!tb_cli_parse_double("--slow-upstream", optarg, &cfg.pipeline.upstream_delay_s))
+                return TB_EXIT_USAGE;
+            break;
+        case OPT_MAX_TIME:
+            if (!tb_cli_parse_double("--max-time", optarg, &cfg.max_time_s)) return TB_EXIT_USAGE;
+            break;
+        case OPT_EVAL_PERIOD:
+            if (!tb_cli_parse_double("--eval-period", optarg, &cfg.eval_period_s))
+                return TB_EXIT_USAGE;
+            break;
+        case OPT_BUDGET: use_budget = true; break;
+        case OPT_STOP: cfg.stop_at_target = true; break;
         case 'q': quiet = true; break;
         case 'h': fputs(train_usage, stdout); return TB_EXIT_OK;
         case ':': tb_cli_error("train: %s needs a value", argv[optind - 1]); return TB_EXIT_USAGE;
@@ -232,10 +315,20 @@ int tb_cli_train(int argc, char **argv)
         tb_cli_error("train: unexpected argument '%s'", argv[optind]);
         return TB_EXIT_USAGE;
     }
+    if (!cfg.cache_dir) cfg.cache_dir = tb_cli_default_cache_dir();
+    const tb_workload_info *winfo = NULL;
+    for (int i = 0; i < tb_workload_count(); i++)
+        if (strcmp(tb_workload_info_at(i)->id, cfg.workload) == 0) winfo = tb_workload_info_at(i);
+    if (use_budget && winfo) {
+        if (cfg.max_time_s == 0) cfg.max_time_s = winfo->max_runtime_s;
+        if (cfg.eval_period_s == 0) cfg.eval_period_s = winfo->eval_period_s;
+        cfg.stop_at_target = true;
+        if (cfg.max_steps == 0) cfg.max_steps = 1000000000L; /* the time budget ends the run */
+    }
     tb_train_config_seed_all(&cfg, seed);
     for (int s = 0; s < TB_STREAM_COUNT; s++)
         if (seed_set[s]) cfg.seeds[s] = seed_one[s];
-    progress_state ps = {isatty(STDERR_FILENO) != 0};
+    progress_state ps = {isatty(STDERR_FILENO) != 0, winfo ? winfo->metric : "metric"};
     if (!quiet) {
         cfg.progress = show_progress;
         cfg.progress_user = &ps;
@@ -251,10 +344,19 @@ int tb_cli_train(int argc, char **argv)
         printf("%s with %s: %lld steps, %lld examples in %.1f s of training (%.0f examples/s)\n",
                cfg.workload, cfg.algorithm, (long long)res.steps, (long long)res.examples,
                res.train_time_s, res.examples_per_s);
-        printf("validation: accuracy %.4f (error %.4f), loss %.4f\n", res.validation.accuracy,
-               res.validation.error_rate, res.validation.loss);
-        printf("test:       accuracy %.4f (error %.4f), loss %.4f\n", res.test.accuracy,
-               res.test.error_rate, res.test.loss);
+        const char *mn = winfo ? winfo->metric : "metric";
+        printf("validation: %s %.4f, accuracy %.4f (error %.4f), loss %.4f\n", mn,
+               res.validation.metric, res.validation.accuracy, res.validation.error_rate,
+               res.validation.loss);
+        printf("test:       %s %.4f, accuracy %.4f (error %.4f), loss %.4f\n", mn,
+               res.test.metric, res.test.accuracy, res.test.error_rate, res.test.loss);
+        if (winfo && res.reached_target)
+            printf("target:     validation %s %.4g reached after %.1f s of training\n", mn,
+                   winfo->validation_target, res.time_to_target_s);
+        else if (winfo)
+            printf("target:     validation %s %.4g not reached (best %.4f)\n", mn,
+                   winfo->validation_target, res.best_validation_metric);
+        printf("input:      %lld fresh examples read\n", (long long)res.fresh_examples);
         printf("backend:    %s\n", res.backend);
     }
     if (st != TB_OK) tb_cli_error("%s", err.message);

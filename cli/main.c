@@ -15,10 +15,11 @@ static const char usage[] =
     "trainbench benchmarks neural-network training algorithms on real data.\n"
     "\n"
     "commands:\n"
+    "  prepare      build the prepared-data caches of the workloads\n"
     "  train        train one workload with one algorithm and report its result\n"
     "  variance     how much each source of variation moves a result\n"
     "  compare      is algorithm A better than B? P(A>B) over paired runs, with a verdict\n"
-    "  workloads    list the workloads\n"
+    "  workloads    list the workloads and variants with targets, budgets and data\n"
     "  algorithms   list the training algorithms and their hyperparameters\n"
     "  bench        plan and run a time-to-result benchmark (resumes when run again)\n"
     "  score        score the benchmarks in a results store\n"
@@ -128,6 +129,7 @@ int main(int argc, char **argv)
     if (strcmp(cmd, "train") == 0) return tb_cli_train(argc - 1, argv + 1);
     if (strcmp(cmd, "variance") == 0) return tb_cli_variance(argc - 1, argv + 1);
     if (strcmp(cmd, "compare") == 0) return tb_cli_compare(argc - 1, argv + 1);
+    if (strcmp(cmd, "prepare") == 0) return tb_cli_prepare(argc - 1, argv + 1);
     if (strcmp(cmd, "workloads") == 0) return tb_cli_workloads(argc - 1, argv + 1);
     if (strcmp(cmd, "algorithms") == 0) return tb_cli_algorithms(argc - 1, argv + 1);
     if (strcmp(cmd, "bench") == 0) return tb_cli_bench(argc - 1, argv + 1);

@@ -43,26 +43,14 @@ extern "C" {
 
 typedef struct tb_optimizer tb_optimizer;
 
-typedef enum tb_layer_kind {
-    TB_LAYER_LINEAR = 0,
-    TB_LAYER_CONV = 1,
-} tb_layer_kind;
-
-/* A layer a curvature optimizer preconditions. The layer must outlive the optimizer. */
-typedef struct tb_layer_ref {
-    tb_layer_kind kind;
-    tb_linear_layer *linear; /* when kind == TB_LAYER_LINEAR */
-    tb_conv_layer *conv;     /* when kind == TB_LAYER_CONV */
-} tb_layer_ref;
-
 static inline tb_layer_ref tb_layer_linear(tb_linear_layer *l)
 {
-    tb_layer_ref r = {TB_LAYER_LINEAR, l, NULL};
+    tb_layer_ref r = {TB_LAYER_LINEAR, NULL, l, NULL};
     return r;
 }
 static inline tb_layer_ref tb_layer_conv(tb_conv_layer *c)
 {
-    tb_layer_ref r = {TB_LAYER_CONV, NULL, c};
+    tb_layer_ref r = {TB_LAYER_CONV, NULL, NULL, c};
     return r;
 }
 

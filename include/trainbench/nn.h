@@ -198,6 +198,20 @@ typedef struct tb_conv_layer {
     tb_var *output;
 } tb_conv_layer;
 
+/* A reference to one dense or convolutional layer (for curvature optimizers and workloads that
+ * list their layers). The layer is owned elsewhere and must outlive the reference. */
+typedef enum tb_layer_kind {
+    TB_LAYER_LINEAR = 0,
+    TB_LAYER_CONV = 1,
+} tb_layer_kind;
+
+typedef struct tb_layer_ref {
+    tb_layer_kind kind;
+    const char *name;        /* the parameter prefix, e.g. "fc1"; may be NULL */
+    tb_linear_layer *linear; /* when kind == TB_LAYER_LINEAR */
+    tb_conv_layer *conv;     /* when kind == TB_LAYER_CONV */
+} tb_layer_ref;
+
 /* Declares the layer's parameters ("<name>.weight", "<name>.bias") in params. */
 tb_status tb_linear_layer_init(tb_linear_layer *layer, tb_params *params, const char *name,
                                int64_t in, int64_t out, bool bias, tb_error *err);

@@ -1,12 +1,19 @@
 /* pipeline.h: the input pipeline: from a workload's training split to batches on the device.
  *
- * The pipeline decides which examples form each batch (data order from its own stream) and
- * delivers them as variables on a tape. tb_pipeline_next is part of the timed training step.
- * (This first version prepares batches on the calling thread; the prefetching thread, data
- * echoing and augmentation plug in behind the same interface.) */
+ * Upstream (its own thread, ahead of the training step, behind a bounded queue of `prefetch`
+ * host batches): read fresh examples in a seeded order (epochs reshuffle; each epoch reads
+ * the largest multiple of the batch size), augment images (random crop with zero padding,
+ * horizontal flip), echo (Choi et al. 2019: example echoing before or after augmentation, or
+ * batch echoing, with integer or fractional factors), a shuffle buffer, batches.
+ * Downstream (tb_pipeline_next, part of the timed step): upload the next host batch onto the
+ * tape. Every random choice has its own stream: data order (TB_STREAM_DATA_ORDER), echo copy
+ * counts and the shuffle buffer (streams derived from the data-order seed), augmentation
+ * (TB_STREAM_AUGMENT). The stream of batches depends only on the seeds and the config, never
+ * on thread timing; prefetch < 0 runs upstream on the calling thread with the same result. */
 #ifndef TRAINBENCH_PIPELINE_H
 #define TRAINBENCH_PIPELINE_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "trainbench/nn.h"
@@ -22,12 +29,34 @@ typedef struct tb_batch {
     tb_var *inputs;   /* e.g. images [n, C, H, W] float32 */
     tb_var *targets;  /* e.g. labels [n] int32 */
     int64_t fresh;    /* examples read fresh from the data (not repeated by echoing) */
+    /* ---- added with the threaded pipeline ---- */
+    const int64_t *rows; /* the training-split row of each example; valid until the next call */
 } tb_batch;
+
+typedef enum tb_echo_kind {
+    TB_ECHO_NONE = 0,
+    TB_ECHO_EXAMPLE_BEFORE_AUGMENT, /* copies get different augmentations */
+    TB_ECHO_EXAMPLE_AFTER_AUGMENT,  /* copies are identical */
+    TB_ECHO_BATCH,                  /* each batch repeated on consecutive steps */
+} tb_echo_kind;
+
+const char *tb_echo_kind_name(tb_echo_kind kind);
+/* "none", "example_before_augment" (or "example"), "example_after_augment", "batch" */
+tb_status tb_echo_kind_parse(const char *name, tb_echo_kind *out, tb_error *err);
 
 typedef struct tb_pipeline_config {
     int64_t batch_size;
     uint64_t data_order_seed; /* seed of TB_STREAM_DATA_ORDER */
     uint64_t augment_seed;    /* seed of TB_STREAM_AUGMENT */
+    /* ---- added with the threaded pipeline (zero = off / default) ---- */
+    int prefetch;             /* host batches prepared ahead: 0 = 2; < 0 = no thread */
+    bool augment;             /* image workloads only: random crop and flip */
+    int crop_padding;         /* zero padding of the random crop (0: 2 pixels) */
+    bool no_flip;             /* augment without the horizontal flip */
+    tb_echo_kind echo;
+    double echo_factor;       /* mean copies per item, >= 1 (0: 1); fractional: floor or ceil */
+    int64_t shuffle_buffer;   /* examples mixed after echoing (0: none) */
+    double upstream_delay_s;  /* artificial upstream cost per fresh example (to study echoing) */
 } tb_pipeline_config;
 
 typedef struct tb_pipeline tb_pipeline;
@@ -41,8 +70,11 @@ void tb_pipeline_destroy(tb_pipeline *p);
 tb_status tb_pipeline_next(tb_pipeline *p, tb_tape *tape, tb_batch *out, tb_error *err);
 /* Epochs started so far (1 after the first batch). */
 int64_t tb_pipeline_epoch(const tb_pipeline *p);
-/* Examples read fresh from the data so far. */
+/* Examples read fresh from the data so far, counted with the batches delivered (a batch
+ * carries the fresh reads made since the previous batch was formed). */
 int64_t tb_pipeline_fresh_examples(const tb_pipeline *p);
+/* Batches delivered so far. */
+int64_t tb_pipeline_batches(const tb_pipeline *p);
 
 #ifdef __cplusplus
 }

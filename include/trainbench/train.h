@@ -11,6 +11,7 @@
 
 #include "trainbench/backend.h"
 #include "trainbench/optim.h"
+#include "trainbench/pipeline.h"
 #include "trainbench/rng.h"
 #include "trainbench/workload.h"
 
@@ -48,6 +49,14 @@ typedef struct tb_train_config {
     void *progress_user;
     double progress_every_s;
     const tb_logger *logger;         /* optional */
+    /* ---- added with the workload suite (zero = default) ---- */
+    const char *cache_dir;           /* prepared-data cache (NULL: data prepared in memory) */
+    tb_split_kind split_kind;        /* official (default) or bootstrap */
+    /* prefetch, augmentation, echoing; batch_size and seeds come from the fields above */
+    tb_pipeline_config pipeline;
+    double max_time_s;               /* stop after this many timed seconds (0: no limit) */
+    double eval_period_s;            /* also evaluate every this many timed seconds (0: off) */
+    bool stop_at_target;             /* stop once validation reaches the workload's target */
 } tb_train_config;
 
 /* Defaults: 5 epochs, the workload's batch size, linear warmup (5%) then cosine decay,
@@ -67,6 +76,13 @@ typedef struct tb_train_result {
     tb_eval_metrics test;
     char backend[256];       /* tb_backend_describe */
     int64_t parameters;
+    /* ---- added with the workload suite ---- */
+    int64_t fresh_examples;        /* examples read fresh by the input pipeline */
+    int64_t evaluations;           /* validation evaluations, the final one included */
+    double best_validation_metric; /* best info->metric over the evaluations */
+    double time_to_target_s;       /* timed seconds at the first evaluation at or past the
+                                      validation target; NaN if never reached */
+    bool reached_target;
 } tb_train_result;
 
 /* Runs the training. On divergence returns TB_ERR_NUMERIC with result->diverged set and the

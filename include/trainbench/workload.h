@@ -1,8 +1,13 @@
 /* workload.h: benchmark workloads: data, model, loss and evaluation metrics.
  *
- * A workload owns its data (read from the Debian package's files), declares its model's
- * parameters, initialises them from the init stream, computes the training loss of a batch on
- * a tape, and evaluates a split. The training algorithm never sees inside it. */
+ * A workload owns its data (read from the Debian package's files, or from the compact cache
+ * `trainbench prepare` builds from them), declares its model's parameters, initialises them
+ * from the init stream, computes the training loss of a batch on a tape, and evaluates a
+ * split. The training algorithm never sees inside it.
+ *
+ * Every workload has a target metric (lower is better for all current workloads), validation
+ * and test targets and a time budget calibrated on this machine class (docs/WORKLOADS.md). A
+ * variant is a workload of its own (e.g. "fmnist_cnn_silu") whose info names its base. */
 #ifndef TRAINBENCH_WORKLOAD_H
 #define TRAINBENCH_WORKLOAD_H
 
@@ -29,17 +34,51 @@ typedef struct tb_workload_info {
     const char *id;
     const char *summary;
     const char *data_package; /* Debian package with the data */
-    const char *metric;       /* the metric targets refer to, e.g. "error_rate" */
+    const char *metric;       /* what targets refer to: "error_rate", "loss", "bits_per_char" */
     int default_batch_size;
+    /* ---- added with the workload suite ---- */
+    const char *base;          /* the base workload (== id for a base workload) */
+    const char *variant;       /* "" for a base workload, else what the variant changes */
+    bool lower_is_better;      /* direction of `metric` */
+    double validation_target;  /* target of `metric` on the validation split */
+    double test_target;        /* target of `metric` on the test split */
+    double max_runtime_s;      /* time budget (timed training seconds) */
+    double eval_period_s;      /* evaluate about every this many timed seconds */
+    int64_t step_hint;         /* steps a baseline needs, roughly (for step-based schedules) */
+    const char *data_source;   /* files the data comes from */
+    const char *loss_desc;     /* the training loss, in words */
 } tb_workload_info;
 
 int tb_workload_count(void);
 const tb_workload_info *tb_workload_info_at(int i);
 
+/* How the train / validation / test splits are drawn. */
+typedef enum tb_split_kind {
+    /* the data's fixed training and test sets; validation drawn (by split_seed) from the
+     * training set without replacement */
+    TB_SPLITS_OFFICIAL = 0,
+    /* Bouthillier et al. 2021: the training set drawn with replacement from all examples,
+     * validation and test drawn without replacement from the examples never drawn
+     * (out-of-bootstrap), stratified by class for classifiers. */
+    TB_SPLITS_BOOTSTRAP = 1,
+} tb_split_kind;
+
+const char *tb_split_kind_name(tb_split_kind kind);
+tb_status tb_split_kind_parse(const char *name, tb_split_kind *out, tb_error *err);
+
 typedef struct tb_workload_config {
     const char *data_dir;       /* NULL: where the Debian package installs the data */
     uint64_t split_seed;        /* seed of the train/validation split */
     int64_t validation_size;    /* examples held out of the training set; 0 = default */
+    /* ---- added with the workload suite ---- */
+    tb_split_kind split_kind;   /* default TB_SPLITS_OFFICIAL */
+    int64_t test_size;          /* bootstrap splits only; 0 = the workload's default */
+    /* Directory of the prepared-data cache (see tb_workload_prepare). NULL: no cache, the
+     * data is prepared in memory on every create. */
+    const char *cache_dir;
+    /* Training examples used (the first `train_limit` of the training split); 0 = all. For
+     * tests and quick runs. */
+    int64_t train_limit;
 } tb_workload_config;
 
 typedef struct tb_workload tb_workload;
@@ -72,15 +111,78 @@ tb_var *tb_workload_loss_fn(tb_workload *wl, tb_tape *tape, tb_var *outputs, tb_
 
 typedef struct tb_eval_metrics {
     double loss;       /* mean loss */
-    double accuracy;   /* for classifiers; NaN otherwise */
+    double accuracy;   /* for classifiers (per target token for language models); NaN for
+                          the autoencoder */
     double error_rate; /* 1 - accuracy */
     int64_t examples;
+    /* ---- added with the workload suite ---- */
+    double metric;     /* the workload's target metric (info->metric) */
 } tb_eval_metrics;
 
 /* Evaluates a split (or its first `limit` examples if limit > 0) in eval mode, batch by batch
  * on tape (which is reset). */
 tb_status tb_workload_evaluate(tb_workload *wl, tb_tape *tape, tb_split split, int64_t limit,
                                tb_eval_metrics *out, tb_error *err);
+
+/* ---- examples on the host (for the input pipeline) -------------------------------------- */
+
+/* What one example looks like: its input and its target, per example (no batch dimension). */
+typedef struct tb_example_layout {
+    tb_dtype x_dtype;
+    int x_ndim;
+    int64_t x_shape[3];
+    tb_dtype y_dtype;
+    int y_ndim;               /* 0: a scalar (a class label) */
+    int64_t y_shape[3];
+    bool image;               /* x is [C, H, W] pixels: crop and flip apply */
+} tb_example_layout;
+
+tb_example_layout tb_workload_layout(const tb_workload *wl);
+/* Bytes of one example's input / target. */
+size_t tb_example_x_bytes(const tb_example_layout *layout);
+size_t tb_example_y_bytes(const tb_example_layout *layout);
+
+/* Copies examples rows[0..n) of a split into host memory: x gets n inputs, y n targets, each
+ * laid out as tb_workload_layout says. Reads only immutable data: safe to call from another
+ * thread while the workload trains (but not while it is destroyed). */
+tb_status tb_workload_read(const tb_workload *wl, tb_split split, const int64_t *rows, int64_t n,
+                           void *x, void *y, tb_error *err);
+/* The dataset-wide ids of rows[0..n) of a split: equal ids are the same example (bootstrap
+ * training sets repeat ids; ids of different splits never coincide except by that). */
+tb_status tb_workload_example_ids(const tb_workload *wl, tb_split split, const int64_t *rows,
+                                  int64_t n, int64_t *ids, tb_error *err);
+/* The class of each id (stratification), or -1 for workloads without classes. */
+int32_t tb_workload_example_class(const tb_workload *wl, int64_t id);
+/* Puts a host batch (n examples, as tb_workload_read writes them) on tape as the inputs and
+ * targets tb_workload_forward and tb_workload_loss_fn take. False with the tape's error set on
+ * failure. */
+bool tb_workload_upload(tb_workload *wl, tb_tape *tape, int64_t n, const void *x, const void *y,
+                        tb_var **inputs, tb_var **targets);
+
+/* ---- layers for curvature methods --------------------------------------------------------- */
+/* Writes up to max of the model's linear and conv layers, in forward order, to out (which may
+ * be NULL when max is 0) and returns how many the model has. Their input/output fields
+ * refer to the latest forward pass. Embeddings, norms and attention are not layers here. */
+int tb_workload_layers(tb_workload *wl, tb_layer_ref *out, int max);
+
+/* ---- the prepared-data cache --------------------------------------------------------------- */
+
+typedef struct tb_prepare_report {
+    char path[1024];     /* the cache file ("" if the data set needs none) */
+    bool rebuilt;        /* false: a valid cache was reused */
+    char reason[256];    /* why it was (re)built: "missing", "stale", "corrupt: ...", "forced" */
+    int64_t tokens;      /* tokens in the cache */
+    int64_t vocabulary;  /* vocabulary size */
+    int64_t bytes;       /* cache file size */
+} tb_prepare_report;
+
+/* Builds the cache of the data of workload `id` in config->cache_dir from the Debian package's
+ * files (config->data_dir), or checks and reuses the one there (force: rebuild anyway). A
+ * corrupt or stale cache is rebuilt. Workloads reading their files directly (Fashion-MNIST)
+ * only check that the files are there. Fails with TB_ERR_MISSING naming the package (and how
+ * to install it) when the data is not installed, TB_ERR_IO when the cache cannot be written. */
+tb_status tb_workload_prepare(const char *id, const tb_workload_config *config, bool force,
+                              tb_prepare_report *report, tb_error *err);
 
 #ifdef __cplusplus
 }

@@ -60,7 +60,10 @@ static tb_status setup(run *r, tb_train_result *res, tb_error *err)
     tb_status st = tb_backend_create(&cfg->backend, &r->be, err);
     if (st != TB_OK) return st;
     snprintf(res->backend, sizeof res->backend, "%s", tb_backend_describe(r->be));
-    tb_workload_config wc = {.data_dir = cfg->data_dir, .split_seed = cfg->seeds[TB_STREAM_SPLIT]};
+    tb_workload_config wc = {.data_dir = cfg->data_dir,
+                             .split_seed = cfg->seeds[TB_STREAM_SPLIT],
+                             .split_kind = cfg->split_kind,
+                             .cache_dir = cfg->cache_dir};
     st = tb_workload_create(cfg->workload, r->be, &wc, &r->wl, err);
     if (st != TB_OK) return st;
     res->parameters = tb_params_numel(tb_workload_params(r->wl));
@@ -75,10 +78,28 @@ static tb_status evaluate(run *r, tb_split split, tb_eval_metrics *m, tb_error *
     return tb_workload_evaluate(r->wl, r->tape, split, r->cfg->eval_examples, m, err);
 }
 
+/* Records a validation evaluation made after `timed` seconds of training. */
+static void note_validation(const tb_workload_info *info, const tb_eval_metrics *m, double timed,
+                            tb_train_result *res)
+{
+    double v = m->metric;
+    res->evaluations++;
+    if (isnan(res->best_validation_metric) ||
+        (info->lower_is_better ? v < res->best_validation_metric
+                               : v > res->best_validation_metric))
+        res->best_validation_metric = v;
+    bool hit = info->lower_is_better ? v <= info->validation_target : v >= info->validation_target;
+    if (hit && !res->reached_target) {
+        res->reached_target = true;
+        res->time_to_target_s = timed;
+    }
+}
+
 tb_status tb_train(const tb_train_config *cfg, tb_train_result *res, tb_error *err)
 {
     memset(res, 0, sizeof *res);
     res->validation.loss = res->test.loss = NAN;
+    res->best_validation_metric = res->time_to_target_s = NAN;
     if (cfg->batch_size < 0)
         return tb_fail(err, TB_ERR_INVALID, "batch size must be positive, got %d",
                        cfg->batch_size);
@@ -100,8 +121,10 @@ tb_status tb_train(const tb_train_config *cfg, tb_train_result *res, tb_error *e
                      cfg->epochs, (long long)cfg->max_steps);
     if (st == TB_OK) st = tb_optimizer_create(cfg->algorithm, tb_workload_params(r.wl),
                                               &cfg->hparams, &r.opt, err);
-    tb_pipeline_config pc = {batch, cfg->seeds[TB_STREAM_DATA_ORDER],
-                             cfg->seeds[TB_STREAM_AUGMENT]};
+    tb_pipeline_config pc = cfg->pipeline;
+    pc.batch_size = batch;
+    pc.data_order_seed = cfg->seeds[TB_STREAM_DATA_ORDER];
+    pc.augment_seed = cfg->seeds[TB_STREAM_AUGMENT];
     if (st == TB_OK) st = tb_pipeline_create(r.wl, &pc, &r.pipe, err);
     if (st != TB_OK) {
         run_free(&r);
@@ -119,6 +142,7 @@ tb_status tb_train(const tb_train_config *cfg, tb_train_result *res, tb_error *e
     tb_params *params = tb_workload_params(r.wl);
     int64_t eval_every = cfg->evals > 0 ? (total + cfg->evals - 1) / cfg->evals : 0;
     double timed = 0, last_report = -1e9;
+    double next_eval_time = cfg->eval_period_s > 0 ? cfg->eval_period_s : INFINITY;
     float loss_value = NAN;
     for (int64_t step = 1; step <= total; step++) {
         double t0 = now_s();
@@ -148,9 +172,16 @@ tb_status tb_train(const tb_train_config *cfg, tb_train_result *res, tb_error *e
         res->steps = step;
         res->examples += batch;
         res->final_train_loss = loss_value;
-        bool eval_now = eval_every > 0 && (step % eval_every == 0) && step != total;
+        bool out_of_time = cfg->max_time_s > 0 && timed >= cfg->max_time_s;
+        bool last = step == total || out_of_time;
+        bool eval_now = ((eval_every > 0 && step % eval_every == 0) || timed >= next_eval_time) &&
+                        !last;
         tb_eval_metrics val;
         if (eval_now && (st = evaluate(&r, TB_SPLIT_VALIDATION, &val, err)) != TB_OK) break;
+        if (eval_now) {
+            note_validation(info, &val, timed, res);
+            while (next_eval_time <= timed) next_eval_time += cfg->eval_period_s;
+        }
         if (cfg->progress && (eval_now || timed - last_report >= cfg->progress_every_s ||
                               step == total)) {
             tb_train_progress p = {step, total, tb_pipeline_epoch(r.pipe), loss_value,
@@ -160,10 +191,13 @@ tb_status tb_train(const tb_train_config *cfg, tb_train_result *res, tb_error *e
             cfg->progress(cfg->progress_user, &p);
             last_report = timed;
         }
+        if (out_of_time || (cfg->stop_at_target && res->reached_target)) break;
     }
+    res->fresh_examples = r.pipe ? tb_pipeline_fresh_examples(r.pipe) : 0;
     res->train_time_s = timed;
     res->examples_per_s = timed > 0 ? (double)res->examples / timed : 0;
     if (st == TB_OK) st = evaluate(&r, TB_SPLIT_VALIDATION, &res->validation, err);
+    if (st == TB_OK) note_validation(info, &res->validation, timed, res);
     if (st == TB_OK) st = evaluate(&r, TB_SPLIT_TEST, &res->test, err);
     run_free(&r);
     return st;

@@ -108,8 +108,9 @@ static tb_status setup(trial_run *r, tb_error *err)
     if (batch < 1)
         return tb_fail(err, TB_ERR_INVALID, "submission %s: get_batch_size returned %d",
                        r->rec.submission, batch);
-    tb_pipeline_config pc = {batch, r->rec.seeds[TB_STREAM_DATA_ORDER],
-                             r->rec.seeds[TB_STREAM_AUGMENT]};
+    tb_pipeline_config pc = {.batch_size = batch,
+                             .data_order_seed = r->rec.seeds[TB_STREAM_DATA_ORDER],
+                             .augment_seed = r->rec.seeds[TB_STREAM_AUGMENT]};
     return tb_pipeline_create(c->wl, &pc, &c->pipe, err);
 }
 

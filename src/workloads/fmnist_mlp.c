@@ -1,59 +1,113 @@
-/* fmnist_mlp.c: Fashion-MNIST with an MLP 784-1024-1024-10 (ReLU), torch's default init. */
+/* fmnist_mlp.c: Fashion-MNIST with an MLP 784-H-H-10, torch's default init. Base: H = 1024,
+ * ReLU; variants: tanh, and H = 256 ("narrow"). Targets and budgets: docs/WORKLOADS.md,
+ * measured by scripts/calibrate.py (raw data in docs/calibration/). */
 #include "workloads/workload_impl.h"
 
 #include <stdlib.h>
 
-#define HIDDEN 1024
+typedef struct mlp_options {
+    int64_t hidden;
+    tb_activation act;
+} mlp_options;
 
 typedef struct mlp {
-    tb_linear_layer l1, l2, l3; /* 784 -> 1024 -> 1024 -> 10 */
+    tb_linear_layer l1, l2, l3;
 } mlp;
+
+static tb_status mlp_load(tb_workload *wl, const tb_workload_config *cfg, tb_error *err)
+{
+    return tb_fmnist_source_load(wl, cfg, false, err);
+}
 
 static tb_status mlp_create(tb_workload *wl, tb_error *err)
 {
+    const mlp_options *o = wl->vt->options;
     mlp *m = calloc(1, sizeof *m);
     if (!m) return tb_fail(err, TB_ERR_NOMEM, "cannot allocate the MLP");
     wl->model = m;
-    int64_t in = (int64_t)wl->train_all.channels * wl->train_all.height * wl->train_all.width;
-    tb_status st = tb_linear_layer_init(&m->l1, wl->params, "fc1", in, HIDDEN, true, err);
-    if (st == TB_OK) st = tb_linear_layer_init(&m->l2, wl->params, "fc2", HIDDEN, HIDDEN, true, err);
+    const tb_example_layout *l = &wl->src.layout;
+    int64_t in = l->x_shape[0] * l->x_shape[1] * l->x_shape[2];
+    tb_status st = tb_linear_layer_init(&m->l1, wl->params, "fc1", in, o->hidden, true, err);
     if (st == TB_OK)
-        st = tb_linear_layer_init(&m->l3, wl->params, "fc3", HIDDEN, wl->train_all.classes, true,
+        st = tb_linear_layer_init(&m->l2, wl->params, "fc2", o->hidden, o->hidden, true, err);
+    if (st == TB_OK)
+        st = tb_linear_layer_init(&m->l3, wl->params, "fc3", o->hidden, wl->src.classes, true,
                                   err);
+    if (st == TB_OK) st = tb_workload_add_layer(wl, TB_LAYER_LINEAR, "fc1", &m->l1, err);
+    if (st == TB_OK) st = tb_workload_add_layer(wl, TB_LAYER_LINEAR, "fc2", &m->l2, err);
+    if (st == TB_OK) st = tb_workload_add_layer(wl, TB_LAYER_LINEAR, "fc3", &m->l3, err);
     return st;
 }
 
 static tb_status mlp_init(tb_workload *wl, tb_rng *rng, tb_error *err)
 {
     mlp *m = wl->model;
-    tb_linear_layer *layers[3] = {&m->l1, &m->l2, &m->l3};
-    for (int i = 0; i < 3; i++) {
-        int64_t fan_in = layers[i]->w->value.shape[1];
-        tb_status st = tb_init_fan_in_uniform(layers[i]->w, fan_in, rng, err);
-        if (st == TB_OK) st = tb_init_fan_in_uniform(layers[i]->b, fan_in, rng, err);
-        if (st != TB_OK) return st;
-    }
-    return TB_OK;
+    tb_status st = tb_init_linear_default(&m->l1, rng, err);
+    if (st == TB_OK) st = tb_init_linear_default(&m->l2, rng, err);
+    if (st == TB_OK) st = tb_init_linear_default(&m->l3, rng, err);
+    return st;
 }
 
 static tb_var *mlp_forward(tb_workload *wl, tb_tape *tape, tb_var *x, tb_rng *dropout)
 {
     (void)dropout;
+    const mlp_options *o = wl->vt->options;
     mlp *m = wl->model;
     int64_t flat[2] = {x ? x->value.shape[0] : 0, -1};
     tb_var *h = tb_op_reshape(tape, x, 2, flat);
-    h = tb_op_relu(tape, tb_linear_layer_forward(tape, &m->l1, h));
-    h = tb_op_relu(tape, tb_linear_layer_forward(tape, &m->l2, h));
+    h = tb_op_activation(tape, o->act, tb_linear_layer_forward(tape, &m->l1, h));
+    h = tb_op_activation(tape, o->act, tb_linear_layer_forward(tape, &m->l2, h));
     return tb_linear_layer_forward(tape, &m->l3, h);
 }
 
 static void mlp_destroy(tb_workload *wl) { free(wl->model); }
 
+/* Targets (validation, test error) and budgets (timed seconds): measured by
+ * scripts/calibrate.py at a tiny scale under heavy CPU contention (2 trials per baseline, 2
+ * reruns, 30 s runs): docs/calibration/fmnist_mlp.csv and summary.csv, docs/WORKLOADS.md. The
+ * variants carry the base's figures until calibrated themselves. */
+#define MLP_VAL_TARGET 0.1935
+#define MLP_TEST_TARGET 0.2103
+#define MLP_BUDGET 30.0
+#define MLP_TANH_VAL_TARGET MLP_VAL_TARGET
+#define MLP_TANH_TEST_TARGET MLP_TEST_TARGET
+#define MLP_TANH_BUDGET MLP_BUDGET
+#define MLP_NARROW_VAL_TARGET MLP_VAL_TARGET
+#define MLP_NARROW_TEST_TARGET MLP_TEST_TARGET
+#define MLP_NARROW_BUDGET MLP_BUDGET
+
+#define FMNIST_SOURCE "/usr/share/datasets/fashion-mnist/{train,t10k}-*-ubyte.gz"
+
+#define MLP_COMMON                                                                              \
+    .load_data = mlp_load, .prepare = tb_fmnist_prepare, .create_model = mlp_create,            \
+    .init_model = mlp_init, .forward = mlp_forward, .destroy_model = mlp_destroy,               \
+    .metric_kind = TB_METRIC_ERROR_RATE, .eval_batch = 500
+
+static const mlp_options base_opts = {1024, TB_RELU}, tanh_opts = {1024, TB_TANH},
+                         narrow_opts = {256, TB_RELU};
+
 const tb_workload_vtable tb_workload_fmnist_mlp = {
     .info = {"fmnist_mlp", "Fashion-MNIST, MLP 784-1024-1024-10 with ReLU",
-             "dataset-fashion-mnist", "error_rate", 128},
-    .create_model = mlp_create,
-    .init_model = mlp_init,
-    .forward = mlp_forward,
-    .destroy_model = mlp_destroy,
+             "dataset-fashion-mnist", "error_rate", 128, "fmnist_mlp", "", true, MLP_VAL_TARGET,
+             MLP_TEST_TARGET, MLP_BUDGET, 10.0, 2000, FMNIST_SOURCE, "softmax cross-entropy"},
+    MLP_COMMON,
+    .options = &base_opts,
+};
+
+const tb_workload_vtable tb_workload_fmnist_mlp_tanh = {
+    .info = {"fmnist_mlp_tanh", "Fashion-MNIST, MLP 784-1024-1024-10 with tanh",
+             "dataset-fashion-mnist", "error_rate", 128, "fmnist_mlp", "tanh activations", true,
+             MLP_TANH_VAL_TARGET, MLP_TANH_TEST_TARGET, MLP_TANH_BUDGET, 10.0, 2000,
+             FMNIST_SOURCE, "softmax cross-entropy"},
+    MLP_COMMON,
+    .options = &tanh_opts,
+};
+
+const tb_workload_vtable tb_workload_fmnist_mlp_narrow = {
+    .info = {"fmnist_mlp_narrow", "Fashion-MNIST, MLP 784-256-256-10 with ReLU",
+             "dataset-fashion-mnist", "error_rate", 128, "fmnist_mlp", "width 256", true,
+             MLP_NARROW_VAL_TARGET, MLP_NARROW_TEST_TARGET, MLP_NARROW_BUDGET, 10.0, 2000,
+             FMNIST_SOURCE, "softmax cross-entropy"},
+    MLP_COMMON,
+    .options = &narrow_opts,
 };

@@ -1,36 +1,108 @@
-/* workload_impl.h: how a workload plugs in (internal). Image classifiers share the data
- * handling in image_classifier.c and provide only their model. */
+/* workload_impl.h: how a workload plugs in (internal).
+ *
+ * A workload is a data source (examples with dataset-wide ids, read on the host) plus a model.
+ * Data sources: fmnist_data.c (images; classification or reconstruction), kjv_data.c
+ * (characters), wordnet_data.c (words). workload.c holds the registry and the generic parts
+ * (splits in splits.c, batches and evaluation in eval.c). */
 #ifndef TRAINBENCH_WORKLOAD_IMPL_H
 #define TRAINBENCH_WORKLOAD_IMPL_H
 
 #include "trainbench/data.h"
 #include "trainbench/workload.h"
 
+/* How tb_workload_evaluate turns outputs into the target metric. */
+typedef enum tb_metric_kind {
+    TB_METRIC_ERROR_RATE = 0, /* classification error */
+    TB_METRIC_LOSS = 1,       /* the mean loss itself */
+    TB_METRIC_BPC = 2,        /* cross-entropy in bits: loss / ln 2 */
+} tb_metric_kind;
+
+/* The examples of a workload: ids 0..n; ids >= n_official_train are the official test set. */
+typedef struct tb_example_source {
+    int64_t n, n_official_train;
+    const int32_t *classes_of; /* class per id, or NULL */
+    int classes;
+    tb_example_layout layout;
+    /* writes example id's input to x and target to y (host memory) */
+    void (*read)(const void *data, int64_t id, void *x, void *y);
+    void *data;
+    void (*free_data)(void *data);
+} tb_example_source;
+
 typedef struct tb_workload_vtable {
     tb_workload_info info;
+    /* Loads (or prepares) the data into wl->src. */
+    tb_status (*load_data)(tb_workload *wl, const tb_workload_config *cfg, tb_error *err);
+    /* Builds or checks the data cache (see tb_workload_prepare). */
+    tb_status (*prepare)(const tb_workload_config *cfg, bool force, tb_prepare_report *report,
+                         tb_error *err);
     /* Declares the model's parameters into wl->params and keeps its layers in wl->model. */
     tb_status (*create_model)(tb_workload *wl, tb_error *err);
     tb_status (*init_model)(tb_workload *wl, tb_rng *rng, tb_error *err);
-    /* logits of the batch x [N, C, H, W] */
+    /* the model's outputs for inputs x */
     tb_var *(*forward)(tb_workload *wl, tb_tape *tape, tb_var *x, tb_rng *dropout);
+    /* the training loss; NULL: softmax cross-entropy of outputs [N, C] against labels [N] */
+    tb_var *(*loss)(tb_workload *wl, tb_tape *tape, tb_var *outputs, tb_var *targets);
     void (*destroy_model)(tb_workload *wl);
+    tb_metric_kind metric_kind;
+    int64_t default_validation, default_test; /* split sizes (0: n_official_train / 12) */
+    int eval_batch;
+    const void *options; /* the variant's model options */
 } tb_workload_vtable;
+
+#define TB_WORKLOAD_MAX_LAYERS 64
 
 struct tb_workload {
     const tb_workload_vtable *vt;
     tb_backend *be;
     tb_params *params;
     void *model;
-    tb_image_dataset train_all, test;
-    int64_t *train_idx, *val_idx; /* indices into train_all */
-    int64_t n_train, n_val;
-    float *stage_x;               /* host staging of one batch */
-    int32_t *stage_y;
+    tb_example_source src;
+    int64_t *split_ids[3]; /* ids of each split's rows */
+    int64_t split_n[3];
+    tb_layer_ref layers[TB_WORKLOAD_MAX_LAYERS];
+    char layer_names[TB_WORKLOAD_MAX_LAYERS][48];
+    int n_layers;
+    unsigned char *stage_x, *stage_y; /* host staging of one batch */
     int64_t stage_cap;
-    int64_t *rows;                /* host scratch: rows of one training batch */
-    int64_t rows_cap;
 };
 
-extern const tb_workload_vtable tb_workload_fmnist_mlp;
+/* Records a linear or conv layer of the model (during create_model). */
+tb_status tb_workload_add_layer(tb_workload *wl, tb_layer_kind kind, const char *name,
+                                void *layer, tb_error *err);
+/* Draws the splits (splits.c). */
+tb_status tb_workload_draw_splits(tb_workload *wl, const tb_workload_config *cfg, tb_error *err);
+/* Ensures the staging buffers hold n examples. */
+bool tb_workload_stage(tb_workload *wl, int64_t n);
+
+/* torch-default (fan-in uniform) init of a linear layer's weight and bias. */
+tb_status tb_init_linear_default(tb_linear_layer *l, tb_rng *rng, tb_error *err);
+tb_status tb_init_conv_default(tb_conv_layer *l, tb_rng *rng, tb_error *err);
+
+/* data sources */
+tb_status tb_fmnist_source_load(tb_workload *wl, const tb_workload_config *cfg, bool reconstruct,
+                                tb_error *err);
+tb_status tb_fmnist_prepare(const tb_workload_config *cfg, bool force, tb_prepare_report *report,
+                            tb_error *err);
+tb_status tb_kjv_source_load(tb_workload *wl, const tb_workload_config *cfg, int context,
+                             tb_error *err);
+tb_status tb_kjv_prepare(const tb_workload_config *cfg, bool force, tb_prepare_report *report,
+                         tb_error *err);
+tb_status tb_wordnet_source_load(tb_workload *wl, const tb_workload_config *cfg, int context,
+                                 tb_error *err);
+tb_status tb_wordnet_prepare(const tb_workload_config *cfg, bool force,
+                             tb_prepare_report *report, tb_error *err);
+
+/* the registry */
+extern const tb_workload_vtable tb_workload_fmnist_mlp, tb_workload_fmnist_mlp_tanh,
+    tb_workload_fmnist_mlp_narrow;
+extern const tb_workload_vtable tb_workload_fmnist_cnn, tb_workload_fmnist_cnn_silu,
+    tb_workload_fmnist_cnn_nonorm;
+extern const tb_workload_vtable tb_workload_fmnist_autoencoder,
+    tb_workload_fmnist_autoencoder_relu, tb_workload_fmnist_autoencoder_mse;
+extern const tb_workload_vtable tb_workload_kjv_transformer, tb_workload_kjv_transformer_relu,
+    tb_workload_kjv_transformer_deep;
+extern const tb_workload_vtable tb_workload_wordnet_sparse, tb_workload_wordnet_sparse_wide,
+    tb_workload_wordnet_sparse_tanh;
 
 #endif

@@ -1,0 +1,97 @@
+/* cmd_prepare.c: `trainbench prepare`: builds the prepared-data caches of the workloads, and
+ * the default cache directory every command shares. */
+#include "cli.h"
+
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char prepare_usage[] =
+    "usage: trainbench prepare [options] [WORKLOAD...]\n"
+    "\n"
+    "Turns each data package's files into a compact cache (tokenisation, vocabulary) once;\n"
+    "every run reuses it. Without WORKLOAD, prepares the data of every workload. A valid cache\n"
+    "is reused; a missing, stale (package updated) or corrupt one is rebuilt. Fashion-MNIST is\n"
+    "read directly and only checked.\n"
+    "\n"
+    "options:\n"
+    "      --cache-dir DIR   cache directory (default $XDG_CACHE_HOME/trainbench or\n"
+    "                        ~/.cache/trainbench)\n"
+    "      --data-dir DIR    the package's data directory (default: where Debian installs it)\n"
+    "  -f, --force           rebuild even a valid cache\n"
+    "  -h, --help            this help\n"
+    "\n"
+    "A missing package fails with exit code 3 and the apt-get command that installs it.\n";
+
+const char *tb_cli_default_cache_dir(void)
+{
+    static char buf[1024];
+    const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
+    if (xdg && *xdg) snprintf(buf, sizeof buf, "%s/trainbench", xdg);
+    else if (home && *home) snprintf(buf, sizeof buf, "%s/.cache/trainbench", home);
+    else return NULL;
+    return buf;
+}
+
+int tb_cli_prepare(int argc, char **argv)
+{
+    tb_workload_config cfg = {.cache_dir = tb_cli_default_cache_dir()};
+    bool force = false;
+    struct option opts[] = {{"cache-dir", required_argument, 0, 'c'},
+                            {"data-dir", required_argument, 0, 'd'},
+                            {"force", no_argument, 0, 'f'},
+                            {"help", no_argument, 0, 'h'},
+                            {0, 0, 0, 0}};
+    optind = 1;
+    opterr = 0;
+    int c;
+    while ((c = getopt_long(argc, argv, ":fh", opts, NULL)) != -1) {
+        switch (c) {
+        case 'c': cfg.cache_dir = optarg; break;
+        case 'd': cfg.data_dir = optarg; break;
+        case 'f': force = true; break;
+        case 'h': fputs(prepare_usage, stdout); return TB_EXIT_OK;
+        case ':': tb_cli_error("prepare: %s needs a value", argv[optind - 1]); return TB_EXIT_USAGE;
+        default:
+            tb_cli_error("prepare: unknown option '%s' (see `trainbench prepare --help`)",
+                         argv[optind - 1]);
+            return TB_EXIT_USAGE;
+        }
+    }
+    if (!cfg.cache_dir) {
+        tb_cli_error("prepare: no HOME or XDG_CACHE_HOME: give --cache-dir");
+        return TB_EXIT_USAGE;
+    }
+    const char *ids[64];
+    int n = 0;
+    if (optind < argc) {
+        for (int i = optind; i < argc && n < 64; i++) ids[n++] = argv[i];
+    } else { /* one workload per data package */
+        for (int i = 0; i < tb_workload_count() && n < 64; i++) {
+            const tb_workload_info *w = tb_workload_info_at(i);
+            int dup = 0;
+            for (int j = 0; j < i; j++)
+                dup |= strcmp(tb_workload_info_at(j)->data_package, w->data_package) == 0;
+            if (!dup) ids[n++] = w->id;
+        }
+    }
+    int rc = TB_EXIT_OK;
+    for (int i = 0; i < n; i++) {
+        tb_error err = {0};
+        tb_prepare_report r;
+        tb_status st = tb_workload_prepare(ids[i], &cfg, force, &r, &err);
+        if (st != TB_OK) {
+            tb_cli_error("prepare %s: %s", ids[i], err.message);
+            if (rc == TB_EXIT_OK) rc = tb_cli_exit_code(st);
+            continue;
+        }
+        if (r.path[0])
+            printf("%-18s %s %s (%s): %lld tokens, vocabulary %lld, %lld bytes\n", ids[i],
+                   r.rebuilt ? "built" : "reused", r.path, r.reason, (long long)r.tokens,
+                   (long long)r.vocabulary, (long long)r.bytes);
+        else
+            printf("%-18s %s\n", ids[i], r.reason);
+    }
+    return rc;
+}

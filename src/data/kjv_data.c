@@ -1,0 +1,168 @@
+/* kjv_data.c: the King James Bible (Debian bible-kjv-text, read with the bible-kjv program)
+ * as character-level language-model examples.
+ *
+ * `bible -p DIR -f "Gen1:1-Rev22:21"` prints one verse per line, "Ge1:1 In the beginning...";
+ * the cache keeps the verse texts (reference dropped), one per line, as characters. An example
+ * is a window of context + 1 characters: the input is the first `context`, the target the same
+ * shifted by one. Windows start every `context` characters; every 20th window is the official
+ * test set (fixed). */
+#include "data/token_cache.h"
+#include "workloads/workload_impl.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#define KJV_DEFAULT_DIR "/usr/lib"
+#define KJV_CACHE_FILE "kjv-chars.tbcache"
+#define KJV_KIND 1
+#define KJV_MISSING                                                                              \
+    "the King James Bible is not installed: install the Debian packages bible-kjv-text and "     \
+    "bible-kjv (apt-get install bible-kjv-text bible-kjv)"
+
+typedef struct kjv_ctx {
+    const char *dir;
+} kjv_ctx;
+
+static tb_status kjv_build(void *p, tb_token_cache *out, tb_error *err)
+{
+    const kjv_ctx *ctx = p;
+    if (strchr(ctx->dir, '\''))
+        return tb_fail(err, TB_ERR_INVALID, "data directory %s contains a quote", ctx->dir);
+    char cmd[1200];
+    snprintf(cmd, sizeof cmd, "bible -p '%s' -f 'Gen1:1-Rev22:21' 2>/dev/null", ctx->dir);
+    FILE *f = popen(cmd, "r");
+    if (!f) return tb_fail(err, TB_ERR_MISSING, "cannot run `bible`: %s", KJV_MISSING);
+    size_t cap = 1 << 23, len = 0;
+    unsigned char *text = malloc(cap);
+    char line[8192];
+    int64_t verses = 0;
+    while (text && fgets(line, sizeof line, f)) {
+        char *body = line, *sp = strchr(line, ' ');
+        if (sp && memchr(line, ':', (size_t)(sp - line))) body = sp + 1; /* drop "Ge1:1 " */
+        else if (line[0] == '\n') continue;
+        size_t n = strlen(body);
+        while (n && (body[n - 1] == '\n' || body[n - 1] == '\r' || body[n - 1] == ' ')) n--;
+        if (len + n + 1 > cap) {
+            unsigned char *t = realloc(text, cap *= 2);
+            if (!t) {
+                free(text);
+                text = NULL;
+                break;
+            }
+            text = t;
+        }
+        memcpy(text + len, body, n);
+        len += n;
+        text[len++] = '\n';
+        verses++;
+    }
+    int rc = pclose(f);
+    if (!text) return tb_fail(err, TB_ERR_NOMEM, "out of memory reading the Bible");
+    if (rc != 0 || verses < 1000) {
+        free(text);
+        return tb_fail(err, TB_ERR_MISSING,
+                       "`bible -p %s` failed or printed %lld verses: %s", ctx->dir,
+                       (long long)verses, KJV_MISSING);
+    }
+    int map[256];
+    int64_t n_vocab = 0;
+    for (int c = 0; c < 256; c++) map[c] = -1;
+    for (size_t i = 0; i < len; i++) map[text[i]] = 0;
+    out->vocab_blob = malloc(2 * 256);
+    out->tokens = malloc(len * sizeof(int32_t));
+    out->segments = malloc(sizeof(int64_t));
+    if (!out->vocab_blob || !out->tokens || !out->segments) {
+        free(text);
+        return tb_fail(err, TB_ERR_NOMEM, "out of memory for the Bible's cache");
+    }
+    for (int c = 1; c < 256; c++)
+        if (map[c] == 0) {
+            out->vocab_blob[2 * n_vocab] = (char)c;
+            out->vocab_blob[2 * n_vocab + 1] = '\0';
+            map[c] = (int)n_vocab++;
+        }
+    for (size_t i = 0; i < len; i++) out->tokens[i] = map[text[i]];
+    free(text);
+    out->n_vocab = n_vocab;
+    out->vocab_bytes = 2 * n_vocab;
+    out->n_tokens = (int64_t)len;
+    out->segments[0] = 0;
+    out->n_segments = 1;
+    return TB_OK;
+}
+
+static tb_status kjv_obtain(const tb_workload_config *cfg, bool force, tb_prepare_report *rep,
+                            tb_token_cache *out, tb_error *err)
+{
+    kjv_ctx ctx = {cfg->data_dir ? cfg->data_dir : KJV_DEFAULT_DIR};
+    char path[1024];
+    snprintf(path, sizeof path, "%s/bible.data", ctx.dir);
+    const char *paths[1] = {path};
+    uint64_t sig;
+    tb_status st = tb_source_signature(paths, 1, &sig, KJV_MISSING, err);
+    if (st != TB_OK) return st;
+    return tb_token_cache_obtain(cfg->cache_dir, KJV_CACHE_FILE, KJV_KIND, sig, force, rep,
+                                 kjv_build, &ctx, out, err);
+}
+
+tb_status tb_kjv_prepare(const tb_workload_config *cfg, bool force, tb_prepare_report *report,
+                         tb_error *err)
+{
+    tb_token_cache c;
+    tb_status st = kjv_obtain(cfg, force, report, &c, err);
+    if (st == TB_OK) tb_token_cache_free(&c);
+    return st;
+}
+
+typedef struct kjv_data {
+    tb_token_cache c;
+    int64_t *starts; /* per example id */
+    int context;
+} kjv_data;
+
+static void kjv_free(void *p)
+{
+    kjv_data *d = p;
+    if (!d) return;
+    tb_token_cache_free(&d->c);
+    free(d->starts);
+    free(d);
+}
+
+static void kjv_read(const void *p, int64_t id, void *x, void *y)
+{
+    const kjv_data *d = p;
+    const int32_t *t = d->c.tokens + d->starts[id];
+    memcpy(x, t, (size_t)d->context * sizeof(int32_t));
+    memcpy(y, t + 1, (size_t)d->context * sizeof(int32_t));
+}
+
+tb_status tb_kjv_source_load(tb_workload *wl, const tb_workload_config *cfg, int context,
+                             tb_error *err)
+{
+    kjv_data *d = calloc(1, sizeof *d);
+    if (!d) return tb_fail(err, TB_ERR_NOMEM, "cannot allocate the Bible");
+    wl->src.data = d;
+    wl->src.free_data = kjv_free;
+    d->context = context;
+    tb_status st = kjv_obtain(cfg, false, NULL, &d->c, err);
+    if (st != TB_OK) return st;
+    int64_t windows = (d->c.n_tokens - 1) / context;
+    d->starts = malloc((size_t)windows * sizeof *d->starts);
+    if (!d->starts) return tb_fail(err, TB_ERR_NOMEM, "out of memory for the Bible's windows");
+    int64_t k = 0;
+    for (int pass = 0; pass < 2; pass++) /* training windows first, then every 20th (test) */
+        for (int64_t w = 0; w < windows; w++)
+            if ((w % 20 == 19) == (pass == 1)) d->starts[k++] = w * context;
+    tb_example_source *s = &wl->src;
+    s->n = windows;
+    s->n_official_train = windows - windows / 20;
+    s->classes_of = NULL;
+    s->classes = (int)d->c.n_vocab;
+    s->read = kjv_read;
+    s->layout = (tb_example_layout){.x_dtype = TB_I32, .x_ndim = 1, .x_shape = {context},
+                                    .y_dtype = TB_I32, .y_ndim = 1, .y_shape = {context}};
+    return TB_OK;
+}

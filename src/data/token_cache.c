@@ -1,0 +1,251 @@
+/* token_cache.c: reading, validating and writing the prepared-data cache of a text corpus. */
+#include "data/token_cache.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static const char magic[8] = {'T', 'B', 'T', 'O', 'K', 'C', '0', '1'};
+
+typedef struct header {
+    char magic[8];
+    uint32_t version, kind;
+    uint64_t sig, n_vocab, vocab_bytes, n_tokens, n_segments, checksum;
+} header;
+
+void tb_token_cache_free(tb_token_cache *c)
+{
+    if (!c) return;
+    free(c->vocab_blob);
+    free(c->vocab);
+    free(c->tokens);
+    free(c->segments);
+    memset(c, 0, sizeof *c);
+}
+
+tb_status tb_token_cache_index_vocab(tb_token_cache *c, tb_error *err)
+{
+    free(c->vocab);
+    c->vocab = malloc((size_t)(c->n_vocab > 0 ? c->n_vocab : 1) * sizeof *c->vocab);
+    if (!c->vocab) return tb_fail(err, TB_ERR_NOMEM, "out of memory for the vocabulary");
+    int64_t k = 0;
+    for (int64_t i = 0; i < c->vocab_bytes && k < c->n_vocab;) {
+        c->vocab[k++] = c->vocab_blob + i;
+        i += (int64_t)strlen(c->vocab_blob + i) + 1;
+    }
+    return k == c->n_vocab ? TB_OK
+                           : tb_fail(err, TB_ERR_FORMAT, "vocabulary has %lld of %lld words",
+                                     (long long)k, (long long)c->n_vocab);
+}
+
+static uint64_t fnv(uint64_t h, const void *p, size_t n)
+{
+    const unsigned char *b = p;
+    for (size_t i = 0; i < n; i++) h = (h ^ b[i]) * 1099511628211ull;
+    return h;
+}
+
+static uint64_t checksum(const tb_token_cache *c)
+{
+    uint64_t h = 14695981039346656037ull;
+    h = fnv(h, c->vocab_blob, (size_t)c->vocab_bytes);
+    h = fnv(h, c->tokens, (size_t)c->n_tokens * sizeof(int32_t));
+    return fnv(h, c->segments, (size_t)c->n_segments * sizeof(int64_t));
+}
+
+typedef enum { CACHE_OK, CACHE_MISSING, CACHE_STALE, CACHE_CORRUPT } cache_state;
+
+/* Reads and validates path; on CACHE_CORRUPT why says what is wrong. */
+static cache_state cache_read(const char *path, uint32_t kind, uint64_t sig, tb_token_cache *c,
+                              char *why, size_t why_size)
+{
+    memset(c, 0, sizeof *c);
+    FILE *f = fopen(path, "rb");
+    if (!f) return CACHE_MISSING;
+    header h;
+    cache_state s = CACHE_CORRUPT;
+    struct stat sb;
+    if (fstat(fileno(f), &sb) != 0 || fread(&h, sizeof h, 1, f) != 1) {
+        snprintf(why, why_size, "truncated header");
+        goto done;
+    }
+    if (memcmp(h.magic, magic, sizeof magic) != 0) {
+        snprintf(why, why_size, "bad magic number (not a trainbench cache)");
+        goto done;
+    }
+    if (h.version != TB_TOKEN_CACHE_VERSION || h.kind != kind) {
+        snprintf(why, why_size, "version %u kind %u, expected version %u kind %u", h.version,
+                 h.kind, TB_TOKEN_CACHE_VERSION, kind);
+        goto done;
+    }
+    uint64_t limit = (uint64_t)1 << 34;
+    if (h.n_vocab == 0 || h.n_vocab > limit || h.vocab_bytes > limit || h.n_tokens > limit ||
+        h.n_segments > limit) {
+        snprintf(why, why_size, "absurd sizes in the header");
+        goto done;
+    }
+    uint64_t want = sizeof h + h.vocab_bytes + 4 * h.n_tokens + 8 * h.n_segments;
+    if ((uint64_t)sb.st_size != want) {
+        snprintf(why, why_size, "size %lld bytes, the header implies %llu",
+                 (long long)sb.st_size, (unsigned long long)want);
+        goto done;
+    }
+    c->n_vocab = (int64_t)h.n_vocab;
+    c->vocab_bytes = (int64_t)h.vocab_bytes;
+    c->n_tokens = (int64_t)h.n_tokens;
+    c->n_segments = (int64_t)h.n_segments;
+    c->vocab_blob = malloc(h.vocab_bytes + 1);
+    c->tokens = malloc(4 * h.n_tokens + 1);
+    c->segments = malloc(8 * h.n_segments + 1);
+    if (!c->vocab_blob || !c->tokens || !c->segments ||
+        fread(c->vocab_blob, 1, h.vocab_bytes, f) != h.vocab_bytes ||
+        fread(c->tokens, 4, h.n_tokens, f) != h.n_tokens ||
+        fread(c->segments, 8, h.n_segments, f) != h.n_segments) {
+        snprintf(why, why_size, "cannot read the payload");
+        goto done;
+    }
+    if (checksum(c) != h.checksum) {
+        snprintf(why, why_size, "checksum mismatch");
+        goto done;
+    }
+    if (c->vocab_bytes == 0 || c->vocab_blob[c->vocab_bytes - 1] != '\0' ||
+        tb_token_cache_index_vocab(c, NULL) != TB_OK) {
+        snprintf(why, why_size, "malformed vocabulary");
+        goto done;
+    }
+    for (int64_t i = 0; i < c->n_tokens; i++)
+        if (c->tokens[i] < 0 || c->tokens[i] >= c->n_vocab) {
+            snprintf(why, why_size, "token %lld is %d, outside the vocabulary of %lld",
+                     (long long)i, c->tokens[i], (long long)c->n_vocab);
+            goto done;
+        }
+    for (int64_t i = 0; i < c->n_segments; i++)
+        if (c->segments[i] < (i ? c->segments[i - 1] : 0) || c->segments[i] > c->n_tokens) {
+            snprintf(why, why_size, "segment %lld starts at %lld", (long long)i,
+                     (long long)c->segments[i]);
+            goto done;
+        }
+    s = h.sig == sig ? CACHE_OK : CACHE_STALE;
+done:
+    fclose(f);
+    if (s != CACHE_OK) tb_token_cache_free(c);
+    return s;
+}
+
+static tb_status mkdirs(const char *dir, tb_error *err)
+{
+    char buf[1024];
+    snprintf(buf, sizeof buf, "%s", dir);
+    for (char *p = buf + 1;; p++) {
+        if (*p == '/' || *p == '\0') {
+            char saved = *p;
+            *p = '\0';
+            if (mkdir(buf, 0777) != 0 && errno != EEXIST)
+                return tb_fail(err, TB_ERR_IO, "cannot create the cache directory %s: %s", buf,
+                               strerror(errno));
+            *p = saved;
+            if (!saved) break;
+        }
+    }
+    return TB_OK;
+}
+
+static tb_status cache_write(const char *dir, const char *path, uint32_t kind, uint64_t sig,
+                             const tb_token_cache *c, tb_error *err)
+{
+    tb_status st = mkdirs(dir, err);
+    if (st != TB_OK) return st;
+    char tmp[1100];
+    snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
+    FILE *f = fopen(tmp, "wb");
+    if (!f) return tb_fail(err, TB_ERR_IO, "cannot write the cache %s: %s", tmp, strerror(errno));
+    header h = {{0}, TB_TOKEN_CACHE_VERSION, kind, sig, (uint64_t)c->n_vocab,
+                (uint64_t)c->vocab_bytes, (uint64_t)c->n_tokens, (uint64_t)c->n_segments,
+                checksum(c)};
+    memcpy(h.magic, magic, sizeof magic);
+    bool ok = fwrite(&h, sizeof h, 1, f) == 1 &&
+              fwrite(c->vocab_blob, 1, (size_t)c->vocab_bytes, f) == (size_t)c->vocab_bytes &&
+              fwrite(c->tokens, 4, (size_t)c->n_tokens, f) == (size_t)c->n_tokens &&
+              fwrite(c->segments, 8, (size_t)c->n_segments, f) == (size_t)c->n_segments;
+    ok = (fclose(f) == 0) && ok;
+    if (!ok || rename(tmp, path) != 0) {
+        int e = errno;
+        remove(tmp);
+        return tb_fail(err, TB_ERR_IO, "cannot write the cache %s: %s", path, strerror(e));
+    }
+    return TB_OK;
+}
+
+tb_status tb_token_cache_obtain(const char *cache_dir, const char *file, uint32_t kind,
+                                uint64_t sig, bool force, tb_prepare_report *report,
+                                tb_token_cache_build_fn build, void *ctx, tb_token_cache *out,
+                                tb_error *err)
+{
+    memset(out, 0, sizeof *out);
+    char path[1024] = "", why[200] = "", reason[256] = "no cache directory (in memory)";
+    if (cache_dir) {
+        snprintf(path, sizeof path, "%s/%s", cache_dir, file);
+        cache_state s = force ? CACHE_MISSING : cache_read(path, kind, sig, out, why, sizeof why);
+        if (s == CACHE_OK) {
+            snprintf(reason, sizeof reason, "valid");
+        } else if (s == CACHE_CORRUPT && !report) {
+            return tb_fail(err, TB_ERR_FORMAT,
+                           "the data cache %s is corrupt (%s): run `trainbench prepare --force` "
+                           "to rebuild it",
+                           path, why);
+        } else {
+            snprintf(reason, sizeof reason, "%s%s", force ? "forced"
+                                                    : s == CACHE_MISSING ? "missing"
+                                                    : s == CACHE_STALE   ? "stale (the package's "
+                                                                           "files changed)"
+                                                                         : "corrupt: ",
+                     s == CACHE_CORRUPT && !force ? why : "");
+        }
+        if (s == CACHE_OK) {
+            if (report) {
+                snprintf(report->path, sizeof report->path, "%s", path);
+                report->rebuilt = false;
+                snprintf(report->reason, sizeof report->reason, "%s", reason);
+            }
+            goto fill;
+        }
+    }
+    tb_status st = build(ctx, out, err);
+    if (st == TB_OK) st = tb_token_cache_index_vocab(out, err);
+    if (st == TB_OK && cache_dir) st = cache_write(cache_dir, path, kind, sig, out, err);
+    if (st != TB_OK) {
+        tb_token_cache_free(out);
+        return st;
+    }
+    if (report) {
+        snprintf(report->path, sizeof report->path, "%s", path);
+        report->rebuilt = true;
+        snprintf(report->reason, sizeof report->reason, "%s", reason);
+    }
+fill:
+    if (report) {
+        struct stat sb;
+        report->tokens = out->n_tokens;
+        report->vocabulary = out->n_vocab;
+        report->bytes = cache_dir && stat(path, &sb) == 0 ? (int64_t)sb.st_size : 0;
+    }
+    return TB_OK;
+}
+
+tb_status tb_source_signature(const char *const *paths, int n, uint64_t *sig,
+                              const char *missing_hint, tb_error *err)
+{
+    uint64_t h = 14695981039346656037ull;
+    for (int i = 0; i < n; i++) {
+        struct stat sb;
+        if (stat(paths[i], &sb) != 0)
+            return tb_fail(err, TB_ERR_MISSING, "%s (no %s)", missing_hint, paths[i]);
+        int64_t v[2] = {(int64_t)sb.st_size, (int64_t)sb.st_mtime};
+        h = fnv(h, v, sizeof v);
+    }
+    *sig = h;
+    return TB_OK;
+}

@@ -1,0 +1,321 @@
+/* wordnet_data.c: WordNet's glosses (Debian wordnet-base, /usr/share/wordnet/data.{noun,verb,
+ * adj,adv}) as next-word prediction examples.
+ *
+ * A data line is "offset lex_filenum ss_type ... | gloss"; license lines start with two
+ * spaces. Glosses are lower-cased and split into words of [a-z0-9']; each gloss ends with
+ * "</s>". The vocabulary is "<unk>", "</s>", then every word seen at least WN_MIN_COUNT times,
+ * most frequent first, at most WN_MAX_VOCAB in all; rarer words become "<unk>". An example is
+ * one position of the token stream: the input is the `context` previous tokens of the same
+ * gloss ("</s>" before its start), the target the word there. Every 50th gloss is the official
+ * test set (fixed). */
+#include "data/token_cache.h"
+#include "workloads/workload_impl.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define WN_DEFAULT_DIR "/usr/share/wordnet"
+#define WN_CACHE_FILE "wordnet-glosses.tbcache"
+#define WN_KIND 2
+#define WN_MIN_COUNT 3
+#define WN_MAX_VOCAB 30000
+#define WN_MISSING                                                                               \
+    "WordNet is not installed: install the Debian package wordnet-base (apt-get install "        \
+    "wordnet-base)"
+
+static const char *const wn_files[4] = {"data.noun", "data.verb", "data.adj", "data.adv"};
+
+/* ---- a string -> count hash table ------------------------------------------------------- */
+typedef struct word_entry {
+    char *word;
+    int64_t count;
+    int32_t id;
+} word_entry;
+
+typedef struct word_table {
+    word_entry *e;
+    int64_t cap, n;
+} word_table;
+
+static uint64_t hash_str(const char *s)
+{
+    uint64_t h = 14695981039346656037ull;
+    for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ull;
+    return h;
+}
+
+static word_entry *table_find(word_table *t, const char *w, bool insert)
+{
+    if (insert && 2 * (t->n + 1) > t->cap) {
+        int64_t cap = t->cap ? 2 * t->cap : 1 << 16;
+        word_entry *e = calloc((size_t)cap, sizeof *e);
+        if (!e) return NULL;
+        for (int64_t i = 0; i < t->cap; i++)
+            if (t->e[i].word) {
+                int64_t j = (int64_t)(hash_str(t->e[i].word) & (uint64_t)(cap - 1));
+                while (e[j].word) j = (j + 1) & (cap - 1);
+                e[j] = t->e[i];
+            }
+        free(t->e);
+        t->e = e;
+        t->cap = cap;
+    }
+    if (!t->cap) return NULL;
+    int64_t j = (int64_t)(hash_str(w) & (uint64_t)(t->cap - 1));
+    while (t->e[j].word && strcmp(t->e[j].word, w) != 0) j = (j + 1) & (t->cap - 1);
+    if (t->e[j].word) return &t->e[j];
+    if (!insert) return NULL;
+    t->e[j].word = strdup(w);
+    if (!t->e[j].word) return NULL;
+    t->e[j].id = -1;
+    t->n++;
+    return &t->e[j];
+}
+
+static void table_free(word_table *t)
+{
+    for (int64_t i = 0; i < t->cap; i++) free(t->e[i].word);
+    free(t->e);
+}
+
+static int by_count(const void *a, const void *b)
+{
+    const word_entry *x = *(const word_entry *const *)a, *y = *(const word_entry *const *)b;
+    if (x->count != y->count) return x->count > y->count ? -1 : 1;
+    return strcmp(x->word, y->word);
+}
+
+/* Calls fn(word) for each word of every gloss and fn(NULL) at each gloss end. */
+typedef tb_status (*word_fn)(void *user, const char *word, tb_error *err);
+
+static tb_status scan(const char *dir, word_fn fn, void *user, tb_error *err)
+{
+    char *line = NULL;
+    size_t cap = 0;
+    tb_status st = TB_OK;
+    for (int f = 0; f < 4 && st == TB_OK; f++) {
+        char path[1024];
+        snprintf(path, sizeof path, "%s/%s", dir, wn_files[f]);
+        FILE *fp = fopen(path, "r");
+        if (!fp) {
+            st = tb_fail(err, TB_ERR_MISSING, "%s (cannot open %s)", WN_MISSING, path);
+            break;
+        }
+        int64_t lineno = 0, glosses = 0;
+        while (st == TB_OK && getline(&line, &cap, fp) > 0) {
+            lineno++;
+            if (line[0] == ' ') continue; /* license header */
+            char *bar = strstr(line, " | ");
+            if (!bar) {
+                st = tb_fail(err, TB_ERR_FORMAT, "%s line %lld: no gloss (\" | \") in a data line",
+                             path, (long long)lineno);
+                break;
+            }
+            char word[256];
+            size_t wl = 0;
+            for (const char *p = bar + 3;; p++) {
+                char c = *p;
+                if (c >= 'A' && c <= 'Z') c = (char)(c - 'A' + 'a');
+                bool in = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '\'';
+                if (in && wl + 1 < sizeof word) {
+                    word[wl++] = c;
+                } else if (!in && wl) {
+                    word[wl] = '\0';
+                    wl = 0;
+                    if ((st = fn(user, word, err)) != TB_OK) break;
+                }
+                if (!*p) break;
+            }
+            if (st == TB_OK) st = fn(user, NULL, err);
+            glosses++;
+        }
+        fclose(fp);
+        if (st == TB_OK && glosses == 0)
+            st = tb_fail(err, TB_ERR_FORMAT, "%s has no glosses", path);
+    }
+    free(line);
+    return st;
+}
+
+typedef struct build_state {
+    word_table t;
+    tb_token_cache *out;
+    int64_t tok_cap;
+    int32_t eos;
+} build_state;
+
+static tb_status count_word(void *user, const char *w, tb_error *err)
+{
+    build_state *b = user;
+    if (!w) return TB_OK;
+    word_entry *e = table_find(&b->t, w, true);
+    if (!e) return tb_fail(err, TB_ERR_NOMEM, "out of memory counting WordNet's words");
+    e->count++;
+    return TB_OK;
+}
+
+static tb_status emit_word(void *user, const char *w, tb_error *err)
+{
+    build_state *b = user;
+    tb_token_cache *c = b->out;
+    if (c->n_tokens == b->tok_cap) {
+        int32_t *t = realloc(c->tokens, (size_t)(b->tok_cap *= 2) * sizeof *t);
+        if (!t) return tb_fail(err, TB_ERR_NOMEM, "out of memory for WordNet's tokens");
+        c->tokens = t;
+    }
+    if (!w) {
+        c->tokens[c->n_tokens++] = b->eos;
+        int64_t *s = realloc(c->segments, (size_t)(c->n_segments + 1) * sizeof *s);
+        if (!s) return tb_fail(err, TB_ERR_NOMEM, "out of memory for WordNet's glosses");
+        c->segments = s;
+        c->segments[c->n_segments++] = c->n_tokens; /* the start of the next gloss */
+        return TB_OK;
+    }
+    word_entry *e = table_find(&b->t, w, false);
+    c->tokens[c->n_tokens++] = e && e->id >= 0 ? e->id : 0;
+    return TB_OK;
+}
+
+static tb_status wn_build(void *p, tb_token_cache *out, tb_error *err)
+{
+    const char *dir = p;
+    build_state b = {.out = out, .eos = 1};
+    tb_status st = scan(dir, count_word, &b, err);
+    word_entry **sorted = NULL;
+    if (st == TB_OK) {
+        sorted = malloc((size_t)(b.t.n > 0 ? b.t.n : 1) * sizeof *sorted);
+        if (!sorted) st = tb_fail(err, TB_ERR_NOMEM, "out of memory sorting WordNet's words");
+    }
+    if (st == TB_OK) {
+        int64_t k = 0;
+        for (int64_t i = 0; i < b.t.cap; i++)
+            if (b.t.e[i].word) sorted[k++] = &b.t.e[i];
+        qsort(sorted, (size_t)k, sizeof *sorted, by_count);
+        int64_t n_vocab = 2, bytes = 11; /* "<unk>\0</s>\0" */
+        for (int64_t i = 0; i < k && n_vocab < WN_MAX_VOCAB && sorted[i]->count >= WN_MIN_COUNT;
+             i++) {
+            sorted[i]->id = (int32_t)n_vocab++;
+            bytes += (int64_t)strlen(sorted[i]->word) + 1;
+        }
+        out->vocab_blob = malloc((size_t)bytes);
+        if (!out->vocab_blob) st = tb_fail(err, TB_ERR_NOMEM, "out of memory for the vocabulary");
+        if (st == TB_OK) {
+            memcpy(out->vocab_blob, "<unk>\0</s>", 11);
+            int64_t off = 11;
+            for (int64_t i = 0; i < n_vocab - 2; i++) {
+                size_t l = strlen(sorted[i]->word) + 1;
+                memcpy(out->vocab_blob + off, sorted[i]->word, l);
+                off += (int64_t)l;
+            }
+            out->n_vocab = n_vocab;
+            out->vocab_bytes = bytes;
+        }
+    }
+    free(sorted);
+    if (st == TB_OK) {
+        b.tok_cap = 1 << 20;
+        out->tokens = malloc((size_t)b.tok_cap * sizeof(int32_t));
+        out->segments = malloc(sizeof(int64_t));
+        if (!out->tokens || !out->segments)
+            st = tb_fail(err, TB_ERR_NOMEM, "out of memory for WordNet's tokens");
+        else
+            out->segments[out->n_segments++] = 0;
+    }
+    if (st == TB_OK) st = scan(dir, emit_word, &b, err);
+    if (st == TB_OK) out->n_segments--; /* the last start is the end */
+    table_free(&b.t);
+    return st;
+}
+
+static tb_status wn_obtain(const tb_workload_config *cfg, bool force, tb_prepare_report *rep,
+                           tb_token_cache *out, tb_error *err)
+{
+    const char *dir = cfg->data_dir ? cfg->data_dir : WN_DEFAULT_DIR;
+    char paths[4][1024];
+    const char *pp[4];
+    for (int i = 0; i < 4; i++) {
+        snprintf(paths[i], sizeof paths[i], "%s/%s", dir, wn_files[i]);
+        pp[i] = paths[i];
+    }
+    uint64_t sig;
+    tb_status st = tb_source_signature(pp, 4, &sig, WN_MISSING, err);
+    if (st != TB_OK) return st;
+    return tb_token_cache_obtain(cfg->cache_dir, WN_CACHE_FILE, WN_KIND, sig, force, rep,
+                                 wn_build, (void *)dir, out, err);
+}
+
+tb_status tb_wordnet_prepare(const tb_workload_config *cfg, bool force,
+                             tb_prepare_report *report, tb_error *err)
+{
+    tb_token_cache c;
+    tb_status st = wn_obtain(cfg, force, report, &c, err);
+    if (st == TB_OK) tb_token_cache_free(&c);
+    return st;
+}
+
+typedef struct wn_data {
+    tb_token_cache c;
+    int64_t *pos;        /* token position of each example id */
+    int64_t *gloss_start; /* of each token position */
+    int context;
+} wn_data;
+
+static void wn_free(void *p)
+{
+    wn_data *d = p;
+    if (!d) return;
+    tb_token_cache_free(&d->c);
+    free(d->pos);
+    free(d->gloss_start);
+    free(d);
+}
+
+static void wn_read(const void *p, int64_t id, void *x, void *y)
+{
+    const wn_data *d = p;
+    int64_t at = d->pos[id], start = d->gloss_start[at];
+    int32_t *xi = x;
+    for (int k = 0; k < d->context; k++) {
+        int64_t q = at - d->context + k;
+        xi[k] = q >= start ? d->c.tokens[q] : 1; /* "</s>" before the gloss */
+    }
+    *(int32_t *)y = d->c.tokens[at];
+}
+
+tb_status tb_wordnet_source_load(tb_workload *wl, const tb_workload_config *cfg, int context,
+                                 tb_error *err)
+{
+    wn_data *d = calloc(1, sizeof *d);
+    if (!d) return tb_fail(err, TB_ERR_NOMEM, "cannot allocate WordNet");
+    wl->src.data = d;
+    wl->src.free_data = wn_free;
+    d->context = context;
+    tb_status st = wn_obtain(cfg, false, NULL, &d->c, err);
+    if (st != TB_OK) return st;
+    int64_t n = d->c.n_tokens;
+    d->pos = malloc((size_t)n * sizeof *d->pos);
+    d->gloss_start = malloc((size_t)n * sizeof *d->gloss_start);
+    if (!d->pos || !d->gloss_start)
+        return tb_fail(err, TB_ERR_NOMEM, "out of memory for WordNet's examples");
+    int64_t k = 0, n_test = 0;
+    for (int pass = 0; pass < 2; pass++)
+        for (int64_t g = 0; g < d->c.n_segments; g++) {
+            int64_t s = d->c.segments[g], e = g + 1 < d->c.n_segments ? d->c.segments[g + 1] : n;
+            bool test = g % 50 == 49;
+            for (int64_t q = s; q < e; q++) {
+                d->gloss_start[q] = s;
+                if (test == (pass == 1)) d->pos[k++] = q;
+                if (test && pass == 1) n_test++;
+            }
+        }
+    tb_example_source *src = &wl->src;
+    src->n = n;
+    src->n_official_train = n - n_test;
+    src->classes_of = NULL;
+    src->classes = (int)d->c.n_vocab;
+    src->read = wn_read;
+    src->layout = (tb_example_layout){.x_dtype = TB_I32, .x_ndim = 1, .x_shape = {context},
+                                      .y_dtype = TB_I32, .y_ndim = 0};
+    return TB_OK;
+}

@@ -1,0 +1,127 @@
+/* fmnist_autoencoder.c: the deep autoencoder of the K-FAC literature on Fashion-MNIST:
+ * 784-1000-500-250-30-250-500-1000-784, the 30-unit code layer linear, the output as logits.
+ * Loss: sigmoid cross-entropy of the logits against the pixel intensities in [0, 1], averaged
+ * over pixels (the papers sum over the 784 pixels: multiply by 784 to compare). Base: tanh;
+ * variants: ReLU, and the squared error of sigmoid(logits) against the pixels. */
+#include "workloads/workload_impl.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+typedef struct ae_options {
+    tb_activation act;
+    bool mse;
+} ae_options;
+
+static const int64_t widths[] = {784, 1000, 500, 250, 30, 250, 500, 1000, 784};
+#define N_AE_LAYERS 8
+#define CODE_LAYER 3 /* layer 3 maps 250 -> 30 and has no activation */
+
+typedef struct ae {
+    tb_linear_layer l[N_AE_LAYERS];
+} ae;
+
+static tb_status ae_load(tb_workload *wl, const tb_workload_config *cfg, tb_error *err)
+{
+    return tb_fmnist_source_load(wl, cfg, true, err);
+}
+
+static tb_status ae_create(tb_workload *wl, tb_error *err)
+{
+    ae *m = calloc(1, sizeof *m);
+    if (!m) return tb_fail(err, TB_ERR_NOMEM, "cannot allocate the autoencoder");
+    wl->model = m;
+    tb_status st = TB_OK;
+    for (int i = 0; i < N_AE_LAYERS && st == TB_OK; i++) {
+        char name[16];
+        snprintf(name, sizeof name, "%s%d", i < 4 ? "enc" : "dec", i < 4 ? i + 1 : i - 3);
+        st = tb_linear_layer_init(&m->l[i], wl->params, name, widths[i], widths[i + 1], true,
+                                  err);
+        if (st == TB_OK) st = tb_workload_add_layer(wl, TB_LAYER_LINEAR, name, &m->l[i], err);
+    }
+    return st;
+}
+
+static tb_status ae_init(tb_workload *wl, tb_rng *rng, tb_error *err)
+{
+    ae *m = wl->model;
+    tb_status st = TB_OK;
+    for (int i = 0; i < N_AE_LAYERS && st == TB_OK; i++)
+        st = tb_init_linear_default(&m->l[i], rng, err);
+    return st;
+}
+
+static tb_var *ae_forward(tb_workload *wl, tb_tape *tape, tb_var *x, tb_rng *dropout)
+{
+    (void)dropout;
+    const ae_options *o = wl->vt->options;
+    ae *m = wl->model;
+    int64_t flat[2] = {x ? x->value.shape[0] : 0, -1};
+    tb_var *h = tb_op_reshape(tape, x, 2, flat);
+    for (int i = 0; i < N_AE_LAYERS; i++) {
+        h = tb_linear_layer_forward(tape, &m->l[i], h);
+        if (i != CODE_LAYER && i != N_AE_LAYERS - 1) h = tb_op_activation(tape, o->act, h);
+    }
+    return h;
+}
+
+static tb_var *ae_loss(tb_workload *wl, tb_tape *tape, tb_var *outputs, tb_var *targets)
+{
+    const ae_options *o = wl->vt->options;
+    if (o->mse) return tb_op_mse(tape, tb_op_sigmoid(tape, outputs), targets);
+    return tb_op_sigmoid_bce(tape, outputs, targets);
+}
+
+static void ae_destroy(tb_workload *wl) { free(wl->model); }
+
+/* Targets (validation, test loss) and budgets (timed seconds):
+ * PROVISIONAL, set by hand from short smoke runs, not yet calibrated;
+ * scripts/calibrate.py measures them (raw data in docs/calibration/, table and status in
+ * docs/WORKLOADS.md). */
+#define AE_VAL_TARGET 0.29
+#define AE_TEST_TARGET 0.29
+#define AE_BUDGET 300.0
+#define AE_RELU_VAL_TARGET 0.29
+#define AE_RELU_TEST_TARGET 0.29
+#define AE_RELU_BUDGET 300.0
+#define AE_MSE_VAL_TARGET 0.02
+#define AE_MSE_TEST_TARGET 0.02
+#define AE_MSE_BUDGET 300.0
+
+#define FMNIST_SOURCE "/usr/share/datasets/fashion-mnist/{train,t10k}-*-ubyte.gz"
+#define AE_COMMON                                                                               \
+    .load_data = ae_load, .prepare = tb_fmnist_prepare, .create_model = ae_create,              \
+    .init_model = ae_init, .forward = ae_forward, .loss = ae_loss, .destroy_model = ae_destroy, \
+    .metric_kind = TB_METRIC_LOSS, .eval_batch = 500
+
+static const ae_options base_opts = {TB_TANH, false}, relu_opts = {TB_RELU, false},
+                        mse_opts = {TB_TANH, true};
+
+const tb_workload_vtable tb_workload_fmnist_autoencoder = {
+    .info = {"fmnist_autoencoder",
+             "Fashion-MNIST, autoencoder 784-1000-500-250-30-250-500-1000-784, tanh",
+             "dataset-fashion-mnist", "loss", 128, "fmnist_autoencoder", "", true,
+             AE_VAL_TARGET, AE_TEST_TARGET, AE_BUDGET, 15.0, 2000, FMNIST_SOURCE,
+             "sigmoid cross-entropy on pixels, mean over pixels"},
+    AE_COMMON,
+    .options = &base_opts,
+};
+
+const tb_workload_vtable tb_workload_fmnist_autoencoder_relu = {
+    .info = {"fmnist_autoencoder_relu", "Fashion-MNIST, autoencoder as base with ReLU",
+             "dataset-fashion-mnist", "loss", 128, "fmnist_autoencoder", "ReLU activations",
+             true, AE_RELU_VAL_TARGET, AE_RELU_TEST_TARGET, AE_RELU_BUDGET, 15.0, 2000,
+             FMNIST_SOURCE, "sigmoid cross-entropy on pixels, mean over pixels"},
+    AE_COMMON,
+    .options = &relu_opts,
+};
+
+const tb_workload_vtable tb_workload_fmnist_autoencoder_mse = {
+    .info = {"fmnist_autoencoder_mse", "Fashion-MNIST, autoencoder as base, squared error",
+             "dataset-fashion-mnist", "loss", 128, "fmnist_autoencoder",
+             "squared error of sigmoid outputs", true, AE_MSE_VAL_TARGET, AE_MSE_TEST_TARGET,
+             AE_MSE_BUDGET, 15.0, 2000, FMNIST_SOURCE,
+             "squared error of sigmoid(outputs) against pixels, mean over pixels"},
+    AE_COMMON,
+    .options = &mse_opts,
+};

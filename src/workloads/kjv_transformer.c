@@ -1,0 +1,219 @@
+/* kjv_transformer.c: a character-level pre-LN decoder-only transformer on the King James
+ * Bible: token + learned position embeddings, blocks of [layer norm -> qkv -> causal
+ * attention -> projection, residual; layer norm -> MLP 4x (GELU) -> residual], a final layer
+ * norm and an untied output layer. Base: 2 blocks, 128 channels, 4 heads, context 64; variants:
+ * ReLU in the MLP, and 4 blocks. Metric: validation cross-entropy in bits per character. */
+#include "workloads/workload_impl.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#define TF_MAX_BLOCKS 8
+#define TF_CONTEXT 64
+
+typedef struct tf_options {
+    int blocks, channels, heads;
+    tb_activation act;
+} tf_options;
+
+typedef struct tf_block {
+    tb_var *ln1_g, *ln1_b, *ln2_g, *ln2_b;
+    tb_linear_layer qkv, proj, fc, out;
+} tf_block;
+
+typedef struct tf_model {
+    tb_var *tok, *pos; /* [V, C], [T, C] */
+    tf_block b[TF_MAX_BLOCKS];
+    tb_var *lnf_g, *lnf_b;
+    tb_linear_layer head;
+    int32_t *pos_host;
+    int64_t pos_cap;
+} tf_model;
+
+static tb_status tf_load(tb_workload *wl, const tb_workload_config *cfg, tb_error *err)
+{
+    return tb_kjv_source_load(wl, cfg, TF_CONTEXT, err);
+}
+
+static tb_var *add_param(tb_workload *wl, const char *name, tb_param_kind kind, int ndim,
+                         int64_t d0, int64_t d1, tb_error *err)
+{
+    int64_t shape[2] = {d0, d1};
+    return tb_params_add(wl->params, name, kind, ndim, shape, err);
+}
+
+static tb_status linear(tb_workload *wl, tb_linear_layer *l, const char *name, int64_t in,
+                        int64_t out, tb_error *err)
+{
+    tb_status st = tb_linear_layer_init(l, wl->params, name, in, out, true, err);
+    return st == TB_OK ? tb_workload_add_layer(wl, TB_LAYER_LINEAR, name, l, err) : st;
+}
+
+static tb_status tf_create(tb_workload *wl, tb_error *err)
+{
+    const tf_options *o = wl->vt->options;
+    tf_model *m = calloc(1, sizeof *m);
+    if (!m) return tb_fail(err, TB_ERR_NOMEM, "cannot allocate the transformer");
+    wl->model = m;
+    int64_t v = wl->src.classes, c = o->channels;
+    m->tok = add_param(wl, "tok_emb", TB_PARAM_EMBEDDING, 2, v, c, err);
+    m->pos = add_param(wl, "pos_emb", TB_PARAM_EMBEDDING, 2, TF_CONTEXT, c, err);
+    if (!m->tok || !m->pos) return err ? err->status : TB_ERR_INVALID;
+    tb_status st = TB_OK;
+    for (int i = 0; i < o->blocks && st == TB_OK; i++) {
+        tf_block *b = &m->b[i];
+        char n[48];
+        snprintf(n, sizeof n, "h%d.ln1.weight", i);
+        b->ln1_g = add_param(wl, n, TB_PARAM_NORM, 1, c, 0, err);
+        snprintf(n, sizeof n, "h%d.ln1.bias", i);
+        b->ln1_b = add_param(wl, n, TB_PARAM_NORM, 1, c, 0, err);
+        snprintf(n, sizeof n, "h%d.ln2.weight", i);
+        b->ln2_g = add_param(wl, n, TB_PARAM_NORM, 1, c, 0, err);
+        snprintf(n, sizeof n, "h%d.ln2.bias", i);
+        b->ln2_b = add_param(wl, n, TB_PARAM_NORM, 1, c, 0, err);
+        if (!b->ln1_g || !b->ln1_b || !b->ln2_g || !b->ln2_b) return err ? err->status : 1;
+        snprintf(n, sizeof n, "h%d.qkv", i);
+        st = linear(wl, &b->qkv, n, c, 3 * c, err);
+        snprintf(n, sizeof n, "h%d.proj", i);
+        if (st == TB_OK) st = linear(wl, &b->proj, n, c, c, err);
+        snprintf(n, sizeof n, "h%d.fc", i);
+        if (st == TB_OK) st = linear(wl, &b->fc, n, c, 4 * c, err);
+        snprintf(n, sizeof n, "h%d.out", i);
+        if (st == TB_OK) st = linear(wl, &b->out, n, 4 * c, c, err);
+    }
+    if (st != TB_OK) return st;
+    m->lnf_g = add_param(wl, "lnf.weight", TB_PARAM_NORM, 1, c, 0, err);
+    m->lnf_b = add_param(wl, "lnf.bias", TB_PARAM_NORM, 1, c, 0, err);
+    if (!m->lnf_g || !m->lnf_b) return err ? err->status : TB_ERR_INVALID;
+    return linear(wl, &m->head, "head", c, v, err);
+}
+
+/* GPT-2's init: N(0, 0.02) weights and embeddings, residual projections scaled by
+ * 1/sqrt(2 blocks), zero biases, unit norms. */
+static tb_status tf_init(tb_workload *wl, tb_rng *rng, tb_error *err)
+{
+    const tf_options *o = wl->vt->options;
+    tf_model *m = wl->model;
+    float resid = 0.02f / sqrtf(2.0f * (float)o->blocks);
+    tb_status st = tb_init_normal(m->tok, rng, 0, 0.02f, err);
+    if (st == TB_OK) st = tb_init_normal(m->pos, rng, 0, 0.02f, err);
+    for (int i = 0; i < o->blocks && st == TB_OK; i++) {
+        tf_block *b = &m->b[i];
+        tb_linear_layer *ls[4] = {&b->qkv, &b->proj, &b->fc, &b->out};
+        for (int j = 0; j < 4 && st == TB_OK; j++) {
+            st = tb_init_normal(ls[j]->w, rng, 0, j == 1 || j == 3 ? resid : 0.02f, err);
+            if (st == TB_OK) st = tb_init_constant(ls[j]->b, 0.0f, err);
+        }
+        tb_var *ns[4] = {b->ln1_g, b->ln1_b, b->ln2_g, b->ln2_b};
+        for (int j = 0; j < 4 && st == TB_OK; j++)
+            st = tb_init_constant(ns[j], j % 2 ? 0.0f : 1.0f, err);
+    }
+    if (st == TB_OK) st = tb_init_constant(m->lnf_g, 1.0f, err);
+    if (st == TB_OK) st = tb_init_constant(m->lnf_b, 0.0f, err);
+    if (st == TB_OK) st = tb_init_normal(m->head.w, rng, 0, 0.02f, err);
+    if (st == TB_OK) st = tb_init_constant(m->head.b, 0.0f, err);
+    return st;
+}
+
+static tb_var *tf_forward(tb_workload *wl, tb_tape *tape, tb_var *x, tb_rng *dropout)
+{
+    (void)dropout;
+    const tf_options *o = wl->vt->options;
+    tf_model *m = wl->model;
+    if (!x) return NULL;
+    int64_t n = x->value.shape[0], t = x->value.shape[1], shape[2] = {n, t};
+    if (t > TF_CONTEXT)
+        return tb_tape_fail(tape, TB_ERR_SHAPE, "context %lld exceeds %d", (long long)t,
+                            TF_CONTEXT);
+    if (n * t > m->pos_cap) {
+        int32_t *p = realloc(m->pos_host, (size_t)(n * t) * sizeof *p);
+        if (!p) return tb_tape_fail(tape, TB_ERR_NOMEM, "out of memory for positions");
+        m->pos_host = p;
+        m->pos_cap = n * t;
+    }
+    for (int64_t i = 0; i < n * t; i++) m->pos_host[i] = (int32_t)(i % t);
+    tb_var *pos = tb_tape_new_var(tape, TB_I32, 2, shape, false);
+    if (!pos) return NULL;
+    tb_backend_upload(wl->be, pos->value.data, m->pos_host, (size_t)(n * t) * sizeof(int32_t));
+    tb_var *h = tb_op_add(tape, tb_op_embedding(tape, m->tok, x),
+                          tb_op_embedding(tape, m->pos, pos));
+    for (int i = 0; i < o->blocks; i++) {
+        tf_block *b = &m->b[i];
+        tb_var *a = tb_op_layernorm(tape, h, b->ln1_g, b->ln1_b, 1e-5f);
+        a = tb_op_causal_attention(tape, tb_linear_layer_forward(tape, &b->qkv, a), o->heads);
+        h = tb_op_add(tape, h, tb_linear_layer_forward(tape, &b->proj, a));
+        tb_var *f = tb_op_layernorm(tape, h, b->ln2_g, b->ln2_b, 1e-5f);
+        f = tb_op_activation(tape, o->act, tb_linear_layer_forward(tape, &b->fc, f));
+        h = tb_op_add(tape, h, tb_linear_layer_forward(tape, &b->out, f));
+    }
+    h = tb_op_layernorm(tape, h, m->lnf_g, m->lnf_b, 1e-5f);
+    return tb_linear_layer_forward(tape, &m->head, h);
+}
+
+/* mean cross-entropy over every position: logits [N, T, V], targets [N, T] */
+static tb_var *tf_loss(tb_workload *wl, tb_tape *tape, tb_var *outputs, tb_var *targets)
+{
+    (void)wl;
+    int64_t ls[2] = {-1, outputs ? outputs->value.shape[2] : 0}, ts[1] = {-1};
+    return tb_op_softmax_xent(tape, tb_op_reshape(tape, outputs, 2, ls),
+                              tb_op_reshape(tape, targets, 1, ts), 0.0f);
+}
+
+static void tf_destroy(tb_workload *wl)
+{
+    tf_model *m = wl->model;
+    free(m->pos_host);
+    free(m);
+}
+
+/* Targets (validation, test bits per character) and budgets (timed seconds):
+ * PROVISIONAL, set by hand from short smoke runs, not yet calibrated;
+ * scripts/calibrate.py measures them (raw data in docs/calibration/, table and status in
+ * docs/WORKLOADS.md). */
+#define TF_VAL_TARGET 2.6
+#define TF_TEST_TARGET 2.6
+#define TF_BUDGET 300.0
+#define TF_RELU_VAL_TARGET 2.6
+#define TF_RELU_TEST_TARGET 2.6
+#define TF_RELU_BUDGET 300.0
+#define TF_DEEP_VAL_TARGET 2.6
+#define TF_DEEP_TEST_TARGET 2.6
+#define TF_DEEP_BUDGET 300.0
+
+#define KJV_SOURCE "`bible -f \"Gen1:1-Rev22:21\"` (/usr/lib/bible.data)"
+#define TF_COMMON                                                                               \
+    .load_data = tf_load, .prepare = tb_kjv_prepare, .create_model = tf_create,                 \
+    .init_model = tf_init, .forward = tf_forward, .loss = tf_loss, .destroy_model = tf_destroy, \
+    .metric_kind = TB_METRIC_BPC, .eval_batch = 128
+
+static const tf_options base_opts = {2, 128, 4, TB_GELU}, relu_opts = {2, 128, 4, TB_RELU},
+                        deep_opts = {4, 128, 4, TB_GELU};
+
+const tb_workload_vtable tb_workload_kjv_transformer = {
+    .info = {"kjv_transformer",
+             "King James Bible, char-level pre-LN transformer, 2 blocks x 128 ch, context 64",
+             "bible-kjv-text", "bits_per_char", 32, "kjv_transformer", "", true, TF_VAL_TARGET,
+             TF_TEST_TARGET, TF_BUDGET, 20.0, 1500, KJV_SOURCE,
+             "softmax cross-entropy per character (nats)"},
+    TF_COMMON,
+    .options = &base_opts,
+};
+
+const tb_workload_vtable tb_workload_kjv_transformer_relu = {
+    .info = {"kjv_transformer_relu", "King James Bible, transformer as base with ReLU MLPs",
+             "bible-kjv-text", "bits_per_char", 32, "kjv_transformer", "ReLU in the MLP", true,
+             TF_RELU_VAL_TARGET, TF_RELU_TEST_TARGET, TF_RELU_BUDGET, 20.0, 1500, KJV_SOURCE,
+             "softmax cross-entropy per character (nats)"},
+    TF_COMMON,
+    .options = &relu_opts,
+};
+
+const tb_workload_vtable tb_workload_kjv_transformer_deep = {
+    .info = {"kjv_transformer_deep", "King James Bible, transformer as base with 4 blocks",
+             "bible-kjv-text", "bits_per_char", 32, "kjv_transformer", "4 blocks", true,
+             TF_DEEP_VAL_TARGET, TF_DEEP_TEST_TARGET, TF_DEEP_BUDGET, 20.0, 1500, KJV_SOURCE,
+             "softmax cross-entropy per character (nats)"},
+    TF_COMMON,
+    .options = &deep_opts,
+};

@@ -1,0 +1,166 @@
+/* workload.c: the registry of workloads and variants, creating and destroying a workload, its
+ * layers for curvature methods, and `prepare` of its data cache. */
+#include "workloads/workload_impl.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const tb_workload_vtable *const registry[] = {
+    &tb_workload_fmnist_mlp,          &tb_workload_fmnist_mlp_tanh,
+    &tb_workload_fmnist_mlp_narrow,     &tb_workload_fmnist_cnn,
+    &tb_workload_fmnist_cnn_silu,     &tb_workload_fmnist_cnn_nonorm,
+    &tb_workload_fmnist_autoencoder,  &tb_workload_fmnist_autoencoder_relu,
+    &tb_workload_fmnist_autoencoder_mse, &tb_workload_kjv_transformer,
+    &tb_workload_kjv_transformer_relu, &tb_workload_kjv_transformer_deep,
+    &tb_workload_wordnet_sparse,      &tb_workload_wordnet_sparse_wide,
+    &tb_workload_wordnet_sparse_tanh,
+};
+#define N_REGISTRY ((int)(sizeof registry / sizeof *registry))
+
+const char *tb_split_name(tb_split split)
+{
+    switch (split) {
+    case TB_SPLIT_TRAIN: return "train";
+    case TB_SPLIT_VALIDATION: return "validation";
+    case TB_SPLIT_TEST: return "test";
+    }
+    return "unknown";
+}
+
+const char *tb_split_kind_name(tb_split_kind kind)
+{
+    return kind == TB_SPLITS_BOOTSTRAP ? "bootstrap" : "official";
+}
+
+tb_status tb_split_kind_parse(const char *name, tb_split_kind *out, tb_error *err)
+{
+    if (strcmp(name, "official") == 0) *out = TB_SPLITS_OFFICIAL;
+    else if (strcmp(name, "bootstrap") == 0) *out = TB_SPLITS_BOOTSTRAP;
+    else
+        return tb_fail(err, TB_ERR_INVALID,
+                       "unknown split kind '%s' (known: official, bootstrap)", name);
+    return TB_OK;
+}
+
+int tb_workload_count(void) { return N_REGISTRY; }
+
+const tb_workload_info *tb_workload_info_at(int i)
+{
+    return i >= 0 && i < N_REGISTRY ? &registry[i]->info : NULL;
+}
+
+static const tb_workload_vtable *find(const char *id, tb_error *err)
+{
+    for (int i = 0; i < N_REGISTRY; i++)
+        if (strcmp(registry[i]->info.id, id) == 0) return registry[i];
+    char known[512] = "";
+    for (int i = 0; i < N_REGISTRY; i++) {
+        strncat(known, i ? ", " : "", sizeof known - strlen(known) - 1);
+        strncat(known, registry[i]->info.id, sizeof known - strlen(known) - 1);
+    }
+    tb_fail(err, TB_ERR_INVALID, "unknown workload '%s' (known: %s)", id, known);
+    return NULL;
+}
+
+tb_status tb_workload_create(const char *id, tb_backend *be, const tb_workload_config *config,
+                             tb_workload **out, tb_error *err)
+{
+    const tb_workload_vtable *vt = find(id, err);
+    if (!vt) return TB_ERR_INVALID;
+    tb_workload_config cfg = {0};
+    if (config) cfg = *config;
+    tb_workload *wl = calloc(1, sizeof *wl);
+    if (!wl) return tb_fail(err, TB_ERR_NOMEM, "cannot allocate workload %s", id);
+    wl->vt = vt;
+    wl->be = be;
+    tb_status st = vt->load_data(wl, &cfg, err);
+    if (st == TB_OK) st = tb_workload_draw_splits(wl, &cfg, err);
+    if (st == TB_OK) st = tb_params_create(be, &wl->params, err);
+    if (st == TB_OK) st = vt->create_model(wl, err);
+    if (st == TB_OK) st = tb_params_finalize(wl->params, err);
+    if (st != TB_OK) {
+        tb_workload_destroy(wl);
+        return st;
+    }
+    *out = wl;
+    return TB_OK;
+}
+
+void tb_workload_destroy(tb_workload *wl)
+{
+    if (!wl) return;
+    if (wl->model && wl->vt->destroy_model) wl->vt->destroy_model(wl);
+    tb_params_destroy(wl->params);
+    if (wl->src.free_data) wl->src.free_data(wl->src.data);
+    for (int i = 0; i < 3; i++) free(wl->split_ids[i]);
+    free(wl->stage_x);
+    free(wl->stage_y);
+    free(wl);
+}
+
+const tb_workload_info *tb_workload_get_info(const tb_workload *wl) { return &wl->vt->info; }
+tb_params *tb_workload_params(tb_workload *wl) { return wl->params; }
+
+int64_t tb_workload_size(const tb_workload *wl, tb_split split)
+{
+    return split >= 0 && split <= 2 ? wl->split_n[split] : 0;
+}
+
+tb_status tb_workload_init(tb_workload *wl, tb_rng *rng, tb_error *err)
+{
+    return wl->vt->init_model(wl, rng, err);
+}
+
+tb_example_layout tb_workload_layout(const tb_workload *wl) { return wl->src.layout; }
+
+tb_status tb_workload_add_layer(tb_workload *wl, tb_layer_kind kind, const char *name,
+                                void *layer, tb_error *err)
+{
+    if (wl->n_layers == TB_WORKLOAD_MAX_LAYERS)
+        return tb_fail(err, TB_ERR_INTERNAL, "more than %d layers in %s",
+                       TB_WORKLOAD_MAX_LAYERS, wl->vt->info.id);
+    int i = wl->n_layers++;
+    snprintf(wl->layer_names[i], sizeof wl->layer_names[i], "%s", name);
+    wl->layers[i] = (tb_layer_ref){kind, wl->layer_names[i],
+                                   kind == TB_LAYER_LINEAR ? layer : NULL,
+                                   kind == TB_LAYER_CONV ? layer : NULL};
+    return TB_OK;
+}
+
+int tb_workload_layers(tb_workload *wl, tb_layer_ref *out, int max)
+{
+    for (int i = 0; i < wl->n_layers && i < max; i++) out[i] = wl->layers[i];
+    return wl->n_layers;
+}
+
+tb_status tb_workload_prepare(const char *id, const tb_workload_config *config, bool force,
+                              tb_prepare_report *report, tb_error *err)
+{
+    const tb_workload_vtable *vt = find(id, err);
+    if (!vt) return TB_ERR_INVALID;
+    tb_workload_config cfg = {0};
+    if (config) cfg = *config;
+    tb_prepare_report r;
+    memset(&r, 0, sizeof r);
+    tb_status st = vt->prepare(&cfg, force, &r, err);
+    if (report) *report = r;
+    return st;
+}
+
+tb_status tb_init_linear_default(tb_linear_layer *l, tb_rng *rng, tb_error *err)
+{
+    int64_t fan_in = l->w->value.shape[1];
+    tb_status st = tb_init_fan_in_uniform(l->w, fan_in, rng, err);
+    if (st == TB_OK && l->b) st = tb_init_fan_in_uniform(l->b, fan_in, rng, err);
+    return st;
+}
+
+tb_status tb_init_conv_default(tb_conv_layer *l, tb_rng *rng, tb_error *err)
+{
+    const int64_t *s = l->w->value.shape;
+    int64_t fan_in = s[1] * s[2] * s[3];
+    tb_status st = tb_init_fan_in_uniform(l->w, fan_in, rng, err);
+    if (st == TB_OK && l->b) st = tb_init_fan_in_uniform(l->b, fan_in, rng, err);
+    return st;
+}

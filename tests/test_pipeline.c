@@ -1,0 +1,297 @@
+/* test_pipeline.c: splits (official and bootstrap: disjointness, stratification, sizes),
+ * determinism of every stream for a seed (order, augmentation, echoing, split), echoing's copy
+ * counts (mean copies per item equals the factor), the prefetch thread (same stream as the
+ * synchronous pipeline, shutdown while it is blocked) and bad configs. On Fashion-MNIST. */
+#include "testutil.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static tb_backend *be;
+
+static tb_workload *make(tb_split_kind kind, uint64_t seed)
+{
+    tb_workload_config c = {.split_seed = seed, .split_kind = kind};
+    tb_workload *wl = NULL;
+    tb_error err = {0};
+    if (!CHECK_OK(tb_workload_create("fmnist_mlp", be, &c, &wl, &err), &err)) exit(1);
+    return wl;
+}
+
+static int64_t *ids_of(tb_workload *wl, tb_split s)
+{
+    int64_t n = tb_workload_size(wl, s);
+    int64_t *rows = malloc((size_t)n * sizeof *rows), *ids = malloc((size_t)n * sizeof *ids);
+    for (int64_t i = 0; i < n; i++) rows[i] = i;
+    tb_error err = {0};
+    CHECK_OK(tb_workload_example_ids(wl, s, rows, n, ids, &err), &err);
+    free(rows);
+    return ids;
+}
+
+static void test_splits(tb_workload *wl, bool bootstrap)
+{
+    int64_t n[3], *ids[3];
+    unsigned char *mark = calloc(70000, 1);
+    for (int s = 0; s < 3; s++) {
+        n[s] = tb_workload_size(wl, (tb_split)s);
+        ids[s] = ids_of(wl, (tb_split)s);
+    }
+    int64_t overlap = 0, dup_eval = 0;
+    for (int64_t i = 0; i < n[0]; i++) mark[ids[0][i]] |= 1;
+    for (int s = 1; s < 3; s++)
+        for (int64_t i = 0; i < n[s]; i++) {
+            if (mark[ids[s][i]] & 1) overlap++;
+            if (mark[ids[s][i]] & 6) dup_eval++;
+            mark[ids[s][i]] |= (unsigned char)(1 << s);
+        }
+    CHECK(overlap == 0);  /* no validation or test example is in the training set */
+    CHECK(dup_eval == 0); /* validation and test are disjoint and without repeats */
+    CHECK(n[1] == 5000 && n[2] == 10000);
+    if (bootstrap) {
+        CHECK(n[0] == 55000);
+        int64_t distinct = 0;
+        for (int64_t i = 0; i < 70000; i++) distinct += mark[i] & 1;
+        CHECK(distinct < 40000 && distinct > 30000); /* with replacement: ~1 - e^-0.79 */
+        for (int s = 1; s < 3; s++) { /* stratified: equal counts per class */
+            int64_t per[10] = {0};
+            for (int64_t i = 0; i < n[s]; i++) per[tb_workload_example_class(wl, ids[s][i])]++;
+            bool equal = true;
+            for (int c = 0; c < 10; c++) equal = equal && per[c] == n[s] / 10;
+            CHECK(equal);
+        }
+    } else {
+        CHECK(n[0] == 55000);
+        int64_t outside = 0;
+        for (int64_t i = 0; i < n[2]; i++) outside += ids[2][i] < 60000;
+        CHECK(outside == 0); /* the official test set */
+        int64_t distinct = 0;
+        for (int64_t i = 0; i < 70000; i++) distinct += mark[i] & 1;
+        CHECK(distinct == 55000);
+    }
+    for (int s = 0; s < 3; s++) free(ids[s]);
+    free(mark);
+}
+
+static bool same_split(tb_workload *a, tb_workload *b, tb_split s)
+{
+    int64_t n = tb_workload_size(a, s);
+    if (n != tb_workload_size(b, s)) return false;
+    int64_t *x = ids_of(a, s), *y = ids_of(b, s);
+    bool same = memcmp(x, y, (size_t)n * sizeof *x) == 0;
+    free(x);
+    free(y);
+    return same;
+}
+
+/* Runs `batches` batches and returns a hash of their rows, inputs and targets; counts rows. */
+static uint64_t run_stream(tb_workload *wl, tb_pipeline_config c, int batches, int64_t *counts,
+                           int64_t *fresh)
+{
+    tb_pipeline *p;
+    tb_tape *tape;
+    tb_error err = {0};
+    tb_tape_create(be, &tape, &err);
+    if (!CHECK_OK(tb_pipeline_create(wl, &c, &p, &err), &err)) return 0;
+    uint64_t h = 1469598103934665603ull;
+    float *x = malloc((size_t)c.batch_size * 784 * sizeof(float));
+    for (int b = 0; b < batches; b++) {
+        tb_tape_reset(tape);
+        tb_batch batch;
+        if (!CHECK_OK(tb_pipeline_next(p, tape, &batch, &err), &err)) break;
+        tb_tensor_download(&batch.inputs->value, x, NULL);
+        for (int64_t i = 0; i < batch.n; i++) {
+            if (counts) counts[batch.rows[i]]++;
+            h = (h ^ (uint64_t)batch.rows[i]) * 1099511628211ull;
+        }
+        for (int64_t i = 0; i < batch.n * 784; i += 97) {
+            uint32_t bits;
+            memcpy(&bits, &x[i], 4);
+            h = (h ^ bits) * 1099511628211ull;
+        }
+    }
+    if (fresh) *fresh = tb_pipeline_fresh_examples(p);
+    free(x);
+    tb_pipeline_destroy(p);
+    tb_tape_destroy(tape);
+    return h;
+}
+
+static void test_streams(tb_workload *wl)
+{
+    tb_pipeline_config c = {.batch_size = 64, .data_order_seed = 1, .augment_seed = 2,
+                            .augment = true};
+    uint64_t a = run_stream(wl, c, 20, NULL, NULL), b = run_stream(wl, c, 20, NULL, NULL);
+    CHECK(a == b); /* same seeds, same stream (through the thread) */
+    tb_pipeline_config sync = c;
+    sync.prefetch = -1;
+    CHECK(run_stream(wl, sync, 20, NULL, NULL) == a); /* the thread changes nothing */
+    tb_pipeline_config other = c;
+    other.augment_seed = 3;
+    CHECK(run_stream(wl, other, 20, NULL, NULL) != a);
+    other = c;
+    other.data_order_seed = 3;
+    CHECK(run_stream(wl, other, 20, NULL, NULL) != a);
+    /* the augmentation seed moves only the pixels, not the order */
+    int64_t *ca = calloc(55000, sizeof *ca), *cb = calloc(55000, sizeof *cb);
+    other = c;
+    other.augment_seed = 9;
+    run_stream(wl, c, 10, ca, NULL);
+    run_stream(wl, other, 10, cb, NULL);
+    CHECK(memcmp(ca, cb, 55000 * sizeof *ca) == 0);
+    /* echoing streams are deterministic too */
+    tb_pipeline_config e = c;
+    e.echo = TB_ECHO_EXAMPLE_BEFORE_AUGMENT;
+    e.echo_factor = 2.5;
+    e.shuffle_buffer = 300;
+    CHECK(run_stream(wl, e, 20, NULL, NULL) == run_stream(wl, e, 20, NULL, NULL));
+    free(ca);
+    free(cb);
+}
+
+/* Mean copies per fresh item equals the factor; counts are floor or ceil of it. */
+static void check_echo(tb_workload *wl, tb_echo_kind kind, double factor, int64_t buffer)
+{
+    tb_pipeline_config c = {.batch_size = 100, .data_order_seed = 4, .echo = kind,
+                            .echo_factor = factor, .shuffle_buffer = buffer};
+    int batches = 400;
+    int64_t *counts = calloc(55000, sizeof *counts), fresh = 0;
+    run_stream(wl, c, batches, counts, &fresh);
+    int64_t delivered = (int64_t)batches * 100, lo = (int64_t)factor, hi = lo + (factor > lo);
+    double mean = (double)delivered / (double)fresh;
+    /* items still in the buffer or cut at the end make the last few count short */
+    CHECK_NEAR(mean, factor, 0.05 * factor);
+    int64_t odd = 0;
+    for (int64_t i = 0; i < 55000; i++)
+        if (counts[i] && (counts[i] < lo || counts[i] > hi)) odd++;
+    CHECK(odd <= buffer + 100 + 2 * hi); /* only items at the stream's end (buffer, batch) */
+    free(counts);
+}
+
+static void test_echo(tb_workload *wl)
+{
+    check_echo(wl, TB_ECHO_EXAMPLE_AFTER_AUGMENT, 2.0, 0);
+    check_echo(wl, TB_ECHO_EXAMPLE_BEFORE_AUGMENT, 1.5, 500);
+    check_echo(wl, TB_ECHO_BATCH, 3.0, 0);
+    check_echo(wl, TB_ECHO_BATCH, 2.5, 0);
+    /* factor 1 (or no echo) reproduces the plain stream */
+    tb_pipeline_config base = {.batch_size = 64, .data_order_seed = 5};
+    tb_pipeline_config one = base;
+    one.echo = TB_ECHO_EXAMPLE_BEFORE_AUGMENT;
+    one.echo_factor = 1.0;
+    CHECK(run_stream(wl, base, 10, NULL, NULL) == run_stream(wl, one, 10, NULL, NULL));
+    /* a larger buffer spreads the copies of an item over more batches */
+    tb_pipeline_config small = {.batch_size = 50, .data_order_seed = 6,
+                                .echo = TB_ECHO_EXAMPLE_AFTER_AUGMENT, .echo_factor = 4};
+    tb_pipeline_config big = small;
+    big.shuffle_buffer = 2000;
+    int64_t dup[2] = {0, 0};
+    for (int k = 0; k < 2; k++) {
+        tb_pipeline *p;
+        tb_tape *tape;
+        tb_error err = {0};
+        tb_tape_create(be, &tape, &err);
+        tb_pipeline_config cfg = k ? big : small;
+        CHECK_OK(tb_pipeline_create(wl, &cfg, &p, &err), &err);
+        for (int b = 0; b < 40; b++) {
+            tb_tape_reset(tape);
+            tb_batch batch;
+            tb_pipeline_next(p, tape, &batch, &err);
+            for (int i = 1; i < batch.n; i++)
+                for (int j = 0; j < i; j++) dup[k] += batch.rows[i] == batch.rows[j];
+        }
+        tb_pipeline_destroy(p);
+        tb_tape_destroy(tape);
+    }
+    CHECK(dup[1] < dup[0] / 4);
+}
+
+static void test_fresh_count(tb_workload *wl)
+{
+    int64_t fresh = 0;
+    tb_pipeline_config c = {.batch_size = 32, .data_order_seed = 7};
+    run_stream(wl, c, 10, NULL, &fresh);
+    CHECK(fresh == 320);
+    c.echo = TB_ECHO_BATCH;
+    c.echo_factor = 2;
+    run_stream(wl, c, 10, NULL, &fresh);
+    CHECK(fresh == 160);
+}
+
+static void test_shutdown(tb_workload *wl)
+{
+    /* the thread fills the queue and blocks; destroy must stop it, with and without a batch
+     * held, and while it sleeps in the slow-upstream delay */
+    tb_pipeline_config c = {.batch_size = 16, .prefetch = 2};
+    tb_pipeline *p;
+    tb_error err = {0};
+    CHECK_OK(tb_pipeline_create(wl, &c, &p, &err), &err);
+    struct timespec ts = {0, 20000000};
+    nanosleep(&ts, NULL);
+    tb_pipeline_destroy(p);
+    tb_tape *tape;
+    tb_tape_create(be, &tape, &err);
+    c.upstream_delay_s = 0.001;
+    CHECK_OK(tb_pipeline_create(wl, &c, &p, &err), &err);
+    tb_batch b;
+    CHECK_OK(tb_pipeline_next(p, tape, &b, &err), &err);
+    CHECK(b.n == 16 && b.fresh == 16);
+    tb_pipeline_destroy(p);
+    tb_tape_destroy(tape);
+    CHECK(1); /* reaching here is the check */
+}
+
+static void test_bad_configs(tb_workload *wl, tb_workload *lm)
+{
+    tb_pipeline *p;
+    tb_error err = {0};
+    tb_pipeline_config c = {.batch_size = 8, .echo_factor = 0.5};
+    CHECK_FAILS(tb_pipeline_create(wl, &c, &p, &err), TB_ERR_INVALID, &err, "echo factor");
+    c = (tb_pipeline_config){.batch_size = 0};
+    CHECK_FAILS(tb_pipeline_create(wl, &c, &p, &err), TB_ERR_INVALID, &err, "batch size");
+    c = (tb_pipeline_config){.batch_size = 8, .shuffle_buffer = -1};
+    CHECK_FAILS(tb_pipeline_create(wl, &c, &p, &err), TB_ERR_INVALID, &err, "shuffle buffer");
+    c = (tb_pipeline_config){.batch_size = 8, .augment = true};
+    CHECK_FAILS(tb_pipeline_create(lm, &c, &p, &err), TB_ERR_INVALID, &err, "image");
+    tb_echo_kind k;
+    CHECK_FAILS(tb_echo_kind_parse("twice", &k, &err), TB_ERR_INVALID, &err, "twice");
+    tb_split_kind sk;
+    CHECK_FAILS(tb_split_kind_parse("random", &sk, &err), TB_ERR_INVALID, &err, "random");
+    tb_workload_config wc = {.split_kind = TB_SPLITS_BOOTSTRAP, .validation_size = 35000,
+                             .test_size = 35000};
+    tb_workload *w2;
+    CHECK_FAILS(tb_workload_create("fmnist_mlp", be, &wc, &w2, &err), TB_ERR_INVALID, &err,
+                "leave no training data");
+    wc = (tb_workload_config){.test_size = 100};
+    CHECK_FAILS(tb_workload_create("fmnist_mlp", be, &wc, &w2, &err), TB_ERR_INVALID, &err,
+                "bootstrap splits only");
+}
+
+int main(void)
+{
+    be = tb_test_backend();
+    tb_workload *off = make(TB_SPLITS_OFFICIAL, 0), *boot = make(TB_SPLITS_BOOTSTRAP, 0);
+    test_splits(off, false);
+    test_splits(boot, true);
+    tb_workload *boot2 = make(TB_SPLITS_BOOTSTRAP, 0), *boot3 = make(TB_SPLITS_BOOTSTRAP, 1);
+    CHECK(same_split(boot, boot2, TB_SPLIT_TRAIN) && same_split(boot, boot2, TB_SPLIT_TEST));
+    CHECK(!same_split(boot, boot3, TB_SPLIT_TRAIN) && !same_split(boot, boot3, TB_SPLIT_TEST));
+    tb_workload_destroy(boot2);
+    tb_workload_destroy(boot3);
+    test_streams(off);
+    test_echo(off);
+    test_fresh_count(off);
+    test_shutdown(off);
+    tb_workload_config lc = {.data_dir = NULL};
+    tb_workload *lm = NULL;
+    tb_error err = {0};
+    if (CHECK_OK(tb_workload_create("kjv_transformer", be, &lc, &lm, &err), &err)) {
+        test_bad_configs(off, lm);
+        tb_workload_destroy(lm);
+    }
+    tb_workload_destroy(off);
+    tb_workload_destroy(boot);
+    tb_backend_destroy(be);
+    return tb_test_finish("test_pipeline");
+}

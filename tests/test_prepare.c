@@ -1,0 +1,128 @@
+/* test_prepare.c: the prepared-data cache: built once then reused, identical data either way,
+ * a corrupt cache rejected by create (naming the file and the fix) and rebuilt by prepare, a
+ * truncated cache, a missing package named with its install command. */
+#include "testutil.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static tb_backend *be;
+
+static void corrupt(const char *path, long offset, size_t truncate_to)
+{
+    FILE *f = fopen(path, "r+b");
+    if (!f) return;
+    if (truncate_to) {
+        fclose(f);
+        if (truncate(path, (off_t)truncate_to) != 0) CHECK(!"truncate failed");
+        return;
+    }
+    fseek(f, offset, SEEK_SET);
+    int c = fgetc(f);
+    fseek(f, offset, SEEK_SET);
+    fputc(c ^ 0x55, f);
+    fclose(f);
+}
+
+static void test_cache(const char *dir)
+{
+    tb_error err = {0};
+    tb_workload_config cfg = {.cache_dir = dir};
+    tb_prepare_report r;
+    CHECK_OK(tb_workload_prepare("kjv_transformer", &cfg, false, &r, &err), &err);
+    CHECK(r.rebuilt && strstr(r.reason, "missing") && r.tokens > 4000000 && r.vocabulary > 50);
+    CHECK(r.vocabulary < 100 && r.bytes > 4 * r.tokens);
+    char path[1024];
+    snprintf(path, sizeof path, "%s", r.path);
+    CHECK_OK(tb_workload_prepare("kjv_transformer_relu", &cfg, false, &r, &err), &err);
+    CHECK(!r.rebuilt && strcmp(r.reason, "valid") == 0); /* reused, shared by the variants */
+    CHECK_OK(tb_workload_prepare("kjv_transformer", &cfg, true, &r, &err), &err);
+    CHECK(r.rebuilt && strcmp(r.reason, "forced") == 0);
+    /* the cached and the in-memory data are the same examples */
+    tb_workload *a, *b;
+    tb_workload_config mem = {0};
+    CHECK_OK(tb_workload_create("kjv_transformer", be, &cfg, &a, &err), &err);
+    CHECK_OK(tb_workload_create("kjv_transformer", be, &mem, &b, &err), &err);
+    int32_t xa[64 * 4], ya[64 * 4], xb[64 * 4], yb[64 * 4];
+    int64_t rows[4] = {0, 1, 1000, 20000};
+    CHECK_OK(tb_workload_read(a, TB_SPLIT_TRAIN, rows, 4, xa, ya, &err), &err);
+    CHECK_OK(tb_workload_read(b, TB_SPLIT_TRAIN, rows, 4, xb, yb, &err), &err);
+    CHECK(memcmp(xa, xb, sizeof xa) == 0 && memcmp(ya, yb, sizeof ya) == 0);
+    CHECK(xa[1] == ya[0]); /* targets are the inputs shifted by one */
+    tb_workload_destroy(a);
+    tb_workload_destroy(b);
+    /* a flipped byte in the payload: create refuses, prepare rebuilds */
+    corrupt(path, 200, 0);
+    CHECK_FAILS(tb_workload_create("kjv_transformer", be, &cfg, &a, &err), TB_ERR_FORMAT, &err,
+                "checksum");
+    CHECK(strstr(err.message, path) && strstr(err.message, "prepare --force"));
+    CHECK_OK(tb_workload_prepare("kjv_transformer", &cfg, false, &r, &err), &err);
+    CHECK(r.rebuilt && strstr(r.reason, "corrupt"));
+    /* truncated, and a bad magic number */
+    corrupt(path, 0, 100);
+    CHECK_FAILS(tb_workload_create("kjv_transformer", be, &cfg, &a, &err), TB_ERR_FORMAT, &err,
+                "size");
+    CHECK_OK(tb_workload_prepare("kjv_transformer", &cfg, false, &r, &err), &err);
+    corrupt(path, 1, 0);
+    CHECK_FAILS(tb_workload_create("kjv_transformer", be, &cfg, &a, &err), TB_ERR_FORMAT, &err,
+                "magic");
+    unlink(path);
+    /* the cache directory cannot be created */
+    tb_workload_config bad = {.cache_dir = "/proc/no/such/dir"};
+    CHECK_FAILS(tb_workload_prepare("kjv_transformer", &bad, false, &r, &err), TB_ERR_IO, &err,
+                "cannot create the cache directory /proc/no");
+}
+
+static void test_missing(void)
+{
+    tb_error err = {0};
+    tb_workload *wl;
+    tb_workload_config cfg = {.data_dir = "/nonexistent/trainbench"};
+    tb_prepare_report r;
+    CHECK_FAILS(tb_workload_create("wordnet_sparse", be, &cfg, &wl, &err), TB_ERR_MISSING, &err,
+                "apt-get install wordnet-base");
+    CHECK_FAILS(tb_workload_prepare("kjv_transformer", &cfg, false, &r, &err), TB_ERR_MISSING,
+                &err, "bible-kjv-text");
+    CHECK_FAILS(tb_workload_create("fmnist_cnn", be, &cfg, &wl, &err), TB_ERR_MISSING, &err,
+                "dataset-fashion-mnist");
+    CHECK_FAILS(tb_workload_prepare("fmnist_autoencoder", &cfg, false, &r, &err), TB_ERR_MISSING,
+                &err, "apt-get install dataset-fashion-mnist");
+    CHECK_FAILS(tb_workload_prepare("no_such", &cfg, false, &r, &err), TB_ERR_INVALID, &err,
+                "no_such");
+    /* a malformed WordNet data file names the file and line */
+    char dir[] = "/tmp/tb_test_wn_XXXXXX";
+    if (!mkdtemp(dir)) return;
+    const char *names[] = {"data.noun", "data.verb", "data.adj", "data.adv"};
+    for (int i = 0; i < 4; i++) {
+        char p[256];
+        snprintf(p, sizeof p, "%s/%s", dir, names[i]);
+        FILE *f = fopen(p, "w");
+        fputs(i == 1 ? "  1 license\n00001740 03 n 01 entity without a gloss\n"
+                     : "00001740 03 n 01 entity 0 000 | a thing\n",
+              f);
+        fclose(f);
+    }
+    cfg.data_dir = dir;
+    CHECK_FAILS(tb_workload_create("wordnet_sparse", be, &cfg, &wl, &err), TB_ERR_FORMAT, &err,
+                "data.verb line 2");
+    for (int i = 0; i < 4; i++) {
+        char p[256];
+        snprintf(p, sizeof p, "%s/%s", dir, names[i]);
+        unlink(p);
+    }
+    rmdir(dir);
+}
+
+int main(void)
+{
+    be = tb_test_backend();
+    char dir[] = "/tmp/tb_test_prepare_XXXXXX";
+    if (!mkdtemp(dir)) return 1;
+    test_cache(dir);
+    test_missing();
+    rmdir(dir);
+    tb_backend_destroy(be);
+    return tb_test_finish("test_prepare");
+}
