@@ -47,7 +47,10 @@ def main():
     ap.add_argument("--steps", type=int, default=100)
     ap.add_argument("--warmup", type=int, default=10)
     ap.add_argument("--python", default=VENV_PY if os.path.exists(VENV_PY) else sys.executable)
+    ap.add_argument("--build", default=os.path.join(ROOT, "build"), help="trainbench build dir")
     args = ap.parse_args()
+    global BENCH_STEP
+    BENCH_STEP = os.path.join(args.build, "bench_step")
     env = dict(os.environ)
     threads = [int(t) for t in args.threads.split(",")]
     ceiling = {t: run_json([BENCH_STEP, "--sgemm", "2048", "--threads", str(t)], env)["gflops"]

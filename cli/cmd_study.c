@@ -31,6 +31,8 @@ static const char variance_usage[] =
     "  -s, --seed N              master seed of the study (default 0)\n"
     "  -t, --threads N           CPU threads (default: all cores)\n"
     "      --eval-examples N     evaluate only the first N examples of each split\n"
+    "      --split KIND          official (default) or bootstrap: a new bootstrap training\n"
+    "                            set with out-of-bootstrap validation/test per split seed\n"
     "      --json                print the result as JSON on stdout\n"
     "  -q, --quiet               no progress lines\n"
     "  -h, --help                this help\n";
@@ -60,6 +62,8 @@ static const char compare_usage[] =
     "  -s, --seed N              master seed (default 0)\n"
     "  -t, --threads N           CPU threads (default: all cores)\n"
     "      --eval-examples N     evaluate only the first N examples of each split\n"
+    "      --split KIND          official (default) or bootstrap: a new bootstrap training\n"
+    "                            set with out-of-bootstrap validation/test per split seed\n"
     "      --json                print the result as JSON on stdout\n"
     "  -q, --quiet               no progress lines\n"
     "  -h, --help                this help\n";
@@ -76,7 +80,8 @@ static void show_run(void *user, const char *group, int index, int total,
         fprintf(stderr, "[%d/%d] %-10s failed: %s\n", index, total, group, err->message);
 }
 
-enum { O_LR = 2000, O_STEPS, O_SOURCES, O_EVAL, O_JSON, O_HPA, O_HPB, O_LRA, O_LRB, O_GAMMA };
+enum { O_LR = 2000, O_STEPS, O_SOURCES, O_EVAL, O_JSON, O_HPA, O_HPB, O_LRA, O_LRB, O_GAMMA,
+       O_SPLIT };
 
 /* Options both commands share; returns 0 if handled, 1 if not ours, 2 on a usage error. */
 static int common_option(int c, tb_train_config *a, tb_train_config *b, tb_study_metric *metric,
@@ -116,6 +121,13 @@ static int common_option(int c, tb_train_config *a, tb_train_config *b, tb_study
     case O_EVAL:
         if (!tb_cli_parse_int("--eval-examples", optarg, 1, 1000000000L, &lv)) return 2;
         a->eval_examples = b->eval_examples = lv;
+        return 0;
+    case O_SPLIT:
+        if (tb_split_kind_parse(optarg, &a->split_kind, &err) != TB_OK) {
+            tb_cli_error("--split: %s", err.message);
+            return 2;
+        }
+        b->split_kind = a->split_kind;
         return 0;
     }
     return 1;
@@ -166,7 +178,8 @@ int tb_cli_variance(int argc, char **argv)
         {"sources", required_argument, 0, O_SOURCES}, {"metric", required_argument, 0, 'm'},
         {"seed", required_argument, 0, 's'},      {"threads", required_argument, 0, 't'},
         {"eval-examples", required_argument, 0, O_EVAL}, {"json", no_argument, 0, O_JSON},
-        {"quiet", no_argument, 0, 'q'},           {"help", no_argument, 0, 'h'},
+        {"split", required_argument, 0, O_SPLIT}, {"quiet", no_argument, 0, 'q'},
+        {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0},
     };
     optind = 1;
@@ -276,7 +289,8 @@ int tb_cli_compare(int argc, char **argv)
         {"gamma", required_argument, 0, O_GAMMA},   {"seed", required_argument, 0, 's'},
         {"threads", required_argument, 0, 't'},     {"eval-examples", required_argument, 0, O_EVAL},
         {"json", no_argument, 0, O_JSON},           {"quiet", no_argument, 0, 'q'},
-        {"help", no_argument, 0, 'h'},              {0, 0, 0, 0},
+        {"split", required_argument, 0, O_SPLIT},   {"help", no_argument, 0, 'h'},
+        {0, 0, 0, 0},
     };
     optind = 1;
     opterr = 0;

@@ -45,7 +45,7 @@ EVAL = re.compile(r"step \d+/\d+\s+([0-9.]+)s\s+validation \S+ ([-0-9.naninf]+)"
 def run(args, workload, algo, hp, seed, max_time, eval_period):
     cmd = [args.binary, "train", "-w", workload, "-a", algo, "--json", "-s", str(seed),
            "-t", str(args.threads), "--max-time", str(max_time), "--eval-period",
-           str(eval_period), "--steps", "1000000000", "--evals", "0"]
+           str(eval_period), "--steps", "1000000000", "--evals", "0", "--schedule", "constant"]
     if args.cache_dir:
         cmd += ["--cache-dir", args.cache_dir]
     for k, v in hp.items():

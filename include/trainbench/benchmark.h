@@ -23,24 +23,24 @@ extern "C" {
 #endif
 
 /* ---- per-workload benchmark settings ------------------------------------------------------
- * PROVISIONAL: a table in the harness (src/harness/workload_targets.c) until the workloads
- * carry their calibrated targets, budgets, eval periods and step hints themselves. */
+ * Read from the workload (tb_workload_info: calibrated target, budget, eval period, step
+ * hint), plus the looser target of the quick preset. */
 typedef struct tb_bench_workload {
     const char *workload;
-    const char *metric;        /* validation metric ("error_rate" or "loss"); lower is better */
+    const char *metric;        /* validation metric the target refers to */
     double target;             /* validation target */
     double max_runtime_s;      /* budget of accumulated submission time (external tuning) */
     double eval_period_s;      /* submission seconds between evals */
     int64_t step_hint;         /* steps a tuned baseline takes within the budget */
     double quick_target;       /* the looser target of the quick preset */
     const char *variant_of;    /* the base workload of a held-out variant, or NULL */
-    bool provisional;          /* not calibrated yet */
+    bool lower_is_better;      /* direction of the metric */
 } tb_bench_workload;
 
-/* NULL if the workload has no benchmark settings. */
-const tb_bench_workload *tb_bench_workload_find(const char *id);
+/* Fills *out with the settings of workload id; false if there is no such workload. */
+bool tb_bench_workload_find(const char *id, tb_bench_workload *out);
 int tb_bench_workload_count(void);
-const tb_bench_workload *tb_bench_workload_at(int i);
+bool tb_bench_workload_at(int i, tb_bench_workload *out);
 
 /* ---- rulesets ----------------------------------------------------------------------------- */
 typedef enum tb_ruleset {
@@ -85,7 +85,8 @@ typedef struct tb_bench_spec {
     const char *name;                  /* the benchmark's name in the store */
     const char *const *submissions;    /* optimizer names or shared-library paths */
     int n_submissions;
-    const char *const *workloads;      /* NULL: every workload with benchmark settings */
+    const char *const *workloads;      /* NULL: every base workload (and every variant if
+                                          include_variants) */
     int n_workloads;
     tb_ruleset ruleset;
     int studies, trials;               /* trials per study (external tuning); runs (self) */
@@ -97,11 +98,12 @@ typedef struct tb_bench_spec {
                                           are used, so JSON holds seeds exactly) */
     const char *search_space_dir;      /* where built-ins' <name>.json search spaces live */
     tb_trial_options trial;
+    bool include_variants;             /* with workloads NULL: the held-out variants too */
 } tb_bench_spec;
 
 /* Zeroed spec with 1 study of 1 trial, external tuning. */
 tb_bench_spec tb_bench_spec_default(void);
-/* Fills spec with a named preset: "quick" (2 studies x 2 trials, 20 s budgets, quick
+/* Fills spec with a named preset: "quick" (2 studies x 1 trial, 15 s budgets, quick
  * targets, 1 s eval period, eval subsets) or "full" (5 x 5, the workloads' settings). Leaves
  * submissions, workloads, name and paths alone. */
 tb_status tb_bench_preset(const char *preset, tb_bench_spec *spec, tb_error *err);

@@ -69,6 +69,12 @@ tb_var *tb_tape_constant(tb_tape *tape, const tb_tensor *value);
 /* A new step-scoped variable (contents undefined) and, if requires_grad, a leaf of backward. */
 tb_var *tb_tape_new_var(tb_tape *tape, tb_dtype dtype, int ndim, const int64_t *shape,
                         bool requires_grad);
+/* A mark of the tape's current end, and a rewind to it: nodes recorded after the mark are
+ * dropped (their memory stays until reset). Lets a trainer run an auxiliary forward/backward
+ * pass (e.g. for Fisher statistics) and then the training pass on the same batch. */
+int tb_tape_mark(const tb_tape *tape);
+void tb_tape_rewind(tb_tape *tape, int mark);
+
 /* Runs backward from a scalar loss: seeds d loss = 1 and visits nodes in reverse order.
  * Gradients accumulate into every var that requires one. */
 tb_status tb_tape_backward(tb_tape *tape, tb_var *loss);

@@ -109,6 +109,12 @@ tb_var *tb_workload_forward(tb_workload *wl, tb_tape *tape, tb_var *inputs, tb_r
 /* The training loss of model outputs against targets (a scalar). */
 tb_var *tb_workload_loss_fn(tb_workload *wl, tb_tape *tape, tb_var *outputs, tb_var *targets);
 
+/* The training loss of outputs against targets SAMPLED from the model's own predictive
+ * distribution (categorical over the last dimension for softmax outputs; Bernoulli or Gaussian
+ * for the autoencoder), drawn from rng: its gradients give the true Fisher that curvature
+ * optimizers (K-FAC, EKFAC) estimate. NULL with the tape's error set on failure. */
+tb_var *tb_workload_fisher_loss(tb_workload *wl, tb_tape *tape, tb_var *outputs, tb_rng *rng);
+
 typedef struct tb_eval_metrics {
     double loss;       /* mean loss */
     double accuracy;   /* for classifiers (per target token for language models); NaN for

@@ -72,8 +72,8 @@ tb_status tb_bench_preset(const char *preset, tb_bench_spec *s, tb_error *err)
     if (strcmp(preset, "quick") == 0) {
         s->ruleset = TB_RULESET_EXTERNAL;
         s->studies = 2;
-        s->trials = 2;
-        s->budget_s = 20;
+        s->trials = 1;
+        s->budget_s = 15;
         s->quick_targets = true;
         s->eval_period_s = 1;
         s->run_to_budget = false;
@@ -184,7 +184,9 @@ static tb_status plan_submission(tb_store *store, const tb_bench_spec *s,
         }
     }
     for (int w = 0; st == TB_OK && w < n_wl; w++) {
-        const tb_bench_workload *bw = tb_bench_workload_find(wls[w]);
+        tb_bench_workload bwv;
+        tb_bench_workload_find(wls[w], &bwv);
+        const tb_bench_workload *bw = &bwv;
         for (int k = 0; st == TB_OK && k < n; k++) {
             tb_trial_record t;
             memset(&t, 0, sizeof t);
@@ -239,14 +241,16 @@ tb_status tb_bench_run(const char *store_path, const tb_bench_spec *s,
     int n_wl = s->n_workloads;
     if (!wls) {
         n_wl = 0;
-        for (int i = 0; i < tb_workload_count() && n_wl < 64; i++)
-            if (tb_bench_workload_find(tb_workload_info_at(i)->id))
-                all[n_wl++] = tb_workload_info_at(i)->id;
+        /* every base workload; held-out variants run when named (or with the variant rule) */
+        for (int i = 0; i < tb_workload_count() && n_wl < 64; i++) {
+            const tb_workload_info *wi = tb_workload_info_at(i);
+            if (!wi->variant || !wi->variant[0] || s->include_variants) all[n_wl++] = wi->id;
+        }
         wls = all;
     }
     if (n_wl < 1) return tb_fail(err, TB_ERR_INVALID, "no workloads to benchmark");
     for (int w = 0; w < n_wl; w++)
-        if (!tb_bench_workload_find(wls[w]))
+        if (!tb_bench_workload_find(wls[w], &(tb_bench_workload){0}))
             return tb_fail(err, TB_ERR_INVALID,
                            "workload '%s' has no benchmark settings (target, budget); known: "
                            "see `trainbench workloads`", wls[w]);

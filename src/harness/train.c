@@ -3,6 +3,8 @@
 
 #include "trainbench/pipeline.h"
 
+#include "harness/fisher.h"
+
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -121,6 +123,7 @@ tb_status tb_train(const tb_train_config *cfg, tb_train_result *res, tb_error *e
                      cfg->epochs, (long long)cfg->max_steps);
     if (st == TB_OK) st = tb_optimizer_create(cfg->algorithm, tb_workload_params(r.wl),
                                               &cfg->hparams, &r.opt, err);
+    if (st == TB_OK) st = tb_fisher_attach(r.opt, r.wl, err);
     tb_pipeline_config pc = cfg->pipeline;
     pc.batch_size = batch;
     pc.data_order_seed = cfg->seeds[TB_STREAM_DATA_ORDER];
@@ -139,6 +142,8 @@ tb_status tb_train(const tb_train_config *cfg, tb_train_result *res, tb_error *e
         return st;
     }
     tb_rng dropout_rng = tb_rng_make(cfg->seeds[TB_STREAM_DROPOUT], TB_STREAM_DROPOUT);
+    /* targets sampled for Fisher statistics: model-side randomness, keyed by the dropout seed */
+    tb_rng fisher_rng = tb_rng_make(cfg->seeds[TB_STREAM_DROPOUT], TB_STREAM_COUNT + 1);
     tb_params *params = tb_workload_params(r.wl);
     int64_t eval_every = cfg->evals > 0 ? (total + cfg->evals - 1) / cfg->evals : 0;
     double timed = 0, last_report = -1e9;
@@ -150,6 +155,8 @@ tb_status tb_train(const tb_train_config *cfg, tb_train_result *res, tb_error *e
         tb_params_zero_grad(params);
         tb_batch b;
         st = tb_pipeline_next(r.pipe, r.tape, &b, err);
+        if (st != TB_OK) break;
+        st = tb_fisher_pass(r.opt, r.wl, r.tape, params, b.inputs, &fisher_rng, &dropout_rng, err);
         if (st != TB_OK) break;
         tb_var *out = tb_workload_forward(r.wl, r.tape, b.inputs, &dropout_rng);
         tb_var *loss = tb_workload_loss_fn(r.wl, r.tape, out, b.targets);

@@ -102,8 +102,9 @@ static tb_status setup(trial_run *r, tb_error *err)
     if (st == TB_OK) st = tb_tape_create(c->be, &c->tape, err);
     if (st != TB_OK) return st;
     c->dropout = tb_rng_make(r->rec.seeds[TB_STREAM_DROPOUT], TB_STREAM_DROPOUT);
-    const tb_bench_workload *bw = tb_bench_workload_find(r->rec.workload);
-    c->step_hint = bw ? bw->step_hint : 1000;
+    tb_bench_workload bw;
+    c->step_hint = tb_bench_workload_find(r->rec.workload, &bw) && bw.step_hint > 0
+                       ? bw.step_hint : 1000;
     int batch = r->sub->get_batch_size(&tb_trial_api, c, &r->rec.hparams);
     if (batch < 1)
         return tb_fail(err, TB_ERR_INVALID, "submission %s: get_batch_size returned %d",

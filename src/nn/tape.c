@@ -223,6 +223,13 @@ tb_node *tb_tape_record(tb_tape *t, const char *name, tb_backward_fn backward, t
     return node;
 }
 
+int tb_tape_mark(const tb_tape *t) { return t->n_nodes; }
+
+void tb_tape_rewind(tb_tape *t, int mark)
+{
+    if (mark >= 0 && mark < t->n_nodes) t->n_nodes = mark;
+}
+
 tb_status tb_tape_backward(tb_tape *t, tb_var *loss)
 {
     if (t->err.status != TB_OK) return t->err.status;

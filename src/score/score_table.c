@@ -130,8 +130,9 @@ tb_status tb_score_store(tb_store *store, const tb_score_options *o, tb_score_ta
     free(study_best);
     free(tr);
     for (int w = 0; w < t->n_wl; w++) {
-        const tb_bench_workload *bw = tb_bench_workload_find(t->wls[w]);
-        variant_of[w] = bw && bw->variant_of ? index_of_wl(t, bw->variant_of) : -1;
+        tb_bench_workload bw;
+        variant_of[w] = tb_bench_workload_find(t->wls[w], &bw) && bw.variant_of
+                            ? index_of_wl(t, bw.variant_of) : -1;
     }
     st = tb_score_compute(t->n_subs, t->n_wl, t->time, o->variant_rule ? variant_of : NULL,
                           t->tau_max, t->ratio, t->score, err);

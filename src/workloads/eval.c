@@ -2,6 +2,8 @@
  * and evaluation of a split into the workload's metrics. */
 #include "workloads/workload_impl.h"
 
+#include "trainbench/curvature.h"
+
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -112,6 +114,20 @@ tb_var *tb_workload_loss_fn(tb_workload *wl, tb_tape *tape, tb_var *outputs, tb_
 {
     if (wl->vt->loss) return wl->vt->loss(wl, tape, outputs, targets);
     return tb_op_softmax_xent(tape, outputs, targets, 0.0f);
+}
+
+tb_var *tb_workload_fisher_loss(tb_workload *wl, tb_tape *tape, tb_var *outputs, tb_rng *rng)
+{
+    if (!outputs || tb_tape_status(tape) != TB_OK) return NULL;
+    if (wl->vt->sample_targets) {
+        tb_var *y = wl->vt->sample_targets(wl, tape, outputs, rng);
+        return y ? tb_workload_loss_fn(wl, tape, outputs, y) : NULL;
+    }
+    /* softmax outputs [..., C]: sample a class per row */
+    int64_t flat[2] = {-1, outputs->value.shape[outputs->value.ndim - 1]};
+    tb_var *logits = outputs->value.ndim == 2 ? outputs : tb_op_reshape(tape, outputs, 2, flat);
+    tb_var *labels = logits ? tb_fisher_sample_labels(tape, logits, rng) : NULL;
+    return labels ? tb_op_softmax_xent(tape, logits, labels, 0.0f) : NULL;
 }
 
 tb_var *tb_workload_loss(tb_workload *wl, tb_tape *tape, const int64_t *idx, int64_t n,

@@ -6,6 +6,7 @@
 #include "workloads/workload_impl.h"
 
 #include <stdio.h>
+#include <math.h>
 #include <stdlib.h>
 
 typedef struct ae_options {
@@ -72,6 +73,37 @@ static tb_var *ae_loss(tb_workload *wl, tb_tape *tape, tb_var *outputs, tb_var *
     return tb_op_sigmoid_bce(tape, outputs, targets);
 }
 
+/* Targets drawn from the model's predictive distribution: Bernoulli(sigmoid(z)) per pixel for
+ * the cross-entropy loss; for the squared loss, sigmoid(z) plus Gaussian noise of variance 1/2
+ * (the Gaussian whose negative log-likelihood is the squared error). */
+static tb_var *ae_sample_targets(tb_workload *wl, tb_tape *tape, tb_var *outputs, tb_rng *rng)
+{
+    const ae_options *o = wl->vt->options;
+    int64_t n = tb_tensor_numel(&outputs->value);
+    tb_var *y = tb_tape_new_var(tape, TB_F32, outputs->value.ndim, outputs->value.shape, false);
+    float *host = malloc((size_t)(n ? n : 1) * sizeof(float));
+    float *noise = malloc((size_t)(n ? n : 1) * sizeof(float));
+    if (!y || !host || !noise) {
+        free(host);
+        free(noise);
+        return y ? tb_tape_fail(tape, TB_ERR_NOMEM, "out of memory sampling Fisher targets")
+                 : NULL;
+    }
+    tb_tensor_download(&outputs->value, host, NULL);
+    if (o->mse)
+        tb_rng_fill_normal(rng, noise, n, 0.0f, 0.70710678f);
+    else
+        tb_rng_fill_uniform(rng, noise, n, 0.0f, 1.0f);
+    for (int64_t i = 0; i < n; i++) {
+        float p = 1.0f / (1.0f + expf(-host[i]));
+        host[i] = o->mse ? p + noise[i] : (noise[i] < p ? 1.0f : 0.0f);
+    }
+    tb_tensor_upload(&y->value, host, NULL);
+    free(host);
+    free(noise);
+    return y;
+}
+
 static void ae_destroy(tb_workload *wl) { free(wl->model); }
 
 /* Targets (validation, test loss) and budgets (timed seconds):
@@ -92,7 +124,7 @@ static void ae_destroy(tb_workload *wl) { free(wl->model); }
 #define AE_COMMON                                                                               \
     .load_data = ae_load, .prepare = tb_fmnist_prepare, .create_model = ae_create,              \
     .init_model = ae_init, .forward = ae_forward, .loss = ae_loss, .destroy_model = ae_destroy, \
-    .metric_kind = TB_METRIC_LOSS, .eval_batch = 500
+    .sample_targets = ae_sample_targets, .metric_kind = TB_METRIC_LOSS, .eval_batch = 500
 
 static const ae_options base_opts = {TB_TANH, false}, relu_opts = {TB_RELU, false},
                         mse_opts = {TB_TANH, true};

@@ -44,6 +44,9 @@ typedef struct tb_workload_vtable {
     /* the training loss; NULL: softmax cross-entropy of outputs [N, C] against labels [N] */
     tb_var *(*loss)(tb_workload *wl, tb_tape *tape, tb_var *outputs, tb_var *targets);
     void (*destroy_model)(tb_workload *wl);
+    /* targets sampled from the model's predictive distribution given outputs (for the Fisher);
+     * NULL: categorical over the last dimension of softmax outputs */
+    tb_var *(*sample_targets)(tb_workload *wl, tb_tape *tape, tb_var *outputs, tb_rng *rng);
     tb_metric_kind metric_kind;
     int64_t default_validation, default_test; /* split sizes (0: n_official_train / 12) */
     int eval_batch;
