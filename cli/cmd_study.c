@@ -4,6 +4,7 @@
 #include <getopt.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -56,8 +57,16 @@ static const char compare_usage[] =
     "  -e, --epochs X            length of each run (default 1); or --steps N\n"
     "  -b, --batch-size N        examples per step (default: the workload's)\n"
     "  -n, --pairs N             pairs of runs (default 10, at least 2)\n"
+    "      --search N            first tune each algorithm: N quasi-random (Halton) points of\n"
+    "                            its search space, best by the validation metric, then the\n"
+    "                            pairs retrain that configuration (N + pairs runs per side)\n"
+    "      --space-a FILE        A's search space (AlgoPerf JSON; default\n"
+    "                            search_spaces/<algorithm>.json); --space-b FILE for B\n"
+    "      --ideal               the ideal estimator: a new search for every pair, on that\n"
+    "                            pair's seeds (pairs x N runs per side)\n"
     "  -m, --metric NAME         validation_error (default), validation_loss, test_error,\n"
-    "                            test_loss\n"
+    "                            test_loss, or time_to_target (runs stop at the workload's\n"
+    "                            target within its budget; a miss counts as +inf)\n"
     "      --gamma X             smallest meaningful P(A>B) (default 0.75)\n"
     "  -s, --seed N              master seed (default 0)\n"
     "  -t, --threads N           CPU threads (default: all cores)\n"
@@ -81,7 +90,22 @@ static void show_run(void *user, const char *group, int index, int total,
 }
 
 enum { O_LR = 2000, O_STEPS, O_SOURCES, O_EVAL, O_JSON, O_HPA, O_HPB, O_LRA, O_LRB, O_GAMMA,
-       O_SPLIT };
+       O_SPLIT, O_SEARCH, O_SPACE_A, O_SPACE_B, O_IDEAL };
+
+/* The whole of a search-space file, or NULL with a message. Caller frees. */
+static char *read_space(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        tb_cli_error("cannot open search space %s", path);
+        return NULL;
+    }
+    char *buf = malloc(1 << 20);
+    size_t n = buf ? fread(buf, 1, (1 << 20) - 1, f) : 0;
+    fclose(f);
+    if (buf) buf[n] = '\0';
+    return buf;
+}
 
 /* Options both commands share; returns 0 if handled, 1 if not ours, 2 on a usage error. */
 static int common_option(int c, tb_train_config *a, tb_train_config *b, tb_study_metric *metric,
@@ -279,6 +303,7 @@ int tb_cli_compare(int argc, char **argv)
     cfg.pairs = 10;
     cfg.pab = tb_pab_options_default();
     bool json = false, quiet = false;
+    const char *space_a = NULL, *space_b = NULL;
     struct option opts[] = {
         {"algorithm-a", required_argument, 0, 'A'}, {"algorithm-b", required_argument, 0, 'B'},
         {"hp-a", required_argument, 0, O_HPA},      {"hp-b", required_argument, 0, O_HPB},
@@ -290,6 +315,8 @@ int tb_cli_compare(int argc, char **argv)
         {"threads", required_argument, 0, 't'},     {"eval-examples", required_argument, 0, O_EVAL},
         {"json", no_argument, 0, O_JSON},           {"quiet", no_argument, 0, 'q'},
         {"split", required_argument, 0, O_SPLIT},   {"help", no_argument, 0, 'h'},
+        {"search", required_argument, 0, O_SEARCH}, {"space-a", required_argument, 0, O_SPACE_A},
+        {"space-b", required_argument, 0, O_SPACE_B}, {"ideal", no_argument, 0, O_IDEAL},
         {0, 0, 0, 0},
     };
     optind = 1;
@@ -320,6 +347,13 @@ int tb_cli_compare(int argc, char **argv)
             }
             cfg.pab.gamma = dv;
             break;
+        case O_SEARCH:
+            if (!tb_cli_parse_int("--search", optarg, 0, 10000, &lv)) return TB_EXIT_USAGE;
+            cfg.search_trials = (int)lv;
+            break;
+        case O_SPACE_A: space_a = optarg; break;
+        case O_SPACE_B: space_b = optarg; break;
+        case O_IDEAL: cfg.ideal = true; break;
         case O_JSON: json = true; break;
         case 'q': quiet = true; break;
         case 'h': fputs(compare_usage, stdout); return TB_EXIT_OK;
@@ -340,6 +374,29 @@ int tb_cli_compare(int argc, char **argv)
     }
     cfg.name_a = cfg.a.algorithm;
     cfg.name_b = cfg.b.algorithm;
+    if (cfg.ideal && cfg.search_trials == 0) {
+        tb_cli_error("compare: --ideal needs a search (--search N)");
+        return TB_EXIT_USAGE;
+    }
+    char *text_a = NULL, *text_b = NULL;
+    if (cfg.search_trials > 0) {
+        char pa[1024], pb[1024];
+        snprintf(pa, sizeof pa, "%s/%s.json", TB_SEARCH_SPACE_DIR, cfg.a.algorithm);
+        snprintf(pb, sizeof pb, "%s/%s.json", TB_SEARCH_SPACE_DIR, cfg.b.algorithm);
+        text_a = read_space(space_a ? space_a : pa);
+        text_b = text_a ? read_space(space_b ? space_b : pb) : NULL;
+        if (!text_a || !text_b) {
+            free(text_a);
+            return TB_EXIT_USAGE;
+        }
+        cfg.space_a = text_a;
+        cfg.space_b = text_b;
+        if (!quiet)
+            fprintf(stderr, "%s: %d trainings per side (%s)\n",
+                    cfg.ideal ? "ideal estimator" : "one search, then paired retrains",
+                    cfg.ideal ? cfg.pairs * cfg.search_trials : cfg.search_trials + cfg.pairs,
+                    cfg.ideal ? "a new search for every pair" : "search + retrains");
+    }
     if (!quiet) {
         cfg.on_run = show_run;
         cfg.user = &cfg.metric;
@@ -347,6 +404,8 @@ int tb_cli_compare(int argc, char **argv)
     tb_compare_result res;
     tb_error err = {0};
     tb_status st = tb_compare_run(&cfg, &res, &err);
+    free(text_a);
+    free(text_b);
     if (st != TB_OK) {
         tb_cli_error("%s", err.message);
         return tb_cli_exit_code(st);
@@ -365,10 +424,27 @@ int tb_cli_compare(int argc, char **argv)
         for (int64_t i = 0; i < res.n; i++) printf("%s%.6g", i ? "," : "", res.a[i]);
         printf("],\"b_values\":[");
         for (int64_t i = 0; i < res.n; i++) printf("%s%.6g", i ? "," : "", res.b[i]);
-        printf("],\"sentence\":\"%s\"}\n", sentence);
+        printf("],\"runs\":%lld,\"best_a\":{", (long long)res.runs);
+        for (int k = 0; k < res.best_a.count; k++)
+            printf("%s\"%s\":%.6g", k ? "," : "", res.best_a.names[k], res.best_a.values[k]);
+        printf("},\"best_b\":{");
+        for (int k = 0; k < res.best_b.count; k++)
+            printf("%s\"%s\":%.6g", k ? "," : "", res.best_b.names[k], res.best_b.values[k]);
+        printf("},\"sentence\":\"%s\"}\n", sentence);
     } else {
-        printf("%s, %s over %lld pairs (lower is better):\n", cfg.a.workload,
-               tb_study_metric_name(cfg.metric), (long long)res.n);
+        printf("%s, %s over %lld pairs (lower is better; %lld trainings in all):\n",
+               cfg.a.workload, tb_study_metric_name(cfg.metric), (long long)res.n,
+               (long long)res.runs);
+        if (cfg.search_trials > 0) {
+            const tb_hparams *bs[2] = {&res.best_a, &res.best_b};
+            for (int side = 0; side < 2; side++) {
+                printf("  %-10s %s:", side ? cfg.name_b : cfg.name_a,
+                       cfg.ideal ? "first pair's pick" : "best of the search");
+                for (int k = 0; k < bs[side]->count; k++)
+                    printf(" %s=%.4g", bs[side]->names[k], bs[side]->values[k]);
+                printf("\n");
+            }
+        }
         printf("  %-10s mean %.4f  std %.4f  median %.4f\n", cfg.name_a, res.summary_a.mean,
                res.summary_a.std, res.summary_a.median);
         printf("  %-10s mean %.4f  std %.4f  median %.4f\n", cfg.name_b, res.summary_b.mean,

@@ -21,12 +21,17 @@ typedef enum tb_study_metric {
     TB_METRIC_VALIDATION_LOSS,
     TB_METRIC_TEST_ERROR,
     TB_METRIC_TEST_LOSS,
+    TB_METRIC_TIME_TO_TARGET, /* timed seconds to the workload's validation target (+inf if
+                                 not reached within its budget); runs stop at the target */
 } tb_study_metric;
 
 const char *tb_study_metric_name(tb_study_metric m);
 tb_status tb_study_metric_parse(const char *name, tb_study_metric *out, tb_error *err);
 /* The metric's value in a result (all of these are lower-is-better). */
 double tb_study_metric_value(tb_study_metric m, const tb_train_result *r);
+/* Sets what a run needs for metric m: for time to target, the workload's budget, eval period
+ * and stop-at-target (unless the config already sets a budget). */
+tb_status tb_study_prepare_config(tb_study_metric m, tb_train_config *c, tb_error *err);
 
 /* The seed a source gets in run `index` of a study with master seed `seed` (index 0 is the
  * base run every source shares). Distinct (seed, source, index) give distinct seeds. */
@@ -70,6 +75,15 @@ void tb_variance_study_free(tb_variance_study *study);
 typedef struct tb_compare_config {
     tb_train_config a, b;   /* the two sides: algorithm, hyperparameters, length */
     const char *name_a, *name_b;
+    /* Hyperparameter search (0 trials: none; a and b's hyperparameters are used as given).
+     * Each side draws search_trials points of its search space (AlgoPerf JSON text) from the
+     * scrambled Halton sequence, trains each on the base seeds, keeps the best by the metric,
+     * and retrains it `pairs` times (FixHOptEst(k, All), Bouthillier et al.). With `ideal`,
+     * every pair runs its own search on its own seeds instead (IdealEst(k)): pairs x trials
+     * trainings per side instead of pairs + trials. */
+    const char *space_a, *space_b;
+    int search_trials;
+    bool ideal;
     uint64_t seed;          /* master seed: pair i uses tb_study_seed(seed, s, i + 1) for every
                                source s, the same on both sides */
     int pairs;              /* >= 2 */
@@ -80,6 +94,8 @@ typedef struct tb_compare_config {
 } tb_compare_config;
 
 typedef struct tb_compare_result {
+    tb_hparams best_a, best_b; /* the configurations retrained (the first pair's with ideal) */
+    int64_t runs;           /* trainings done in all */
     int64_t n;              /* pairs where both runs finished */
     double *a, *b;          /* their metric values, owned */
     int64_t failed_a, failed_b;

@@ -67,11 +67,20 @@ static void cpu_bias_add(tb_backend *be, int64_t rows, int64_t cols, const float
 static void cpu_bias_grad(tb_backend *be, int64_t rows, int64_t cols, const float *dy, float *db)
 {
     (void)be;
+    /* column blocks, rows walked in order: every read is contiguous */
+    enum { BLOCK = 256 };
+    const int64_t blocks = (cols + BLOCK - 1) / BLOCK;
 #pragma omp parallel for schedule(static) if (rows * cols > 32768)
-    for (int64_t c = 0; c < cols; c++) {
-        double s = 0;
-        for (int64_t r = 0; r < rows; r++) s += dy[r * cols + c];
-        db[c] += (float)s;
+    for (int64_t blk = 0; blk < blocks; blk++) {
+        const int64_t c0 = blk * BLOCK, w = cols - c0 < BLOCK ? cols - c0 : BLOCK;
+        double acc[BLOCK];
+        for (int64_t c = 0; c < w; c++) acc[c] = 0.0;
+        for (int64_t r = 0; r < rows; r++) {
+            const float *row = dy + r * cols + c0;
+#pragma omp simd
+            for (int64_t c = 0; c < w; c++) acc[c] += row[c];
+        }
+        for (int64_t c = 0; c < w; c++) db[c0 + c] += (float)acc[c];
     }
 }
 
