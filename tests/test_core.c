@@ -1,6 +1,8 @@
 /* test_core.c: status messages, tensors and views, arenas, Philox streams. */
 #include "testutil.h"
 
+#include "backend/cpu/cpu.h"
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -141,6 +143,20 @@ static void test_arena_reuses_memory(void)
     tb_arena_destroy(a);
 }
 
+static void test_fast_exp(void)
+{
+    double worst = 0;
+    for (float x = -87.0f; x <= 88.0f; x += 0.0137f) {
+        double want = exp((double)x), got = tb_cpu_expf(x);
+        double rel = fabs(got - want) / want;
+        if (rel > worst) worst = rel;
+    }
+    CHECK(worst < 3e-7);
+    CHECK(tb_cpu_expf(-1000.0f) > 0.0f && tb_cpu_expf(-1000.0f) < 1e-37f);
+    CHECK(isfinite(tb_cpu_expf(1000.0f)));
+    CHECK(tb_cpu_expf(0.0f) == 1.0f);
+}
+
 static void test_status_messages(void)
 {
     tb_error err = {0};
@@ -160,5 +176,6 @@ int main(void)
     test_tensor_views();
     test_arena_reuses_memory();
     test_status_messages();
+    test_fast_exp();
     return tb_test_finish("test_core");
 }

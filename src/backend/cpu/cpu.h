@@ -4,6 +4,32 @@
 
 #include "backend/backend_impl.h"
 
+#include <stdint.h>
+#include <string.h>
+
+/* exp(x) for float, vectorisable (no libm call, no errno): x = k ln2 + r with |r| <= ln2/2,
+ * exp(r) by its degree-6 Taylor polynomial (relative error below 2e-7), times 2^k built in the
+ * exponent bits. Inputs are clamped to [-87, 88]: the result never overflows or goes
+ * subnormal (exp(-87) ~ 1.6e-38 stands in for smaller values). */
+static inline float tb_cpu_expf(float x)
+{
+    x = x < -87.0f ? -87.0f : (x > 88.0f ? 88.0f : x);
+    float kf = x * 1.44269504088896341f;
+    kf = kf >= 0.0f ? (float)(int32_t)(kf + 0.5f) : (float)(int32_t)(kf - 0.5f);
+    float r = x - kf * 0.693145751953125f - kf * 1.428606765330187e-06f;
+    float p = 1.0f / 720.0f;
+    p = p * r + 1.0f / 120.0f;
+    p = p * r + 1.0f / 24.0f;
+    p = p * r + 1.0f / 6.0f;
+    p = p * r + 0.5f;
+    p = p * r + 1.0f;
+    p = p * r + 1.0f;
+    int32_t bits = ((int32_t)kf + 127) << 23;
+    float scale;
+    memcpy(&scale, &bits, sizeof scale);
+    return p * scale;
+}
+
 void tb_cpu_register_dense(tb_backend_ops *ops);     /* cpu_dense.c: BLAS, element-wise */
 void tb_cpu_register_loss(tb_backend_ops *ops);      /* cpu_loss.c: losses, dropout */
 void tb_cpu_register_conv(tb_backend_ops *ops);      /* cpu_conv.c: conv2d, pooling */

@@ -106,7 +106,7 @@ static void cpu_attention_fwd(tb_backend *be, int b, int t, int c, int heads, co
                 mx = row[j] > mx ? row[j] : mx;
             double sum = 0.0;
             for (int64_t j = 0; j <= i; j++) {
-                row[j] = expf(row[j] - mx);
+                row[j] = tb_cpu_expf(row[j] - mx);
                 sum += row[j];
             }
             const float inv = (float)(1.0 / sum);

@@ -18,8 +18,9 @@ static void cpu_softmax_xent_fwd(tb_backend *be, int n, int c, const float *logi
         float zmax = z[0];
         for (int j = 1; j < c; j++) zmax = z[j] > zmax ? z[j] : zmax;
         double sum = 0, sum_z = 0;
+#pragma omp simd reduction(+ : sum, sum_z)
         for (int j = 0; j < c; j++) {
-            p[j] = expf(z[j] - zmax);
+            p[j] = tb_cpu_expf(z[j] - zmax);
             sum += p[j];
             sum_z += z[j] - zmax;
         }
