@@ -17,7 +17,9 @@ extern "C" {
 
 /* What one run contributes: a metric of the validation or test split after the run. */
 typedef enum tb_study_metric {
-    TB_METRIC_VALIDATION_ERROR = 0,
+    TB_METRIC_VALIDATION = 0,   /* the workload's own metric (error rate, loss, bits/char) */
+    TB_METRIC_TEST,             /* the same on the test split */
+    TB_METRIC_VALIDATION_ERROR,
     TB_METRIC_VALIDATION_LOSS,
     TB_METRIC_TEST_ERROR,
     TB_METRIC_TEST_LOSS,

@@ -8,9 +8,10 @@
 
 #include "trainbench/tune.h"
 
-#define N_METRICS 5
-static const char *const metric_names[N_METRICS] = {"validation_error", "validation_loss",
-                                                    "test_error", "test_loss", "time_to_target"};
+#define N_METRICS 7
+static const char *const metric_names[N_METRICS] = {
+    "validation", "test", "validation_error", "validation_loss", "test_error", "test_loss",
+    "time_to_target"};
 
 const char *tb_study_metric_name(tb_study_metric m)
 {
@@ -25,14 +26,16 @@ tb_status tb_study_metric_parse(const char *name, tb_study_metric *out, tb_error
             return TB_OK;
         }
     return tb_fail(err, TB_ERR_INVALID,
-                   "unknown metric '%s' (expected validation_error, validation_loss, "
-                   "test_error, test_loss or time_to_target)",
+                   "unknown metric '%s' (expected validation, test, validation_error, "
+                   "validation_loss, test_error, test_loss or time_to_target)",
                    name);
 }
 
 double tb_study_metric_value(tb_study_metric m, const tb_train_result *r)
 {
     switch (m) {
+    case TB_METRIC_VALIDATION: return r->validation.metric;
+    case TB_METRIC_TEST: return r->test.metric;
     case TB_METRIC_VALIDATION_ERROR: return r->validation.error_rate;
     case TB_METRIC_VALIDATION_LOSS: return r->validation.loss;
     case TB_METRIC_TEST_ERROR: return r->test.error_rate;
@@ -96,6 +99,7 @@ static tb_study_metric selection_metric(tb_study_metric m)
 {
     return m == TB_METRIC_TEST_ERROR  ? TB_METRIC_VALIDATION_ERROR
            : m == TB_METRIC_TEST_LOSS ? TB_METRIC_VALIDATION_LOSS
+           : m == TB_METRIC_TEST      ? TB_METRIC_VALIDATION
                                       : m;
 }
 
