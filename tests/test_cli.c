@@ -8,25 +8,9 @@
 static char out[65536];
 
 /* Runs the binary with args (shell syntax), captures stdout+stderr; returns the exit code. */
-static int run(const char *args)
-{
-    const char *bin = getenv("TB_BINARY");
-    char cmd[1024];
-    snprintf(cmd, sizeof cmd, "%s %s 2>&1", bin ? bin : "./trainbench", args);
-    FILE *p = popen(cmd, "r");
-    if (!p) return -1;
-    size_t n = fread(out, 1, sizeof out - 1, p);
-    out[n] = '\0';
-    int st = pclose(p);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
+static int run(const char *args) { return tb_test_run_cli(args, out, sizeof out); }
 
-static bool has(const char *needle)
-{
-    bool ok = strstr(out, needle) != NULL;
-    if (!ok) fprintf(stderr, "output lacks \"%s\":\n%s\n", needle, out);
-    return ok;
-}
+static bool has(const char *needle) { return tb_test_output_has(out, needle); }
 
 int main(void)
 {

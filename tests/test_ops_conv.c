@@ -9,25 +9,9 @@
 
 static tb_backend *g_be;
 
-/* Host copy of a variable's value (malloc'd). */
-static float *host_of(const tb_var *v)
-{
-    int64_t n = tb_tensor_numel(&v->value);
-    float *h = malloc((size_t)(n ? n : 1) * sizeof(float));
-    tb_tensor_download(&v->value, h, NULL);
-    return h;
-}
+static float *host_of(const tb_var *v) { return tb_test_host_copy(v); }
 
-static tb_tape *new_tape(void)
-{
-    tb_tape *t = NULL;
-    tb_error err = {0};
-    if (tb_tape_create(g_be, &t, &err) != TB_OK) {
-        fprintf(stderr, "tape: %s\n", err.message);
-        exit(1);
-    }
-    return t;
-}
+static tb_tape *new_tape(void) { return tb_test_tape(g_be); }
 
 /* ---- conv2d ---------------------------------------------------------------------------------- */
 

@@ -3,6 +3,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 
 tb_test_state *tb_test_state_get(void)
 {
@@ -205,4 +206,44 @@ bool tb_gradcheck(const char *name, tb_backend *be, tb_test_loss_fn fn, void *ct
     }
     tb_tape_destroy(tape);
     return all_ok;
+}
+
+float *tb_test_host_copy(const tb_var *v)
+{
+    int64_t n = tb_tensor_numel(&v->value);
+    float *h = malloc((size_t)(n ? n : 1) * sizeof(float));
+    if (!h) exit(1);
+    tb_tensor_download(&v->value, h, NULL);
+    return h;
+}
+
+tb_tape *tb_test_tape(tb_backend *be)
+{
+    tb_tape *t = NULL;
+    tb_error err = {0};
+    if (tb_tape_create(be, &t, &err) != TB_OK) {
+        fprintf(stderr, "tape: %s\n", err.message);
+        exit(1);
+    }
+    return t;
+}
+
+int tb_test_run_cli(const char *args, char *out, size_t cap)
+{
+    const char *bin = getenv("TB_BINARY");
+    char cmd[4096];
+    snprintf(cmd, sizeof cmd, "%s %s 2>&1", bin ? bin : "./trainbench", args);
+    FILE *p = popen(cmd, "r");
+    if (!p) return -1;
+    size_t n = fread(out, 1, cap - 1, p);
+    out[n] = '\0';
+    int st = pclose(p);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+bool tb_test_output_has(const char *out, const char *needle)
+{
+    bool ok = strstr(out, needle) != NULL;
+    if (!ok) fprintf(stderr, "output lacks \"%s\":\n%s\n", needle, out);
+    return ok;
 }

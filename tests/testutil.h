@@ -62,4 +62,16 @@ bool tb_gradcheck(const char *name, tb_backend *be, tb_test_loss_fn fn, void *ct
                   tb_var *const *inputs, int n_inputs, double h, double atol, double rtol,
                   int max_checks);
 
+/* Host copy of a variable's value (malloc'd; the caller frees). */
+float *tb_test_host_copy(const tb_var *v);
+/* A new tape on be; aborts the test if it cannot be created. */
+tb_tape *tb_test_tape(tb_backend *be);
+
+/* Runs the trainbench command ($TB_BINARY, or ./trainbench) with args in shell syntax,
+ * capturing stdout and stderr together into out (NUL-terminated); returns the exit code (-1 if
+ * it did not exit normally). */
+int tb_test_run_cli(const char *args, char *out, size_t cap);
+/* Whether out contains needle; prints out when not. */
+bool tb_test_output_has(const char *out, const char *needle);
+
 #endif
