@@ -24,7 +24,8 @@ static const char bench_usage[] =
     "  -s, --submission SPEC     an optimizer name (built-in baseline, e.g. sgd, adamw) or a\n"
     "                            path to a submission library (.so); repeatable (default: sgd\n"
     "                            and adamw)\n"
-    "  -w, --workload ID         repeatable (default: every workload with benchmark settings)\n"
+    "  -w, --workload ID         repeatable (default: every base workload; --variants adds\n"
+    "                            the held-out variants)\n"
     "      --ruleset NAME        external (tuned from the search space; default) or self\n"
     "                            (no hyperparameters, 1.5x the budget)\n"
     "      --studies N           studies per submission and workload\n"
@@ -34,6 +35,8 @@ static const char bench_usage[] =
     "      --eval-period SECONDS submission seconds between evals\n"
     "      --eval-examples N     evaluate on the first N validation (and test) examples\n"
     "      --full-targets        the workloads' real targets even with --preset quick\n"
+    "      --variants            also the held-out variants of every workload (with the\n"
+    "                            default workloads); score with --variant-rule\n"
     "      --run-to-budget       do not stop a trial at the target\n"
     "      --seed N              seeds every trial's sources of variation (default 0)\n"
     "  -t, --threads N           CPU threads per trial (default: all cores)\n"
@@ -52,7 +55,7 @@ static const char bench_usage[] =
 
 enum {
     OPT_DB = 1000, OPT_PRESET, OPT_NAME, OPT_RULESET, OPT_STUDIES, OPT_TRIALS, OPT_BUDGET,
-    OPT_EVAL_PERIOD, OPT_EVAL_EXAMPLES, OPT_FULL_TARGETS, OPT_RUN_TO_BUDGET, OPT_SEED,
+    OPT_EVAL_PERIOD, OPT_EVAL_EXAMPLES, OPT_FULL_TARGETS, OPT_VARIANTS, OPT_RUN_TO_BUDGET, OPT_SEED,
     OPT_TIMEOUT, OPT_SPACES, OPT_DATA, OPT_JSON,
 };
 
@@ -86,7 +89,7 @@ int tb_cli_bench(int argc, char **argv)
     const char *db = "results.db", *preset = "quick", *name = NULL;
     const char *subs[64], *wls[64];
     int n_subs = 0, n_wls = 0;
-    bool json = false, quiet = false, full_targets = false;
+    bool json = false, quiet = false, full_targets = false, variants = false;
     /* values given on the command line override the preset's */
     long studies = -1, trials = -1, threads = 0, eval_examples = -1;
     double budget = -1, eval_period = -1, timeout = 0;
@@ -107,6 +110,7 @@ int tb_cli_bench(int argc, char **argv)
         {"eval-period", required_argument, 0, OPT_EVAL_PERIOD},
         {"eval-examples", required_argument, 0, OPT_EVAL_EXAMPLES},
         {"full-targets", no_argument, 0, OPT_FULL_TARGETS},
+        {"variants", no_argument, 0, OPT_VARIANTS},
         {"run-to-budget", no_argument, 0, OPT_RUN_TO_BUDGET},
         {"seed", required_argument, 0, OPT_SEED},
         {"threads", required_argument, 0, 't'},
@@ -158,6 +162,7 @@ int tb_cli_bench(int argc, char **argv)
                 return TB_EXIT_USAGE;
             break;
         case OPT_FULL_TARGETS: full_targets = true; break;
+        case OPT_VARIANTS: variants = true; break;
         case OPT_RUN_TO_BUDGET: run_to_budget = true; break;
         case OPT_SEED:
             if (!tb_cli_parse_u64("--seed", optarg, &seed)) return TB_EXIT_USAGE;
@@ -204,6 +209,7 @@ int tb_cli_bench(int argc, char **argv)
         spec.trial.eval_train_examples = eval_examples;
     }
     if (full_targets) spec.quick_targets = false;
+    spec.include_variants = variants;
     spec.run_to_budget = run_to_budget;
     spec.seed = seed;
     spec.search_space_dir = spaces;

@@ -41,7 +41,7 @@ int main(void)
 
     /* a tiny real benchmark: one trial of sgd, self-tuning (defaults), then resumed */
     snprintf(args, sizeof args,
-             "bench --db %s --name tiny -s sgd --ruleset self --studies 1 --budget 0.3 "
+             "bench --db %s --name tiny -s sgd -w fmnist_mlp --ruleset self --studies 1 --budget 0.3 "
              "--eval-period 0.1 --eval-examples 200 --threads 2", db);
     CHECK(run(args) == 0 && has("1 run now") && has("score") && has("sgd"));
     CHECK(run(args) == 0 && has("1 reused") && has("(done before)"));
