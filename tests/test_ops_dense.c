@@ -129,6 +129,12 @@ static void test_activations(void)
     tb_test_var_free(x);
 }
 
+static tb_var *f_scale(tb_tape *t, tb_var *const *in, void *ctx)
+{
+    (void)ctx;
+    return tb_test_reduce(t, tb_op_scale(t, tb_op_tanh(t, in[0]), -2.5f));
+}
+
 /* residual: relu(x w^T) + x, so x receives two gradient contributions */
 static tb_var *f_residual(tb_tape *t, tb_var *const *in, void *ctx)
 {
@@ -154,6 +160,7 @@ static void test_composites(void)
     int64_t xs[2] = {3, 6}, ws[2] = {6, 6}, a[2] = {4, 3}, b[3] = {3, 1, 2};
     tb_var *in[2] = {tb_test_var(be, 2, xs, &r, -1, 1, true), tb_test_var(be, 2, ws, &r, -1, 1, true)};
     tb_gradcheck("residual add", be, f_residual, NULL, in, 2, 1e-2, 1e-3, 1e-2, 40);
+    tb_gradcheck("scale", be, f_scale, NULL, in, 1, 1e-2, 1e-3, 1e-2, 18);
     tb_var *in2[2] = {tb_test_var(be, 2, a, &r, -1, 1, true), tb_test_var(be, 3, b, &r, -1, 1, true)};
     tb_gradcheck("reshape/transpose/concat", be, f_shape_ops, NULL, in2, 2, 1e-2, 1e-3, 1e-2, 40);
     /* transpose values */

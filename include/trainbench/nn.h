@@ -102,6 +102,8 @@ tb_var *tb_op_gelu(tb_tape *tape, tb_var *x);
 tb_var *tb_op_silu(tb_tape *tape, tb_var *x);
 tb_var *tb_op_tanh(tb_tape *tape, tb_var *x);
 tb_var *tb_op_sigmoid(tb_tape *tape, tb_var *x);
+/* a * x for a constant a. */
+tb_var *tb_op_scale(tb_tape *tape, tb_var *x, float a);
 /* Residual add: a + b, same shape. */
 tb_var *tb_op_add(tb_tape *tape, tb_var *a, tb_var *b);
 /* A view with a new shape (one dimension may be -1); copies if x is not contiguous. */

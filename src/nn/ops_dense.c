@@ -209,6 +209,31 @@ tb_var *tb_op_add(tb_tape *t, tb_var *a, tb_var *b)
     return y;
 }
 
+/* ---- scale by a constant ---------------------------------------------------------------------- */
+
+static void scale_backward(tb_tape *t, tb_node *n)
+{
+    float *dx = tb_var_grad(t, n->in[0]);
+    if (dx)
+        tb_tape_ops(t)->axpy(tb_tape_be(t), tb_tensor_numel(&n->out->value), n->fattr[0],
+                             n->out->grad.data, dx);
+}
+
+tb_var *tb_op_scale(tb_tape *t, tb_var *x, float a)
+{
+    if (!tb_op_begin(t, 1, &x)) return NULL;
+    if (!tb_op_expect(t, "scale", "input", x, TB_F32, 0, TB_MAX_DIMS)) return NULL;
+    tb_var *y = tb_tape_output(t, TB_F32, x->value.ndim, x->value.shape, 1, &x);
+    if (!y) return NULL;
+    int64_t n = tb_tensor_numel(&x->value);
+    const tb_backend_ops *k = tb_tape_ops(t);
+    k->copy(tb_tape_be(t), y->value.data, x->value.data, (size_t)n * sizeof(float));
+    k->scale(tb_tape_be(t), y->value.data, n, a);
+    tb_node *node = tb_tape_record(t, "scale", scale_backward, y, 1, &x);
+    if (node) node->fattr[0] = a;
+    return y;
+}
+
 /* ---- reshape (a view: shares value memory; its gradient is the input's, viewed) ------------- */
 
 static void reshape_backward(tb_tape *t, tb_node *n)

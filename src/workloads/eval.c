@@ -120,8 +120,14 @@ tb_var *tb_workload_fisher_loss(tb_workload *wl, tb_tape *tape, tb_var *outputs,
 {
     if (!outputs || tb_tape_status(tape) != TB_OK) return NULL;
     if (wl->vt->sample_targets) {
+        /* the workload's loss averages over every output element; the Fisher is that of the
+         * per-example log-likelihood (a sum over the example's outputs, a mean over examples),
+         * which is what curvature optimizers' batch-mean convention expects */
         tb_var *y = wl->vt->sample_targets(wl, tape, outputs, rng);
-        return y ? tb_workload_loss_fn(wl, tape, outputs, y) : NULL;
+        tb_var *loss = y ? tb_workload_loss_fn(wl, tape, outputs, y) : NULL;
+        int64_t rows = outputs->value.shape[0];
+        int64_t per_example = rows > 0 ? tb_tensor_numel(&outputs->value) / rows : 1;
+        return tb_op_scale(tape, loss, (float)per_example);
     }
     /* softmax outputs [..., C]: sample a class per row */
     int64_t flat[2] = {-1, outputs->value.shape[outputs->value.ndim - 1]};
