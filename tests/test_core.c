@@ -155,6 +155,7 @@ static void test_fast_exp(void)
     CHECK(tb_cpu_expf(-1000.0f) > 0.0f && tb_cpu_expf(-1000.0f) < 1e-37f);
     CHECK(isfinite(tb_cpu_expf(1000.0f)));
     CHECK(tb_cpu_expf(0.0f) == 1.0f);
+    CHECK(isnan(tb_cpu_expf(NAN)));
 }
 
 static void test_status_messages(void)

@@ -10,9 +10,11 @@
 /* exp(x) for float, vectorisable (no libm call, no errno): x = k ln2 + r with |r| <= ln2/2,
  * exp(r) by its degree-6 Taylor polynomial (relative error below 2e-7), times 2^k built in the
  * exponent bits. Inputs are clamped to [-87, 88]: the result never overflows or goes
- * subnormal (exp(-87) ~ 1.6e-38 stands in for smaller values). */
+ * subnormal (exp(-87) ~ 1.6e-38 stands in for smaller values); NaN gives NaN. */
 static inline float tb_cpu_expf(float x)
 {
+    /* NaN stays NaN (a diverging run must show as one); the clamp also keeps k in range */
+    if (x != x) return x;
     x = x < -87.0f ? -87.0f : (x > 88.0f ? 88.0f : x);
     float kf = x * 1.44269504088896341f;
     kf = kf >= 0.0f ? (float)(int32_t)(kf + 0.5f) : (float)(int32_t)(kf - 0.5f);
@@ -24,7 +26,7 @@ static inline float tb_cpu_expf(float x)
     p = p * r + 0.5f;
     p = p * r + 1.0f;
     p = p * r + 1.0f;
-    int32_t bits = ((int32_t)kf + 127) << 23;
+    uint32_t bits = (uint32_t)((int32_t)kf + 127) << 23;
     float scale;
     memcpy(&scale, &bits, sizeof scale);
     return p * scale;
