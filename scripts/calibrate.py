@@ -100,49 +100,8 @@ def main():
                     rows.append(["search", algo, i, 0, json.dumps(hp), t, m, res.get("status")])
                 print("%s search %s %d %s best %.4f" % (w, algo, i, hp, best), flush=True)
         best, algo, hp = min(trials, key=lambda x: x[0])
-        reruns = []
-        for r in range(args.reruns):
-            evals, res = run(args, w, algo, hp, 1000 + r, args.search_time, period)
-            reruns.append((evals, res))
-            for t, m in evals:
-                rows.append(["rerun", algo, r, 1000 + r, json.dumps(hp), t, m, res.get("status")])
-        target = statistics.median(best_of(e) for e, _ in reruns)
-        tests = [res["test"]["metric"] for _, res in reruns if res.get("status") == "ok"]
-        test_target = statistics.median(tests) if tests else float("nan")
-        ttt = []
-        for evals, _ in reruns:
-            hit = [t for t, m in evals if m <= target]
-            ttt.append(hit[0] if hit else float("inf"))
-        finite = [t for t in ttt if math.isfinite(t)]
-        budget = math.ceil(args.budget_factor * max(finite) / 10) * 10 if finite else float("nan")
-        with open(os.path.join(args.out, w + ".csv"), "w", newline="") as f:
-            cw = csv.writer(f)
-            cw.writerow(["phase", "algorithm", "trial", "seed", "hparams", "time_s",
-                         "validation_metric", "status"])
-            cw.writerows(rows)
-        summary[w] = {"workload": w, "algorithm": algo, "hparams": json.dumps(hp),
-                      "validation_target": "%.4g" % target, "test_target": "%.4g" % test_target,
-                      "budget_s": budget, "median_time_to_target_s":
-                      "%.1f" % statistics.median(ttt) if finite else "inf",
-                      "reached": "%d/%d" % (len(finite), len(ttt)), "trials": 2 * args.trials,
-                      "reruns": args.reruns, "search_time_s": args.search_time,
-                      "date": time.strftime("%Y-%m-%d"), "load": "%.1f" % os.getloadavg()[0]}
-        print(w, summary[w], flush=True)
-        with open(summary_path, "w", newline="") as f:
-            cw = csv.DictWriter(f, fieldnames=list(summary[w].keys()))
-            cw.writeheader()
-            for k in sorted(summary):
-                cw.writerow(summary[k])
-        with open(os.path.join(args.out, "table.md"), "w") as f:
-            f.write("| workload | baseline | validation target | test target | budget (s) | "
-                    "median time to target (s) | reached | trials + reruns | load |\n")
-            f.write("| --- | --- | --- | --- | --- | --- | --- | --- | --- |\n")
-            for k in sorted(summary):
-                s = summary[k]
-                f.write("| %s | %s %s | %s | %s | %s | %s | %s | %s + %s | %s |\n" % (
-                    k, s["algorithm"], s["hparams"], s["validation_target"], s["test_target"],
-                    s["budget_s"], s["median_time_to_target_s"], s["reached"], s["trials"],
-                    s["reruns"], s["load"]))
+        summary[w] = rerun_and_summarize(args, w, algo, hp, rows, 2 * args.trials)
+        write_summary(args, summary, summary_path)
 
 VARIANTS = {"fmnist_mlp": ["fmnist_mlp_tanh", "fmnist_mlp_narrow"],
             "fmnist_cnn": ["fmnist_cnn_silu", "fmnist_cnn_nonorm"],
@@ -162,37 +121,45 @@ def calibrate_variants(args, summary, summary_path):
             print("%s: base %s is not calibrated yet" % (v, base), flush=True)
             continue
         algo, hp = summary[base]["algorithm"], json.loads(summary[base]["hparams"])
-        period = max(args.search_time / 8, 5)
-        reruns, rows = [], []
-        for r in range(args.reruns):
-            evals, res = run(args, v, algo, hp, 1000 + r, args.search_time, period)
-            reruns.append((evals, res))
-            for t, m in evals:
-                rows.append(["rerun", algo, r, 1000 + r, json.dumps(hp), t, m, res.get("status")])
-        target = statistics.median(best_of(e) for e, _ in reruns)
-        tests = [res["test"]["metric"] for _, res in reruns if res.get("status") == "ok"]
-        ttt = []
-        for evals, _ in reruns:
-            hit = [t for t, m in evals if m <= target]
-            ttt.append(hit[0] if hit else float("inf"))
-        finite = [t for t in ttt if math.isfinite(t)]
-        budget = math.ceil(args.budget_factor * max(finite) / 10) * 10 if finite else float("nan")
-        with open(os.path.join(args.out, v + ".csv"), "w", newline="") as f:
-            cw = csv.writer(f)
-            cw.writerow(["phase", "algorithm", "trial", "seed", "hparams", "time_s",
-                         "validation_metric", "status"])
-            cw.writerows(rows)
-        summary[v] = {"workload": v, "algorithm": algo, "hparams": json.dumps(hp),
-                      "validation_target": "%.4g" % target,
-                      "test_target": "%.4g" % (statistics.median(tests) if tests else
-                                               float("nan")),
-                      "budget_s": budget, "median_time_to_target_s":
-                      "%.1f" % statistics.median(ttt) if finite else "inf",
-                      "reached": "%d/%d" % (len(finite), len(ttt)), "trials": 0,
-                      "reruns": args.reruns, "search_time_s": args.search_time,
-                      "date": time.strftime("%Y-%m-%d"), "load": "%.1f" % os.getloadavg()[0]}
-        print(v, summary[v], flush=True)
+        summary[v] = rerun_and_summarize(args, v, algo, hp, [], 0)
         write_summary(args, summary, summary_path)
+
+
+def rerun_and_summarize(args, w, algo, hp, rows, trials):
+    """Reruns (algo, hp) on workload w --reruns times with other seeds, writes every evaluation
+    (after the search's `rows`) to <out>/<w>.csv and returns w's summary row: the validation
+    target (median best over reruns), the test target (median final test metric) and the
+    budget (--budget-factor x the slowest rerun's time to the target, rounded up to 10 s)."""
+    period = max(args.search_time / 8, 5)
+    reruns = []
+    for r in range(args.reruns):
+        evals, res = run(args, w, algo, hp, 1000 + r, args.search_time, period)
+        reruns.append((evals, res))
+        for t, m in evals:
+            rows.append(["rerun", algo, r, 1000 + r, json.dumps(hp), t, m, res.get("status")])
+    target = statistics.median(best_of(e) for e, _ in reruns)
+    tests = [res["test"]["metric"] for _, res in reruns if res.get("status") == "ok"]
+    test_target = statistics.median(tests) if tests else float("nan")
+    ttt = []
+    for evals, _ in reruns:
+        hit = [t for t, m in evals if m <= target]
+        ttt.append(hit[0] if hit else float("inf"))
+    finite = [t for t in ttt if math.isfinite(t)]
+    budget = math.ceil(args.budget_factor * max(finite) / 10) * 10 if finite else float("nan")
+    with open(os.path.join(args.out, w + ".csv"), "w", newline="") as f:
+        cw = csv.writer(f)
+        cw.writerow(["phase", "algorithm", "trial", "seed", "hparams", "time_s",
+                     "validation_metric", "status"])
+        cw.writerows(rows)
+    row = {"workload": w, "algorithm": algo, "hparams": json.dumps(hp),
+           "validation_target": "%.4g" % target, "test_target": "%.4g" % test_target,
+           "budget_s": budget, "median_time_to_target_s":
+           "%.1f" % statistics.median(ttt) if finite else "inf",
+           "reached": "%d/%d" % (len(finite), len(ttt)), "trials": trials,
+           "reruns": args.reruns, "search_time_s": args.search_time,
+           "date": time.strftime("%Y-%m-%d"), "load": "%.1f" % os.getloadavg()[0]}
+    print(w, row, flush=True)
+    return row
 
 
 def write_summary(args, summary, summary_path):
