@@ -27,8 +27,8 @@ typedef struct tf_model {
     tf_block b[TF_MAX_BLOCKS];
     tb_var *lnf_g, *lnf_b;
     tb_linear_layer head;
-    int32_t *pos_host;
-    int64_t pos_cap;
+    tb_tensor pos_idx;    /* device [cap] of i % pos_t: the position of every token of a batch */
+    int64_t pos_cap, pos_t;
 } tf_model;
 
 static tb_status tf_load(tb_workload *wl, const tb_workload_config *cfg, tb_error *err)
@@ -126,16 +126,26 @@ static tb_var *tf_forward(tb_workload *wl, tb_tape *tape, tb_var *x, tb_rng *dro
     if (t > TF_CONTEXT)
         return tb_tape_fail(tape, TB_ERR_SHAPE, "context %lld exceeds %d", (long long)t,
                             TF_CONTEXT);
-    if (n * t > m->pos_cap) {
-        int32_t *p = realloc(m->pos_host, (size_t)(n * t) * sizeof *p);
-        if (!p) return tb_tape_fail(tape, TB_ERR_NOMEM, "out of memory for positions");
-        m->pos_host = p;
-        m->pos_cap = n * t;
+    if (n * t > m->pos_cap || t != m->pos_t) {
+        /* positions are the same for every batch of this context length: upload them once */
+        int64_t cap = n * t;
+        int32_t *host = malloc((size_t)cap * sizeof *host);
+        tb_tensor_free(&m->pos_idx);
+        tb_error err = {0};
+        if (!host || tb_tensor_alloc(wl->be, TB_I32, 1, &cap, &m->pos_idx, &err) != TB_OK) {
+            free(host);
+            m->pos_cap = 0;
+            return tb_tape_fail(tape, TB_ERR_NOMEM, "out of memory for positions");
+        }
+        for (int64_t i = 0; i < cap; i++) host[i] = (int32_t)(i % t);
+        tb_tensor_upload(&m->pos_idx, host, NULL);
+        free(host);
+        m->pos_cap = cap;
+        m->pos_t = t;
     }
-    for (int64_t i = 0; i < n * t; i++) m->pos_host[i] = (int32_t)(i % t);
-    tb_var *pos = tb_tape_new_var(tape, TB_I32, 2, shape, false);
+    tb_tensor pos_view = tb_tensor_wrap(wl->be, m->pos_idx.data, TB_I32, 2, shape);
+    tb_var *pos = tb_tape_constant(tape, &pos_view);
     if (!pos) return NULL;
-    tb_backend_upload(wl->be, pos->value.data, m->pos_host, (size_t)(n * t) * sizeof(int32_t));
     tb_var *h = tb_op_add(tape, tb_op_embedding(tape, m->tok, x),
                           tb_op_embedding(tape, m->pos, pos));
     for (int i = 0; i < o->blocks; i++) {
@@ -163,7 +173,7 @@ static tb_var *tf_loss(tb_workload *wl, tb_tape *tape, tb_var *outputs, tb_var *
 static void tf_destroy(tb_workload *wl)
 {
     tf_model *m = wl->model;
-    free(m->pos_host);
+    tb_tensor_free(&m->pos_idx);
     free(m);
 }
 
