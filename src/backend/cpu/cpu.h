@@ -13,11 +13,12 @@
  * subnormal (exp(-87) ~ 1.6e-38 stands in for smaller values); NaN gives NaN. */
 static inline float tb_cpu_expf(float x)
 {
-    /* NaN stays NaN (a diverging run must show as one); the clamp also keeps k in range */
-    if (x != x) return x;
+    /* NaN stays NaN (a diverging run must show as one), by a select at the end so the
+     * function stays branch-free and loops calling it vectorise; the clamp keeps k in range */
+    const float in = x;
     x = x < -87.0f ? -87.0f : (x > 88.0f ? 88.0f : x);
-    float kf = x * 1.44269504088896341f;
-    kf = kf >= 0.0f ? (float)(int32_t)(kf + 0.5f) : (float)(int32_t)(kf - 0.5f);
+    /* k = round(x / ln2) by the 1.5 * 2^23 trick (exact for |k| < 2^22; here |k| <= 127) */
+    const float kf = (x * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
     float r = x - kf * 0.693145751953125f - kf * 1.428606765330187e-06f;
     float p = 1.0f / 720.0f;
     p = p * r + 1.0f / 120.0f;
@@ -29,7 +30,7 @@ static inline float tb_cpu_expf(float x)
     uint32_t bits = (uint32_t)((int32_t)kf + 127) << 23;
     float scale;
     memcpy(&scale, &bits, sizeof scale);
-    return p * scale;
+    return in != in ? in : p * scale;
 }
 
 void tb_cpu_register_dense(tb_backend_ops *ops);     /* cpu_dense.c: BLAS, element-wise */

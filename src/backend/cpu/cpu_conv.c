@@ -1,149 +1,153 @@
 /* cpu_conv.c: 2-D convolution (im2col + OpenBLAS sgemm), max/avg pooling and global average
  * pooling on NCHW tensors, parallelised with OpenMP.
  *
- * Convolution works on chunks of `nb` images at a time. The chunk's im2col matrix is laid out
- * as col[K, nb * HWo] (K = c_in kh kw; the nb images side by side in each row), so one gemm
- *     out[c_out, nb * HWo] = w[c_out, K] col[K, nb * HWo]
- * computes the whole chunk; small feature maps thus still give wide, efficient products. For
- * nb == 1 the gemm writes straight into y (and reads dy directly in the backward pass), so the
- * staging buffer is skipped. The chunk size depends only on the shape, so conv2d_workspace, the
- * forward and the backward pass agree on it; the workspace holds col and the staging buffer. */
+ * Convolution is parallel over images, not inside the products: each thread takes every T-th
+ * image, builds that image's im2col matrix col[K, HWo] (K = c_in kh kw) in its own slice of the
+ * workspace, where it stays in the core's cache, and calls sgemm on it; OpenBLAS runs
+ * single-threaded inside an OpenMP parallel region. Per image:
+ *     forward   y_b[c_out, HWo]  = w[c_out, K] col_b + bias
+ *     backward  dw_t[c_out, K]  += dy_b col_b^T      (a private dw per thread, summed in order)
+ *               col_b            = w^T dy_b, then dx_b += col2im(col_b)
+ * Threads own whole images, so no two write the same dx or y element, and the sum of the
+ * per-thread dw is taken in a fixed order: results depend on the thread count only. For
+ * stride 1 (the common case) im2col and col2im move whole row segments (memcpy / vector adds)
+ * instead of testing every element against the padding. */
 #include "backend/cpu/cpu.h"
 
 #include <float.h>
 #include <string.h>
 
-#include <cblas.h>
+#include <omp.h>
 
-/* Columns (nb * HWo) a chunk aims for, and the most workspace a chunk may take (at least one
- * image is always processed, whatever its size). The workspace is step memory that lives until
- * the tape is reset, once per conv op, so it is kept modest. */
-#define CONV_TARGET_COLS 2048
-#define CONV_MAX_WORKSPACE ((size_t)16 << 20)
+#include <cblas.h>
 
 static int64_t conv_k(const tb_conv_shape *s) { return (int64_t)s->c_in * s->kh * s->kw; }
 static int64_t conv_hwo(const tb_conv_shape *s) { return (int64_t)s->h_out * s->w_out; }
 
-/* Images per chunk. */
-static int conv_chunk(const tb_conv_shape *s)
+static int conv_threads(const tb_backend *be, const tb_conv_shape *s)
 {
-    int64_t hwo = conv_hwo(s), k = conv_k(s);
-    int64_t nb = (CONV_TARGET_COLS + hwo - 1) / hwo;
-    if (nb > s->n) nb = s->n;
-    /* floats per image: its col block plus its staging block */
-    int64_t per_image = (k + s->c_out) * hwo;
-    int64_t cap = (int64_t)(CONV_MAX_WORKSPACE / sizeof(float)) / (per_image > 0 ? per_image : 1);
-    if (nb > cap) nb = cap;
-    return nb < 1 ? 1 : (int)nb;
+    int t = be->threads > 0 ? be->threads : 1;
+    return s->n < t ? (s->n > 0 ? s->n : 1) : t;
+}
+
+/* Floats of one thread's workspace slice: col[K, HWo] and a private dw[c_out, K]. */
+static int64_t conv_slice(const tb_conv_shape *s)
+{
+    return conv_k(s) * conv_hwo(s) + (int64_t)s->c_out * conv_k(s);
 }
 
 static size_t cpu_conv2d_workspace(tb_backend *be, const tb_conv_shape *s)
 {
-    (void)be;
-    int64_t nb = conv_chunk(s), hwo = conv_hwo(s);
-    int64_t floats = conv_k(s) * nb * hwo;
-    if (nb > 1) floats += (int64_t)s->c_out * nb * hwo; /* staging buffer */
-    return (size_t)floats * sizeof(float);
+    return (size_t)conv_threads(be, s) * (size_t)conv_slice(s) * sizeof(float);
 }
 
-/* col[K, nb HWo] from images x[b0 .. b0+nb). */
-static void im2col(const tb_conv_shape *s, const float *x, int b0, int nb, float *col)
+/* The output columns [lo, hi) of kernel column kj whose input column lies inside the image
+ * (stride 1): iw = ow - pad + kj in [0, W). */
+static void valid_cols(const tb_conv_shape *s, int kj, int *lo, int *hi)
+{
+    int a = s->pad - kj, b = s->w + s->pad - kj;
+    *lo = a < 0 ? 0 : (a > s->w_out ? s->w_out : a);
+    *hi = b > s->w_out ? s->w_out : (b < *lo ? *lo : b);
+}
+
+/* col[K, HWo] of one image x[c_in, H, W]. */
+static void im2col(const tb_conv_shape *s, const float *x, float *col)
 {
     const int H = s->h, W = s->w, Ho = s->h_out, Wo = s->w_out, kh = s->kh, kw = s->kw;
-    const int st = s->stride, pad = s->pad, cin = s->c_in;
-    const int64_t hwo = conv_hwo(s), ld = (int64_t)nb * hwo;
-    const bool par = (int64_t)nb * cin * kh * kw * hwo > 16384;
-#pragma omp parallel for collapse(2) schedule(static) if (par)
-    for (int b = 0; b < nb; b++)
-        for (int c = 0; c < cin; c++) {
-            const float *xp = x + ((int64_t)(b0 + b) * cin + c) * H * W;
-            for (int ki = 0; ki < kh; ki++)
-                for (int kj = 0; kj < kw; kj++) {
-                    float *dst = col + ((int64_t)(c * kh + ki) * kw + kj) * ld + b * hwo;
-                    for (int oh = 0; oh < Ho; oh++) {
-                        int ih = oh * st - pad + ki;
-                        float *d = dst + (int64_t)oh * Wo;
-                        if (ih < 0 || ih >= H) {
-                            memset(d, 0, (size_t)Wo * sizeof(float));
-                            continue;
-                        }
-                        const float *xr = xp + (int64_t)ih * W;
-                        for (int ow = 0; ow < Wo; ow++) {
-                            int iw = ow * st - pad + kj;
-                            d[ow] = (iw >= 0 && iw < W) ? xr[iw] : 0.0f;
-                        }
+    const int st = s->stride, pad = s->pad;
+    const int64_t hwo = conv_hwo(s);
+    for (int c = 0; c < s->c_in; c++) {
+        const float *xp = x + (int64_t)c * H * W;
+        for (int ki = 0; ki < kh; ki++)
+            for (int kj = 0; kj < kw; kj++) {
+                float *dst = col + ((int64_t)(c * kh + ki) * kw + kj) * hwo;
+                int lo = 0, hi = 0;
+                if (st == 1) valid_cols(s, kj, &lo, &hi);
+                for (int oh = 0; oh < Ho; oh++) {
+                    int ih = oh * st - pad + ki;
+                    float *d = dst + (int64_t)oh * Wo;
+                    if (ih < 0 || ih >= H) {
+                        memset(d, 0, (size_t)Wo * sizeof(float));
+                        continue;
                     }
-                }
-        }
-}
-
-/* dx[b0 .. b0+nb) += col2im(col). Each (image, channel) plane is owned by one thread. */
-static void col2im_add(const tb_conv_shape *s, const float *col, int b0, int nb, float *dx)
-{
-    const int H = s->h, W = s->w, Ho = s->h_out, Wo = s->w_out, kh = s->kh, kw = s->kw;
-    const int st = s->stride, pad = s->pad, cin = s->c_in;
-    const int64_t hwo = conv_hwo(s), ld = (int64_t)nb * hwo;
-    const bool par = (int64_t)nb * cin * kh * kw * hwo > 16384;
-#pragma omp parallel for collapse(2) schedule(static) if (par)
-    for (int b = 0; b < nb; b++)
-        for (int c = 0; c < cin; c++) {
-            float *xp = dx + ((int64_t)(b0 + b) * cin + c) * H * W;
-            for (int ki = 0; ki < kh; ki++)
-                for (int kj = 0; kj < kw; kj++) {
-                    const float *src = col + ((int64_t)(c * kh + ki) * kw + kj) * ld + b * hwo;
-                    for (int oh = 0; oh < Ho; oh++) {
-                        int ih = oh * st - pad + ki;
-                        if (ih < 0 || ih >= H) continue;
-                        const float *sr = src + (int64_t)oh * Wo;
-                        float *xr = xp + (int64_t)ih * W;
-                        for (int ow = 0; ow < Wo; ow++) {
-                            int iw = ow * st - pad + kj;
-                            if (iw >= 0 && iw < W) xr[iw] += sr[ow];
-                        }
+                    const float *xr = xp + (int64_t)ih * W;
+                    if (st == 1) {
+                        for (int ow = 0; ow < lo; ow++) d[ow] = 0.0f;
+                        if (hi > lo)
+                            memcpy(d + lo, xr + lo - pad + kj, (size_t)(hi - lo) * sizeof(float));
+                        for (int ow = hi; ow < Wo; ow++) d[ow] = 0.0f;
+                        continue;
                     }
-                }
-        }
-}
-
-static void cpu_conv2d_fwd(tb_backend *be, const tb_conv_shape *s, const float *x, const float *w,
-                           const float *bias, float *y, void *workspace)
-{
-    const int nb_max = conv_chunk(s), cout = s->c_out;
-    const int64_t hwo = conv_hwo(s), k = conv_k(s);
-    float *col = workspace;
-    float *stage = col + k * nb_max * hwo;
-    for (int b0 = 0; b0 < s->n; b0 += nb_max) {
-        int nb = s->n - b0 < nb_max ? s->n - b0 : nb_max;
-        int64_t cols = nb * hwo;
-        im2col(s, x, b0, nb, col);
-        float *yb = y + (int64_t)b0 * cout * hwo;
-        float *out = nb == 1 ? yb : stage;
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, cout, (int)cols, (int)k, 1.0f, w,
-                    (int)k, col, (int)cols, 0.0f, out, (int)cols);
-        be->gemm_flops += 2ull * (uint64_t)cout * (uint64_t)cols * (uint64_t)k;
-        /* scatter out[c_out, nb, HWo] to y[nb, c_out, HWo], adding the bias */
-#pragma omp parallel for collapse(2) schedule(static) if (cols * cout > 32768)
-        for (int b = 0; b < nb; b++)
-            for (int o = 0; o < cout; o++) {
-                float *dst = yb + ((int64_t)b * cout + o) * hwo;
-                const float *src = out + (int64_t)o * cols + b * hwo;
-                float bv = bias ? bias[o] : 0.0f;
-                if (dst == src) {
-                    if (bias)
-                        for (int64_t p = 0; p < hwo; p++) dst[p] += bv;
-                } else {
-                    for (int64_t p = 0; p < hwo; p++) dst[p] = src[p] + bv;
+                    for (int ow = 0; ow < Wo; ow++) {
+                        int iw = ow * st - pad + kj;
+                        d[ow] = (iw >= 0 && iw < W) ? xr[iw] : 0.0f;
+                    }
                 }
             }
     }
 }
 
+/* dx[c_in, H, W] += col2im(col) for one image. */
+static void col2im_add(const tb_conv_shape *s, const float *col, float *dx)
+{
+    const int H = s->h, W = s->w, Ho = s->h_out, Wo = s->w_out, kh = s->kh, kw = s->kw;
+    const int st = s->stride, pad = s->pad;
+    const int64_t hwo = conv_hwo(s);
+    for (int c = 0; c < s->c_in; c++) {
+        float *xp = dx + (int64_t)c * H * W;
+        for (int ki = 0; ki < kh; ki++)
+            for (int kj = 0; kj < kw; kj++) {
+                const float *src = col + ((int64_t)(c * kh + ki) * kw + kj) * hwo;
+                int lo = 0, hi = 0;
+                if (st == 1) valid_cols(s, kj, &lo, &hi);
+                for (int oh = 0; oh < Ho; oh++) {
+                    int ih = oh * st - pad + ki;
+                    if (ih < 0 || ih >= H) continue;
+                    const float *sr = src + (int64_t)oh * Wo;
+                    float *xr = xp + (int64_t)ih * W;
+                    if (st == 1) {
+                        float *xo = xr + lo - pad + kj;
+                        const float *so = sr + lo;
+#pragma omp simd
+                        for (int i = 0; i < hi - lo; i++) xo[i] += so[i];
+                        continue;
+                    }
+                    for (int ow = 0; ow < Wo; ow++) {
+                        int iw = ow * st - pad + kj;
+                        if (iw >= 0 && iw < W) xr[iw] += sr[ow];
+                    }
+                }
+            }
+    }
+}
+
+static void cpu_conv2d_fwd(tb_backend *be, const tb_conv_shape *s, const float *x, const float *w,
+                           const float *bias, float *y, void *workspace)
+{
+    const int threads = conv_threads(be, s), cout = s->c_out;
+    const int64_t hwo = conv_hwo(s), k = conv_k(s), chw = (int64_t)s->c_in * s->h * s->w;
+#pragma omp parallel num_threads(threads) if (threads > 1)
+    {
+        const int tid = omp_get_thread_num(), nth = omp_get_num_threads();
+        float *col = (float *)workspace + (int64_t)tid * conv_slice(s);
+        for (int b = tid; b < s->n; b += nth) {
+            float *yb = y + (int64_t)b * cout * hwo;
+            if (bias)
+                for (int o = 0; o < cout; o++)
+                    for (int64_t p = 0; p < hwo; p++) yb[o * hwo + p] = bias[o];
+            im2col(s, x + (int64_t)b * chw, col);
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, cout, (int)hwo, (int)k, 1.0f,
+                        w, (int)k, col, (int)hwo, bias ? 1.0f : 0.0f, yb, (int)hwo);
+        }
+    }
+    be->gemm_flops += 2ull * (uint64_t)s->n * (uint64_t)cout * (uint64_t)hwo * (uint64_t)k;
+}
+
 static void cpu_conv2d_bwd(tb_backend *be, const tb_conv_shape *s, const float *x, const float *w,
                            const float *dy, float *dx, float *dw, float *db, void *workspace)
 {
-    (void)be;
-    const int nb_max = conv_chunk(s), cout = s->c_out;
-    const int64_t hwo = conv_hwo(s), k = conv_k(s);
+    const int threads = conv_threads(be, s), cout = s->c_out;
+    const int64_t hwo = conv_hwo(s), k = conv_k(s), chw = (int64_t)s->c_in * s->h * s->w;
     if (db) {
 #pragma omp parallel for schedule(static) if ((int64_t)s->n * cout * hwo > 32768)
         for (int o = 0; o < cout; o++) {
@@ -151,6 +155,7 @@ static void cpu_conv2d_bwd(tb_backend *be, const tb_conv_shape *s, const float *
             for (int b = 0; b < s->n; b++) {
                 const float *d = dy + ((int64_t)b * cout + o) * hwo;
                 float part = 0;
+#pragma omp simd reduction(+ : part)
                 for (int64_t p = 0; p < hwo; p++) part += d[p];
                 acc += part;
             }
@@ -158,39 +163,71 @@ static void cpu_conv2d_bwd(tb_backend *be, const tb_conv_shape *s, const float *
         }
     }
     if (!dx && !dw) return;
-    float *col = workspace;
-    float *stage = col + k * nb_max * hwo;
-    for (int b0 = 0; b0 < s->n; b0 += nb_max) {
-        int nb = s->n - b0 < nb_max ? s->n - b0 : nb_max;
-        int64_t cols = nb * hwo;
-        const float *dyb = dy + (int64_t)b0 * cout * hwo;
-        const float *g = dyb; /* dy of the chunk as [c_out, nb HWo] */
-        if (nb > 1) {
-#pragma omp parallel for collapse(2) schedule(static) if (cols * cout > 32768)
-            for (int b = 0; b < nb; b++)
-                for (int o = 0; o < cout; o++)
-                    memcpy(stage + (int64_t)o * cols + b * hwo,
-                           dyb + ((int64_t)b * cout + o) * hwo, (size_t)hwo * sizeof(float));
-            g = stage;
-        }
-        if (dw) {
-            im2col(s, x, b0, nb, col);
-            /* dw[c_out, K] += g[c_out, cols] col[K, cols]^T */
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, cout, (int)k, (int)cols, 1.0f, g,
-                        (int)cols, col, (int)cols, 1.0f, dw, (int)k);
-            be->gemm_flops += 2ull * (uint64_t)cout * (uint64_t)cols * (uint64_t)k;
-        }
-        if (dx) {
-            /* dcol[K, cols] = w[c_out, K]^T g[c_out, cols] */
-            cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)k, (int)cols, cout, 1.0f, w,
-                        (int)k, g, (int)cols, 0.0f, col, (int)cols);
-            be->gemm_flops += 2ull * (uint64_t)cout * (uint64_t)cols * (uint64_t)k;
-            col2im_add(s, col, b0, nb, dx);
+    int used = 1; /* threads the region actually ran with (fewer when nested) */
+#pragma omp parallel num_threads(threads) if (threads > 1)
+    {
+        const int tid = omp_get_thread_num(), nth = omp_get_num_threads();
+        float *col = (float *)workspace + (int64_t)tid * conv_slice(s);
+        float *dw_t = col + k * hwo;
+#pragma omp single
+        used = nth;
+        if (dw) memset(dw_t, 0, (size_t)(cout * k) * sizeof(float));
+        for (int b = tid; b < s->n; b += nth) {
+            const float *dyb = dy + (int64_t)b * cout * hwo;
+            if (dw) {
+                im2col(s, x + (int64_t)b * chw, col);
+                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, cout, (int)k, (int)hwo,
+                            1.0f, dyb, (int)hwo, col, (int)hwo, 1.0f, dw_t, (int)k);
+            }
+            if (dx) {
+                cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)k, (int)hwo, cout,
+                            1.0f, w, (int)k, dyb, (int)hwo, 0.0f, col, (int)hwo);
+                col2im_add(s, col, dx + (int64_t)b * chw);
+            }
         }
     }
+    if (dw) {
+        /* the threads' partial sums, added in thread order */
+        for (int t = 0; t < used; t++) {
+            const float *part = (const float *)workspace + (int64_t)t * conv_slice(s) + k * hwo;
+            for (int64_t i = 0; i < cout * k; i++) dw[i] += part[i];
+        }
+    }
+    uint64_t one = 2ull * (uint64_t)s->n * (uint64_t)cout * (uint64_t)hwo * (uint64_t)k;
+    be->gemm_flops += (dw ? one : 0) + (dx ? one : 0);
 }
 
 /* ---- pooling --------------------------------------------------------------------------------- */
+
+/* One output of a window: the first valid element, a larger one, or a NaN (which propagates). */
+static inline void max_take(float v, int32_t i, float *best, int32_t *at)
+{
+    bool take = v > *best || v != v;
+    *best = take ? v : *best;
+    *at = take ? i : *at;
+}
+
+/* The 2x2, stride 2, unpadded window (every window lies inside the plane): branch-free. */
+static void maxpool_2x2(const tb_pool_shape *s, const float *xp, float *yp, int32_t *ap)
+{
+    const int W = s->w, Wo = s->w_out;
+    for (int oh = 0; oh < s->h_out; oh++) {
+        const float *r0 = xp + (int64_t)(2 * oh) * W, *r1 = r0 + W;
+        float *yr = yp + (int64_t)oh * Wo;
+        int32_t *ar = ap + (int64_t)oh * Wo;
+        const int32_t base = 2 * oh * W;
+#pragma omp simd
+        for (int ow = 0; ow < Wo; ow++) {
+            float best = r0[2 * ow];
+            int32_t at = base + 2 * ow;
+            max_take(r0[2 * ow + 1], base + 2 * ow + 1, &best, &at);
+            max_take(r1[2 * ow], base + W + 2 * ow, &best, &at);
+            max_take(r1[2 * ow + 1], base + W + 2 * ow + 1, &best, &at);
+            yr[ow] = best;
+            ar[ow] = at;
+        }
+    }
+}
 
 static void cpu_maxpool2d_fwd(tb_backend *be, const tb_pool_shape *s, const float *x, float *y,
                               int32_t *argmax)
@@ -198,6 +235,12 @@ static void cpu_maxpool2d_fwd(tb_backend *be, const tb_pool_shape *s, const floa
     (void)be;
     const int64_t planes = (int64_t)s->n * s->c, hw = (int64_t)s->h * s->w;
     const int64_t hwo = (int64_t)s->h_out * s->w_out;
+    if (s->kh == 2 && s->kw == 2 && s->stride == 2 && s->pad == 0) {
+#pragma omp parallel for schedule(static) if (planes * hwo > 32768)
+        for (int64_t p = 0; p < planes; p++)
+            maxpool_2x2(s, x + p * hw, y + p * hwo, argmax + p * hwo);
+        return;
+    }
 #pragma omp parallel for schedule(static) if (planes * hwo * s->kh * s->kw > 32768)
     for (int64_t p = 0; p < planes; p++) {
         const float *xp = x + p * hw;

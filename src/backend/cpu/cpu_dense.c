@@ -84,19 +84,38 @@ static void cpu_bias_grad(tb_backend *be, int64_t rows, int64_t cols, const floa
     }
 }
 
+/* Phi(x), the standard normal CDF, and e^(-x^2/2), sharing one exponential:
+ * Phi(x) = (1 + erf(x/sqrt2))/2 with erf by Abramowitz & Stegun 7.1.26 (absolute error below
+ * 1.5e-7), vectorisable (no libm call). */
+static inline float normal_cdf(float x, float *gauss)
+{
+    const float z = x * 0.70710678118654752f, az = z < 0.0f ? -z : z;
+    const float t = 1.0f / (1.0f + 0.3275911f * az);
+    float p = 1.061405429f;
+    p = p * t - 1.453152027f;
+    p = p * t + 1.421413741f;
+    p = p * t - 0.284496736f;
+    p = p * t + 0.254829592f;
+    const float e = tb_cpu_expf(-z * z);
+    const float erf_abs = 1.0f - p * t * e;
+    *gauss = e;
+    return 0.5f + 0.5f * (z < 0.0f ? -erf_abs : erf_abs);
+}
+
 static inline float gelu(float x)
 {
-    return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f));
+    float e;
+    return x * normal_cdf(x, &e);
 }
 
 static inline float gelu_grad(float x)
 {
-    float cdf = 0.5f * (1.0f + erff(x * 0.70710678118654752f));
-    float pdf = 0.39894228040143268f * expf(-0.5f * x * x);
-    return cdf + x * pdf;
+    float e;
+    float cdf = normal_cdf(x, &e);
+    return cdf + x * 0.39894228040143268f * e;
 }
 
-static inline float sigmoid(float x) { return 1.0f / (1.0f + expf(-x)); }
+static inline float sigmoid(float x) { return 1.0f / (1.0f + tb_cpu_expf(-x)); }
 
 static void cpu_act_fwd(tb_backend *be, tb_act act, int64_t n, const float *x, float *y)
 {
@@ -107,11 +126,11 @@ static void cpu_act_fwd(tb_backend *be, tb_act act, int64_t n, const float *x, f
         for (int64_t i = 0; i < n; i++) y[i] = x[i] > 0.0f ? x[i] : 0.0f;
         break;
     case TB_ACT_GELU:
-#pragma omp parallel for schedule(static) if (n > 8192)
+#pragma omp parallel for simd schedule(static) if (n > 8192)
         for (int64_t i = 0; i < n; i++) y[i] = gelu(x[i]);
         break;
     case TB_ACT_SILU:
-#pragma omp parallel for schedule(static) if (n > 8192)
+#pragma omp parallel for simd schedule(static) if (n > 8192)
         for (int64_t i = 0; i < n; i++) y[i] = x[i] * sigmoid(x[i]);
         break;
     case TB_ACT_TANH:
@@ -119,7 +138,7 @@ static void cpu_act_fwd(tb_backend *be, tb_act act, int64_t n, const float *x, f
         for (int64_t i = 0; i < n; i++) y[i] = tanhf(x[i]);
         break;
     case TB_ACT_SIGMOID:
-#pragma omp parallel for schedule(static) if (n > 8192)
+#pragma omp parallel for simd schedule(static) if (n > 8192)
         for (int64_t i = 0; i < n; i++) y[i] = sigmoid(x[i]);
         break;
     case TB_ACT_COUNT: break;
@@ -136,11 +155,11 @@ static void cpu_act_bwd(tb_backend *be, tb_act act, int64_t n, const float *x, c
         for (int64_t i = 0; i < n; i++) dx[i] += x[i] > 0.0f ? dy[i] : 0.0f;
         break;
     case TB_ACT_GELU:
-#pragma omp parallel for schedule(static) if (n > 8192)
+#pragma omp parallel for simd schedule(static) if (n > 8192)
         for (int64_t i = 0; i < n; i++) dx[i] += dy[i] * gelu_grad(x[i]);
         break;
     case TB_ACT_SILU:
-#pragma omp parallel for schedule(static) if (n > 8192)
+#pragma omp parallel for simd schedule(static) if (n > 8192)
         for (int64_t i = 0; i < n; i++) {
             float s = sigmoid(x[i]);
             dx[i] += dy[i] * s * (1.0f + x[i] * (1.0f - s));

@@ -19,18 +19,26 @@ static void cpu_batchnorm_fwd_train(tb_backend *be, int64_t n, int64_t c, int64_
     const int64_t count = n * hw;
 #pragma omp parallel for schedule(static) if (n * c * hw > NORM_PAR)
     for (int64_t ch = 0; ch < c; ch++) {
+        /* float partial sums over one plane (vectorised), accumulated in double */
         double s = 0, ss = 0;
         for (int64_t b = 0; b < n; b++) {
             const float *xp = x + (b * c + ch) * hw;
-            for (int64_t p = 0; p < hw; p++) s += xp[p];
+            float part = 0;
+#pragma omp simd reduction(+ : part)
+            for (int64_t p = 0; p < hw; p++) part += xp[p];
+            s += part;
         }
         double mu = s / (double)count;
+        const float muf = (float)mu;
         for (int64_t b = 0; b < n; b++) {
             const float *xp = x + (b * c + ch) * hw;
+            float part = 0;
+#pragma omp simd reduction(+ : part)
             for (int64_t p = 0; p < hw; p++) {
-                double d = xp[p] - mu;
-                ss += d * d;
+                float d = xp[p] - muf;
+                part += d * d;
             }
+            ss += part;
         }
         double var = ss / (double)count; /* biased: used to normalise */
         float r = (float)(1.0 / sqrt(var + (double)eps));
@@ -80,10 +88,14 @@ static void cpu_batchnorm_bwd(tb_backend *be, int64_t n, int64_t c, int64_t hw, 
         double sdy = 0, sdyx = 0;
         for (int64_t b = 0; b < n; b++) {
             const float *xp = x + (b * c + ch) * hw, *gp = dy + (b * c + ch) * hw;
+            float pdy = 0, pdyx = 0;
+#pragma omp simd reduction(+ : pdy, pdyx)
             for (int64_t p = 0; p < hw; p++) {
-                sdy += gp[p];
-                sdyx += (double)gp[p] * ((xp[p] - m) * r);
+                pdy += gp[p];
+                pdyx += gp[p] * ((xp[p] - m) * r);
             }
+            sdy += pdy;
+            sdyx += pdyx;
         }
         if (dbeta) dbeta[ch] += (float)sdy;
         if (dgamma) dgamma[ch] += (float)sdyx;
@@ -111,11 +123,18 @@ static void cpu_batchnorm_bwd_eval(tb_backend *be, int64_t n, int64_t c, int64_t
         double sdy = 0, sdyx = 0;
         for (int64_t b = 0; b < n; b++) {
             const float *xp = x + (b * c + ch) * hw, *gp = dy + (b * c + ch) * hw;
-            float *dp = dx ? dx + (b * c + ch) * hw : NULL;
+            float pdy = 0, pdyx = 0;
+#pragma omp simd reduction(+ : pdy, pdyx)
             for (int64_t p = 0; p < hw; p++) {
-                sdy += gp[p];
-                sdyx += (double)gp[p] * ((xp[p] - m) * r);
-                if (dp) dp[p] += k * gp[p];
+                pdy += gp[p];
+                pdyx += gp[p] * ((xp[p] - m) * r);
+            }
+            sdy += pdy;
+            sdyx += pdyx;
+            if (dx) {
+                float *dp = dx + (b * c + ch) * hw;
+#pragma omp simd
+                for (int64_t p = 0; p < hw; p++) dp[p] += k * gp[p];
             }
         }
         if (dbeta) dbeta[ch] += (float)sdy;
@@ -134,14 +153,16 @@ static void cpu_layernorm_fwd(tb_backend *be, int64_t rows, int64_t cols, const 
     for (int64_t r = 0; r < rows; r++) {
         const float *xp = x + r * cols;
         float *yp = y + r * cols;
-        double s = 0, ss = 0;
+        float s = 0, ss = 0;
+#pragma omp simd reduction(+ : s)
         for (int64_t j = 0; j < cols; j++) s += xp[j];
-        double mu = s / (double)cols;
+        const float m = s / (float)cols;
+#pragma omp simd reduction(+ : ss)
         for (int64_t j = 0; j < cols; j++) {
-            double d = xp[j] - mu;
+            float d = xp[j] - m;
             ss += d * d;
         }
-        float m = (float)mu, rs = (float)(1.0 / sqrt(ss / (double)cols + (double)eps));
+        float rs = (float)(1.0 / sqrt((double)ss / (double)cols + (double)eps));
         for (int64_t j = 0; j < cols; j++) yp[j] = (xp[j] - m) * rs * gamma[j] + beta[j];
         mean[r] = m;
         rstd[r] = rs;
@@ -164,13 +185,14 @@ static void cpu_layernorm_bwd(tb_backend *be, int64_t rows, int64_t cols, const 
             const float *xp = x + r * cols, *gp = dy + r * cols;
             float *dp = dx + r * cols;
             const float m = mean[r], rs = rstd[r];
-            double sg = 0, sgx = 0;
+            float sg = 0, sgx = 0;
+#pragma omp simd reduction(+ : sg, sgx)
             for (int64_t j = 0; j < cols; j++) {
                 float g = gp[j] * gamma[j];
                 sg += g;
-                sgx += (double)g * ((xp[j] - m) * rs);
+                sgx += g * ((xp[j] - m) * rs);
             }
-            const float a = (float)(sg / (double)cols), b = (float)(sgx / (double)cols);
+            const float a = sg / (float)cols, b = sgx / (float)cols;
             for (int64_t j = 0; j < cols; j++)
                 dp[j] += rs * (gp[j] * gamma[j] - a - (xp[j] - m) * rs * b);
         }
