@@ -4,7 +4,10 @@
  *
  * Times whole training steps (input pipeline, forward, backward, update) after a warm-up, and
  * reports examples/s, ms/step, achieved GEMM FLOP/s of the step and peak resident memory.
- * With --sgemm N it instead measures the OpenBLAS sgemm ceiling on N x N matrices. Not a test:
+ * With --profile it also prints, to stderr, where the step's time goes: per op (forward and
+ * backward, from the tape's profiler), the optimizer update and the rest (input pipeline,
+ * zeroing gradients); synchronising per op slows the step, so the profile run's own
+ * examples/s is lower than a plain run's. With --sgemm N it instead measures the OpenBLAS sgemm ceiling on N x N matrices. Not a test:
  * bench/speed.py runs it side by side with the PyTorch version of the same model. */
 #include <getopt.h>
 #include <stdio.h>
@@ -21,6 +24,15 @@ static double now_s(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* CPU time of the whole process (all threads): at 1 thread, a step's cost that another busy
+ * process on the machine barely changes, unlike its wall time. */
+static double cpu_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
@@ -62,15 +74,37 @@ static int sgemm_ceiling(int n, int threads, int repeats)
     return 0;
 }
 
+/* The per-op table: ms per step forward, backward, and share of the step. */
+static void print_profile(const tb_tape *tape, double total_s, double opt_s, int steps)
+{
+    tb_op_profile ops[64];
+    int n = tb_tape_profile(tape, ops, 64);
+    double ops_s = 0;
+    fprintf(stderr, "%-22s %7s %10s %10s %7s\n", "op", "calls", "fwd ms", "bwd ms", "share");
+    for (int i = 0; i < n && i < 64; i++) {
+        double tot = ops[i].forward_s + ops[i].backward_s;
+        ops_s += tot;
+        fprintf(stderr, "%-22s %7.1f %10.3f %10.3f %6.1f%%\n", ops[i].name,
+                (double)ops[i].calls / steps, 1e3 * ops[i].forward_s / steps,
+                1e3 * ops[i].backward_s / steps, 100.0 * tot / total_s);
+    }
+    fprintf(stderr, "%-22s %7s %10.3f %10s %6.1f%%\n", "optimizer update", "", 1e3 * opt_s / steps,
+            "", 100.0 * opt_s / total_s);
+    double rest = total_s - ops_s - opt_s;
+    fprintf(stderr, "%-22s %7s %10.3f %10s %6.1f%%\n", "other (input, zero_grad)", "",
+            1e3 * rest / steps, "", 100.0 * rest / total_s);
+}
+
 int main(int argc, char **argv)
 {
     const char *workload = "fmnist_mlp", *algorithm = "sgd";
-    int threads = 1, steps = 200, warmup = 20, batch = 0, sgemm = 0;
+    int threads = 1, steps = 200, warmup = 20, batch = 0, sgemm = 0, profile = 0;
     struct option opts[] = {
         {"workload", required_argument, 0, 'w'}, {"algorithm", required_argument, 0, 'a'},
         {"threads", required_argument, 0, 't'},  {"steps", required_argument, 0, 's'},
         {"warmup", required_argument, 0, 'u'},   {"batch-size", required_argument, 0, 'b'},
-        {"sgemm", required_argument, 0, 'g'},    {0, 0, 0, 0},
+        {"sgemm", required_argument, 0, 'g'},    {"profile", no_argument, 0, 'p'},
+        {0, 0, 0, 0},
     };
     int c;
     while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
@@ -82,9 +116,11 @@ int main(int argc, char **argv)
         case 'u': warmup = atoi(optarg); break;
         case 'b': batch = atoi(optarg); break;
         case 'g': sgemm = atoi(optarg); break;
+        case 'p': profile = 1; break;
         default:
             fprintf(stderr, "usage: bench_step [--workload ID] [--algorithm NAME] [--threads N]\n"
-                            "                  [--steps N] [--warmup N] [--batch-size N]\n"
+                            "                  [--steps N] [--warmup N] [--batch-size N]"
+                            " [--profile]\n"
                             "       bench_step --sgemm N [--threads N]\n");
             return 2;
         }
@@ -111,13 +147,15 @@ int main(int argc, char **argv)
     if (batch <= 0 && wl) batch = tb_workload_get_info(wl)->default_batch_size;
     tb_pipeline_config pc = {.batch_size = batch};
     if (st == TB_OK) st = tb_pipeline_create(wl, &pc, &pipe, &err);
-    double t0 = 0;
+    double t0 = 0, c0 = 0, opt_s = 0;
     uint64_t flops0 = 0;
     for (int i = 0; st == TB_OK && i < warmup + steps; i++) {
         if (i == warmup) {
             tb_backend_sync(be);
             t0 = now_s();
+            c0 = cpu_s();
             flops0 = tb_backend_gemm_flops(be);
+            if (profile) tb_tape_set_profiling(tape, true);
         }
         tb_tape_reset(tape);
         tb_params_zero_grad(tb_workload_params(wl));
@@ -130,17 +168,24 @@ int main(int argc, char **argv)
             st = tb_fail(&err, tb_tape_status(tape), "%s", tb_tape_error(tape)->message);
             break;
         }
+        double u0 = profile ? (tb_backend_sync(be), now_s()) : 0;
         st = tb_optimizer_step(opt, 1.0, &err);
+        if (profile && i >= warmup) {
+            tb_backend_sync(be);
+            opt_s += now_s() - u0;
+        }
     }
     if (st == TB_OK) {
         tb_backend_sync(be);
-        double dt = now_s() - t0;
+        double dt = now_s() - t0, cpu = cpu_s() - c0;
         double flops = (double)(tb_backend_gemm_flops(be) - flops0);
         printf("{\"workload\":\"%s\",\"algorithm\":\"%s\",\"threads\":%d,\"batch_size\":%d,"
-               "\"steps\":%d,\"examples_per_s\":%.1f,\"ms_per_step\":%.3f,\"gemm_gflops\":%.1f,"
+               "\"steps\":%d,\"examples_per_s\":%.1f,\"ms_per_step\":%.3f,\"cpu_ms_per_step\":%.3f,"
+               "\"gemm_gflops\":%.1f,"
                "\"peak_rss_mb\":%.1f,\"backend\":\"%s\"}\n",
                workload, algorithm, threads, batch, steps, (double)steps * batch / dt,
-               1e3 * dt / steps, flops / dt / 1e9, peak_rss_mb(), tb_backend_describe(be));
+               1e3 * dt / steps, 1e3 * cpu / steps, flops / dt / 1e9, peak_rss_mb(), tb_backend_describe(be));
+        if (profile) print_profile(tape, dt, opt_s, steps);
     } else {
         fprintf(stderr, "bench_step: %s\n", err.message);
     }

@@ -234,7 +234,9 @@ static void c_activations(run *r)
         float *y = out_f(r, n, "act_fwd");
         r->ops->act_fwd(r->be, (tb_act)act, n, x, y);
         float *dx = out_f(r, n, "act_bwd");
-        r->ops->act_bwd(r->be, (tb_act)act, n, x, y, dy, dx);
+        r->ops->act_bwd(r->be, (tb_act)act, n, x, y, dy, dx, true);
+        float *dx_new = out_f(r, n, "act_bwd overwrite");
+        r->ops->act_bwd(r->be, (tb_act)act, n, x, y, dy, dx_new, false);
     }
 }
 
@@ -312,9 +314,9 @@ static void conv_case(run *r, int n, int cin, int h, int w, int cout, int k, int
     y = out_f(r, ys, "conv y (no bias)");
     r->ops->conv2d_fwd(r->be, &s, x, wt, NULL, y, work);
     float *dx = out_f(r, xs, "conv dx"), *dw = out_f(r, ws, "conv dw"), *db = out_f(r, cout, "db");
-    r->ops->conv2d_bwd(r->be, &s, x, wt, dy, dx, dw, db, work);
+    r->ops->conv2d_bwd(r->be, &s, x, wt, dy, dx, true, dw, db, work);
     dx = out_f(r, xs, "conv dx only");
-    r->ops->conv2d_bwd(r->be, &s, x, wt, dy, dx, NULL, NULL, work);
+    r->ops->conv2d_bwd(r->be, &s, x, wt, dy, dx, false, NULL, NULL, work);
 }
 
 static void c_conv(run *r)
@@ -337,7 +339,9 @@ static void c_pool(run *r)
         int32_t *am = out_i(r, ys, "argmax");
         r->ops->maxpool2d_fwd(r->be, &s, x, y, am);
         float *dx = out_f(r, xs, "maxpool dx");
-        r->ops->maxpool2d_bwd(r->be, &s, am, dy, dx);
+        r->ops->maxpool2d_bwd(r->be, &s, am, dy, dx, true);
+        float *dx_new = out_f(r, (int64_t)s.n * s.c * s.h * s.w, "maxpool2d_bwd overwrite");
+        r->ops->maxpool2d_bwd(r->be, &s, am, dy, dx_new, false);
         y = out_f(r, ys, "avgpool y");
         r->ops->avgpool2d_fwd(r->be, &s, x, y);
         dx = out_f(r, xs, "avgpool dx");
@@ -364,9 +368,9 @@ static void c_batchnorm(run *r)
     r->ops->batchnorm_fwd_train(r->be, n, c, hw, x, gamma, beta, 1e-5f, 0.1f, rm, rv_out, y,
                                 mean, inv);
     float *dx = out_f(r, total, "bn dx"), *dg = out_f(r, c, "dgamma"), *dbt = out_f(r, c, "dbeta");
-    r->ops->batchnorm_bwd(r->be, n, c, hw, x, gamma, mean, inv, dy, dx, dg, dbt);
+    r->ops->batchnorm_bwd(r->be, n, c, hw, x, gamma, mean, inv, dy, dx, true, dg, dbt);
     dx = out_f(r, total, "bn dx (alone)");
-    r->ops->batchnorm_bwd(r->be, n, c, hw, x, gamma, mean, inv, dy, dx, NULL, NULL);
+    r->ops->batchnorm_bwd(r->be, n, c, hw, x, gamma, mean, inv, dy, dx, false, NULL, NULL);
     y = out_f(r, total, "bn eval y");
     r->ops->batchnorm_fwd_eval(r->be, n, c, hw, x, gamma, beta, 1e-5f, rm, rv, y);
     dx = out_f(r, total, "bn eval dx");
@@ -387,9 +391,9 @@ static void c_layernorm(run *r)
     r->ops->layernorm_fwd(r->be, rows, cols, x, gamma, beta, 1e-5f, y, mean, rstd);
     float *dx = out_f(r, rows * cols, "ln dx"), *dg = out_f(r, cols, "ln dgamma");
     float *dbt = out_f(r, cols, "ln dbeta");
-    r->ops->layernorm_bwd(r->be, rows, cols, x, gamma, mean, rstd, dy, dx, dg, dbt);
+    r->ops->layernorm_bwd(r->be, rows, cols, x, gamma, mean, rstd, dy, dx, true, dg, dbt);
     dg = out_f(r, cols, "ln dgamma (alone)");
-    r->ops->layernorm_bwd(r->be, rows, cols, x, gamma, mean, rstd, dy, NULL, dg, NULL);
+    r->ops->layernorm_bwd(r->be, rows, cols, x, gamma, mean, rstd, dy, NULL, true, dg, NULL);
 }
 
 /* ---- embedding and attention ------------------------------------------------------------------ */

@@ -3,6 +3,8 @@
  * and the conv layer. */
 #include "testutil.h"
 
+#include <math.h>
+
 #include <float.h>
 #include <stdlib.h>
 #include <string.h>
@@ -410,6 +412,83 @@ static void test_conv_layer(void)
     tb_params_destroy(params);
 }
 
+/* Gradients written into fresh step memory (overwritten, not accumulated, and buffers taken
+ * over by add/reshape) must not depend on what that memory held: a net of every op that does
+ * so gets the same gradients on a new tape as on a tape whose step memory a previous step
+ * filled with NaN. */
+static tb_var *dirty_net(tb_tape *t, tb_var *const *in)
+{
+    tb_var *x = in[0], *w = in[1], *g = in[2], *b = in[3], *lg = in[4], *lb = in[5];
+    int64_t c = 3;
+    tb_tensor rm, rv;
+    float zeros[3] = {0, 0, 0}, ones[3] = {1, 1, 1};
+    tb_tensor_alloc(g_be, TB_F32, 1, &c, &rm, NULL);
+    tb_tensor_alloc(g_be, TB_F32, 1, &c, &rv, NULL);
+    tb_tensor_upload(&rm, zeros, NULL);
+    tb_tensor_upload(&rv, ones, NULL);
+    tb_var *h = tb_op_conv2d(t, x, w, NULL, 1, 1);                  /* [2, 3, 6, 6] */
+    h = tb_op_batchnorm(t, h, g, b, &rm, &rv, 0.1f, 1e-5f);
+    tb_var *r = tb_op_relu(t, h);
+    h = tb_op_add(t, r, tb_op_gelu(t, h));                          /* h used twice */
+    h = tb_op_maxpool2d(t, h, 2, 2, 0);                             /* [2, 3, 3, 3] */
+    int64_t flat[2] = {6, 9};
+    h = tb_op_reshape(t, h, 2, flat);
+    h = tb_op_add(t, h, tb_op_layernorm(t, h, lg, lb, 1e-5f));      /* residual */
+    tb_var *loss = tb_test_reduce(t, tb_op_silu(t, h));
+    tb_tensor_free(&rm);
+    tb_tensor_free(&rv);
+    return loss;
+}
+
+static void test_dirty_step_memory(void)
+{
+    tb_rng r = tb_rng_make(9, 0);
+    int64_t xs[4] = {2, 2, 6, 6}, ws[4] = {3, 2, 3, 3}, cs[1] = {3}, ls[1] = {9};
+    tb_var *in[6] = {tb_test_var(g_be, 4, xs, &r, -1, 1, true),
+                     tb_test_var(g_be, 4, ws, &r, -1, 1, true),
+                     tb_test_var(g_be, 1, cs, &r, 0.5f, 1.5f, true),
+                     tb_test_var(g_be, 1, cs, &r, -0.5f, 0.5f, true),
+                     tb_test_var(g_be, 1, ls, &r, 0.5f, 1.5f, true),
+                     tb_test_var(g_be, 1, ls, &r, -0.5f, 0.5f, true)};
+    float *clean[6], *dirty[6];
+    for (int pass = 0; pass < 2; pass++) {
+        tb_tape *t = tb_test_tape(g_be);
+        if (pass == 1) {
+            /* fill the step memory with NaN: many large NaN tensors and their gradients */
+            int64_t big[1] = {1 << 16};
+            tb_var *v = tb_test_var(g_be, 1, big, &r, -1, 1, true);
+            tb_var *acc = tb_op_scale(t, v, NAN);
+            for (int i = 0; i < 8; i++) acc = tb_op_add(t, acc, tb_op_scale(t, v, NAN));
+            CHECK(tb_tape_backward(t, tb_test_reduce(t, acc)) == TB_OK);
+            tb_tape_reset(t);
+            tb_test_var_free(v);
+        }
+        for (int i = 0; i < 6; i++) {
+            float *zeros = calloc((size_t)tb_tensor_numel(&in[i]->value), sizeof(float));
+            CHECK_OK(tb_tensor_upload(&in[i]->grad, zeros, NULL), NULL);
+            free(zeros);
+        }
+        tb_var *loss = dirty_net(t, in);
+        CHECK(loss != NULL);
+        CHECK(tb_tape_backward(t, loss) == TB_OK);
+        for (int i = 0; i < 6; i++) {
+            tb_var tmp = *in[i];
+            tmp.value = in[i]->grad;
+            (pass ? dirty : clean)[i] = tb_test_host_copy(&tmp);
+        }
+        tb_tape_destroy(t);
+    }
+    int bad = 0;
+    for (int i = 0; i < 6; i++) {
+        for (int64_t j = 0; j < tb_tensor_numel(&in[i]->value); j++)
+            if (!(clean[i][j] == dirty[i][j])) bad++; /* NaN or a different value */
+        free(clean[i]);
+        free(dirty[i]);
+        tb_test_var_free(in[i]);
+    }
+    CHECK(bad == 0);
+}
+
 int main(void)
 {
     g_be = tb_test_backend();
@@ -420,6 +499,7 @@ int main(void)
     test_global_avgpool();
     test_errors();
     test_conv_layer();
+    test_dirty_step_memory();
     tb_backend_destroy(g_be);
     return tb_test_finish("test_ops_conv");
 }

@@ -59,6 +59,21 @@ int tb_tape_node_count(const tb_tape *tape);
 size_t tb_tape_memory_peak(const tb_tape *tape);
 uint64_t tb_tape_block_allocations(const tb_tape *tape);
 
+/* Per-op time profile (a diagnostic: where does a step go?). While enabled, every recorded op
+ * is charged the time since the previous tape event (the step's start, an input wrapped as a
+ * constant, or the previous op) as forward time, and each backward node the time of its
+ * backward function; the backend is synchronised around each so device work is included.
+ * Sums accumulate over steps until cleared. Synchronising costs time: profile, then measure. */
+typedef struct tb_op_profile {
+    const char *name; /* the op's name (static storage) */
+    int64_t calls;
+    double forward_s, backward_s;
+} tb_op_profile;
+void tb_tape_set_profiling(tb_tape *tape, bool enabled);
+/* Copies up to cap entries, largest total time first; returns the number of distinct ops. */
+int tb_tape_profile(const tb_tape *tape, tb_op_profile *out, int cap);
+void tb_tape_profile_clear(tb_tape *tape);
+
 /* Records a failure on the tape (the first one wins) and returns NULL, so code that builds a
  * model on the tape can fail the same way ops do. */
 tb_var *tb_tape_fail(tb_tape *tape, tb_status status, const char *fmt, ...)

@@ -3,7 +3,9 @@
  * All pointers are device pointers of this backend, all arrays contiguous row-major unless a
  * stride says otherwise, sizes explicit (llm.c style). Kernels named *_bwd ACCUMULATE into their
  * gradient outputs (dx += ...), so a tensor used twice gets both contributions; callers zero
- * gradient buffers once. A scalar loss lives in device memory as one float; its incoming
+ * gradient buffers once. The kernels that write the largest gradients (activations, batch and
+ * layer norm, max pooling, convolution's dx) take `dx_acc`: true accumulates, false overwrites
+ * dx entirely (its old contents are ignored, so a fresh buffer needs no zeroing pass). A scalar loss lives in device memory as one float; its incoming
  * gradient `dloss` is a device pointer to one float as well. */
 #ifndef TRAINBENCH_BACKEND_IMPL_H
 #define TRAINBENCH_BACKEND_IMPL_H
@@ -94,9 +96,9 @@ typedef struct tb_backend_ops {
     /* db[c] += sum over rows of dy[r, c] */
     void (*bias_grad)(tb_backend *be, int64_t rows, int64_t cols, const float *dy, float *db);
     void (*act_fwd)(tb_backend *be, tb_act act, int64_t n, const float *x, float *y);
-    /* dx += dy * act'(x); y = act(x) is given for activations whose derivative uses it. */
+    /* dx (+)= dy * act'(x); y = act(x) is given for activations whose derivative uses it. */
     void (*act_bwd)(tb_backend *be, tb_act act, int64_t n, const float *x, const float *y,
-                    const float *dy, float *dx);
+                    const float *dy, float *dx, bool dx_acc);
     /* For every index i of shape[0..ndim): dst[i . dst_stride] (+)= src[i . src_stride].
      * Covers transpose, concat, slicing and their backward passes. */
     void (*strided_copy)(tb_backend *be, int ndim, const int64_t *shape, float *dst,
@@ -138,13 +140,14 @@ typedef struct tb_backend_ops {
     size_t (*conv2d_workspace)(tb_backend *be, const tb_conv_shape *s);
     void (*conv2d_fwd)(tb_backend *be, const tb_conv_shape *s, const float *x, const float *w,
                        const float *bias, float *y, void *workspace);
-    /* Any of dx, dw, db may be NULL (not needed). */
+    /* Any of dx, dw, db may be NULL (not needed); dw and db accumulate, dx as dx_acc says. */
     void (*conv2d_bwd)(tb_backend *be, const tb_conv_shape *s, const float *x, const float *w,
-                       const float *dy, float *dx, float *dw, float *db, void *workspace);
+                       const float *dy, float *dx, bool dx_acc, float *dw, float *db,
+                       void *workspace);
     void (*maxpool2d_fwd)(tb_backend *be, const tb_pool_shape *s, const float *x, float *y,
                           int32_t *argmax);
     void (*maxpool2d_bwd)(tb_backend *be, const tb_pool_shape *s, const int32_t *argmax,
-                          const float *dy, float *dx);
+                          const float *dy, float *dx, bool dx_acc);
     void (*avgpool2d_fwd)(tb_backend *be, const tb_pool_shape *s, const float *x, float *y);
     void (*avgpool2d_bwd)(tb_backend *be, const tb_pool_shape *s, const float *dy, float *dx);
     /* Global average pooling [N,C,HW] -> [N,C]. */
@@ -163,7 +166,8 @@ typedef struct tb_backend_ops {
                                const float *running_mean, const float *running_var, float *y);
     void (*batchnorm_bwd)(tb_backend *be, int64_t n, int64_t c, int64_t hw, const float *x,
                           const float *gamma, const float *mean, const float *invstd,
-                          const float *dy, float *dx, float *dgamma, float *dbeta);
+                          const float *dy, float *dx, bool dx_acc, float *dgamma,
+                          float *dbeta);
     /* Backward of eval mode, where the statistics are constants: y = gamma (x - rm) r + beta
      * with r = 1/sqrt(rv + eps); dx += dy gamma r, dgamma += sum dy (x - rm) r, dbeta += sum dy.
      * Any of dx, dgamma, dbeta may be NULL. */
@@ -177,7 +181,8 @@ typedef struct tb_backend_ops {
                           float *rstd);
     void (*layernorm_bwd)(tb_backend *be, int64_t rows, int64_t cols, const float *x,
                           const float *gamma, const float *mean, const float *rstd,
-                          const float *dy, float *dx, float *dgamma, float *dbeta);
+                          const float *dy, float *dx, bool dx_acc, float *dgamma,
+                          float *dbeta);
 
     /* ---- embedding: y[i,:] = table[idx[i],:]; indices are checked by the op ---- */
     void (*embedding_fwd)(tb_backend *be, int64_t n, int64_t dim, const float *table,

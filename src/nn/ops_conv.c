@@ -36,11 +36,13 @@ static void conv2d_backward(tb_tape *t, tb_node *n)
 {
     tb_var *x = n->in[0], *w = n->in[1], *b = n->n_in > 2 ? n->in[2] : NULL;
     tb_conv_shape s = conv_shape_of(&x->value, &w->value, (int)n->iattr[0], (int)n->iattr[1]);
-    float *dx = tb_var_grad(t, x), *dw = tb_var_grad(t, w), *db = tb_var_grad(t, b);
+    float *dw = tb_var_grad(t, w), *db = tb_var_grad(t, b);
+    bool acc;
+    float *dx = tb_var_grad_for(t, x, &acc); /* the last request: the kernel runs next */
     if (!dx && !dw && !db) return;
     /* the forward pass's workspace is reused: it is step memory and no longer needed there */
     tb_tape_ops(t)->conv2d_bwd(tb_tape_be(t), &s, x->value.data, w->value.data,
-                               n->out->grad.data, dx, dw, db, n->saved[0]);
+                               n->out->grad.data, dx, acc, dw, db, n->saved[0]);
 }
 
 tb_var *tb_op_conv2d(tb_tape *t, tb_var *x, tb_var *w, tb_var *b, int stride, int pad)
@@ -122,15 +124,17 @@ static tb_pool_shape pool_shape_of(const tb_tensor *x, int kernel, int stride, i
 static void pool_backward(tb_tape *t, tb_node *n)
 {
     tb_var *x = n->in[0];
-    float *dx = tb_var_grad(t, x);
-    if (!dx) return;
     tb_pool_shape s =
         pool_shape_of(&x->value, (int)n->iattr[1], (int)n->iattr[2], (int)n->iattr[3]);
     const tb_backend_ops *k = tb_tape_ops(t);
-    if (n->iattr[0] == POOL_MAX)
-        k->maxpool2d_bwd(tb_tape_be(t), &s, n->saved[0], n->out->grad.data, dx);
-    else
-        k->avgpool2d_bwd(tb_tape_be(t), &s, n->out->grad.data, dx);
+    if (n->iattr[0] == POOL_MAX) {
+        bool acc;
+        float *dx = tb_var_grad_for(t, x, &acc);
+        if (dx) k->maxpool2d_bwd(tb_tape_be(t), &s, n->saved[0], n->out->grad.data, dx, acc);
+    } else {
+        float *dx = tb_var_grad(t, x);
+        if (dx) k->avgpool2d_bwd(tb_tape_be(t), &s, n->out->grad.data, dx);
+    }
 }
 
 static tb_var *pool2d(tb_tape *t, int kind, tb_var *x, int kernel, int stride, int pad)

@@ -12,8 +12,12 @@ static void linear_backward(tb_tape *t, tb_node *n)
     tb_var *x = n->in[0], *w = n->in[1], *b = n->n_in > 2 ? n->in[2] : NULL;
     int rows = (int)n->iattr[0], in = (int)n->iattr[1], out = (int)n->iattr[2];
     const float *dy = n->out->grad.data;
-    float *dx = tb_var_grad(t, x), *dw = tb_var_grad(t, w), *db = tb_var_grad(t, b);
-    if (dx) k->gemm(be, false, false, rows, in, out, 1.0f, dy, out, w->value.data, in, 1.0f, dx, in);
+    bool acc;
+    float *dx = tb_var_grad_for(t, x, &acc);
+    if (dx)
+        k->gemm(be, false, false, rows, in, out, 1.0f, dy, out, w->value.data, in,
+                acc ? 1.0f : 0.0f, dx, in);
+    float *dw = tb_var_grad(t, w), *db = tb_var_grad(t, b);
     if (dw) k->gemm(be, true, false, out, in, rows, 1.0f, dy, out, x->value.data, in, 1.0f, dw, in);
     if (db) k->bias_grad(be, rows, out, dy, db);
 }
@@ -150,10 +154,12 @@ tb_status tb_activation_parse(const char *name, tb_activation *out, tb_error *er
 
 static void act_backward(tb_tape *t, tb_node *n)
 {
-    float *dx = tb_var_grad(t, n->in[0]);
+    bool acc;
+    float *dx = tb_var_grad_for(t, n->in[0], &acc);
     if (!dx) return;
     tb_tape_ops(t)->act_bwd(tb_tape_be(t), (tb_act)n->iattr[0], tb_tensor_numel(&n->out->value),
-                            n->in[0]->value.data, n->out->value.data, n->out->grad.data, dx);
+                            n->in[0]->value.data, n->out->value.data, n->out->grad.data, dx,
+                            acc);
 }
 
 tb_var *tb_op_activation(tb_tape *t, tb_activation act, tb_var *x)
@@ -180,12 +186,25 @@ tb_var *tb_op_sigmoid(tb_tape *t, tb_var *x) { return tb_op_activation(t, TB_SIG
 
 /* ---- residual add ---------------------------------------------------------------------------- */
 
+/* dy flows to both inputs unchanged: the first that has no gradient yet takes over dy's
+ * buffer, the other gets a copy (fresh) or an addition. */
 static void add_backward(tb_tape *t, tb_node *n)
 {
     int64_t numel = tb_tensor_numel(&n->out->value);
+    const float *dy = n->out->grad.data;
+    bool adopted = false;
     for (int i = 0; i < 2; i++) {
-        float *d = tb_var_grad(t, n->in[i]);
-        if (d) tb_tape_ops(t)->axpy(tb_tape_be(t), numel, 1.0f, n->out->grad.data, d);
+        if (!adopted && tb_var_grad_adopt(t, n->in[i], n->out)) {
+            adopted = true;
+            continue;
+        }
+        bool acc;
+        float *d = tb_var_grad_for(t, n->in[i], &acc);
+        if (!d) continue;
+        if (acc)
+            tb_tape_ops(t)->axpy(tb_tape_be(t), numel, 1.0f, dy, d);
+        else
+            tb_tape_ops(t)->copy(tb_tape_be(t), d, dy, (size_t)numel * sizeof(float));
     }
 }
 
@@ -238,6 +257,7 @@ tb_var *tb_op_scale(tb_tape *t, tb_var *x, float a)
 
 static void reshape_backward(tb_tape *t, tb_node *n)
 {
+    if (tb_var_grad_adopt(t, n->in[0], n->out)) return;
     float *dx = tb_var_grad(t, n->in[0]);
     if (dx)
         tb_tape_ops(t)->axpy(tb_tape_be(t), tb_tensor_numel(&n->out->value), 1.0f,

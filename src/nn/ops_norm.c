@@ -23,13 +23,19 @@ static bool expect_vector(tb_tape *t, const char *op, const char *what, const tb
 static void batchnorm_backward(tb_tape *t, tb_node *n)
 {
     tb_var *x = n->in[0], *gamma = n->in[1], *beta = n->in[2];
-    float *dx = tb_var_grad(t, x), *dg = tb_var_grad(t, gamma), *db = tb_var_grad(t, beta);
-    if (!dx && !dg && !db) return;
     const tb_backend_ops *k = tb_tape_ops(t);
     int64_t N = n->iattr[0], C = n->iattr[1], HW = n->iattr[2];
-    if (n->iattr[3])
-        k->batchnorm_bwd(tb_tape_be(t), N, C, HW, x->value.data, gamma->value.data, n->saved[0],
-                         n->saved[1], n->out->grad.data, dx, dg, db);
+    if (n->iattr[3]) {
+        float *dg = tb_var_grad(t, gamma), *db = tb_var_grad(t, beta);
+        bool acc;
+        float *dx = tb_var_grad_for(t, x, &acc); /* the last request: the kernel runs next */
+        if (dx || dg || db)
+            k->batchnorm_bwd(tb_tape_be(t), N, C, HW, x->value.data, gamma->value.data,
+                             n->saved[0], n->saved[1], n->out->grad.data, dx, acc, dg, db);
+        return;
+    }
+    float *dx = tb_var_grad(t, x), *dg = tb_var_grad(t, gamma), *db = tb_var_grad(t, beta);
+    if (!dx && !dg && !db) return;
     else
         k->batchnorm_bwd_eval(tb_tape_be(t), N, C, HW, x->value.data, gamma->value.data,
                               n->fattr[0], n->saved[0], n->saved[1], n->out->grad.data, dx, dg,
@@ -110,11 +116,13 @@ tb_var *tb_op_batchnorm(tb_tape *t, tb_var *x, tb_var *gamma, tb_var *beta,
 static void layernorm_backward(tb_tape *t, tb_node *n)
 {
     tb_var *x = n->in[0], *gamma = n->in[1], *beta = n->in[2];
-    float *dx = tb_var_grad(t, x), *dg = tb_var_grad(t, gamma), *db = tb_var_grad(t, beta);
+    float *dg = tb_var_grad(t, gamma), *db = tb_var_grad(t, beta);
+    bool acc;
+    float *dx = tb_var_grad_for(t, x, &acc); /* the last request: the kernel runs next */
     if (!dx && !dg && !db) return;
     tb_tape_ops(t)->layernorm_bwd(tb_tape_be(t), n->iattr[0], n->iattr[1], x->value.data,
                                   gamma->value.data, n->saved[0], n->saved[1],
-                                  n->out->grad.data, dx, dg, db);
+                                  n->out->grad.data, dx, acc, dg, db);
 }
 
 tb_var *tb_op_layernorm(tb_tape *t, tb_var *x, tb_var *gamma, tb_var *beta, float eps)

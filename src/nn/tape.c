@@ -4,6 +4,9 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+
+#define TB_PROFILE_MAX 64
 
 struct tb_tape {
     tb_backend *be;
@@ -13,7 +16,63 @@ struct tb_tape {
     int n_nodes, cap_nodes;
     bool training, grad_enabled;
     tb_error err;
+    bool profiling;
+    double last_event; /* seconds (monotonic) of the previous tape event, when profiling */
+    tb_op_profile profile[TB_PROFILE_MAX];
+    int n_profile;
 };
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* The time since the previous tape event, device work included; starts the next interval. */
+static double profile_lap(tb_tape *t)
+{
+    tb_backend_sync(t->be);
+    double now = now_s(), dt = now - t->last_event;
+    t->last_event = now;
+    return dt;
+}
+
+static tb_op_profile *profile_entry(tb_tape *t, const char *name)
+{
+    for (int i = 0; i < t->n_profile; i++)
+        if (t->profile[i].name == name || strcmp(t->profile[i].name, name) == 0)
+            return &t->profile[i];
+    if (t->n_profile == TB_PROFILE_MAX) return NULL; /* beyond 64 distinct ops: not profiled */
+    tb_op_profile *e = &t->profile[t->n_profile++];
+    memset(e, 0, sizeof *e);
+    e->name = name;
+    return e;
+}
+
+void tb_tape_set_profiling(tb_tape *t, bool enabled)
+{
+    t->profiling = enabled;
+    if (enabled) t->last_event = now_s();
+}
+
+void tb_tape_profile_clear(tb_tape *t) { t->n_profile = 0; }
+
+static int by_total_desc(const void *a, const void *b)
+{
+    const tb_op_profile *x = a, *y = b;
+    double tx = x->forward_s + x->backward_s, ty = y->forward_s + y->backward_s;
+    return tx < ty ? 1 : (tx > ty ? -1 : strcmp(x->name, y->name));
+}
+
+int tb_tape_profile(const tb_tape *t, tb_op_profile *out, int cap)
+{
+    tb_op_profile sorted[TB_PROFILE_MAX];
+    memcpy(sorted, t->profile, (size_t)t->n_profile * sizeof *sorted);
+    qsort(sorted, (size_t)t->n_profile, sizeof *sorted, by_total_desc);
+    for (int i = 0; i < t->n_profile && i < cap; i++) out[i] = sorted[i];
+    return t->n_profile;
+}
 
 tb_status tb_tape_create(tb_backend *be, tb_tape **out, tb_error *err)
 {
@@ -47,6 +106,7 @@ void tb_tape_reset(tb_tape *t)
     tb_arena_reset(t->host);
     t->n_nodes = 0;
     memset(&t->err, 0, sizeof t->err);
+    if (t->profiling) profile_lap(t);
 }
 
 void tb_tape_set_training(tb_tape *t, bool training) { t->training = training; }
@@ -142,6 +202,7 @@ tb_var *tb_tape_constant(tb_tape *t, const tb_tensor *value)
     if (t->err.status != TB_OK) return NULL;
     tb_var *v = new_var_struct(t);
     if (!v) return NULL;
+    if (t->profiling) profile_lap(t); /* work before an input is not an op's */
     v->value = *value;
     v->grad = *value;
     v->grad.data = NULL;
@@ -190,6 +251,31 @@ float *tb_var_grad(tb_tape *t, tb_var *v)
     return (float *)v->grad.data;
 }
 
+float *tb_var_grad_for(tb_tape *t, tb_var *v, bool *acc)
+{
+    *acc = true;
+    if (!v || !v->requires_grad) return NULL;
+    if (!v->grad.data) {
+        float *g = tb_tape_scratch(t, tb_tensor_bytes(&v->value));
+        if (!g) return NULL;
+        v->grad = v->value;
+        v->grad.data = g;
+        *acc = false;
+    }
+    return (float *)v->grad.data;
+}
+
+bool tb_var_grad_adopt(tb_tape *t, tb_var *v, const tb_var *out)
+{
+    (void)t;
+    if (!v || !v->requires_grad || v->grad.data || !out->grad.data ||
+        tb_tensor_numel(&v->value) != tb_tensor_numel(&out->value))
+        return false;
+    v->grad = v->value;
+    v->grad.data = out->grad.data;
+    return true;
+}
+
 tb_node *tb_tape_record(tb_tape *t, const char *name, tb_backward_fn backward, tb_var *out,
                         int n_in, tb_var *const *inputs)
 {
@@ -220,6 +306,14 @@ tb_node *tb_tape_record(tb_tape *t, const char *name, tb_backward_fn backward, t
     node->n_in = n_in;
     for (int i = 0; i < n_in; i++) node->in[i] = inputs[i];
     t->nodes[t->n_nodes++] = node;
+    if (t->profiling) {
+        double dt = profile_lap(t);
+        tb_op_profile *e = profile_entry(t, name);
+        if (e) {
+            e->calls++;
+            e->forward_s += dt;
+        }
+    }
     return node;
 }
 
@@ -245,7 +339,13 @@ tb_status tb_tape_backward(tb_tape *t, tb_var *loss)
     for (int i = t->n_nodes - 1; i >= 0 && t->err.status == TB_OK; i--) {
         tb_node *node = t->nodes[i];
         if (!node->out->grad.data) continue; /* no gradient reached this node */
+        if (t->profiling) profile_lap(t);
         node->backward(t, node);
+        if (t->profiling) {
+            double dt = profile_lap(t);
+            tb_op_profile *e = profile_entry(t, node->name);
+            if (e) e->backward_s += dt;
+        }
     }
     return t->err.status;
 }

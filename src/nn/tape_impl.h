@@ -49,6 +49,17 @@ tb_var *tb_tape_output(tb_tape *tape, tb_dtype dtype, int ndim, const int64_t *s
 void *tb_tape_scratch(tb_tape *tape, size_t bytes);
 /* The gradient buffer of v, allocated and zeroed on first use; NULL if v needs no gradient. */
 float *tb_var_grad(tb_tape *tape, tb_var *v);
+/* The gradient buffer of v for ONE kernel that then writes all of it: when v has no gradient
+ * yet the buffer is allocated without zeroing and *acc = false (the kernel overwrites);
+ * otherwise *acc = true (it accumulates). Call it right before that kernel, one variable at a
+ * time: a second request before the kernel ran would find the buffer and accumulate into
+ * garbage. NULL if v needs no gradient. Saves the zeroing pass over large gradients. */
+float *tb_var_grad_for(tb_tape *tape, tb_var *v, bool *acc);
+/* Lets v take over out's gradient buffer when v has none yet and the sizes match (an op whose
+ * input gradient equals its output gradient: add, reshape). Safe because out's gradient is
+ * complete and read by no one else once its node's backward runs; an op must let at most one
+ * of its inputs adopt. Returns true if adopted (v's gradient is then out's, nothing to add). */
+bool tb_var_grad_adopt(tb_tape *tape, tb_var *v, const tb_var *out);
 /* Records a node if out requires a gradient; returns it (or NULL if nothing to record, which
  * is not an error). */
 tb_node *tb_tape_record(tb_tape *tape, const char *name, tb_backward_fn backward, tb_var *out,

@@ -144,7 +144,8 @@ static void cpu_conv2d_fwd(tb_backend *be, const tb_conv_shape *s, const float *
 }
 
 static void cpu_conv2d_bwd(tb_backend *be, const tb_conv_shape *s, const float *x, const float *w,
-                           const float *dy, float *dx, float *dw, float *db, void *workspace)
+                           const float *dy, float *dx, bool dx_acc, float *dw, float *db,
+                           void *workspace)
 {
     const int threads = conv_threads(be, s), cout = s->c_out;
     const int64_t hwo = conv_hwo(s), k = conv_k(s), chw = (int64_t)s->c_in * s->h * s->w;
@@ -182,6 +183,8 @@ static void cpu_conv2d_bwd(tb_backend *be, const tb_conv_shape *s, const float *
             if (dx) {
                 cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)k, (int)hwo, cout,
                             1.0f, w, (int)k, dyb, (int)hwo, 0.0f, col, (int)hwo);
+                /* a fresh dx is zeroed image by image, in cache, just before its col2im */
+                if (!dx_acc) memset(dx + (int64_t)b * chw, 0, (size_t)chw * sizeof(float));
                 col2im_add(s, col, dx + (int64_t)b * chw);
             }
         }
@@ -271,7 +274,7 @@ static void cpu_maxpool2d_fwd(tb_backend *be, const tb_pool_shape *s, const floa
 }
 
 static void cpu_maxpool2d_bwd(tb_backend *be, const tb_pool_shape *s, const int32_t *argmax,
-                              const float *dy, float *dx)
+                              const float *dy, float *dx, bool dx_acc)
 {
     (void)be;
     const int64_t planes = (int64_t)s->n * s->c, hw = (int64_t)s->h * s->w;
@@ -279,6 +282,7 @@ static void cpu_maxpool2d_bwd(tb_backend *be, const tb_pool_shape *s, const int3
 #pragma omp parallel for schedule(static) if (planes * hwo > 32768)
     for (int64_t p = 0; p < planes; p++) {
         float *dp = dx + p * hw;
+        if (!dx_acc) memset(dp, 0, (size_t)hw * sizeof(float)); /* in cache, just before use */
         const float *gp = dy + p * hwo;
         const int32_t *ap = argmax + p * hwo;
         for (int64_t i = 0; i < hwo; i++)

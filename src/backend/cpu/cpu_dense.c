@@ -145,34 +145,35 @@ static void cpu_act_fwd(tb_backend *be, tb_act act, int64_t n, const float *x, f
     }
 }
 
+/* dx[i] (+)= G for every i, G an expression in i; a parallel vector loop either way (a fresh dx
+ * is never read: its contents may be anything, NaN included). */
+#define ACT_BWD_LOOP(G)                                                              \
+    do {                                                                                      \
+        if (dx_acc) {                                                                         \
+            _Pragma("omp parallel for simd schedule(static) if (n > 16384)")                   \
+            for (int64_t i = 0; i < n; i++) dx[i] += (G);                                     \
+        } else {                                                                              \
+            _Pragma("omp parallel for simd schedule(static) if (n > 16384)")                   \
+            for (int64_t i = 0; i < n; i++) dx[i] = (G);                                      \
+        }                                                                                     \
+    } while (0)
+
+static inline float silu_grad(float x)
+{
+    float s = sigmoid(x);
+    return s * (1.0f + x * (1.0f - s));
+}
+
 static void cpu_act_bwd(tb_backend *be, tb_act act, int64_t n, const float *x, const float *y,
-                        const float *dy, float *dx)
+                        const float *dy, float *dx, bool dx_acc)
 {
     (void)be;
     switch (act) {
-    case TB_ACT_RELU:
-#pragma omp parallel for simd schedule(static) if (n > 32768)
-        for (int64_t i = 0; i < n; i++) dx[i] += x[i] > 0.0f ? dy[i] : 0.0f;
-        break;
-    case TB_ACT_GELU:
-#pragma omp parallel for simd schedule(static) if (n > 8192)
-        for (int64_t i = 0; i < n; i++) dx[i] += dy[i] * gelu_grad(x[i]);
-        break;
-    case TB_ACT_SILU:
-#pragma omp parallel for simd schedule(static) if (n > 8192)
-        for (int64_t i = 0; i < n; i++) {
-            float s = sigmoid(x[i]);
-            dx[i] += dy[i] * s * (1.0f + x[i] * (1.0f - s));
-        }
-        break;
-    case TB_ACT_TANH:
-#pragma omp parallel for simd schedule(static) if (n > 32768)
-        for (int64_t i = 0; i < n; i++) dx[i] += dy[i] * (1.0f - y[i] * y[i]);
-        break;
-    case TB_ACT_SIGMOID:
-#pragma omp parallel for simd schedule(static) if (n > 32768)
-        for (int64_t i = 0; i < n; i++) dx[i] += dy[i] * y[i] * (1.0f - y[i]);
-        break;
+    case TB_ACT_RELU: ACT_BWD_LOOP(x[i] > 0.0f ? dy[i] : 0.0f); break;
+    case TB_ACT_GELU: ACT_BWD_LOOP(dy[i] * gelu_grad(x[i])); break;
+    case TB_ACT_SILU: ACT_BWD_LOOP(dy[i] * silu_grad(x[i])); break;
+    case TB_ACT_TANH: ACT_BWD_LOOP(dy[i] * (1.0f - y[i] * y[i])); break;
+    case TB_ACT_SIGMOID: ACT_BWD_LOOP(dy[i] * y[i] * (1.0f - y[i])); break;
     case TB_ACT_COUNT: break;
     }
 }

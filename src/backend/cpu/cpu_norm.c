@@ -78,7 +78,8 @@ static void cpu_batchnorm_fwd_eval(tb_backend *be, int64_t n, int64_t c, int64_t
  *     dx = gamma invstd (dy - dbeta / M - xhat dgamma / M). */
 static void cpu_batchnorm_bwd(tb_backend *be, int64_t n, int64_t c, int64_t hw, const float *x,
                               const float *gamma, const float *mean, const float *invstd,
-                              const float *dy, float *dx, float *dgamma, float *dbeta)
+                              const float *dy, float *dx, bool dx_acc, float *dgamma,
+                              float *dbeta)
 {
     (void)be;
     const double count = (double)(n * hw);
@@ -104,8 +105,14 @@ static void cpu_batchnorm_bwd(tb_backend *be, int64_t n, int64_t c, int64_t hw, 
         for (int64_t b = 0; b < n; b++) {
             const float *xp = x + (b * c + ch) * hw, *gp = dy + (b * c + ch) * hw;
             float *dp = dx + (b * c + ch) * hw;
-            for (int64_t p = 0; p < hw; p++)
-                dp[p] += k * (gp[p] - a - (xp[p] - m) * r * bcoef);
+            if (dx_acc) {
+#pragma omp simd
+                for (int64_t p = 0; p < hw; p++)
+                    dp[p] += k * (gp[p] - a - (xp[p] - m) * r * bcoef);
+            } else {
+#pragma omp simd
+                for (int64_t p = 0; p < hw; p++) dp[p] = k * (gp[p] - a - (xp[p] - m) * r * bcoef);
+            }
         }
     }
 }
@@ -176,7 +183,8 @@ static void cpu_layernorm_fwd(tb_backend *be, int64_t rows, int64_t cols, const 
  *     dx = rstd (g - mean(g) - xhat mean(g xhat)); dgamma = sum_rows dy xhat; dbeta = sum dy. */
 static void cpu_layernorm_bwd(tb_backend *be, int64_t rows, int64_t cols, const float *x,
                               const float *gamma, const float *mean, const float *rstd,
-                              const float *dy, float *dx, float *dgamma, float *dbeta)
+                              const float *dy, float *dx, bool dx_acc, float *dgamma,
+                              float *dbeta)
 {
     (void)be;
     if (dx) {
@@ -193,8 +201,15 @@ static void cpu_layernorm_bwd(tb_backend *be, int64_t rows, int64_t cols, const 
                 sgx += g * ((xp[j] - m) * rs);
             }
             const float a = sg / (float)cols, b = sgx / (float)cols;
-            for (int64_t j = 0; j < cols; j++)
-                dp[j] += rs * (gp[j] * gamma[j] - a - (xp[j] - m) * rs * b);
+            if (dx_acc) {
+#pragma omp simd
+                for (int64_t j = 0; j < cols; j++)
+                    dp[j] += rs * (gp[j] * gamma[j] - a - (xp[j] - m) * rs * b);
+            } else {
+#pragma omp simd
+                for (int64_t j = 0; j < cols; j++)
+                    dp[j] = rs * (gp[j] * gamma[j] - a - (xp[j] - m) * rs * b);
+            }
         }
     }
     if (!dgamma && !dbeta) return;

@@ -50,9 +50,9 @@ static void im2col(tb_backend *be, const tb_conv_shape *s, const float *x, int b
     });
 }
 
-/* dx[b0 .. b0+nb) += col2im(col): each input element sums the col entries that read it. */
+/* dx[b0 .. b0+nb) (+)= col2im(col): each input element sums the col entries that read it. */
 static void col2im_add(tb_backend *be, const tb_conv_shape *s, const float *col, int b0, int nb,
-                       float *dx)
+                       float *dx, bool dx_acc)
 {
     const tb_conv_shape g = *s;
     const int64_t hwo = conv_hwo(s), ld = (int64_t)nb * hwo;
@@ -75,7 +75,8 @@ static void col2im_add(tb_backend *be, const tb_conv_shape *s, const float *col,
                 acc += col[row * ld + (int64_t)b * hwo + (int64_t)oh * g.w_out + ow];
             }
         }
-        dx[((int64_t)(b0 + b) * g.c_in + c) * g.h * g.w + (int64_t)ih * g.w + iw] += acc;
+        float *d = dx + ((int64_t)(b0 + b) * g.c_in + c) * g.h * g.w + (int64_t)ih * g.w + iw;
+        *d = (dx_acc ? *d : 0.0f) + acc;
     });
 }
 
@@ -102,7 +103,8 @@ static void cuda_conv2d_fwd(tb_backend *be, const tb_conv_shape *s, const float 
 }
 
 static void cuda_conv2d_bwd(tb_backend *be, const tb_conv_shape *s, const float *x, const float *w,
-                            const float *dy, float *dx, float *dw, float *db, void *workspace)
+                            const float *dy, float *dx, bool dx_acc, float *dw, float *db,
+                            void *workspace)
 {
     const int nb_max = conv_chunk(s), cout = s->c_out, n = s->n;
     const int64_t hwo = conv_hwo(s), k = conv_k(s);
@@ -139,7 +141,7 @@ static void cuda_conv2d_bwd(tb_backend *be, const tb_conv_shape *s, const float 
         if (dx) {
             tb_cuda_gemm(be, true, false, (int)k, (int)cols, cout, 1.0f, w, (int)k, stage,
                          (int)cols, 0.0f, col, (int)cols);
-            col2im_add(be, s, col, b0, nb, dx);
+            col2im_add(be, s, col, b0, nb, dx, dx_acc);
         }
     }
 }
@@ -186,7 +188,7 @@ __device__ inline void windows_of(int i, int pad, int k, int stride, int out, in
 }
 
 static void cuda_maxpool2d_bwd(tb_backend *be, const tb_pool_shape *s, const int32_t *argmax,
-                               const float *dy, float *dx)
+                               const float *dy, float *dx, bool dx_acc)
 {
     const tb_pool_shape g = *s;
     const int64_t hwo = (int64_t)g.h_out * g.w_out, hw = (int64_t)g.h * g.w;
@@ -202,7 +204,7 @@ static void cuda_maxpool2d_bwd(tb_backend *be, const tb_pool_shape *s, const int
                 int64_t o = plane * hwo + (int64_t)oh * g.w_out + ow;
                 if (argmax[o] == pos) acc += dy[o];
             }
-        dx[e] += acc;
+        dx[e] = (dx_acc ? dx[e] : 0.0f) + acc;
     });
 }
 

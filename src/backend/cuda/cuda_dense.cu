@@ -69,30 +69,30 @@ static void cuda_act_fwd(tb_backend *be, tb_act act, int64_t n, const float *x, 
 }
 
 static void cuda_act_bwd(tb_backend *be, tb_act act, int64_t n, const float *x, const float *y,
-                         const float *dy, float *dx)
+                         const float *dy, float *dx, bool dx_acc)
 {
     switch (act) {
     case TB_ACT_RELU:
-        tb_cuda_for_each(be, n, [=] __device__(int64_t i) { dx[i] += x[i] > 0.0f ? dy[i] : 0.0f; });
+        tb_cuda_for_each(be, n, [=] __device__(int64_t i) { dx[i] = (dx_acc ? dx[i] : 0.0f) + x[i] > 0.0f ? dy[i] : 0.0f; });
         break;
     case TB_ACT_GELU:
         tb_cuda_for_each(be, n, [=] __device__(int64_t i) {
             float cdf = 0.5f * (1.0f + erff(x[i] * 0.70710678118654752f));
             float pdf = 0.39894228040143268f * expf(-0.5f * x[i] * x[i]);
-            dx[i] += dy[i] * (cdf + x[i] * pdf);
+            dx[i] = (dx_acc ? dx[i] : 0.0f) + dy[i] * (cdf + x[i] * pdf);
         });
         break;
     case TB_ACT_SILU:
         tb_cuda_for_each(be, n, [=] __device__(int64_t i) {
             float s = d_sigmoid(x[i]);
-            dx[i] += dy[i] * s * (1.0f + x[i] * (1.0f - s));
+            dx[i] = (dx_acc ? dx[i] : 0.0f) + dy[i] * s * (1.0f + x[i] * (1.0f - s));
         });
         break;
     case TB_ACT_TANH:
-        tb_cuda_for_each(be, n, [=] __device__(int64_t i) { dx[i] += dy[i] * (1.0f - y[i] * y[i]); });
+        tb_cuda_for_each(be, n, [=] __device__(int64_t i) { dx[i] = (dx_acc ? dx[i] : 0.0f) + dy[i] * (1.0f - y[i] * y[i]); });
         break;
     case TB_ACT_SIGMOID:
-        tb_cuda_for_each(be, n, [=] __device__(int64_t i) { dx[i] += dy[i] * y[i] * (1.0f - y[i]); });
+        tb_cuda_for_each(be, n, [=] __device__(int64_t i) { dx[i] = (dx_acc ? dx[i] : 0.0f) + dy[i] * y[i] * (1.0f - y[i]); });
         break;
     case TB_ACT_COUNT: break;
     }

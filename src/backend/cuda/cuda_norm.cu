@@ -60,7 +60,8 @@ static void cuda_batchnorm_fwd_eval(tb_backend *be, int64_t n, int64_t c, int64_
 
 static __global__ void bn_bwd_kernel(int64_t n, int64_t c, int64_t hw, const float *x,
                                      const float *gamma, const float *mean, const float *invstd,
-                                     const float *dy, float *dx, float *dgamma, float *dbeta)
+                                     const float *dy, float *dx, bool dx_acc, float *dgamma,
+                                     float *dbeta)
 {
     const int64_t ch = blockIdx.x, count = n * hw;
     const float m = mean[ch], r = invstd[ch];
@@ -80,16 +81,18 @@ static __global__ void bn_bwd_kernel(int64_t n, int64_t c, int64_t hw, const flo
     const float k = gamma[ch] * r, a = (float)(sdy / (double)count),
                 bcoef = (float)(sdyx / (double)count);
     for (int64_t i = threadIdx.x; i < count; i += blockDim.x)
-        BN_AT(dx, i) += k * (BN_AT(dy, i) - a - (BN_AT(x, i) - m) * r * bcoef);
+        BN_AT(dx, i) = (dx_acc ? BN_AT(dx, i) : 0.0f) +
+                       k * (BN_AT(dy, i) - a - (BN_AT(x, i) - m) * r * bcoef);
 }
 
 static void cuda_batchnorm_bwd(tb_backend *be, int64_t n, int64_t c, int64_t hw, const float *x,
                                const float *gamma, const float *mean, const float *invstd,
-                               const float *dy, float *dx, float *dgamma, float *dbeta)
+                               const float *dy, float *dx, bool dx_acc, float *dgamma,
+                               float *dbeta)
 {
     if (c <= 0) return;
     bn_bwd_kernel<<<(unsigned)c, TB_CUDA_THREADS, 0, tb_cu(be)->stream>>>(
-        n, c, hw, x, gamma, mean, invstd, dy, dx, dgamma, dbeta);
+        n, c, hw, x, gamma, mean, invstd, dy, dx, dx_acc, dgamma, dbeta);
     TB_CUDA_LAUNCHED(be);
 }
 
@@ -164,7 +167,7 @@ static void cuda_layernorm_fwd(tb_backend *be, int64_t rows, int64_t cols, const
 
 static __global__ void ln_bwd_dx_kernel(int64_t cols, const float *x, const float *gamma,
                                         const float *mean, const float *rstd, const float *dy,
-                                        float *dx)
+                                        float *dx, bool dx_acc)
 {
     const int64_t r = blockIdx.x;
     const float *xp = x + r * cols, *gp = dy + r * cols;
@@ -180,17 +183,18 @@ static __global__ void ln_bwd_dx_kernel(int64_t cols, const float *x, const floa
     sgx = tb_cuda_block_sum(sgx);
     const float a = (float)(sg / (double)cols), b = (float)(sgx / (double)cols);
     for (int64_t j = threadIdx.x; j < cols; j += blockDim.x)
-        dp[j] += rs * (gp[j] * gamma[j] - a - (xp[j] - m) * rs * b);
+        dp[j] = (dx_acc ? dp[j] : 0.0f) + rs * (gp[j] * gamma[j] - a - (xp[j] - m) * rs * b);
 }
 
 static void cuda_layernorm_bwd(tb_backend *be, int64_t rows, int64_t cols, const float *x,
                                const float *gamma, const float *mean, const float *rstd,
-                               const float *dy, float *dx, float *dgamma, float *dbeta)
+                               const float *dy, float *dx, bool dx_acc, float *dgamma,
+                               float *dbeta)
 {
     if (rows <= 0) return;
     if (dx) {
         ln_bwd_dx_kernel<<<(unsigned)rows, TB_CUDA_THREADS, 0, tb_cu(be)->stream>>>(
-            cols, x, gamma, mean, rstd, dy, dx);
+            cols, x, gamma, mean, rstd, dy, dx, dx_acc);
         TB_CUDA_LAUNCHED(be);
     }
     if (!dgamma && !dbeta) return;
