@@ -18,6 +18,7 @@
 
 #include <cblas.h>
 
+#include "blas_kernels.h"
 #include "trainbench/trainbench.h"
 
 static double now_s(void)
@@ -97,6 +98,7 @@ static void print_profile(const tb_tape *tape, double total_s, double opt_s, int
 
 int main(int argc, char **argv)
 {
+    tb_cli_choose_blas_kernels(argv); /* the fast OpenBLAS kernels, as the trainbench command */
     const char *workload = "fmnist_mlp", *algorithm = "sgd";
     int threads = 1, steps = 200, warmup = 20, batch = 0, sgemm = 0, profile = 0;
     struct option opts[] = {

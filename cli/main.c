@@ -1,5 +1,6 @@
 /* main.c: the trainbench command: dispatches git-style subcommands. */
 #include "cli.h"
+#include "blas_kernels.h"
 
 #include <errno.h>
 #include <math.h>
@@ -98,28 +99,9 @@ bool tb_cli_parse_double(const char *opt, const char *text, double *out)
     return true;
 }
 
-/* OpenBLAS 0.3.21 (Debian 12) picks its kernels from the CPU model at load time and falls back
- * to the slow generic "Prescott" kernels on CPUs it does not know (e.g. virtualised Xeons),
- * several times slower. Unless the user chose (OPENBLAS_CORETYPE set), pick the kernel family
- * from the CPU's features and restart once with it set, before OpenBLAS is used. */
-static void choose_blas_kernels(char **argv)
-{
-    if (getenv("OPENBLAS_CORETYPE")) return;
-    const char *core = NULL;
-    __builtin_cpu_init();
-    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-        __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq"))
-        core = "SkylakeX";
-    else if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
-        core = "Haswell";
-    if (!core) return;
-    setenv("OPENBLAS_CORETYPE", core, 1);
-    execv("/proc/self/exe", argv); /* returns only on failure: then run as we are */
-}
-
 int main(int argc, char **argv)
 {
-    choose_blas_kernels(argv);
+    tb_cli_choose_blas_kernels(argv);
     if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 ||
         strcmp(argv[1], "help") == 0) {
         fputs(usage, argc < 2 ? stderr : stdout);

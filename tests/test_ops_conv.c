@@ -106,6 +106,7 @@ static void test_conv2d(void)
 {
     static const conv_case cases[] = {
         {2, 3, 5, 7, 4, 3, 1, 1, true},  /* same padding, non-square */
+        {2, 2, 6, 5, 3, 5, 1, 2, true},  /* same padding, 5x5 (column shifts of 2) */
         {2, 2, 6, 5, 3, 3, 2, 1, true},  /* stride 2, pad 1 */
         {3, 2, 7, 6, 3, 3, 2, 0, true},  /* stride 2, pad 0 */
         {1, 3, 4, 6, 2, 1, 1, 0, false}, /* 1x1, no bias */
@@ -271,6 +272,48 @@ static void test_maxpool_known_values(void)
         CHECK_NEAR(got[0], 4.0 / 9.0, 1e-6);
         CHECK_NEAR(got[5], 1.0, 1e-6);
     }
+    tb_tape_destroy(t);
+    tb_test_var_free(x);
+}
+
+/* The 2x2 / stride 2 fast path against a direct host computation: odd sizes (the last row and
+ * column unused), rows of more than 16 outputs (two vectors, the second partial), ties (the
+ * first element wins) and NaN (propagates). */
+static void test_maxpool_2x2_fast_path(void)
+{
+    const int N = 2, C = 2, H = 5, W = 37, Ho = 2, Wo = 18;
+    int64_t xs[4] = {N, C, H, W};
+    tb_rng r = tb_rng_make(4, 0);
+    tb_var *x = tb_test_var(g_be, 4, xs, &r, -1, 1, true);
+    float *hx = tb_test_host_copy(x);
+    for (int i = 0; i < N * C * H * W; i += 7) hx[i] = 0.5f; /* ties */
+    hx[3] = NAN;
+    hx[W + 20] = NAN;
+    tb_tensor_upload(&x->value, hx, NULL);
+    tb_tape *t = new_tape();
+    tb_var *y = tb_op_maxpool2d(t, x, 2, 2, 0);
+    if (!CHECK(y != NULL && y->value.shape[2] == Ho && y->value.shape[3] == Wo)) return;
+    float *hy = tb_test_host_copy(y);
+    int wrong = 0;
+    for (int p = 0; p < N * C; p++)
+        for (int oh = 0; oh < Ho; oh++)
+            for (int ow = 0; ow < Wo; ow++) {
+                int at = -1;
+                float best = 0;
+                for (int ki = 0; ki < 2; ki++)
+                    for (int kj = 0; kj < 2; kj++) {
+                        int i = p * H * W + (2 * oh + ki) * W + 2 * ow + kj;
+                        if (at < 0 || hx[i] > best || hx[i] != hx[i]) {
+                            best = hx[i];
+                            at = i;
+                        }
+                    }
+                float got = hy[(p * Ho + oh) * Wo + ow];
+                if (!(got == best || (got != got && best != best))) wrong++;
+            }
+    CHECK(wrong == 0);
+    free(hx);
+    free(hy);
     tb_tape_destroy(t);
     tb_test_var_free(x);
 }
@@ -496,6 +539,7 @@ int main(void)
     test_conv2d_accumulates();
     test_pooling();
     test_maxpool_known_values();
+    test_maxpool_2x2_fast_path();
     test_global_avgpool();
     test_errors();
     test_conv_layer();

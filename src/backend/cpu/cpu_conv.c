@@ -19,6 +19,10 @@
 
 #include <omp.h>
 
+#ifdef __AVX512F__
+#include <immintrin.h>
+#endif
+
 #include <cblas.h>
 
 static int64_t conv_k(const tb_conv_shape *s) { return (int64_t)s->c_in * s->kh * s->kw; }
@@ -50,12 +54,72 @@ static void valid_cols(const tb_conv_shape *s, int kj, int *lo, int *hi)
     *hi = b > s->w_out ? s->w_out : (b < *lo ? *lo : b);
 }
 
+/* "Same" geometry: stride 1 and output planes as large as the input (2 pad = k - 1). Then the
+ * plane of kernel tap (ki, kj) is the input plane shifted by d = (ki - pad) W + (kj - pad) as
+ * one flat array, except for the columns that wrapped around a row edge: one long vector copy
+ * plus a few scalar fixes instead of a short copy per row. */
+static bool same_geometry(const tb_conv_shape *s)
+{
+    return s->stride == 1 && s->h_out == s->h && s->w_out == s->w;
+}
+
+/* Sets the wrapped columns of a shifted plane [H, W] (column shift dc = kj - pad) to zero. */
+static void zero_wrapped_cols(float *plane, int H, int W, int dc)
+{
+    const int c0 = dc > 0 ? W - dc : 0, c1 = dc > 0 ? W : -dc;
+    for (int r = 0; r < H; r++)
+        for (int c = c0; c < c1; c++) plane[(int64_t)r * W + c] = 0.0f;
+}
+
+static void im2col_same(const tb_conv_shape *s, const float *x, float *col)
+{
+    const int H = s->h, W = s->w, kh = s->kh, kw = s->kw, pad = s->pad;
+    const int64_t hw = (int64_t)H * W;
+    for (int c = 0; c < s->c_in; c++) {
+        const float *xp = x + (int64_t)c * hw;
+        for (int ki = 0; ki < kh; ki++)
+            for (int kj = 0; kj < kw; kj++) {
+                float *dst = col + ((int64_t)(c * kh + ki) * kw + kj) * hw;
+                const int64_t d = (int64_t)(ki - pad) * W + (kj - pad);
+                const int64_t lo = d < 0 ? -d : 0, hi = d > 0 ? hw - d : hw;
+                for (int64_t i = 0; i < lo; i++) dst[i] = 0.0f;
+#pragma omp simd
+                for (int64_t i = lo; i < hi; i++) dst[i] = xp[i + d];
+                for (int64_t i = hi; i < hw; i++) dst[i] = 0.0f;
+                if (kj != pad) zero_wrapped_cols(dst, H, W, kj - pad);
+            }
+    }
+}
+
+/* col2im of the same geometry; the wrapped columns of col (scratch) are zeroed first. */
+static void col2im_add_same(const tb_conv_shape *s, float *col, float *dx)
+{
+    const int H = s->h, W = s->w, kh = s->kh, kw = s->kw, pad = s->pad;
+    const int64_t hw = (int64_t)H * W;
+    for (int c = 0; c < s->c_in; c++) {
+        float *xp = dx + (int64_t)c * hw;
+        for (int ki = 0; ki < kh; ki++)
+            for (int kj = 0; kj < kw; kj++) {
+                float *src = col + ((int64_t)(c * kh + ki) * kw + kj) * hw;
+                const int64_t d = (int64_t)(ki - pad) * W + (kj - pad);
+                const int64_t lo = d < 0 ? -d : 0, hi = d > 0 ? hw - d : hw;
+                if (kj != pad) zero_wrapped_cols(src, H, W, kj - pad);
+#pragma omp simd
+                for (int64_t i = lo; i < hi; i++) xp[i + d] += src[i];
+            }
+    }
+}
+
 /* col[K, HWo] of one image x[c_in, H, W]. */
 static void im2col(const tb_conv_shape *s, const float *x, float *col)
 {
     const int H = s->h, W = s->w, Ho = s->h_out, Wo = s->w_out, kh = s->kh, kw = s->kw;
     const int st = s->stride, pad = s->pad;
     const int64_t hwo = conv_hwo(s);
+    if (same_geometry(s)) {
+        im2col_same(s, x, col);
+        return;
+    }
     for (int c = 0; c < s->c_in; c++) {
         const float *xp = x + (int64_t)c * H * W;
         for (int ki = 0; ki < kh; ki++)
@@ -67,14 +131,17 @@ static void im2col(const tb_conv_shape *s, const float *x, float *col)
                     int ih = oh * st - pad + ki;
                     float *d = dst + (int64_t)oh * Wo;
                     if (ih < 0 || ih >= H) {
-                        memset(d, 0, (size_t)Wo * sizeof(float));
+                        for (int ow = 0; ow < Wo; ow++) d[ow] = 0.0f;
                         continue;
                     }
                     const float *xr = xp + (int64_t)ih * W;
                     if (st == 1) {
+                        /* inline loops, not memcpy: rows are short (tens of floats), and a
+                         * library call per row cost more than the copy */
+                        const float *xs = xr + lo - pad + kj;
                         for (int ow = 0; ow < lo; ow++) d[ow] = 0.0f;
-                        if (hi > lo)
-                            memcpy(d + lo, xr + lo - pad + kj, (size_t)(hi - lo) * sizeof(float));
+#pragma omp simd
+                        for (int i = 0; i < hi - lo; i++) d[lo + i] = xs[i];
                         for (int ow = hi; ow < Wo; ow++) d[ow] = 0.0f;
                         continue;
                     }
@@ -87,12 +154,16 @@ static void im2col(const tb_conv_shape *s, const float *x, float *col)
     }
 }
 
-/* dx[c_in, H, W] += col2im(col) for one image. */
-static void col2im_add(const tb_conv_shape *s, const float *col, float *dx)
+/* dx[c_in, H, W] += col2im(col) for one image (col is scratch and may be modified). */
+static void col2im_add(const tb_conv_shape *s, float *col, float *dx)
 {
     const int H = s->h, W = s->w, Ho = s->h_out, Wo = s->w_out, kh = s->kh, kw = s->kw;
     const int st = s->stride, pad = s->pad;
     const int64_t hwo = conv_hwo(s);
+    if (same_geometry(s)) {
+        col2im_add_same(s, col, dx);
+        return;
+    }
     for (int c = 0; c < s->c_in; c++) {
         float *xp = dx + (int64_t)c * H * W;
         for (int ki = 0; ki < kh; ki++)
@@ -210,7 +281,48 @@ static inline void max_take(float v, int32_t i, float *best, int32_t *at)
     *at = take ? i : *at;
 }
 
-/* The 2x2, stride 2, unpadded window (every window lies inside the plane): branch-free. */
+#ifdef __AVX512F__
+/* One output row of the 2x2 / stride 2 pool with AVX-512: 16 outputs a vector (masked at the
+ * row's end, so the short rows of small feature maps vectorise too); even and odd input
+ * columns are separated with two-source permutes. Same choice rule as max_take. */
+static void maxpool_2x2_row(const float *r0, const float *r1, int W, int Wo, int32_t base,
+                            float *yr, int32_t *ar)
+{
+    const __m512i even = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4,
+                                          2, 0);
+    const __m512i odd = _mm512_add_epi32(even, _mm512_set1_epi32(1));
+    const __m512i lane2 = _mm512_slli_epi32(
+        _mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0), 1);
+    for (int ow0 = 0; ow0 < Wo; ow0 += 16) {
+        const int n_out = Wo - ow0 < 16 ? Wo - ow0 : 16, n_in = 2 * n_out;
+        const __mmask16 m_out = (__mmask16)((1u << n_out) - 1);
+        const __mmask16 m_lo = (__mmask16)(n_in >= 16 ? 0xffffu : (1u << n_in) - 1);
+        const __mmask16 m_hi = (__mmask16)(n_in > 16 ? (1u << (n_in - 16)) - 1 : 0);
+        const float *a = r0 + 2 * ow0, *b = r1 + 2 * ow0;
+        __m512 a_lo = _mm512_maskz_loadu_ps(m_lo, a), a_hi = _mm512_maskz_loadu_ps(m_hi, a + 16);
+        __m512 b_lo = _mm512_maskz_loadu_ps(m_lo, b), b_hi = _mm512_maskz_loadu_ps(m_hi, b + 16);
+        __m512 cand[4] = {_mm512_permutex2var_ps(a_lo, even, a_hi),
+                          _mm512_permutex2var_ps(a_lo, odd, a_hi),
+                          _mm512_permutex2var_ps(b_lo, even, b_hi),
+                          _mm512_permutex2var_ps(b_lo, odd, b_hi)};
+        const __m512i at0 = _mm512_add_epi32(_mm512_set1_epi32(base + 2 * ow0), lane2);
+        const int32_t offs[4] = {0, 1, W, W + 1};
+        __m512 best = cand[0];
+        __m512i at = at0;
+        for (int c = 1; c < 4; c++) {
+            __mmask16 take = _mm512_cmp_ps_mask(cand[c], best, _CMP_GT_OQ) |
+                             _mm512_cmp_ps_mask(cand[c], cand[c], _CMP_UNORD_Q);
+            best = _mm512_mask_mov_ps(best, take, cand[c]);
+            at = _mm512_mask_mov_epi32(at, take,
+                                       _mm512_add_epi32(at0, _mm512_set1_epi32(offs[c])));
+        }
+        _mm512_mask_storeu_ps(yr + ow0, m_out, best);
+        _mm512_mask_storeu_epi32(ar + ow0, m_out, at);
+    }
+}
+#endif
+
+/* The 2x2, stride 2, unpadded window (every window lies inside the plane). */
 static void maxpool_2x2(const tb_pool_shape *s, const float *xp, float *yp, int32_t *ap)
 {
     const int W = s->w, Wo = s->w_out;
@@ -219,7 +331,9 @@ static void maxpool_2x2(const tb_pool_shape *s, const float *xp, float *yp, int3
         float *yr = yp + (int64_t)oh * Wo;
         int32_t *ar = ap + (int64_t)oh * Wo;
         const int32_t base = 2 * oh * W;
-#pragma omp simd
+#ifdef __AVX512F__
+        maxpool_2x2_row(r0, r1, W, Wo, base, yr, ar);
+#else
         for (int ow = 0; ow < Wo; ow++) {
             float best = r0[2 * ow];
             int32_t at = base + 2 * ow;
@@ -229,6 +343,7 @@ static void maxpool_2x2(const tb_pool_shape *s, const float *xp, float *yp, int3
             yr[ow] = best;
             ar[ow] = at;
         }
+#endif
     }
 }
 
