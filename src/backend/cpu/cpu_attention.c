@@ -102,14 +102,17 @@ static void cpu_attention_fwd(tb_backend *be, int b, int t, int c, int heads, co
         for (int64_t i = 0; i < t; i++) {
             float *row = p + i * t;
             float mx = row[0];
+#pragma omp simd reduction(max : mx)
             for (int64_t j = 1; j <= i; j++)
                 mx = row[j] > mx ? row[j] : mx;
-            double sum = 0.0;
+            float sum = 0.0f; /* at most t terms in [0, 1], one of them 1: float suffices */
+#pragma omp simd reduction(+ : sum)
             for (int64_t j = 0; j <= i; j++) {
                 row[j] = tb_cpu_expf(row[j] - mx);
                 sum += row[j];
             }
-            const float inv = (float)(1.0 / sum);
+            const float inv = 1.0f / sum;
+#pragma omp simd
             for (int64_t j = 0; j <= i; j++)
                 row[j] *= inv;
             for (int64_t j = i + 1; j < t; j++)
@@ -148,10 +151,11 @@ static void cpu_attention_bwd(tb_backend *be, int b, int t, int c, int heads, co
         for (int64_t i = 0; i < t; i++) {
             float *row = ds + i * t;
             const float *prow = p + i * t;
-            double dot = 0.0;
+            float fdot = 0.0f;
+#pragma omp simd reduction(+ : fdot)
             for (int64_t j = 0; j <= i; j++)
-                dot += (double)row[j] * prow[j];
-            const float fdot = (float)dot;
+                fdot += row[j] * prow[j];
+#pragma omp simd
             for (int64_t j = 0; j <= i; j++)
                 row[j] = prow[j] * (row[j] - fdot);
             for (int64_t j = i + 1; j < t; j++)
