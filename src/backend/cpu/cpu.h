@@ -33,6 +33,39 @@ static inline float tb_cpu_expf(float x)
     return in != in ? in : p * scale;
 }
 
+/* log(1 + x) for x in [0, 1], vectorisable: log1p(x) = 2 atanh(s) with s = x / (2 + x) in
+ * [0, 1/3] (no cancellation for small x), atanh by its odd series to s^13 (relative error
+ * below 1e-7). Used where x = exp(-|z|), as in the stable logistic losses. */
+static inline float tb_cpu_log1pf_unit(float x)
+{
+    const float s = x / (2.0f + x), s2 = s * s;
+    float p = 2.0f / 13.0f;
+    p = p * s2 + 2.0f / 11.0f;
+    p = p * s2 + 2.0f / 9.0f;
+    p = p * s2 + 2.0f / 7.0f;
+    p = p * s2 + 2.0f / 5.0f;
+    p = p * s2 + 2.0f / 3.0f;
+    p = p * s2 + 2.0f;
+    return s * p;
+}
+
+/* tanh(x), vectorisable: the odd Taylor series to x^11 below |x| = 0.25 (relative error below
+ * 1e-9 there), 1 - 2 / (exp(2|x|) + 1) above it (relative error below 3e-7), with the sign of
+ * x; saturates to +-1 and keeps NaN. */
+static inline float tb_cpu_tanhf(float x)
+{
+    const float ax = x < 0.0f ? -x : x, x2 = x * x;
+    float p = -1382.0f / 155925.0f;
+    p = p * x2 + 62.0f / 2835.0f;
+    p = p * x2 - 17.0f / 315.0f;
+    p = p * x2 + 2.0f / 15.0f;
+    p = p * x2 - 1.0f / 3.0f;
+    const float small = x + x * x2 * p;
+    const float big = 1.0f - 2.0f / (tb_cpu_expf(2.0f * ax) + 1.0f);
+    const float r = ax < 0.25f ? small : (x < 0.0f ? -big : big);
+    return x != x ? x : r;
+}
+
 void tb_cpu_register_dense(tb_backend_ops *ops);     /* cpu_dense.c: BLAS, element-wise */
 void tb_cpu_register_loss(tb_backend_ops *ops);      /* cpu_loss.c: losses, dropout */
 void tb_cpu_register_conv(tb_backend_ops *ops);      /* cpu_conv.c: conv2d, pooling */

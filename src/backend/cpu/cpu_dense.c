@@ -174,8 +174,8 @@ static void cpu_act_fwd(tb_backend *be, tb_act act, int64_t n, const float *x, f
         for (int64_t i = 0; i < n; i++) y[i] = x[i] * sigmoid(x[i]);
         break;
     case TB_ACT_TANH:
-#pragma omp parallel for schedule(static) if (n > 8192)
-        for (int64_t i = 0; i < n; i++) y[i] = tanhf(x[i]);
+#pragma omp parallel for simd schedule(static) if (n > 8192)
+        for (int64_t i = 0; i < n; i++) y[i] = tb_cpu_tanhf(x[i]);
         break;
     case TB_ACT_SIGMOID:
 #pragma omp parallel for simd schedule(static) if (n > 8192)
