@@ -1,9 +1,14 @@
 /* bench_step.c: training-step throughput of one workload on this machine, as JSON.
  *
  *   bench_step --workload fmnist_mlp --algorithm sgd --threads 2 --steps 200 --warmup 20
+ *   bench_step --workload fmnist_cnn --device cuda --cuda-graph
  *
  * Times whole training steps (input pipeline, forward, backward, update) after a warm-up, and
  * reports examples/s, ms/step, achieved GEMM FLOP/s of the step and peak resident memory.
+ * --device cuda runs on the GPU; --cuda-graph (cuda only) captures one step as a CUDA graph
+ * during the warm-up and replays it for the timed steps (tb_step_runner; an optimizer with
+ * host-side work per step stays eager and the JSON says why). The GEMM FLOP/s of replayed
+ * steps are not counted (the host does not see their products).
  * With --sgemm N it instead measures the OpenBLAS sgemm ceiling on N x N matrices. Not a test:
  * bench/speed.py runs it side by side with the PyTorch version of the same model. */
 #include <getopt.h>
@@ -62,15 +67,29 @@ static int sgemm_ceiling(int n, int threads, int repeats)
     return 0;
 }
 
+/* The step's model: the workload's forward pass and loss. */
+static tb_var *step_loss(void *user, tb_tape *tape, const tb_batch *b, tb_rng *dropout,
+                         tb_error *err)
+{
+    (void)err;
+    tb_workload *wl = user;
+    return tb_workload_loss_fn(wl, tape, tb_workload_forward(wl, tape, b->inputs, dropout),
+                               b->targets);
+}
+
 int main(int argc, char **argv)
 {
     const char *workload = "fmnist_mlp", *algorithm = "sgd";
     int threads = 1, steps = 200, warmup = 20, batch = 0, sgemm = 0;
+    bool cuda_graph = false;
+    tb_device device = TB_DEVICE_CPU;
+    tb_error err = {0};
     struct option opts[] = {
         {"workload", required_argument, 0, 'w'}, {"algorithm", required_argument, 0, 'a'},
         {"threads", required_argument, 0, 't'},  {"steps", required_argument, 0, 's'},
         {"warmup", required_argument, 0, 'u'},   {"batch-size", required_argument, 0, 'b'},
-        {"sgemm", required_argument, 0, 'g'},    {0, 0, 0, 0},
+        {"sgemm", required_argument, 0, 'g'},    {"device", required_argument, 0, 'd'},
+        {"cuda-graph", no_argument, 0, 'c'},     {0, 0, 0, 0},
     };
     int c;
     while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
@@ -82,22 +101,37 @@ int main(int argc, char **argv)
         case 'u': warmup = atoi(optarg); break;
         case 'b': batch = atoi(optarg); break;
         case 'g': sgemm = atoi(optarg); break;
+        case 'c': cuda_graph = true; break;
+        case 'd':
+            if (tb_device_parse(optarg, &device, &err) == TB_OK) break;
+            fprintf(stderr, "bench_step: --device: %s\n", err.message);
+            return 2;
         default:
             fprintf(stderr, "usage: bench_step [--workload ID] [--algorithm NAME] [--threads N]\n"
                             "                  [--steps N] [--warmup N] [--batch-size N]\n"
+                            "                  [--device cpu|cuda] [--cuda-graph]\n"
                             "       bench_step --sgemm N [--threads N]\n");
             return 2;
         }
     }
     if (sgemm > 0) return sgemm_ceiling(sgemm, threads, 5);
+    if (cuda_graph && device != TB_DEVICE_CUDA) {
+        fprintf(stderr, "bench_step: --cuda-graph needs --device cuda\n");
+        return 2;
+    }
+    if (cuda_graph && warmup < 3) {
+        fprintf(stderr, "bench_step: --cuda-graph needs --warmup 3 or more (2 eager steps and "
+                        "the captured one)\n");
+        return 2;
+    }
 
-    tb_error err = {0};
-    tb_backend_config bc = {.device = TB_DEVICE_CPU, .threads = threads};
+    tb_backend_config bc = {.device = device, .threads = threads};
     tb_backend *be = NULL;
     tb_workload *wl = NULL;
     tb_tape *tape = NULL;
     tb_optimizer *opt = NULL;
     tb_pipeline *pipe = NULL;
+    tb_step_runner *runner = NULL;
     tb_status st = tb_backend_create(&bc, &be, &err);
     if (st == TB_OK) st = tb_workload_create(workload, be, NULL, &wl, &err);
     tb_rng init = tb_rng_make(0, TB_STREAM_INIT), drop = tb_rng_make(0, TB_STREAM_DROPOUT);
@@ -111,6 +145,9 @@ int main(int argc, char **argv)
     if (batch <= 0 && wl) batch = tb_workload_get_info(wl)->default_batch_size;
     tb_pipeline_config pc = {.batch_size = batch};
     if (st == TB_OK) st = tb_pipeline_create(wl, &pc, &pipe, &err);
+    tb_step_config sc = {.loss = step_loss, .user = wl, .cuda_graph = cuda_graph};
+    if (st == TB_OK) st = tb_step_runner_create(tape, tb_workload_params(wl), opt, &sc, &runner,
+                                                &err);
     double t0 = 0;
     uint64_t flops0 = 0;
     for (int i = 0; st == TB_OK && i < warmup + steps; i++) {
@@ -119,18 +156,8 @@ int main(int argc, char **argv)
             t0 = now_s();
             flops0 = tb_backend_gemm_flops(be);
         }
-        tb_tape_reset(tape);
-        tb_params_zero_grad(tb_workload_params(wl));
-        tb_batch b;
-        st = tb_pipeline_next(pipe, tape, &b, &err);
-        if (st != TB_OK) break;
-        tb_var *out = tb_workload_forward(wl, tape, b.inputs, &drop);
-        tb_var *loss = tb_workload_loss_fn(wl, tape, out, b.targets);
-        if (!loss || tb_tape_backward(tape, loss) != TB_OK) {
-            st = tb_fail(&err, tb_tape_status(tape), "%s", tb_tape_error(tape)->message);
-            break;
-        }
-        st = tb_optimizer_step(opt, 1.0, &err);
+        float loss;
+        st = tb_step_runner_step(runner, pipe, 1.0, &drop, &loss, NULL, &err);
     }
     if (st == TB_OK) {
         tb_backend_sync(be);
@@ -138,12 +165,17 @@ int main(int argc, char **argv)
         double flops = (double)(tb_backend_gemm_flops(be) - flops0);
         printf("{\"workload\":\"%s\",\"algorithm\":\"%s\",\"threads\":%d,\"batch_size\":%d,"
                "\"steps\":%d,\"examples_per_s\":%.1f,\"ms_per_step\":%.3f,\"gemm_gflops\":%.1f,"
-               "\"peak_rss_mb\":%.1f,\"backend\":\"%s\"}\n",
+               "\"peak_rss_mb\":%.1f,\"cuda_graph\":%s,\"graph_replays\":%lld,"
+               "\"graph_note\":\"%s\",\"backend\":\"%s\"}\n",
                workload, algorithm, threads, batch, steps, (double)steps * batch / dt,
-               1e3 * dt / steps, flops / dt / 1e9, peak_rss_mb(), tb_backend_describe(be));
+               1e3 * dt / steps, flops / dt / 1e9, peak_rss_mb(),
+               tb_step_runner_graphed(runner) ? "true" : "false",
+               (long long)tb_step_runner_replays(runner), tb_step_runner_note(runner),
+               tb_backend_describe(be));
     } else {
         fprintf(stderr, "bench_step: %s\n", err.message);
     }
+    tb_step_runner_destroy(runner);
     tb_pipeline_destroy(pipe);
     tb_optimizer_destroy(opt);
     tb_tape_destroy(tape);
