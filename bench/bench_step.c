@@ -1,13 +1,20 @@
 /* bench_step.c: training-step throughput of one workload on this machine, as JSON.
  *
  *   bench_step --workload fmnist_mlp --algorithm sgd --threads 2 --steps 200 --warmup 20
+ *   bench_step --workload fmnist_cnn --device cuda --cuda-graph
  *
  * Times whole training steps (input pipeline, forward, backward, update) after a warm-up, and
  * reports examples/s, ms/step, achieved GEMM FLOP/s of the step and peak resident memory.
+ * --device cuda runs on the GPU; --cuda-graph (cuda only) captures one step as a CUDA graph
+ * during the warm-up and replays it for the timed steps (tb_step_runner; an optimizer with
+ * host-side work per step stays eager and the JSON says why). The GEMM FLOP/s of replayed
+ * steps are not counted (the host does not see their products).
  * With --profile it also prints, to stderr, where the step's time goes: per op (forward and
- * backward, from the tape's profiler), the optimizer update and the rest (input pipeline,
- * zeroing gradients); synchronising per op slows the step, so the profile run's own
- * examples/s is lower than a plain run's. With --sgemm N it instead measures the OpenBLAS sgemm ceiling on N x N matrices. Not a test:
+ * backward, from the tape's profiler) and the rest of the step (optimizer update, input,
+ * zeroing gradients); synchronising per op slows the step, so a profiled run's examples/s is
+ * lower than a plain run's. The JSON's cpu_ms_per_step is the process's CPU time per step (at
+ * 1 thread, a cost that another busy process on the machine barely changes, unlike wall time).
+ * With --sgemm N it instead measures the OpenBLAS sgemm ceiling on N x N matrices. Not a test:
  * bench/speed.py runs it side by side with the PyTorch version of the same model. */
 #include <getopt.h>
 #include <stdio.h>
@@ -28,8 +35,6 @@ static double now_s(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-/* CPU time of the whole process (all threads): at 1 thread, a step's cost that another busy
- * process on the machine barely changes, unlike its wall time. */
 static double cpu_s(void)
 {
     struct timespec ts;
@@ -76,24 +81,32 @@ static int sgemm_ceiling(int n, int threads, int repeats)
 }
 
 /* The per-op table: ms per step forward, backward, and share of the step. */
-static void print_profile(const tb_tape *tape, double total_s, double opt_s, int steps)
+static void print_profile(const tb_tape *tape, double total_s, int steps)
 {
     tb_op_profile ops[64];
     int n = tb_tape_profile(tape, ops, 64);
     double ops_s = 0;
-    fprintf(stderr, "%-22s %7s %10s %10s %7s\n", "op", "calls", "fwd ms", "bwd ms", "share");
+    fprintf(stderr, "%-26s %7s %10s %10s %7s\n", "op", "calls", "fwd ms", "bwd ms", "share");
     for (int i = 0; i < n && i < 64; i++) {
         double tot = ops[i].forward_s + ops[i].backward_s;
         ops_s += tot;
-        fprintf(stderr, "%-22s %7.1f %10.3f %10.3f %6.1f%%\n", ops[i].name,
+        fprintf(stderr, "%-26s %7.1f %10.3f %10.3f %6.1f%%\n", ops[i].name,
                 (double)ops[i].calls / steps, 1e3 * ops[i].forward_s / steps,
                 1e3 * ops[i].backward_s / steps, 100.0 * tot / total_s);
     }
-    fprintf(stderr, "%-22s %7s %10.3f %10s %6.1f%%\n", "optimizer update", "", 1e3 * opt_s / steps,
-            "", 100.0 * opt_s / total_s);
-    double rest = total_s - ops_s - opt_s;
-    fprintf(stderr, "%-22s %7s %10.3f %10s %6.1f%%\n", "other (input, zero_grad)", "",
+    double rest = total_s - ops_s;
+    fprintf(stderr, "%-26s %7s %10.3f %10s %6.1f%%\n", "rest (update, input, zero)", "",
             1e3 * rest / steps, "", 100.0 * rest / total_s);
+}
+
+/* The step's model: the workload's forward pass and loss. */
+static tb_var *step_loss(void *user, tb_tape *tape, const tb_batch *b, tb_rng *dropout,
+                         tb_error *err)
+{
+    (void)err;
+    tb_workload *wl = user;
+    return tb_workload_loss_fn(wl, tape, tb_workload_forward(wl, tape, b->inputs, dropout),
+                               b->targets);
 }
 
 int main(int argc, char **argv)
@@ -101,11 +114,15 @@ int main(int argc, char **argv)
     tb_cli_choose_blas_kernels(argv); /* the fast OpenBLAS kernels, as the trainbench command */
     const char *workload = "fmnist_mlp", *algorithm = "sgd";
     int threads = 1, steps = 200, warmup = 20, batch = 0, sgemm = 0, profile = 0;
+    bool cuda_graph = false;
+    tb_device device = TB_DEVICE_CPU;
+    tb_error err = {0};
     struct option opts[] = {
         {"workload", required_argument, 0, 'w'}, {"algorithm", required_argument, 0, 'a'},
         {"threads", required_argument, 0, 't'},  {"steps", required_argument, 0, 's'},
         {"warmup", required_argument, 0, 'u'},   {"batch-size", required_argument, 0, 'b'},
-        {"sgemm", required_argument, 0, 'g'},    {"profile", no_argument, 0, 'p'},
+        {"sgemm", required_argument, 0, 'g'},    {"device", required_argument, 0, 'd'},
+        {"cuda-graph", no_argument, 0, 'c'},     {"profile", no_argument, 0, 'p'},
         {0, 0, 0, 0},
     };
     int c;
@@ -118,24 +135,38 @@ int main(int argc, char **argv)
         case 'u': warmup = atoi(optarg); break;
         case 'b': batch = atoi(optarg); break;
         case 'g': sgemm = atoi(optarg); break;
+        case 'c': cuda_graph = true; break;
         case 'p': profile = 1; break;
+        case 'd':
+            if (tb_device_parse(optarg, &device, &err) == TB_OK) break;
+            fprintf(stderr, "bench_step: --device: %s\n", err.message);
+            return 2;
         default:
             fprintf(stderr, "usage: bench_step [--workload ID] [--algorithm NAME] [--threads N]\n"
-                            "                  [--steps N] [--warmup N] [--batch-size N]"
-                            " [--profile]\n"
+                            "                  [--steps N] [--warmup N] [--batch-size N]\n"
+                            "                  [--device cpu|cuda] [--cuda-graph] [--profile]\n"
                             "       bench_step --sgemm N [--threads N]\n");
             return 2;
         }
     }
     if (sgemm > 0) return sgemm_ceiling(sgemm, threads, 5);
+    if (cuda_graph && device != TB_DEVICE_CUDA) {
+        fprintf(stderr, "bench_step: --cuda-graph needs --device cuda\n");
+        return 2;
+    }
+    if (cuda_graph && warmup < 3) {
+        fprintf(stderr, "bench_step: --cuda-graph needs --warmup 3 or more (2 eager steps and "
+                        "the captured one)\n");
+        return 2;
+    }
 
-    tb_error err = {0};
-    tb_backend_config bc = {.device = TB_DEVICE_CPU, .threads = threads};
+    tb_backend_config bc = {.device = device, .threads = threads};
     tb_backend *be = NULL;
     tb_workload *wl = NULL;
     tb_tape *tape = NULL;
     tb_optimizer *opt = NULL;
     tb_pipeline *pipe = NULL;
+    tb_step_runner *runner = NULL;
     tb_status st = tb_backend_create(&bc, &be, &err);
     if (st == TB_OK) st = tb_workload_create(workload, be, NULL, &wl, &err);
     tb_rng init = tb_rng_make(0, TB_STREAM_INIT), drop = tb_rng_make(0, TB_STREAM_DROPOUT);
@@ -149,7 +180,10 @@ int main(int argc, char **argv)
     if (batch <= 0 && wl) batch = tb_workload_get_info(wl)->default_batch_size;
     tb_pipeline_config pc = {.batch_size = batch};
     if (st == TB_OK) st = tb_pipeline_create(wl, &pc, &pipe, &err);
-    double t0 = 0, c0 = 0, opt_s = 0;
+    tb_step_config sc = {.loss = step_loss, .user = wl, .cuda_graph = cuda_graph};
+    if (st == TB_OK) st = tb_step_runner_create(tape, tb_workload_params(wl), opt, &sc, &runner,
+                                                &err);
+    double t0 = 0, c0 = 0;
     uint64_t flops0 = 0;
     for (int i = 0; st == TB_OK && i < warmup + steps; i++) {
         if (i == warmup) {
@@ -159,23 +193,8 @@ int main(int argc, char **argv)
             flops0 = tb_backend_gemm_flops(be);
             if (profile) tb_tape_set_profiling(tape, true);
         }
-        tb_tape_reset(tape);
-        tb_params_zero_grad(tb_workload_params(wl));
-        tb_batch b;
-        st = tb_pipeline_next(pipe, tape, &b, &err);
-        if (st != TB_OK) break;
-        tb_var *out = tb_workload_forward(wl, tape, b.inputs, &drop);
-        tb_var *loss = tb_workload_loss_fn(wl, tape, out, b.targets);
-        if (!loss || tb_tape_backward(tape, loss) != TB_OK) {
-            st = tb_fail(&err, tb_tape_status(tape), "%s", tb_tape_error(tape)->message);
-            break;
-        }
-        double u0 = profile ? (tb_backend_sync(be), now_s()) : 0;
-        st = tb_optimizer_step(opt, 1.0, &err);
-        if (profile && i >= warmup) {
-            tb_backend_sync(be);
-            opt_s += now_s() - u0;
-        }
+        float loss;
+        st = tb_step_runner_step(runner, pipe, 1.0, &drop, &loss, NULL, &err);
     }
     if (st == TB_OK) {
         tb_backend_sync(be);
@@ -184,13 +203,18 @@ int main(int argc, char **argv)
         printf("{\"workload\":\"%s\",\"algorithm\":\"%s\",\"threads\":%d,\"batch_size\":%d,"
                "\"steps\":%d,\"examples_per_s\":%.1f,\"ms_per_step\":%.3f,\"cpu_ms_per_step\":%.3f,"
                "\"gemm_gflops\":%.1f,"
-               "\"peak_rss_mb\":%.1f,\"backend\":\"%s\"}\n",
+               "\"peak_rss_mb\":%.1f,\"cuda_graph\":%s,\"graph_replays\":%lld,"
+               "\"graph_note\":\"%s\",\"backend\":\"%s\"}\n",
                workload, algorithm, threads, batch, steps, (double)steps * batch / dt,
-               1e3 * dt / steps, 1e3 * cpu / steps, flops / dt / 1e9, peak_rss_mb(), tb_backend_describe(be));
-        if (profile) print_profile(tape, dt, opt_s, steps);
+               1e3 * dt / steps, 1e3 * cpu / steps, flops / dt / 1e9, peak_rss_mb(),
+               tb_step_runner_graphed(runner) ? "true" : "false",
+               (long long)tb_step_runner_replays(runner), tb_step_runner_note(runner),
+               tb_backend_describe(be));
+        if (profile) print_profile(tape, dt, steps);
     } else {
         fprintf(stderr, "bench_step: %s\n", err.message);
     }
+    tb_step_runner_destroy(runner);
     tb_pipeline_destroy(pipe);
     tb_optimizer_destroy(opt);
     tb_tape_destroy(tape);

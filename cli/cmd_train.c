@@ -35,6 +35,11 @@ static const char train_usage[] =
     "      --device NAME         cpu (default) or cuda\n"
     "      --precision P         matrix products: fp32 (default), or on cuda tf32 or bf16\n"
     "                            (bf16 operands, fp32 accumulation and master weights)\n"
+    "      --cuda-graph          cuda only: after 2 eager warm-up steps, capture one whole\n"
+    "                            step (forward, backward, update) as a CUDA graph and replay\n"
+    "                            it; an error with --device cpu. lars, lamb, kfac, ekfac and\n"
+    "                            shampoo have host-side work every step: they run eagerly\n"
+    "                            and the result says why. Compiled, not yet run on a GPU\n"
     "      --data-dir DIR        the data package's directory (default: where Debian puts it)\n"
     "      --cache-dir DIR       prepared-data cache (default ~/.cache/trainbench; see\n"
     "                            `trainbench prepare`)\n"
@@ -81,6 +86,15 @@ static void show_progress(void *user, const tb_train_progress *p)
     fflush(stderr);
 }
 
+/* A JSON string's contents: quotes and backslashes escaped, control characters dropped. */
+static void print_json_text(const char *text)
+{
+    for (const char *q = text; *q; q++) {
+        if (*q == '"' || *q == '\\') putchar('\\');
+        if ((unsigned char)*q >= 0x20) putchar(*q);
+    }
+}
+
 static void print_json(const tb_train_config *c, const tb_train_result *r, tb_status st,
                        const tb_error *err)
 {
@@ -88,11 +102,13 @@ static void print_json(const tb_train_config *c, const tb_train_result *r, tb_st
            c->algorithm, tb_status_name(st));
     if (st != TB_OK) {
         printf(",\"error\":\"");
-        for (const char *q = err->message; *q; q++) {
-            if (*q == '"' || *q == '\\') putchar('\\');
-            if ((unsigned char)*q >= 0x20) putchar(*q);
-        }
+        print_json_text(err->message);
         putchar('"');
+    }
+    if (c->cuda_graph) {
+        printf(",\"cuda_graph\":{\"replays\":%lld,\"note\":\"", (long long)r->graph_replays);
+        print_json_text(r->graph_note);
+        printf("\"}");
     }
     printf(",\"hparams\":{");
     for (int i = 0; i < c->hparams.count; i++)
@@ -127,7 +143,7 @@ static void print_json(const tb_train_config *c, const tb_train_result *r, tb_st
 enum { OPT_LR = 1000, OPT_EVAL_EXAMPLES, OPT_STEPS, OPT_SCHEDULE, OPT_WARMUP, OPT_EVALS,
        OPT_DEVICE, OPT_DATA, OPT_JSON, OPT_PRECISION, OPT_CACHE, OPT_SPLIT, OPT_AUGMENT, OPT_ECHO,
        OPT_ECHO_FACTOR, OPT_SHUFFLE, OPT_PREFETCH, OPT_SLOW, OPT_MAX_TIME, OPT_EVAL_PERIOD,
-       OPT_BUDGET, OPT_STOP, OPT_SEED_BASE };
+       OPT_BUDGET, OPT_STOP, OPT_CUDA_GRAPH, OPT_SEED_BASE };
 
 int tb_cli_train(int argc, char **argv)
 {
@@ -158,6 +174,7 @@ int tb_cli_train(int argc, char **argv)
         {"threads", required_argument, 0, 't'},
         {"device", required_argument, 0, OPT_DEVICE},
         {"precision", required_argument, 0, OPT_PRECISION},
+        {"cuda-graph", no_argument, 0, OPT_CUDA_GRAPH},
         {"data-dir", required_argument, 0, OPT_DATA},
         {"json", no_argument, 0, OPT_JSON},
         {"cache-dir", required_argument, 0, OPT_CACHE},
@@ -252,6 +269,7 @@ int tb_cli_train(int argc, char **argv)
                 return TB_EXIT_USAGE;
             }
             break;
+        case OPT_CUDA_GRAPH: cfg.cuda_graph = true; break;
         case OPT_DATA: cfg.data_dir = optarg; break;
         case OPT_JSON: json = true; break;
         case OPT_CACHE: cfg.cache_dir = optarg; break;
@@ -315,6 +333,11 @@ int tb_cli_train(int argc, char **argv)
         tb_cli_error("train: unexpected argument '%s'", argv[optind]);
         return TB_EXIT_USAGE;
     }
+    if (cfg.cuda_graph && cfg.backend.device != TB_DEVICE_CUDA) {
+        tb_cli_error("--cuda-graph needs --device cuda (the %s backend has no CUDA graphs)",
+                     tb_device_name(cfg.backend.device));
+        return TB_EXIT_USAGE;
+    }
     if (!cfg.cache_dir) cfg.cache_dir = tb_cli_default_cache_dir();
     const tb_workload_info *winfo = NULL;
     for (int i = 0; i < tb_workload_count(); i++)
@@ -358,6 +381,11 @@ int tb_cli_train(int argc, char **argv)
                    winfo->validation_target, res.best_validation_metric);
         printf("input:      %lld fresh examples read\n", (long long)res.fresh_examples);
         printf("backend:    %s\n", res.backend);
+        if (cfg.cuda_graph && res.graph_note[0])
+            printf("graph:      %s\n", res.graph_note);
+        else if (cfg.cuda_graph)
+            printf("graph:      %lld of %lld steps replayed from one captured CUDA graph\n",
+                   (long long)res.graph_replays, (long long)res.steps);
     }
     if (st != TB_OK) tb_cli_error("%s", err.message);
     return tb_cli_exit_code(st);

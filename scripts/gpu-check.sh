@@ -1,12 +1,16 @@
 #!/bin/sh
 # gpu-check.sh: the one prepared check for a machine with an NVIDIA GPU and the CUDA toolkit.
 # Builds trainbench with the CUDA backend required (-DTB_CUDA=ON) in build-cuda/, prints the
-# GPU, runs the cross-backend test (every kernel and both optimizers, CPU against CUDA), then
-# trains fmnist_mlp on the GPU and on the CPU for the same number of steps and prints their
-# throughput (examples/s) from the JSON results. Exits non-zero if any part fails.
-#   scripts/gpu-check.sh [STEPS]      (default 300 steps; about a minute on a recent GPU)
+# GPU, runs the cross-backend test (every kernel and both optimizers, CPU against CUDA) and the
+# CUDA-graph test (whole steps replayed from a graph against eager steps), trains fmnist_mlp on
+# the GPU (eager fp32, CUDA graph fp32, bf16) and on the CPU for the same number of steps and
+# prints their throughput (examples/s) from the JSON results, then prints the step time of
+# fmnist_mlp, fmnist_cnn and kjv_transformer eager against replayed from a CUDA graph
+# (bench_step, adamw). Exits non-zero if any part fails.
+#   scripts/gpu-check.sh [STEPS]      (default 300 steps; a few minutes on a recent GPU)
 # Environment: CUDA_ARCH overrides the CUDA architectures (default: the CMake file's 90 + PTX),
-# JOBS the build parallelism (default: all cores).
+# JOBS the build parallelism (default: all cores), BENCH_STEPS the timed steps of each
+# bench_step run (default 200).
 set -eu
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
@@ -32,19 +36,44 @@ echo "== cross-backend test (CPU against CUDA)"
 # run directly (not through ctest) so a skip (exit 77: no usable GPU) fails this script
 build-cuda/test_cuda_backend
 
-echo "== train fmnist_mlp, $steps steps (cuda fp32, cuda bf16 products, cpu)"
-for run in cuda:fp32 cuda:bf16 cpu:fp32; do
+echo "== CUDA-graph test (replayed steps against eager steps)"
+build-cuda/test_cuda_graph
+
+echo "== train fmnist_mlp, $steps steps (cuda fp32, cuda fp32 CUDA graph, cuda bf16 products, cpu)"
+for run in cuda:fp32 cuda:fp32:graph cuda:bf16 cpu:fp32; do
     dev=${run%%:*}
-    prec=${run#*:}
-    out=build-cuda/train-$dev-$prec.json
-    build-cuda/trainbench train --device "$dev" --precision "$prec" --steps "$steps" --evals 1 \
-        --json -q > "$out"
-    /usr/bin/python3 - "$out" "$dev $prec" <<'PY'
+    rest=${run#*:}
+    prec=${rest%%:*}
+    graph=""
+    [ "$rest" != "$prec" ] && graph="--cuda-graph"
+    out=build-cuda/train-$dev-$prec${graph:+-graph}.json
+    build-cuda/trainbench train --device "$dev" --precision "$prec" $graph --steps "$steps" \
+        --evals 1 --json -q > "$out"
+    /usr/bin/python3 - "$out" "$dev $prec${graph:+ graph}" <<'PY'
 import json, sys
 r = json.load(open(sys.argv[1]))
-print(f"{sys.argv[2]:10s} {r['examples_per_s']:10.1f} examples/s  train {r['train_time_s']:.2f} s"
+g = r.get("cuda_graph")
+note = f"  graph: {g['replays']} replays {g['note']}" if g else ""
+print(f"{sys.argv[2]:16s} {r['examples_per_s']:10.1f} examples/s  train {r['train_time_s']:.2f} s"
       f"  final loss {r['final_train_loss']:.4f}  test accuracy {r['test']['accuracy']:.4f}"
-      f"  [{r['backend']}]")
+      f"{note}  [{r['backend']}]")
+PY
+done
+
+bsteps=${BENCH_STEPS:-200}
+echo "== step time on cuda, eager against CUDA graph (bench_step, adamw, $bsteps timed steps after 20)"
+for wl in fmnist_mlp fmnist_cnn kjv_transformer; do
+    e=$(build-cuda/bench_step --device cuda --workload "$wl" --algorithm adamw \
+        --steps "$bsteps" --warmup 20)
+    g=$(build-cuda/bench_step --device cuda --cuda-graph --workload "$wl" --algorithm adamw \
+        --steps "$bsteps" --warmup 20)
+    /usr/bin/python3 - "$wl" "$e" "$g" <<'PY'
+import json, sys
+wl, e, g = sys.argv[1], json.loads(sys.argv[2]), json.loads(sys.argv[3])
+note = f"; {g['graph_note']}" if g["graph_note"] else ""
+print(f"{wl:16s} eager {e['ms_per_step']:8.3f} ms/step  graph {g['ms_per_step']:8.3f} ms/step"
+      f"  ({e['ms_per_step'] / g['ms_per_step']:.2f}x; batch {g['batch_size']},"
+      f" {g['graph_replays']} replays{note})")
 PY
 done
 echo "gpu-check: done"

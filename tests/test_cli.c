@@ -30,6 +30,11 @@ int main(void)
     int rc = run("train --device cuda --steps 5 -q");
     CHECK(rc == 0 || (rc == 3 && (strstr(out, "no CUDA device") ||
                                   strstr(out, "built without cuda support"))));
+    CHECK(run("train --help") == 0 && has("--cuda-graph"));
+    CHECK(run("train --cuda-graph --steps 5 -q") == 2 && has("--cuda-graph needs --device cuda"));
+    rc = run("train --device cuda --cuda-graph --steps 5 -q");
+    CHECK(rc == 0 || (rc == 3 && (strstr(out, "no CUDA device") ||
+                                  strstr(out, "built without cuda support"))));
     CHECK(run("train --precision fp16 --steps 5 -q") == 2 && has("unknown precision 'fp16'"));
     CHECK(run("train --precision bf16 --steps 5 -q") == 3 && has("fp32 only"));
     CHECK(run("train --steps 10 --threads 2 -q --json --eval-examples 500") == 0 &&

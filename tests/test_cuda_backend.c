@@ -292,7 +292,9 @@ static void c_dropout(run *r)
     const float ps[3] = {0.0f, 0.3f, 0.9f};
     for (int i = 0; i < 3; i++) {
         float *y = out_f(r, n, "dropout y"), *mask = out_f(r, n, "dropout mask");
-        r->ops->dropout_fwd(r->be, n, ps[i], key, 12345678901ull + (uint64_t)i, x, y, mask);
+        uint64_t counter = 12345678901ull + (uint64_t)i;
+        r->ops->dropout_fwd(r->be, n, ps[i], key, &counter, x, y, mask);
+        CHECK(counter == 12345678901ull + (uint64_t)i + (n + 3) / 4); /* advanced past it */
         float *dx = out_f(r, n, "dropout dx");
         r->ops->dropout_bwd(r->be, n, mask, dy, dx);
     }
@@ -428,12 +430,13 @@ static void c_optim(run *r)
     const int64_t n = 1000;
     float *g = in_f(r, n, -1, 1);
     float *w = out_f(r, n, "sgd w (no momentum)");
-    for (int s = 0; s < 3; s++) r->ops->sgd_update(r->be, n, w, g, NULL, 0.1f, 0.0f, false, 0.01f);
+    const float lr = 0.1f;
+    for (int s = 0; s < 3; s++) r->ops->sgd_update(r->be, n, w, g, NULL, &lr, 0.0f, false, 0.01f);
     for (int nest = 0; nest < 2; nest++) {
         w = out_f(r, n, "sgd w");
         float *v = out_f(r, n, "sgd v");
         for (int s = 0; s < 3; s++)
-            r->ops->sgd_update(r->be, n, w, g, v, 0.1f, 0.9f, nest, 0.01f);
+            r->ops->sgd_update(r->be, n, w, g, v, &lr, 0.9f, nest, 0.01f);
     }
     w = out_f(r, n, "adam w");
     float *m = out_f(r, n, "adam m"), *v = in_f(r, n, 0, 1);

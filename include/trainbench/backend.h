@@ -90,6 +90,24 @@ tb_status tb_backend_check(tb_backend *be, tb_error *err);
 tb_status tb_backend_capture_begin(tb_backend *be, tb_error *err);
 tb_status tb_backend_capture_end(tb_backend *be, tb_error *err);
 tb_status tb_backend_replay(tb_backend *be, tb_error *err);
+/* Whether a capture is open (ops then skip host-side checks that would read device memory). */
+bool tb_backend_capturing(const tb_backend *be);
+
+/* Per-step scalars: the values a replayed step must not take frozen from its capture (learning
+ * rate, optimizer coefficients, dropout counters) live in the backend's step block, 64 KiB of
+ * host memory (page-locked on CUDA) with a device mirror on devices. Kernels take them by
+ * pointer; while capturing, the CUDA backend records the mirror's address, so a replay reads
+ * the values of the latest tb_backend_step_upload.
+ *
+ * tb_backend_step_alloc returns `bytes` of zeroed, 64-byte aligned host memory in the block,
+ * or NULL when the block is full (or its memory cannot be allocated); the pointer stays valid
+ * until tb_backend_step_free or the backend's destruction. */
+void *tb_backend_step_alloc(tb_backend *be, size_t bytes);
+void tb_backend_step_free(tb_backend *be, void *ptr);
+/* Copies the block's used part to the device mirror in one transfer (a no-op where kernels
+ * read host memory, as on CPU). Call it outside a capture, before the replay that must see the
+ * values. TB_ERR_INVALID inside a capture; TB_ERR_INTERNAL if the copy failed. */
+tb_status tb_backend_step_upload(tb_backend *be, tb_error *err);
 
 #ifdef __cplusplus
 }

@@ -76,6 +76,22 @@ const tb_optimizer_info *tb_optimizer_get_info(const tb_optimizer *opt);
 double tb_optimizer_hparam(const tb_optimizer *opt, const char *name);
 int64_t tb_optimizer_steps(const tb_optimizer *opt);
 
+/* ---- the step in two halves, for CUDA graphs ----------------------------------------------
+ * tb_optimizer_step = tb_optimizer_step_prepare + tb_optimizer_step_queue for algorithms whose
+ * step has no host-side work but computing its per-step values. prepare counts the step and
+ * writes those values (learning rate times lr_scale, bias corrections...) into the backend's
+ * step block (tb_backend_step_alloc), queuing nothing; queue queues the update kernels, which
+ * read the values by pointer. A graph captures queue once; each replay needs a prepare and a
+ * tb_backend_step_upload before it. */
+/* NULL if the step splits so; otherwise one line naming the host-side per-step work that keeps
+ * it out of a graph (LARS and LAMB read norms back, K-FAC and Shampoo invert on the host). */
+const char *tb_optimizer_graph_blocker(const tb_optimizer *opt);
+/* TB_ERR_UNSUPPORTED (naming the blocker) where the step does not split; TB_ERR_INVALID for a
+ * bad lr_scale (as tb_optimizer_step). */
+tb_status tb_optimizer_step_prepare(tb_optimizer *opt, double lr_scale, tb_error *err);
+/* Queues the update with the values of the last prepare (TB_ERR_INVALID before any). */
+tb_status tb_optimizer_step_queue(tb_optimizer *opt, tb_error *err);
+
 /* Checks hp against specs (unknown names, ranges) without creating anything. */
 tb_status tb_hparams_validate(const tb_hparams *hp, const tb_hparam_spec *specs, int n_specs,
                               const char *algorithm, tb_error *err);

@@ -13,6 +13,7 @@
 #include "trainbench/optim.h"
 #include "trainbench/pipeline.h"
 #include "trainbench/rng.h"
+#include "trainbench/step.h"
 #include "trainbench/workload.h"
 
 #ifdef __cplusplus
@@ -57,6 +58,12 @@ typedef struct tb_train_config {
     double max_time_s;               /* stop after this many timed seconds (0: no limit) */
     double eval_period_s;            /* also evaluate every this many timed seconds (0: off) */
     bool stop_at_target;             /* stop once validation reaches the workload's target */
+    /* ---- added with CUDA graphs ---- */
+    /* Capture one whole step as a CUDA graph after two eager warm-up steps and replay it (see
+     * trainbench/step.h). Needs the cuda backend: on cpu tb_train fails with
+     * TB_ERR_UNSUPPORTED. Optimizers with host-side per-step work run eagerly and say so in
+     * result->graph_note. Evaluations then use a tape of their own. */
+    bool cuda_graph;
 } tb_train_config;
 
 /* Defaults: 5 epochs, the workload's batch size, linear warmup (5%) then cosine decay,
@@ -83,6 +90,9 @@ typedef struct tb_train_result {
     double time_to_target_s;       /* timed seconds at the first evaluation at or past the
                                       validation target; NaN if never reached */
     bool reached_target;
+    /* ---- added with CUDA graphs ---- */
+    int64_t graph_replays;         /* steps replayed from the captured graph */
+    char graph_note[320];          /* why graph mode was off (tb_step_runner_note), or "" */
 } tb_train_result;
 
 /* Runs the training. On divergence returns TB_ERR_NUMERIC with result->diverged set and the

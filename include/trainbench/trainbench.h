@@ -21,6 +21,7 @@
 #include "trainbench/pipeline.h"
 #include "trainbench/rng.h"
 #include "trainbench/stats.h"
+#include "trainbench/step.h"
 #include "trainbench/status.h"
 #include "trainbench/tensor.h"
 #include "trainbench/train.h"

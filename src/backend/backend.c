@@ -83,9 +83,19 @@ tb_status tb_backend_create(const tb_backend_config *config, tb_backend **out, t
     return TB_OK;
 }
 
+static void step_block_release(tb_backend *be)
+{
+    tb_step_block *b = &be->step;
+    if (b->device) be->ops.free(be, b->device);
+    if (b->host && b->pinned) be->ops.host_free(be, b->host);
+    else free(b->host);
+    memset(b, 0, sizeof *b);
+}
+
 void tb_backend_destroy(tb_backend *be)
 {
     if (!be) return;
+    step_block_release(be);
     if (be->destroy) be->destroy(be);
     free(be);
 }
@@ -118,14 +128,18 @@ tb_status tb_backend_capture_begin(tb_backend *be, tb_error *err)
 {
     if (!be->ops.capture_begin)
         return tb_fail(err, TB_ERR_UNSUPPORTED, "the %s backend has no graph capture", be->name);
-    return be->ops.capture_begin(be, err);
+    tb_status st = be->ops.capture_begin(be, err);
+    if (st == TB_OK) be->capturing = true;
+    return st;
 }
 
 tb_status tb_backend_capture_end(tb_backend *be, tb_error *err)
 {
     if (!be->ops.capture_end)
         return tb_fail(err, TB_ERR_UNSUPPORTED, "the %s backend has no graph capture", be->name);
-    return be->ops.capture_end(be, err);
+    tb_status st = be->ops.capture_end(be, err);
+    be->capturing = false;
+    return st;
 }
 
 tb_status tb_backend_replay(tb_backend *be, tb_error *err)
@@ -133,4 +147,80 @@ tb_status tb_backend_replay(tb_backend *be, tb_error *err)
     if (!be->ops.replay)
         return tb_fail(err, TB_ERR_UNSUPPORTED, "the %s backend has no graph replay", be->name);
     return be->ops.replay(be, err);
+}
+
+bool tb_backend_capturing(const tb_backend *be) { return be->capturing; }
+
+/* ---- the step block: 64-byte slots, first fit; a device mirror where graphs exist ---------- */
+
+static bool step_block_create(tb_backend *be)
+{
+    tb_step_block *b = &be->step;
+    if (be->ops.host_alloc) {
+        b->host = be->ops.host_alloc(be, TB_STEP_BLOCK_BYTES);
+        b->pinned = b->host != NULL;
+    }
+    if (!b->host) b->host = aligned_alloc(TB_STEP_SLOT_BYTES, TB_STEP_BLOCK_BYTES);
+    if (!b->host) return false;
+    memset(b->host, 0, TB_STEP_BLOCK_BYTES);
+    /* devices with graphs keep a mirror that captured kernels read */
+    if (be->ops.capture_begin) {
+        b->device = be->ops.alloc(be, TB_STEP_BLOCK_BYTES);
+        if (!b->device) {
+            step_block_release(be);
+            return false;
+        }
+    }
+    return true;
+}
+
+void *tb_backend_step_alloc(tb_backend *be, size_t bytes)
+{
+    tb_step_block *b = &be->step;
+    if (!b->host && !step_block_create(be)) return NULL;
+    size_t need = (bytes ? bytes : 1) + TB_STEP_SLOT_BYTES - 1;
+    need /= TB_STEP_SLOT_BYTES;
+    if (need > TB_STEP_SLOTS) return NULL;
+    for (size_t i = 0; i + need <= TB_STEP_SLOTS; i++) {
+        size_t j = 0;
+        while (j < need && !b->used[i + j]) j++;
+        if (j < need) {
+            i += j; /* the slot i + j is taken: continue after it */
+            continue;
+        }
+        for (j = 0; j < need; j++) b->used[i + j] = true;
+        b->span[i] = (uint16_t)need;
+        size_t end = (i + need) * TB_STEP_SLOT_BYTES;
+        if (end > b->high) b->high = end;
+        unsigned char *p = b->host + i * TB_STEP_SLOT_BYTES;
+        memset(p, 0, need * TB_STEP_SLOT_BYTES);
+        return p;
+    }
+    return NULL;
+}
+
+void tb_backend_step_free(tb_backend *be, void *ptr)
+{
+    tb_step_block *b = &be->step;
+    if (!ptr || !b->host) return;
+    size_t off = (size_t)((unsigned char *)ptr - b->host), i = off / TB_STEP_SLOT_BYTES;
+    if (off >= TB_STEP_BLOCK_BYTES || off % TB_STEP_SLOT_BYTES || !b->span[i]) return;
+    for (size_t j = 0; j < b->span[i]; j++) b->used[i + j] = false;
+    b->span[i] = 0;
+    size_t high = 0; /* the highest slot still in use bounds what uploads copy */
+    for (size_t j = 0; j < TB_STEP_SLOTS; j++)
+        if (b->used[j]) high = (j + 1) * TB_STEP_SLOT_BYTES;
+    b->high = high;
+}
+
+tb_status tb_backend_step_upload(tb_backend *be, tb_error *err)
+{
+    if (be->capturing)
+        return tb_fail(err, TB_ERR_INVALID,
+                       "the step block cannot be uploaded inside a graph capture (upload it "
+                       "before the replay)");
+    tb_step_block *b = &be->step;
+    if (!b->device || !b->high) return TB_OK;
+    be->ops.upload(be, b->device, b->host, b->high);
+    return tb_backend_check(be, err);
 }

@@ -61,6 +61,29 @@ typedef struct tb_rms_coefs {
     float l2;
 } tb_rms_coefs;
 
+/* ==== per-step scalars (CUDA graphs) ========================================================
+ * Values that change from step to step (learning rate, Adam bias corrections, the dropout
+ * counter) are passed to kernels BY POINTER into the backend's step block: TB_STEP_BLOCK_BYTES
+ * of host memory (pinned where the backend can) in 64-byte slots (tb_backend_step_alloc),
+ * mirrored on devices whose kernels cannot read host memory. The CPU backend reads the host
+ * value. The CUDA backend reads it when the kernel is queued, except while a graph is being
+ * captured: then a pointer into the block becomes the same offset of the device mirror
+ * (tb_step_device_ref), so each replay reads what the last tb_backend_step_upload copied. */
+#define TB_STEP_BLOCK_BYTES 65536
+#define TB_STEP_SLOT_BYTES 64
+#define TB_STEP_SLOTS (TB_STEP_BLOCK_BYTES / TB_STEP_SLOT_BYTES)
+
+typedef struct tb_step_block {
+    unsigned char *host;  /* NULL until the first tb_backend_step_alloc */
+    void *device;         /* the device mirror; NULL where kernels read host memory (CPU) */
+    bool pinned;          /* host came from the backend's host_alloc */
+    bool used[TB_STEP_SLOTS];      /* slot i is part of an allocation */
+    uint16_t span[TB_STEP_SLOTS];  /* slots of the allocation that starts at slot i */
+    size_t high;          /* bytes up to the end of the highest slot in use: what uploads copy */
+} tb_step_block;
+/* (tb_step_device_ref is defined after struct tb_backend, at the end of this file.) */
+/* ==== end of per-step scalars ============================================================== */
+
 typedef struct tb_backend_ops {
     /* ---- memory ---- */
     void *(*alloc)(tb_backend *be, size_t bytes);
@@ -77,6 +100,10 @@ typedef struct tb_backend_ops {
     tb_status (*replay)(tb_backend *be, tb_error *err);
     /* The first failure of asynchronous work (a kernel launch, a copy) so far, or TB_OK. */
     tb_status (*status)(tb_backend *be, tb_error *err);
+    /* Page-locked host memory (fast, truly asynchronous copies) for the step block; NULL:
+     * plain host memory. */
+    void *(*host_alloc)(tb_backend *be, size_t bytes);
+    void (*host_free)(tb_backend *be, void *ptr);
 
     /* ---- BLAS-like ---- */
     /* C[M,N] = alpha * op(A) op(B) + beta * C, row-major; op(A) is [M,K], op(B) is [K,N]. */
@@ -128,10 +155,11 @@ typedef struct tb_backend_ops {
     void (*bce_bwd)(tb_backend *be, int64_t n, const float *logits, const float *target,
                     const float *dloss, float *dlogits);
 
-    /* ---- dropout: mask[i] = 0 or 1/(1-p), drawn from Philox(key, counter + i/4, lane i%4),
-     * so every backend draws the same mask. ---- */
+    /* ---- dropout: mask[i] = 0 or 1/(1-p), drawn from Philox(key, c + i/4, lane i%4) with
+     * c = *counter, so every backend draws the same mask; the call then advances *counter by
+     * ceil(n/4) (the stream's counter: a per-step value, see the step block). ---- */
     void (*dropout_fwd)(tb_backend *be, int64_t n, float p, const uint32_t key[2],
-                        uint64_t counter, const float *x, float *y, float *mask);
+                        uint64_t *counter, const float *x, float *y, float *mask);
     void (*dropout_bwd)(tb_backend *be, int64_t n, const float *mask, const float *dy,
                         float *dx);
 
@@ -201,18 +229,19 @@ typedef struct tb_backend_ops {
 
     /* ---- optimizer updates (one sweep over a flat parameter buffer) ---- */
     /* Heavy-ball / Nesterov momentum with L2 weight decay folded into the gradient:
-     * g' = g + wd w; v = mu v + g'; w -= lr (nesterov ? g' + mu v : v). */
-    void (*sgd_update)(tb_backend *be, int64_t n, float *w, const float *g, float *v, float lr,
-                       float momentum, bool nesterov, float weight_decay);
+     * g' = g + wd w; v = mu v + g'; w -= lr (nesterov ? g' + mu v : v). *lr is host memory
+     * (a per-step value, see the step block). */
+    void (*sgd_update)(tb_backend *be, int64_t n, float *w, const float *g, float *v,
+                       const float *lr, float momentum, bool nesterov, float weight_decay);
     /* Adam family (Adam, AdamW, NAdam, NAdamW, LAMB's direction), coefficients from the host
-     * (tb_adam_coefs):
+     * (tb_adam_coefs; per-step values, see the step block):
      *   g' = g + l2 w;  m = beta1 m + (1-beta1) g';  v = beta2 v + (1-beta2) g'^2;
      *   w_new = decay w - (c_m m + c_g g') / (sqrt(v inv_bc2) + eps).
      * dir == NULL: w = w_new. dir != NULL: w is left unchanged and dir = w - w_new (the step,
      * for trust-ratio methods that rescale it per layer). */
     void (*adam_update)(tb_backend *be, int64_t n, float *w, const float *g, float *m, float *v,
                         const tb_adam_coefs *c, float *dir);
-    /* RMSProp / Adagrad family, coefficients from the host (tb_rms_coefs):
+    /* RMSProp / Adagrad family, coefficients from the host (tb_rms_coefs; per-step values):
      *   g' = g + l2 w;  v = v_decay v + sq_scale g'^2;
      *   d = eps_inside ? sqrt(v + eps) : sqrt(v) + eps;
      *   m != NULL: m = momentum m + lr_in g'/d; w -= lr_out m.
@@ -234,7 +263,20 @@ struct tb_backend {
     tb_backend_ops ops;
     void (*destroy)(tb_backend *be);
     uint64_t gemm_flops; /* 2 m n k summed over gemm/gemm_batched calls (for efficiency figures) */
+    bool capturing;      /* between tb_backend_capture_begin and _end (set by backend.c) */
+    tb_step_block step;  /* per-step scalars (managed by backend.c) */
 };
+
+/* While be is capturing a graph, the device address of host pointer p when p lies in be's step
+ * block (a device mirror exists); NULL otherwise, meaning: read *p now. */
+static inline void *tb_step_device_ref(const tb_backend *be, const void *p)
+{
+    uintptr_t q = (uintptr_t)p, base = (uintptr_t)be->step.host;
+    if (!be->capturing || !be->step.device || !base || q < base ||
+        q >= base + TB_STEP_BLOCK_BYTES)
+        return NULL;
+    return (unsigned char *)be->step.device + (q - base);
+}
 
 /* Constructors, one per backend, called by the registry (backend.c). */
 tb_status tb_cpu_backend_init(tb_backend *be, const tb_backend_config *config, tb_error *err);

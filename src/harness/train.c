@@ -43,15 +43,20 @@ typedef struct run {
     tb_backend *be;
     tb_workload *wl;
     tb_tape *tape;
+    tb_tape *eval_tape; /* graph mode: evaluations keep off the captured step's tape */
     tb_optimizer *opt;
     tb_pipeline *pipe;
+    tb_step_runner *runner;
+    tb_rng fisher_rng;
 } run;
 
 static void run_free(run *r)
 {
+    tb_step_runner_destroy(r->runner);
     tb_pipeline_destroy(r->pipe);
     tb_optimizer_destroy(r->opt);
     tb_tape_destroy(r->tape);
+    tb_tape_destroy(r->eval_tape);
     tb_workload_destroy(r->wl);
     tb_backend_destroy(r->be);
 }
@@ -77,7 +82,21 @@ static tb_status setup(run *r, tb_train_result *res, tb_error *err)
 
 static tb_status evaluate(run *r, tb_split split, tb_eval_metrics *m, tb_error *err)
 {
-    return tb_workload_evaluate(r->wl, r->tape, split, r->cfg->eval_examples, m, err);
+    return tb_workload_evaluate(r->wl, r->eval_tape ? r->eval_tape : r->tape, split,
+                                r->cfg->eval_examples, m, err);
+}
+
+/* The step's model for the runner: the Fisher pass of curvature optimizers (when they ask for
+ * one), then the workload's forward pass and loss. */
+static tb_var *step_loss(void *user, tb_tape *tape, const tb_batch *b, tb_rng *dropout,
+                         tb_error *err)
+{
+    run *r = user;
+    tb_status st = tb_fisher_pass(r->opt, r->wl, tape, tb_workload_params(r->wl), b->inputs,
+                                  &r->fisher_rng, dropout, err);
+    if (st != TB_OK) return NULL;
+    return tb_workload_loss_fn(r->wl, tape, tb_workload_forward(r->wl, tape, b->inputs, dropout),
+                               b->targets);
 }
 
 /* Records a validation evaluation made after `timed` seconds of training. */
@@ -129,6 +148,15 @@ tb_status tb_train(const tb_train_config *cfg, tb_train_result *res, tb_error *e
     pc.data_order_seed = cfg->seeds[TB_STREAM_DATA_ORDER];
     pc.augment_seed = cfg->seeds[TB_STREAM_AUGMENT];
     if (st == TB_OK) st = tb_pipeline_create(r.wl, &pc, &r.pipe, err);
+    tb_step_config sc = {.loss = step_loss, .user = &r, .cuda_graph = cfg->cuda_graph};
+    if (st == TB_OK) st = tb_step_runner_create(r.tape, tb_workload_params(r.wl), r.opt, &sc,
+                                                &r.runner, err);
+    if (st == TB_OK && tb_step_runner_graphed(r.runner))
+        st = tb_tape_create(r.be, &r.eval_tape, err);
+    if (st == TB_OK && cfg->cuda_graph) {
+        snprintf(res->graph_note, sizeof res->graph_note, "%s", tb_step_runner_note(r.runner));
+        if (res->graph_note[0]) tb_log(cfg->logger, TB_LOG_INFO, "%s", res->graph_note);
+    }
     if (st != TB_OK) {
         run_free(&r);
         return st;
@@ -143,29 +171,18 @@ tb_status tb_train(const tb_train_config *cfg, tb_train_result *res, tb_error *e
     }
     tb_rng dropout_rng = tb_rng_make(cfg->seeds[TB_STREAM_DROPOUT], TB_STREAM_DROPOUT);
     /* targets sampled for Fisher statistics: model-side randomness, keyed by the dropout seed */
-    tb_rng fisher_rng = tb_rng_make(cfg->seeds[TB_STREAM_DROPOUT], TB_STREAM_COUNT + 1);
-    tb_params *params = tb_workload_params(r.wl);
+    r.fisher_rng = tb_rng_make(cfg->seeds[TB_STREAM_DROPOUT], TB_STREAM_COUNT + 1);
     int64_t eval_every = cfg->evals > 0 ? (total + cfg->evals - 1) / cfg->evals : 0;
     double timed = 0, last_report = -1e9;
     double next_eval_time = cfg->eval_period_s > 0 ? cfg->eval_period_s : INFINITY;
     float loss_value = NAN;
     for (int64_t step = 1; step <= total; step++) {
         double t0 = now_s();
-        tb_tape_reset(r.tape);
-        tb_params_zero_grad(params);
-        tb_batch b;
-        st = tb_pipeline_next(r.pipe, r.tape, &b, err);
+        /* batch, forward, backward and update; eager, or replayed from a CUDA graph */
+        st = tb_step_runner_step(r.runner, r.pipe, tb_schedule_factor(&sched, step),
+                                 &dropout_rng, &loss_value, NULL, err);
+        res->graph_replays = tb_step_runner_replays(r.runner);
         if (st != TB_OK) break;
-        st = tb_fisher_pass(r.opt, r.wl, r.tape, params, b.inputs, &fisher_rng, &dropout_rng, err);
-        if (st != TB_OK) break;
-        tb_var *out = tb_workload_forward(r.wl, r.tape, b.inputs, &dropout_rng);
-        tb_var *loss = tb_workload_loss_fn(r.wl, r.tape, out, b.targets);
-        if (!loss || tb_tape_backward(r.tape, loss) != TB_OK) {
-            st = tb_fail(err, tb_tape_status(r.tape), "step %lld: %s", (long long)step,
-                         tb_tape_error(r.tape)->message);
-            break;
-        }
-        tb_tensor_download(&loss->value, &loss_value, NULL);
         if (!isfinite(loss_value)) {
             res->diverged = true;
             st = tb_fail(err, TB_ERR_NUMERIC,
@@ -173,8 +190,6 @@ tb_status tb_train(const tb_train_config *cfg, tb_train_result *res, tb_error *e
                          (long long)step);
             break;
         }
-        st = tb_optimizer_step(r.opt, tb_schedule_factor(&sched, step), err);
-        if (st != TB_OK) break;
         timed += now_s() - t0;
         res->steps = step;
         res->examples += batch;

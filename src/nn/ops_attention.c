@@ -74,7 +74,8 @@ tb_var *tb_op_embedding(tb_tape *t, tb_var *table, tb_var *idx)
                           tb_backend_name(tb_tape_be(t)));
     int64_t vocab = table->value.shape[0], dim = table->value.shape[1];
     int64_t n = tb_tensor_numel(&idx->value);
-    if (!check_indices(t, idx, vocab)) return NULL;
+    /* inside a graph capture nothing may be read back: the eager steps before it check */
+    if (!tb_backend_capturing(tb_tape_be(t)) && !check_indices(t, idx, vocab)) return NULL;
     int64_t shape[TB_MAX_DIMS];
     memcpy(shape, idx->value.shape, (size_t)idx->value.ndim * sizeof *shape);
     shape[idx->value.ndim] = dim;

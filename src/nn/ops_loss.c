@@ -132,9 +132,9 @@ tb_var *tb_op_dropout(tb_tape *t, tb_var *x, float p, tb_rng *rng)
     tb_var *y = tb_tape_output(t, TB_F32, x->value.ndim, x->value.shape, 1, &x);
     float *mask = tb_tape_scratch(t, (size_t)numel * sizeof(float));
     if (!y || !mask) return NULL;
-    tb_tape_ops(t)->dropout_fwd(tb_tape_be(t), numel, p, rng->key, rng->counter,
+    /* the kernel advances rng->counter past the blocks it draws (on CUDA graphs, on the device) */
+    tb_tape_ops(t)->dropout_fwd(tb_tape_be(t), numel, p, rng->key, &rng->counter,
                                 x->value.data, y->value.data, mask);
-    rng->counter += (uint64_t)((numel + 3) / 4);
     tb_node *n = tb_tape_record(t, "dropout", dropout_backward, y, 1, &x);
     if (n) n->saved[0] = mask;
     return y;

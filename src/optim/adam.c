@@ -17,6 +17,7 @@ typedef enum adam_kind { ADAM, ADAMW, NADAM, NADAMW } adam_kind;
 typedef struct adam_state {
     float *m, *v;      /* first and second moments, one value per parameter value */
     double mu_product; /* prod of mu_1..mu_t (torch's NAdam schedule only) */
+    tb_adam_coefs *c;  /* the step's coefficients (step block): [0] without decay, [1] with */
 } adam_state;
 
 #define LR_SPEC {"learning_rate", 1e-3, 0.0, 1e12, true, false, false, \
@@ -92,10 +93,13 @@ static tb_status adam_init(tb_optimizer *opt, tb_error *err)
     s->m = tb_opt_alloc_state(opt, 2 * n, 0.0f, err);
     if (!s->m) return TB_ERR_NOMEM;
     s->v = s->m + n;
-    return TB_OK;
+    s->c = tb_opt_alloc_step(opt, 2 * sizeof *s->c, err);
+    return s->c ? TB_OK : TB_ERR_NOMEM;
 }
 
-static tb_status adam_step(tb_optimizer *opt, double lr, tb_error *err)
+/* The coefficients of step opt->step at lr, for parameters without (c[0]) and with (c[1])
+ * weight decay. */
+static tb_status adam_prepare(tb_optimizer *opt, double lr, tb_error *err)
 {
     (void)err;
     adam_state *s = opt->state;
@@ -122,17 +126,25 @@ static tb_status adam_step(tb_optimizer *opt, double lr, tb_error *err)
     tb_adam_coefs c = {.beta1 = (float)b1, .beta2 = (float)b2,
                        .eps = (float)tb_opt_hp(opt, "epsilon"), .c_m = (float)c_m,
                        .c_g = (float)c_g, .inv_bc2 = (float)(1.0 / bc2)};
-    int64_t n = tb_params_numel(opt->params);
-    for (int i = 0; i < tb_params_count(opt->params); i++) {
-        tb_param *p = tb_params_get(opt->params, i);
-        bool decays = tb_param_decays(p->kind) && wd != 0.0;
+    for (int decays = 0; decays < 2; decays++) {
         c.l2 = decays && !decoupled ? (float)wd : 0.0f;
         c.decay = decays && decoupled ? (float)(1.0 - lr * wd) : 1.0f;
-        opt->be->ops.adam_update(opt->be, tb_tensor_numel(&p->var.value), p->var.value.data,
-                                 p->var.grad.data, s->m + p->offset, s->m + n + p->offset, &c,
-                                 NULL);
+        s->c[decays] = c;
     }
     return TB_OK;
+}
+
+static void adam_queue(tb_optimizer *opt)
+{
+    adam_state *s = opt->state;
+    bool wd = tb_opt_hp(opt, "weight_decay") != 0.0;
+    for (int i = 0; i < tb_params_count(opt->params); i++) {
+        tb_param *p = tb_params_get(opt->params, i);
+        bool decays = tb_param_decays(p->kind) && wd;
+        opt->be->ops.adam_update(opt->be, tb_tensor_numel(&p->var.value), p->var.value.data,
+                                 p->var.grad.data, s->m + p->offset, s->v + p->offset,
+                                 &s->c[decays], NULL);
+    }
 }
 
 static void adam_destroy(tb_optimizer *opt)
@@ -140,6 +152,7 @@ static void adam_destroy(tb_optimizer *opt)
     adam_state *s = opt->state;
     if (!s) return;
     tb_backend_free(opt->be, s->m);
+    tb_backend_step_free(opt->be, s->c);
     free(s);
 }
 
@@ -147,7 +160,8 @@ static void adam_destroy(tb_optimizer *opt)
     const tb_optimizer_vtable var = {                                                       \
         .info = {name, summary, specs, (int)(sizeof specs / sizeof *specs)},                \
         .init = adam_init,                                                                  \
-        .step = adam_step,                                                                  \
+        .prepare = adam_prepare,                                                            \
+        .queue = adam_queue,                                                                \
         .destroy = adam_destroy,                                                            \
     }
 

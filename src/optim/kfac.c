@@ -389,10 +389,11 @@ static tb_status kfac_step(tb_optimizer *opt, double lr, tb_error *err)
         unpack_dir(be, L, L->delta, s->dir + L->pw->offset, L->pb ? s->dir + L->pb->offset : NULL);
     }
     float mu = (float)tb_opt_hp(opt, "momentum"), wd = (float)tb_opt_hp(opt, "weight_decay");
+    const float lr_f = (float)lr;
     for (int i = 0; i < tb_params_count(opt->params); i++) {
         tb_param *p = tb_params_get(opt->params, i);
         be->ops.sgd_update(be, tb_tensor_numel(&p->var.value), p->var.value.data,
-                           s->dir + p->offset, s->mom + p->offset, (float)lr, mu, false,
+                           s->dir + p->offset, s->mom + p->offset, &lr_f, mu, false,
                            tb_param_decays(p->kind) ? wd : 0.0f);
     }
     return TB_OK;
@@ -403,6 +404,8 @@ const tb_optimizer_vtable tb_optim_kfac = {
              kfac_hparams, (int)(sizeof kfac_hparams / sizeof *kfac_hparams)},
     .init = kfac_init,
     .step = kfac_step,
+    .graph_blocker = "factor inverses (eigenbases) are recomputed on the host every "
+                     "inv_interval steps",
     .destroy = kfac_destroy,
     .set_layers = kfac_set_layers,
     .wants_fisher = kfac_wants_fisher,
@@ -414,6 +417,8 @@ const tb_optimizer_vtable tb_optim_ekfac = {
              ekfac_hparams, (int)(sizeof ekfac_hparams / sizeof *ekfac_hparams)},
     .init = ekfac_init,
     .step = kfac_step,
+    .graph_blocker = "factor inverses (eigenbases) are recomputed on the host every "
+                     "inv_interval steps",
     .destroy = kfac_destroy,
     .set_layers = kfac_set_layers,
     .wants_fisher = kfac_wants_fisher,

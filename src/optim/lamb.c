@@ -58,5 +58,7 @@ const tb_optimizer_vtable tb_optim_lamb = {
              lamb_hparams, (int)(sizeof lamb_hparams / sizeof *lamb_hparams)},
     .init = lamb_init,
     .step = lamb_step,
+    .graph_blocker = "per-layer trust ratios read weight and update norms back to the host "
+                     "every step",
     .destroy = lamb_destroy,
 };

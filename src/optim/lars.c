@@ -50,5 +50,7 @@ const tb_optimizer_vtable tb_optim_lars = {
              lars_hparams, (int)(sizeof lars_hparams / sizeof *lars_hparams)},
     .init = lars_init,
     .step = lars_step,
+    .graph_blocker = "per-layer trust ratios read weight and gradient norms back to the host "
+                     "every step",
     .destroy = lars_destroy,
 };

@@ -10,7 +10,17 @@ typedef struct tb_optimizer_vtable {
     tb_optimizer_info info;
     /* Allocates state; hp is already validated and complete (every spec'd name present). */
     tb_status (*init)(tb_optimizer *opt, tb_error *err);
+    /* One update at learning rate lr (opt->step already counts it). Algorithms that split
+     * their step into prepare and queue leave it NULL. */
     tb_status (*step)(tb_optimizer *opt, double lr, tb_error *err);
+    /* The split step, for CUDA graphs (tb_optimizer_step_prepare/_queue): prepare writes the
+     * per-step values of step opt->step at lr into the optimizer's step scalars
+     * (tb_opt_alloc_step) and queues nothing; queue queues the update kernels, which take
+     * those values by pointer. Set both, or neither and graph_blocker. */
+    tb_status (*prepare)(tb_optimizer *opt, double lr, tb_error *err);
+    void (*queue)(tb_optimizer *opt);
+    /* Why a step cannot be replayed from a graph (host-side per-step work), for the note. */
+    const char *graph_blocker;
     void (*destroy)(tb_optimizer *opt);
     /* Optional, for curvature methods (see trainbench/curvature.h); NULL elsewhere. */
     tb_status (*set_layers)(tb_optimizer *opt, const tb_layer_ref *layers, int n, tb_error *err);
@@ -25,6 +35,7 @@ struct tb_optimizer {
     tb_hparams hp; /* every hyperparameter of the algorithm, defaults filled in */
     tb_hparams given; /* only those the caller gave (for aliases such as one_minus_beta1) */
     int64_t step;  /* number of completed steps */
+    bool prepared; /* a step's per-step values have been prepared (split steps) */
     void *state;
 };
 
@@ -52,6 +63,19 @@ static inline float *tb_opt_alloc_state(tb_optimizer *opt, int64_t count, float 
         return NULL;
     }
     if (count > 0) opt->be->ops.fill(opt->be, p, count, value);
+    return p;
+}
+
+/* `bytes` of zeroed per-step values in the backend's step block (see backend_impl.h); NULL with
+ * a message naming the algorithm when the block is full. Free with tb_backend_step_free. */
+static inline void *tb_opt_alloc_step(tb_optimizer *opt, size_t bytes, tb_error *err)
+{
+    void *p = tb_backend_step_alloc(opt->be, bytes);
+    if (!p)
+        tb_fail(err, TB_ERR_NOMEM,
+                "%s: no room for its per-step values in the backend's step block (%d KiB, "
+                "shared by every optimizer alive on the backend)",
+                opt->vt->info.name, TB_STEP_BLOCK_BYTES / 1024);
     return p;
 }
 

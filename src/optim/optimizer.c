@@ -177,11 +177,47 @@ void tb_optimizer_destroy(tb_optimizer *opt)
 
 tb_status tb_optimizer_step(tb_optimizer *opt, double lr_scale, tb_error *err)
 {
+    if (opt->vt->prepare) {
+        tb_status st = tb_optimizer_step_prepare(opt, lr_scale, err);
+        return st == TB_OK ? tb_optimizer_step_queue(opt, err) : st;
+    }
     if (!(lr_scale >= 0.0) || !isfinite(lr_scale))
         return tb_fail(err, TB_ERR_INVALID, "learning-rate factor %g is not a finite value >= 0",
                        lr_scale);
     opt->step++;
     return opt->vt->step(opt, tb_opt_hp(opt, "learning_rate") * lr_scale, err);
+}
+
+const char *tb_optimizer_graph_blocker(const tb_optimizer *opt)
+{
+    if (opt->vt->prepare) return NULL;
+    return opt->vt->graph_blocker ? opt->vt->graph_blocker : "its step has host-side work";
+}
+
+tb_status tb_optimizer_step_prepare(tb_optimizer *opt, double lr_scale, tb_error *err)
+{
+    if (!opt->vt->prepare)
+        return tb_fail(err, TB_ERR_UNSUPPORTED, "%s cannot be replayed from a graph: %s",
+                       opt->vt->info.name, tb_optimizer_graph_blocker(opt));
+    if (!(lr_scale >= 0.0) || !isfinite(lr_scale))
+        return tb_fail(err, TB_ERR_INVALID, "learning-rate factor %g is not a finite value >= 0",
+                       lr_scale);
+    opt->step++;
+    opt->prepared = true;
+    return opt->vt->prepare(opt, tb_opt_hp(opt, "learning_rate") * lr_scale, err);
+}
+
+tb_status tb_optimizer_step_queue(tb_optimizer *opt, tb_error *err)
+{
+    if (!opt->vt->queue)
+        return tb_fail(err, TB_ERR_UNSUPPORTED, "%s cannot be replayed from a graph: %s",
+                       opt->vt->info.name, tb_optimizer_graph_blocker(opt));
+    if (!opt->prepared)
+        return tb_fail(err, TB_ERR_INVALID,
+                       "%s: tb_optimizer_step_queue before any tb_optimizer_step_prepare",
+                       opt->vt->info.name);
+    opt->vt->queue(opt);
+    return TB_OK;
 }
 
 const tb_optimizer_info *tb_optimizer_get_info(const tb_optimizer *opt) { return &opt->vt->info; }

@@ -8,6 +8,8 @@
  * Optional L2 weight decay (added to the gradient) on weights and embeddings only. */
 #include "optim/optim_impl.h"
 
+#include <stdlib.h>
+
 static const tb_hparam_spec rmsprop_hparams[] = {
     {"learning_rate", 1e-3, 0.0, 1e6, true, false, false, "step size"},
     {"rho", 0.9, 0.0, 1.0, false, true, false, "second-moment decay, in [0, 1)"},
@@ -28,25 +30,36 @@ static const tb_hparam_spec adagrad_hparams[] = {
 
 static bool is_adagrad(const tb_optimizer *opt) { return opt->vt == &tb_optim_adagrad; }
 
-/* State: v (n floats), then for rmsprop the momentum buffer m (n floats). */
+/* State: v (n floats), then for rmsprop the momentum buffer m (n floats), on the device; the
+ * step's coefficients in the step block: [0] for parameters without L2 decay, [1] with. */
+typedef struct rms_state {
+    float *v, *m;
+    tb_rms_coefs *c;
+} rms_state;
+
 static tb_status rms_init(tb_optimizer *opt, tb_error *err)
 {
     int64_t n = tb_params_numel(opt->params);
+    rms_state *s = calloc(1, sizeof *s);
+    if (!s) return tb_fail(err, TB_ERR_NOMEM, "%s: cannot allocate its state", opt->vt->info.name);
+    opt->state = s;
     float v0 = is_adagrad(opt) ? (float)tb_opt_hp(opt, "initial_accumulator")
                : tb_opt_hp(opt, "torch_style") != 0.0 ? 0.0f
                                                       : 1.0f;
-    float *s = tb_opt_alloc_state(opt, is_adagrad(opt) ? n : 2 * n, v0, err);
-    if (!s) return TB_ERR_NOMEM;
-    opt->state = s;
-    if (!is_adagrad(opt) && n > 0) opt->be->ops.fill(opt->be, s + n, n, 0.0f);
-    return TB_OK;
+    s->v = tb_opt_alloc_state(opt, is_adagrad(opt) ? n : 2 * n, v0, err);
+    if (!s->v) return TB_ERR_NOMEM;
+    if (!is_adagrad(opt)) {
+        s->m = s->v + n;
+        if (n > 0) opt->be->ops.fill(opt->be, s->m, n, 0.0f);
+    }
+    s->c = tb_opt_alloc_step(opt, 2 * sizeof *s->c, err);
+    return s->c ? TB_OK : TB_ERR_NOMEM;
 }
 
-static tb_status rms_step(tb_optimizer *opt, double lr, tb_error *err)
+static tb_status rms_prepare(tb_optimizer *opt, double lr, tb_error *err)
 {
     (void)err;
-    float *v = opt->state, *m = NULL;
-    int64_t n = tb_params_numel(opt->params);
+    rms_state *s = opt->state;
     double wd = tb_opt_hp(opt, "weight_decay");
     tb_rms_coefs c = {.eps = (float)tb_opt_hp(opt, "epsilon")};
     if (is_adagrad(opt)) {
@@ -57,7 +70,6 @@ static tb_status rms_step(tb_optimizer *opt, double lr, tb_error *err)
     } else {
         bool torch = tb_opt_hp(opt, "torch_style") != 0.0;
         double rho = tb_opt_hp(opt, "rho");
-        m = v + n;
         c.v_decay = (float)rho;
         c.sq_scale = (float)(1.0 - rho);
         c.eps_inside = !torch;
@@ -65,22 +77,39 @@ static tb_status rms_step(tb_optimizer *opt, double lr, tb_error *err)
         c.lr_in = torch ? 1.0f : (float)lr;
         c.lr_out = torch ? (float)lr : 1.0f;
     }
-    for (int i = 0; i < tb_params_count(opt->params); i++) {
-        tb_param *p = tb_params_get(opt->params, i);
-        c.l2 = tb_param_decays(p->kind) ? (float)wd : 0.0f;
-        opt->be->ops.rms_update(opt->be, tb_tensor_numel(&p->var.value), p->var.value.data,
-                                p->var.grad.data, v + p->offset, m ? m + p->offset : NULL, &c);
+    for (int decays = 0; decays < 2; decays++) {
+        c.l2 = decays ? (float)wd : 0.0f;
+        s->c[decays] = c;
     }
     return TB_OK;
 }
 
-static void rms_destroy(tb_optimizer *opt) { tb_backend_free(opt->be, opt->state); }
+static void rms_queue(tb_optimizer *opt)
+{
+    rms_state *s = opt->state;
+    for (int i = 0; i < tb_params_count(opt->params); i++) {
+        tb_param *p = tb_params_get(opt->params, i);
+        opt->be->ops.rms_update(opt->be, tb_tensor_numel(&p->var.value), p->var.value.data,
+                                p->var.grad.data, s->v + p->offset, s->m ? s->m + p->offset : NULL,
+                                &s->c[tb_param_decays(p->kind)]);
+    }
+}
+
+static void rms_destroy(tb_optimizer *opt)
+{
+    rms_state *s = opt->state;
+    if (!s) return;
+    tb_backend_free(opt->be, s->v);
+    tb_backend_step_free(opt->be, s->c);
+    free(s);
+}
 
 const tb_optimizer_vtable tb_optim_rmsprop = {
     .info = {"rmsprop", "RMSProp, TF style (v0 = 1, eps inside sqrt) with momentum; or torch's",
              rmsprop_hparams, (int)(sizeof rmsprop_hparams / sizeof *rmsprop_hparams)},
     .init = rms_init,
-    .step = rms_step,
+    .prepare = rms_prepare,
+    .queue = rms_queue,
     .destroy = rms_destroy,
 };
 
@@ -88,6 +117,7 @@ const tb_optimizer_vtable tb_optim_adagrad = {
     .info = {"adagrad", "Adagrad with a TF-style initial accumulator",
              adagrad_hparams, (int)(sizeof adagrad_hparams / sizeof *adagrad_hparams)},
     .init = rms_init,
-    .step = rms_step,
+    .prepare = rms_prepare,
+    .queue = rms_queue,
     .destroy = rms_destroy,
 };

@@ -19,38 +19,59 @@ static const tb_hparam_spec momentum_hparams[] = {
     {"weight_decay", 0.0, 0.0, 1e6, false, false, false, "L2 penalty added to the gradient"},
 };
 
+/* State: the velocity v (n floats, device) and the step's learning rate (step block). */
+typedef struct sgd_state {
+    float *v;
+    float *lr;
+} sgd_state;
+
 static tb_status sgd_init(tb_optimizer *opt, tb_error *err)
 {
-    int64_t n = tb_params_numel(opt->params);
-    float *v = tb_opt_alloc_state(opt, n, 0.0f, err);
-    if (!v) return TB_ERR_NOMEM;
-    opt->state = v;
+    sgd_state *s = calloc(1, sizeof *s);
+    if (!s) return tb_fail(err, TB_ERR_NOMEM, "%s: cannot allocate its state", opt->vt->info.name);
+    opt->state = s;
+    s->v = tb_opt_alloc_state(opt, tb_params_numel(opt->params), 0.0f, err);
+    if (!s->v) return TB_ERR_NOMEM;
+    s->lr = tb_opt_alloc_step(opt, sizeof *s->lr, err);
+    return s->lr ? TB_OK : TB_ERR_NOMEM;
+}
+
+static tb_status sgd_prepare(tb_optimizer *opt, double lr, tb_error *err)
+{
+    (void)err;
+    *((sgd_state *)opt->state)->lr = (float)lr;
     return TB_OK;
 }
 
-static tb_status sgd_step(tb_optimizer *opt, double lr, tb_error *err)
+static void sgd_queue(tb_optimizer *opt)
 {
-    (void)err;
-    float *v = opt->state;
+    sgd_state *s = opt->state;
     float mu = (float)tb_opt_hp(opt, "momentum"), wd = (float)tb_opt_hp(opt, "weight_decay");
     bool nesterov = tb_hparams_has(&opt->hp, "nesterov") ? tb_opt_hp(opt, "nesterov") != 0.0
                                                          : opt->vt == &tb_optim_nesterov;
     for (int i = 0; i < tb_params_count(opt->params); i++) {
         tb_param *p = tb_params_get(opt->params, i);
         int64_t n = tb_tensor_numel(&p->var.value);
-        opt->be->ops.sgd_update(opt->be, n, p->var.value.data, p->var.grad.data, v + p->offset,
-                                (float)lr, mu, nesterov, tb_param_decays(p->kind) ? wd : 0.0f);
+        opt->be->ops.sgd_update(opt->be, n, p->var.value.data, p->var.grad.data, s->v + p->offset,
+                                s->lr, mu, nesterov, tb_param_decays(p->kind) ? wd : 0.0f);
     }
-    return TB_OK;
 }
 
-static void sgd_destroy(tb_optimizer *opt) { tb_backend_free(opt->be, opt->state); }
+static void sgd_destroy(tb_optimizer *opt)
+{
+    sgd_state *s = opt->state;
+    if (!s) return;
+    tb_backend_free(opt->be, s->v);
+    tb_backend_step_free(opt->be, s->lr);
+    free(s);
+}
 
 const tb_optimizer_vtable tb_optim_sgd = {
     .info = {"sgd", "SGD with heavy-ball or Nesterov momentum and L2 weight decay", sgd_hparams,
              (int)(sizeof sgd_hparams / sizeof *sgd_hparams)},
     .init = sgd_init,
-    .step = sgd_step,
+    .prepare = sgd_prepare,
+    .queue = sgd_queue,
     .destroy = sgd_destroy,
 };
 
@@ -58,7 +79,8 @@ const tb_optimizer_vtable tb_optim_momentum = {
     .info = {"momentum", "heavy-ball momentum: v = mu v + g; w -= lr v (L2 decay on weights)",
              momentum_hparams, (int)(sizeof momentum_hparams / sizeof *momentum_hparams)},
     .init = sgd_init,
-    .step = sgd_step,
+    .prepare = sgd_prepare,
+    .queue = sgd_queue,
     .destroy = sgd_destroy,
 };
 
@@ -66,6 +88,7 @@ const tb_optimizer_vtable tb_optim_nesterov = {
     .info = {"nesterov", "Nesterov momentum: v = mu v + g; w -= lr (g + mu v) (L2 on weights)",
              momentum_hparams, (int)(sizeof momentum_hparams / sizeof *momentum_hparams)},
     .init = sgd_init,
-    .step = sgd_step,
+    .prepare = sgd_prepare,
+    .queue = sgd_queue,
     .destroy = sgd_destroy,
 };

@@ -243,7 +243,8 @@ static tb_status shampoo_step(tb_optimizer *opt, double lr, tb_error *err)
                                (long long)t, p->name);
             if (nd > 0.0) be->ops.scale(be, d, numel, (float)sqrt(ng / nd));
         }
-        be->ops.sgd_update(be, numel, p->var.value.data, d, s->mom + p->offset, (float)lr, mu,
+        const float lr_f = (float)lr;
+        be->ops.sgd_update(be, numel, p->var.value.data, d, s->mom + p->offset, &lr_f, mu,
                            nesterov, 0.0f);
     }
     if (refresh) s->have_roots = true;
@@ -255,5 +256,7 @@ const tb_optimizer_vtable tb_optim_shampoo = {
              shampoo_hparams, (int)(sizeof shampoo_hparams / sizeof *shampoo_hparams)},
     .init = shampoo_init,
     .step = shampoo_step,
+    .graph_blocker = "inverse roots are recomputed on the host every precondition_interval "
+                     "steps and grafting reads norms back every step",
     .destroy = shampoo_destroy,
 };

@@ -102,9 +102,11 @@ static void cpu_bce_bwd(tb_backend *be, int64_t n, const float *logits, const fl
 }
 
 static void cpu_dropout_fwd(tb_backend *be, int64_t n, float p, const uint32_t key[2],
-                            uint64_t counter, const float *x, float *y, float *mask)
+                            uint64_t *counter_ptr, const float *x, float *y, float *mask)
 {
     (void)be;
+    const uint64_t counter = *counter_ptr;
+    *counter_ptr += (uint64_t)((n + 3) / 4);
     const float keep_scale = p < 1.0f ? 1.0f / (1.0f - p) : 0.0f;
 #pragma omp parallel for schedule(static) if (n > 16384)
     for (int64_t blk = 0; blk < (n + 3) / 4; blk++) {

@@ -4,9 +4,10 @@
 #include <math.h>
 
 static void cpu_sgd_update(tb_backend *be, int64_t n, float *w, const float *g, float *v,
-                           float lr, float momentum, bool nesterov, float wd)
+                           const float *lr_ptr, float momentum, bool nesterov, float wd)
 {
     (void)be;
+    const float lr = *lr_ptr;
     if (momentum == 0.0f) {
 #pragma omp parallel for simd schedule(static) if (n > 32768)
         for (int64_t i = 0; i < n; i++) w[i] -= lr * (g[i] + wd * w[i]);

@@ -78,7 +78,7 @@ static void *cuda_alloc(tb_backend *be, size_t bytes)
             return NULL;
         }
     }
-    cu->blocks[cu->n_blocks++] = (tb_cuda_block){p, want, true};
+    cu->blocks[cu->n_blocks++] = (tb_cuda_block){p, want, true, false, false};
     cu->live_bytes += want;
     return p;
 }
@@ -87,7 +87,11 @@ static void cuda_free(tb_backend *be, void *ptr)
 {
     tb_cuda *cu = tb_cu(be);
     for (int i = 0; i < cu->n_blocks; i++) {
-        if (cu->blocks[i].ptr == ptr && cu->blocks[i].in_use) {
+        if (cu->blocks[i].ptr == ptr && cu->blocks[i].in_use && !cu->blocks[i].retired) {
+            if (cu->blocks[i].graph_ref) { /* the graph may still read it: keep it aside */
+                cu->blocks[i].retired = true;
+                return;
+            }
             cu->blocks[i].in_use = false;
             cu->live_bytes -= cu->blocks[i].bytes;
             cu->cached_bytes += cu->blocks[i].bytes;
@@ -101,10 +105,14 @@ void *tb_cuda_rows_scratch(tb_backend *be, size_t bytes)
 {
     tb_cuda *cu = tb_cu(be);
     if (bytes <= cu->rows_bytes) return cu->rows;
+    if (tb_cuda_refused_in_capture(be, "growing the per-row scratch")) return NULL;
     size_t grow = bytes > 2 * cu->rows_bytes ? bytes : 2 * cu->rows_bytes;
     if (cu->rows) {
         tb_cuda_check(be, cudaStreamSynchronize(cu->stream)); /* queued kernels may use it */
-        cudaFree(cu->rows);
+        if (cu->graph_exec && cu->n_retired_rows < TB_CUDA_MAX_RETIRED)
+            cu->retired_rows[cu->n_retired_rows++] = cu->rows; /* replays may read it */
+        else
+            cudaFree(cu->rows);
         cu->rows = NULL;
         cu->rows_bytes = 0;
     }
@@ -123,9 +131,17 @@ void *tb_cuda_rows_scratch(tb_backend *be, size_t bytes)
  * result of a download next. Copies go on the backend's stream, so they are ordered with the
  * kernels. A training step uploads one batch, so the wait costs little. */
 
+bool tb_cuda_refused_in_capture(tb_backend *be, const char *what)
+{
+    tb_cuda *cu = tb_cu(be);
+    if (!cu->capturing) return false;
+    if (!cu->capture_violation) cu->capture_violation = what;
+    return true;
+}
+
 static void cuda_upload(tb_backend *be, void *dst, const void *host, size_t bytes)
 {
-    if (!bytes) return;
+    if (!bytes || tb_cuda_refused_in_capture(be, "an upload")) return;
     tb_cuda *cu = tb_cu(be);
     tb_cuda_check(be, cudaMemcpyAsync(dst, host, bytes, cudaMemcpyHostToDevice, cu->stream));
     tb_cuda_check(be, cudaStreamSynchronize(cu->stream));
@@ -133,7 +149,7 @@ static void cuda_upload(tb_backend *be, void *dst, const void *host, size_t byte
 
 static void cuda_download(tb_backend *be, void *host, const void *src, size_t bytes)
 {
-    if (!bytes) return;
+    if (!bytes || tb_cuda_refused_in_capture(be, "a download")) return;
     tb_cuda *cu = tb_cu(be);
     tb_cuda_check(be, cudaMemcpyAsync(host, src, bytes, cudaMemcpyDeviceToHost, cu->stream));
     tb_cuda_check(be, cudaStreamSynchronize(cu->stream));
@@ -148,7 +164,25 @@ static void cuda_copy(tb_backend *be, void *dst, const void *src, size_t bytes)
 /* Waits for every kernel queued so far: timing code calls it before reading the clock. */
 static void cuda_sync(tb_backend *be)
 {
+    if (tb_cuda_refused_in_capture(be, "a sync")) return;
     tb_cuda_check(be, cudaStreamSynchronize(tb_cu(be)->stream));
+}
+
+/* Page-locked host memory: copies from it are true DMA, asynchronous to the host. */
+static void *cuda_host_alloc(tb_backend *be, size_t bytes)
+{
+    (void)be;
+    void *p = NULL;
+    if (cudaMallocHost(&p, bytes ? bytes : 1) != cudaSuccess) {
+        (void)cudaGetLastError(); /* reported by the NULL return */
+        return NULL;
+    }
+    return p;
+}
+
+static void cuda_host_free(tb_backend *be, void *ptr)
+{
+    if (ptr) tb_cuda_check(be, cudaFreeHost(ptr));
 }
 
 /* ---- gemm ------------------------------------------------------------------------------------ */
@@ -197,10 +231,31 @@ void tb_cuda_gemm_batched(tb_backend *be, bool ta, bool tb, int m, int n, int k,
 
 /* ---- CUDA graphs ------------------------------------------------------------------------------
  * capture_begin records every kernel and device copy queued on the stream until capture_end
- * into one graph; replay launches it again. Only device work may happen in between: no
- * download, read_scalar, sum_squares or sync (they wait for results that do not exist while
- * capturing) and no upload from pageable memory. Kernel arguments are frozen at capture time,
- * so a replayed step sees the same pointers, sizes, learning rate and dropout counter. */
+ * into one graph; replay launches it again. Only device work may happen in between: download,
+ * upload, read_scalar, sum_squares and sync wait for results that do not exist while capturing,
+ * so they do nothing and capture_end fails naming the first of them. Kernel arguments are
+ * frozen at capture time, except per-step values in the step block, which captured kernels
+ * read from its device mirror (tb_step_device_ref). Blocks in use at capture_end are marked:
+ * freeing one later retires it instead of recycling it, so a replay never reads memory that
+ * was handed to someone else. */
+
+/* After a successful capture: memory only the previous graph could read is recycled, and
+ * everything in use now is protected for the new one. */
+static void mark_graph_memory(tb_cuda *cu)
+{
+    for (int i = 0; i < cu->n_blocks; i++) {
+        tb_cuda_block *b = &cu->blocks[i];
+        if (b->retired) {
+            b->retired = false;
+            b->in_use = false;
+            cu->live_bytes -= b->bytes;
+            cu->cached_bytes += b->bytes;
+        }
+        b->graph_ref = b->in_use;
+    }
+    for (int i = 0; i < cu->n_retired_rows; i++) cudaFree(cu->retired_rows[i]);
+    cu->n_retired_rows = 0;
+}
 
 static tb_status cuda_error_status(tb_error *err, const char *what, cudaError_t e)
 {
@@ -214,6 +269,7 @@ static tb_status cuda_capture_begin(tb_backend *be, tb_error *err)
     cudaError_t e = cudaStreamBeginCapture(cu->stream, cudaStreamCaptureModeRelaxed);
     if (e != cudaSuccess) return cuda_error_status(err, "cudaStreamBeginCapture", e);
     cu->capturing = true;
+    cu->capture_violation = NULL;
     return TB_OK;
 }
 
@@ -224,6 +280,14 @@ static tb_status cuda_capture_end(tb_backend *be, tb_error *err)
     cu->capturing = false;
     cudaGraph_t graph = NULL;
     cudaError_t e = cudaStreamEndCapture(cu->stream, &graph);
+    if (cu->capture_violation) {
+        if (graph) cudaGraphDestroy(graph);
+        (void)cudaGetLastError();
+        return tb_fail(err, TB_ERR_INVALID,
+                       "CUDA graph capture: %s was asked for while capturing (a captured step "
+                       "must not read back to the host, wait or allocate new scratch)",
+                       cu->capture_violation);
+    }
     if (e != cudaSuccess) return cuda_error_status(err, "cudaStreamEndCapture", e);
     cudaGraphExec_t exec = NULL;
     e = cudaGraphInstantiateWithFlags(&exec, graph, 0);
@@ -235,6 +299,7 @@ static tb_status cuda_capture_end(tb_backend *be, tb_error *err)
     if (cu->graph) cudaGraphDestroy(cu->graph);
     cu->graph = graph;
     cu->graph_exec = exec;
+    mark_graph_memory(cu);
     return TB_OK;
 }
 
@@ -268,6 +333,8 @@ static void cuda_destroy(tb_backend *be)
     for (int i = 0; i < cu->n_blocks; i++) cudaFree(cu->blocks[i].ptr);
     free(cu->blocks);
     if (cu->rows) cudaFree(cu->rows);
+    for (int i = 0; i < cu->n_retired_rows; i++) cudaFree(cu->retired_rows[i]);
+    if (cu->blas_workspace) cudaFree(cu->blas_workspace);
     if (cu->partials) cudaFree(cu->partials);
     if (cu->blas) cublasDestroy(cu->blas);
     if (cu->stream) cudaStreamDestroy(cu->stream);
@@ -329,6 +396,13 @@ extern "C" tb_status tb_cuda_backend_init(tb_backend *be, const tb_backend_confi
         if (bs == CUBLAS_STATUS_SUCCESS) bs = cublasSetStream(cu->blas, cu->stream);
         /* FP32 stays exact float32 (no silent TF32); the other precisions ask per call */
         if (bs == CUBLAS_STATUS_SUCCESS) bs = cublasSetMathMode(cu->blas, CUBLAS_DEFAULT_MATH);
+        /* a fixed workspace: cuBLAS then allocates nothing inside a graph capture (without
+         * one, CUDA 12.2+ cuBLAS allocates asynchronously, which works too) */
+        if (bs == CUBLAS_STATUS_SUCCESS &&
+            cudaMalloc(&cu->blas_workspace, TB_CUDA_BLAS_WORKSPACE) == cudaSuccess)
+            bs = cublasSetWorkspace(cu->blas, cu->blas_workspace, TB_CUDA_BLAS_WORKSPACE);
+        else
+            (void)cudaGetLastError();
         if (bs != CUBLAS_STATUS_SUCCESS)
             st = tb_fail(err, TB_ERR_NO_DEVICE, "CUDA device %d: cuBLAS initialisation failed: %s",
                          cu->device, cublasGetStatusString(bs));
@@ -355,6 +429,8 @@ extern "C" tb_status tb_cuda_backend_init(tb_backend *be, const tb_backend_confi
     be->ops.capture_end = cuda_capture_end;
     be->ops.replay = cuda_replay;
     be->ops.status = cuda_status;
+    be->ops.host_alloc = cuda_host_alloc;
+    be->ops.host_free = cuda_host_free;
     be->ops.gemm = tb_cuda_gemm;
     be->ops.gemm_batched = tb_cuda_gemm_batched;
     tb_cuda_register_dense(&be->ops);

@@ -144,6 +144,7 @@ static void cuda_strided_copy(tb_backend *be, int ndim, const int64_t *shape, fl
 static double cuda_sum_squares(tb_backend *be, int64_t n, const float *x)
 {
     tb_cuda *cu = tb_cu(be);
+    if (tb_cuda_refused_in_capture(be, "sum_squares (a value read back)")) return NAN;
     tb_cuda_reduce(be, n, [=] __device__(int64_t i) { return (double)x[i] * x[i]; }, 1.0, NULL,
                    cu->result);
     double out = 0;
@@ -156,6 +157,7 @@ static double cuda_sum_squares(tb_backend *be, int64_t n, const float *x)
 static float cuda_read_scalar(tb_backend *be, const float *x)
 {
     tb_cuda *cu = tb_cu(be);
+    if (tb_cuda_refused_in_capture(be, "read_scalar (a value read back)")) return NAN;
     float out = 0;
     tb_cuda_check(be, cudaMemcpyAsync(&out, x, sizeof out, cudaMemcpyDeviceToHost, cu->stream));
     tb_cuda_check(be, cudaStreamSynchronize(cu->stream));

@@ -20,12 +20,21 @@ extern "C" {
 #include "trainbench/rng.h"
 }
 
-/* One cached device allocation. */
+/* One cached device allocation. A block that was in use when the current graph was captured
+ * (graph_ref) may be read by its replays: freeing it retires it (kept, not handed out again)
+ * until the graph is replaced or the backend destroyed. */
 typedef struct tb_cuda_block {
     void *ptr;
     size_t bytes;
     bool in_use;
+    bool graph_ref;
+    bool retired;
 } tb_cuda_block;
+
+/* Bytes of the cuBLAS workspace set at creation, so cuBLAS never allocates inside a capture
+ * (32 MiB, NVIDIA's recommendation for Hopper). */
+#define TB_CUDA_BLAS_WORKSPACE ((size_t)32 << 20)
+#define TB_CUDA_MAX_RETIRED 16
 
 /* Partial sums of the deterministic reduction: fixed grid, then one block in fixed order. */
 #define TB_CUDA_REDUCE_BLOCKS 512
@@ -46,10 +55,15 @@ typedef struct tb_cuda {
     /* per-row scratch (grows; freed with the backend) */
     void *rows;
     size_t rows_bytes;
+    /* outgrown per-row scratch buffers a graph may still read (freed with the backend) */
+    void *retired_rows[TB_CUDA_MAX_RETIRED];
+    int n_retired_rows;
+    void *blas_workspace;
     /* CUDA graph of a captured step */
     cudaGraph_t graph;
     cudaGraphExec_t graph_exec;
     bool capturing;
+    const char *capture_violation; /* the first host-side call made while capturing, or NULL */
     cudaError_t first_error; /* sticky: the first failure of an asynchronous call */
 } tb_cuda;
 
@@ -62,6 +76,11 @@ void tb_cuda_check_blas(tb_backend *be, cublasStatus_t s);
 
 /* Device scratch for per-row values; valid until the next call (stream order keeps it safe). */
 void *tb_cuda_rows_scratch(tb_backend *be, size_t bytes);
+
+/* True (and the call `what` recorded as the capture's violation) while a graph is being
+ * captured: entries that hand data to the host or wait for the stream call it and do nothing,
+ * and tb_backend_capture_end then fails naming the call. */
+bool tb_cuda_refused_in_capture(tb_backend *be, const char *what);
 
 /* Row-major C[M,N] = alpha op(A) op(B) + beta C, as the interface's gemm (cublas is column-major:
  * C^T = op(B)^T op(A)^T, so the operands swap places). Honours the backend's precision. */

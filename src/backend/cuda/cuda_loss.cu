@@ -97,15 +97,23 @@ static void cuda_bce_bwd(tb_backend *be, int64_t n, const float *logits, const f
     });
 }
 
-/* Element i keeps x with probability 1-p: Philox block counter + i/4, lane i%4, as the CPU. */
+/* Element i keeps x with probability 1-p: Philox block c + i/4, lane i%4, as the CPU, with
+ * c = *counter, which then advances by the blocks drawn. While capturing a counter in the step
+ * block, the kernel reads c from the device mirror and a one-thread kernel advances it there,
+ * so every replay (and every dropout of one replay) draws fresh masks; the host copy advances
+ * too, as it does outside a capture. */
 static void cuda_dropout_fwd(tb_backend *be, int64_t n, float p, const uint32_t key[2],
-                             uint64_t counter, const float *x, float *y, float *mask)
+                             uint64_t *counter, const float *x, float *y, float *mask)
 {
     const float keep_scale = p < 1.0f ? 1.0f / (1.0f - p) : 0.0f;
     const uint32_t k0 = key[0], k1 = key[1];
-    tb_cuda_for_each(be, (n + 3) / 4, [=] __device__(int64_t blk) {
+    const uint64_t blocks = (uint64_t)((n + 3) / 4), host_counter = *counter;
+    uint64_t *dev_counter = (uint64_t *)tb_step_device_ref(be, counter);
+    *counter += blocks;
+    tb_cuda_for_each(be, (int64_t)blocks, [=] __device__(int64_t blk) {
         uint32_t bits[4];
-        tb_cuda_philox(k0, k1, counter + (uint64_t)blk, bits);
+        const uint64_t c = dev_counter ? *dev_counter : host_counter;
+        tb_cuda_philox(k0, k1, c + (uint64_t)blk, bits);
         for (int lane = 0; lane < 4; lane++) {
             int64_t i = blk * 4 + lane;
             if (i >= n) break;
@@ -115,6 +123,8 @@ static void cuda_dropout_fwd(tb_backend *be, int64_t n, float p, const uint32_t 
             y[i] = __fmul_rn(x[i], m); /* no FMA contraction: bit-identical to the CPU */
         }
     });
+    if (dev_counter)
+        tb_cuda_for_each(be, 1, [=] __device__(int64_t) { *dev_counter += blocks; });
 }
 
 static void cuda_dropout_bwd(tb_backend *be, int64_t n, const float *mask, const float *dy,

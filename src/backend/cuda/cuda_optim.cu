@@ -3,17 +3,29 @@
  *
  * Adding an optimizer kernel: write the entry's function with one tb_cuda_for_each over n whose
  * __device__ lambda updates element i (capture pointers and scalars by value), and set the
- * entry in tb_cuda_register_optim. Nothing else in the backend needs to change. */
+ * entry in tb_cuda_register_optim. Values that change from step to step are taken by pointer
+ * and resolved as below, so the kernel works inside a captured CUDA graph. */
 #include "backend/cuda/cuda_internal.h"
 
+/* Per-step values (learning rate, coefficients) come by pointer. Outside a capture they are
+ * read on the host now and passed by value; while capturing, a pointer into the step block is
+ * passed instead (tb_step_device_ref) and every thread reads the value from the device mirror
+ * (one uniform, cached load), so replays use the values of the latest step upload. */
+
 static void cuda_sgd_update(tb_backend *be, int64_t n, float *w, const float *g, float *v,
-                            float lr, float momentum, bool nesterov, float wd)
+                            const float *lr_ptr, float momentum, bool nesterov, float wd)
 {
+    const float lr_host = *lr_ptr;
+    const float *lr_dev = (const float *)tb_step_device_ref(be, lr_ptr);
     if (momentum == 0.0f) { /* no velocity buffer is needed (v may be NULL) */
-        tb_cuda_for_each(be, n, [=] __device__(int64_t i) { w[i] -= lr * (g[i] + wd * w[i]); });
+        tb_cuda_for_each(be, n, [=] __device__(int64_t i) {
+            const float lr = lr_dev ? *lr_dev : lr_host;
+            w[i] -= lr * (g[i] + wd * w[i]);
+        });
         return;
     }
     tb_cuda_for_each(be, n, [=] __device__(int64_t i) {
+        const float lr = lr_dev ? *lr_dev : lr_host;
         float gi = g[i] + wd * w[i];
         float vi = momentum * v[i] + gi;
         v[i] = vi;
@@ -24,40 +36,41 @@ static void cuda_sgd_update(tb_backend *be, int64_t n, float *w, const float *g,
 static void cuda_adam_update(tb_backend *be, int64_t n, float *w, const float *g, float *m,
                              float *v, const tb_adam_coefs *c, float *dir)
 {
-    const float b1 = c->beta1, b2 = c->beta2, eps = c->eps, l2 = c->l2, decay = c->decay;
-    const float c_m = c->c_m, c_g = c->c_g, inv_bc2 = c->inv_bc2;
+    const tb_adam_coefs host = *c;
+    const tb_adam_coefs *dev = (const tb_adam_coefs *)tb_step_device_ref(be, c);
     tb_cuda_for_each(be, n, [=] __device__(int64_t i) {
+        const tb_adam_coefs k = dev ? *dev : host;
         float wi = w[i];
-        float gi = g[i] + l2 * wi;
-        float mi = b1 * m[i] + (1.0f - b1) * gi;
-        float vi = b2 * v[i] + (1.0f - b2) * gi * gi;
+        float gi = g[i] + k.l2 * wi;
+        float mi = k.beta1 * m[i] + (1.0f - k.beta1) * gi;
+        float vi = k.beta2 * v[i] + (1.0f - k.beta2) * gi * gi;
         m[i] = mi;
         v[i] = vi;
-        float step = (c_m * mi + c_g * gi) / (sqrtf(vi * inv_bc2) + eps);
+        float step = (k.c_m * mi + k.c_g * gi) / (sqrtf(vi * k.inv_bc2) + k.eps);
         if (dir)
-            dir[i] = (1.0f - decay) * wi + step;
+            dir[i] = (1.0f - k.decay) * wi + step;
         else
-            w[i] = wi * decay - step;
+            w[i] = wi * k.decay - step;
     });
 }
 
 static void cuda_rms_update(tb_backend *be, int64_t n, float *w, const float *g, float *v,
                             float *m, const tb_rms_coefs *c)
 {
-    const float vd = c->v_decay, sq = c->sq_scale, eps = c->eps, mu = c->momentum;
-    const float lr_in = c->lr_in, lr_out = c->lr_out, l2 = c->l2;
-    const bool inside = c->eps_inside;
+    const tb_rms_coefs host = *c;
+    const tb_rms_coefs *dev = (const tb_rms_coefs *)tb_step_device_ref(be, c);
     tb_cuda_for_each(be, n, [=] __device__(int64_t i) {
-        float gi = g[i] + l2 * w[i];
-        float vi = vd * v[i] + sq * gi * gi;
+        const tb_rms_coefs k = dev ? *dev : host;
+        float gi = g[i] + k.l2 * w[i];
+        float vi = k.v_decay * v[i] + k.sq_scale * gi * gi;
         v[i] = vi;
-        float d = inside ? sqrtf(vi + eps) : sqrtf(vi) + eps;
+        float d = k.eps_inside ? sqrtf(vi + k.eps) : sqrtf(vi) + k.eps;
         if (m) {
-            float mi = mu * m[i] + lr_in * gi / d;
+            float mi = k.momentum * m[i] + k.lr_in * gi / d;
             m[i] = mi;
-            w[i] -= lr_out * mi;
+            w[i] -= k.lr_out * mi;
         } else {
-            w[i] -= lr_out * lr_in * gi / d;
+            w[i] -= k.lr_out * k.lr_in * gi / d;
         }
     });
 }

@@ -1,0 +1,78 @@
+/* step.h: one training step (batch, forward pass and loss, backward pass, optimizer update),
+ * run eagerly or, on a backend with CUDA graphs, captured once and replayed.
+ *
+ * Graph mode (tb_step_config.cuda_graph, CUDA backend only): the first warmup_steps steps run
+ * eagerly, so the tape's arena and the device allocator reach their steady state; the next step
+ * is captured as one graph (zeroing the gradients, forward, loss, backward, update) and run;
+ * every later step replays that graph. Per replay the host only:
+ *   - puts the next batch on the tape, where it lands in the same device buffers as at the
+ *     capture (the tape's first allocations; one upload each for inputs and targets);
+ *   - writes the step's per-step values into the backend's step block (the optimizer's
+ *     learning rate and coefficients via tb_optimizer_step_prepare, the dropout counter) and
+ *     uploads the block in one transfer;
+ *   - launches the graph and reads the loss back from its fixed device address.
+ * A batch of another size runs eagerly. An optimizer with host-side per-step work (LARS, LAMB,
+ * K-FAC, EKFAC, Shampoo: tb_optimizer_graph_blocker) keeps every step eager, and the runner
+ * says why in tb_step_runner_note. Nothing here prints. */
+#ifndef TRAINBENCH_STEP_H
+#define TRAINBENCH_STEP_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "trainbench/nn.h"
+#include "trainbench/optim.h"
+#include "trainbench/pipeline.h"
+#include "trainbench/rng.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The model of a step: puts the loss of batch on tape (forward pass and loss), drawing dropout
+ * masks from dropout (which may be NULL when the model has none). Returns the loss, or NULL:
+ * either with err filled (a failure of its own) or with the tape's error set (an op failed).
+ * To be captured it must queue device work only (no download, upload or host-side check of
+ * device data: ops skip theirs while tb_backend_capturing) and allocate only on the tape. */
+typedef tb_var *(*tb_step_loss_fn)(void *user, tb_tape *tape, const tb_batch *batch,
+                                   tb_rng *dropout, tb_error *err);
+
+typedef struct tb_step_config {
+    tb_step_loss_fn loss;
+    void *user;
+    bool cuda_graph;  /* capture one step and replay it (CUDA backend only) */
+    int warmup_steps; /* eager steps before the capture; 0 means 2 */
+} tb_step_config;
+
+typedef struct tb_step_runner tb_step_runner;
+
+/* A runner of steps on tape (which it resets every step: in graph mode no one else may use it,
+ * so evaluate on another tape) updating params with opt. cuda_graph on a backend without
+ * graphs (CPU) fails with TB_ERR_UNSUPPORTED naming the backend. The caller keeps ownership of
+ * tape, params and opt and destroys the runner first. */
+tb_status tb_step_runner_create(tb_tape *tape, tb_params *params, tb_optimizer *opt,
+                                const tb_step_config *config, tb_step_runner **out,
+                                tb_error *err);
+void tb_step_runner_destroy(tb_step_runner *r);
+
+/* One step on the next batch of pipe, at learning-rate factor lr_scale (the schedule's), with
+ * dropout masks from dropout (advanced as an eager step would). *loss gets the step's training
+ * loss and *batch_n its examples. When the loss is not finite an eager step skips the update;
+ * a replayed step has already applied it (the loss is read after the whole step). Errors name
+ * the step. */
+tb_status tb_step_runner_step(tb_step_runner *r, tb_pipeline *pipe, double lr_scale,
+                              tb_rng *dropout, float *loss, int64_t *batch_n, tb_error *err);
+
+/* Whether steps after the warm-up are captured and replayed (graph mode asked for and
+ * possible). */
+bool tb_step_runner_graphed(const tb_step_runner *r);
+/* Steps replayed from the graph so far (the captured step itself not included). */
+int64_t tb_step_runner_replays(const tb_step_runner *r);
+/* One line on graph mode: why it is off (an optimizer's blocker), or "" when it is on or was
+ * not asked for. */
+const char *tb_step_runner_note(const tb_step_runner *r);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
