@@ -367,12 +367,19 @@ static void c_batchnorm(run *r)
     float *rv_out = out_f(r, c, "running_var");
     r->ops->copy(r->be, rv_out, rv, (size_t)c * sizeof(float));
     float *y = out_f(r, total, "bn y"), *mean = out_f(r, c, "mean"), *inv = out_f(r, c, "invstd");
-    r->ops->batchnorm_fwd_train(r->be, n, c, hw, x, gamma, beta, 1e-5f, 0.1f, rm, rv_out, y,
-                                mean, inv);
+    r->ops->batchnorm_fwd_train(r->be, n, c, hw, x, gamma, beta, 1e-5f, 0.1f, rm, rv_out, false,
+                                y, mean, inv);
     float *dx = out_f(r, total, "bn dx"), *dg = out_f(r, c, "dgamma"), *dbt = out_f(r, c, "dbeta");
-    r->ops->batchnorm_bwd(r->be, n, c, hw, x, gamma, mean, inv, dy, dx, true, dg, dbt);
+    r->ops->batchnorm_bwd(r->be, n, c, hw, x, gamma, mean, inv, NULL, dy, dx, true, dg, dbt);
     dx = out_f(r, total, "bn dx (alone)");
-    r->ops->batchnorm_bwd(r->be, n, c, hw, x, gamma, mean, inv, dy, dx, false, NULL, NULL);
+    r->ops->batchnorm_bwd(r->be, n, c, hw, x, gamma, mean, inv, NULL, dy, dx, false, NULL, NULL);
+    /* fused with ReLU */
+    float *yr = out_f(r, total, "bn-relu y");
+    r->ops->batchnorm_fwd_train(r->be, n, c, hw, x, gamma, beta, 1e-5f, 0.1f, rm, rv_out, true,
+                                yr, mean, inv);
+    dx = out_f(r, total, "bn-relu dx");
+    dg = out_f(r, c, "bn-relu dgamma");
+    r->ops->batchnorm_bwd(r->be, n, c, hw, x, gamma, mean, inv, yr, dy, dx, true, dg, NULL);
     y = out_f(r, total, "bn eval y");
     r->ops->batchnorm_fwd_eval(r->be, n, c, hw, x, gamma, beta, 1e-5f, rm, rv, y);
     dx = out_f(r, total, "bn eval dx");

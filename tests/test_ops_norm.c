@@ -137,6 +137,65 @@ static void test_batchnorm_gradients(void)
     }
 }
 
+/* The fused batch norm + ReLU equals batch norm then ReLU (values, gradients of x, gamma and
+ * beta, running statistics) up to float rounding of the sums (both ops are gradient-checked on
+ * their own; a finite-difference check across ReLU's kink would be noise). */
+static void zero_grad(tb_var *v)
+{
+    float *z = calloc((size_t)tb_tensor_numel(&v->value), sizeof(float));
+    tb_tensor_upload(&v->grad, z, NULL);
+    free(z);
+}
+
+static void test_batchnorm_relu_fused(void)
+{
+    int64_t shape[4] = {3, 4, 5, 6}, C = 4;
+    tb_rng rng = tb_rng_make(23, 0);
+    tb_var *in[3] = {tb_test_var(g_be, 4, shape, &rng, -2, 2, true),
+                     tb_test_var(g_be, 1, &C, &rng, 0.5f, 1.5f, true),
+                     tb_test_var(g_be, 1, &C, &rng, -0.5f, 0.5f, true)};
+    float *got[2][5];
+    for (int fused = 0; fused < 2; fused++) {
+        tb_tensor rm = vec(C, NULL, 0.0f), rv = vec(C, NULL, 1.0f);
+        for (int i = 0; i < 3; i++) zero_grad(in[i]);
+        tb_tape *t = new_tape();
+        tb_var *y = fused ? tb_op_batchnorm_act(t, TB_RELU, in[0], in[1], in[2], &rm, &rv,
+                                                BN_MOMENTUM, BN_EPS)
+                          : tb_op_relu(t, tb_op_batchnorm(t, in[0], in[1], in[2], &rm, &rv,
+                                                          BN_MOMENTUM, BN_EPS));
+        CHECK(y != NULL && tb_tape_backward(t, tb_test_reduce(t, y)) == TB_OK);
+        got[fused][0] = host_of(y);
+        for (int i = 0; i < 3; i++) {
+            tb_var g = *in[i];
+            g.value = in[i]->grad;
+            got[fused][1 + i] = host_of(&g);
+        }
+        float *stats = malloc(2 * (size_t)C * sizeof(float));
+        tb_tensor_download(&rm, stats, NULL);
+        tb_tensor_download(&rv, stats + C, NULL);
+        got[fused][4] = stats;
+        tb_tape_destroy(t);
+        tb_tensor_free(&rm);
+        tb_tensor_free(&rv);
+    }
+    const int64_t sizes[5] = {3 * 4 * 5 * 6, 3 * 4 * 5 * 6, 4, 4, 8};
+    int differ = 0;
+    for (int k = 0; k < 5; k++) {
+        for (int64_t i = 0; i < sizes[k]; i++) {
+            float a = got[0][k][i], b = got[1][k][i];
+            bool same = fabsf(a - b) <= 1e-6f + 1e-5f * fabsf(b);
+            if (!same && differ < 5)
+                fprintf(stderr, "fused differs: output %d element %lld: %g vs %g\n", k,
+                        (long long)i, a, b);
+            differ += !same;
+        }
+        free(got[0][k]);
+        free(got[1][k]);
+    }
+    CHECK(differ == 0);
+    for (int i = 0; i < 3; i++) tb_test_var_free(in[i]);
+}
+
 static void test_batchnorm_running_stats(void)
 {
     /* x [2, 2, 1, 2]: channel 0 holds 1, 2, 3, 4 (images 0 and 1), channel 1 holds 10, 10, 10,
@@ -324,6 +383,7 @@ int main(void)
     g_be = tb_test_backend();
     test_batchnorm_gradients();
     test_batchnorm_running_stats();
+    test_batchnorm_relu_fused();
     test_layernorm();
     test_errors();
     tb_backend_destroy(g_be);

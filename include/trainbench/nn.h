@@ -152,6 +152,12 @@ tb_var *tb_op_global_avgpool(tb_tape *tape, tb_var *x);
 tb_var *tb_op_batchnorm(tb_tape *tape, tb_var *x, tb_var *gamma, tb_var *beta,
                         tb_tensor *running_mean, tb_tensor *running_var, float momentum,
                         float eps);
+/* act(batch norm(x)), the common conv block. With ReLU in training mode it is one fused op
+ * (one pass less over the activations each way; the same values as the two ops); otherwise
+ * it is tb_op_batchnorm followed by tb_op_activation. */
+tb_var *tb_op_batchnorm_act(tb_tape *tape, tb_activation act, tb_var *x, tb_var *gamma,
+                            tb_var *beta, tb_tensor *running_mean, tb_tensor *running_var,
+                            float momentum, float eps);
 /* Layer norm over the last dimension; gamma, beta [last]. */
 tb_var *tb_op_layernorm(tb_tape *tape, tb_var *x, tb_var *gamma, tb_var *beta, float eps);
 /* table [V, D], idx int32 [...] -> [..., D]. An index outside [0, V) is an error. */

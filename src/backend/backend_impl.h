@@ -185,17 +185,20 @@ typedef struct tb_backend_ops {
     /* ---- normalisation ---- */
     /* Batch norm over [N,C,HW] per channel. Training: uses batch statistics, saves mean and
      * invstd [C], updates running_mean/var (unbiased var) with `momentum` (torch convention). */
+    /* relu: y = max(0, batch norm) (the fused BN-ReLU of tb_op_batchnorm_act). */
     void (*batchnorm_fwd_train)(tb_backend *be, int64_t n, int64_t c, int64_t hw,
                                 const float *x, const float *gamma, const float *beta, float eps,
                                 float momentum, float *running_mean, float *running_var,
-                                float *y, float *mean, float *invstd);
+                                bool relu, float *y, float *mean, float *invstd);
     void (*batchnorm_fwd_eval)(tb_backend *be, int64_t n, int64_t c, int64_t hw,
                                const float *x, const float *gamma, const float *beta, float eps,
                                const float *running_mean, const float *running_var, float *y);
+    /* relu_y != NULL: the forward pass was fused with ReLU and relu_y is its output; dy counts
+     * only where relu_y > 0. */
     void (*batchnorm_bwd)(tb_backend *be, int64_t n, int64_t c, int64_t hw, const float *x,
                           const float *gamma, const float *mean, const float *invstd,
-                          const float *dy, float *dx, bool dx_acc, float *dgamma,
-                          float *dbeta);
+                          const float *relu_y, const float *dy, float *dx, bool dx_acc,
+                          float *dgamma, float *dbeta);
     /* Backward of eval mode, where the statistics are constants: y = gamma (x - rm) r + beta
      * with r = 1/sqrt(rv + eps); dx += dy gamma r, dgamma += sum dy (x - rm) r, dbeta += sum dy.
      * Any of dx, dgamma, dbeta may be NULL. */

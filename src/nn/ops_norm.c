@@ -29,9 +29,11 @@ static void batchnorm_backward(tb_tape *t, tb_node *n)
         float *dg = tb_var_grad(t, gamma), *db = tb_var_grad(t, beta);
         bool acc;
         float *dx = tb_var_grad_for(t, x, &acc); /* the last request: the kernel runs next */
+        const float *relu_y = n->iattr[4] ? n->out->value.data : NULL;
         if (dx || dg || db)
             k->batchnorm_bwd(tb_tape_be(t), N, C, HW, x->value.data, gamma->value.data,
-                             n->saved[0], n->saved[1], n->out->grad.data, dx, acc, dg, db);
+                             n->saved[0], n->saved[1], relu_y, n->out->grad.data, dx, acc, dg,
+                             db);
         return;
     }
     float *dx = tb_var_grad(t, x), *dg = tb_var_grad(t, gamma), *db = tb_var_grad(t, beta);
@@ -42,9 +44,10 @@ static void batchnorm_backward(tb_tape *t, tb_node *n)
                               db);
 }
 
-tb_var *tb_op_batchnorm(tb_tape *t, tb_var *x, tb_var *gamma, tb_var *beta,
-                        tb_tensor *running_mean, tb_tensor *running_var, float momentum,
-                        float eps)
+/* Batch norm, followed in training mode by a fused ReLU when relu is set. */
+static tb_var *batchnorm(tb_tape *t, tb_var *x, tb_var *gamma, tb_var *beta,
+                         tb_tensor *running_mean, tb_tensor *running_var, float momentum,
+                         float eps, bool relu)
 {
     tb_var *ins[3] = {x, gamma, beta};
     if (!tb_op_begin(t, 3, ins)) return NULL;
@@ -88,7 +91,7 @@ tb_var *tb_op_batchnorm(tb_tape *t, tb_var *x, tb_var *gamma, tb_var *beta,
     tb_backend *be = tb_tape_be(t);
     if (training) {
         k->batchnorm_fwd_train(be, N, C, HW, x->value.data, gamma->value.data, beta->value.data,
-                               eps, momentum, running_mean->data, running_var->data,
+                               eps, momentum, running_mean->data, running_var->data, relu,
                                y->value.data, s0, s1);
     } else {
         k->batchnorm_fwd_eval(be, N, C, HW, x->value.data, gamma->value.data, beta->value.data,
@@ -97,17 +100,36 @@ tb_var *tb_op_batchnorm(tb_tape *t, tb_var *x, tb_var *gamma, tb_var *beta,
         k->copy(be, s0, running_mean->data, (size_t)C * sizeof(float));
         k->copy(be, s1, running_var->data, (size_t)C * sizeof(float));
     }
-    tb_node *n = tb_tape_record(t, "batchnorm", batchnorm_backward, y, 3, ins);
+    tb_node *n = tb_tape_record(t, relu ? "batchnorm_relu" : "batchnorm", batchnorm_backward, y,
+                                3, ins);
     if (n) {
         n->iattr[0] = N;
         n->iattr[1] = C;
         n->iattr[2] = HW;
         n->iattr[3] = training;
+        n->iattr[4] = relu;
         n->fattr[0] = eps;
         n->saved[0] = s0;
         n->saved[1] = s1;
     }
     return y;
+}
+
+tb_var *tb_op_batchnorm(tb_tape *t, tb_var *x, tb_var *gamma, tb_var *beta,
+                        tb_tensor *running_mean, tb_tensor *running_var, float momentum,
+                        float eps)
+{
+    return batchnorm(t, x, gamma, beta, running_mean, running_var, momentum, eps, false);
+}
+
+tb_var *tb_op_batchnorm_act(tb_tape *t, tb_activation act, tb_var *x, tb_var *gamma,
+                            tb_var *beta, tb_tensor *running_mean, tb_tensor *running_var,
+                            float momentum, float eps)
+{
+    if (act == TB_RELU && tb_tape_training(t))
+        return batchnorm(t, x, gamma, beta, running_mean, running_var, momentum, eps, true);
+    return tb_op_activation(
+        t, act, batchnorm(t, x, gamma, beta, running_mean, running_var, momentum, eps, false));
 }
 
 /* ---- layer norm ------------------------------------------------------------------------------

@@ -97,11 +97,17 @@ static tb_var *cnn_forward(tb_workload *wl, tb_tape *tape, tb_var *x, tb_rng *dr
     const cnn_options *o = wl->vt->options;
     cnn *m = wl->model;
     tb_var *h = tb_conv_layer_forward(tape, &m->c1, x);
-    if (o->batch_norm) h = tb_op_batchnorm(tape, h, m->g1, m->b1, &m->rm1, &m->rv1, 0.1f, 1e-5f);
-    h = tb_op_maxpool2d(tape, tb_op_activation(tape, o->act, h), 2, 2, 0);
+    if (o->batch_norm)
+        h = tb_op_batchnorm_act(tape, o->act, h, m->g1, m->b1, &m->rm1, &m->rv1, 0.1f, 1e-5f);
+    else
+        h = tb_op_activation(tape, o->act, h);
+    h = tb_op_maxpool2d(tape, h, 2, 2, 0);
     h = tb_conv_layer_forward(tape, &m->c2, h);
-    if (o->batch_norm) h = tb_op_batchnorm(tape, h, m->g2, m->b2, &m->rm2, &m->rv2, 0.1f, 1e-5f);
-    h = tb_op_maxpool2d(tape, tb_op_activation(tape, o->act, h), 2, 2, 0);
+    if (o->batch_norm)
+        h = tb_op_batchnorm_act(tape, o->act, h, m->g2, m->b2, &m->rm2, &m->rv2, 0.1f, 1e-5f);
+    else
+        h = tb_op_activation(tape, o->act, h);
+    h = tb_op_maxpool2d(tape, h, 2, 2, 0);
     int64_t flat[2] = {h ? h->value.shape[0] : 0, -1};
     h = tb_op_reshape(tape, h, 2, flat);
     return tb_linear_layer_forward(tape, &m->head, h);

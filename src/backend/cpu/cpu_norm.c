@@ -13,7 +13,8 @@
 static void cpu_batchnorm_fwd_train(tb_backend *be, int64_t n, int64_t c, int64_t hw,
                                     const float *x, const float *gamma, const float *beta,
                                     float eps, float momentum, float *running_mean,
-                                    float *running_var, float *y, float *mean, float *invstd)
+                                    float *running_var, bool relu, float *y, float *mean,
+                                    float *invstd)
 {
     (void)be;
     const int64_t count = n * hw;
@@ -46,7 +47,16 @@ static void cpu_batchnorm_fwd_train(tb_backend *be, int64_t n, int64_t c, int64_
         for (int64_t b = 0; b < n; b++) {
             const float *xp = x + (b * c + ch) * hw;
             float *yp = y + (b * c + ch) * hw;
-            for (int64_t p = 0; p < hw; p++) yp[p] = (xp[p] - m) * g + sh;
+            if (relu) {
+#pragma omp simd
+                for (int64_t p = 0; p < hw; p++) {
+                    float v = (xp[p] - m) * g + sh;
+                    yp[p] = v > 0.0f ? v : 0.0f;
+                }
+            } else {
+#pragma omp simd
+                for (int64_t p = 0; p < hw; p++) yp[p] = (xp[p] - m) * g + sh;
+            }
         }
         mean[ch] = m;
         invstd[ch] = r;
@@ -76,24 +86,35 @@ static void cpu_batchnorm_fwd_eval(tb_backend *be, int64_t n, int64_t c, int64_t
 /* With xhat = (x - mean) invstd and M = n hw per channel:
  *     dbeta = sum dy, dgamma = sum dy xhat,
  *     dx = gamma invstd (dy - dbeta / M - xhat dgamma / M). */
+/* dy at p, masked by a fused ReLU's output when there is one. yp always points at valid
+ * memory (dy itself without ReLU), so both loads are unconditional and the loops vectorise. */
+static inline float bn_dy(const float *gp, const float *yp, bool relu, int64_t p)
+{
+    const float g = gp[p], y = yp[p];
+    return relu && !(y > 0.0f) ? 0.0f : g;
+}
+
 static void cpu_batchnorm_bwd(tb_backend *be, int64_t n, int64_t c, int64_t hw, const float *x,
                               const float *gamma, const float *mean, const float *invstd,
-                              const float *dy, float *dx, bool dx_acc, float *dgamma,
-                              float *dbeta)
+                              const float *relu_y, const float *dy, float *dx, bool dx_acc,
+                              float *dgamma, float *dbeta)
 {
     (void)be;
     const double count = (double)(n * hw);
+    const bool relu = relu_y != NULL;
 #pragma omp parallel for schedule(static) if (n * c * hw > NORM_PAR)
     for (int64_t ch = 0; ch < c; ch++) {
         const float m = mean[ch], r = invstd[ch];
         double sdy = 0, sdyx = 0;
         for (int64_t b = 0; b < n; b++) {
-            const float *xp = x + (b * c + ch) * hw, *gp = dy + (b * c + ch) * hw;
+            const int64_t off = (b * c + ch) * hw;
+            const float *xp = x + off, *gp = dy + off, *yp = relu ? relu_y + off : gp;
             float pdy = 0, pdyx = 0;
 #pragma omp simd reduction(+ : pdy, pdyx)
             for (int64_t p = 0; p < hw; p++) {
-                pdy += gp[p];
-                pdyx += gp[p] * ((xp[p] - m) * r);
+                const float g = bn_dy(gp, yp, relu, p);
+                pdy += g;
+                pdyx += g * ((xp[p] - m) * r);
             }
             sdy += pdy;
             sdyx += pdyx;
@@ -103,15 +124,17 @@ static void cpu_batchnorm_bwd(tb_backend *be, int64_t n, int64_t c, int64_t hw, 
         if (!dx) continue;
         const float k = gamma[ch] * r, a = (float)(sdy / count), bcoef = (float)(sdyx / count);
         for (int64_t b = 0; b < n; b++) {
-            const float *xp = x + (b * c + ch) * hw, *gp = dy + (b * c + ch) * hw;
-            float *dp = dx + (b * c + ch) * hw;
+            const int64_t off = (b * c + ch) * hw;
+            const float *xp = x + off, *gp = dy + off, *yp = relu ? relu_y + off : gp;
+            float *dp = dx + off;
             if (dx_acc) {
 #pragma omp simd
                 for (int64_t p = 0; p < hw; p++)
-                    dp[p] += k * (gp[p] - a - (xp[p] - m) * r * bcoef);
+                    dp[p] += k * (bn_dy(gp, yp, relu, p) - a - (xp[p] - m) * r * bcoef);
             } else {
 #pragma omp simd
-                for (int64_t p = 0; p < hw; p++) dp[p] = k * (gp[p] - a - (xp[p] - m) * r * bcoef);
+                for (int64_t p = 0; p < hw; p++)
+                    dp[p] = k * (bn_dy(gp, yp, relu, p) - a - (xp[p] - m) * r * bcoef);
             }
         }
     }

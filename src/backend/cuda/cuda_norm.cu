@@ -9,7 +9,7 @@
 static __global__ void bn_fwd_train_kernel(int64_t n, int64_t c, int64_t hw, const float *x,
                                            const float *gamma, const float *beta, float eps,
                                            float momentum, float *running_mean,
-                                           float *running_var, float *y, float *mean,
+                                           float *running_var, bool relu, float *y, float *mean,
                                            float *invstd)
 {
     const int64_t ch = blockIdx.x, count = n * hw;
@@ -24,7 +24,10 @@ static __global__ void bn_fwd_train_kernel(int64_t n, int64_t c, int64_t hw, con
     const double var = ss / (double)count;
     const float r = (float)(1.0 / sqrt(var + (double)eps));
     const float m = (float)mu, g = gamma[ch] * r, sh = beta[ch];
-    for (int64_t i = threadIdx.x; i < count; i += blockDim.x) BN_AT(y, i) = (BN_AT(x, i) - m) * g + sh;
+    for (int64_t i = threadIdx.x; i < count; i += blockDim.x) {
+        const float v = (BN_AT(x, i) - m) * g + sh;
+        BN_AT(y, i) = relu && !(v > 0.0f) ? 0.0f : v;
+    }
     if (threadIdx.x == 0) {
         mean[ch] = m;
         invstd[ch] = r;
@@ -37,11 +40,13 @@ static __global__ void bn_fwd_train_kernel(int64_t n, int64_t c, int64_t hw, con
 static void cuda_batchnorm_fwd_train(tb_backend *be, int64_t n, int64_t c, int64_t hw,
                                      const float *x, const float *gamma, const float *beta,
                                      float eps, float momentum, float *running_mean,
-                                     float *running_var, float *y, float *mean, float *invstd)
+                                     float *running_var, bool relu, float *y, float *mean,
+                                     float *invstd)
 {
     if (c <= 0) return;
     bn_fwd_train_kernel<<<(unsigned)c, TB_CUDA_THREADS, 0, tb_cu(be)->stream>>>(
-        n, c, hw, x, gamma, beta, eps, momentum, running_mean, running_var, y, mean, invstd);
+        n, c, hw, x, gamma, beta, eps, momentum, running_mean, running_var, relu, y, mean,
+        invstd);
     TB_CUDA_LAUNCHED(be);
 }
 
@@ -60,14 +65,14 @@ static void cuda_batchnorm_fwd_eval(tb_backend *be, int64_t n, int64_t c, int64_
 
 static __global__ void bn_bwd_kernel(int64_t n, int64_t c, int64_t hw, const float *x,
                                      const float *gamma, const float *mean, const float *invstd,
-                                     const float *dy, float *dx, bool dx_acc, float *dgamma,
-                                     float *dbeta)
+                                     const float *relu_y, const float *dy, float *dx, bool dx_acc,
+                                     float *dgamma, float *dbeta)
 {
     const int64_t ch = blockIdx.x, count = n * hw;
     const float m = mean[ch], r = invstd[ch];
     double sdy = 0, sdyx = 0;
     for (int64_t i = threadIdx.x; i < count; i += blockDim.x) {
-        float g = BN_AT(dy, i);
+        float g = relu_y && !(BN_AT(relu_y, i) > 0.0f) ? 0.0f : BN_AT(dy, i);
         sdy += g;
         sdyx += (double)g * ((BN_AT(x, i) - m) * r);
     }
@@ -82,17 +87,18 @@ static __global__ void bn_bwd_kernel(int64_t n, int64_t c, int64_t hw, const flo
                 bcoef = (float)(sdyx / (double)count);
     for (int64_t i = threadIdx.x; i < count; i += blockDim.x)
         BN_AT(dx, i) = (dx_acc ? BN_AT(dx, i) : 0.0f) +
-                       k * (BN_AT(dy, i) - a - (BN_AT(x, i) - m) * r * bcoef);
+                       k * ((relu_y && !(BN_AT(relu_y, i) > 0.0f) ? 0.0f : BN_AT(dy, i)) - a -
+                            (BN_AT(x, i) - m) * r * bcoef);
 }
 
 static void cuda_batchnorm_bwd(tb_backend *be, int64_t n, int64_t c, int64_t hw, const float *x,
                                const float *gamma, const float *mean, const float *invstd,
-                               const float *dy, float *dx, bool dx_acc, float *dgamma,
-                               float *dbeta)
+                               const float *relu_y, const float *dy, float *dx, bool dx_acc,
+                               float *dgamma, float *dbeta)
 {
     if (c <= 0) return;
     bn_bwd_kernel<<<(unsigned)c, TB_CUDA_THREADS, 0, tb_cu(be)->stream>>>(
-        n, c, hw, x, gamma, mean, invstd, dy, dx, dx_acc, dgamma, dbeta);
+        n, c, hw, x, gamma, mean, invstd, relu_y, dy, dx, dx_acc, dgamma, dbeta);
     TB_CUDA_LAUNCHED(be);
 }
 
