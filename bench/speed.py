@@ -9,6 +9,9 @@ same run). Each side's best thread setting is reported too.
 
     bench/setup.sh                      # once: a venv with the current PyTorch from PyPI
     bench/speed.py --rounds 3           # prints the table (paste it into docs/BENCHMARKS.md)
+    bench/speed.py --device cuda --python python3 --workloads fmnist_mlp,fmnist_cnn,kjv_transformer
+                                        # on a GPU: trainbench (eager; --cuda-graph for graphs)
+                                        # against eager PyTorch; no sgemm ceiling there
 """
 import argparse
 import datetime
@@ -46,23 +49,29 @@ def main():
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--steps", type=int, default=100)
     ap.add_argument("--warmup", type=int, default=10)
+    ap.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
+    ap.add_argument("--cuda-graph", action="store_true",
+                    help="trainbench replays each step from a CUDA graph (cuda only)")
     ap.add_argument("--python", default=VENV_PY if os.path.exists(VENV_PY) else sys.executable)
     ap.add_argument("--build", default=os.path.join(ROOT, "build"), help="trainbench build dir")
     args = ap.parse_args()
     global BENCH_STEP
     BENCH_STEP = os.path.join(args.build, "bench_step")
     env = dict(os.environ)
-    threads = [int(t) for t in args.threads.split(",")]
-    ceiling = {t: run_json([BENCH_STEP, "--sgemm", "2048", "--threads", str(t)], env)["gflops"]
-               for t in threads}
+    gpu = args.device == "cuda"
+    threads = [1] if gpu else [int(t) for t in args.threads.split(",")]
+    ceiling = {} if gpu else {
+        t: run_json([BENCH_STEP, "--sgemm", "2048", "--threads", str(t)], env)["gflops"]
+        for t in threads}
     rows = []
     for wl in args.workloads.split(","):
         best = {}
         for t in threads:
             for _ in range(args.rounds):  # alternate the two sides
                 common = ["--workload", wl, "--threads", str(t), "--steps", str(args.steps),
-                          "--warmup", str(args.warmup)]
-                tb = run_json([BENCH_STEP] + common, env)
+                          "--warmup", str(args.warmup), "--device", args.device]
+                graph = ["--cuda-graph"] if args.cuda_graph else []
+                tb = run_json([BENCH_STEP] + common + graph, env)
                 pt = run_json([args.python, TORCH_STEP] + common, env)
                 for side, r in (("trainbench", tb), ("pytorch", pt)):
                     key = (side, t)
@@ -70,16 +79,22 @@ def main():
                         best[key] = r
         for t in threads:
             tb, pt = best[("trainbench", t)], best[("pytorch", t)]
-            rows.append((wl, t, tb, pt, tb["gemm_gflops"] / ceiling[t]))
+            rows.append((wl, t, tb, pt, tb["gemm_gflops"] / ceiling[t] if t in ceiling else None))
         tb_best = max(threads, key=lambda t: best[("trainbench", t)]["examples_per_s"])
         pt_best = max(threads, key=lambda t: best[("pytorch", t)]["examples_per_s"])
         rows.append((wl, f"best ({tb_best} vs {pt_best})", best[("trainbench", tb_best)],
                      best[("pytorch", pt_best)], None))
     torch_version = rows[0][3].get("torch", "?") if rows else "?"
-    print(f"Measured {datetime.date.today()} on {cpu_model()}, {os.cpu_count()} cores; "
-          f"PyTorch {torch_version}; sgemm ceiling (n=2048): "
-          + ", ".join(f"{ceiling[t]:.0f} GFLOP/s on {t} thread{'s' if t > 1 else ''}"
-                      for t in threads))
+    if gpu:
+        print(f"Measured {datetime.date.today()} on {rows[0][2].get('backend', '?') if rows else '?'}"
+              f"; PyTorch {torch_version} eager on cuda; trainbench "
+              f"{'CUDA graph' if args.cuda_graph else 'eager'}; peak MB is GPU memory for "
+              f"PyTorch, host resident memory for trainbench")
+    else:
+        print(f"Measured {datetime.date.today()} on {cpu_model()}, {os.cpu_count()} cores; "
+              f"PyTorch {torch_version}; sgemm ceiling (n=2048): "
+              + ", ".join(f"{ceiling[t]:.0f} GFLOP/s on {t} thread{'s' if t > 1 else ''}"
+                          for t in threads))
     print()
     print("| workload | threads | trainbench ex/s | PyTorch ex/s | ratio | trainbench ms/step "
           "| PyTorch ms/step | trainbench peak MB | PyTorch peak MB | GEMM efficiency |")

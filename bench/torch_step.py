@@ -6,6 +6,11 @@ batch size and optimizer, and prints one JSON line like bench_step does:
 examples/s, ms/step, peak resident memory. Run with the bench's own venv (bench/setup.sh).
 
     python torch_step.py --workload fmnist_mlp --threads 2 --steps 200 --warmup 20
+    python torch_step.py --workload fmnist_cnn --device cuda   # eager PyTorch on the GPU
+
+On cuda the data stays on the host and each batch is copied to the GPU (as trainbench's input
+pipeline does), the clock is read after torch.cuda.synchronize(), and peak memory is the
+GPU's (torch.cuda.max_memory_allocated).
 """
 import argparse
 import gzip
@@ -144,7 +149,12 @@ def main():
     ap.add_argument("--steps", type=int, default=200)
     ap.add_argument("--warmup", type=int, default=20)
     ap.add_argument("--batch-size", type=int, default=0)
+    ap.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
     args = ap.parse_args()
+    dev = torch.device(args.device)
+    if args.device == "cuda" and not torch.cuda.is_available():
+        raise SystemExit("torch_step.py: --device cuda but torch sees no CUDA device")
+    sync = torch.cuda.synchronize if args.device == "cuda" else (lambda: None)
     torch.set_num_threads(args.threads)
     torch.manual_seed(0)
     build, batch, loss_kind, data = MODELS[args.workload]
@@ -158,6 +168,7 @@ def main():
     else:
         x_all, y_all, vocab = load_wordnet()
         model = NextWord(vocab)
+    model = model.to(dev)
     opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9, nesterov=True)
     xent = nn.CrossEntropyLoss()
     if loss_kind == "bce":
@@ -173,23 +184,28 @@ def main():
     t0 = None
     for i in range(args.warmup + args.steps):
         if i == args.warmup:
+            sync()
             t0 = time.perf_counter()
         if pos + batch > n:
             perm = torch.randperm(n)
             pos = 0
         idx = perm[pos:pos + batch]
         pos += batch
-        xb, yb = x_all[idx], y_all[idx]
+        xb, yb = x_all[idx].to(dev, non_blocking=True), y_all[idx].to(dev, non_blocking=True)
         opt.zero_grad(set_to_none=True)
         loss = loss_fn(model(xb), xb, yb)
         loss.backward()
         opt.step()
+    sync()
     dt = time.perf_counter() - t0
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+    if args.device == "cuda":
+        peak = torch.cuda.max_memory_allocated() / 2**20
     print(json.dumps({"workload": args.workload, "threads": args.threads, "batch_size": batch,
                       "steps": args.steps, "examples_per_s": round(args.steps * batch / dt, 1),
                       "ms_per_step": round(1e3 * dt / args.steps, 3),
-                      "peak_rss_mb": round(peak, 1), "torch": torch.__version__}))
+                      "peak_rss_mb": round(peak, 1), "device": args.device,
+                      "torch": torch.__version__}))
 
 
 if __name__ == "__main__":

@@ -6,11 +6,12 @@
 # the GPU (eager fp32, CUDA graph fp32, bf16) and on the CPU for the same number of steps and
 # prints their throughput (examples/s) from the JSON results, then prints the step time of
 # fmnist_mlp, fmnist_cnn and kjv_transformer eager against replayed from a CUDA graph
-# (bench_step, adamw). Exits non-zero if any part fails.
+# (bench_step, adamw), then trainbench against eager PyTorch side by side (bench/speed.py
+# --device cuda, eager and CUDA graph). Exits non-zero if any part fails.
 #   scripts/gpu-check.sh [STEPS]      (default 300 steps; a few minutes on a recent GPU)
 # Environment: CUDA_ARCH overrides the CUDA architectures (default: the CMake file's 90 + PTX),
 # JOBS the build parallelism (default: all cores), BENCH_STEPS the timed steps of each
-# bench_step run (default 200).
+# bench_step run (default 200), TORCH_PYTHON the python with PyTorch (default python3).
 set -eu
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
@@ -76,4 +77,14 @@ print(f"{wl:16s} eager {e['ms_per_step']:8.3f} ms/step  graph {g['ms_per_step']:
       f" {g['graph_replays']} replays{note})")
 PY
 done
+echo "== side by side with eager PyTorch on the GPU (bench/speed.py, sgd nesterov, 2 rounds)"
+py=${TORCH_PYTHON:-python3}
+if "$py" -c "import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)" 2> /dev/null; then
+    for mode in "" --cuda-graph; do
+        "$py" bench/speed.py --device cuda $mode --python "$py" --build build-cuda --rounds 2 \
+            --steps "$bsteps" --warmup 20 --workloads fmnist_mlp,fmnist_cnn,kjv_transformer
+    done
+else
+    echo "no PyTorch with CUDA for $py (set TORCH_PYTHON): side-by-side skipped"
+fi
 echo "gpu-check: done"
