@@ -242,7 +242,15 @@ static void cpu_strided_copy(tb_backend *be, int ndim, const int64_t *shape, flo
         }
         float *dp = dst + doff;
         const float *sp = src + soff;
-        if (accumulate)
+        if (ds == 1 && ss == 1) { /* contiguous rows (concat, slices, broadcast rows) */
+            if (accumulate) {
+#pragma omp simd
+                for (int64_t i = 0; i < inner; i++) dp[i] += sp[i];
+            } else {
+#pragma omp simd
+                for (int64_t i = 0; i < inner; i++) dp[i] = sp[i];
+            }
+        } else if (accumulate)
             for (int64_t i = 0; i < inner; i++) dp[i * ds] += sp[i * ss];
         else
             for (int64_t i = 0; i < inner; i++) dp[i * ds] = sp[i * ss];
