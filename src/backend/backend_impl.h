@@ -4,9 +4,10 @@
  * stride says otherwise, sizes explicit (llm.c style). Kernels named *_bwd ACCUMULATE into their
  * gradient outputs (dx += ...), so a tensor used twice gets both contributions; callers zero
  * gradient buffers once. The kernels that write the largest gradients (activations, batch and
- * layer norm, max pooling, convolution's dx) take `dx_acc`: true accumulates, false overwrites
- * dx entirely (its old contents are ignored, so a fresh buffer needs no zeroing pass). A scalar loss lives in device memory as one float; its incoming
- * gradient `dloss` is a device pointer to one float as well. */
+ * layer norm, max pooling, convolution's dx, softmax cross-entropy's logits) take `dx_acc`:
+ * true accumulates, false overwrites dx entirely (its old contents are ignored, so a fresh
+ * buffer needs no zeroing pass). A scalar loss lives in device memory as one float; its
+ * incoming gradient `dloss` is a device pointer to one float as well. */
 #ifndef TRAINBENCH_BACKEND_IMPL_H
 #define TRAINBENCH_BACKEND_IMPL_H
 
@@ -143,7 +144,7 @@ typedef struct tb_backend_ops {
                              const int32_t *labels, float smoothing, float *probs, float *loss);
     void (*softmax_xent_bwd)(tb_backend *be, int n, int c, const float *probs,
                              const int32_t *labels, float smoothing, const float *dloss,
-                             float *dlogits);
+                             float *dlogits, bool dx_acc);
     /* Mean squared error over all n elements: mean((pred - target)^2). */
     void (*mse_fwd)(tb_backend *be, int64_t n, const float *pred, const float *target,
                     float *loss);

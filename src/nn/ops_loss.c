@@ -12,11 +12,12 @@ static tb_var *scalar_output(tb_tape *t, int n_in, tb_var *const *ins)
 
 static void xent_backward(tb_tape *t, tb_node *n)
 {
-    float *dz = tb_var_grad(t, n->in[0]);
+    bool acc;
+    float *dz = tb_var_grad_for(t, n->in[0], &acc);
     if (!dz) return;
     tb_tape_ops(t)->softmax_xent_bwd(tb_tape_be(t), (int)n->iattr[0], (int)n->iattr[1],
                                      n->saved[0], n->in[1]->value.data, n->fattr[0],
-                                     n->out->grad.data, dz);
+                                     n->out->grad.data, dz, acc);
 }
 
 tb_var *tb_op_softmax_xent(tb_tape *t, tb_var *logits, tb_var *labels, float smoothing)

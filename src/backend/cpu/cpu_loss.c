@@ -16,6 +16,7 @@ static void cpu_softmax_xent_fwd(tb_backend *be, int n, int c, const float *logi
         const float *z = logits + (int64_t)i * c;
         float *p = probs + (int64_t)i * c;
         float zmax = z[0];
+#pragma omp simd reduction(max : zmax)
         for (int j = 1; j < c; j++) zmax = z[j] > zmax ? z[j] : zmax;
         double sum = 0, sum_z = 0;
 #pragma omp simd reduction(+ : sum, sum_z)
@@ -26,6 +27,7 @@ static void cpu_softmax_xent_fwd(tb_backend *be, int n, int c, const float *logi
         }
         double log_sum = log(sum);
         float inv = (float)(1.0 / sum);
+#pragma omp simd
         for (int j = 0; j < c; j++) p[j] *= inv;
         /* -log p_y = log_sum - (z_y - zmax); the smoothed part averages -log p over classes */
         double nll = log_sum - (z[labels[i]] - zmax);
@@ -37,7 +39,7 @@ static void cpu_softmax_xent_fwd(tb_backend *be, int n, int c, const float *logi
 
 static void cpu_softmax_xent_bwd(tb_backend *be, int n, int c, const float *probs,
                                  const int32_t *labels, float smoothing, const float *dloss,
-                                 float *dlogits)
+                                 float *dlogits, bool dx_acc)
 {
     (void)be;
     const float scale = *dloss / (float)n, off = smoothing / (float)c;
@@ -45,10 +47,14 @@ static void cpu_softmax_xent_bwd(tb_backend *be, int n, int c, const float *prob
     for (int i = 0; i < n; i++) {
         const float *p = probs + (int64_t)i * c;
         float *d = dlogits + (int64_t)i * c;
-        for (int j = 0; j < c; j++) {
-            float target = off + (j == labels[i] ? 1.0f - smoothing : 0.0f);
-            d[j] += scale * (p[j] - target);
+        if (dx_acc) {
+#pragma omp simd
+            for (int j = 0; j < c; j++) d[j] += scale * (p[j] - off);
+        } else {
+#pragma omp simd
+            for (int j = 0; j < c; j++) d[j] = scale * (p[j] - off);
         }
+        d[labels[i]] -= scale * (1.0f - smoothing); /* the label's one-hot part */
     }
 }
 

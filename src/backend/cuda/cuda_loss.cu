@@ -48,14 +48,14 @@ static void cuda_softmax_xent_fwd(tb_backend *be, int n, int c, const float *log
 
 static void cuda_softmax_xent_bwd(tb_backend *be, int n, int c, const float *probs,
                                   const int32_t *labels, float smoothing, const float *dloss,
-                                  float *dlogits)
+                                  float *dlogits, bool dx_acc)
 {
     const float off = smoothing / (float)c;
     tb_cuda_for_each(be, (int64_t)n * c, [=] __device__(int64_t k) {
         const int64_t i = k / c, j = k % c;
         const float scale = *dloss / (float)n;
         float target = off + (j == labels[i] ? 1.0f - smoothing : 0.0f);
-        dlogits[k] += scale * (probs[k] - target);
+        dlogits[k] = (dx_acc ? dlogits[k] : 0.0f) + scale * (probs[k] - target);
     });
 }
 
