@@ -18,12 +18,19 @@ static void cpu_softmax_xent_fwd(tb_backend *be, int n, int c, const float *logi
         float zmax = z[0];
 #pragma omp simd reduction(max : zmax)
         for (int j = 1; j < c; j++) zmax = z[j] > zmax ? z[j] : zmax;
+        /* float partial sums over blocks of 256 classes (vectorised), added in double */
         double sum = 0, sum_z = 0;
-#pragma omp simd reduction(+ : sum, sum_z)
-        for (int j = 0; j < c; j++) {
-            p[j] = tb_cpu_expf(z[j] - zmax);
-            sum += p[j];
-            sum_z += z[j] - zmax;
+        for (int j0 = 0; j0 < c; j0 += 256) {
+            const int j1 = j0 + 256 < c ? j0 + 256 : c;
+            float s = 0, sz = 0;
+#pragma omp simd reduction(+ : s, sz)
+            for (int j = j0; j < j1; j++) {
+                p[j] = tb_cpu_expf(z[j] - zmax);
+                s += p[j];
+                sz += z[j] - zmax;
+            }
+            sum += s;
+            sum_z += sz;
         }
         double log_sum = log(sum);
         float inv = (float)(1.0 / sum);
