@@ -322,6 +322,53 @@ static void test_backward_errors_and_no_grad(void)
     tb_test_var_free(w);
 }
 
+/* The tape's op profiler: one entry per op name with its call count, forward time charged
+ * when the op is recorded and backward time when its node runs; sorted by total time; off by
+ * default, cleared on request. */
+static void test_profiler(void)
+{
+    tb_rng r = tb_rng_make(5, 0);
+    int64_t xs[2] = {64, 32}, ws[2] = {48, 32}, bs[1] = {48};
+    tb_var *x = tb_test_var(be, 2, xs, &r, -1, 1, false);
+    tb_var *w = tb_test_var(be, 2, ws, &r, -1, 1, true);
+    tb_var *b = tb_test_var(be, 1, bs, &r, -1, 1, true);
+    tb_tape *t = tb_test_tape(be);
+    tb_op_profile prof[8];
+    CHECK(tb_tape_profile(t, prof, 8) == 0);
+    tb_tape_set_profiling(t, true);
+    for (int step = 0; step < 3; step++) {
+        tb_tape_reset(t);
+        tb_var *h = tb_op_relu(t, tb_op_linear(t, x, w, b));
+        h = tb_op_gelu(t, tb_op_add(t, h, h));
+        CHECK(tb_tape_backward(t, tb_test_reduce(t, h)) == TB_OK);
+    }
+    int n = tb_tape_profile(t, prof, 8);
+    bool have_linear = false, have_add = false, sorted = true, nonneg = true;
+    for (int i = 0; i < n && i < 8; i++) {
+        if (strcmp(prof[i].name, "linear") == 0) have_linear = prof[i].calls == 3;
+        if (strcmp(prof[i].name, "add") == 0) have_add = prof[i].calls == 3;
+        nonneg = nonneg && prof[i].forward_s >= 0 && prof[i].backward_s >= 0;
+        if (i > 0)
+            sorted = sorted && prof[i - 1].forward_s + prof[i - 1].backward_s >=
+                                   prof[i].forward_s + prof[i].backward_s;
+    }
+    CHECK(n >= 5); /* linear, relu, add, gelu, the reduction's loss */
+    CHECK(have_linear && have_add && sorted && nonneg);
+    /* off: nothing more is counted; clear: empty */
+    tb_tape_set_profiling(t, false);
+    tb_tape_reset(t);
+    CHECK(tb_op_relu(t, tb_op_linear(t, x, w, b)) != NULL);
+    tb_tape_profile(t, prof, 8);
+    for (int i = 0; i < n && i < 8; i++)
+        if (strcmp(prof[i].name, "linear") == 0) CHECK(prof[i].calls == 3);
+    tb_tape_profile_clear(t);
+    CHECK(tb_tape_profile(t, prof, 8) == 0);
+    tb_tape_destroy(t);
+    tb_test_var_free(x);
+    tb_test_var_free(w);
+    tb_test_var_free(b);
+}
+
 int main(void)
 {
     be = tb_test_backend();
@@ -332,6 +379,7 @@ int main(void)
     test_losses();
     test_dropout();
     test_backward_errors_and_no_grad();
+    test_profiler();
     tb_backend_destroy(be);
     return tb_test_finish("test_ops_dense");
 }
