@@ -21,7 +21,6 @@
 
 #define RTOL 1e-4
 #define ATOL 1e-5
-#define SKIP_CODE 77
 
 static tb_backend *cpu, *gpu;
 
@@ -729,21 +728,10 @@ static void test_bf16_gemm(void)
 
 int main(void)
 {
-    tb_backend_config cfg = {.device = TB_DEVICE_CUDA, .device_index = 0};
+    /* without a GPU the message must name the cause; then the test is skipped, not passed */
+    int code = 0;
+    if (!(gpu = tb_test_cuda_backend("test_cuda_backend", &code))) return code;
     tb_error err = {0};
-    tb_status st = tb_backend_create(&cfg, &gpu, &err);
-    if (st == TB_ERR_NO_DEVICE) {
-        /* the message must name the cause; then the test is skipped, not passed */
-        if (strstr(err.message, "no CUDA device") == NULL) {
-            fprintf(stderr, "unexpected message for a missing GPU: %s\n", err.message);
-            return 1;
-        }
-        const char *why = err.message;
-        if (strncmp(why, "no CUDA device: ", 16) == 0) why += 16;
-        printf("test_cuda_backend: skipped: no CUDA device (%s)\n", why);
-        return SKIP_CODE;
-    }
-    if (!CHECK_OK(st, &err)) return tb_test_finish("test_cuda_backend");
     printf("cuda backend: %s\n", tb_backend_describe(gpu));
     cpu = tb_test_backend();
     /* a wrong index is a clear error */

@@ -24,7 +24,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define SKIP_CODE 77
 #define RTOL 1e-5
 #define ATOL 1e-6
 #define STEPS 7 /* 2 eager warm-up steps, the captured one, 4 replays */
@@ -228,21 +227,9 @@ static void test_capture_violation(void)
 
 int main(void)
 {
-    tb_backend_config cfg = {.device = TB_DEVICE_CUDA};
-    tb_backend *probe = NULL;
-    tb_error err = {0};
-    tb_status st = tb_backend_create(&cfg, &probe, &err);
-    if (st == TB_ERR_NO_DEVICE) {
-        if (strstr(err.message, "no CUDA device") == NULL) {
-            fprintf(stderr, "unexpected message for a missing GPU: %s\n", err.message);
-            return 1;
-        }
-        const char *why = err.message;
-        if (strncmp(why, "no CUDA device: ", 16) == 0) why += 16;
-        printf("test_cuda_graph: skipped: no CUDA device (%s)\n", why);
-        return SKIP_CODE;
-    }
-    if (!CHECK_OK(st, &err)) return tb_test_finish("test_cuda_graph");
+    int code = 0;
+    tb_backend *probe = tb_test_cuda_backend("test_cuda_graph", &code);
+    if (!probe) return code;
     printf("cuda backend: %s\n", tb_backend_describe(probe));
     tb_backend_destroy(probe);
 

@@ -247,3 +247,23 @@ bool tb_test_output_has(const char *out, const char *needle)
     if (!ok) fprintf(stderr, "output lacks \"%s\":\n%s\n", needle, out);
     return ok;
 }
+
+tb_backend *tb_test_cuda_backend(const char *name, int *exit_code)
+{
+    tb_backend_config cfg = {.device = TB_DEVICE_CUDA, .device_index = 0};
+    tb_backend *be = NULL;
+    tb_error err = {0};
+    tb_status st = tb_backend_create(&cfg, &be, &err);
+    if (st == TB_OK) return be;
+    if (st == TB_ERR_NO_DEVICE && strstr(err.message, "no CUDA device") != NULL) {
+        const char *why = err.message;
+        if (strncmp(why, "no CUDA device: ", 16) == 0) why += 16;
+        printf("%s: skipped: no CUDA device (%s)\n", name, why);
+        *exit_code = TB_TEST_SKIP;
+        return NULL;
+    }
+    fprintf(stderr, "%s: cannot create the CUDA backend (%s): %s\n", name, tb_status_name(st),
+            err.message);
+    *exit_code = 1;
+    return NULL;
+}

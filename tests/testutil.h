@@ -67,6 +67,14 @@ float *tb_test_host_copy(const tb_var *v);
 /* A new tape on be; aborts the test if it cannot be created. */
 tb_tape *tb_test_tape(tb_backend *be);
 
+/* ctest's exit code for a skipped test (SKIP_RETURN_CODE). */
+#define TB_TEST_SKIP 77
+
+/* A CUDA backend on device 0, or NULL with *exit_code set: TB_TEST_SKIP after printing
+ * "NAME: skipped: no CUDA device (<cause>)" when there is no usable GPU (and the error names
+ * that cause), 1 after printing any other failure. */
+tb_backend *tb_test_cuda_backend(const char *name, int *exit_code);
+
 /* Runs the trainbench command ($TB_BINARY, or ./trainbench) with args in shell syntax,
  * capturing stdout and stderr together into out (NUL-terminated); returns the exit code (-1 if
  * it did not exit normally). */
