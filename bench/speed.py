@@ -58,6 +58,13 @@ def main():
     global BENCH_STEP
     BENCH_STEP = os.path.join(args.build, "bench_step")
     env = dict(os.environ)
+    if not os.access(BENCH_STEP, os.X_OK):
+        sys.exit(f"speed.py: {BENCH_STEP} not found: build it first (scripts/build.sh)")
+    probe = subprocess.run([args.python, "-c", "import numpy, torch; print(torch.__version__)"],
+                           capture_output=True, text=True, check=False)
+    if probe.returncode != 0:
+        sys.exit(f"speed.py: {args.python} cannot import PyTorch and NumPy: run bench/setup.sh "
+                 f"(the current PyTorch from PyPI into bench/.venv) or pass --python")
     gpu = args.device == "cuda"
     threads = [1] if gpu else [int(t) for t in args.threads.split(",")]
     ceiling = {} if gpu else {
