@@ -58,6 +58,8 @@ static const char train_usage[] =
     "      --budget              --max-time, --eval-period and --stop-at-target from the\n"
     "                            workload's calibrated budget, eval period and target\n"
     "      --stop-at-target      stop once validation reaches the workload's target\n"
+    "      --profile             time every op's forward and backward and print where the\n"
+    "                            training steps went (synchronises per op: slower run)\n"
     "      --json                print the result as one JSON object on stdout\n"
     "  -q, --quiet               no progress display\n"
     "  -h, --help                this help\n"
@@ -137,13 +139,43 @@ static void print_json(const tb_train_config *c, const tb_train_result *r, tb_st
     if (isfinite(r->best_validation_metric))
         printf("\"best_validation_metric\":%.6f,", r->best_validation_metric);
     if (isfinite(r->time_to_target_s)) printf("\"time_to_target_s\":%.3f,", r->time_to_target_s);
+    if (c->profile) {
+        printf("\"profile\":[");
+        for (int i = 0; i < r->profile_ops; i++)
+            printf("%s{\"op\":\"%s\",\"calls\":%lld,\"forward_s\":%.6f,\"backward_s\":%.6f}",
+                   i ? "," : "", r->profile[i].name, (long long)r->profile[i].calls,
+                   r->profile[i].forward_s, r->profile[i].backward_s);
+        printf("],");
+    }
     printf("\"backend\":\"%s\"}\n", r->backend);
+}
+
+/* Where the training steps went: per op, forward and backward, and the rest of the timed
+ * training (update, input, evaluation excluded). */
+static void print_profile(const tb_train_result *r)
+{
+    double ops = 0;
+    for (int i = 0; i < r->profile_ops; i++)
+        ops += r->profile[i].forward_s + r->profile[i].backward_s;
+    printf("profile:    %-24s %8s %10s %10s %7s\n", "op", "calls", "forward s", "backward s",
+           "share");
+    for (int i = 0; i < r->profile_ops; i++) {
+        const tb_op_profile *p = &r->profile[i];
+        printf("            %-24s %8lld %10.3f %10.3f %6.1f%%\n", p->name, (long long)p->calls,
+               p->forward_s, p->backward_s,
+               r->train_time_s > 0 ? 100.0 * (p->forward_s + p->backward_s) / r->train_time_s
+                                   : 0.0);
+    }
+    double rest = r->train_time_s - ops;
+    printf("            %-24s %8s %10.3f %10s %6.1f%%\n", "rest (update, input)", "",
+           rest > 0 ? rest : 0.0, "",
+           r->train_time_s > 0 && rest > 0 ? 100.0 * rest / r->train_time_s : 0.0);
 }
 
 enum { OPT_LR = 1000, OPT_EVAL_EXAMPLES, OPT_STEPS, OPT_SCHEDULE, OPT_WARMUP, OPT_EVALS,
        OPT_DEVICE, OPT_DATA, OPT_JSON, OPT_PRECISION, OPT_CACHE, OPT_SPLIT, OPT_AUGMENT, OPT_ECHO,
        OPT_ECHO_FACTOR, OPT_SHUFFLE, OPT_PREFETCH, OPT_SLOW, OPT_MAX_TIME, OPT_EVAL_PERIOD,
-       OPT_BUDGET, OPT_STOP, OPT_CUDA_GRAPH, OPT_SEED_BASE };
+       OPT_BUDGET, OPT_STOP, OPT_CUDA_GRAPH, OPT_PROFILE, OPT_SEED_BASE };
 
 int tb_cli_train(int argc, char **argv)
 {
@@ -177,6 +209,7 @@ int tb_cli_train(int argc, char **argv)
         {"cuda-graph", no_argument, 0, OPT_CUDA_GRAPH},
         {"data-dir", required_argument, 0, OPT_DATA},
         {"json", no_argument, 0, OPT_JSON},
+        {"profile", no_argument, 0, OPT_PROFILE},
         {"cache-dir", required_argument, 0, OPT_CACHE},
         {"split", required_argument, 0, OPT_SPLIT},
         {"augment", no_argument, 0, OPT_AUGMENT},
@@ -270,6 +303,7 @@ int tb_cli_train(int argc, char **argv)
             }
             break;
         case OPT_CUDA_GRAPH: cfg.cuda_graph = true; break;
+        case OPT_PROFILE: cfg.profile = true; break;
         case OPT_DATA: cfg.data_dir = optarg; break;
         case OPT_JSON: json = true; break;
         case OPT_CACHE: cfg.cache_dir = optarg; break;
@@ -386,6 +420,7 @@ int tb_cli_train(int argc, char **argv)
         else if (cfg.cuda_graph)
             printf("graph:      %lld of %lld steps replayed from one captured CUDA graph\n",
                    (long long)res.graph_replays, (long long)res.steps);
+        if (cfg.profile) print_profile(&res);
     }
     if (st != TB_OK) tb_cli_error("%s", err.message);
     return tb_cli_exit_code(st);

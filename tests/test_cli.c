@@ -41,6 +41,11 @@ int main(void)
           has("\"status\":\"ok\"") &&
           has("\"seeds\":{\"init\":0") && has("\"test\":{\"accuracy\":"));
     CHECK(run("train --algorithm sgd --lr 1e5 --steps 300 -q") == 4 && has("diverged"));
+    /* the op profile: a table in text, an array in JSON */
+    CHECK(run("train --steps 5 --evals 1 --eval-examples 200 -q --profile") == 0 &&
+          has("profile:") && has("linear") && has("rest (update, input)"));
+    CHECK(run("train --steps 5 --evals 1 --eval-examples 200 -q --json --profile") == 0 &&
+          has("\"profile\":[{\"op\":\"") && has("\"calls\":"));
     CHECK(run("workloads") == 0 && has("fmnist_mlp") && has("dataset-fashion-mnist"));
     CHECK(run("algorithms") == 0 && has("adamw") && has("beta2") && has("nesterov"));
     CHECK(run("version") == 0 && has("trainbench "));

@@ -64,6 +64,10 @@ typedef struct tb_train_config {
      * TB_ERR_UNSUPPORTED. Optimizers with host-side per-step work run eagerly and say so in
      * result->graph_note. Evaluations then use a tape of their own. */
     bool cuda_graph;
+    /* ---- added with the op profiler ---- */
+    /* Time every op's forward and backward (tb_tape_set_profiling) into result->profile. The
+     * backend is synchronised around each op, which slows the run: profile, then measure. */
+    bool profile;
 } tb_train_config;
 
 /* Defaults: 5 epochs, the workload's batch size, linear warmup (5%) then cosine decay,
@@ -71,6 +75,9 @@ typedef struct tb_train_config {
 tb_train_config tb_train_config_default(void);
 /* Sets the seed of every source of variation. */
 void tb_train_config_seed_all(tb_train_config *config, uint64_t seed);
+
+/* Ops a training result's profile keeps (the largest; a model has rarely more kinds). */
+#define TB_TRAIN_PROFILE_MAX 24
 
 typedef struct tb_train_result {
     int64_t steps;
@@ -93,6 +100,9 @@ typedef struct tb_train_result {
     /* ---- added with CUDA graphs ---- */
     int64_t graph_replays;         /* steps replayed from the captured graph */
     char graph_note[320];          /* why graph mode was off (tb_step_runner_note), or "" */
+    /* ---- added with the op profiler (config->profile) ---- */
+    tb_op_profile profile[TB_TRAIN_PROFILE_MAX]; /* largest total time first */
+    int profile_ops;               /* entries in profile */
 } tb_train_result;
 
 /* Runs the training. On divergence returns TB_ERR_NUMERIC with result->diverged set and the

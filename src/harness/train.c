@@ -153,6 +153,7 @@ tb_status tb_train(const tb_train_config *cfg, tb_train_result *res, tb_error *e
                                                 &r.runner, err);
     if (st == TB_OK && tb_step_runner_graphed(r.runner))
         st = tb_tape_create(r.be, &r.eval_tape, err);
+    if (st == TB_OK && cfg->profile) tb_tape_set_profiling(r.tape, true);
     if (st == TB_OK && cfg->cuda_graph) {
         snprintf(res->graph_note, sizeof res->graph_note, "%s", tb_step_runner_note(r.runner));
         if (res->graph_note[0]) tb_log(cfg->logger, TB_LOG_INFO, "%s", res->graph_note);
@@ -216,6 +217,10 @@ tb_status tb_train(const tb_train_config *cfg, tb_train_result *res, tb_error *e
         if (out_of_time || (cfg->stop_at_target && res->reached_target)) break;
     }
     res->fresh_examples = r.pipe ? tb_pipeline_fresh_examples(r.pipe) : 0;
+    if (cfg->profile) {
+        int n = tb_tape_profile(r.tape, res->profile, TB_TRAIN_PROFILE_MAX);
+        res->profile_ops = n < TB_TRAIN_PROFILE_MAX ? n : TB_TRAIN_PROFILE_MAX;
+    }
     res->train_time_s = timed;
     res->examples_per_s = timed > 0 ? (double)res->examples / timed : 0;
     if (st == TB_OK) st = evaluate(&r, TB_SPLIT_VALIDATION, &res->validation, err);
