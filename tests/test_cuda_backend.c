@@ -380,7 +380,7 @@ static void c_batchnorm(run *r)
                                 yr, mean, inv);
     dx = out_f(r, total, "bn-relu dx");
     dg = out_f(r, c, "bn-relu dgamma");
-    r->ops->batchnorm_bwd(r->be, n, c, hw, x, gamma, mean, inv, yr, dy, dx, true, dg, NULL);
+    r->ops->batchnorm_bwd(r->be, n, c, hw, x, gamma, mean, inv, beta, dy, dx, true, dg, NULL);
     y = out_f(r, total, "bn eval y");
     r->ops->batchnorm_fwd_eval(r->be, n, c, hw, x, gamma, beta, 1e-5f, rm, rv, y);
     dx = out_f(r, total, "bn eval dx");

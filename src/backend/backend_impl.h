@@ -194,11 +194,12 @@ typedef struct tb_backend_ops {
     void (*batchnorm_fwd_eval)(tb_backend *be, int64_t n, int64_t c, int64_t hw,
                                const float *x, const float *gamma, const float *beta, float eps,
                                const float *running_mean, const float *running_var, float *y);
-    /* relu_y != NULL: the forward pass was fused with ReLU and relu_y is its output; dy counts
-     * only where relu_y > 0. */
+    /* relu_beta != NULL: the forward pass was fused with ReLU, with this beta; dy counts only
+     * where that output, (x - mean) invstd gamma + beta recomputed exactly as the forward
+     * kernel computes it, was > 0. */
     void (*batchnorm_bwd)(tb_backend *be, int64_t n, int64_t c, int64_t hw, const float *x,
                           const float *gamma, const float *mean, const float *invstd,
-                          const float *relu_y, const float *dy, float *dx, bool dx_acc,
+                          const float *relu_beta, const float *dy, float *dx, bool dx_acc,
                           float *dgamma, float *dbeta);
     /* Backward of eval mode, where the statistics are constants: y = gamma (x - rm) r + beta
      * with r = 1/sqrt(rv + eps); dx += dy gamma r, dgamma += sum dy (x - rm) r, dbeta += sum dy.

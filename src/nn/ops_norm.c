@@ -29,10 +29,10 @@ static void batchnorm_backward(tb_tape *t, tb_node *n)
         float *dg = tb_var_grad(t, gamma), *db = tb_var_grad(t, beta);
         bool acc;
         float *dx = tb_var_grad_for(t, x, &acc); /* the last request: the kernel runs next */
-        const float *relu_y = n->iattr[4] ? n->out->value.data : NULL;
+        const float *relu_beta = n->iattr[4] ? beta->value.data : NULL;
         if (dx || dg || db)
             k->batchnorm_bwd(tb_tape_be(t), N, C, HW, x->value.data, gamma->value.data,
-                             n->saved[0], n->saved[1], relu_y, n->out->grad.data, dx, acc, dg,
+                             n->saved[0], n->saved[1], relu_beta, n->out->grad.data, dx, acc, dg,
                              db);
         return;
     }

@@ -86,35 +86,33 @@ static void cpu_batchnorm_fwd_eval(tb_backend *be, int64_t n, int64_t c, int64_t
 /* With xhat = (x - mean) invstd and M = n hw per channel:
  *     dbeta = sum dy, dgamma = sum dy xhat,
  *     dx = gamma invstd (dy - dbeta / M - xhat dgamma / M). */
-/* dy at p, masked by a fused ReLU's output when there is one. yp always points at valid
- * memory (dy itself without ReLU), so both loads are unconditional and the loops vectorise. */
-static inline float bn_dy(const float *gp, const float *yp, bool relu, int64_t p)
-{
-    const float g = gp[p], y = yp[p];
-    return relu && !(y > 0.0f) ? 0.0f : g;
-}
-
+/* The backward pass of batch norm, with the fused ReLU's mask when relu_beta is given: the
+ * forward output (x - mean) invstd gamma + beta is recomputed from x (read anyway) with the
+ * same float operations, so its sign is the forward pass's and the output need not be read. */
 static void cpu_batchnorm_bwd(tb_backend *be, int64_t n, int64_t c, int64_t hw, const float *x,
                               const float *gamma, const float *mean, const float *invstd,
-                              const float *relu_y, const float *dy, float *dx, bool dx_acc,
+                              const float *relu_beta, const float *dy, float *dx, bool dx_acc,
                               float *dgamma, float *dbeta)
 {
     (void)be;
     const double count = (double)(n * hw);
-    const bool relu = relu_y != NULL;
+    const bool relu = relu_beta != NULL;
 #pragma omp parallel for schedule(static) if (n * c * hw > NORM_PAR)
     for (int64_t ch = 0; ch < c; ch++) {
         const float m = mean[ch], r = invstd[ch];
+        /* the forward pass's scale and shift (cpu_batchnorm_fwd_train) */
+        const float g = gamma[ch] * r, sh = relu ? relu_beta[ch] : 0.0f;
         double sdy = 0, sdyx = 0;
         for (int64_t b = 0; b < n; b++) {
             const int64_t off = (b * c + ch) * hw;
-            const float *xp = x + off, *gp = dy + off, *yp = relu ? relu_y + off : gp;
+            const float *xp = x + off, *gp = dy + off;
             float pdy = 0, pdyx = 0;
 #pragma omp simd reduction(+ : pdy, pdyx)
             for (int64_t p = 0; p < hw; p++) {
-                const float g = bn_dy(gp, yp, relu, p);
-                pdy += g;
-                pdyx += g * ((xp[p] - m) * r);
+                const float y = (xp[p] - m) * g + sh;
+                const float d = relu && !(y > 0.0f) ? 0.0f : gp[p];
+                pdy += d;
+                pdyx += d * ((xp[p] - m) * r);
             }
             sdy += pdy;
             sdyx += pdyx;
@@ -125,16 +123,22 @@ static void cpu_batchnorm_bwd(tb_backend *be, int64_t n, int64_t c, int64_t hw, 
         const float k = gamma[ch] * r, a = (float)(sdy / count), bcoef = (float)(sdyx / count);
         for (int64_t b = 0; b < n; b++) {
             const int64_t off = (b * c + ch) * hw;
-            const float *xp = x + off, *gp = dy + off, *yp = relu ? relu_y + off : gp;
+            const float *xp = x + off, *gp = dy + off;
             float *dp = dx + off;
             if (dx_acc) {
 #pragma omp simd
-                for (int64_t p = 0; p < hw; p++)
-                    dp[p] += k * (bn_dy(gp, yp, relu, p) - a - (xp[p] - m) * r * bcoef);
+                for (int64_t p = 0; p < hw; p++) {
+                    const float y = (xp[p] - m) * g + sh;
+                    const float d = relu && !(y > 0.0f) ? 0.0f : gp[p];
+                    dp[p] += k * (d - a - (xp[p] - m) * r * bcoef);
+                }
             } else {
 #pragma omp simd
-                for (int64_t p = 0; p < hw; p++)
-                    dp[p] = k * (bn_dy(gp, yp, relu, p) - a - (xp[p] - m) * r * bcoef);
+                for (int64_t p = 0; p < hw; p++) {
+                    const float y = (xp[p] - m) * g + sh;
+                    const float d = relu && !(y > 0.0f) ? 0.0f : gp[p];
+                    dp[p] = k * (d - a - (xp[p] - m) * r * bcoef);
+                }
             }
         }
     }

@@ -65,14 +65,16 @@ static void cuda_batchnorm_fwd_eval(tb_backend *be, int64_t n, int64_t c, int64_
 
 static __global__ void bn_bwd_kernel(int64_t n, int64_t c, int64_t hw, const float *x,
                                      const float *gamma, const float *mean, const float *invstd,
-                                     const float *relu_y, const float *dy, float *dx, bool dx_acc,
+                                     const float *relu_beta, const float *dy, float *dx, bool dx_acc,
                                      float *dgamma, float *dbeta)
 {
     const int64_t ch = blockIdx.x, count = n * hw;
     const float m = mean[ch], r = invstd[ch];
+    /* a fused ReLU's mask: the forward output recomputed as bn_fwd_train_kernel computes it */
+    const float g_fwd = gamma[ch] * r, sh = relu_beta ? relu_beta[ch] : 0.0f;
     double sdy = 0, sdyx = 0;
     for (int64_t i = threadIdx.x; i < count; i += blockDim.x) {
-        float g = relu_y && !(BN_AT(relu_y, i) > 0.0f) ? 0.0f : BN_AT(dy, i);
+        float g = relu_beta && !((BN_AT(x, i) - m) * g_fwd + sh > 0.0f) ? 0.0f : BN_AT(dy, i);
         sdy += g;
         sdyx += (double)g * ((BN_AT(x, i) - m) * r);
     }
@@ -87,18 +89,20 @@ static __global__ void bn_bwd_kernel(int64_t n, int64_t c, int64_t hw, const flo
                 bcoef = (float)(sdyx / (double)count);
     for (int64_t i = threadIdx.x; i < count; i += blockDim.x)
         BN_AT(dx, i) = (dx_acc ? BN_AT(dx, i) : 0.0f) +
-                       k * ((relu_y && !(BN_AT(relu_y, i) > 0.0f) ? 0.0f : BN_AT(dy, i)) - a -
-                            (BN_AT(x, i) - m) * r * bcoef);
+                       k * ((relu_beta && !((BN_AT(x, i) - m) * g_fwd + sh > 0.0f)
+                                 ? 0.0f
+                                 : BN_AT(dy, i)) -
+                            a - (BN_AT(x, i) - m) * r * bcoef);
 }
 
 static void cuda_batchnorm_bwd(tb_backend *be, int64_t n, int64_t c, int64_t hw, const float *x,
                                const float *gamma, const float *mean, const float *invstd,
-                               const float *relu_y, const float *dy, float *dx, bool dx_acc,
+                               const float *relu_beta, const float *dy, float *dx, bool dx_acc,
                                float *dgamma, float *dbeta)
 {
     if (c <= 0) return;
     bn_bwd_kernel<<<(unsigned)c, TB_CUDA_THREADS, 0, tb_cu(be)->stream>>>(
-        n, c, hw, x, gamma, mean, invstd, relu_y, dy, dx, dx_acc, dgamma, dbeta);
+        n, c, hw, x, gamma, mean, invstd, relu_beta, dy, dx, dx_acc, dgamma, dbeta);
     TB_CUDA_LAUNCHED(be);
 }
 
