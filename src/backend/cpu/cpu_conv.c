@@ -10,8 +10,9 @@
  *               col_b            = w^T dy_b, then dx_b += col2im(col_b)
  * Threads own whole images, so no two write the same dx or y element, and the sum of the
  * per-thread dw is taken in a fixed order: results depend on the thread count only. For
- * stride 1 (the common case) im2col and col2im move whole row segments (memcpy / vector adds)
- * instead of testing every element against the padding. */
+ * stride 1 im2col and col2im move whole row segments instead of testing every element against
+ * the padding, and for "same" geometry (output as large as the input) whole shifted planes.
+ * A fresh dx (dx_acc false) is zeroed image by image just before its col2im. */
 #include "backend/cpu/cpu.h"
 
 #include <float.h>
