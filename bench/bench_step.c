@@ -14,6 +14,12 @@
  * zeroing gradients); synchronising per op slows the step, so a profiled run's examples/s is
  * lower than a plain run's. The JSON's cpu_ms_per_step is the process's CPU time per step (at
  * 1 thread, a cost that another busy process on the machine barely changes, unlike wall time).
+ * --width-scale W / --depth-scale D build a larger model (kjv_transformer: W times the channels
+ * and heads, D times the blocks) and --precision picks the products' precision (bf16 on cuda);
+ * model_tflops is the matrix-product work of one eager step (counted by the backend; attention's
+ * internal products are not counted on the CPU) times the steps over the time, and with
+ * --peak-tflops P the JSON also gives mfu = model_tflops / P (e.g. P = 989 for an H200's dense
+ * bf16 peak).
  * With --sgemm N it instead measures the OpenBLAS sgemm ceiling on N x N matrices. Not a test:
  * bench/speed.py runs it side by side with the PyTorch version of the same model. */
 #include <getopt.h>
@@ -114,6 +120,9 @@ int main(int argc, char **argv)
     tb_cli_choose_blas_kernels(argv); /* the fast OpenBLAS kernels, as the trainbench command */
     const char *workload = "fmnist_mlp", *algorithm = "sgd";
     int threads = 1, steps = 200, warmup = 20, batch = 0, sgemm = 0, profile = 0;
+    int width_scale = 1, depth_scale = 1;
+    double peak_tflops = 0;
+    tb_precision precision = TB_PRECISION_FP32;
     bool cuda_graph = false;
     tb_device device = TB_DEVICE_CPU;
     tb_error err = {0};
@@ -123,6 +132,8 @@ int main(int argc, char **argv)
         {"warmup", required_argument, 0, 'u'},   {"batch-size", required_argument, 0, 'b'},
         {"sgemm", required_argument, 0, 'g'},    {"device", required_argument, 0, 'd'},
         {"cuda-graph", no_argument, 0, 'c'},     {"profile", no_argument, 0, 'p'},
+        {"width-scale", required_argument, 0, 'W'}, {"depth-scale", required_argument, 0, 'D'},
+        {"precision", required_argument, 0, 'P'}, {"peak-tflops", required_argument, 0, 'T'},
         {0, 0, 0, 0},
     };
     int c;
@@ -137,6 +148,13 @@ int main(int argc, char **argv)
         case 'g': sgemm = atoi(optarg); break;
         case 'c': cuda_graph = true; break;
         case 'p': profile = 1; break;
+        case 'W': width_scale = atoi(optarg); break;
+        case 'D': depth_scale = atoi(optarg); break;
+        case 'T': peak_tflops = atof(optarg); break;
+        case 'P':
+            if (tb_precision_parse(optarg, &precision, &err) == TB_OK) break;
+            fprintf(stderr, "bench_step: --precision: %s\n", err.message);
+            return 2;
         case 'd':
             if (tb_device_parse(optarg, &device, &err) == TB_OK) break;
             fprintf(stderr, "bench_step: --device: %s\n", err.message);
@@ -145,6 +163,8 @@ int main(int argc, char **argv)
             fprintf(stderr, "usage: bench_step [--workload ID] [--algorithm NAME] [--threads N]\n"
                             "                  [--steps N] [--warmup N] [--batch-size N]\n"
                             "                  [--device cpu|cuda] [--cuda-graph] [--profile]\n"
+                            "                  [--width-scale W] [--depth-scale D]\n"
+                            "                  [--precision fp32|tf32|bf16] [--peak-tflops P]\n"
                             "       bench_step --sgemm N [--threads N]\n");
             return 2;
         }
@@ -160,7 +180,7 @@ int main(int argc, char **argv)
         return 2;
     }
 
-    tb_backend_config bc = {.device = device, .threads = threads};
+    tb_backend_config bc = {.device = device, .threads = threads, .precision = precision};
     tb_backend *be = NULL;
     tb_workload *wl = NULL;
     tb_tape *tape = NULL;
@@ -168,7 +188,8 @@ int main(int argc, char **argv)
     tb_pipeline *pipe = NULL;
     tb_step_runner *runner = NULL;
     tb_status st = tb_backend_create(&bc, &be, &err);
-    if (st == TB_OK) st = tb_workload_create(workload, be, NULL, &wl, &err);
+    tb_workload_config wc = {.width_scale = width_scale, .depth_scale = depth_scale};
+    if (st == TB_OK) st = tb_workload_create(workload, be, &wc, &wl, &err);
     tb_rng init = tb_rng_make(0, TB_STREAM_INIT), drop = tb_rng_make(0, TB_STREAM_DROPOUT);
     if (st == TB_OK) st = tb_workload_init(wl, &init, &err);
     if (st == TB_OK) st = tb_tape_create(be, &tape, &err);
@@ -184,7 +205,7 @@ int main(int argc, char **argv)
     if (st == TB_OK) st = tb_step_runner_create(tape, tb_workload_params(wl), opt, &sc, &runner,
                                                 &err);
     double t0 = 0, c0 = 0;
-    uint64_t flops0 = 0;
+    uint64_t flops0 = 0, step_flops = 0; /* the products of the first (eager) step */
     for (int i = 0; st == TB_OK && i < warmup + steps; i++) {
         if (i == warmup) {
             tb_backend_sync(be);
@@ -194,7 +215,9 @@ int main(int argc, char **argv)
             if (profile) tb_tape_set_profiling(tape, true);
         }
         float loss;
+        uint64_t f = tb_backend_gemm_flops(be);
         st = tb_step_runner_step(runner, pipe, 1.0, &drop, &loss, NULL, &err);
+        if (i == 0) step_flops = tb_backend_gemm_flops(be) - f;
     }
     if (st == TB_OK) {
         tb_backend_sync(be);
@@ -202,11 +225,14 @@ int main(int argc, char **argv)
         double flops = (double)(tb_backend_gemm_flops(be) - flops0);
         printf("{\"workload\":\"%s\",\"algorithm\":\"%s\",\"threads\":%d,\"batch_size\":%d,"
                "\"steps\":%d,\"examples_per_s\":%.1f,\"ms_per_step\":%.3f,\"cpu_ms_per_step\":%.3f,"
-               "\"gemm_gflops\":%.1f,"
+               "\"gemm_gflops\":%.1f,\"model_tflops\":%.3f,\"mfu\":%.4f,\"parameters\":%lld,"
                "\"peak_rss_mb\":%.1f,\"cuda_graph\":%s,\"graph_replays\":%lld,"
                "\"graph_note\":\"%s\",\"backend\":\"%s\"}\n",
                workload, algorithm, threads, batch, steps, (double)steps * batch / dt,
-               1e3 * dt / steps, 1e3 * cpu / steps, flops / dt / 1e9, peak_rss_mb(),
+               1e3 * dt / steps, 1e3 * cpu / steps, flops / dt / 1e9,
+               (double)step_flops * steps / dt / 1e12,
+               peak_tflops > 0 ? (double)step_flops * steps / dt / 1e12 / peak_tflops : 0.0,
+               (long long)tb_params_trainable(tb_workload_params(wl)), peak_rss_mb(),
                tb_step_runner_graphed(runner) ? "true" : "false",
                (long long)tb_step_runner_replays(runner), tb_step_runner_note(runner),
                tb_backend_describe(be));

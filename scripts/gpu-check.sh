@@ -11,7 +11,8 @@
 #   scripts/gpu-check.sh [STEPS]      (default 300 steps; a few minutes on a recent GPU)
 # Environment: CUDA_ARCH overrides the CUDA architectures (default: the CMake file's 90 + PTX),
 # JOBS the build parallelism (default: all cores), BENCH_STEPS the timed steps of each
-# bench_step run (default 200), TORCH_PYTHON the python with PyTorch (default python3).
+# bench_step run (default 200), TORCH_PYTHON the python with PyTorch (default python3),
+# PEAK_TFLOPS the GPU's dense bf16 peak for the MFU figure (default 989, an H200).
 set -eu
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
@@ -77,6 +78,15 @@ print(f"{wl:16s} eager {e['ms_per_step']:8.3f} ms/step  graph {g['ms_per_step']:
       f" {g['graph_replays']} replays{note})")
 PY
 done
+echo "== MFU: kjv_transformer at 8x width (1024 channels, 32 heads) and 4x depth (8 blocks), bf16"
+# model_tflops counts the products of one eager step; PEAK_TFLOPS is the GPU's dense bf16 peak
+# (989 for an H200 SXM); the issue's goal is mfu >= 0.40
+for mode in "" --cuda-graph; do
+    build-cuda/bench_step --device cuda --precision bf16 $mode --workload kjv_transformer \
+        --width-scale 8 --depth-scale 4 --batch-size 64 --algorithm adamw --steps "$bsteps" \
+        --warmup 20 --peak-tflops "${PEAK_TFLOPS:-989}"
+done
+
 echo "== side by side with eager PyTorch on the GPU (bench/speed.py, sgd nesterov, 2 rounds)"
 py=${TORCH_PYTHON:-python3}
 if "$py" -c "import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)" 2> /dev/null; then

@@ -96,11 +96,48 @@ static void test_one(const char *id, const char *cache)
         CHECK_NEAR(m.metric, m.loss / log(2), 1e-9);
     else CHECK(m.metric == m.loss);
     printf("%-26s %2d layers %9lld params  loss %.4f -> %.4f  %s %.4f\n", id, nl,
-           (long long)tb_params_numel(tb_workload_params(wl)), first, last, info->metric,
+           (long long)tb_params_trainable(tb_workload_params(wl)), first, last, info->metric,
            m.metric);
     tb_tape_destroy(tape);
     tb_optimizer_destroy(opt);
     tb_workload_destroy(wl);
+}
+
+/* Scaled models (hardware runs): kjv_transformer with twice the width and depth has exactly
+ * the parameters the architecture predicts from the unscaled one, runs a step, and the errors
+ * name the cause (a workload without scales, too many blocks, negative scales). */
+static void test_scaled_models(const char *cache)
+{
+    tb_error err = {0};
+    tb_workload *base = NULL, *big = NULL, *bad = NULL;
+    tb_workload_config c1 = {.cache_dir = cache, .train_limit = 512};
+    tb_workload_config c2 = c1;
+    c2.width_scale = 2;
+    c2.depth_scale = 2;
+    if (!CHECK_OK(tb_workload_create("kjv_transformer", be, &c1, &base, &err), &err)) return;
+    if (CHECK_OK(tb_workload_create("kjv_transformer", be, &c2, &big, &err), &err)) {
+        /* per block 12 c^2 + 13 c; plus V c + T c (embeddings), 2 c (final norm), c V + V */
+        const double c = 128, t = 64, blocks = 2;
+        double p1 = (double)tb_params_trainable(tb_workload_params(base));
+        double v = (p1 - t * c - blocks * (12 * c * c + 13 * c) - 2 * c) / (2 * c + 1);
+        CHECK(v == (double)(int64_t)v && v > 10); /* a whole vocabulary */
+        const double c2w = 2 * c, b2 = 2 * blocks;
+        double want = v * c2w + t * c2w + b2 * (12 * c2w * c2w + 13 * c2w) + 2 * c2w + c2w * v + v;
+        CHECK((double)tb_params_trainable(tb_workload_params(big)) == want);
+        tb_rng init = tb_rng_make(0, TB_STREAM_INIT);
+        CHECK_OK(tb_workload_init(big, &init, &err), &err);
+    }
+    tb_workload_config bad_cfg = {.width_scale = 2};
+    CHECK_FAILS(tb_workload_create("fmnist_mlp", be, &bad_cfg, &bad, &err), TB_ERR_UNSUPPORTED,
+                &err, "no scaled model");
+    bad_cfg = (tb_workload_config){.cache_dir = cache, .depth_scale = 8};
+    CHECK_FAILS(tb_workload_create("kjv_transformer", be, &bad_cfg, &bad, &err), TB_ERR_INVALID,
+                &err, "at most 15");
+    bad_cfg = (tb_workload_config){.width_scale = -1};
+    CHECK_FAILS(tb_workload_create("kjv_transformer", be, &bad_cfg, &bad, &err), TB_ERR_INVALID,
+                &err, "must be >= 1");
+    tb_workload_destroy(base);
+    tb_workload_destroy(big);
 }
 
 int main(void)
@@ -110,6 +147,7 @@ int main(void)
     if (!mkdtemp(cache)) return 1;
     test_registry();
     for (int i = 0; i < tb_workload_count(); i++) test_one(tb_workload_info_at(i)->id, cache);
+    test_scaled_models(cache);
     const char *files[] = {"kjv-chars.tbcache", "wordnet-glosses.tbcache"};
     for (int i = 0; i < 2; i++) {
         char path[256];

@@ -193,7 +193,11 @@ tb_var *tb_params_add(tb_params *params, const char *name, tb_param_kind kind, i
 tb_status tb_params_finalize(tb_params *params, tb_error *err);
 int tb_params_count(const tb_params *params);
 tb_param *tb_params_get(tb_params *params, int i);
+/* Elements of the flat buffers: every tensor padded to a multiple of 16 floats (what
+ * optimizers sweep). */
 int64_t tb_params_numel(const tb_params *params);
+/* The model's parameters: the sum of the tensors' sizes, without padding. */
+int64_t tb_params_trainable(const tb_params *params);
 float *tb_params_values(tb_params *params); /* flat device buffers */
 float *tb_params_grads(tb_params *params);
 tb_backend *tb_params_backend(const tb_params *params);

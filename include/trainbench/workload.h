@@ -79,6 +79,13 @@ typedef struct tb_workload_config {
     /* Training examples used (the first `train_limit` of the training split); 0 = all. For
      * tests and quick runs. */
     int64_t train_limit;
+    /* ---- added for hardware runs ---- */
+    /* Model size multipliers; 0 or 1 keep the workload's own (calibrated) model. width_scale
+     * multiplies channels and heads (the head size stays), depth_scale the number of blocks.
+     * Only kjv_transformer and its variants take them, for throughput and MFU measurements on
+     * large machines: the workload's targets and budgets do not apply to a scaled model.
+     * Other workloads fail with TB_ERR_UNSUPPORTED. */
+    int width_scale, depth_scale;
 } tb_workload_config;
 
 typedef struct tb_workload tb_workload;

@@ -73,7 +73,7 @@ static tb_status setup(run *r, tb_train_result *res, tb_error *err)
                              .cache_dir = cfg->cache_dir};
     st = tb_workload_create(cfg->workload, r->be, &wc, &r->wl, err);
     if (st != TB_OK) return st;
-    res->parameters = tb_params_numel(tb_workload_params(r->wl));
+    res->parameters = tb_params_trainable(tb_workload_params(r->wl));
     tb_rng init = tb_rng_make(cfg->seeds[TB_STREAM_INIT], TB_STREAM_INIT);
     st = tb_workload_init(r->wl, &init, err);
     if (st == TB_OK) st = tb_tape_create(r->be, &r->tape, err);

@@ -99,6 +99,13 @@ tb_status tb_params_finalize(tb_params *p, tb_error *err)
 int tb_params_count(const tb_params *p) { return p->count; }
 tb_param *tb_params_get(tb_params *p, int i) { return i >= 0 && i < p->count ? p->items[i] : NULL; }
 int64_t tb_params_numel(const tb_params *p) { return p->numel; }
+
+int64_t tb_params_trainable(const tb_params *p)
+{
+    int64_t n = 0;
+    for (int i = 0; i < p->count; i++) n += tb_tensor_numel(&p->items[i]->var.value);
+    return n;
+}
 float *tb_params_values(tb_params *p) { return p->values; }
 float *tb_params_grads(tb_params *p) { return p->grads; }
 tb_backend *tb_params_backend(const tb_params *p) { return p->be; }

@@ -2,20 +2,36 @@
  * Bible: token + learned position embeddings, blocks of [layer norm -> qkv -> causal
  * attention -> projection, residual; layer norm -> MLP 4x (GELU) -> residual], a final layer
  * norm and an untied output layer. Base: 2 blocks, 128 channels, 4 heads, context 64; variants:
- * ReLU in the MLP, and 4 blocks. Metric: validation cross-entropy in bits per character. */
+ * ReLU in the MLP, and 4 blocks. Metric: validation cross-entropy in bits per character. For
+ * hardware runs the model scales (tb_workload_config width_scale, depth_scale: channels and
+ * heads, blocks). */
 #include "workloads/workload_impl.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 
-#define TF_MAX_BLOCKS 8
+/* at most 15 blocks: 4 layers each, the head, within TB_WORKLOAD_MAX_LAYERS */
+#define TF_MAX_BLOCKS 15
 #define TF_CONTEXT 64
 
 typedef struct tf_options {
     int blocks, channels, heads;
     tb_activation act;
 } tf_options;
+
+/* The model's size: the variant's options times the workload's scales. */
+typedef struct tf_dims {
+    int blocks, channels, heads;
+} tf_dims;
+
+static tf_dims dims_of(const tb_workload *wl)
+{
+    const tf_options *o = wl->vt->options;
+    tf_dims d = {o->blocks * wl->depth_scale, o->channels * wl->width_scale,
+                 o->heads * wl->width_scale};
+    return d;
+}
 
 typedef struct tf_block {
     tb_var *ln1_g, *ln1_b, *ln2_g, *ln2_b;
@@ -52,16 +68,19 @@ static tb_status linear(tb_workload *wl, tb_linear_layer *l, const char *name, i
 
 static tb_status tf_create(tb_workload *wl, tb_error *err)
 {
-    const tf_options *o = wl->vt->options;
+    const tf_dims dm = dims_of(wl);
+    if (dm.blocks > TF_MAX_BLOCKS)
+        return tb_fail(err, TB_ERR_INVALID, "%s: %d blocks (depth scale %d); at most %d",
+                       wl->vt->info.id, dm.blocks, wl->depth_scale, TF_MAX_BLOCKS);
     tf_model *m = calloc(1, sizeof *m);
     if (!m) return tb_fail(err, TB_ERR_NOMEM, "cannot allocate the transformer");
     wl->model = m;
-    int64_t v = wl->src.classes, c = o->channels;
+    int64_t v = wl->src.classes, c = dm.channels;
     m->tok = add_param(wl, "tok_emb", TB_PARAM_EMBEDDING, 2, v, c, err);
     m->pos = add_param(wl, "pos_emb", TB_PARAM_EMBEDDING, 2, TF_CONTEXT, c, err);
     if (!m->tok || !m->pos) return err ? err->status : TB_ERR_INVALID;
     tb_status st = TB_OK;
-    for (int i = 0; i < o->blocks && st == TB_OK; i++) {
+    for (int i = 0; i < dm.blocks && st == TB_OK; i++) {
         tf_block *b = &m->b[i];
         char n[48];
         snprintf(n, sizeof n, "h%d.ln1.weight", i);
@@ -93,12 +112,12 @@ static tb_status tf_create(tb_workload *wl, tb_error *err)
  * 1/sqrt(2 blocks), zero biases, unit norms. */
 static tb_status tf_init(tb_workload *wl, tb_rng *rng, tb_error *err)
 {
-    const tf_options *o = wl->vt->options;
+    const tf_dims dm = dims_of(wl);
     tf_model *m = wl->model;
-    float resid = 0.02f / sqrtf(2.0f * (float)o->blocks);
+    float resid = 0.02f / sqrtf(2.0f * (float)dm.blocks);
     tb_status st = tb_init_normal(m->tok, rng, 0, 0.02f, err);
     if (st == TB_OK) st = tb_init_normal(m->pos, rng, 0, 0.02f, err);
-    for (int i = 0; i < o->blocks && st == TB_OK; i++) {
+    for (int i = 0; i < dm.blocks && st == TB_OK; i++) {
         tf_block *b = &m->b[i];
         tb_linear_layer *ls[4] = {&b->qkv, &b->proj, &b->fc, &b->out};
         for (int j = 0; j < 4 && st == TB_OK; j++) {
@@ -120,6 +139,7 @@ static tb_var *tf_forward(tb_workload *wl, tb_tape *tape, tb_var *x, tb_rng *dro
 {
     (void)dropout;
     const tf_options *o = wl->vt->options;
+    const tf_dims dm = dims_of(wl);
     tf_model *m = wl->model;
     if (!x) return NULL;
     int64_t n = x->value.shape[0], t = x->value.shape[1], shape[2] = {n, t};
@@ -148,10 +168,10 @@ static tb_var *tf_forward(tb_workload *wl, tb_tape *tape, tb_var *x, tb_rng *dro
     if (!pos) return NULL;
     tb_var *h = tb_op_add(tape, tb_op_embedding(tape, m->tok, x),
                           tb_op_embedding(tape, m->pos, pos));
-    for (int i = 0; i < o->blocks; i++) {
+    for (int i = 0; i < dm.blocks; i++) {
         tf_block *b = &m->b[i];
         tb_var *a = tb_op_layernorm(tape, h, b->ln1_g, b->ln1_b, 1e-5f);
-        a = tb_op_causal_attention(tape, tb_linear_layer_forward(tape, &b->qkv, a), o->heads);
+        a = tb_op_causal_attention(tape, tb_linear_layer_forward(tape, &b->qkv, a), dm.heads);
         h = tb_op_add(tape, h, tb_linear_layer_forward(tape, &b->proj, a));
         tb_var *f = tb_op_layernorm(tape, h, b->ln2_g, b->ln2_b, 1e-5f);
         f = tb_op_activation(tape, o->act, tb_linear_layer_forward(tape, &b->fc, f));
@@ -195,7 +215,7 @@ static void tf_destroy(tb_workload *wl)
 #define TF_COMMON                                                                               \
     .load_data = tf_load, .prepare = tb_kjv_prepare, .create_model = tf_create,                 \
     .init_model = tf_init, .forward = tf_forward, .loss = tf_loss, .destroy_model = tf_destroy, \
-    .metric_kind = TB_METRIC_BPC, .eval_batch = 128
+    .metric_kind = TB_METRIC_BPC, .eval_batch = 128, .scalable = true
 
 static const tf_options base_opts = {2, 128, 4, TB_GELU}, relu_opts = {2, 128, 4, TB_RELU},
                         deep_opts = {4, 128, 4, TB_GELU};

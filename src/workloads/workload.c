@@ -74,7 +74,17 @@ tb_status tb_workload_create(const char *id, tb_backend *be, const tb_workload_c
     if (!wl) return tb_fail(err, TB_ERR_NOMEM, "cannot allocate workload %s", id);
     wl->vt = vt;
     wl->be = be;
-    tb_status st = vt->load_data(wl, &cfg, err);
+    wl->width_scale = cfg.width_scale > 1 ? cfg.width_scale : 1;
+    wl->depth_scale = cfg.depth_scale > 1 ? cfg.depth_scale : 1;
+    tb_status st = TB_OK;
+    if (cfg.width_scale < 0 || cfg.depth_scale < 0)
+        st = tb_fail(err, TB_ERR_INVALID, "%s: width and depth scales must be >= 1 (got %d, %d)",
+                     id, cfg.width_scale, cfg.depth_scale);
+    else if ((wl->width_scale > 1 || wl->depth_scale > 1) && !vt->scalable)
+        st = tb_fail(err, TB_ERR_UNSUPPORTED,
+                     "%s has no scaled model (width and depth scales are for kjv_transformer and "
+                     "its variants)", id);
+    if (st == TB_OK) st = vt->load_data(wl, &cfg, err);
     if (st == TB_OK) st = tb_workload_draw_splits(wl, &cfg, err);
     if (st == TB_OK) st = tb_params_create(be, &wl->params, err);
     if (st == TB_OK) st = vt->create_model(wl, err);

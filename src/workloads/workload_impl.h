@@ -51,6 +51,7 @@ typedef struct tb_workload_vtable {
     int64_t default_validation, default_test; /* split sizes (0: n_official_train / 12) */
     int eval_batch;
     const void *options; /* the variant's model options */
+    bool scalable;       /* takes tb_workload_config's width_scale and depth_scale */
 } tb_workload_vtable;
 
 #define TB_WORKLOAD_MAX_LAYERS 64
@@ -66,6 +67,7 @@ struct tb_workload {
     tb_layer_ref layers[TB_WORKLOAD_MAX_LAYERS];
     char layer_names[TB_WORKLOAD_MAX_LAYERS][48];
     int n_layers;
+    int width_scale, depth_scale;     /* model size multipliers (>= 1; see tb_workload_config) */
     unsigned char *stage_x, *stage_y; /* host staging of one batch */
     int64_t stage_cap;
 };
