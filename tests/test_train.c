@@ -27,7 +27,7 @@ static void test_learns(void)
     CHECK(r.validation.accuracy > 0.78);
     CHECK(r.test.accuracy > 0.76);
     CHECK(r.validation.examples == 5000 && r.test.examples == 10000);
-    CHECK(r.parameters == 784 * 1024 + 1024 + 1024 * 1024 + 1024 + 1024 * 10 + 16);
+    CHECK(r.parameters == 784 * 1024 + 1024 + 1024 * 1024 + 1024 + 1024 * 10 + 10);
     printf("250 steps: validation accuracy %.4f, test accuracy %.4f\n", r.validation.accuracy,
            r.test.accuracy);
 }
