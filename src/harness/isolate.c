@@ -4,6 +4,7 @@
  * and dies with its parent (PR_SET_PDEATHSIG), so killing the benchmark leaves no orphans. */
 #define _GNU_SOURCE /* strsignal */
 #include "trainbench/benchmark.h"
+#include "core/clock.h"
 
 #include <errno.h>
 #include <math.h>
@@ -15,13 +16,6 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 tb_status tb_trial_run_isolated(const char *store_path, int64_t trial_id,
                                 const tb_submission_ref *sub, const tb_trial_options *opts,
@@ -47,7 +41,7 @@ tb_status tb_trial_run_isolated(const char *store_path, int64_t trial_id,
         tb_status cst = tb_trial_execute(store_path, trial_id, sub, opts, &cerr);
         _exit(cst == TB_OK ? 0 : 2);
     }
-    double t0 = now_s();
+    double t0 = tb_monotonic_s();
     int wstatus = 0;
     bool timed_out = false;
     for (;;) {
@@ -58,7 +52,7 @@ tb_status tb_trial_run_isolated(const char *store_path, int64_t trial_id,
             waitpid(pid, &wstatus, 0);
             break;
         }
-        if (!timed_out && now_s() - t0 > limit) {
+        if (!timed_out && tb_monotonic_s() - t0 > limit) {
             timed_out = true;
             kill(pid, SIGKILL);
         }

@@ -1,5 +1,6 @@
 /* train.c: a single timed training run: data order, steps, schedule, evaluations. */
 #include "trainbench/train.h"
+#include "core/clock.h"
 
 #include "trainbench/pipeline.h"
 
@@ -9,14 +10,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 tb_train_config tb_train_config_default(void)
 {
@@ -178,7 +171,7 @@ tb_status tb_train(const tb_train_config *cfg, tb_train_result *res, tb_error *e
     double next_eval_time = cfg->eval_period_s > 0 ? cfg->eval_period_s : INFINITY;
     float loss_value = NAN;
     for (int64_t step = 1; step <= total; step++) {
-        double t0 = now_s();
+        double t0 = tb_monotonic_s();
         /* batch, forward, backward and update; eager, or replayed from a CUDA graph */
         st = tb_step_runner_step(r.runner, r.pipe, tb_schedule_factor(&sched, step),
                                  &dropout_rng, &loss_value, NULL, err);
@@ -191,7 +184,7 @@ tb_status tb_train(const tb_train_config *cfg, tb_train_result *res, tb_error *e
                          (long long)step);
             break;
         }
-        timed += now_s() - t0;
+        timed += tb_monotonic_s() - t0;
         res->steps = step;
         res->examples += batch;
         res->final_train_loss = loss_value;

@@ -5,6 +5,7 @@
  * training, or at divergence (a failed trial, recorded). Every eval is written to the store
  * as soon as it is measured. */
 #include "trainbench/benchmark.h"
+#include "core/clock.h"
 
 #include "harness/trial_impl.h"
 
@@ -12,14 +13,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 typedef struct trial_run {
     tb_trial_record rec;
@@ -43,7 +36,7 @@ static double metric_of(const trial_run *r, const tb_eval_metrics *m)
 /* One untimed eval: train subset, validation, test; written to the store. */
 static tb_status eval_once(trial_run *r, tb_error *err)
 {
-    double t0 = now_s();
+    double t0 = tb_monotonic_s();
     tb_trial_ctx *c = &r->ctx;
     tb_eval_metrics tr, va, te;
     int64_t nv = r->opts->eval_validation_examples;
@@ -57,13 +50,13 @@ static tb_status eval_once(trial_run *r, tb_error *err)
         st = tb_workload_evaluate(c->wl, c->tape, TB_SPLIT_TEST, r->opts->eval_test_examples,
                                   &te, err);
     if (st != TB_OK) return tb_error_prefix(err, "evaluation at step %lld", (long long)r->step);
-    r->t_eval += now_s() - t0;
+    r->t_eval += tb_monotonic_s() - t0;
     tb_eval_record e = {
         .index = r->evals,
         .step = r->step,
         .submission_time = r->t_sub,
         .eval_time = r->t_eval,
-        .total_duration = now_s() - r->t_start,
+        .total_duration = tb_monotonic_s() - r->t_start,
         .train_loss = tr.loss,
         .train_accuracy = tr.accuracy,
         .train_error = tr.error_rate,
@@ -131,13 +124,13 @@ static tb_status train(trial_run *r, tb_error *err)
 {
     tb_trial_ctx *c = &r->ctx;
     const tb_submission *s = r->sub;
-    double t0 = now_s();
+    double t0 = tb_monotonic_s();
     tb_status st = s->init_optimizer_state(&tb_trial_api, c, &r->rec.hparams, &r->state, err);
-    r->t_sub += now_s() - t0;
+    r->t_sub += tb_monotonic_s() - t0;
     if (st != TB_OK) return tb_error_prefix(err, "init_optimizer_state");
     double last_eval = 0;
     for (;;) {
-        t0 = now_s();
+        t0 = tb_monotonic_s();
         tb_tape_reset(c->tape);
         tb_tape_set_training(c->tape, true);
         tb_batch batch;
@@ -148,7 +141,7 @@ static tb_status train(trial_run *r, tb_error *err)
         tb_step_report rep = {.loss = NAN};
         st = s->update_params(&tb_trial_api, c, r->state, &r->rec.hparams, &batch, r->step + 1,
                               &rep, err);
-        r->t_sub += now_s() - t0;
+        r->t_sub += tb_monotonic_s() - t0;
         if (st != TB_OK) return tb_error_prefix(err, "update_params at step %lld",
                                                 (long long)r->step + 1);
         r->step++;
@@ -158,9 +151,9 @@ static tb_status train(trial_run *r, tb_error *err)
         bool over = r->t_sub >= r->rec.budget_s;
         if (over || rep.training_done || r->t_sub - last_eval >= r->rec.eval_period_s) {
             if (s->prepare_for_eval) {
-                t0 = now_s();
+                t0 = tb_monotonic_s();
                 st = s->prepare_for_eval(&tb_trial_api, c, r->state, err);
-                r->t_sub += now_s() - t0;
+                r->t_sub += tb_monotonic_s() - t0;
                 if (st != TB_OK) return tb_error_prefix(err, "prepare_for_eval");
             }
             st = eval_once(r, err);
@@ -182,7 +175,7 @@ tb_status tb_trial_execute(const char *store_path, int64_t trial_id,
     r.sub = tb_submission_get(ref);
     r.ctx.submission = tb_submission_ref_name(ref);
     r.time_to_target = INFINITY;
-    r.t_start = now_s();
+    r.t_start = tb_monotonic_s();
     tb_status st = tb_store_open(store_path, &r.store, err);
     if (st != TB_OK) return st;
     st = tb_store_trial_get(r.store, trial_id, &r.rec, err);

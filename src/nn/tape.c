@@ -1,10 +1,10 @@
 /* tape.c: the tape: step memory, sticky errors, node recording, backward. */
 #include "nn/tape_impl.h"
+#include "core/clock.h"
 
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #define TB_PROFILE_MAX 64
 
@@ -22,18 +22,11 @@ struct tb_tape {
     int n_profile;
 };
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 /* The time since the previous tape event, device work included; starts the next interval. */
 static double profile_lap(tb_tape *t)
 {
     tb_backend_sync(t->be);
-    double now = now_s(), dt = now - t->last_event;
+    double now = tb_monotonic_s(), dt = now - t->last_event;
     t->last_event = now;
     return dt;
 }
@@ -53,7 +46,7 @@ static tb_op_profile *profile_entry(tb_tape *t, const char *name)
 void tb_tape_set_profiling(tb_tape *t, bool enabled)
 {
     t->profiling = enabled;
-    if (enabled) t->last_event = now_s();
+    if (enabled) t->last_event = tb_monotonic_s();
 }
 
 void tb_tape_profile_clear(tb_tape *t) { t->n_profile = 0; }
