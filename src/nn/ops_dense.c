@@ -200,7 +200,7 @@ static void add_backward(tb_tape *t, tb_node *n)
     const float *dy = n->out->grad.data;
     bool adopted = false;
     for (int i = 0; i < 2; i++) {
-        if (!adopted && tb_var_grad_adopt(t, n->in[i], n->out)) {
+        if (!adopted && tb_var_grad_adopt(n->in[i], n->out)) {
             adopted = true;
             continue;
         }
@@ -263,7 +263,7 @@ tb_var *tb_op_scale(tb_tape *t, tb_var *x, float a)
 
 static void reshape_backward(tb_tape *t, tb_node *n)
 {
-    if (tb_var_grad_adopt(t, n->in[0], n->out)) return;
+    if (tb_var_grad_adopt(n->in[0], n->out)) return;
     float *dx = tb_var_grad(t, n->in[0]);
     if (dx)
         tb_tape_ops(t)->axpy(tb_tape_be(t), tb_tensor_numel(&n->out->value), 1.0f,

@@ -37,8 +37,7 @@ static void batchnorm_backward(tb_tape *t, tb_node *n)
         return;
     }
     float *dx = tb_var_grad(t, x), *dg = tb_var_grad(t, gamma), *db = tb_var_grad(t, beta);
-    if (!dx && !dg && !db) return;
-    else
+    if (dx || dg || db)
         k->batchnorm_bwd_eval(tb_tape_be(t), N, C, HW, x->value.data, gamma->value.data,
                               n->fattr[0], n->saved[0], n->saved[1], n->out->grad.data, dx, dg,
                               db);

@@ -230,20 +230,6 @@ tb_var *tb_tape_output(tb_tape *t, tb_dtype dtype, int ndim, const int64_t *shap
     return tb_tape_new_var(t, dtype, ndim, shape, rg);
 }
 
-float *tb_var_grad(tb_tape *t, tb_var *v)
-{
-    if (!v || !v->requires_grad) return NULL;
-    if (!v->grad.data) {
-        size_t bytes = tb_tensor_bytes(&v->value);
-        float *g = tb_tape_scratch(t, bytes);
-        if (!g) return NULL;
-        t->be->ops.fill(t->be, g, tb_tensor_numel(&v->value), 0.0f);
-        v->grad = v->value;
-        v->grad.data = g;
-    }
-    return (float *)v->grad.data;
-}
-
 float *tb_var_grad_for(tb_tape *t, tb_var *v, bool *acc)
 {
     *acc = true;
@@ -258,9 +244,16 @@ float *tb_var_grad_for(tb_tape *t, tb_var *v, bool *acc)
     return (float *)v->grad.data;
 }
 
-bool tb_var_grad_adopt(tb_tape *t, tb_var *v, const tb_var *out)
+float *tb_var_grad(tb_tape *t, tb_var *v)
 {
-    (void)t;
+    bool acc;
+    float *g = tb_var_grad_for(t, v, &acc);
+    if (g && !acc) t->be->ops.fill(t->be, g, tb_tensor_numel(&v->value), 0.0f);
+    return g;
+}
+
+bool tb_var_grad_adopt(tb_var *v, const tb_var *out)
+{
     if (!v || !v->requires_grad || v->grad.data || !out->grad.data ||
         tb_tensor_numel(&v->value) != tb_tensor_numel(&out->value))
         return false;

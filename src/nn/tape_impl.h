@@ -59,7 +59,7 @@ float *tb_var_grad_for(tb_tape *tape, tb_var *v, bool *acc);
  * input gradient equals its output gradient: add, reshape). Safe because out's gradient is
  * complete and read by no one else once its node's backward runs; an op must let at most one
  * of its inputs adopt. Returns true if adopted (v's gradient is then out's, nothing to add). */
-bool tb_var_grad_adopt(tb_tape *tape, tb_var *v, const tb_var *out);
+bool tb_var_grad_adopt(tb_var *v, const tb_var *out);
 /* Records a node if out requires a gradient; returns it (or NULL if nothing to record, which
  * is not an error). */
 tb_node *tb_tape_record(tb_tape *tape, const char *name, tb_backward_fn backward, tb_var *out,
