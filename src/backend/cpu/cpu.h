@@ -33,6 +33,9 @@ static inline float tb_cpu_expf(float x)
     return in != in ? in : p * scale;
 }
 
+/* 1 / (1 + e^-x), vectorisable; NaN gives NaN. */
+static inline float tb_cpu_sigmoidf(float x) { return 1.0f / (1.0f + tb_cpu_expf(-x)); }
+
 /* log(1 + x) for x in [0, 1], vectorisable: log1p(x) = 2 atanh(s) with s = x / (2 + x) in
  * [0, 1/3] (no cancellation for small x), atanh by its odd series to s^13 (relative error
  * below 1e-7). Used where x = exp(-|z|), as in the stable logistic losses. */

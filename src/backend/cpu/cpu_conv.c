@@ -274,7 +274,8 @@ static void cpu_conv2d_bwd(tb_backend *be, const tb_conv_shape *s, const float *
 
 /* ---- pooling --------------------------------------------------------------------------------- */
 
-/* One output of a window: the first valid element, a larger one, or a NaN (which propagates). */
+/* The choice rule of max pooling after a window's first valid element: a larger element, or a
+ * NaN (which propagates). */
 static inline void max_take(float v, int32_t i, float *best, int32_t *at)
 {
     bool take = v > *best || v != v;
@@ -375,11 +376,12 @@ static void cpu_maxpool2d_fwd(tb_backend *be, const tb_pool_shape *s, const floa
                     for (int kj = 0; kj < s->kw; kj++) {
                         int iw = ow * s->stride - s->pad + kj;
                         if (iw < 0 || iw >= s->w) continue;
-                        float v = xp[ih * s->w + iw];
-                        /* the first valid element, a larger one, or NaN (propagates) */
-                        if (at < 0 || v > best || v != v) {
-                            best = v;
-                            at = ih * s->w + iw;
+                        const int32_t i = ih * s->w + iw;
+                        if (at < 0) { /* the window's first valid element */
+                            best = xp[i];
+                            at = i;
+                        } else {
+                            max_take(xp[i], i, &best, &at);
                         }
                     }
                 }

@@ -155,8 +155,6 @@ static inline float gelu_grad(float x)
     return cdf + x * 0.39894228040143268f * e;
 }
 
-static inline float sigmoid(float x) { return 1.0f / (1.0f + tb_cpu_expf(-x)); }
-
 static void cpu_act_fwd(tb_backend *be, tb_act act, int64_t n, const float *x, float *y)
 {
     (void)be;
@@ -171,7 +169,7 @@ static void cpu_act_fwd(tb_backend *be, tb_act act, int64_t n, const float *x, f
         break;
     case TB_ACT_SILU:
 #pragma omp parallel for simd schedule(static) if (n > 8192)
-        for (int64_t i = 0; i < n; i++) y[i] = x[i] * sigmoid(x[i]);
+        for (int64_t i = 0; i < n; i++) y[i] = x[i] * tb_cpu_sigmoidf(x[i]);
         break;
     case TB_ACT_TANH:
 #pragma omp parallel for simd schedule(static) if (n > 8192)
@@ -179,7 +177,7 @@ static void cpu_act_fwd(tb_backend *be, tb_act act, int64_t n, const float *x, f
         break;
     case TB_ACT_SIGMOID:
 #pragma omp parallel for simd schedule(static) if (n > 8192)
-        for (int64_t i = 0; i < n; i++) y[i] = sigmoid(x[i]);
+        for (int64_t i = 0; i < n; i++) y[i] = tb_cpu_sigmoidf(x[i]);
         break;
     case TB_ACT_COUNT: break;
     }
@@ -187,20 +185,20 @@ static void cpu_act_fwd(tb_backend *be, tb_act act, int64_t n, const float *x, f
 
 /* dx[i] (+)= G for every i, G an expression in i; a parallel vector loop either way (a fresh dx
  * is never read: its contents may be anything, NaN included). */
-#define ACT_BWD_LOOP(G)                                                              \
-    do {                                                                                      \
-        if (dx_acc) {                                                                         \
-            _Pragma("omp parallel for simd schedule(static) if (n > 16384)")                   \
-            for (int64_t i = 0; i < n; i++) dx[i] += (G);                                     \
-        } else {                                                                              \
-            _Pragma("omp parallel for simd schedule(static) if (n > 16384)")                   \
-            for (int64_t i = 0; i < n; i++) dx[i] = (G);                                      \
-        }                                                                                     \
+#define ACT_BWD_LOOP(G)                                                                    \
+    do {                                                                                   \
+        if (dx_acc) {                                                                      \
+            _Pragma("omp parallel for simd schedule(static) if (n > 16384)")                \
+            for (int64_t i = 0; i < n; i++) dx[i] += (G);                                  \
+        } else {                                                                           \
+            _Pragma("omp parallel for simd schedule(static) if (n > 16384)")                \
+            for (int64_t i = 0; i < n; i++) dx[i] = (G);                                   \
+        }                                                                                  \
     } while (0)
 
 static inline float silu_grad(float x)
 {
-    float s = sigmoid(x);
+    float s = tb_cpu_sigmoidf(x);
     return s * (1.0f + x * (1.0f - s));
 }
 

@@ -109,8 +109,7 @@ static void cpu_bce_bwd(tb_backend *be, int64_t n, const float *logits, const fl
     const float scale = *dloss / (float)n;
 #pragma omp parallel for simd schedule(static) if (n > 16384)
     for (int64_t i = 0; i < n; i++) {
-        float s = 1.0f / (1.0f + tb_cpu_expf(-logits[i]));
-        dlogits[i] += scale * (s - target[i]);
+        dlogits[i] += scale * (tb_cpu_sigmoidf(logits[i]) - target[i]);
     }
 }
 
