@@ -217,9 +217,11 @@ static void c_elementwise(run *r)
     r->ops->axpy(r->be, n, 0.75f, in, x);
     x = out_f(r, n, "add");
     r->ops->add(r->be, n, in, in2, x);
+    /* the bias broadcast to every row, as linear layers start their output */
     float *bias = in_f(r, cols, -1, 1);
-    x = out_f(r, rows * cols, "bias_add");
-    r->ops->bias_add(r->be, rows, cols, bias, x);
+    x = out_f(r, rows * cols, "bias rows");
+    const int64_t shape[2] = {rows, cols}, ystride[2] = {cols, 1}, bstride[2] = {0, 1};
+    r->ops->strided_copy(r->be, 2, shape, x, ystride, bias, bstride, false);
     float *dy = in_f(r, rows * cols, -1, 1);
     float *db = out_f(r, cols, "bias_grad");
     r->ops->bias_grad(r->be, rows, cols, dy, db);

@@ -120,7 +120,6 @@ typedef struct tb_backend_ops {
     void (*scale)(tb_backend *be, float *x, int64_t n, float a);                     /* x *= a */
     void (*axpy)(tb_backend *be, int64_t n, float a, const float *x, float *y);      /* y += a x */
     void (*add)(tb_backend *be, int64_t n, const float *a, const float *b, float *y); /* y = a+b */
-    void (*bias_add)(tb_backend *be, int64_t rows, int64_t cols, const float *bias, float *y);
     /* db[c] += sum over rows of dy[r, c] */
     void (*bias_grad)(tb_backend *be, int64_t rows, int64_t cols, const float *dy, float *db);
     void (*act_fwd)(tb_backend *be, tb_act act, int64_t n, const float *x, float *y);

@@ -93,17 +93,6 @@ static void cpu_add(tb_backend *be, int64_t n, const float *a, const float *b, f
     for (int64_t i = 0; i < n; i++) y[i] = a[i] + b[i];
 }
 
-static void cpu_bias_add(tb_backend *be, int64_t rows, int64_t cols, const float *bias, float *y)
-{
-    (void)be;
-#pragma omp parallel for schedule(static) if (rows * cols > 32768)
-    for (int64_t r = 0; r < rows; r++) {
-        float *yr = y + r * cols;
-#pragma omp simd
-        for (int64_t c = 0; c < cols; c++) yr[c] += bias[c];
-    }
-}
-
 static void cpu_bias_grad(tb_backend *be, int64_t rows, int64_t cols, const float *dy, float *db)
 {
     (void)be;
@@ -278,7 +267,6 @@ void tb_cpu_register_dense(tb_backend_ops *ops)
     ops->scale = cpu_scale;
     ops->axpy = cpu_axpy;
     ops->add = cpu_add;
-    ops->bias_add = cpu_bias_add;
     ops->bias_grad = cpu_bias_grad;
     ops->act_fwd = cpu_act_fwd;
     ops->act_bwd = cpu_act_bwd;

@@ -27,11 +27,6 @@ static void cuda_add(tb_backend *be, int64_t n, const float *a, const float *b, 
     tb_cuda_for_each(be, n, [=] __device__(int64_t i) { y[i] = a[i] + b[i]; });
 }
 
-static void cuda_bias_add(tb_backend *be, int64_t rows, int64_t cols, const float *bias, float *y)
-{
-    tb_cuda_for_each(be, rows * cols, [=] __device__(int64_t i) { y[i] += bias[i % cols]; });
-}
-
 /* One thread per column walks the rows in order (coalesced across threads, deterministic). */
 static void cuda_bias_grad(tb_backend *be, int64_t rows, int64_t cols, const float *dy, float *db)
 {
@@ -170,7 +165,6 @@ void tb_cuda_register_dense(tb_backend_ops *ops)
     ops->scale = cuda_scale;
     ops->axpy = cuda_axpy;
     ops->add = cuda_add;
-    ops->bias_add = cuda_bias_add;
     ops->bias_grad = cuda_bias_grad;
     ops->act_fwd = cuda_act_fwd;
     ops->act_bwd = cuda_act_bwd;
