@@ -175,15 +175,21 @@ void tb_optimizer_destroy(tb_optimizer *opt)
     free(opt);
 }
 
+/* A schedule's factor must be finite and >= 0; false with err filled otherwise. */
+static bool lr_scale_ok(double lr_scale, tb_error *err)
+{
+    if (lr_scale >= 0.0 && isfinite(lr_scale)) return true;
+    tb_fail(err, TB_ERR_INVALID, "learning-rate factor %g is not a finite value >= 0", lr_scale);
+    return false;
+}
+
 tb_status tb_optimizer_step(tb_optimizer *opt, double lr_scale, tb_error *err)
 {
     if (opt->vt->prepare) {
         tb_status st = tb_optimizer_step_prepare(opt, lr_scale, err);
         return st == TB_OK ? tb_optimizer_step_queue(opt, err) : st;
     }
-    if (!(lr_scale >= 0.0) || !isfinite(lr_scale))
-        return tb_fail(err, TB_ERR_INVALID, "learning-rate factor %g is not a finite value >= 0",
-                       lr_scale);
+    if (!lr_scale_ok(lr_scale, err)) return TB_ERR_INVALID;
     opt->step++;
     return opt->vt->step(opt, tb_opt_hp(opt, "learning_rate") * lr_scale, err);
 }
@@ -199,9 +205,7 @@ tb_status tb_optimizer_step_prepare(tb_optimizer *opt, double lr_scale, tb_error
     if (!opt->vt->prepare)
         return tb_fail(err, TB_ERR_UNSUPPORTED, "%s cannot be replayed from a graph: %s",
                        opt->vt->info.name, tb_optimizer_graph_blocker(opt));
-    if (!(lr_scale >= 0.0) || !isfinite(lr_scale))
-        return tb_fail(err, TB_ERR_INVALID, "learning-rate factor %g is not a finite value >= 0",
-                       lr_scale);
+    if (!lr_scale_ok(lr_scale, err)) return TB_ERR_INVALID;
     opt->step++;
     opt->prepared = true;
     return opt->vt->prepare(opt, tb_opt_hp(opt, "learning_rate") * lr_scale, err);
