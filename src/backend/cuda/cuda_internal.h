@@ -1,6 +1,7 @@
 /* cuda_internal.h: internal to the CUDA backend: its state, launch helpers shared by the kernel
  * files (element-wise loops, deterministic reductions, block reductions), the row-major gemm
- * wrapper and the device Philox generator. Only .cu files under src/backend/cuda/ include it.
+ * wrapper (Philox comes from core/philox.h, shared with the host). Only .cu files under
+ * src/backend/cuda/ include it.
  *
  * Every kernel runs on the backend's one stream, in order, so buffers can be reused as soon as
  * the host has queued the next use; nothing here synchronises except where the interface hands
@@ -17,6 +18,7 @@
 
 extern "C" {
 #include "backend/backend_impl.h"
+#include "core/philox.h" /* the device draws dropout masks with tb_philox4x32_block */
 #include "trainbench/rng.h"
 }
 
@@ -182,31 +184,6 @@ static void tb_cuda_reduce(tb_backend *be, int64_t n, F f, double scale, float *
     tb_cuda_reduce_finish<<<1, TB_CUDA_THREADS, 0, cu->stream>>>(cu->partials, (int)blocks, scale,
                                                                  out_f, out_d);
     TB_CUDA_LAUNCHED(be);
-}
-
-/* ---- Philox4x32-10, bit-identical to tb_philox4x32 in src/core/rng.c ------------------------- */
-
-__device__ inline void tb_cuda_philox(uint32_t k0, uint32_t k1, uint64_t counter, uint32_t out[4])
-{
-    uint32_t c0 = (uint32_t)counter, c1 = (uint32_t)(counter >> 32), c2 = 0, c3 = 0;
-    for (int round = 0; round < 10; round++) {
-        uint32_t hi0 = __umulhi(0xD2511F53u, c0), lo0 = 0xD2511F53u * c0;
-        uint32_t hi1 = __umulhi(0xCD9E8D57u, c2), lo1 = 0xCD9E8D57u * c2;
-        uint32_t n0 = hi1 ^ c1 ^ k0;
-        uint32_t n1 = lo1;
-        uint32_t n2 = hi0 ^ c3 ^ k1;
-        uint32_t n3 = lo0;
-        c0 = n0;
-        c1 = n1;
-        c2 = n2;
-        c3 = n3;
-        k0 += 0x9E3779B9u;
-        k1 += 0xBB67AE85u;
-    }
-    out[0] = c0;
-    out[1] = c1;
-    out[2] = c2;
-    out[3] = c3;
 }
 
 /* ---- registration, one per kernel file ------------------------------------------------------- */

@@ -113,7 +113,7 @@ static void cuda_dropout_fwd(tb_backend *be, int64_t n, float p, const uint32_t 
     tb_cuda_for_each(be, (int64_t)blocks, [=] __device__(int64_t blk) {
         uint32_t bits[4];
         const uint64_t c = dev_counter ? *dev_counter : host_counter;
-        tb_cuda_philox(k0, k1, c + (uint64_t)blk, bits);
+        tb_philox4x32_block(k0, k1, c + (uint64_t)blk, bits);
         for (int lane = 0; lane < 4; lane++) {
             int64_t i = blk * 4 + lane;
             if (i >= n) break;
