@@ -57,9 +57,10 @@ void tb_step_runner_destroy(tb_step_runner *r);
 
 /* One step on the next batch of pipe, at learning-rate factor lr_scale (the schedule's), with
  * dropout masks from dropout (advanced as an eager step would). *loss gets the step's training
- * loss and *batch_n its examples. When the loss is not finite an eager step skips the update;
- * a replayed step has already applied it (the loss is read after the whole step). Errors name
- * the step. */
+ * loss and *batch_n its examples (either pointer may be NULL). When the loss is not finite an
+ * eager step skips the update; a replayed step has already applied it (the loss is read after
+ * the whole step). With loss NULL an eager step reads nothing back, so device work is not
+ * waited for (throughput runs), and it always updates. Errors name the step. */
 tb_status tb_step_runner_step(tb_step_runner *r, tb_pipeline *pipe, double lr_scale,
                               tb_rng *dropout, float *loss, int64_t *batch_n, tb_error *err);
 

@@ -114,6 +114,7 @@ static tb_status eager_step(tb_step_runner *r, const tb_batch *b, double lr_scal
     tb_params_zero_grad(r->params);
     tb_var *loss = build_loss(r, b, dropout, step, err);
     if (!loss) return err->status;
+    if (!loss_out) return tb_optimizer_step(r->opt, lr_scale, err); /* nothing read back */
     float value = NAN;
     tb_status st = tb_tensor_download(&loss->value, &value, err);
     if (st != TB_OK) return st;
@@ -131,7 +132,7 @@ static tb_status finish_graph_step(tb_step_runner *r, tb_rng *dropout, float *lo
     tb_status st = tb_backend_check(r->be, err);
     if (st != TB_OK) return tb_error_prefix(err, "step %lld (cuda graph)", (long long)r->steps + 1);
     if (dropout) dropout->counter += r->drop_per_step;
-    *loss_out = value;
+    if (loss_out) *loss_out = value;
     return TB_OK;
 }
 
@@ -202,7 +203,7 @@ tb_status tb_step_runner_step(tb_step_runner *r, tb_pipeline *pipe, double lr_sc
                               tb_rng *dropout, float *loss, int64_t *batch_n, tb_error *err)
 {
     int64_t step = r->steps + 1;
-    *loss = NAN;
+    if (loss) *loss = NAN;
     tb_tape_reset(r->tape);
     tb_batch b;
     tb_status st = tb_pipeline_next(pipe, r->tape, &b, err);
