@@ -128,6 +128,7 @@ tb_status tb_backend_capture_begin(tb_backend *be, tb_error *err)
 {
     if (!be->ops.capture_begin)
         return tb_fail(err, TB_ERR_UNSUPPORTED, "the %s backend has no graph capture", be->name);
+    if (be->capturing) return tb_fail(err, TB_ERR_INVALID, "a graph capture is already open");
     tb_status st = be->ops.capture_begin(be, err);
     if (st == TB_OK) be->capturing = true;
     return st;
@@ -137,6 +138,7 @@ tb_status tb_backend_capture_end(tb_backend *be, tb_error *err)
 {
     if (!be->ops.capture_end)
         return tb_fail(err, TB_ERR_UNSUPPORTED, "the %s backend has no graph capture", be->name);
+    if (!be->capturing) return tb_fail(err, TB_ERR_INVALID, "no graph capture is open");
     tb_status st = be->ops.capture_end(be, err);
     be->capturing = false;
     return st;

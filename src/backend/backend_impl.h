@@ -267,7 +267,8 @@ struct tb_backend {
     tb_backend_ops ops;
     void (*destroy)(tb_backend *be);
     uint64_t gemm_flops; /* 2 m n k summed over gemm/gemm_batched calls (for efficiency figures) */
-    bool capturing;      /* between tb_backend_capture_begin and _end (set by backend.c) */
+    bool capturing;      /* between tb_backend_capture_begin and _end (set by backend.c; the
+                            one record of an open capture, backends read it) */
     tb_step_block step;  /* per-step scalars (managed by backend.c) */
 };
 

@@ -133,8 +133,8 @@ void *tb_cuda_rows_scratch(tb_backend *be, size_t bytes)
 
 bool tb_cuda_refused_in_capture(tb_backend *be, const char *what)
 {
+    if (!be->capturing) return false; /* set around the capture by backend.c */
     tb_cuda *cu = tb_cu(be);
-    if (!cu->capturing) return false;
     if (!cu->capture_violation) cu->capture_violation = what;
     return true;
 }
@@ -265,10 +265,8 @@ static tb_status cuda_error_status(tb_error *err, const char *what, cudaError_t 
 static tb_status cuda_capture_begin(tb_backend *be, tb_error *err)
 {
     tb_cuda *cu = tb_cu(be);
-    if (cu->capturing) return tb_fail(err, TB_ERR_INVALID, "a CUDA graph capture is already open");
     cudaError_t e = cudaStreamBeginCapture(cu->stream, cudaStreamCaptureModeRelaxed);
     if (e != cudaSuccess) return cuda_error_status(err, "cudaStreamBeginCapture", e);
-    cu->capturing = true;
     cu->capture_violation = NULL;
     return TB_OK;
 }
@@ -276,8 +274,6 @@ static tb_status cuda_capture_begin(tb_backend *be, tb_error *err)
 static tb_status cuda_capture_end(tb_backend *be, tb_error *err)
 {
     tb_cuda *cu = tb_cu(be);
-    if (!cu->capturing) return tb_fail(err, TB_ERR_INVALID, "no CUDA graph capture is open");
-    cu->capturing = false;
     cudaGraph_t graph = NULL;
     cudaError_t e = cudaStreamEndCapture(cu->stream, &graph);
     if (cu->capture_violation) {

@@ -64,7 +64,6 @@ typedef struct tb_cuda {
     /* CUDA graph of a captured step */
     cudaGraph_t graph;
     cudaGraphExec_t graph_exec;
-    bool capturing;
     const char *capture_violation; /* the first host-side call made while capturing, or NULL */
     cudaError_t first_error; /* sticky: the first failure of an asynchronous call */
 } tb_cuda;
