@@ -39,5 +39,12 @@ bool tb_cli_parse_int(const char *opt, const char *text, long min, long max, lon
 bool tb_cli_parse_double(const char *opt, const char *text, double *out);
 /* Prints "trainbench: <message>" to stderr. */
 void tb_cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* For getopt_long's ':' (a missing value) or any unknown option of subcommand cmd: prints
+ * "cmd: OPTION needs a value" or "cmd: unknown option 'OPTION' (see `trainbench cmd --help`)"
+ * and returns TB_EXIT_USAGE. */
+int tb_cli_option_error(const char *cmd, int getopt_result, char **argv);
+/* TB_EXIT_OK when argv has nothing after the options, else prints "cmd: unexpected argument
+ * 'X'" and returns TB_EXIT_USAGE. */
+int tb_cli_no_arguments(const char *cmd, int argc, char **argv);
 
 #endif

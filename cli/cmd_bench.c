@@ -178,16 +178,10 @@ int tb_cli_bench(int argc, char **argv)
         case OPT_JSON: json = true; break;
         case 'q': quiet = true; break;
         case 'h': fputs(bench_usage, stdout); return TB_EXIT_OK;
-        case ':': tb_cli_error("%s needs a value", argv[optind - 1]); return TB_EXIT_USAGE;
-        default:
-            tb_cli_error("unknown option '%s' (try `trainbench bench --help`)", argv[optind - 1]);
-            return TB_EXIT_USAGE;
+        default: return tb_cli_option_error("bench", c, argv);
         }
     }
-    if (optind < argc) {
-        tb_cli_error("unexpected argument '%s'", argv[optind]);
-        return TB_EXIT_USAGE;
-    }
+    if (tb_cli_no_arguments("bench", argc, argv) != TB_EXIT_OK) return TB_EXIT_USAGE;
     if (tb_bench_preset(preset, &spec, &err) != TB_OK) {
         tb_cli_error("--preset: %s", err.message);
         return TB_EXIT_USAGE;

@@ -48,16 +48,10 @@ int tb_cli_export(int argc, char **argv)
             break;
         case 'o': output = optarg; break;
         case 'h': fputs(export_usage, stdout); return TB_EXIT_OK;
-        case ':': tb_cli_error("%s needs a value", argv[optind - 1]); return TB_EXIT_USAGE;
-        default:
-            tb_cli_error("unknown option '%s' (try `trainbench export --help`)", argv[optind - 1]);
-            return TB_EXIT_USAGE;
+        default: return tb_cli_option_error("export", c, argv);
         }
     }
-    if (optind < argc) {
-        tb_cli_error("unexpected argument '%s'", argv[optind]);
-        return TB_EXIT_USAGE;
-    }
+    if (tb_cli_no_arguments("export", argc, argv) != TB_EXIT_OK) return TB_EXIT_USAGE;
     tb_store *store;
     tb_status st = tb_store_open(db, &store, &err);
     if (st != TB_OK) {

@@ -52,11 +52,7 @@ int tb_cli_prepare(int argc, char **argv)
         case 'd': cfg.data_dir = optarg; break;
         case 'f': force = true; break;
         case 'h': fputs(prepare_usage, stdout); return TB_EXIT_OK;
-        case ':': tb_cli_error("prepare: %s needs a value", argv[optind - 1]); return TB_EXIT_USAGE;
-        default:
-            tb_cli_error("prepare: unknown option '%s' (see `trainbench prepare --help`)",
-                         argv[optind - 1]);
-            return TB_EXIT_USAGE;
+        default: return tb_cli_option_error("prepare", c, argv);
         }
     }
     if (!cfg.cache_dir) {

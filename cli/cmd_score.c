@@ -86,15 +86,9 @@ int tb_cli_score(int argc, char **argv)
         case OPT_VARIANT: variant_rule = true; break;
         case OPT_JSON: json = true; break;
         case 'h': fputs(score_usage, stdout); return TB_EXIT_OK;
-        case ':': tb_cli_error("%s needs a value", argv[optind - 1]); return TB_EXIT_USAGE;
-        default:
-            tb_cli_error("unknown option '%s' (try `trainbench score --help`)", argv[optind - 1]);
-            return TB_EXIT_USAGE;
+        default: return tb_cli_option_error("score", c, argv);
         }
     }
-    if (optind < argc) {
-        tb_cli_error("unexpected argument '%s'", argv[optind]);
-        return TB_EXIT_USAGE;
-    }
+    if (tb_cli_no_arguments("score", argc, argv) != TB_EXIT_OK) return TB_EXIT_USAGE;
     return tb_cli_print_scores(db, name, reference, variant_rule, json);
 }

@@ -243,17 +243,10 @@ int tb_cli_variance(int argc, char **argv)
         case O_JSON: json = true; break;
         case 'q': quiet = true; break;
         case 'h': fputs(variance_usage, stdout); return TB_EXIT_OK;
-        case ':': tb_cli_error("variance: %s needs a value", argv[optind - 1]); return TB_EXIT_USAGE;
-        default:
-            tb_cli_error("variance: unknown option '%s' (see `trainbench variance --help`)",
-                         argv[optind - 1]);
-            return TB_EXIT_USAGE;
+        default: return tb_cli_option_error("variance", c, argv);
         }
     }
-    if (optind < argc) {
-        tb_cli_error("variance: unexpected argument '%s'", argv[optind]);
-        return TB_EXIT_USAGE;
-    }
+    if (tb_cli_no_arguments("variance", argc, argv) != TB_EXIT_OK) return TB_EXIT_USAGE;
     if (!quiet) {
         cfg.on_run = show_run;
         cfg.user = &cfg.metric;
@@ -359,17 +352,10 @@ int tb_cli_compare(int argc, char **argv)
         case O_JSON: json = true; break;
         case 'q': quiet = true; break;
         case 'h': fputs(compare_usage, stdout); return TB_EXIT_OK;
-        case ':': tb_cli_error("compare: %s needs a value", argv[optind - 1]); return TB_EXIT_USAGE;
-        default:
-            tb_cli_error("compare: unknown option '%s' (see `trainbench compare --help`)",
-                         argv[optind - 1]);
-            return TB_EXIT_USAGE;
+        default: return tb_cli_option_error("compare", c, argv);
         }
     }
-    if (optind < argc) {
-        tb_cli_error("compare: unexpected argument '%s'", argv[optind]);
-        return TB_EXIT_USAGE;
-    }
+    if (tb_cli_no_arguments("compare", argc, argv) != TB_EXIT_OK) return TB_EXIT_USAGE;
     if (!cfg.a.algorithm || !cfg.b.algorithm) {
         tb_cli_error("compare: give both algorithms: -A NAME -B NAME");
         return TB_EXIT_USAGE;

@@ -348,11 +348,8 @@ int tb_cli_train(int argc, char **argv)
         case OPT_STOP: cfg.stop_at_target = true; break;
         case 'q': quiet = true; break;
         case 'h': fputs(train_usage, stdout); return TB_EXIT_OK;
-        case ':': tb_cli_error("train: %s needs a value", argv[optind - 1]); return TB_EXIT_USAGE;
-        case '?':
-            tb_cli_error("train: unknown option '%s' (see `trainbench train --help`)",
-                         argv[optind - 1]);
-            return TB_EXIT_USAGE;
+        case ':':
+        case '?': return tb_cli_option_error("train", c, argv);
         default:
             if (c >= OPT_SEED_BASE && c < OPT_SEED_BASE + TB_STREAM_COUNT) {
                 int s = c - OPT_SEED_BASE;
@@ -363,10 +360,7 @@ int tb_cli_train(int argc, char **argv)
             break;
         }
     }
-    if (optind < argc) {
-        tb_cli_error("train: unexpected argument '%s'", argv[optind]);
-        return TB_EXIT_USAGE;
-    }
+    if (tb_cli_no_arguments("train", argc, argv) != TB_EXIT_OK) return TB_EXIT_USAGE;
     if (cfg.cuda_graph && cfg.backend.device != TB_DEVICE_CUDA) {
         tb_cli_error("--cuda-graph needs --device cuda (the %s backend has no CUDA graphs)",
                      tb_device_name(cfg.backend.device));

@@ -42,6 +42,23 @@ void tb_cli_error(const char *fmt, ...)
     va_end(ap);
 }
 
+int tb_cli_option_error(const char *cmd, int getopt_result, char **argv)
+{
+    if (getopt_result == ':')
+        tb_cli_error("%s: %s needs a value", cmd, argv[optind - 1]);
+    else
+        tb_cli_error("%s: unknown option '%s' (see `trainbench %s --help`)", cmd,
+                     argv[optind - 1], cmd);
+    return TB_EXIT_USAGE;
+}
+
+int tb_cli_no_arguments(const char *cmd, int argc, char **argv)
+{
+    if (optind >= argc) return TB_EXIT_OK;
+    tb_cli_error("%s: unexpected argument '%s'", cmd, argv[optind]);
+    return TB_EXIT_USAGE;
+}
+
 int tb_cli_exit_code(tb_status st)
 {
     switch (st) {
