@@ -69,6 +69,30 @@ static inline float tb_cpu_tanhf(float x)
     return x != x ? x : r;
 }
 
+/* ---- cpu_gemm.c: the backend's own sgemm ---- */
+/* Blocking: micro tile MR x NR, K blocks of KC, A blocks of MC rows, B blocks of NC columns. */
+enum {
+    TB_CPU_GEMM_MR = 12,
+    TB_CPU_GEMM_NR = 32,
+    TB_CPU_GEMM_KC = 256,
+    TB_CPU_GEMM_MC = 96,
+    TB_CPU_GEMM_NC = 1024,
+    TB_CPU_GEMM_WORK_A = TB_CPU_GEMM_MC * (TB_CPU_GEMM_KC + 16), /* floats, a multiple of 16 */
+    TB_CPU_GEMM_WORK = TB_CPU_GEMM_WORK_A + TB_CPU_GEMM_KC * TB_CPU_GEMM_NC
+};
+
+/* C[m, n] = alpha op(A) op(B) + beta C + (bias[j] added to every row when bias != NULL),
+ * row-major, on the calling thread. beta = 0 never reads C (it may hold NaN). work:
+ * TB_CPU_GEMM_WORK floats, 64-byte aligned, used as scratch. */
+void tb_cpu_sgemm(bool ta, bool tb, int m, int n, int k, float alpha, const float *a, int lda,
+                  const float *b, int ldb, float beta, const float *bias, float *c, int ldc,
+                  float *work);
+
+/* The CPU backend's private state (tb_backend.impl): one gemm scratch slice per thread. */
+typedef struct tb_cpu_state {
+    float *gemm_work; /* threads x TB_CPU_GEMM_WORK floats */
+} tb_cpu_state;
+
 void tb_cpu_register_dense(tb_backend_ops *ops);     /* cpu_dense.c: BLAS, element-wise */
 void tb_cpu_register_loss(tb_backend_ops *ops);      /* cpu_loss.c: losses, dropout */
 void tb_cpu_register_conv(tb_backend_ops *ops);      /* cpu_conv.c: conv2d, pooling */

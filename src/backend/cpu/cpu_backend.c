@@ -36,6 +36,14 @@ static void cpu_copy(tb_backend *be, void *dst, const void *src, size_t bytes)
 
 static void cpu_sync(tb_backend *be) { (void)be; }
 
+static void cpu_destroy(tb_backend *be)
+{
+    tb_cpu_state *st = be->impl;
+    if (st) free(st->gemm_work);
+    free(st);
+    be->impl = NULL;
+}
+
 tb_status tb_cpu_backend_init(tb_backend *be, const tb_backend_config *config, tb_error *err)
 {
     int cores = (int)sysconf(_SC_NPROCESSORS_ONLN);
@@ -55,6 +63,16 @@ tb_status tb_cpu_backend_init(tb_backend *be, const tb_backend_config *config, t
                        "the cpu backend computes in fp32 only (precision %s was asked for; "
                        "tf32 and bf16 need the cuda device)",
                        tb_precision_name(config->precision));
+    tb_cpu_state *st = calloc(1, sizeof *st);
+    if (st)
+        st->gemm_work = aligned_alloc(64, sizeof(float) * TB_CPU_GEMM_WORK * (size_t)threads);
+    if (!st || !st->gemm_work) {
+        if (st) free(st);
+        return tb_fail(err, TB_ERR_NOMEM, "cannot allocate the gemm scratch of %d threads (%zu MB)",
+                       threads, sizeof(float) * TB_CPU_GEMM_WORK * (size_t)threads >> 20);
+    }
+    be->impl = st;
+    be->destroy = cpu_destroy;
     be->device = TB_DEVICE_CPU;
     be->name = "cpu";
     be->threads = threads;

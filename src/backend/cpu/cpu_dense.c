@@ -7,30 +7,51 @@
 
 #include <cblas.h>
 
-/* Products at least this large (m n k) are split across the threads by us (below). */
+/* Products at least this large (m n k) go to the backend's own sgemm (cpu_gemm.c); smaller
+ * ones to OpenBLAS, whose small-matrix kernels win there (measured: 64^3 at 0.7x, 96^3 at 1.16x
+ * of OpenBLAS, in bench_step --gemm-shapes). Products at least GEMM_SPLIT_MIN are split
+ * across the threads. */
+#define GEMM_OWN_MIN ((int64_t)1 << 19)
 #define GEMM_SPLIT_MIN ((int64_t)1 << 22)
 
-static void sgemm(bool ta, bool tb, int m, int n, int k, float alpha, const float *a, int lda,
-                  const float *b, int ldb, float beta, float *c, int ldc)
+/* One thread's product C = alpha op(A) op(B) + beta C (+ bias in every row; only with
+ * beta = 0): the backend's sgemm with this thread's scratch slice, or OpenBLAS. */
+static void gemm_one(tb_backend *be, int tid, bool own, bool ta, bool tb, int m, int n, int k,
+                     float alpha, const float *a, int lda, const float *b, int ldb, float beta,
+                     const float *bias, float *c, int ldc)
 {
+    if (own) {
+        const tb_cpu_state *st = be->impl;
+        tb_cpu_sgemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, bias, c, ldc,
+                     st->gemm_work + (size_t)tid * TB_CPU_GEMM_WORK);
+        return;
+    }
+    if (bias) { /* rows start as the bias, and the product is added (beta 1) */
+        for (int i = 0; i < m; i++) memcpy(c + (int64_t)i * ldc, bias, sizeof(float) * (size_t)n);
+        beta = 1.0f;
+    }
     cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, m,
                 n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 }
 
 /* Large products are split into one block of C per thread, along its longer side (columns in
- * multiples of 16, a cache line), each block a single-threaded sgemm (OpenBLAS does not
- * thread inside an OpenMP region). Measured on the 2-core development machine, this beats
- * OpenBLAS's own threading on the tall-skinny products of training steps (e.g. 2048 x 512 x
- * 128) and matches it on square ones; each block's result is the same as the unsplit one's
- * (every element is the same dot product in the same order). */
-static void cpu_gemm(tb_backend *be, bool ta, bool tb, int m, int n, int k, float alpha,
-                     const float *a, int lda, const float *b, int ldb, float beta, float *c,
-                     int ldc)
+ * multiples of the 32-column micro tile), each block a single-threaded product. Measured on
+ * the 2-core development machine, this beats OpenBLAS's own threading on the tall-skinny
+ * products of training steps (e.g. 2048 x 512 x 128) and matches it on square ones; each
+ * block's result is the same as the unsplit one's (every element is the same dot product in
+ * the same order). */
+static void gemm_run(tb_backend *be, bool ta, bool tb, int m, int n, int k, float alpha,
+                     const float *a, int lda, const float *b, int ldb, float beta,
+                     const float *bias, float *c, int ldc)
 {
     be->gemm_flops += 2ull * (uint64_t)m * (uint64_t)n * (uint64_t)k;
+    const int64_t size = (int64_t)m * n * k;
+    const bool own = size >= GEMM_OWN_MIN;
     const int threads = be->threads;
-    if (threads < 2 || (int64_t)m * n * k < GEMM_SPLIT_MIN || omp_in_parallel()) {
-        sgemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+    if (threads < 2 || size < GEMM_SPLIT_MIN || omp_in_parallel()) {
+        /* inside another parallel region only OpenBLAS is safe: the scratch is per thread */
+        gemm_one(be, 0, own && !omp_in_parallel(), ta, tb, m, n, k, alpha, a, lda, b, ldb, beta,
+                 bias, c, ldc);
         return;
     }
     const bool rows = m >= n;
@@ -40,18 +61,33 @@ static void cpu_gemm(tb_backend *be, bool ta, bool tb, int m, int n, int k, floa
         if (rows) {
             const int m0 = (int)((int64_t)m * id / nth), m1 = (int)((int64_t)m * (id + 1) / nth);
             if (m1 > m0)
-                sgemm(ta, tb, m1 - m0, n, k, alpha, ta ? a + m0 : a + (int64_t)m0 * lda, lda, b,
-                      ldb, beta, c + (int64_t)m0 * ldc, ldc);
+                gemm_one(be, id, own, ta, tb, m1 - m0, n, k, alpha,
+                         ta ? a + m0 : a + (int64_t)m0 * lda, lda, b, ldb, beta, bias,
+                         c + (int64_t)m0 * ldc, ldc);
         } else {
-            const int blocks = (n + 15) / 16;
-            const int n0 = 16 * (int)((int64_t)blocks * id / nth);
-            int n1 = 16 * (int)((int64_t)blocks * (id + 1) / nth);
+            const int tile = TB_CPU_GEMM_NR, blocks = (n + tile - 1) / tile;
+            const int n0 = tile * (int)((int64_t)blocks * id / nth);
+            int n1 = tile * (int)((int64_t)blocks * (id + 1) / nth);
             n1 = n1 < n ? n1 : n;
             if (n1 > n0)
-                sgemm(ta, tb, m, n1 - n0, k, alpha, a, lda, tb ? b + (int64_t)n0 * ldb : b + n0,
-                      ldb, beta, c + n0, ldc);
+                gemm_one(be, id, own, ta, tb, m, n1 - n0, k, alpha, a, lda,
+                         tb ? b + (int64_t)n0 * ldb : b + n0, ldb, beta, bias ? bias + n0 : NULL,
+                         c + n0, ldc);
         }
     }
+}
+
+static void cpu_gemm(tb_backend *be, bool ta, bool tb, int m, int n, int k, float alpha,
+                     const float *a, int lda, const float *b, int ldb, float beta, float *c,
+                     int ldc)
+{
+    gemm_run(be, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, NULL, c, ldc);
+}
+
+static void cpu_gemm_bias(tb_backend *be, bool ta, bool tb, int m, int n, int k, const float *a,
+                          int lda, const float *b, int ldb, const float *bias, float *c, int ldc)
+{
+    gemm_run(be, ta, tb, m, n, k, 1.0f, a, lda, b, ldb, 0.0f, bias, c, ldc);
 }
 
 static void cpu_gemm_batched(tb_backend *be, bool ta, bool tb, int m, int n, int k, float alpha,
@@ -262,6 +298,7 @@ static float cpu_read_scalar(tb_backend *be, const float *x)
 void tb_cpu_register_dense(tb_backend_ops *ops)
 {
     ops->gemm = cpu_gemm;
+    ops->gemm_bias = cpu_gemm_bias;
     ops->gemm_batched = cpu_gemm_batched;
     ops->fill = cpu_fill;
     ops->scale = cpu_scale;

@@ -1,0 +1,206 @@
+/* test_gemm.c: the CPU backend's own sgemm (cpu_gemm.c) against a double-precision reference,
+ * on every transpose case and on shapes at, below and past each blocking boundary; the
+ * backend's gemm and gemm_bias entries split across threads with bit-identical results. */
+#include "testutil.h"
+
+#include "backend/cpu/cpu.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define SENTINEL 7.0f
+
+typedef struct problem {
+    bool ta, tb;
+    int m, n, k, lda, ldb, ldc;
+    float alpha, beta;
+    bool bias;
+} problem;
+
+typedef struct operands {
+    float *a, *b, *c, *bias, *ref;
+} operands;
+
+static float elem(const float *x, int ld, bool trans, int i, int j)
+{
+    return trans ? x[(int64_t)j * ld + i] : x[(int64_t)i * ld + j];
+}
+
+/* A and B uniform in [-1, 1); C uniform (or NaN where beta = 0: it must not be read) inside
+ * [m, n] and SENTINEL in the padding columns up to ldc; the reference in double. Returns the
+ * per-problem tolerance scale (sum of |terms| of the largest element). */
+static double setup(const problem *p, operands *o, tb_rng *rng)
+{
+    const int64_t asz = (int64_t)(p->ta ? p->k : p->m) * p->lda;
+    const int64_t bsz = (int64_t)(p->tb ? p->n : p->k) * p->ldb;
+    const int64_t csz = (int64_t)p->m * p->ldc;
+    o->a = malloc(sizeof(float) * (size_t)asz);
+    o->b = malloc(sizeof(float) * (size_t)bsz);
+    o->c = malloc(sizeof(float) * (size_t)csz);
+    o->ref = malloc(sizeof(float) * (size_t)csz);
+    o->bias = malloc(sizeof(float) * (size_t)p->n);
+    tb_rng_fill_uniform(rng, o->a, asz, -1.0f, 1.0f);
+    tb_rng_fill_uniform(rng, o->b, bsz, -1.0f, 1.0f);
+    tb_rng_fill_uniform(rng, o->c, csz, -1.0f, 1.0f);
+    tb_rng_fill_uniform(rng, o->bias, p->n, -1.0f, 1.0f);
+    double scale = 0.0;
+    for (int i = 0; i < p->m; i++)
+        for (int j = 0; j < p->ldc; j++) {
+            float *cij = o->c + (int64_t)i * p->ldc + j;
+            if (j >= p->n) {
+                *cij = o->ref[(int64_t)i * p->ldc + j] = SENTINEL;
+                continue;
+            }
+            if (p->beta == 0.0f) *cij = NAN;
+            double acc = 0.0, mag = 0.0;
+            for (int q = 0; q < p->k; q++) {
+                double t = (double)elem(o->a, p->lda, p->ta, i, q) *
+                           (double)elem(o->b, p->ldb, p->tb, q, j);
+                acc += t;
+                mag += fabs(t);
+            }
+            double v = p->alpha * acc, extra = 0.0;
+            if (p->beta != 0.0f) extra += (double)p->beta * *cij;
+            if (p->bias) extra += o->bias[j];
+            o->ref[(int64_t)i * p->ldc + j] = (float)(v + extra);
+            mag = fabs(p->alpha) * mag + fabs(extra);
+            if (mag > scale) scale = mag;
+        }
+    return scale;
+}
+
+static void release(operands *o)
+{
+    free(o->a);
+    free(o->b);
+    free(o->c);
+    free(o->bias);
+    free(o->ref);
+}
+
+/* Every element within 1e-6 of the problem's scale (fp32 accumulation over k <= 600 terms),
+ * the padding columns untouched. */
+static bool agrees(const problem *p, const float *c, const float *ref, double scale)
+{
+    for (int i = 0; i < p->m; i++)
+        for (int j = 0; j < p->ldc; j++) {
+            float x = c[(int64_t)i * p->ldc + j], y = ref[(int64_t)i * p->ldc + j];
+            bool ok = j >= p->n ? x == SENTINEL : fabs((double)x - y) <= 1e-6 * scale + 1e-6;
+            if (!ok) {
+                fprintf(stderr,
+                        "  %c%c m=%d n=%d k=%d alpha=%g beta=%g bias=%d: C[%d][%d] = %g, want %g\n",
+                        p->ta ? 'T' : 'N', p->tb ? 'T' : 'N', p->m, p->n, p->k, p->alpha,
+                        p->beta, p->bias, i, j, x, y);
+                return false;
+            }
+        }
+    return true;
+}
+
+static void test_against_reference(void)
+{
+    /* below, at and past the micro tile (12 x 32), the K block (256), the A block (96 rows)
+     * and the B block (1024 columns); tall, wide and deep products */
+    static const int shapes[][3] = {
+        {1, 1, 1},     {12, 32, 1},    {13, 33, 17},  {11, 31, 255}, {37, 53, 29},
+        {96, 64, 256}, {97, 65, 257},  {200, 70, 600}, {5, 1030, 3},  {130, 1025, 40},
+        {24, 17, 513},
+    };
+    tb_rng rng = tb_rng_make(11, TB_STREAM_INIT);
+    float *work = aligned_alloc(64, sizeof(float) * TB_CPU_GEMM_WORK);
+    int cases = 0, good = 0;
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
+        for (int t = 0; t < 4; t++)
+            for (int v = 0; v < 3; v++) {
+                problem p = {.ta = t & 1, .tb = t >> 1, .m = shapes[s][0], .n = shapes[s][1],
+                             .k = shapes[s][2]};
+                /* leading dimensions with padding, as views of wider matrices */
+                p.lda = (p.ta ? p.m : p.k) + (int)(s % 3);
+                p.ldb = (p.tb ? p.k : p.n) + 2;
+                p.ldc = p.n + 3;
+                p.alpha = v == 1 ? -0.5f : 1.0f;
+                p.beta = v == 0 ? 0.0f : (v == 1 ? 1.0f : 0.25f);
+                p.bias = v != 1;
+                operands o;
+                double scale = setup(&p, &o, &rng);
+                tb_cpu_sgemm(p.ta, p.tb, p.m, p.n, p.k, p.alpha, o.a, p.lda, o.b, p.ldb, p.beta,
+                             p.bias ? o.bias : NULL, o.c, p.ldc, work);
+                cases++;
+                good += agrees(&p, o.c, o.ref, scale);
+                release(&o);
+            }
+    printf("  %d of %d products agree with the double reference\n", good, cases);
+    CHECK(good == cases);
+    free(work);
+}
+
+/* k = 0 (and alpha = 0) leave beta C + bias, never reading C when beta = 0 */
+static void test_empty_product(void)
+{
+    float *work = aligned_alloc(64, sizeof(float) * TB_CPU_GEMM_WORK);
+    float c[6] = {NAN, NAN, NAN, 1, 2, 3}, bias[3] = {0.5f, -1, 2};
+    tb_cpu_sgemm(false, false, 2, 3, 0, 1.0f, NULL, 1, NULL, 3, 0.0f, bias, c, 3, work);
+    CHECK(c[0] == 0.5f && c[1] == -1.0f && c[2] == 2.0f && c[3] == 0.5f && c[5] == 2.0f);
+    float d[2] = {4, 8}, a[1] = {3}, b[2] = {1, 1};
+    tb_cpu_sgemm(false, false, 1, 2, 1, 0.0f, a, 1, b, 2, 0.5f, NULL, d, 2, work);
+    CHECK(d[0] == 2.0f && d[1] == 4.0f);
+    free(work);
+}
+
+static tb_backend *backend(int threads)
+{
+    tb_backend_config cfg = {.device = TB_DEVICE_CPU, .threads = threads};
+    tb_backend *be = NULL;
+    tb_error err = {0};
+    if (!CHECK_OK(tb_backend_create(&cfg, &be, &err), &err)) exit(1);
+    return be;
+}
+
+/* The backend entries: one thread against two (split by rows, or by columns when the product
+ * is wider than tall), own kernel and OpenBLAS sizes, bit for bit; and against the
+ * reference. */
+static void test_backend_split(void)
+{
+    tb_backend *one = backend(1), *two = backend(2);
+    static const int shapes[][3] = {{2048, 384, 128}, {128, 1024, 784}, {40, 40, 40},
+                                    {1000, 70, 300}};
+    tb_rng rng = tb_rng_make(12, TB_STREAM_INIT);
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
+        for (int t = 0; t < 4; t++)
+            for (int with_bias = 0; with_bias < 2; with_bias++) {
+                problem p = {.ta = t & 1, .tb = t >> 1, .m = shapes[s][0], .n = shapes[s][1],
+                             .k = shapes[s][2], .alpha = 1.0f, .bias = with_bias};
+                p.lda = p.ta ? p.m : p.k;
+                p.ldb = p.tb ? p.k : p.n;
+                p.ldc = p.n;
+                p.beta = with_bias ? 0.0f : 0.5f;
+                operands o;
+                double scale = setup(&p, &o, &rng);
+                float *c1 = malloc(sizeof(float) * (size_t)p.m * p.n);
+                memcpy(c1, o.c, sizeof(float) * (size_t)p.m * p.n);
+                tb_backend *bes[2] = {one, two};
+                float *cs[2] = {c1, o.c};
+                for (int i = 0; i < 2; i++) {
+                    if (with_bias)
+                        bes[i]->ops.gemm_bias(bes[i], p.ta, p.tb, p.m, p.n, p.k, o.a, p.lda, o.b,
+                                              p.ldb, o.bias, cs[i], p.ldc);
+                    else
+                        bes[i]->ops.gemm(bes[i], p.ta, p.tb, p.m, p.n, p.k, p.alpha, o.a, p.lda,
+                                         o.b, p.ldb, p.beta, cs[i], p.ldc);
+                }
+                CHECK(agrees(&p, o.c, o.ref, scale));
+                CHECK(memcmp(c1, o.c, sizeof(float) * (size_t)p.m * p.n) == 0);
+                free(c1);
+                release(&o);
+            }
+    tb_backend_destroy(one);
+    tb_backend_destroy(two);
+}
+
+int main(void)
+{
+    test_against_reference();
+    test_empty_product();
+    test_backend_split();
+    return tb_test_finish("test_gemm");
+}
