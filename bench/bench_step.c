@@ -115,6 +115,19 @@ static tb_var *step_loss(void *user, tb_tape *tape, const tb_batch *b, tb_rng *d
                                b->targets);
 }
 
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: bench_step [--workload ID] [--algorithm NAME] [--threads N]\n"
+               "                  [--steps N] [--warmup N] [--batch-size N]\n"
+               "                  [--device cpu|cuda] [--cuda-graph] [--profile]\n"
+               "                  [--width-scale W] [--depth-scale D]\n"
+               "                  [--precision fp32|tf32|bf16] [--peak-tflops P]\n"
+               "       bench_step --sgemm N [--threads N]\n"
+               "Times training steps of one workload and prints one JSON line (examples/s,\n"
+               "ms/step, GEMM FLOP/s, peak memory); --profile adds a per-op table on stderr;\n"
+               "--sgemm N measures the OpenBLAS sgemm ceiling on N x N matrices instead.\n");
+}
+
 int main(int argc, char **argv)
 {
     tb_cli_choose_blas_kernels(argv); /* the fast OpenBLAS kernels, as the trainbench command */
@@ -134,7 +147,7 @@ int main(int argc, char **argv)
         {"cuda-graph", no_argument, 0, 'c'},     {"profile", no_argument, 0, 'p'},
         {"width-scale", required_argument, 0, 'W'}, {"depth-scale", required_argument, 0, 'D'},
         {"precision", required_argument, 0, 'P'}, {"peak-tflops", required_argument, 0, 'T'},
-        {0, 0, 0, 0},
+        {"help", no_argument, 0, 'h'},           {0, 0, 0, 0},
     };
     int c;
     while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
@@ -159,14 +172,8 @@ int main(int argc, char **argv)
             if (tb_device_parse(optarg, &device, &err) == TB_OK) break;
             fprintf(stderr, "bench_step: --device: %s\n", err.message);
             return 2;
-        default:
-            fprintf(stderr, "usage: bench_step [--workload ID] [--algorithm NAME] [--threads N]\n"
-                            "                  [--steps N] [--warmup N] [--batch-size N]\n"
-                            "                  [--device cpu|cuda] [--cuda-graph] [--profile]\n"
-                            "                  [--width-scale W] [--depth-scale D]\n"
-                            "                  [--precision fp32|tf32|bf16] [--peak-tflops P]\n"
-                            "       bench_step --sgemm N [--threads N]\n");
-            return 2;
+        case 'h': usage(stdout); return 0;
+        default: usage(stderr); return 2;
         }
     }
     if (sgemm > 0) return sgemm_ceiling(sgemm, threads, 5);

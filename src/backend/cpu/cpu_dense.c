@@ -9,7 +9,7 @@
 
 /* Products at least this large (m n k) go to the backend's own sgemm (cpu_gemm.c); smaller
  * ones to OpenBLAS, whose small-matrix kernels win there (measured: 64^3 at 0.7x, 96^3 at 1.16x
- * of OpenBLAS, in bench_step --gemm-shapes). Products at least GEMM_SPLIT_MIN are split
+ * of OpenBLAS, in build/bench_gemm). Products at least GEMM_SPLIT_MIN are split
  * across the threads. */
 #define GEMM_OWN_MIN ((int64_t)1 << 19)
 #define GEMM_SPLIT_MIN ((int64_t)1 << 22)
