@@ -94,11 +94,11 @@ ALWAYS_INLINE void micro(int kc, const float *a, int64_t rsa, int64_t csa, const
     }
 }
 
-/* A as copied rows of stride A_STRIDE */
-static void micro_rows(int kc, const float *a, const float *bp, float *c, int64_t ldc, int mr,
-                       int nr, float alpha, float beta, const float *bias)
+/* A as rows of stride rsa (in place, or copied) */
+static void micro_rows(int kc, const float *a, int64_t rsa, const float *bp, float *c,
+                       int64_t ldc, int mr, int nr, float alpha, float beta, const float *bias)
 {
-    micro(kc, a, A_STRIDE, 1, bp, c, ldc, mr, nr, alpha, beta, bias);
+    micro(kc, a, rsa, 1, bp, c, ldc, mr, nr, alpha, beta, bias);
 }
 
 /* A as a k-major panel [kc, MR] */
@@ -171,34 +171,47 @@ static void pack_b(int kc, int nc, const float *b, int64_t rsb, int64_t csb, flo
 static void block(bool ta, int mc, int nc, int kc, const float *a, int lda, const float *bp,
                   float alpha, float beta, const float *bias, float *c, int ldc, float *ap)
 {
-    if (!ta) { /* A [mc, kc] rows: copied to a padded stride (no cache-set conflicts) */
-        const int rows = (mc + MR - 1) / MR * MR;
-        for (int i = 0; i < rows; i++) {
-            float *dst = ap + (int64_t)i * A_STRIDE;
-            const float *src = a + (int64_t)i * lda;
-            for (int p = 0; p < kc; p += 16) { /* vector copy: memcpy became rep movsq */
-                const __mmask16 m = lanes(kc - p);
-                _mm512_store_ps(dst + p, i < mc ? _mm512_maskz_loadu_ps(m, src + p)
-                                                : _mm512_setzero_ps());
+    if (!ta) {
+        /* A [mc, kc] rows, read in place unless the row stride is a multiple of 2 KB (then
+         * the 12 rows would crowd a few L1 sets) or the panel is short (its rows are copied
+         * to a padded stride, zero rows after the last) */
+        const bool in_place = lda % 512 != 0;
+        for (int ir = 0; ir < mc; ir += MR) {
+            const int mr = mc - ir < MR ? mc - ir : MR;
+            const float *ar = a + (int64_t)ir * lda;
+            int64_t rs = lda;
+            if (!in_place || mr < MR) {
+                for (int i = 0; i < MR; i++)
+                    for (int p = 0; p < kc; p += 16) /* memcpy became rep movsq */
+                        _mm512_store_ps(ap + (int64_t)i * A_STRIDE + p,
+                                        i < mr ? _mm512_maskz_loadu_ps(lanes(kc - p),
+                                                                       ar + (int64_t)i * lda + p)
+                                               : _mm512_setzero_ps());
+                ar = ap;
+                rs = A_STRIDE;
             }
-        }
-        for (int ir = 0; ir < mc; ir += MR)
             for (int jr = 0; jr < nc; jr += NR)
-                micro_rows(kc, ap + (int64_t)ir * A_STRIDE, bp + (int64_t)jr * kc,
-                           c + (int64_t)ir * ldc + jr, ldc, mc - ir < MR ? mc - ir : MR,
-                           nc - jr < NR ? nc - jr : NR, alpha, beta, bias ? bias + jr : NULL);
+                micro_rows(kc, ar, rs, bp + (int64_t)jr * kc, c + (int64_t)ir * ldc + jr, ldc,
+                           mr, nc - jr < NR ? nc - jr : NR, alpha, beta,
+                           bias ? bias + jr : NULL);
+        }
         return;
     }
-    /* A^T stored [kc, mc]: each k-major panel of MR rows is MR contiguous floats per p */
-    for (int ir = 0; ir < mc; ir += MR) {
-        const int mr = mc - ir < MR ? mc - ir : MR;
-        const __mmask16 m = lanes(mr);
-        for (int p = 0; p < kc; p++)
-            _mm512_mask_storeu_ps(ap + p * MR, lanes(MR),
-                                  _mm512_maskz_loadu_ps(m, a + (int64_t)p * lda + ir));
+    /* A^T stored [kc, mc]: k-major panels of MR rows, MR contiguous floats per p, packed
+     * row by row of A^T (sequential reads) */
+    const int panels = (mc + MR - 1) / MR;
+    for (int p = 0; p < kc; p++) {
+        const float *src = a + (int64_t)p * lda;
+        for (int q = 0; q < panels; q++)
+            _mm512_mask_storeu_ps(ap + ((int64_t)q * kc + p) * MR, lanes(MR),
+                                  _mm512_maskz_loadu_ps(lanes(mc - q * MR), src + q * MR));
+    }
+    for (int q = 0; q < panels; q++) {
+        const int ir = q * MR, mr = mc - ir < MR ? mc - ir : MR;
         for (int jr = 0; jr < nc; jr += NR)
-            micro_panel(kc, ap, bp + (int64_t)jr * kc, c + (int64_t)ir * ldc + jr, ldc, mr,
-                        nc - jr < NR ? nc - jr : NR, alpha, beta, bias ? bias + jr : NULL);
+            micro_panel(kc, ap + (int64_t)q * kc * MR, bp + (int64_t)jr * kc,
+                        c + (int64_t)ir * ldc + jr, ldc, mr, nc - jr < NR ? nc - jr : NR, alpha,
+                        beta, bias ? bias + jr : NULL);
     }
 }
 
