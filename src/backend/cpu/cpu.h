@@ -88,6 +88,22 @@ void tb_cpu_sgemm(bool ta, bool tb, int m, int n, int k, float alpha, const floa
                   const float *b, int ldb, float beta, const float *bias, float *c, int ldc,
                   float *work);
 
+#ifdef __AVX512F__
+/* The pieces of cpu_gemm.c, for kernels that run their own small products (attention):
+ * B [kc, nc] (element (p, j) at b[p rsb + j csb]) packed into panels of NR columns, each
+ * [kc, NR] k-major and zero padded, panel q at bp + q kc NR; one MR x NR tile
+ * C[mr, nr] = alpha A B + beta C (+ bias) of one packed panel (advanced by p0 rows: bp + p0 NR)
+ * and A read as MR rows of stride rsa (all MR rows must be readable: zero rows past mr) or as
+ * a k-major panel [kc, MR]. beta = 0 never reads C. */
+#define TB_CPU_GEMM_TILES 1
+void tb_cpu_gemm_pack_b(int kc, int nc, const float *b, int64_t rsb, int64_t csb, float *bp);
+void tb_cpu_gemm_tile_rows(int kc, const float *a, int64_t rsa, const float *bp, float *c,
+                           int64_t ldc, int mr, int nr, float alpha, float beta,
+                           const float *bias);
+void tb_cpu_gemm_tile_panel(int kc, const float *a, const float *bp, float *c, int64_t ldc,
+                            int mr, int nr, float alpha, float beta, const float *bias);
+#endif
+
 /* The CPU backend's private state (tb_backend.impl): one gemm scratch slice per thread. */
 typedef struct tb_cpu_state {
     float *gemm_work; /* threads x TB_CPU_GEMM_WORK floats */

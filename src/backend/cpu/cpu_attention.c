@@ -5,6 +5,9 @@
 #include <math.h>
 
 #include <cblas.h>
+#ifdef __AVX512F__
+#include <immintrin.h>
+#endif
 #ifdef _OPENMP
 #include <omp.h>
 #endif
@@ -81,6 +84,270 @@ static int thread_index(void)
 #endif
 }
 
+#ifdef __AVX512F__
+static inline __mmask16 lanes(int n) { return n >= 16 ? 0xffff : (__mmask16)((1u << n) - 1); }
+
+/* exp of 16 floats: tb_cpu_expf's algorithm (same constants and steps, so the same values up
+ * to the fused multiply-adds), NaN kept. */
+static inline __m512 exp16(__m512 x)
+{
+    const __m512 c = _mm512_min_ps(_mm512_max_ps(x, _mm512_set1_ps(-87.0f)),
+                                   _mm512_set1_ps(88.0f));
+    const __m512 shift = _mm512_set1_ps(12582912.0f);
+    const __m512 kf = _mm512_sub_ps(_mm512_fmadd_ps(c, _mm512_set1_ps(1.44269504088896341f),
+                                                    shift),
+                                    shift);
+    __m512 r = _mm512_fnmadd_ps(kf, _mm512_set1_ps(0.693145751953125f), c);
+    r = _mm512_fnmadd_ps(kf, _mm512_set1_ps(1.428606765330187e-06f), r);
+    __m512 p = _mm512_set1_ps(1.0f / 720.0f);
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 120.0f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 24.0f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 6.0f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0.5f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
+    const __m512i bits = _mm512_slli_epi32(
+        _mm512_add_epi32(_mm512_cvttps_epi32(kf), _mm512_set1_epi32(127)), 23);
+    const __m512 e = _mm512_mul_ps(p, _mm512_castsi512_ps(bits));
+    return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q), e, x);
+}
+
+/* P = softmax of each row i of S [t, t] over columns 0..i, zeros above the diagonal (where S
+ * may hold anything), in 16-lane blocks: row i touches only its ceil((i+1)/16) blocks, the
+ * last one masked, and zero-fills the rest. (Loops to i, vectorised by the compiler, spent
+ * more in their per-row remainders than in the exponentials.) */
+static void softmax_causal(float *p, int t)
+{
+    for (int i = 0; i < t; i++) {
+        float *row = p + (int64_t)i * t;
+        const int nb = i / 16 + 1;
+        __m512 vmx = _mm512_set1_ps(-INFINITY);
+        for (int b = 0; b < nb; b++)
+            vmx = _mm512_max_ps(vmx, _mm512_mask_loadu_ps(_mm512_set1_ps(-INFINITY),
+                                                          lanes(i + 1 - 16 * b), row + 16 * b));
+        const __m512 mx = _mm512_set1_ps(_mm512_reduce_max_ps(vmx));
+        __m512 vsum = _mm512_setzero_ps();
+        for (int b = 0; b < nb; b++) {
+            const __mmask16 valid = lanes(i + 1 - 16 * b);
+            const __m512 e = _mm512_maskz_mov_ps(
+                valid, exp16(_mm512_sub_ps(_mm512_maskz_loadu_ps(valid, row + 16 * b), mx)));
+            vsum = _mm512_add_ps(vsum, e);
+            _mm512_mask_storeu_ps(row + 16 * b, lanes(t - 16 * b), e);
+        }
+        const __m512 inv = _mm512_set1_ps(1.0f / _mm512_reduce_add_ps(vsum));
+        for (int b = 0; b < nb; b++) {
+            const __mmask16 m = lanes(t - 16 * b);
+            _mm512_mask_storeu_ps(row + 16 * b, m,
+                                  _mm512_mul_ps(_mm512_maskz_loadu_ps(m, row + 16 * b), inv));
+        }
+        for (int b = nb; 16 * b < t; b++)
+            _mm512_mask_storeu_ps(row + 16 * b, lanes(t - 16 * b), _mm512_setzero_ps());
+    }
+}
+
+/* dS = P * (dP - sum_j dP P) in place of dP, causal part only, the same way. */
+static void softmax_causal_bwd(float *ds, const float *p, int t)
+{
+    for (int i = 0; i < t; i++) {
+        float *row = ds + (int64_t)i * t;
+        const float *prow = p + (int64_t)i * t;
+        const int nb = i / 16 + 1;
+        __m512 vdot = _mm512_setzero_ps();
+        for (int b = 0; b < nb; b++) {
+            const __mmask16 valid = lanes(i + 1 - 16 * b);
+            vdot = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(valid, row + 16 * b),
+                                   _mm512_maskz_loadu_ps(valid, prow + 16 * b), vdot);
+        }
+        const __m512 dot = _mm512_set1_ps(_mm512_reduce_add_ps(vdot));
+        for (int b = 0; b < nb; b++) {
+            const __mmask16 valid = lanes(i + 1 - 16 * b);
+            const __m512 d = _mm512_mul_ps(
+                _mm512_maskz_loadu_ps(valid, prow + 16 * b),
+                _mm512_sub_ps(_mm512_maskz_loadu_ps(valid, row + 16 * b), dot));
+            _mm512_mask_storeu_ps(row + 16 * b, lanes(t - 16 * b), _mm512_maskz_mov_ps(valid, d));
+        }
+        for (int b = nb; 16 * b < t; b++)
+            _mm512_mask_storeu_ps(row + 16 * b, lanes(t - 16 * b), _mm512_setzero_ps());
+    }
+}
+
+#else
+
+/* P = softmax of each row i of S [t, t] over columns 0..i, zeros above the diagonal. */
+static void softmax_causal(float *p, int t)
+{
+    for (int64_t i = 0; i < t; i++) {
+        float *row = p + i * t;
+        float mx = row[0];
+#pragma omp simd reduction(max : mx)
+        for (int64_t j = 1; j <= i; j++)
+            mx = row[j] > mx ? row[j] : mx;
+        float sum = 0.0f; /* at most t terms in [0, 1], one of them 1: float suffices */
+#pragma omp simd reduction(+ : sum)
+        for (int64_t j = 0; j <= i; j++) {
+            row[j] = tb_cpu_expf(row[j] - mx);
+            sum += row[j];
+        }
+        const float inv = 1.0f / sum;
+#pragma omp simd
+        for (int64_t j = 0; j <= i; j++)
+            row[j] *= inv;
+        for (int64_t j = i + 1; j < t; j++)
+            row[j] = 0.0f;
+    }
+}
+
+/* dS = P * (dP - sum_j dP P) in place of dP, causal part only (P is zero above the diagonal). */
+static void softmax_causal_bwd(float *ds, const float *p, int t)
+{
+    for (int64_t i = 0; i < t; i++) {
+        float *row = ds + i * t;
+        const float *prow = p + i * t;
+        float fdot = 0.0f;
+#pragma omp simd reduction(+ : fdot)
+        for (int64_t j = 0; j <= i; j++)
+            fdot += row[j] * prow[j];
+#pragma omp simd
+        for (int64_t j = 0; j <= i; j++)
+            row[j] = prow[j] * (row[j] - fdot);
+        for (int64_t j = i + 1; j < t; j++)
+            row[j] = 0.0f;
+    }
+}
+
+#endif
+
+#ifdef TB_CPU_GEMM_TILES
+/* One pair's products with the backend's gemm tiles (cpu_gemm.c): each operand packed once
+ * per pair, no per-call dispatch, and the causal structure used: S and dP only below the
+ * diagonal (per 12-row panel, up to its last row), P V and dS K only over j <= i, P^T dY and
+ * dS^T Q only over i >= j. The thread's gemm scratch holds the packed operand and an A
+ * panel. Used for t and hd up to TILE_MAX. */
+enum { MR = TB_CPU_GEMM_MR, NR = TB_CPU_GEMM_NR, TILE_MAX = 256 };
+
+typedef struct tiles {
+    float *bp; /* a packed B, [k, n] in panels of NR columns */
+    float *ap; /* an A panel, or the short last panel's rows */
+} tiles;
+
+static tiles thread_tiles(const tb_backend *be)
+{
+    const tb_cpu_state *st = be->impl;
+    float *slice = st->gemm_work + (size_t)thread_index() * TB_CPU_GEMM_WORK;
+    return (tiles){slice, slice + TILE_MAX * TILE_MAX};
+}
+
+static inline int imin(int a, int b) { return a < b ? a : b; }
+
+/* C[m, n] = alpha A B + beta C for A [m, k] as rows of stride lda and B packed [k, n] in
+ * ws->bp. causal_n: row i needs columns j <= i only; causal_k: row i needs terms p <= i only
+ * (both rounded up to the 12-row panel's last row). */
+static void rows_product(const tiles *ws, int m, int n, int k, const float *a, int64_t lda,
+                         float alpha, float beta, float *c, int64_t ldc, bool causal_n,
+                         bool causal_k)
+{
+    for (int ir = 0; ir < m; ir += MR) {
+        const int mr = imin(MR, m - ir), last = ir + mr;
+        const int nu = causal_n ? imin(n, last) : n, ku = causal_k ? imin(k, last) : k;
+        const float *ar = a + (int64_t)ir * lda;
+        int64_t rs = lda;
+        if (mr < MR) { /* the tile reads MR rows: the short last panel is copied, zero padded */
+            for (int r = 0; r < MR; r++)
+                for (int q = 0; q < ku; q++) ws->ap[r * ku + q] = r < mr ? ar[r * lda + q] : 0.0f;
+            ar = ws->ap;
+            rs = ku;
+        }
+        for (int jr = 0; jr < nu; jr += NR)
+            tb_cpu_gemm_tile_rows(ku, ar, rs, ws->bp + (int64_t)jr * k, c + (int64_t)ir * ldc + jr,
+                                  ldc, mr, imin(NR, nu - jr), alpha, beta, NULL);
+    }
+}
+
+/* C[m, n] = alpha At^T B + beta C for At [k, m] as rows of stride ldat, lower triangular
+ * (At[i, j] = 0 for i < j), and B packed [k, n] in ws->bp: the 12 columns from jr sum over
+ * i >= jr only. */
+static void cols_product(const tiles *ws, int m, int n, int k, const float *at, int64_t ldat,
+                         float alpha, float beta, float *c, int64_t ldc)
+{
+    for (int jr = 0; jr < m; jr += MR) {
+        const int mr = imin(MR, m - jr), k0 = imin(jr, k), kc = k - k0;
+        for (int i = 0; i < kc; i++)
+            _mm512_mask_storeu_ps(ws->ap + i * MR, lanes(MR),
+                                  _mm512_maskz_loadu_ps(lanes(mr),
+                                                        at + (int64_t)(k0 + i) * ldat + jr));
+        for (int jn = 0; jn < n; jn += NR)
+            tb_cpu_gemm_tile_panel(kc, ws->ap, ws->bp + (int64_t)jn * k + (int64_t)k0 * NR,
+                                   c + (int64_t)jr * ldc + jn, ldc, mr, imin(NR, n - jn), alpha,
+                                   beta, NULL);
+    }
+}
+
+static bool tiles_fit(int t, int hd) { return t <= TILE_MAX && hd <= TILE_MAX; }
+
+static void pair_fwd_tiles(const tiles *ws, int t, int hd, int c, float scale, const float *q,
+                           float *p, float *yo)
+{
+    const int c3 = 3 * c;
+    const float *k = q + c, *v = q + 2 * c;
+    tb_cpu_gemm_pack_b(hd, t, k, 1, c3, ws->bp); /* K^T */
+    rows_product(ws, t, t, hd, q, c3, scale, 0.0f, p, t, true, false);
+    softmax_causal(p, t);
+    tb_cpu_gemm_pack_b(t, hd, v, c3, 1, ws->bp); /* V */
+    rows_product(ws, t, hd, t, p, t, 1.0f, 0.0f, yo, c, false, true);
+}
+
+static void pair_bwd_tiles(const tiles *ws, int t, int hd, int c, float scale, const float *q,
+                           float *dq, const float *p, const float *dyo, float *ds)
+{
+    const int c3 = 3 * c;
+    const float *k = q + c, *v = q + 2 * c;
+    float *dk = dq + c, *dv = dq + 2 * c;
+    tb_cpu_gemm_pack_b(t, hd, dyo, c, 1, ws->bp); /* dV += P^T dY */
+    cols_product(ws, t, hd, t, p, t, 1.0f, 1.0f, dv, c3);
+    tb_cpu_gemm_pack_b(hd, t, v, 1, c3, ws->bp); /* dP = dY V^T */
+    rows_product(ws, t, t, hd, dyo, c, 1.0f, 0.0f, ds, t, true, false);
+    softmax_causal_bwd(ds, p, t);
+    tb_cpu_gemm_pack_b(t, hd, k, c3, 1, ws->bp); /* dQ += scale dS K */
+    rows_product(ws, t, hd, t, ds, t, scale, 1.0f, dq, c3, false, true);
+    tb_cpu_gemm_pack_b(t, hd, q, c3, 1, ws->bp); /* dK += scale dS^T Q */
+    cols_product(ws, t, hd, t, ds, t, scale, 1.0f, dk, c3);
+}
+#endif
+
+/* The same with one OpenBLAS call per product (any t and hd). */
+static void pair_fwd_blas(int t, int hd, int c, float scale, const float *q, float *p, float *yo)
+{
+    const int c3 = 3 * c;
+    const float *k = q + c, *v = q + 2 * c;
+    /* S = scale Q K^T (the upper triangle is computed and then overwritten) */
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, t, t, hd, scale, q, c3, k, c3, 0.0f, p,
+                t);
+    softmax_causal(p, t);
+    /* Y = P V */
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, t, hd, t, 1.0f, p, t, v, c3, 0.0f, yo,
+                c);
+}
+
+static void pair_bwd_blas(int t, int hd, int c, float scale, const float *q, float *dq,
+                          const float *p, const float *dyo, float *ds)
+{
+    const int c3 = 3 * c;
+    const float *k = q + c, *v = q + 2 * c;
+    float *dk = dq + c, *dv = dq + 2 * c;
+    /* dV += P^T dY */
+    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, t, hd, t, 1.0f, p, t, dyo, c, 1.0f, dv,
+                c3);
+    /* dP = dY V^T */
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, t, t, hd, 1.0f, dyo, c, v, c3, 0.0f, ds,
+                t);
+    softmax_causal_bwd(ds, p, t);
+    /* dQ += scale dS K; dK += scale dS^T Q */
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, t, hd, t, scale, ds, t, k, c3, 1.0f,
+                dq, c3);
+    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, t, hd, t, scale, ds, t, q, c3, 1.0f, dk,
+                c3);
+}
+
 static void cpu_attention_fwd(tb_backend *be, int b, int t, int c, int heads, const float *qkv,
                               float *y, float *att, void *workspace)
 {
@@ -89,38 +356,19 @@ static void cpu_attention_fwd(tb_backend *be, int b, int t, int c, int heads, co
     const float scale = 1.0f / sqrtf((float)hd);
     const int64_t pairs = (int64_t)b * heads;
     const int threads = attention_threads(be, b, heads);
-    /* one pair at a time lets OpenBLAS thread each product itself */
 #pragma omp parallel for schedule(static) num_threads(threads) if (pairs > 1)
     for (int64_t bh = 0; bh < pairs; bh++) {
         const int64_t bi = bh / heads, h = bh % heads;
-        const float *q = qkv + bi * t * c3 + h * hd, *k = q + c, *v = q + 2 * c;
-        float *p = att + bh * t * t;
-        float *yo = y + bi * t * c + h * hd;
-        /* S = scale Q K^T (the upper triangle is computed and then overwritten) */
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, t, t, hd, scale, q, c3, k, c3, 0.0f, p,
-                    t);
-        for (int64_t i = 0; i < t; i++) {
-            float *row = p + i * t;
-            float mx = row[0];
-#pragma omp simd reduction(max : mx)
-            for (int64_t j = 1; j <= i; j++)
-                mx = row[j] > mx ? row[j] : mx;
-            float sum = 0.0f; /* at most t terms in [0, 1], one of them 1: float suffices */
-#pragma omp simd reduction(+ : sum)
-            for (int64_t j = 0; j <= i; j++) {
-                row[j] = tb_cpu_expf(row[j] - mx);
-                sum += row[j];
-            }
-            const float inv = 1.0f / sum;
-#pragma omp simd
-            for (int64_t j = 0; j <= i; j++)
-                row[j] *= inv;
-            for (int64_t j = i + 1; j < t; j++)
-                row[j] = 0.0f;
+        const float *q = qkv + bi * t * c3 + h * hd;
+        float *p = att + bh * t * t, *yo = y + bi * t * c + h * hd;
+#ifdef TB_CPU_GEMM_TILES
+        if (tiles_fit(t, hd)) {
+            const tiles ws = thread_tiles(be);
+            pair_fwd_tiles(&ws, t, hd, c, scale, q, p, yo);
+            continue;
         }
-        /* Y = P V */
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, t, hd, t, 1.0f, p, t, v, c3, 0.0f,
-                    yo, c);
+#endif
+        pair_fwd_blas(t, hd, c, scale, q, p, yo);
     }
 }
 
@@ -136,36 +384,16 @@ static void cpu_attention_bwd(tb_backend *be, int b, int t, int c, int heads, co
     for (int64_t bh = 0; bh < pairs; bh++) {
         const int64_t bi = bh / heads, h = bh % heads;
         const int64_t off = bi * t * c3 + h * hd;
-        const float *q = qkv + off, *k = q + c, *v = q + 2 * c;
-        float *dq = dqkv + off, *dk = dq + c, *dv = dq + 2 * c;
-        const float *p = att + bh * t * t;
-        const float *dyo = dy + bi * t * c + h * hd;
+        const float *p = att + bh * t * t, *dyo = dy + bi * t * c + h * hd;
         float *ds = scratch + (int64_t)thread_index() * t * t;
-        /* dV += P^T dY */
-        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, t, hd, t, 1.0f, p, t, dyo, c, 1.0f, dv,
-                    c3);
-        /* dP = dY V^T */
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, t, t, hd, 1.0f, dyo, c, v, c3, 0.0f,
-                    ds, t);
-        /* dS = P * (dP - sum_j dP P), causal part only (P is zero above the diagonal) */
-        for (int64_t i = 0; i < t; i++) {
-            float *row = ds + i * t;
-            const float *prow = p + i * t;
-            float fdot = 0.0f;
-#pragma omp simd reduction(+ : fdot)
-            for (int64_t j = 0; j <= i; j++)
-                fdot += row[j] * prow[j];
-#pragma omp simd
-            for (int64_t j = 0; j <= i; j++)
-                row[j] = prow[j] * (row[j] - fdot);
-            for (int64_t j = i + 1; j < t; j++)
-                row[j] = 0.0f;
+#ifdef TB_CPU_GEMM_TILES
+        if (tiles_fit(t, hd)) {
+            const tiles ws = thread_tiles(be);
+            pair_bwd_tiles(&ws, t, hd, c, scale, qkv + off, dqkv + off, p, dyo, ds);
+            continue;
         }
-        /* dQ += scale dS K; dK += scale dS^T Q */
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, t, hd, t, scale, ds, t, k, c3, 1.0f,
-                    dq, c3);
-        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, t, hd, t, scale, ds, t, q, c3, 1.0f,
-                    dk, c3);
+#endif
+        pair_bwd_blas(t, hd, c, scale, qkv + off, dqkv + off, p, dyo, ds);
     }
 }
 

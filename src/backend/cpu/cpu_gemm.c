@@ -95,14 +95,14 @@ ALWAYS_INLINE void micro(int kc, const float *a, int64_t rsa, int64_t csa, const
 }
 
 /* A as rows of stride rsa (in place, or copied) */
-static void micro_rows(int kc, const float *a, int64_t rsa, const float *bp, float *c,
+void tb_cpu_gemm_tile_rows(int kc, const float *a, int64_t rsa, const float *bp, float *c,
                        int64_t ldc, int mr, int nr, float alpha, float beta, const float *bias)
 {
     micro(kc, a, rsa, 1, bp, c, ldc, mr, nr, alpha, beta, bias);
 }
 
 /* A as a k-major panel [kc, MR] */
-static void micro_panel(int kc, const float *a, const float *bp, float *c, int64_t ldc, int mr,
+void tb_cpu_gemm_tile_panel(int kc, const float *a, const float *bp, float *c, int64_t ldc, int mr,
                         int nr, float alpha, float beta, const float *bias)
 {
     micro(kc, a, 1, MR, bp, c, ldc, mr, nr, alpha, beta, bias);
@@ -137,7 +137,7 @@ static void transpose16(__m512 r[16])
 }
 
 /* Packs B [kc, nc] (element (p, j) at b[p rsb + j csb]) into panels [kc, NR], zero padded. */
-static void pack_b(int kc, int nc, const float *b, int64_t rsb, int64_t csb, float *bp)
+void tb_cpu_gemm_pack_b(int kc, int nc, const float *b, int64_t rsb, int64_t csb, float *bp)
 {
     for (int j0 = 0; j0 < nc; j0 += NR, bp += (int64_t)kc * NR) {
         const int nr = nc - j0 < NR ? nc - j0 : NR;
@@ -191,7 +191,7 @@ static void block(bool ta, int mc, int nc, int kc, const float *a, int lda, cons
                 rs = A_STRIDE;
             }
             for (int jr = 0; jr < nc; jr += NR)
-                micro_rows(kc, ar, rs, bp + (int64_t)jr * kc, c + (int64_t)ir * ldc + jr, ldc,
+                tb_cpu_gemm_tile_rows(kc, ar, rs, bp + (int64_t)jr * kc, c + (int64_t)ir * ldc + jr, ldc,
                            mr, nc - jr < NR ? nc - jr : NR, alpha, beta,
                            bias ? bias + jr : NULL);
         }
@@ -209,7 +209,7 @@ static void block(bool ta, int mc, int nc, int kc, const float *a, int lda, cons
     for (int q = 0; q < panels; q++) {
         const int ir = q * MR, mr = mc - ir < MR ? mc - ir : MR;
         for (int jr = 0; jr < nc; jr += NR)
-            micro_panel(kc, ap + (int64_t)q * kc * MR, bp + (int64_t)jr * kc,
+            tb_cpu_gemm_tile_panel(kc, ap + (int64_t)q * kc * MR, bp + (int64_t)jr * kc,
                         c + (int64_t)ir * ldc + jr, ldc, mr, nc - jr < NR ? nc - jr : NR, alpha,
                         beta, bias ? bias + jr : NULL);
     }
@@ -230,7 +230,7 @@ void tb_cpu_sgemm(bool ta, bool tb, int m, int n, int k, float alpha, const floa
         const int nc = n - jc < NC ? n - jc : NC;
         for (int pc = 0; pc < k; pc += KC) {
             const int kc = k - pc < KC ? k - pc : KC;
-            pack_b(kc, nc, b + pc * rsb + jc * csb, rsb, csb, bp);
+            tb_cpu_gemm_pack_b(kc, nc, b + pc * rsb + jc * csb, rsb, csb, bp);
             /* the first K block applies beta and the bias; the later ones add to C */
             const float be = pc == 0 ? beta : 1.0f;
             const float *bi = pc == 0 && bias ? bias + jc : NULL;
