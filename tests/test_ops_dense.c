@@ -2,6 +2,8 @@
  * dropout; sticky errors of the tape. */
 #include "testutil.h"
 
+#include "backend/backend_impl.h"
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -127,6 +129,48 @@ static void test_activations(void)
     CHECK_FAILS(tb_activation_parse("swish2", &parsed, &err), TB_ERR_INVALID, &err, "swish2");
     tb_tape_destroy(t);
     tb_test_var_free(x);
+}
+
+/* The GELU kernels over [-10, 10] (a length that is not a multiple of 16) against erf in
+ * double: values, gradients (fresh and accumulated), and NaN passed through. */
+static void test_gelu_kernel_range(void)
+{
+    enum { N = 2001 };
+    float *x = malloc(N * sizeof(float)), *y = malloc(N * sizeof(float));
+    float *dy = malloc(N * sizeof(float)), *dx = malloc(N * sizeof(float));
+    for (int i = 0; i < N; i++) {
+        x[i] = -10.0f + 20.0f * (float)i / (N - 1);
+        dy[i] = 1.0f;
+        dx[i] = NAN; /* a fresh gradient is never read */
+    }
+    x[7] = NAN;
+    be->ops.act_fwd(be, TB_ACT_GELU, N, x, y);
+    be->ops.act_bwd(be, TB_ACT_GELU, N, x, y, dy, dx, false);
+    double worst_y = 0, worst_g = 0;
+    for (int i = 0; i < N; i++) {
+        if (i == 7) continue;
+        double v = x[i], cdf = 0.5 * (1.0 + erf(v / sqrt(2.0)));
+        double grad = cdf + v * exp(-0.5 * v * v) * 0.39894228040143268;
+        worst_y = fmax(worst_y, fabs(y[i] - v * cdf));
+        worst_g = fmax(worst_g, fabs(dx[i] - grad));
+    }
+    CHECK_NEAR(worst_y, 0.0, 2e-6);
+    CHECK_NEAR(worst_g, 0.0, 2e-6);
+    CHECK(isnan(y[7]) && isnan(dx[7]));
+    for (int i = 0; i < N; i++) dx[i] = 0.5f;
+    be->ops.act_bwd(be, TB_ACT_GELU, N, x, y, dy, dx, true);
+    double worst_acc = 0;
+    for (int i = 0; i < N; i++) {
+        if (i == 7) continue;
+        double v = x[i], cdf = 0.5 * (1.0 + erf(v / sqrt(2.0)));
+        double grad = cdf + v * exp(-0.5 * v * v) * 0.39894228040143268;
+        worst_acc = fmax(worst_acc, fabs(dx[i] - (0.5 + grad)));
+    }
+    CHECK_NEAR(worst_acc, 0.0, 2e-6);
+    free(x);
+    free(y);
+    free(dy);
+    free(dx);
 }
 
 static tb_var *f_scale(tb_tape *t, tb_var *const *in, void *ctx)
@@ -375,6 +419,7 @@ int main(void)
     test_linear();
     test_matmul();
     test_activations();
+    test_gelu_kernel_range();
     test_composites();
     test_losses();
     test_dropout();

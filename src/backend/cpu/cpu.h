@@ -33,6 +33,41 @@ static inline float tb_cpu_expf(float x)
     return in != in ? in : p * scale;
 }
 
+#ifdef __AVX512F__
+#include <immintrin.h>
+
+/* The first n of 16 lanes (none for n <= 0, all for n >= 16). */
+static inline __mmask16 tb_cpu_lanes(int64_t n)
+{
+    return n >= 16 ? (__mmask16)0xffff : n <= 0 ? (__mmask16)0 : (__mmask16)((1u << n) - 1);
+}
+
+/* exp of 16 floats: tb_cpu_expf's algorithm (same constants and steps, so the same values up
+ * to the fused multiply-adds), NaN kept. */
+static inline __m512 tb_cpu_exp16(__m512 x)
+{
+    const __m512 c = _mm512_min_ps(_mm512_max_ps(x, _mm512_set1_ps(-87.0f)),
+                                   _mm512_set1_ps(88.0f));
+    const __m512 shift = _mm512_set1_ps(12582912.0f);
+    const __m512 kf = _mm512_sub_ps(_mm512_fmadd_ps(c, _mm512_set1_ps(1.44269504088896341f),
+                                                    shift),
+                                    shift);
+    __m512 r = _mm512_fnmadd_ps(kf, _mm512_set1_ps(0.693145751953125f), c);
+    r = _mm512_fnmadd_ps(kf, _mm512_set1_ps(1.428606765330187e-06f), r);
+    __m512 p = _mm512_set1_ps(1.0f / 720.0f);
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 120.0f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 24.0f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 6.0f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0.5f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
+    const __m512i bits = _mm512_slli_epi32(
+        _mm512_add_epi32(_mm512_cvttps_epi32(kf), _mm512_set1_epi32(127)), 23);
+    const __m512 e = _mm512_mul_ps(p, _mm512_castsi512_ps(bits));
+    return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q), e, x);
+}
+#endif
+
 /* 1 / (1 + e^-x), vectorisable; NaN gives NaN. */
 static inline float tb_cpu_sigmoidf(float x) { return 1.0f / (1.0f + tb_cpu_expf(-x)); }
 

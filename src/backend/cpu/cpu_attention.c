@@ -5,9 +5,6 @@
 #include <math.h>
 
 #include <cblas.h>
-#ifdef __AVX512F__
-#include <immintrin.h>
-#endif
 #ifdef _OPENMP
 #include <omp.h>
 #endif
@@ -85,33 +82,6 @@ static int thread_index(void)
 }
 
 #ifdef __AVX512F__
-static inline __mmask16 lanes(int n) { return n >= 16 ? 0xffff : (__mmask16)((1u << n) - 1); }
-
-/* exp of 16 floats: tb_cpu_expf's algorithm (same constants and steps, so the same values up
- * to the fused multiply-adds), NaN kept. */
-static inline __m512 exp16(__m512 x)
-{
-    const __m512 c = _mm512_min_ps(_mm512_max_ps(x, _mm512_set1_ps(-87.0f)),
-                                   _mm512_set1_ps(88.0f));
-    const __m512 shift = _mm512_set1_ps(12582912.0f);
-    const __m512 kf = _mm512_sub_ps(_mm512_fmadd_ps(c, _mm512_set1_ps(1.44269504088896341f),
-                                                    shift),
-                                    shift);
-    __m512 r = _mm512_fnmadd_ps(kf, _mm512_set1_ps(0.693145751953125f), c);
-    r = _mm512_fnmadd_ps(kf, _mm512_set1_ps(1.428606765330187e-06f), r);
-    __m512 p = _mm512_set1_ps(1.0f / 720.0f);
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 120.0f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 24.0f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 6.0f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0.5f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
-    const __m512i bits = _mm512_slli_epi32(
-        _mm512_add_epi32(_mm512_cvttps_epi32(kf), _mm512_set1_epi32(127)), 23);
-    const __m512 e = _mm512_mul_ps(p, _mm512_castsi512_ps(bits));
-    return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q), e, x);
-}
-
 /* P = softmax of each row i of S [t, t] over columns 0..i, zeros above the diagonal (where S
  * may hold anything), in 16-lane blocks: row i touches only its ceil((i+1)/16) blocks, the
  * last one masked, and zero-fills the rest. (Loops to i, vectorised by the compiler, spent
@@ -124,24 +94,24 @@ static void softmax_causal(float *p, int t)
         __m512 vmx = _mm512_set1_ps(-INFINITY);
         for (int b = 0; b < nb; b++)
             vmx = _mm512_max_ps(vmx, _mm512_mask_loadu_ps(_mm512_set1_ps(-INFINITY),
-                                                          lanes(i + 1 - 16 * b), row + 16 * b));
+                                                          tb_cpu_lanes(i + 1 - 16 * b), row + 16 * b));
         const __m512 mx = _mm512_set1_ps(_mm512_reduce_max_ps(vmx));
         __m512 vsum = _mm512_setzero_ps();
         for (int b = 0; b < nb; b++) {
-            const __mmask16 valid = lanes(i + 1 - 16 * b);
+            const __mmask16 valid = tb_cpu_lanes(i + 1 - 16 * b);
             const __m512 e = _mm512_maskz_mov_ps(
-                valid, exp16(_mm512_sub_ps(_mm512_maskz_loadu_ps(valid, row + 16 * b), mx)));
+                valid, tb_cpu_exp16(_mm512_sub_ps(_mm512_maskz_loadu_ps(valid, row + 16 * b), mx)));
             vsum = _mm512_add_ps(vsum, e);
-            _mm512_mask_storeu_ps(row + 16 * b, lanes(t - 16 * b), e);
+            _mm512_mask_storeu_ps(row + 16 * b, tb_cpu_lanes(t - 16 * b), e);
         }
         const __m512 inv = _mm512_set1_ps(1.0f / _mm512_reduce_add_ps(vsum));
         for (int b = 0; b < nb; b++) {
-            const __mmask16 m = lanes(t - 16 * b);
+            const __mmask16 m = tb_cpu_lanes(t - 16 * b);
             _mm512_mask_storeu_ps(row + 16 * b, m,
                                   _mm512_mul_ps(_mm512_maskz_loadu_ps(m, row + 16 * b), inv));
         }
         for (int b = nb; 16 * b < t; b++)
-            _mm512_mask_storeu_ps(row + 16 * b, lanes(t - 16 * b), _mm512_setzero_ps());
+            _mm512_mask_storeu_ps(row + 16 * b, tb_cpu_lanes(t - 16 * b), _mm512_setzero_ps());
     }
 }
 
@@ -154,20 +124,20 @@ static void softmax_causal_bwd(float *ds, const float *p, int t)
         const int nb = i / 16 + 1;
         __m512 vdot = _mm512_setzero_ps();
         for (int b = 0; b < nb; b++) {
-            const __mmask16 valid = lanes(i + 1 - 16 * b);
+            const __mmask16 valid = tb_cpu_lanes(i + 1 - 16 * b);
             vdot = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(valid, row + 16 * b),
                                    _mm512_maskz_loadu_ps(valid, prow + 16 * b), vdot);
         }
         const __m512 dot = _mm512_set1_ps(_mm512_reduce_add_ps(vdot));
         for (int b = 0; b < nb; b++) {
-            const __mmask16 valid = lanes(i + 1 - 16 * b);
+            const __mmask16 valid = tb_cpu_lanes(i + 1 - 16 * b);
             const __m512 d = _mm512_mul_ps(
                 _mm512_maskz_loadu_ps(valid, prow + 16 * b),
                 _mm512_sub_ps(_mm512_maskz_loadu_ps(valid, row + 16 * b), dot));
-            _mm512_mask_storeu_ps(row + 16 * b, lanes(t - 16 * b), _mm512_maskz_mov_ps(valid, d));
+            _mm512_mask_storeu_ps(row + 16 * b, tb_cpu_lanes(t - 16 * b), _mm512_maskz_mov_ps(valid, d));
         }
         for (int b = nb; 16 * b < t; b++)
-            _mm512_mask_storeu_ps(row + 16 * b, lanes(t - 16 * b), _mm512_setzero_ps());
+            _mm512_mask_storeu_ps(row + 16 * b, tb_cpu_lanes(t - 16 * b), _mm512_setzero_ps());
     }
 }
 
@@ -272,8 +242,8 @@ static void cols_product(const tiles *ws, int m, int n, int k, const float *at, 
     for (int jr = 0; jr < m; jr += MR) {
         const int mr = imin(MR, m - jr), k0 = imin(jr, k), kc = k - k0;
         for (int i = 0; i < kc; i++)
-            _mm512_mask_storeu_ps(ws->ap + i * MR, lanes(MR),
-                                  _mm512_maskz_loadu_ps(lanes(mr),
+            _mm512_mask_storeu_ps(ws->ap + i * MR, tb_cpu_lanes(MR),
+                                  _mm512_maskz_loadu_ps(tb_cpu_lanes(mr),
                                                         at + (int64_t)(k0 + i) * ldat + jr));
         for (int jn = 0; jn < n; jn += NR)
             tb_cpu_gemm_tile_panel(kc, ws->ap, ws->bp + (int64_t)jn * k + (int64_t)k0 * NR,

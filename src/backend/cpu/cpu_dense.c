@@ -180,6 +180,60 @@ static inline float gelu_grad(float x)
     return cdf + x * 0.39894228040143268f * e;
 }
 
+#ifdef __AVX512F__
+/* normal_cdf for 16 floats: the same steps, with the division as a reciprocal estimate and
+ * one Newton step (relative error 2^-28). The compiler's vectorisation of the scalar version
+ * kept the full division and ran 2.5x slower. */
+static inline __m512 normal_cdf16(__m512 x, __m512 *gauss)
+{
+    const __m512 one = _mm512_set1_ps(1.0f);
+    const __m512 z = _mm512_mul_ps(x, _mm512_set1_ps(0.70710678118654752f));
+    const __m512 az = _mm512_abs_ps(z);
+    const __m512 d = _mm512_fmadd_ps(_mm512_set1_ps(0.3275911f), az, one);
+    __m512 t = _mm512_rcp14_ps(d);
+    t = _mm512_mul_ps(t, _mm512_fnmadd_ps(d, t, _mm512_set1_ps(2.0f)));
+    __m512 p = _mm512_set1_ps(1.061405429f);
+    p = _mm512_fmsub_ps(p, t, _mm512_set1_ps(1.453152027f));
+    p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(1.421413741f));
+    p = _mm512_fmsub_ps(p, t, _mm512_set1_ps(0.284496736f));
+    p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(0.254829592f));
+    const __m512 e = tb_cpu_exp16(_mm512_mul_ps(_mm512_sub_ps(_mm512_setzero_ps(), z), z));
+    const __m512 erf_abs = _mm512_fnmadd_ps(_mm512_mul_ps(p, t), e, one);
+    const __mmask16 neg = _mm512_cmp_ps_mask(z, _mm512_setzero_ps(), _CMP_LT_OQ);
+    const __m512 erf = _mm512_mask_sub_ps(erf_abs, neg, _mm512_setzero_ps(), erf_abs);
+    *gauss = e;
+    return _mm512_fmadd_ps(_mm512_set1_ps(0.5f), erf, _mm512_set1_ps(0.5f));
+}
+
+/* GELU forward and backward (dx (+)= dy GELU'(x)) in 16-lane blocks. */
+static void gelu_fwd16(int64_t n, const float *x, float *y)
+{
+#pragma omp parallel for schedule(static) if (n > 8192)
+    for (int64_t i = 0; i < n; i += 16) {
+        const __mmask16 m = tb_cpu_lanes(n - i);
+        const __m512 v = _mm512_maskz_loadu_ps(m, x + i);
+        __m512 e;
+        _mm512_mask_storeu_ps(y + i, m, _mm512_mul_ps(v, normal_cdf16(v, &e)));
+    }
+}
+
+static void gelu_bwd16(int64_t n, const float *x, const float *dy, float *dx, bool dx_acc)
+{
+#pragma omp parallel for schedule(static) if (n > 16384)
+    for (int64_t i = 0; i < n; i += 16) {
+        const __mmask16 m = tb_cpu_lanes(n - i);
+        const __m512 v = _mm512_maskz_loadu_ps(m, x + i);
+        __m512 e;
+        const __m512 cdf = normal_cdf16(v, &e);
+        const __m512 grad = _mm512_fmadd_ps(_mm512_mul_ps(v, _mm512_set1_ps(0.39894228040143268f)),
+                                            e, cdf);
+        __m512 g = _mm512_mul_ps(_mm512_maskz_loadu_ps(m, dy + i), grad);
+        if (dx_acc) g = _mm512_add_ps(_mm512_maskz_loadu_ps(m, dx + i), g);
+        _mm512_mask_storeu_ps(dx + i, m, g);
+    }
+}
+#endif
+
 static void cpu_act_fwd(tb_backend *be, tb_act act, int64_t n, const float *x, float *y)
 {
     (void)be;
@@ -189,8 +243,12 @@ static void cpu_act_fwd(tb_backend *be, tb_act act, int64_t n, const float *x, f
         for (int64_t i = 0; i < n; i++) y[i] = x[i] > 0.0f ? x[i] : 0.0f;
         break;
     case TB_ACT_GELU:
+#ifdef __AVX512F__
+        gelu_fwd16(n, x, y);
+#else
 #pragma omp parallel for simd schedule(static) if (n > 8192)
         for (int64_t i = 0; i < n; i++) y[i] = gelu(x[i]);
+#endif
         break;
     case TB_ACT_SILU:
 #pragma omp parallel for simd schedule(static) if (n > 8192)
@@ -233,7 +291,13 @@ static void cpu_act_bwd(tb_backend *be, tb_act act, int64_t n, const float *x, c
     (void)be;
     switch (act) {
     case TB_ACT_RELU: ACT_BWD_LOOP(x[i] > 0.0f ? dy[i] : 0.0f); break;
-    case TB_ACT_GELU: ACT_BWD_LOOP(dy[i] * gelu_grad(x[i])); break;
+    case TB_ACT_GELU:
+#ifdef __AVX512F__
+        gelu_bwd16(n, x, dy, dx, dx_acc);
+#else
+        ACT_BWD_LOOP(dy[i] * gelu_grad(x[i]));
+#endif
+        break;
     case TB_ACT_SILU: ACT_BWD_LOOP(dy[i] * silu_grad(x[i])); break;
     case TB_ACT_TANH: ACT_BWD_LOOP(dy[i] * (1.0f - y[i] * y[i])); break;
     case TB_ACT_SIGMOID: ACT_BWD_LOOP(dy[i] * y[i] * (1.0f - y[i])); break;

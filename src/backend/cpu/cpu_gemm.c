@@ -41,8 +41,6 @@ void tb_cpu_sgemm(bool ta, bool tb, int m, int n, int k, float alpha, const floa
 
 #else
 
-#include <immintrin.h>
-
 enum {
     MR = TB_CPU_GEMM_MR,
     NR = TB_CPU_GEMM_NR,
@@ -54,7 +52,6 @@ enum {
 
 #define ALWAYS_INLINE static inline __attribute__((always_inline))
 
-static inline __mmask16 lanes(int n) { return n >= 16 ? 0xffff : n <= 0 ? 0 : (__mmask16)((1u << n) - 1); }
 
 /* The micro kernel: C[mr, nr] = alpha A B + beta C + bias for A [MR, kc] (element (r, p) at
  * a[r rsa + p csa]) and B one packed panel [kc, NR]; rows past mr (zero padded) are computed
@@ -75,7 +72,7 @@ ALWAYS_INLINE void micro(int kc, const float *a, int64_t rsa, int64_t csa, const
             acc[r][1] = _mm512_fmadd_ps(x, b1, acc[r][1]);
         }
     }
-    const __mmask16 m0 = lanes(nr), m1 = lanes(nr - 16);
+    const __mmask16 m0 = tb_cpu_lanes(nr), m1 = tb_cpu_lanes(nr - 16);
     const __m512 va = _mm512_set1_ps(alpha), vb = _mm512_set1_ps(beta);
     const __m512 bias0 = bias ? _mm512_maskz_loadu_ps(m0, bias) : _mm512_setzero_ps();
     const __m512 bias1 = bias ? _mm512_maskz_loadu_ps(m1, bias + 16) : _mm512_setzero_ps();
@@ -142,7 +139,7 @@ void tb_cpu_gemm_pack_b(int kc, int nc, const float *b, int64_t rsb, int64_t csb
     for (int j0 = 0; j0 < nc; j0 += NR, bp += (int64_t)kc * NR) {
         const int nr = nc - j0 < NR ? nc - j0 : NR;
         if (csb == 1) { /* rows of B are contiguous: copy 32 at a time */
-            const __mmask16 m0 = lanes(nr), m1 = lanes(nr - 16);
+            const __mmask16 m0 = tb_cpu_lanes(nr), m1 = tb_cpu_lanes(nr - 16);
             for (int p = 0; p < kc; p++) {
                 const float *src = b + p * rsb + j0;
                 _mm512_store_ps(bp + p * NR, _mm512_maskz_loadu_ps(m0, src));
@@ -184,7 +181,7 @@ static void block(bool ta, int mc, int nc, int kc, const float *a, int lda, cons
                 for (int i = 0; i < MR; i++)
                     for (int p = 0; p < kc; p += 16) /* memcpy became rep movsq */
                         _mm512_store_ps(ap + (int64_t)i * A_STRIDE + p,
-                                        i < mr ? _mm512_maskz_loadu_ps(lanes(kc - p),
+                                        i < mr ? _mm512_maskz_loadu_ps(tb_cpu_lanes(kc - p),
                                                                        ar + (int64_t)i * lda + p)
                                                : _mm512_setzero_ps());
                 ar = ap;
@@ -203,8 +200,8 @@ static void block(bool ta, int mc, int nc, int kc, const float *a, int lda, cons
     for (int p = 0; p < kc; p++) {
         const float *src = a + (int64_t)p * lda;
         for (int q = 0; q < panels; q++)
-            _mm512_mask_storeu_ps(ap + ((int64_t)q * kc + p) * MR, lanes(MR),
-                                  _mm512_maskz_loadu_ps(lanes(mc - q * MR), src + q * MR));
+            _mm512_mask_storeu_ps(ap + ((int64_t)q * kc + p) * MR, tb_cpu_lanes(MR),
+                                  _mm512_maskz_loadu_ps(tb_cpu_lanes(mc - q * MR), src + q * MR));
     }
     for (int q = 0; q < panels; q++) {
         const int ir = q * MR, mr = mc - ir < MR ? mc - ir : MR;
