@@ -1,9 +1,11 @@
 /* cpu_backend.c: the CPU backend: host memory, one thread budget for OpenBLAS and OpenMP. */
+#define _DEFAULT_SOURCE 1 /* madvise (Linux) */
 #include "backend/cpu/cpu.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <cblas.h>
@@ -15,9 +17,24 @@
 extern void openblas_set_num_threads(int num_threads);
 extern char *openblas_get_config(void);
 
+/* Blocks of 4 MB and more (a tape's step memory, parameter buffers) are 2 MB aligned and
+ * asked for transparent huge pages: a training step streams through tens of megabytes of
+ * activations, and with 4 KB pages its products spent a tenth of their time on TLB misses
+ * (transformer step, 1 thread: 66-69 ms -> 55-61 ms, same run). The advice is only advice:
+ * where the kernel gives no huge pages, nothing changes. */
+#define HUGE_PAGE ((size_t)2 << 20)
+
 static void *cpu_alloc(tb_backend *be, size_t bytes)
 {
     (void)be;
+    if (bytes >= 2 * HUGE_PAGE) {
+        size_t rounded = (bytes + HUGE_PAGE - 1) / HUGE_PAGE * HUGE_PAGE;
+        void *p = aligned_alloc(HUGE_PAGE, rounded);
+#ifdef MADV_HUGEPAGE
+        if (p) (void)madvise(p, rounded, MADV_HUGEPAGE);
+#endif
+        return p;
+    }
     size_t rounded = (bytes + 63) / 64 * 64;
     return aligned_alloc(64, rounded ? rounded : 64);
 }
