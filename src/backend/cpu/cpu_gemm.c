@@ -164,32 +164,10 @@ void tb_cpu_gemm_pack_b(int kc, int nc, const float *b, int64_t rsb, int64_t csb
     }
 }
 
-/* Prefetches for the tile after the current one, so that a step's cold operands (they come
- * from L3: a training step's activations do not fit in L2) arrive while this tile computes:
- * its C rows (for writing), and a share of the next A panel's rows when A is read in place
- * (share q of `shares`). Without them the products of a training step ran at two thirds of
- * their in-cache speed. */
-static inline void prefetch_c(const float *c, int64_t ldc, int mr)
-{
-    for (int r = 0; r < mr; r++) {
-        __builtin_prefetch(c + r * ldc, 1, 3);
-        __builtin_prefetch(c + r * ldc + 16, 1, 3);
-    }
-}
-
-static inline void prefetch_rows_share(const float *a, int64_t lda, int rows, int kc, int q,
-                                       int shares)
-{
-    const int per_row = (kc + 15) / 16, lines = rows * per_row;
-    for (int l = lines * q / shares; l < lines * (q + 1) / shares; l++)
-        __builtin_prefetch(a + (l / per_row) * lda + (l % per_row) * 16, 0, 3);
-}
-
 /* One MC x KC block of A against the packed B block [kc, nc]. */
 static void block(bool ta, int mc, int nc, int kc, const float *a, int lda, const float *bp,
                   float alpha, float beta, const float *bias, float *c, int ldc, float *ap)
 {
-    const int tiles = (nc + NR - 1) / NR;
     if (!ta) {
         /* A [mc, kc] rows, read in place unless the row stride is a multiple of 2 KB (then
          * the 12 rows would crowd a few L1 sets) or the panel is short (its rows are copied
@@ -197,7 +175,6 @@ static void block(bool ta, int mc, int nc, int kc, const float *a, int lda, cons
         const bool in_place = lda % 512 != 0;
         for (int ir = 0; ir < mc; ir += MR) {
             const int mr = mc - ir < MR ? mc - ir : MR;
-            const int next_mr = mc - ir - MR < MR ? mc - ir - MR : MR; /* <= 0: none */
             const float *ar = a + (int64_t)ir * lda;
             int64_t rs = lda;
             if (!in_place || mr < MR) {
@@ -210,16 +187,10 @@ static void block(bool ta, int mc, int nc, int kc, const float *a, int lda, cons
                 ar = ap;
                 rs = A_STRIDE;
             }
-            for (int jr = 0, q = 0; jr < nc; jr += NR, q++) {
-                float *ct = c + (int64_t)ir * ldc + jr;
-                if (jr + NR < nc) prefetch_c(ct + NR, ldc, mr);
-                else if (next_mr > 0) prefetch_c(c + (int64_t)(ir + MR) * ldc, ldc, next_mr);
-                if (next_mr > 0)
-                    prefetch_rows_share(a + (int64_t)(ir + MR) * lda, lda, next_mr, kc, q, tiles);
-                tb_cpu_gemm_tile_rows(kc, ar, rs, bp + (int64_t)jr * kc, ct, ldc, mr,
-                                      nc - jr < NR ? nc - jr : NR, alpha, beta,
-                                      bias ? bias + jr : NULL);
-            }
+            for (int jr = 0; jr < nc; jr += NR)
+                tb_cpu_gemm_tile_rows(kc, ar, rs, bp + (int64_t)jr * kc, c + (int64_t)ir * ldc + jr, ldc,
+                           mr, nc - jr < NR ? nc - jr : NR, alpha, beta,
+                           bias ? bias + jr : NULL);
         }
         return;
     }
@@ -230,20 +201,14 @@ static void block(bool ta, int mc, int nc, int kc, const float *a, int lda, cons
         const float *src = a + (int64_t)p * lda;
         for (int q = 0; q < panels; q++)
             _mm512_mask_storeu_ps(ap + ((int64_t)q * kc + p) * MR, tb_cpu_lanes(MR),
-                                  _mm512_maskz_loadu_ps(tb_cpu_lanes(mc - q * MR),
-                                                        src + q * MR));
+                                  _mm512_maskz_loadu_ps(tb_cpu_lanes(mc - q * MR), src + q * MR));
     }
     for (int q = 0; q < panels; q++) {
         const int ir = q * MR, mr = mc - ir < MR ? mc - ir : MR;
-        for (int jr = 0; jr < nc; jr += NR) {
-            float *ct = c + (int64_t)ir * ldc + jr;
-            if (jr + NR < nc) prefetch_c(ct + NR, ldc, mr);
-            else if (ir + MR < mc)
-                prefetch_c(c + (int64_t)(ir + MR) * ldc, ldc, mc - ir - MR < MR ? mc - ir - MR : MR);
-            tb_cpu_gemm_tile_panel(kc, ap + (int64_t)q * kc * MR, bp + (int64_t)jr * kc, ct, ldc,
-                                   mr, nc - jr < NR ? nc - jr : NR, alpha, beta,
-                                   bias ? bias + jr : NULL);
-        }
+        for (int jr = 0; jr < nc; jr += NR)
+            tb_cpu_gemm_tile_panel(kc, ap + (int64_t)q * kc * MR, bp + (int64_t)jr * kc,
+                        c + (int64_t)ir * ldc + jr, ldc, mr, nc - jr < NR ? nc - jr : NR, alpha,
+                        beta, bias ? bias + jr : NULL);
     }
 }
 
