@@ -157,8 +157,8 @@ static tb_backend *backend(int threads)
 }
 
 /* The backend entries: one thread against two (split by rows, or by columns when the product
- * is wider than tall), own kernel and OpenBLAS sizes, bit for bit; and against the
- * reference. */
+ * is wider than tall), own kernel and OpenBLAS sizes, against the reference, and bit for bit
+ * where the own kernel runs (AVX-512 builds). */
 static void test_backend_split(void)
 {
     tb_backend *one = backend(1), *two = backend(2);
@@ -190,7 +190,9 @@ static void test_backend_split(void)
                                          o.b, p.ldb, p.beta, cs[i], p.ldc);
                 }
                 CHECK(agrees(&p, o.c, o.ref, scale));
+#ifdef TB_CPU_GEMM_TILES /* the own kernel; OpenBLAS may differ in the last bits */
                 CHECK(memcmp(c1, o.c, sizeof(float) * (size_t)p.m * p.n) == 0);
+#endif
                 free(c1);
                 release(&o);
             }

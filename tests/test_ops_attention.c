@@ -329,6 +329,45 @@ static void test_attention_bwd_against_naive(void)
     tb_backend_destroy(be);
 }
 
+/* Attention called from inside another parallel region (each caller thread 0 of its own
+ * team): every caller must still get its own answer (the tiled path's scratch is per thread
+ * of the backend, so such calls take the OpenBLAS path). */
+static void test_attention_inside_parallel_region(void)
+{
+    tb_backend *be = tb_test_backend();
+    enum { B = 1, T = 64, C = 64, H = 1, CALLERS = 2 };
+    const size_t nq = (size_t)B * T * 3 * C, ny = (size_t)B * T * C, na = (size_t)B * H * T * T;
+    const size_t ws_bytes = be->ops.attention_workspace(be, B, T, C, H);
+    float *qkv[CALLERS], *y[CALLERS], *att[CALLERS], *want[CALLERS];
+    void *ws[CALLERS];
+    for (int i = 0; i < CALLERS; i++) {
+        qkv[i] = malloc(nq * sizeof(float));
+        y[i] = malloc(ny * sizeof(float));
+        want[i] = malloc(ny * sizeof(float));
+        att[i] = malloc(na * sizeof(float));
+        ws[i] = malloc(ws_bytes ? ws_bytes : 1);
+        tb_rng rng = tb_rng_make(9, (uint64_t)i);
+        tb_rng_fill_uniform(&rng, qkv[i], (int64_t)nq, -1.0f, 1.0f);
+        be->ops.attention_fwd(be, B, T, C, H, qkv[i], want[i], att[i], ws[i]);
+    }
+    double worst[CALLERS] = {0};
+#pragma omp parallel for num_threads(CALLERS)
+    for (int i = 0; i < CALLERS; i++)
+        for (int rep = 0; rep < 200; rep++) { /* long enough for the callers to overlap */
+            be->ops.attention_fwd(be, B, T, C, H, qkv[i], y[i], att[i], ws[i]);
+            for (size_t j = 0; j < ny; j++) worst[i] = fmax(worst[i], fabs(y[i][j] - want[i][j]));
+        }
+    for (int i = 0; i < CALLERS; i++) CHECK_NEAR(worst[i], 0.0, 1e-5);
+    for (int i = 0; i < CALLERS; i++) {
+        free(qkv[i]);
+        free(y[i]);
+        free(want[i]);
+        free(att[i]);
+        free(ws[i]);
+    }
+    tb_backend_destroy(be);
+}
+
 /* ---- embedding ----------------------------------------------------------------------------------
  */
 
@@ -489,6 +528,7 @@ int main(void)
     test_attention_grad();
     test_attention_bwd_accumulates();
     test_attention_bwd_against_naive();
+    test_attention_inside_parallel_region();
     test_embedding_forward_and_grad();
     test_embedding_bwd_large();
     test_embedding_bad_index();

@@ -132,7 +132,8 @@ static void test_activations(void)
 }
 
 /* The GELU kernels over [-10, 10] (a length that is not a multiple of 16) against erf in
- * double: values, gradients (fresh and accumulated), and NaN passed through. */
+ * double: values, gradients (fresh and accumulated), NaN passed through, and the limits at
+ * huge and infinite inputs. */
 static void test_gelu_kernel_range(void)
 {
     enum { N = 2001 };
@@ -167,6 +168,21 @@ static void test_gelu_kernel_range(void)
         worst_acc = fmax(worst_acc, fabs(dx[i] - (0.5 + grad)));
     }
     CHECK_NEAR(worst_acc, 0.0, 2e-6);
+    /* the tails: GELU(x) -> x or 0 and GELU'(x) -> 1 or 0, infinities included */
+    const float tails[8] = {INFINITY, -INFINITY, 1e38f, -1e38f, 3e38f, -3e38f, 20.0f, -20.0f};
+    float ty[8], tdy[8] = {1, 1, 1, 1, 1, 1, 1, 1}, tdx[8];
+    be->ops.act_fwd(be, TB_ACT_GELU, 8, tails, ty);
+    be->ops.act_bwd(be, TB_ACT_GELU, 8, tails, ty, tdy, tdx, false);
+    bool tails_ok = true;
+    for (int i = 0; i < 8; i++) {
+        const bool pos = tails[i] > 0;
+        tails_ok &= (pos ? ty[i] == tails[i] : ty[i] == 0.0f) && tdx[i] == (pos ? 1.0f : 0.0f);
+        if (!tails_ok) {
+            fprintf(stderr, "gelu(%g) = %g, gelu'(%g) = %g\n", tails[i], ty[i], tails[i], tdx[i]);
+            break;
+        }
+    }
+    CHECK(tails_ok);
     free(x);
     free(y);
     free(dy);

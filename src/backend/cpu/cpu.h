@@ -16,7 +16,8 @@ static inline float tb_cpu_expf(float x)
     /* NaN stays NaN (a diverging run must show as one), by a select at the end so the
      * function stays branch-free and loops calling it vectorise; the clamp keeps k in range */
     const float in = x;
-    x = x < -87.0f ? -87.0f : (x > 88.0f ? 88.0f : x);
+    x = x >= -87.0f ? (x <= 88.0f ? x : 88.0f) : -87.0f; /* NaN -> -87: no NaN reaches the int
+                                                            conversion below (undefined) */
     /* k = round(x / ln2) by the 1.5 * 2^23 trick (exact for |k| < 2^22; here |k| <= 127) */
     const float kf = (x * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
     float r = x - kf * 0.693145751953125f - kf * 1.428606765330187e-06f;

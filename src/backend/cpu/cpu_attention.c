@@ -252,6 +252,9 @@ static void cols_product(const tiles *ws, int m, int n, int k, const float *at, 
     }
 }
 
+/* The tiled path needs t and hd up to TILE_MAX, and a team of its own: the scratch slices are
+ * per thread of the backend, so a call from inside another parallel region (where every
+ * caller is thread 0 of its own team) takes the OpenBLAS path. */
 static bool tiles_fit(int t, int hd) { return t <= TILE_MAX && hd <= TILE_MAX; }
 
 static void pair_fwd_tiles(const tiles *ws, int t, int hd, int c, float scale, const float *q,
@@ -326,13 +329,16 @@ static void cpu_attention_fwd(tb_backend *be, int b, int t, int c, int heads, co
     const float scale = 1.0f / sqrtf((float)hd);
     const int64_t pairs = (int64_t)b * heads;
     const int threads = attention_threads(be, b, heads);
+#ifdef TB_CPU_GEMM_TILES
+    const bool tiled = tiles_fit(t, hd) && !omp_in_parallel();
+#endif
 #pragma omp parallel for schedule(static) num_threads(threads) if (pairs > 1)
     for (int64_t bh = 0; bh < pairs; bh++) {
         const int64_t bi = bh / heads, h = bh % heads;
         const float *q = qkv + bi * t * c3 + h * hd;
         float *p = att + bh * t * t, *yo = y + bi * t * c + h * hd;
 #ifdef TB_CPU_GEMM_TILES
-        if (tiles_fit(t, hd)) {
+        if (tiled) {
             const tiles ws = thread_tiles(be);
             pair_fwd_tiles(&ws, t, hd, c, scale, q, p, yo);
             continue;
@@ -350,6 +356,9 @@ static void cpu_attention_bwd(tb_backend *be, int b, int t, int c, int heads, co
     const int64_t pairs = (int64_t)b * heads;
     const int threads = attention_threads(be, b, heads);
     float *scratch = workspace;
+#ifdef TB_CPU_GEMM_TILES
+    const bool tiled = tiles_fit(t, hd) && !omp_in_parallel();
+#endif
 #pragma omp parallel for schedule(static) num_threads(threads) if (pairs > 1)
     for (int64_t bh = 0; bh < pairs; bh++) {
         const int64_t bi = bh / heads, h = bh % heads;
@@ -357,7 +366,7 @@ static void cpu_attention_bwd(tb_backend *be, int b, int t, int c, int heads, co
         const float *p = att + bh * t * t, *dyo = dy + bi * t * c + h * hd;
         float *ds = scratch + (int64_t)thread_index() * t * t;
 #ifdef TB_CPU_GEMM_TILES
-        if (tiles_fit(t, hd)) {
+        if (tiled) {
             const tiles ws = thread_tiles(be);
             pair_bwd_tiles(&ws, t, hd, c, scale, qkv + off, dqkv + off, p, dyo, ds);
             continue;

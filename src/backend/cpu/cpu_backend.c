@@ -2,6 +2,7 @@
 #define _DEFAULT_SOURCE 1 /* madvise (Linux) */
 #include "backend/cpu/cpu.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,6 +28,7 @@ extern char *openblas_get_config(void);
 static void *cpu_alloc(tb_backend *be, size_t bytes)
 {
     (void)be;
+    if (bytes > SIZE_MAX - HUGE_PAGE) return NULL; /* a size that overflowed upstream */
     if (bytes >= 2 * HUGE_PAGE) {
         size_t rounded = (bytes + HUGE_PAGE - 1) / HUGE_PAGE * HUGE_PAGE;
         void *p = aligned_alloc(HUGE_PAGE, rounded);

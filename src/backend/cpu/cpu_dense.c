@@ -37,9 +37,10 @@ static void gemm_one(tb_backend *be, int tid, bool own, bool ta, bool tb, int m,
 /* Large products are split into one block of C per thread, along its longer side (columns in
  * multiples of the 32-column micro tile), each block a single-threaded product. Measured on
  * the 2-core development machine, this beats OpenBLAS's own threading on the tall-skinny
- * products of training steps (e.g. 2048 x 512 x 128) and matches it on square ones; each
- * block's result is the same as the unsplit one's (every element is the same dot product in
- * the same order). */
+ * products of training steps (e.g. 2048 x 512 x 128) and matches it on square ones. With the
+ * backend's own kernel each block's result is the same as the unsplit one's, bit for bit
+ * (every element is the same dot product in the same order); OpenBLAS (without AVX-512)
+ * picks its kernels by shape, so there the last bits may differ between thread counts. */
 static void gemm_run(tb_backend *be, bool ta, bool tb, int m, int n, int k, float alpha,
                      const float *a, int lda, const float *b, int ldb, float beta,
                      const float *bias, float *c, int ldc)
@@ -151,10 +152,19 @@ static void cpu_bias_grad(tb_backend *be, int64_t rows, int64_t cols, const floa
 
 /* Phi(x), the standard normal CDF, and e^(-x^2/2), sharing one exponential:
  * Phi(x) = (1 + erf(x/sqrt2))/2 with erf by Abramowitz & Stegun 7.1.26 (absolute error below
- * 1.5e-7), vectorisable (no libm call). */
+ * 1.5e-7), vectorisable (no libm call). Past |x/sqrt2| = 9 erf is +-1 in float and the
+ * density is below float's range: z is clamped there and the density reported as 0, so that
+ * GELU and its gradient tend to x or 0 and to 1 or 0 at any magnitude, infinities included
+ * (the exponential's clamp at -87 would otherwise leave x e^(-x^2/2) growing with x). NaN
+ * stays NaN. */
+#define GELU_Z_MAX 9.0f
+
+#ifndef __AVX512F__
 static inline float normal_cdf(float x, float *gauss)
 {
-    const float z = x * 0.70710678118654752f, az = z < 0.0f ? -z : z;
+    const float z0 = x * 0.70710678118654752f;
+    const float z = z0 > GELU_Z_MAX ? GELU_Z_MAX : (z0 < -GELU_Z_MAX ? -GELU_Z_MAX : z0);
+    const float az = z < 0.0f ? -z : z;
     const float t = 1.0f / (1.0f + 0.3275911f * az);
     float p = 1.061405429f;
     p = p * t - 1.453152027f;
@@ -163,31 +173,34 @@ static inline float normal_cdf(float x, float *gauss)
     p = p * t + 0.254829592f;
     const float e = tb_cpu_expf(-z * z);
     const float erf_abs = 1.0f - p * t * e;
-    *gauss = e;
+    *gauss = z0 > GELU_Z_MAX || z0 < -GELU_Z_MAX ? 0.0f : e;
     return 0.5f + 0.5f * (z < 0.0f ? -erf_abs : erf_abs);
 }
 
 static inline float gelu(float x)
 {
     float e;
-    return x * normal_cdf(x, &e);
+    const float cdf = normal_cdf(x, &e);
+    return cdf == 0.0f ? 0.0f : x * cdf; /* 0, not NaN, at -inf */
 }
 
 static inline float gelu_grad(float x)
 {
     float e;
-    float cdf = normal_cdf(x, &e);
-    return cdf + x * 0.39894228040143268f * e;
+    const float cdf = normal_cdf(x, &e);
+    return cdf + (e == 0.0f ? 0.0f : x * 0.39894228040143268f * e);
 }
-
-#ifdef __AVX512F__
+#else
 /* normal_cdf for 16 floats: the same steps, with the division as a reciprocal estimate and
- * one Newton step (relative error 2^-28). The compiler's vectorisation of the scalar version
- * kept the full division and ran 2.5x slower. */
+ * one Newton step (relative error 2^-28; the compiler's vectorisation of a division kept the
+ * full division and ran 2.5x slower). NaN lanes come out as garbage here: the callers put
+ * the NaN back. */
 static inline __m512 normal_cdf16(__m512 x, __m512 *gauss)
 {
-    const __m512 one = _mm512_set1_ps(1.0f);
-    const __m512 z = _mm512_mul_ps(x, _mm512_set1_ps(0.70710678118654752f));
+    const __m512 one = _mm512_set1_ps(1.0f), zmax = _mm512_set1_ps(GELU_Z_MAX);
+    const __m512 z0 = _mm512_mul_ps(x, _mm512_set1_ps(0.70710678118654752f));
+    const __m512 z = _mm512_min_ps(_mm512_max_ps(z0, _mm512_sub_ps(_mm512_setzero_ps(), zmax)),
+                                   zmax);
     const __m512 az = _mm512_abs_ps(z);
     const __m512 d = _mm512_fmadd_ps(_mm512_set1_ps(0.3275911f), az, one);
     __m512 t = _mm512_rcp14_ps(d);
@@ -201,7 +214,8 @@ static inline __m512 normal_cdf16(__m512 x, __m512 *gauss)
     const __m512 erf_abs = _mm512_fnmadd_ps(_mm512_mul_ps(p, t), e, one);
     const __mmask16 neg = _mm512_cmp_ps_mask(z, _mm512_setzero_ps(), _CMP_LT_OQ);
     const __m512 erf = _mm512_mask_sub_ps(erf_abs, neg, _mm512_setzero_ps(), erf_abs);
-    *gauss = e;
+    const __mmask16 inside = _mm512_cmp_ps_mask(_mm512_abs_ps(z0), zmax, _CMP_LE_OQ);
+    *gauss = _mm512_maskz_mov_ps(inside, e);
     return _mm512_fmadd_ps(_mm512_set1_ps(0.5f), erf, _mm512_set1_ps(0.5f));
 }
 
@@ -213,7 +227,12 @@ static void gelu_fwd16(int64_t n, const float *x, float *y)
         const __mmask16 m = tb_cpu_lanes(n - i);
         const __m512 v = _mm512_maskz_loadu_ps(m, x + i);
         __m512 e;
-        _mm512_mask_storeu_ps(y + i, m, _mm512_mul_ps(v, normal_cdf16(v, &e)));
+        const __m512 cdf = normal_cdf16(v, &e);
+        /* x Phi(x), 0 where Phi is 0 (so 0 at -inf), NaN where x is NaN */
+        const __m512 g = _mm512_maskz_mul_ps(
+            _mm512_cmp_ps_mask(cdf, _mm512_setzero_ps(), _CMP_NEQ_UQ), v, cdf);
+        _mm512_mask_storeu_ps(y + i, m,
+                              _mm512_mask_blend_ps(_mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q), g, v));
     }
 }
 
@@ -225,8 +244,12 @@ static void gelu_bwd16(int64_t n, const float *x, const float *dy, float *dx, bo
         const __m512 v = _mm512_maskz_loadu_ps(m, x + i);
         __m512 e;
         const __m512 cdf = normal_cdf16(v, &e);
-        const __m512 grad = _mm512_fmadd_ps(_mm512_mul_ps(v, _mm512_set1_ps(0.39894228040143268f)),
-                                            e, cdf);
+        /* Phi(x) + x phi(x), the second term 0 where the density is (so 1 or 0 at +-inf) */
+        const __m512 tail = _mm512_maskz_mul_ps(
+            _mm512_cmp_ps_mask(e, _mm512_setzero_ps(), _CMP_NEQ_UQ),
+            _mm512_mul_ps(v, _mm512_set1_ps(0.39894228040143268f)), e);
+        const __m512 grad = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q),
+                                                 _mm512_add_ps(cdf, tail), v);
         __m512 g = _mm512_mul_ps(_mm512_maskz_loadu_ps(m, dy + i), grad);
         if (dx_acc) g = _mm512_add_ps(_mm512_maskz_loadu_ps(m, dx + i), g);
         _mm512_mask_storeu_ps(dx + i, m, g);
