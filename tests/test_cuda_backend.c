@@ -430,7 +430,7 @@ static void c_attention(run *r)
     float *att = out_f(r, (int64_t)b * heads * t * t, "attention probs");
     r->ops->attention_fwd(r->be, b, t, c, heads, qkv, y, att, work);
     float *dqkv = out_f(r, (int64_t)b * t * 3 * c, "attention dqkv");
-    r->ops->attention_bwd(r->be, b, t, c, heads, qkv, att, dy, dqkv, work);
+    r->ops->attention_bwd(r->be, b, t, c, heads, qkv, att, dy, dqkv, false, work);
 }
 
 /* ---- optimizer kernels ------------------------------------------------------------------------ */

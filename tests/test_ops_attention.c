@@ -224,12 +224,16 @@ static void test_attention_bwd_accumulates(void)
         d0[i] = 0.0f;
         d1[i] = 1.0f;
     }
-    be->ops.attention_bwd(be, B, T, C, H, qkv, att, dy, d0, ws);
-    be->ops.attention_bwd(be, B, T, C, H, qkv, att, dy, d1, ws);
+    be->ops.attention_bwd(be, B, T, C, H, qkv, att, dy, d0, true, ws);
+    be->ops.attention_bwd(be, B, T, C, H, qkv, att, dy, d1, true, ws);
     double worst = 0;
     for (size_t i = 0; i < nq; i++)
         worst = fmax(worst, fabs(d1[i] - (1.0 + d0[i])));
     CHECK_NEAR(worst, 0.0, 1e-6);
+    /* a fresh dqkv (acc false) is written, never read: NaN in it changes nothing */
+    for (size_t i = 0; i < nq; i++) d1[i] = NAN;
+    be->ops.attention_bwd(be, B, T, C, H, qkv, att, dy, d1, false, ws);
+    CHECK(memcmp(d0, d1, nq * sizeof(float)) == 0);
     free(qkv);
     free(dy);
     free(y);
@@ -306,8 +310,8 @@ static void test_attention_bwd_against_naive(void)
         size_t ws_bytes = be->ops.attention_workspace(be, B, T, C, H);
         void *ws = malloc(ws_bytes ? ws_bytes : 1);
         be->ops.attention_fwd(be, B, T, C, H, qkv, y, att, ws);
-        for (size_t i = 0; i < nq; i++) d[i] = 0.0f;
-        be->ops.attention_bwd(be, B, T, C, H, qkv, att, dy, d, ws);
+        for (size_t i = 0; i < nq; i++) d[i] = NAN; /* fresh: written, never read */
+        be->ops.attention_bwd(be, B, T, C, H, qkv, att, dy, d, false, ws);
         naive_attention_bwd(B, T, C, H, qkv, dy, want);
         double worst = 0, scale = 0;
         for (size_t i = 0; i < nq; i++) {

@@ -233,8 +233,10 @@ typedef struct tb_backend_ops {
     size_t (*attention_workspace)(tb_backend *be, int b, int t, int c, int heads);
     void (*attention_fwd)(tb_backend *be, int b, int t, int c, int heads, const float *qkv,
                           float *y, float *att, void *workspace);
+    /* dqkv += the gradient, or = it when dqkv_acc is false (dqkv is then never read) */
     void (*attention_bwd)(tb_backend *be, int b, int t, int c, int heads, const float *qkv,
-                          const float *att, const float *dy, float *dqkv, void *workspace);
+                          const float *att, const float *dy, float *dqkv, bool dqkv_acc,
+                          void *workspace);
 
     /* ---- optimizer updates (one sweep over a flat parameter buffer) ---- */
     /* Heavy-ball / Nesterov momentum with L2 weight decay folded into the gradient:

@@ -96,11 +96,12 @@ tb_var *tb_op_embedding(tb_tape *t, tb_var *table, tb_var *idx)
 
 static void attention_backward(tb_tape *t, tb_node *n)
 {
-    float *dqkv = tb_var_grad(t, n->in[0]);
+    bool acc;
+    float *dqkv = tb_var_grad_for(t, n->in[0], &acc); /* a fresh one is overwritten */
     if (!dqkv) return;
     tb_tape_ops(t)->attention_bwd(tb_tape_be(t), (int)n->iattr[0], (int)n->iattr[1],
                                   (int)n->iattr[2], (int)n->iattr[3], n->in[0]->value.data,
-                                  n->saved[0], n->out->grad.data, dqkv, n->saved[1]);
+                                  n->saved[0], n->out->grad.data, dqkv, acc, n->saved[1]);
 }
 
 tb_var *tb_op_causal_attention(tb_tape *t, tb_var *qkv, int heads)

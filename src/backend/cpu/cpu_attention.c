@@ -53,7 +53,7 @@ static void cpu_embedding_bwd(tb_backend *be, int64_t n, int64_t dim, const int3
  * For one (b, h) pair, with row stride 3C in qkv and C in y:
  *   Q = qkv[b, :, h hd : (h+1) hd], K = the same + C, V = the same + 2C   (each [T, hd])
  *   S = Q K^T / sqrt(hd); P = softmax of each row t over columns 0..t (zeros above); Y = P V.
- * Backward (accumulating into dQ, dK, dV):
+ * Backward (into dQ, dK, dV: added, or written when dqkv is fresh):
  *   dV += P^T dY; dP = dY V^T; dS = P * (dP - rowsum(dP * P)); dQ += dS K / sqrt(hd);
  *   dK += dS^T Q / sqrt(hd). */
 
@@ -270,20 +270,20 @@ static void pair_fwd_tiles(const tiles *ws, int t, int hd, int c, float scale, c
 }
 
 static void pair_bwd_tiles(const tiles *ws, int t, int hd, int c, float scale, const float *q,
-                           float *dq, const float *p, const float *dyo, float *ds)
+                           float *dq, const float *p, const float *dyo, float *ds, float beta)
 {
     const int c3 = 3 * c;
     const float *k = q + c, *v = q + 2 * c;
     float *dk = dq + c, *dv = dq + 2 * c;
-    tb_cpu_gemm_pack_b(t, hd, dyo, c, 1, ws->bp); /* dV += P^T dY */
-    cols_product(ws, t, hd, t, p, t, 1.0f, 1.0f, dv, c3);
+    tb_cpu_gemm_pack_b(t, hd, dyo, c, 1, ws->bp); /* dV (+)= P^T dY */
+    cols_product(ws, t, hd, t, p, t, 1.0f, beta, dv, c3);
     tb_cpu_gemm_pack_b(hd, t, v, 1, c3, ws->bp); /* dP = dY V^T */
     rows_product(ws, t, t, hd, dyo, c, 1.0f, 0.0f, ds, t, true, false);
     softmax_causal_bwd(ds, p, t);
-    tb_cpu_gemm_pack_b(t, hd, k, c3, 1, ws->bp); /* dQ += scale dS K */
-    rows_product(ws, t, hd, t, ds, t, scale, 1.0f, dq, c3, false, true);
-    tb_cpu_gemm_pack_b(t, hd, q, c3, 1, ws->bp); /* dK += scale dS^T Q */
-    cols_product(ws, t, hd, t, ds, t, scale, 1.0f, dk, c3);
+    tb_cpu_gemm_pack_b(t, hd, k, c3, 1, ws->bp); /* dQ (+)= scale dS K */
+    rows_product(ws, t, hd, t, ds, t, scale, beta, dq, c3, false, true);
+    tb_cpu_gemm_pack_b(t, hd, q, c3, 1, ws->bp); /* dK (+)= scale dS^T Q */
+    cols_product(ws, t, hd, t, ds, t, scale, beta, dk, c3);
 }
 #endif
 
@@ -302,22 +302,22 @@ static void pair_fwd_blas(int t, int hd, int c, float scale, const float *q, flo
 }
 
 static void pair_bwd_blas(int t, int hd, int c, float scale, const float *q, float *dq,
-                          const float *p, const float *dyo, float *ds)
+                          const float *p, const float *dyo, float *ds, float beta)
 {
     const int c3 = 3 * c;
     const float *k = q + c, *v = q + 2 * c;
     float *dk = dq + c, *dv = dq + 2 * c;
-    /* dV += P^T dY */
-    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, t, hd, t, 1.0f, p, t, dyo, c, 1.0f, dv,
+    /* dV (+)= P^T dY */
+    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, t, hd, t, 1.0f, p, t, dyo, c, beta, dv,
                 c3);
     /* dP = dY V^T */
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, t, t, hd, 1.0f, dyo, c, v, c3, 0.0f, ds,
                 t);
     softmax_causal_bwd(ds, p, t);
-    /* dQ += scale dS K; dK += scale dS^T Q */
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, t, hd, t, scale, ds, t, k, c3, 1.0f,
+    /* dQ (+)= scale dS K; dK (+)= scale dS^T Q */
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, t, hd, t, scale, ds, t, k, c3, beta,
                 dq, c3);
-    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, t, hd, t, scale, ds, t, q, c3, 1.0f, dk,
+    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, t, hd, t, scale, ds, t, q, c3, beta, dk,
                 c3);
 }
 
@@ -349,8 +349,12 @@ static void cpu_attention_fwd(tb_backend *be, int b, int t, int c, int heads, co
 }
 
 static void cpu_attention_bwd(tb_backend *be, int b, int t, int c, int heads, const float *qkv,
-                              const float *att, const float *dy, float *dqkv, void *workspace)
+                              const float *att, const float *dy, float *dqkv, bool dqkv_acc,
+                              void *workspace)
 {
+    /* each pair writes only its own head's columns of dqkv, all of them: a fresh dqkv is
+     * overwritten (beta 0 never reads it) instead of zeroed first */
+    const float beta = dqkv_acc ? 1.0f : 0.0f;
     const int hd = c / heads, c3 = 3 * c;
     const float scale = 1.0f / sqrtf((float)hd);
     const int64_t pairs = (int64_t)b * heads;
@@ -368,11 +372,11 @@ static void cpu_attention_bwd(tb_backend *be, int b, int t, int c, int heads, co
 #ifdef TB_CPU_GEMM_TILES
         if (tiled) {
             const tiles ws = thread_tiles(be);
-            pair_bwd_tiles(&ws, t, hd, c, scale, qkv + off, dqkv + off, p, dyo, ds);
+            pair_bwd_tiles(&ws, t, hd, c, scale, qkv + off, dqkv + off, p, dyo, ds, beta);
             continue;
         }
 #endif
-        pair_bwd_blas(t, hd, c, scale, qkv + off, dqkv + off, p, dyo, ds);
+        pair_bwd_blas(t, hd, c, scale, qkv + off, dqkv + off, p, dyo, ds, beta);
     }
 }
 

@@ -96,8 +96,10 @@ static void cuda_attention_fwd(tb_backend *be, int b, int t, int c, int heads, c
 }
 
 static void cuda_attention_bwd(tb_backend *be, int b, int t, int c, int heads, const float *qkv,
-                               const float *att, const float *dy, float *dqkv, void *workspace)
+                               const float *att, const float *dy, float *dqkv, bool dqkv_acc,
+                               void *workspace)
 {
+    const float beta = dqkv_acc ? 1.0f : 0.0f; /* cuBLAS never reads C for beta 0 */
     const int hd = c / heads, c3 = 3 * c;
     const float scale = 1.0f / sqrtf((float)hd);
     const int64_t tt = (int64_t)t * t;
@@ -109,8 +111,8 @@ static void cuda_attention_bwd(tb_backend *be, int b, int t, int c, int heads, c
         const float *p = att + (int64_t)bi * heads * tt;
         const float *dyo = dy + (int64_t)bi * t * c;
         float *ds = ds_all + (int64_t)bi * heads * tt;
-        /* dV += P^T dY; dP = dY V^T */
-        tb_cuda_gemm_batched(be, true, false, t, hd, t, 1.0f, p, t, tt, dyo, c, hd, 1.0f, dv, c3,
+        /* dV (+)= P^T dY; dP = dY V^T */
+        tb_cuda_gemm_batched(be, true, false, t, hd, t, 1.0f, p, t, tt, dyo, c, hd, beta, dv, c3,
                              hd, heads);
         tb_cuda_gemm_batched(be, false, true, t, t, hd, 1.0f, dyo, c, hd, v, c3, hd, 0.0f, ds, t,
                              tt, heads);
@@ -125,10 +127,10 @@ static void cuda_attention_bwd(tb_backend *be, int b, int t, int c, int heads, c
         const float *q = qkv + off, *k = q + c;
         float *dq = dqkv + off, *dk = dq + c;
         const float *ds = ds_all + (int64_t)bi * heads * tt;
-        /* dQ += scale dS K; dK += scale dS^T Q */
-        tb_cuda_gemm_batched(be, false, false, t, hd, t, scale, ds, t, tt, k, c3, hd, 1.0f, dq, c3,
+        /* dQ (+)= scale dS K; dK (+)= scale dS^T Q */
+        tb_cuda_gemm_batched(be, false, false, t, hd, t, scale, ds, t, tt, k, c3, hd, beta, dq, c3,
                              hd, heads);
-        tb_cuda_gemm_batched(be, true, false, t, hd, t, scale, ds, t, tt, q, c3, hd, 1.0f, dk, c3,
+        tb_cuda_gemm_batched(be, true, false, t, hd, t, scale, ds, t, tt, q, c3, hd, beta, dk, c3,
                              hd, heads);
     }
 }
