@@ -123,6 +123,11 @@ enum {
 void tb_cpu_sgemm(bool ta, bool tb, int m, int n, int k, float alpha, const float *a, int lda,
                   const float *b, int ldb, float beta, const float *bias, float *c, int ldc,
                   float *work);
+/* The same with OpenBLAS (its own threading; the bias copied into C's rows first): for small
+ * products, and all of them without AVX-512. */
+void tb_cpu_sgemm_blas(bool ta, bool tb, int m, int n, int k, float alpha, const float *a,
+                       int lda, const float *b, int ldb, float beta, const float *bias, float *c,
+                       int ldc);
 
 #ifdef __AVX512F__
 /* The pieces of cpu_gemm.c, for kernels that run their own small products (attention):
@@ -138,12 +143,26 @@ void tb_cpu_gemm_tile_rows(int kc, const float *a, int64_t rsa, const float *bp,
                            const float *bias);
 void tb_cpu_gemm_tile_panel(int kc, const float *a, const float *bp, float *c, int64_t ldc,
                             int mr, int nr, float alpha, float beta, const float *bias);
+/* A [mr, kc] (rows of stride lda) copied to MR rows of stride ldp, rows past mr zero, for
+ * tile_rows where A cannot be read in place. */
+void tb_cpu_gemm_pack_a_rows(int mr, int kc, const float *a, int64_t lda, float *ap,
+                             int64_t ldp);
+/* A [mc, kc] given as At [kc, mc] (rows of stride ldat) packed into ceil(mc / MR) k-major
+ * panels [kc, MR] for tile_panel, panel q at ap + q kc MR, columns past mc zero. */
+void tb_cpu_gemm_pack_a_panels(int mc, int kc, const float *at, int64_t ldat, float *ap);
 #endif
 
 /* The CPU backend's private state (tb_backend.impl): one gemm scratch slice per thread. */
 typedef struct tb_cpu_state {
     float *gemm_work; /* threads x TB_CPU_GEMM_WORK floats */
 } tb_cpu_state;
+
+/* Thread tid's gemm scratch (tid below the backend's thread count: a thread of a team the
+ * backend started, never a caller's own parallel region). */
+static inline float *tb_cpu_gemm_scratch(const tb_backend *be, int tid)
+{
+    return ((const tb_cpu_state *)be->impl)->gemm_work + (size_t)tid * TB_CPU_GEMM_WORK;
+}
 
 void tb_cpu_register_dense(tb_backend_ops *ops);     /* cpu_dense.c: BLAS, element-wise */
 void tb_cpu_register_loss(tb_backend_ops *ops);      /* cpu_loss.c: losses, dropout */

@@ -196,14 +196,16 @@ static void softmax_causal_bwd(float *ds, const float *p, int t)
 enum { MR = TB_CPU_GEMM_MR, NR = TB_CPU_GEMM_NR, TILE_MAX = 256 };
 
 typedef struct tiles {
-    float *bp; /* a packed B, [k, n] in panels of NR columns */
-    float *ap; /* an A panel, or the short last panel's rows */
+    float *bp; /* a packed B, [k, n] in panels of NR columns: at most TILE_MAX^2 floats */
+    float *ap; /* an A panel, or the short last panel's rows: at most MR TILE_MAX floats */
 } tiles;
+
+_Static_assert(TILE_MAX * TILE_MAX + MR * TILE_MAX <= TB_CPU_GEMM_WORK,
+               "one pair's operands fit in a thread's gemm scratch");
 
 static tiles thread_tiles(const tb_backend *be)
 {
-    const tb_cpu_state *st = be->impl;
-    float *slice = st->gemm_work + (size_t)thread_index() * TB_CPU_GEMM_WORK;
+    float *slice = tb_cpu_gemm_scratch(be, thread_index());
     return (tiles){slice, slice + TILE_MAX * TILE_MAX};
 }
 
@@ -222,8 +224,7 @@ static void rows_product(const tiles *ws, int m, int n, int k, const float *a, i
         const float *ar = a + (int64_t)ir * lda;
         int64_t rs = lda;
         if (mr < MR) { /* the tile reads MR rows: the short last panel is copied, zero padded */
-            for (int r = 0; r < MR; r++)
-                for (int q = 0; q < ku; q++) ws->ap[r * ku + q] = r < mr ? ar[r * lda + q] : 0.0f;
+            tb_cpu_gemm_pack_a_rows(mr, ku, ar, lda, ws->ap, ku);
             ar = ws->ap;
             rs = ku;
         }
@@ -241,10 +242,7 @@ static void cols_product(const tiles *ws, int m, int n, int k, const float *at, 
 {
     for (int jr = 0; jr < m; jr += MR) {
         const int mr = imin(MR, m - jr), k0 = imin(jr, k), kc = k - k0;
-        for (int i = 0; i < kc; i++)
-            _mm512_mask_storeu_ps(ws->ap + i * MR, tb_cpu_lanes(MR),
-                                  _mm512_maskz_loadu_ps(tb_cpu_lanes(mr),
-                                                        at + (int64_t)(k0 + i) * ldat + jr));
+        tb_cpu_gemm_pack_a_panels(mr, kc, at + (int64_t)k0 * ldat + jr, ldat, ws->ap);
         for (int jn = 0; jn < n; jn += NR)
             tb_cpu_gemm_tile_panel(kc, ws->ap, ws->bp + (int64_t)jn * k + (int64_t)k0 * NR,
                                    c + (int64_t)jr * ldc + jn, ldc, mr, imin(NR, n - jn), alpha,

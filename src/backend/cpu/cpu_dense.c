@@ -1,4 +1,5 @@
-/* cpu_dense.c: matrix products (OpenBLAS) and element-wise kernels (OpenMP). */
+/* cpu_dense.c: matrix products (the own sgemm of cpu_gemm.c, or OpenBLAS) and element-wise
+ * kernels (OpenMP). */
 #include "backend/cpu/cpu.h"
 
 #include <math.h>
@@ -14,24 +15,17 @@
 #define GEMM_OWN_MIN ((int64_t)1 << 19)
 #define GEMM_SPLIT_MIN ((int64_t)1 << 22)
 
-/* One thread's product C = alpha op(A) op(B) + beta C (+ bias in every row; only with
- * beta = 0): the backend's sgemm with this thread's scratch slice, or OpenBLAS. */
+/* One thread's product C = alpha op(A) op(B) + beta C (+ bias in every row): the backend's
+ * sgemm with this thread's scratch slice, or OpenBLAS. */
 static void gemm_one(tb_backend *be, int tid, bool own, bool ta, bool tb, int m, int n, int k,
                      float alpha, const float *a, int lda, const float *b, int ldb, float beta,
                      const float *bias, float *c, int ldc)
 {
-    if (own) {
-        const tb_cpu_state *st = be->impl;
+    if (own)
         tb_cpu_sgemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, bias, c, ldc,
-                     st->gemm_work + (size_t)tid * TB_CPU_GEMM_WORK);
-        return;
-    }
-    if (bias) { /* rows start as the bias, and the product is added (beta 1) */
-        for (int i = 0; i < m; i++) memcpy(c + (int64_t)i * ldc, bias, sizeof(float) * (size_t)n);
-        beta = 1.0f;
-    }
-    cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, m,
-                n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+                     tb_cpu_gemm_scratch(be, tid));
+    else
+        tb_cpu_sgemm_blas(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, bias, c, ldc);
 }
 
 /* Large products are split into one block of C per thread, along its longer side (columns in
@@ -47,12 +41,12 @@ static void gemm_run(tb_backend *be, bool ta, bool tb, int m, int n, int k, floa
 {
     be->gemm_flops += 2ull * (uint64_t)m * (uint64_t)n * (uint64_t)k;
     const int64_t size = (int64_t)m * n * k;
-    const bool own = size >= GEMM_OWN_MIN;
+    /* inside another parallel region only OpenBLAS is safe: the scratch is per thread of
+     * the backend's own teams */
+    const bool nested = omp_in_parallel(), own = size >= GEMM_OWN_MIN && !nested;
     const int threads = be->threads;
-    if (threads < 2 || size < GEMM_SPLIT_MIN || omp_in_parallel()) {
-        /* inside another parallel region only OpenBLAS is safe: the scratch is per thread */
-        gemm_one(be, 0, own && !omp_in_parallel(), ta, tb, m, n, k, alpha, a, lda, b, ldb, beta,
-                 bias, c, ldc);
+    if (threads < 2 || size < GEMM_SPLIT_MIN || nested) {
+        gemm_one(be, 0, own, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, bias, c, ldc);
         return;
     }
     const bool rows = m >= n;

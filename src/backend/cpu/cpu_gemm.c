@@ -4,9 +4,10 @@
  * products of a training step (k = 128 inner dimensions, 128 rows), and a linear layer's bias
  * costs it an extra pass over the output. This is a BLIS-style product with an AVX-512 micro
  * kernel of MR x NR = 12 x 32 (24 accumulators): B is packed once per (KC x NC) block into
- * k-major panels of 32 columns (a 16 x 16 register transpose for a transposed B), A is copied
- * into rows of padded stride (or k-major panels when transposed), and the kernel's epilogue
- * applies alpha, beta and the bias while the tile is in registers. beta = 0 never reads C.
+ * k-major panels of 32 columns (a 16 x 16 register transpose for a transposed B), A is read
+ * in place (copied to a padded stride only where its own stride would crowd a few L1 sets,
+ * packed into k-major panels when transposed), and the kernel's epilogue applies alpha, beta
+ * and the bias while the tile is in registers. beta = 0 never reads C.
  *
  * Without AVX-512 (the compiler's target decides) it is OpenBLAS with the bias added first. */
 #include "backend/cpu/cpu.h"
@@ -23,6 +24,19 @@ static void init_rows(int m, int n, float beta, const float *bias, float *c, int
     }
 }
 
+void tb_cpu_sgemm_blas(bool ta, bool tb, int m, int n, int k, float alpha, const float *a,
+                       int lda, const float *b, int ldb, float beta, const float *bias, float *c,
+                       int ldc)
+{
+    if (m <= 0 || n <= 0) return;
+    if (bias) { /* rows start as beta C + bias, and the product is added (beta 1) */
+        init_rows(m, n, beta, bias, c, ldc);
+        beta = 1.0f;
+    }
+    cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, m,
+                n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+}
+
 #ifndef __AVX512F__
 
 void tb_cpu_sgemm(bool ta, bool tb, int m, int n, int k, float alpha, const float *a, int lda,
@@ -30,13 +44,7 @@ void tb_cpu_sgemm(bool ta, bool tb, int m, int n, int k, float alpha, const floa
                   float *work)
 {
     (void)work;
-    if (m <= 0 || n <= 0) return;
-    if (bias) {
-        init_rows(m, n, beta, bias, c, ldc);
-        beta = 1.0f;
-    }
-    cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, m,
-                n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+    tb_cpu_sgemm_blas(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, bias, c, ldc);
 }
 
 #else
@@ -51,7 +59,6 @@ enum {
 };
 
 #define ALWAYS_INLINE static inline __attribute__((always_inline))
-
 
 /* The micro kernel: C[mr, nr] = alpha A B + beta C + bias for A [MR, kc] (element (r, p) at
  * a[r rsa + p csa]) and B one packed panel [kc, NR]; rows past mr (zero padded) are computed
@@ -93,14 +100,15 @@ ALWAYS_INLINE void micro(int kc, const float *a, int64_t rsa, int64_t csa, const
 
 /* A as rows of stride rsa (in place, or copied) */
 void tb_cpu_gemm_tile_rows(int kc, const float *a, int64_t rsa, const float *bp, float *c,
-                       int64_t ldc, int mr, int nr, float alpha, float beta, const float *bias)
+                           int64_t ldc, int mr, int nr, float alpha, float beta,
+                           const float *bias)
 {
     micro(kc, a, rsa, 1, bp, c, ldc, mr, nr, alpha, beta, bias);
 }
 
 /* A as a k-major panel [kc, MR] */
-void tb_cpu_gemm_tile_panel(int kc, const float *a, const float *bp, float *c, int64_t ldc, int mr,
-                        int nr, float alpha, float beta, const float *bias)
+void tb_cpu_gemm_tile_panel(int kc, const float *a, const float *bp, float *c, int64_t ldc,
+                            int mr, int nr, float alpha, float beta, const float *bias)
 {
     micro(kc, a, 1, MR, bp, c, ldc, mr, nr, alpha, beta, bias);
 }
@@ -164,51 +172,63 @@ void tb_cpu_gemm_pack_b(int kc, int nc, const float *b, int64_t rsb, int64_t csb
     }
 }
 
+void tb_cpu_gemm_pack_a_rows(int mr, int kc, const float *a, int64_t lda, float *ap, int64_t ldp)
+{
+    for (int i = 0; i < MR; i++)
+        for (int p = 0; p < kc; p += 16) { /* vector copy: memcpy became rep movsq */
+            const __mmask16 m = tb_cpu_lanes(kc - p);
+            _mm512_mask_storeu_ps(ap + i * ldp + p, m,
+                                  i < mr ? _mm512_maskz_loadu_ps(m, a + i * lda + p)
+                                         : _mm512_setzero_ps());
+        }
+}
+
+void tb_cpu_gemm_pack_a_panels(int mc, int kc, const float *at, int64_t ldat, float *ap)
+{
+    const int panels = (mc + MR - 1) / MR;
+    for (int p = 0; p < kc; p++) { /* row by row of A^T: sequential reads */
+        const float *src = at + p * ldat;
+        for (int q = 0; q < panels; q++)
+            _mm512_mask_storeu_ps(ap + ((int64_t)q * kc + p) * MR, tb_cpu_lanes(MR),
+                                  _mm512_maskz_loadu_ps(tb_cpu_lanes(mc - q * MR), src + q * MR));
+    }
+}
+
 /* One MC x KC block of A against the packed B block [kc, nc]. */
 static void block(bool ta, int mc, int nc, int kc, const float *a, int lda, const float *bp,
                   float alpha, float beta, const float *bias, float *c, int ldc, float *ap)
 {
     if (!ta) {
         /* A [mc, kc] rows, read in place unless the row stride is a multiple of 2 KB (then
-         * the 12 rows would crowd a few L1 sets) or the panel is short (its rows are copied
-         * to a padded stride, zero rows after the last) */
+         * the 12 rows would crowd a few L1 sets) or the panel is short (the tile reads MR
+         * rows) */
         const bool in_place = lda % 512 != 0;
         for (int ir = 0; ir < mc; ir += MR) {
             const int mr = mc - ir < MR ? mc - ir : MR;
             const float *ar = a + (int64_t)ir * lda;
             int64_t rs = lda;
             if (!in_place || mr < MR) {
-                for (int i = 0; i < MR; i++)
-                    for (int p = 0; p < kc; p += 16) /* memcpy became rep movsq */
-                        _mm512_store_ps(ap + (int64_t)i * A_STRIDE + p,
-                                        i < mr ? _mm512_maskz_loadu_ps(tb_cpu_lanes(kc - p),
-                                                                       ar + (int64_t)i * lda + p)
-                                               : _mm512_setzero_ps());
+                tb_cpu_gemm_pack_a_rows(mr, kc, ar, lda, ap, A_STRIDE);
                 ar = ap;
                 rs = A_STRIDE;
             }
             for (int jr = 0; jr < nc; jr += NR)
-                tb_cpu_gemm_tile_rows(kc, ar, rs, bp + (int64_t)jr * kc, c + (int64_t)ir * ldc + jr, ldc,
-                           mr, nc - jr < NR ? nc - jr : NR, alpha, beta,
-                           bias ? bias + jr : NULL);
+                tb_cpu_gemm_tile_rows(kc, ar, rs, bp + (int64_t)jr * kc,
+                                      c + (int64_t)ir * ldc + jr, ldc, mr,
+                                      nc - jr < NR ? nc - jr : NR, alpha, beta,
+                                      bias ? bias + jr : NULL);
         }
         return;
     }
-    /* A^T stored [kc, mc]: k-major panels of MR rows, MR contiguous floats per p, packed
-     * row by row of A^T (sequential reads) */
-    const int panels = (mc + MR - 1) / MR;
-    for (int p = 0; p < kc; p++) {
-        const float *src = a + (int64_t)p * lda;
-        for (int q = 0; q < panels; q++)
-            _mm512_mask_storeu_ps(ap + ((int64_t)q * kc + p) * MR, tb_cpu_lanes(MR),
-                                  _mm512_maskz_loadu_ps(tb_cpu_lanes(mc - q * MR), src + q * MR));
-    }
-    for (int q = 0; q < panels; q++) {
+    /* A^T stored [kc, mc]: all of the block's panels packed first */
+    tb_cpu_gemm_pack_a_panels(mc, kc, a, lda, ap);
+    for (int q = 0; q * MR < mc; q++) {
         const int ir = q * MR, mr = mc - ir < MR ? mc - ir : MR;
         for (int jr = 0; jr < nc; jr += NR)
             tb_cpu_gemm_tile_panel(kc, ap + (int64_t)q * kc * MR, bp + (int64_t)jr * kc,
-                        c + (int64_t)ir * ldc + jr, ldc, mr, nc - jr < NR ? nc - jr : NR, alpha,
-                        beta, bias ? bias + jr : NULL);
+                                   c + (int64_t)ir * ldc + jr, ldc, mr,
+                                   nc - jr < NR ? nc - jr : NR, alpha, beta,
+                                   bias ? bias + jr : NULL);
     }
 }
 
