@@ -54,6 +54,17 @@ bool tb_device_compiled(tb_device device)
 #endif
 }
 
+/* gemm_bias for a backend without a fused one: y starts as the bias in every row and the
+ * product is added to it (one pass over C less than a product followed by a bias addition). */
+static void gemm_bias_by_copy(tb_backend *be, bool ta, bool tb, int m, int n, int k,
+                              const float *a, int lda, const float *b, int ldb, const float *bias,
+                              float *c, int ldc)
+{
+    const int64_t shape[2] = {m, n}, c_stride[2] = {ldc, 1}, bias_stride[2] = {0, 1};
+    be->ops.strided_copy(be, 2, shape, c, c_stride, bias, bias_stride, false);
+    be->ops.gemm(be, ta, tb, m, n, k, 1.0f, a, lda, b, ldb, 1.0f, c, ldc);
+}
+
 tb_status tb_backend_create(const tb_backend_config *config, tb_backend **out, tb_error *err)
 {
     tb_backend_config cfg = {0};
@@ -79,6 +90,7 @@ tb_status tb_backend_create(const tb_backend_config *config, tb_backend **out, t
         free(be);
         return st;
     }
+    if (!be->ops.gemm_bias) be->ops.gemm_bias = gemm_bias_by_copy;
     *out = be;
     return TB_OK;
 }

@@ -110,8 +110,9 @@ typedef struct tb_backend_ops {
     /* C[M,N] = alpha * op(A) op(B) + beta * C, row-major; op(A) is [M,K], op(B) is [K,N]. */
     void (*gemm)(tb_backend *be, bool trans_a, bool trans_b, int m, int n, int k, float alpha,
                  const float *a, int lda, const float *b, int ldb, float beta, float *c, int ldc);
-    /* Optional (NULL: the caller copies the bias into C's rows and calls gemm with beta 1):
-     * C = op(A) op(B) + bias[j] added to every row; C is not read. */
+    /* C = op(A) op(B) + bias[j] added to every row; C is not read. A backend may leave it
+     * NULL: tb_backend_create then fills in the bias copied into C's rows and gemm with
+     * beta 1 (the CPU backend adds the bias in its kernel's epilogue instead). */
     void (*gemm_bias)(tb_backend *be, bool trans_a, bool trans_b, int m, int n, int k,
                       const float *a, int lda, const float *b, int ldb, const float *bias,
                       float *c, int ldc);

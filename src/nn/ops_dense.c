@@ -46,20 +46,12 @@ tb_var *tb_op_linear(tb_tape *t, tb_var *x, tb_var *w, tb_var *b)
     if (!y) return NULL;
     const tb_backend_ops *k = tb_tape_ops(t);
     tb_backend *be = tb_tape_be(t);
-    if (b && k->gemm_bias) {
+    if (b)
         k->gemm_bias(be, false, true, (int)rows, (int)out, (int)in, x->value.data, (int)in,
                      w->value.data, (int)in, b->value.data, y->value.data, (int)out);
-    } else {
-        if (b) {
-            /* y starts as the bias in every row and the product is added to it: one pass
-             * over y less than a product followed by a bias addition */
-            const int64_t bshape[2] = {rows, out}, ystride[2] = {out, 1}, bstride[2] = {0, 1};
-            k->strided_copy(be, 2, bshape, y->value.data, ystride, b->value.data, bstride,
-                            false);
-        }
+    else
         k->gemm(be, false, true, (int)rows, (int)out, (int)in, 1.0f, x->value.data, (int)in,
-                w->value.data, (int)in, b ? 1.0f : 0.0f, y->value.data, (int)out);
-    }
+                w->value.data, (int)in, 0.0f, y->value.data, (int)out);
     tb_node *n = tb_tape_record(t, "linear", linear_backward, y, n_in, ins);
     if (n) {
         n->iattr[0] = rows;
