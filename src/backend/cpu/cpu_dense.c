@@ -213,20 +213,34 @@ static inline __m512 normal_cdf16(__m512 x, __m512 *gauss)
     return _mm512_fmadd_ps(_mm512_set1_ps(0.5f), erf, _mm512_set1_ps(0.5f));
 }
 
+/* gelu and gelu_grad for 16 floats, with the same limits; NaN stays NaN. */
+static inline __m512 gelu16(__m512 x)
+{
+    __m512 e;
+    const __m512 cdf = normal_cdf16(x, &e);
+    const __m512 g = _mm512_maskz_mul_ps( /* 0 where Phi is 0 (so 0, not NaN, at -inf) */
+        _mm512_cmp_ps_mask(cdf, _mm512_setzero_ps(), _CMP_NEQ_UQ), x, cdf);
+    return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q), g, x);
+}
+
+static inline __m512 gelu_grad16(__m512 x)
+{
+    __m512 e;
+    const __m512 cdf = normal_cdf16(x, &e);
+    const __m512 tail = _mm512_maskz_mul_ps( /* x phi(x), 0 where the density is */
+        _mm512_cmp_ps_mask(e, _mm512_setzero_ps(), _CMP_NEQ_UQ),
+        _mm512_mul_ps(x, _mm512_set1_ps(0.39894228040143268f)), e);
+    return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q),
+                                _mm512_add_ps(cdf, tail), x);
+}
+
 /* GELU forward and backward (dx (+)= dy GELU'(x)) in 16-lane blocks. */
 static void gelu_fwd16(int64_t n, const float *x, float *y)
 {
 #pragma omp parallel for schedule(static) if (n > 8192)
     for (int64_t i = 0; i < n; i += 16) {
         const __mmask16 m = tb_cpu_lanes(n - i);
-        const __m512 v = _mm512_maskz_loadu_ps(m, x + i);
-        __m512 e;
-        const __m512 cdf = normal_cdf16(v, &e);
-        /* x Phi(x), 0 where Phi is 0 (so 0 at -inf), NaN where x is NaN */
-        const __m512 g = _mm512_maskz_mul_ps(
-            _mm512_cmp_ps_mask(cdf, _mm512_setzero_ps(), _CMP_NEQ_UQ), v, cdf);
-        _mm512_mask_storeu_ps(y + i, m,
-                              _mm512_mask_blend_ps(_mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q), g, v));
+        _mm512_mask_storeu_ps(y + i, m, gelu16(_mm512_maskz_loadu_ps(m, x + i)));
     }
 }
 
@@ -235,16 +249,8 @@ static void gelu_bwd16(int64_t n, const float *x, const float *dy, float *dx, bo
 #pragma omp parallel for schedule(static) if (n > 16384)
     for (int64_t i = 0; i < n; i += 16) {
         const __mmask16 m = tb_cpu_lanes(n - i);
-        const __m512 v = _mm512_maskz_loadu_ps(m, x + i);
-        __m512 e;
-        const __m512 cdf = normal_cdf16(v, &e);
-        /* Phi(x) + x phi(x), the second term 0 where the density is (so 1 or 0 at +-inf) */
-        const __m512 tail = _mm512_maskz_mul_ps(
-            _mm512_cmp_ps_mask(e, _mm512_setzero_ps(), _CMP_NEQ_UQ),
-            _mm512_mul_ps(v, _mm512_set1_ps(0.39894228040143268f)), e);
-        const __m512 grad = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q),
-                                                 _mm512_add_ps(cdf, tail), v);
-        __m512 g = _mm512_mul_ps(_mm512_maskz_loadu_ps(m, dy + i), grad);
+        __m512 g = _mm512_mul_ps(_mm512_maskz_loadu_ps(m, dy + i),
+                                 gelu_grad16(_mm512_maskz_loadu_ps(m, x + i)));
         if (dx_acc) g = _mm512_add_ps(_mm512_maskz_loadu_ps(m, dx + i), g);
         _mm512_mask_storeu_ps(dx + i, m, g);
     }
