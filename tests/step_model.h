@@ -7,6 +7,8 @@
 
 #include "testutil.h"
 
+#include <string.h>
+
 typedef struct step_model {
     tb_params *params;
     tb_var *w1, *b1, *g, *beta, *w2, *b2;
@@ -50,6 +52,51 @@ static tb_var *step_model_loss(void *user, tb_tape *t, const tb_batch *b, tb_rng
     h = tb_op_gelu(t, tb_op_layernorm(t, h, m->g, m->beta, 1e-5f));
     h = tb_op_dropout(t, h, 0.25f, dropout);
     return tb_op_softmax_xent(t, tb_op_linear(t, h, m->w2, m->b2), b->targets, 0.1f);
+}
+
+/* Everything a step-runner test trains with: fmnist_mlp batches through a pipeline, a
+ * step_model, a tape, an optimizer and, when asked for, a step runner. */
+typedef struct step_rig {
+    tb_workload *wl;
+    tb_pipeline *pipe;
+    step_model m;
+    tb_tape *tape;
+    tb_optimizer *opt;
+    tb_step_runner *runner;
+    bool ok; /* every piece was built (each failure is a failed CHECK) */
+} step_rig;
+
+/* On be: batches of `batch` in data order `order`, the model from seed `init`, `algorithm`
+ * with hp (NULL: its defaults) and, when sc is not NULL, a runner over sc with the model as
+ * its user. Destroy with step_rig_destroy, built or not. */
+static void step_rig_create(step_rig *r, tb_backend *be, int batch, uint64_t order,
+                            uint64_t init, const char *algorithm, const tb_hparams *hp,
+                            tb_step_config *sc)
+{
+    tb_error err = {0};
+    memset(r, 0, sizeof *r);
+    CHECK_OK(tb_workload_create("fmnist_mlp", be, NULL, &r->wl, &err), &err);
+    tb_pipeline_config pc = {.batch_size = batch, .data_order_seed = order, .prefetch = -1};
+    if (r->wl) CHECK_OK(tb_pipeline_create(r->wl, &pc, &r->pipe, &err), &err);
+    const bool model = CHECK(step_model_create(&r->m, be, init));
+    CHECK_OK(tb_tape_create(be, &r->tape, &err), &err);
+    if (model) CHECK_OK(tb_optimizer_create(algorithm, r->m.params, hp, &r->opt, &err), &err);
+    if (sc && r->opt) {
+        sc->user = &r->m;
+        CHECK_OK(tb_step_runner_create(r->tape, r->m.params, r->opt, sc, &r->runner, &err),
+                 &err);
+    }
+    r->ok = r->pipe && model && r->tape && r->opt && (!sc || r->runner);
+}
+
+static void step_rig_destroy(step_rig *r)
+{
+    tb_step_runner_destroy(r->runner);
+    tb_optimizer_destroy(r->opt);
+    tb_tape_destroy(r->tape);
+    step_model_destroy(&r->m);
+    tb_pipeline_destroy(r->pipe);
+    tb_workload_destroy(r->wl);
 }
 
 #endif

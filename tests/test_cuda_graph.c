@@ -57,48 +57,33 @@ static void run_model(const char *algorithm, bool graph, result *out)
 {
     tb_error err = {0};
     tb_backend *be = new_gpu();
-    tb_workload *wl = NULL;
-    tb_pipeline *pipe = NULL;
-    tb_tape *tape = NULL;
-    tb_optimizer *opt = NULL;
-    tb_step_runner *runner = NULL;
-    step_model m = {0};
     if (!be) return;
-    CHECK_OK(tb_workload_create("fmnist_mlp", be, NULL, &wl, &err), &err);
-    tb_pipeline_config pc = {.batch_size = 64, .data_order_seed = 3, .prefetch = -1};
-    if (wl) CHECK_OK(tb_pipeline_create(wl, &pc, &pipe, &err), &err);
-    CHECK(step_model_create(&m, be, 11));
-    CHECK_OK(tb_tape_create(be, &tape, &err), &err);
     tb_hparams hp = {0};
     tb_hparams_set(&hp, "learning_rate", strcmp(algorithm, "adamw") == 0 ? 1e-2 : 0.05, NULL);
     tb_hparams_set(&hp, "weight_decay", 0.01, NULL);
-    CHECK_OK(tb_optimizer_create(algorithm, m.params, &hp, &opt, &err), &err);
-    tb_step_config sc = {.loss = step_model_loss, .user = &m, .cuda_graph = graph};
-    if (opt) CHECK_OK(tb_step_runner_create(tape, m.params, opt, &sc, &runner, &err), &err);
+    tb_step_config sc = {.loss = step_model_loss, .cuda_graph = graph};
+    step_rig r;
+    step_rig_create(&r, be, 64, 3, 11, algorithm, &hp, &sc);
     tb_rng drop = tb_rng_make(5, TB_STREAM_DROPOUT);
-    for (int s = 0; runner && pipe && s < STEPS; s++) {
+    for (int s = 0; r.ok && s < STEPS; s++) {
         double scale = 0.55 + 0.45 * cos(0.9 * s); /* a different learning rate every step */
-        if (!CHECK_OK(tb_step_runner_step(runner, pipe, scale, &drop, &out->loss[s], NULL, &err),
+        if (!CHECK_OK(tb_step_runner_step(r.runner, r.pipe, scale, &drop, &out->loss[s], NULL,
+                                          &err),
                       &err))
             break;
     }
-    if (runner) {
-        CHECK(tb_step_runner_graphed(runner) == graph);
-        out->replays = tb_step_runner_replays(runner);
-        out->opt_steps = tb_optimizer_steps(opt);
-        out->n_values = tb_params_numel(m.params);
+    if (r.ok) {
+        CHECK(tb_step_runner_graphed(r.runner) == graph);
+        out->replays = tb_step_runner_replays(r.runner);
+        out->opt_steps = tb_optimizer_steps(r.opt);
+        out->n_values = tb_params_numel(r.m.params);
         out->values = malloc((size_t)out->n_values * sizeof(float));
-        tb_backend_download(be, out->values, tb_params_values(m.params),
+        tb_backend_download(be, out->values, tb_params_values(r.m.params),
                             (size_t)out->n_values * sizeof(float));
         out->dropout_counter = drop.counter;
         CHECK_OK(tb_backend_check(be, &err), &err);
     }
-    tb_step_runner_destroy(runner);
-    tb_optimizer_destroy(opt);
-    tb_tape_destroy(tape);
-    step_model_destroy(&m);
-    tb_pipeline_destroy(pipe);
-    tb_workload_destroy(wl);
+    step_rig_destroy(&r);
     tb_backend_destroy(be);
 }
 
@@ -193,35 +178,19 @@ static void test_capture_violation(void)
     tb_error err = {0};
     tb_backend *be = new_gpu();
     if (!be) return;
-    tb_workload *wl = NULL;
-    tb_pipeline *pipe = NULL;
-    tb_tape *tape = NULL;
-    tb_optimizer *opt = NULL;
-    tb_step_runner *runner = NULL;
-    step_model m = {0};
-    CHECK_OK(tb_workload_create("fmnist_mlp", be, NULL, &wl, &err), &err);
-    tb_pipeline_config pc = {.batch_size = 32, .prefetch = -1};
-    if (wl) CHECK_OK(tb_pipeline_create(wl, &pc, &pipe, &err), &err);
-    CHECK(step_model_create(&m, be, 1));
-    CHECK_OK(tb_tape_create(be, &tape, &err), &err);
-    CHECK_OK(tb_optimizer_create("sgd", m.params, NULL, &opt, &err), &err);
-    tb_step_config sc = {.loss = reading_loss, .user = &m, .cuda_graph = true};
-    if (opt) CHECK_OK(tb_step_runner_create(tape, m.params, opt, &sc, &runner, &err), &err);
+    tb_step_config sc = {.loss = reading_loss, .cuda_graph = true};
+    step_rig r;
+    step_rig_create(&r, be, 32, 0, 1, "sgd", NULL, &sc);
     tb_rng drop = tb_rng_make(1, TB_STREAM_DROPOUT);
     float loss;
-    for (int s = 0; runner && pipe && s < 2; s++)
-        CHECK_OK(tb_step_runner_step(runner, pipe, 1.0, &drop, &loss, NULL, &err), &err);
-    if (runner && pipe)
-        CHECK_FAILS(tb_step_runner_step(runner, pipe, 1.0, &drop, &loss, NULL, &err),
+    for (int s = 0; r.ok && s < 2; s++)
+        CHECK_OK(tb_step_runner_step(r.runner, r.pipe, 1.0, &drop, &loss, NULL, &err), &err);
+    if (r.ok)
+        CHECK_FAILS(tb_step_runner_step(r.runner, r.pipe, 1.0, &drop, &loss, NULL, &err),
                     TB_ERR_INVALID, &err, "a download was asked for while capturing");
     CHECK(!tb_backend_capturing(be));
     CHECK_OK(tb_backend_check(be, &err), &err); /* the backend itself is fine */
-    tb_step_runner_destroy(runner);
-    tb_optimizer_destroy(opt);
-    tb_tape_destroy(tape);
-    step_model_destroy(&m);
-    tb_pipeline_destroy(pipe);
-    tb_workload_destroy(wl);
+    step_rig_destroy(&r);
     tb_backend_destroy(be);
 }
 

@@ -127,56 +127,41 @@ typedef struct run_out {
 static void train_model(bool by_runner, int no_loss_after, run_out *out)
 {
     tb_error err = {0};
-    tb_workload *wl = NULL;
-    tb_pipeline *pipe = NULL;
-    tb_tape *tape = NULL;
-    tb_optimizer *opt = NULL;
-    tb_step_runner *runner = NULL;
-    step_model m = {0};
-    CHECK_OK(tb_workload_create("fmnist_mlp", be, NULL, &wl, &err), &err);
-    tb_pipeline_config pc = {.batch_size = 64, .data_order_seed = 3, .prefetch = -1};
-    if (wl) CHECK_OK(tb_pipeline_create(wl, &pc, &pipe, &err), &err);
-    CHECK(step_model_create(&m, be, 11));
-    CHECK_OK(tb_tape_create(be, &tape, &err), &err);
     tb_hparams hp = {0};
     tb_hparams_set(&hp, "learning_rate", 1e-2, NULL);
-    CHECK_OK(tb_optimizer_create("adamw", m.params, &hp, &opt, &err), &err);
-    tb_step_config sc = {.loss = step_model_loss, .user = &m};
-    if (by_runner) CHECK_OK(tb_step_runner_create(tape, m.params, opt, &sc, &runner, &err), &err);
-    if (!pipe || !tape || !opt || (by_runner && !runner)) return;
+    tb_step_config sc = {.loss = step_model_loss};
+    step_rig r;
+    step_rig_create(&r, be, 64, 3, 11, "adamw", &hp, by_runner ? &sc : NULL);
     tb_rng drop = tb_rng_make(5, TB_STREAM_DROPOUT);
-    for (int s = 0; s < 4; s++) {
+    for (int s = 0; r.ok && s < 4; s++) {
         double scale = 1.0 / (1 + s);
         if (by_runner) {
             int64_t n = 0;
             float *loss = no_loss_after >= 0 && s >= no_loss_after ? NULL : &out->loss[s];
-            CHECK_OK(tb_step_runner_step(runner, pipe, scale, &drop, loss, &n, &err), &err);
+            CHECK_OK(tb_step_runner_step(r.runner, r.pipe, scale, &drop, loss, &n, &err), &err);
             CHECK(n == 64);
             continue;
         }
-        tb_tape_reset(tape);
-        tb_params_zero_grad(m.params);
+        tb_tape_reset(r.tape);
+        tb_params_zero_grad(r.m.params);
         tb_batch b;
-        CHECK_OK(tb_pipeline_next(pipe, tape, &b, &err), &err);
-        tb_var *loss = step_model_loss(&m, tape, &b, &drop, &err);
-        CHECK_OK(tb_tape_backward(tape, loss), tb_tape_error(tape));
+        CHECK_OK(tb_pipeline_next(r.pipe, r.tape, &b, &err), &err);
+        tb_var *loss = step_model_loss(&r.m, r.tape, &b, &drop, &err);
+        CHECK_OK(tb_tape_backward(r.tape, loss), tb_tape_error(r.tape));
         tb_tensor_download(&loss->value, &out->loss[s], NULL);
-        CHECK_OK(tb_optimizer_step(opt, scale, &err), &err);
+        CHECK_OK(tb_optimizer_step(r.opt, scale, &err), &err);
     }
-    int64_t n = tb_params_numel(m.params);
-    out->values = malloc((size_t)n * sizeof(float));
-    memcpy(out->values, tb_params_values(m.params), (size_t)n * sizeof(float));
-    out->dropout_counter = drop.counter - tb_rng_make(5, TB_STREAM_DROPOUT).counter;
-    if (runner) {
-        CHECK(!tb_step_runner_graphed(runner) && tb_step_runner_replays(runner) == 0);
-        CHECK(tb_step_runner_note(runner)[0] == '\0');
+    if (r.ok) {
+        int64_t n = tb_params_numel(r.m.params);
+        out->values = malloc((size_t)n * sizeof(float));
+        memcpy(out->values, tb_params_values(r.m.params), (size_t)n * sizeof(float));
+        out->dropout_counter = drop.counter - tb_rng_make(5, TB_STREAM_DROPOUT).counter;
     }
-    tb_step_runner_destroy(runner);
-    tb_optimizer_destroy(opt);
-    tb_tape_destroy(tape);
-    step_model_destroy(&m);
-    tb_pipeline_destroy(pipe);
-    tb_workload_destroy(wl);
+    if (r.runner) {
+        CHECK(!tb_step_runner_graphed(r.runner) && tb_step_runner_replays(r.runner) == 0);
+        CHECK(tb_step_runner_note(r.runner)[0] == '\0');
+    }
+    step_rig_destroy(&r);
 }
 
 static void test_runner_eager(void)
