@@ -1,6 +1,8 @@
 /* test_gemm.c: the CPU backend's own sgemm (cpu_gemm.c) against a double-precision reference,
  * on every transpose case and on shapes at, below and past each blocking boundary; the
- * backend's gemm and gemm_bias entries split across threads with bit-identical results. */
+ * backend's gemm and gemm_ep entries split across threads with bit-identical results; the
+ * epilogue's residual and activations (forward, and the derivative for the backward pass)
+ * against the reference. */
 #include "testutil.h"
 
 #include "backend/cpu/cpu.h"
@@ -123,8 +125,9 @@ static void test_against_reference(void)
                 p.bias = v != 1;
                 operands o;
                 double scale = setup(&p, &o, &rng);
+                const tb_gemm_epilogue ep = {.bias = o.bias};
                 tb_cpu_sgemm(p.ta, p.tb, p.m, p.n, p.k, p.alpha, o.a, p.lda, o.b, p.ldb, p.beta,
-                             p.bias ? o.bias : NULL, o.c, p.ldc, work);
+                             p.bias ? &ep : NULL, o.c, p.ldc, work);
                 cases++;
                 good += agrees(&p, o.c, o.ref, scale);
                 release(&o);
@@ -139,7 +142,8 @@ static void test_empty_product(void)
 {
     float *work = aligned_alloc(64, sizeof(float) * TB_CPU_GEMM_WORK);
     float c[6] = {NAN, NAN, NAN, 1, 2, 3}, bias[3] = {0.5f, -1, 2};
-    tb_cpu_sgemm(false, false, 2, 3, 0, 1.0f, NULL, 1, NULL, 3, 0.0f, bias, c, 3, work);
+    const tb_gemm_epilogue ep = {.bias = bias};
+    tb_cpu_sgemm(false, false, 2, 3, 0, 1.0f, NULL, 1, NULL, 3, 0.0f, &ep, c, 3, work);
     CHECK(c[0] == 0.5f && c[1] == -1.0f && c[2] == 2.0f && c[3] == 0.5f && c[5] == 2.0f);
     float d[2] = {4, 8}, a[1] = {3}, b[2] = {1, 1};
     tb_cpu_sgemm(false, false, 1, 2, 1, 0.0f, a, 1, b, 2, 0.5f, NULL, d, 2, work);
@@ -182,9 +186,10 @@ static void test_backend_split(void)
                 tb_backend *bes[2] = {one, two};
                 float *cs[2] = {c1, o.c};
                 for (int i = 0; i < 2; i++) {
+                    const tb_gemm_epilogue ep = {.bias = o.bias};
                     if (with_bias)
-                        bes[i]->ops.gemm_bias(bes[i], p.ta, p.tb, p.m, p.n, p.k, o.a, p.lda, o.b,
-                                              p.ldb, o.bias, cs[i], p.ldc);
+                        bes[i]->ops.gemm_ep(bes[i], p.ta, p.tb, p.m, p.n, p.k, o.a, p.lda, o.b,
+                                            p.ldb, &ep, cs[i], p.ldc);
                     else
                         bes[i]->ops.gemm(bes[i], p.ta, p.tb, p.m, p.n, p.k, p.alpha, o.a, p.lda,
                                          o.b, p.ldb, p.beta, cs[i], p.ldc);
@@ -200,10 +205,131 @@ static void test_backend_split(void)
     tb_backend_destroy(two);
 }
 
+/* The activations and their derivatives in double. */
+static double act_ref(tb_act act, double x)
+{
+    switch (act) {
+    case TB_ACT_RELU: return x > 0 ? x : 0;
+    case TB_ACT_GELU: return 0.5 * x * (1.0 + erf(x / sqrt(2.0)));
+    case TB_ACT_SILU: return x / (1.0 + exp(-x));
+    case TB_ACT_TANH: return tanh(x);
+    default: return 1.0 / (1.0 + exp(-x));
+    }
+}
+
+static double act_grad_ref(tb_act act, double x)
+{
+    const double s = 1.0 / (1.0 + exp(-x)), t = tanh(x);
+    switch (act) {
+    case TB_ACT_RELU: return x > 0 ? 1 : 0;
+    case TB_ACT_GELU: return 0.5 * (1.0 + erf(x / sqrt(2.0))) + x * exp(-0.5 * x * x) / 2.5066282746310002;
+    case TB_ACT_SILU: return s * (1.0 + x * (1.0 - s));
+    case TB_ACT_TANH: return 1.0 - t * t;
+    default: return s * (1.0 - s);
+    }
+}
+
+/* One gemm_ep case on a backend of one thread and one of two: C = op(A) op(B) (+ bias)
+ * (+ residual), then the activation forward (act_y = act(C)) or backward (C *= act'(x) for a
+ * given pre-activation x, with y = act(x) given too), against the double reference, the
+ * padding columns of C and act_y untouched, and the two backends bit for bit where the own
+ * kernel runs. */
+static bool epilogue_case(tb_backend *const bes[2], problem p, tb_gemm_act_mode mode, tb_act act,
+                          bool residual, tb_rng *rng)
+{
+    p.lda = p.ta ? p.m : p.k;
+    p.ldb = p.tb ? p.k : p.n;
+    p.ldc = p.n + 5;
+    p.alpha = 1.0f;
+    p.beta = 0.0f;
+    operands o;
+    const double scale = setup(&p, &o, rng);
+    const size_t csz = (size_t)p.m * p.ldc;
+    float *r = malloc(sizeof(float) * csz), *x = malloc(sizeof(float) * csz);
+    float *y[2] = {malloc(sizeof(float) * csz), malloc(sizeof(float) * csz)};
+    float *c[2] = {o.c, malloc(sizeof(float) * csz)};
+    tb_rng_fill_uniform(rng, r, (int64_t)csz, -1.0f, 1.0f);
+    tb_rng_fill_uniform(rng, x, (int64_t)csz, -3.0f, 3.0f);
+    memcpy(c[1], c[0], sizeof(float) * csz);
+    for (size_t i = 0; i < csz; i++) /* y: act(x) for the backward, padding for both */
+        y[0][i] = y[1][i] = mode == TB_GEMM_ACT_BWD && (int)(i % (size_t)p.ldc) < p.n
+                                ? (float)act_ref(act, x[i])
+                                : SENTINEL;
+    bool ok = true;
+    for (int b = 0; b < 2; b++) {
+        const tb_gemm_epilogue ep = {.bias = p.bias ? o.bias : NULL,
+                                     .residual = residual ? r : NULL,
+                                     .mode = mode,
+                                     .act = act,
+                                     .act_y = y[b],
+                                     .act_x = x};
+        bes[b]->ops.gemm_ep(bes[b], p.ta, p.tb, p.m, p.n, p.k, o.a, p.lda, o.b, p.ldb, &ep, c[b],
+                            p.ldc);
+        for (int i = 0; i < p.m && ok; i++)
+            for (int j = 0; j < p.ldc && ok; j++) {
+                const int64_t e = (int64_t)i * p.ldc + j;
+                if (j >= p.n) {
+                    ok = c[b][e] == SENTINEL && y[b][e] == SENTINEL;
+                    continue;
+                }
+                double want = (double)o.ref[e] + (residual ? r[e] : 0.0), got = c[b][e];
+                double tol = 2e-6 * (scale + 1.0) + 1e-5;
+                if (mode == TB_GEMM_ACT_BWD) want *= act_grad_ref(act, x[e]);
+                ok = fabs(got - want) <= tol * (1.0 + fabs(want));
+                if (ok && mode == TB_GEMM_ACT_FWD) {
+                    got = y[b][e];
+                    want = act_ref(act, want);
+                    ok = fabs(got - want) <= tol * (1.0 + fabs(want));
+                }
+                if (!ok)
+                    fprintf(stderr, "  %c%c m=%d n=%d k=%d mode %d act %d res %d, %d thread(s): "
+                            "[%d][%d] = %g, want %g\n", p.ta ? 'T' : 'N', p.tb ? 'T' : 'N',
+                            p.m, p.n, p.k, (int)mode, (int)act, residual, b + 1, i, j, got, want);
+            }
+    }
+#ifdef TB_CPU_GEMM_TILES
+    ok = ok && memcmp(c[0], c[1], sizeof(float) * csz) == 0 &&
+         memcmp(y[0], y[1], sizeof(float) * csz) == 0;
+#endif
+    free(r);
+    free(x);
+    free(y[0]);
+    free(y[1]);
+    free(c[1]);
+    release(&o);
+    return ok;
+}
+
+static void test_epilogue(void)
+{
+    tb_backend *bes[2] = {backend(1), backend(2)};
+    /* the own kernel split by rows (k past one K block: the activation must wait for the
+     * last), split by columns, and OpenBLAS (too small for the own kernel) */
+    static const int shapes[][3] = {{300, 70, 600}, {64, 700, 130}, {30, 20, 10}};
+    tb_rng rng = tb_rng_make(21, TB_STREAM_INIT);
+    int cases = 0, good = 0;
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
+        for (int t = 0; t < 4; t++)
+            for (int act = 0; act < TB_ACT_COUNT; act++)
+                for (int mode = 0; mode < 3; mode++) {
+                    problem p = {.ta = t & 1, .tb = t >> 1, .m = shapes[s][0],
+                                 .n = shapes[s][1], .k = shapes[s][2], .bias = (act + t) % 2};
+                    if (mode == TB_GEMM_ACT_NONE && act > 0) continue;
+                    good += epilogue_case(bes, p, (tb_gemm_act_mode)mode, (tb_act)act,
+                                          (act + mode + t) % 2 == 0, &rng);
+                    cases++;
+                }
+    printf("  %d of %d epilogue cases agree with the double reference\n", good, cases);
+    CHECK(good == cases);
+    tb_backend_destroy(bes[0]);
+    tb_backend_destroy(bes[1]);
+}
+
 int main(void)
 {
     test_against_reference();
     test_empty_product();
     test_backend_split();
+    test_epilogue();
     return tb_test_finish("test_gemm");
 }

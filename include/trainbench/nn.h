@@ -50,6 +50,12 @@ void tb_tape_set_training(tb_tape *tape, bool training);
 bool tb_tape_training(const tb_tape *tape);
 /* Whether ops record nodes for backward (default true). Off for evaluation. */
 void tb_tape_set_grad_enabled(tb_tape *tape, bool enabled);
+/* Whether every variable's gradient stays as computed for it after the backward pass (default
+ * false). By default an op whose output gradient reaches an input unchanged (a residual add,
+ * a reshape) lets the input take over the output's buffer, so the output's gradient may later
+ * hold the input's whole gradient. Curvature statistics read layer output gradients after the
+ * pass (tb_fisher_pass turns this on); it costs a copy per residual. */
+void tb_tape_set_keep_grads(tb_tape *tape, bool keep);
 tb_status tb_tape_status(const tb_tape *tape);
 const tb_error *tb_tape_error(const tb_tape *tape);
 tb_backend *tb_tape_backend(const tb_tape *tape);
@@ -108,6 +114,16 @@ tb_status tb_activation_parse(const char *name, tb_activation *out, tb_error *er
 
 /* y = x w^T + b; x [N, in] (or [..., in]), w [out, in], b [out] or NULL. */
 tb_var *tb_op_linear(tb_tape *tape, tb_var *x, tb_var *w, tb_var *b);
+/* y = x w^T + b + r, the residual r (or NULL) of y's shape added in the product's epilogue:
+ * tb_op_add(r, tb_op_linear(x, w, b)) without the passes over y. */
+tb_var *tb_op_linear_add(tb_tape *tape, tb_var *x, tb_var *w, tb_var *b, tb_var *r);
+/* The fused MLP y = act(x w1^T + b1) w2^T + b2 + r (b1, b2, r may be NULL): one op for the
+ * linear, activation, linear and residual add of a transformer block, whose activation (and
+ * in the backward pass its derivative) is applied by the products' epilogues. hidden (or
+ * NULL) receives the hidden layer's variables: [0] before the activation (its gradient is
+ * set by the backward pass), [1] after it (no gradient is kept). */
+tb_var *tb_op_mlp(tb_tape *tape, tb_var *x, tb_var *w1, tb_var *b1, tb_activation act,
+                  tb_var *w2, tb_var *b2, tb_var *r, tb_var **hidden);
 /* Batched matrix product: a [..., M, K] x b [..., K, N] (or b [..., N, K] with trans_b) with
  * equal leading dimensions; 2-D operands are one batch. */
 tb_var *tb_op_matmul(tb_tape *tape, tb_var *a, tb_var *b, bool trans_b);
@@ -249,6 +265,14 @@ typedef struct tb_layer_ref {
 tb_status tb_linear_layer_init(tb_linear_layer *layer, tb_params *params, const char *name,
                                int64_t in, int64_t out, bool bias, tb_error *err);
 tb_var *tb_linear_layer_forward(tb_tape *tape, tb_linear_layer *layer, tb_var *x);
+/* r + the layer's output (tb_op_linear_add); layer->output is the sum, whose gradient is the
+ * layer's output gradient. */
+tb_var *tb_linear_layer_forward_add(tb_tape *tape, tb_linear_layer *layer, tb_var *x, tb_var *r);
+/* r (or NULL) + out(act(fc(x))) as one fused op (tb_op_mlp); the two layers' input and
+ * output are set as if they had run one by one (fc->output the pre-activation, out->input the
+ * activation, out->output the sum). */
+tb_var *tb_mlp_forward(tb_tape *tape, tb_linear_layer *fc, tb_activation act,
+                       tb_linear_layer *out, tb_var *x, tb_var *r);
 tb_status tb_conv_layer_init(tb_conv_layer *layer, tb_params *params, const char *name,
                              int64_t c_in, int64_t c_out, int kernel, int stride, int pad,
                              bool bias, tb_error *err);

@@ -54,15 +54,34 @@ bool tb_device_compiled(tb_device device)
 #endif
 }
 
-/* gemm_bias for a backend without a fused one: y starts as the bias in every row and the
- * product is added to it (one pass over C less than a product followed by a bias addition). */
-static void gemm_bias_by_copy(tb_backend *be, bool ta, bool tb, int m, int n, int k,
-                              const float *a, int lda, const float *b, int ldb, const float *bias,
-                              float *c, int ldc)
+/* gemm_ep for a backend without a fused one, from its other entries: C starts as the bias in
+ * every row (or zero) and the product is added to it, then the residual is added and the
+ * activation applied, each a pass over C. */
+static void gemm_ep_by_parts(tb_backend *be, bool ta, bool tb, int m, int n, int k,
+                             const float *a, int lda, const float *b, int ldb,
+                             const tb_gemm_epilogue *ep, float *c, int ldc)
 {
-    const int64_t shape[2] = {m, n}, c_stride[2] = {ldc, 1}, bias_stride[2] = {0, 1};
-    be->ops.strided_copy(be, 2, shape, c, c_stride, bias, bias_stride, false);
-    be->ops.gemm(be, ta, tb, m, n, k, 1.0f, a, lda, b, ldb, 1.0f, c, ldc);
+    const int64_t shape[2] = {m, n}, c_stride[2] = {ldc, 1};
+    float beta = 0.0f;
+    if (ep->bias) {
+        const int64_t bias_stride[2] = {0, 1};
+        be->ops.strided_copy(be, 2, shape, c, c_stride, ep->bias, bias_stride, false);
+        beta = 1.0f;
+    }
+    be->ops.gemm(be, ta, tb, m, n, k, 1.0f, a, lda, b, ldb, beta, c, ldc);
+    if (ep->residual) be->ops.strided_copy(be, 2, shape, c, c_stride, ep->residual, c_stride, true);
+    if (ep->mode == TB_GEMM_ACT_NONE) return;
+    /* the element-wise entries take contiguous vectors: row by row unless C is contiguous */
+    const int rows = ldc == n ? 1 : m;
+    const int64_t len = ldc == n ? (int64_t)m * n : n;
+    for (int r = 0; r < rows; r++) {
+        const int64_t off = (int64_t)r * ldc;
+        if (ep->mode == TB_GEMM_ACT_FWD)
+            be->ops.act_fwd(be, ep->act, len, c + off, ep->act_y + off);
+        else
+            be->ops.act_bwd(be, ep->act, len, ep->act_x + off, ep->act_y ? ep->act_y + off : NULL,
+                            c + off, c + off, false);
+    }
 }
 
 tb_status tb_backend_create(const tb_backend_config *config, tb_backend **out, tb_error *err)
@@ -90,7 +109,7 @@ tb_status tb_backend_create(const tb_backend_config *config, tb_backend **out, t
         free(be);
         return st;
     }
-    if (!be->ops.gemm_bias) be->ops.gemm_bias = gemm_bias_by_copy;
+    if (!be->ops.gemm_ep) be->ops.gemm_ep = gemm_ep_by_parts;
     *out = be;
     return TB_OK;
 }

@@ -85,6 +85,26 @@ typedef struct tb_step_block {
 /* (tb_step_device_ref is defined after struct tb_backend, at the end of this file.) */
 /* ==== end of per-step scalars ============================================================== */
 
+/* What a product's output gets besides op(A) op(B), in this order: the bias (added to every
+ * row), the residual (a matrix added), then the activation, either forward (C keeps the
+ * pre-activation z and act_y receives act(z)) or backward (C, the gradient reaching act(z), is
+ * multiplied by act'(z) in place, z = act_x, y = act(z) = act_y for activations whose
+ * derivative uses it). Every matrix shares C's row stride ldc. */
+typedef enum tb_gemm_act_mode {
+    TB_GEMM_ACT_NONE = 0,
+    TB_GEMM_ACT_FWD, /* act_y = act(C) */
+    TB_GEMM_ACT_BWD  /* C *= act'(act_x) */
+} tb_gemm_act_mode;
+
+typedef struct tb_gemm_epilogue {
+    const float *bias;     /* [n] or NULL */
+    const float *residual; /* [m, n] or NULL */
+    tb_gemm_act_mode mode;
+    tb_act act;
+    float *act_y;        /* FWD: written; BWD: read (may be NULL for ReLU, GELU, SiLU) */
+    const float *act_x;  /* BWD: the pre-activation */
+} tb_gemm_epilogue;
+
 typedef struct tb_backend_ops {
     /* ---- memory ---- */
     void *(*alloc)(tb_backend *be, size_t bytes);
@@ -110,12 +130,13 @@ typedef struct tb_backend_ops {
     /* C[M,N] = alpha * op(A) op(B) + beta * C, row-major; op(A) is [M,K], op(B) is [K,N]. */
     void (*gemm)(tb_backend *be, bool trans_a, bool trans_b, int m, int n, int k, float alpha,
                  const float *a, int lda, const float *b, int ldb, float beta, float *c, int ldc);
-    /* C = op(A) op(B) + bias[j] added to every row; C is not read. A backend may leave it
-     * NULL: tb_backend_create then fills in the bias copied into C's rows and gemm with
-     * beta 1 (the CPU backend adds the bias in its kernel's epilogue instead). */
-    void (*gemm_bias)(tb_backend *be, bool trans_a, bool trans_b, int m, int n, int k,
-                      const float *a, int lda, const float *b, int ldb, const float *bias,
-                      float *c, int ldc);
+    /* C = op(A) op(B) with the epilogue ep (bias, residual, activation: tb_gemm_epilogue);
+     * C is not read. A backend may leave it NULL: tb_backend_create then fills in gemm
+     * followed by the element-wise entries (the CPU backend applies the epilogue to each tile
+     * of C while it is in cache instead). */
+    void (*gemm_ep)(tb_backend *be, bool trans_a, bool trans_b, int m, int n, int k,
+                    const float *a, int lda, const float *b, int ldb, const tb_gemm_epilogue *ep,
+                    float *c, int ldc);
     /* The same for `batch` independent products at element strides sa, sb, sc. */
     void (*gemm_batched)(tb_backend *be, bool trans_a, bool trans_b, int m, int n, int k,
                          float alpha, const float *a, int lda, int64_t sa, const float *b, int ldb,

@@ -23,12 +23,16 @@ tb_status tb_fisher_pass(tb_optimizer *opt, tb_workload *wl, tb_tape *tape, tb_p
     if (!tb_optimizer_wants_fisher(opt)) return TB_OK;
     int mark = tb_tape_mark(tape);
     tb_params_zero_grad(params);
+    tb_tape_set_keep_grads(tape, true); /* the statistics read the layers' output gradients */
     tb_var *out = tb_workload_forward(wl, tape, inputs, dropout);
     tb_var *loss = tb_workload_fisher_loss(wl, tape, out, fisher);
-    if (!loss || tb_tape_backward(tape, loss) != TB_OK)
+    if (!loss || tb_tape_backward(tape, loss) != TB_OK) {
+        tb_tape_set_keep_grads(tape, false);
         return tb_fail(err, tb_tape_status(tape), "Fisher pass: %s",
                        tb_tape_error(tape)->message);
+    }
     tb_status st = tb_optimizer_update_fisher(opt, err);
+    tb_tape_set_keep_grads(tape, false);
     tb_tape_rewind(tape, mark);
     tb_params_zero_grad(params);
     return st;

@@ -27,3 +27,22 @@ tb_var *tb_linear_layer_forward(tb_tape *tape, tb_linear_layer *layer, tb_var *x
     layer->output = tb_op_linear(tape, x, layer->w, layer->b);
     return layer->output;
 }
+
+tb_var *tb_linear_layer_forward_add(tb_tape *tape, tb_linear_layer *layer, tb_var *x, tb_var *r)
+{
+    layer->input = x;
+    layer->output = tb_op_linear_add(tape, x, layer->w, layer->b, r);
+    return layer->output;
+}
+
+tb_var *tb_mlp_forward(tb_tape *tape, tb_linear_layer *fc, tb_activation act,
+                       tb_linear_layer *out, tb_var *x, tb_var *r)
+{
+    tb_var *hidden[2];
+    tb_var *y = tb_op_mlp(tape, x, fc->w, fc->b, act, out->w, out->b, r, hidden);
+    fc->input = x;
+    fc->output = hidden[0];
+    out->input = hidden[1];
+    out->output = y;
+    return y;
+}

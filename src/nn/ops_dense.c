@@ -1,65 +1,8 @@
-/* ops_dense.c: linear, batched matmul, activations, residual add, reshape, transpose, concat. */
+/* ops_dense.c: batched matmul, activations, residual add, reshape, transpose, concat (linear
+ * layers and the fused MLP are in ops_linear.c). */
 #include "nn/tape_impl.h"
 
 #include <string.h>
-
-/* ---- linear: y [R, out] = x [R, in] w^T + b ------------------------------------------------ */
-
-static void linear_backward(tb_tape *t, tb_node *n)
-{
-    const tb_backend_ops *k = tb_tape_ops(t);
-    tb_backend *be = tb_tape_be(t);
-    tb_var *x = n->in[0], *w = n->in[1], *b = n->n_in > 2 ? n->in[2] : NULL;
-    int rows = (int)n->iattr[0], in = (int)n->iattr[1], out = (int)n->iattr[2];
-    const float *dy = n->out->grad.data;
-    bool acc;
-    float *dx = tb_var_grad_for(t, x, &acc);
-    if (dx)
-        k->gemm(be, false, false, rows, in, out, 1.0f, dy, out, w->value.data, in,
-                acc ? 1.0f : 0.0f, dx, in);
-    float *dw = tb_var_grad(t, w), *db = tb_var_grad(t, b);
-    if (dw) k->gemm(be, true, false, out, in, rows, 1.0f, dy, out, x->value.data, in, 1.0f, dw, in);
-    if (db) k->bias_grad(be, rows, out, dy, db);
-}
-
-tb_var *tb_op_linear(tb_tape *t, tb_var *x, tb_var *w, tb_var *b)
-{
-    tb_var *ins[3] = {x, w, b};
-    if (!tb_op_begin(t, 2, ins)) return NULL;
-    if (!tb_op_expect(t, "linear", "input", x, TB_F32, 1, TB_MAX_DIMS) ||
-        !tb_op_expect(t, "linear", "weight", w, TB_F32, 2, 2))
-        return NULL;
-    int64_t in = w->value.shape[1], out = w->value.shape[0];
-    char xs[96], ws[96];
-    if (x->value.shape[x->value.ndim - 1] != in)
-        return tb_op_fail(t, TB_ERR_SHAPE, "linear: input %s does not match weight %s",
-                          tb_shape_str(&x->value, xs, sizeof xs),
-                          tb_shape_str(&w->value, ws, sizeof ws));
-    if (b && (!tb_op_expect(t, "linear", "bias", b, TB_F32, 1, 1) || b->value.shape[0] != out))
-        return tb_op_fail(t, TB_ERR_SHAPE, "linear: bias must have shape [%lld]", (long long)out);
-    int64_t rows = tb_tensor_numel(&x->value) / in;
-    int64_t shape[TB_MAX_DIMS];
-    memcpy(shape, x->value.shape, sizeof shape);
-    shape[x->value.ndim - 1] = out;
-    int n_in = b ? 3 : 2;
-    tb_var *y = tb_tape_output(t, TB_F32, x->value.ndim, shape, n_in, ins);
-    if (!y) return NULL;
-    const tb_backend_ops *k = tb_tape_ops(t);
-    tb_backend *be = tb_tape_be(t);
-    if (b)
-        k->gemm_bias(be, false, true, (int)rows, (int)out, (int)in, x->value.data, (int)in,
-                     w->value.data, (int)in, b->value.data, y->value.data, (int)out);
-    else
-        k->gemm(be, false, true, (int)rows, (int)out, (int)in, 1.0f, x->value.data, (int)in,
-                w->value.data, (int)in, 0.0f, y->value.data, (int)out);
-    tb_node *n = tb_tape_record(t, "linear", linear_backward, y, n_in, ins);
-    if (n) {
-        n->iattr[0] = rows;
-        n->iattr[1] = in;
-        n->iattr[2] = out;
-    }
-    return y;
-}
 
 /* ---- matmul: c [B, M, N] = a [B, M, K] b [B, K, N] (or b^T) --------------------------------- */
 
@@ -189,26 +132,11 @@ tb_var *tb_op_sigmoid(tb_tape *t, tb_var *x) { return tb_op_activation(t, TB_SIG
 
 /* ---- residual add ---------------------------------------------------------------------------- */
 
-/* dy flows to both inputs unchanged: the first that has no gradient yet takes over dy's
- * buffer, the other gets a copy (fresh) or an addition. */
+/* dy flows to both inputs unchanged: at most one of them takes over dy's buffer. */
 static void add_backward(tb_tape *t, tb_node *n)
 {
-    int64_t numel = tb_tensor_numel(&n->out->value);
-    const float *dy = n->out->grad.data;
-    bool adopted = false;
-    for (int i = 0; i < 2; i++) {
-        if (!adopted && tb_var_grad_adopt(n->in[i], n->out)) {
-            adopted = true;
-            continue;
-        }
-        bool acc;
-        float *d = tb_var_grad_for(t, n->in[i], &acc);
-        if (!d) continue;
-        if (acc)
-            tb_tape_ops(t)->axpy(tb_tape_be(t), numel, 1.0f, dy, d);
-        else
-            tb_tape_ops(t)->copy(tb_tape_be(t), d, dy, (size_t)numel * sizeof(float));
-    }
+    bool adopted = tb_var_grad_pass(t, n->in[0], n->out, true);
+    tb_var_grad_pass(t, n->in[1], n->out, !adopted);
 }
 
 tb_var *tb_op_add(tb_tape *t, tb_var *a, tb_var *b)
@@ -260,7 +188,7 @@ tb_var *tb_op_scale(tb_tape *t, tb_var *x, float a)
 
 static void reshape_backward(tb_tape *t, tb_node *n)
 {
-    if (tb_var_grad_adopt(n->in[0], n->out)) return;
+    if (tb_var_grad_adopt(t, n->in[0], n->out)) return;
     float *dx = tb_var_grad(t, n->in[0]);
     if (dx)
         tb_tape_ops(t)->axpy(tb_tape_be(t), tb_tensor_numel(&n->out->value), 1.0f,

@@ -15,6 +15,7 @@ struct tb_tape {
     tb_node **nodes;
     int n_nodes, cap_nodes;
     bool training, grad_enabled;
+    bool keep_grads; /* no input takes over an output's gradient buffer */
     tb_error err;
     bool profiling;
     double last_event; /* seconds (monotonic) of the previous tape event, when profiling */
@@ -105,6 +106,7 @@ void tb_tape_reset(tb_tape *t)
 void tb_tape_set_training(tb_tape *t, bool training) { t->training = training; }
 bool tb_tape_training(const tb_tape *t) { return t->training; }
 void tb_tape_set_grad_enabled(tb_tape *t, bool enabled) { t->grad_enabled = enabled; }
+void tb_tape_set_keep_grads(tb_tape *t, bool keep) { t->keep_grads = keep; }
 tb_status tb_tape_status(const tb_tape *t) { return t->err.status; }
 const tb_error *tb_tape_error(const tb_tape *t) { return &t->err; }
 tb_backend *tb_tape_backend(const tb_tape *t) { return t->be; }
@@ -252,14 +254,28 @@ float *tb_var_grad(tb_tape *t, tb_var *v)
     return g;
 }
 
-bool tb_var_grad_adopt(tb_var *v, const tb_var *out)
+bool tb_var_grad_adopt(tb_tape *t, tb_var *v, const tb_var *out)
 {
-    if (!v || !v->requires_grad || v->grad.data || !out->grad.data ||
+    if (t->keep_grads || !v || !v->requires_grad || v->grad.data || !out->grad.data ||
         tb_tensor_numel(&v->value) != tb_tensor_numel(&out->value))
         return false;
     v->grad = v->value;
     v->grad.data = out->grad.data;
     return true;
+}
+
+bool tb_var_grad_pass(tb_tape *t, tb_var *v, const tb_var *out, bool may_adopt)
+{
+    if (may_adopt && tb_var_grad_adopt(t, v, out)) return true;
+    bool acc;
+    float *d = tb_var_grad_for(t, v, &acc);
+    if (!d) return false;
+    const int64_t numel = tb_tensor_numel(&out->value);
+    if (acc)
+        t->be->ops.axpy(t->be, numel, 1.0f, out->grad.data, d);
+    else
+        t->be->ops.copy(t->be, d, out->grad.data, (size_t)numel * sizeof(float));
+    return false;
 }
 
 tb_node *tb_tape_record(tb_tape *t, const char *name, tb_backward_fn backward, tb_var *out,

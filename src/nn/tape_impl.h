@@ -9,7 +9,7 @@
 #include "backend/backend_impl.h"
 #include "trainbench/nn.h"
 
-#define TB_NODE_MAX_IN 4
+#define TB_NODE_MAX_IN 6
 #define TB_NODE_MAX_SAVED 4
 
 typedef struct tb_node tb_node;
@@ -58,8 +58,14 @@ float *tb_var_grad_for(tb_tape *tape, tb_var *v, bool *acc);
 /* Lets v take over out's gradient buffer when v has none yet and the sizes match (an op whose
  * input gradient equals its output gradient: add, reshape). Safe because out's gradient is
  * complete and read by no one else once its node's backward runs; an op must let at most one
- * of its inputs adopt. Returns true if adopted (v's gradient is then out's, nothing to add). */
-bool tb_var_grad_adopt(tb_var *v, const tb_var *out);
+ * of its inputs adopt. Returns true if adopted (v's gradient is then out's, nothing to add);
+ * never on a tape that keeps gradients (tb_tape_set_keep_grads). */
+bool tb_var_grad_adopt(tb_tape *tape, tb_var *v, const tb_var *out);
+/* v's gradient += out's gradient (an op whose output gradient reaches v unchanged: a
+ * residual): v takes over out's buffer when may_adopt and it can (tb_var_grad_adopt), else
+ * gets a copy (fresh) or an addition. Returns true if adopted. Call it after the op's last
+ * read of out's gradient: an adopted buffer is v's to accumulate into. */
+bool tb_var_grad_pass(tb_tape *tape, tb_var *v, const tb_var *out, bool may_adopt);
 /* Records a node if out requires a gradient; returns it (or NULL if nothing to record, which
  * is not an error). */
 tb_node *tb_tape_record(tb_tape *tape, const char *name, tb_backward_fn backward, tb_var *out,

@@ -172,10 +172,9 @@ static tb_var *tf_forward(tb_workload *wl, tb_tape *tape, tb_var *x, tb_rng *dro
         tf_block *b = &m->b[i];
         tb_var *a = tb_op_layernorm(tape, h, b->ln1_g, b->ln1_b, 1e-5f);
         a = tb_op_causal_attention(tape, tb_linear_layer_forward(tape, &b->qkv, a), dm.heads);
-        h = tb_op_add(tape, h, tb_linear_layer_forward(tape, &b->proj, a));
+        h = tb_linear_layer_forward_add(tape, &b->proj, a, h);
         tb_var *f = tb_op_layernorm(tape, h, b->ln2_g, b->ln2_b, 1e-5f);
-        f = tb_op_activation(tape, o->act, tb_linear_layer_forward(tape, &b->fc, f));
-        h = tb_op_add(tape, h, tb_linear_layer_forward(tape, &b->out, f));
+        h = tb_mlp_forward(tape, &b->fc, o->act, &b->out, f, h);
     }
     h = tb_op_layernorm(tape, h, m->lnf_g, m->lnf_b, 1e-5f);
     return tb_linear_layer_forward(tape, &m->head, h);

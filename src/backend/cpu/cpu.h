@@ -117,32 +117,47 @@ enum {
     TB_CPU_GEMM_WORK = TB_CPU_GEMM_WORK_A + TB_CPU_GEMM_KC * TB_CPU_GEMM_NC
 };
 
-/* C[m, n] = alpha op(A) op(B) + beta C + (bias[j] added to every row when bias != NULL),
- * row-major, on the calling thread. beta = 0 never reads C (it may hold NaN). work:
- * TB_CPU_GEMM_WORK floats, 64-byte aligned, used as scratch. */
+/* C[m, n] = alpha op(A) op(B) + beta C, then the epilogue ep (NULL: none; its bias, residual
+ * and activation as tb_gemm_epilogue says, with the activation's matrices at C's stride),
+ * row-major, on the calling thread. beta = 0 never reads C (it may hold NaN); an activation's
+ * backward (TB_GEMM_ACT_BWD) needs beta = 0, as the multiplication by act' must not reach
+ * beta C. work: TB_CPU_GEMM_WORK floats, 64-byte aligned, used as scratch. */
 void tb_cpu_sgemm(bool ta, bool tb, int m, int n, int k, float alpha, const float *a, int lda,
-                  const float *b, int ldb, float beta, const float *bias, float *c, int ldc,
-                  float *work);
-/* The same with OpenBLAS (its own threading; the bias copied into C's rows first): for small
- * products, and all of them without AVX-512. */
+                  const float *b, int ldb, float beta, const tb_gemm_epilogue *ep, float *c,
+                  int ldc, float *work);
+/* The same with OpenBLAS (its own threading; the bias copied into C's rows first, the
+ * residual and activation in passes after it): for small products, and all of them without
+ * AVX-512. */
 void tb_cpu_sgemm_blas(bool ta, bool tb, int m, int n, int k, float alpha, const float *a,
-                       int lda, const float *b, int ldb, float beta, const float *bias, float *c,
-                       int ldc);
+                       int lda, const float *b, int ldb, float beta, const tb_gemm_epilogue *ep,
+                       float *c, int ldc);
+/* ep for the rows [r0, ...) and columns [c0, ...) of its product (a block of C at c + r0 ldc
+ * + c0), in *out; returns NULL for NULL. */
+const tb_gemm_epilogue *tb_cpu_gemm_ep_at(const tb_gemm_epilogue *ep, int64_t r0, int64_t c0,
+                                          int64_t ldc, tb_gemm_epilogue *out);
+
+/* ---- cpu_act.c: activations on the calling thread (the entries split across threads) ---- */
+void tb_cpu_act_fwd_range(tb_act act, int64_t n, const float *x, float *y);
+/* dx (+)= dy act'(x), y = act(x) where the derivative uses it; dx may be dy. */
+void tb_cpu_act_bwd_range(tb_act act, int64_t n, const float *x, const float *y,
+                          const float *dy, float *dx, bool dx_acc);
 
 #ifdef __AVX512F__
 /* The pieces of cpu_gemm.c, for kernels that run their own small products (attention):
  * B [kc, nc] (element (p, j) at b[p rsb + j csb]) packed into panels of NR columns, each
  * [kc, NR] k-major and zero padded, panel q at bp + q kc NR; one MR x NR tile
- * C[mr, nr] = alpha A B + beta C (+ bias) of one packed panel (advanced by p0 rows: bp + p0 NR)
+ * C[mr, nr] = alpha A B + beta C (+ bias) (+ res, a matrix at C's stride) of one packed panel
+ * (advanced by p0 rows: bp + p0 NR)
  * and A read as MR rows of stride rsa (all MR rows must be readable: zero rows past mr) or as
  * a k-major panel [kc, MR]. beta = 0 never reads C. */
 #define TB_CPU_GEMM_TILES 1
 void tb_cpu_gemm_pack_b(int kc, int nc, const float *b, int64_t rsb, int64_t csb, float *bp);
 void tb_cpu_gemm_tile_rows(int kc, const float *a, int64_t rsa, const float *bp, float *c,
                            int64_t ldc, int mr, int nr, float alpha, float beta,
-                           const float *bias);
+                           const float *bias, const float *res);
 void tb_cpu_gemm_tile_panel(int kc, const float *a, const float *bp, float *c, int64_t ldc,
-                            int mr, int nr, float alpha, float beta, const float *bias);
+                            int mr, int nr, float alpha, float beta, const float *bias,
+                            const float *res);
 /* A [mr, kc] (rows of stride lda) copied to MR rows of stride ldp, rows past mr zero, for
  * tile_rows where A cannot be read in place. */
 void tb_cpu_gemm_pack_a_rows(int mr, int kc, const float *a, int64_t lda, float *ap,
@@ -165,6 +180,7 @@ static inline float *tb_cpu_gemm_scratch(const tb_backend *be, int tid)
 }
 
 void tb_cpu_register_dense(tb_backend_ops *ops);     /* cpu_dense.c: BLAS, element-wise */
+void tb_cpu_register_act(tb_backend_ops *ops);       /* cpu_act.c: activations */
 void tb_cpu_register_loss(tb_backend_ops *ops);      /* cpu_loss.c: losses, dropout */
 void tb_cpu_register_conv(tb_backend_ops *ops);      /* cpu_conv.c: conv2d, pooling */
 void tb_cpu_register_norm(tb_backend_ops *ops);      /* cpu_norm.c: batch norm, layer norm */

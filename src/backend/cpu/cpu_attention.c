@@ -230,7 +230,7 @@ static void rows_product(const tiles *ws, int m, int n, int k, const float *a, i
         }
         for (int jr = 0; jr < nu; jr += NR)
             tb_cpu_gemm_tile_rows(ku, ar, rs, ws->bp + (int64_t)jr * k, c + (int64_t)ir * ldc + jr,
-                                  ldc, mr, imin(NR, nu - jr), alpha, beta, NULL);
+                                  ldc, mr, imin(NR, nu - jr), alpha, beta, NULL, NULL);
     }
 }
 
@@ -246,7 +246,7 @@ static void cols_product(const tiles *ws, int m, int n, int k, const float *at, 
         for (int jn = 0; jn < n; jn += NR)
             tb_cpu_gemm_tile_panel(kc, ws->ap, ws->bp + (int64_t)jn * k + (int64_t)k0 * NR,
                                    c + (int64_t)jr * ldc + jn, ldc, mr, imin(NR, n - jn), alpha,
-                                   beta, NULL);
+                                   beta, NULL, NULL);
     }
 }
 

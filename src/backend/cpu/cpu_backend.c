@@ -106,6 +106,7 @@ tb_status tb_cpu_backend_init(tb_backend *be, const tb_backend_config *config, t
     be->ops.copy = cpu_copy;
     be->ops.sync = cpu_sync;
     tb_cpu_register_dense(&be->ops);
+    tb_cpu_register_act(&be->ops);
     tb_cpu_register_loss(&be->ops);
     tb_cpu_register_conv(&be->ops);
     tb_cpu_register_norm(&be->ops);

@@ -6,10 +6,13 @@
  * kernel of MR x NR = 12 x 32 (24 accumulators): B is packed once per (KC x NC) block into
  * k-major panels of 32 columns (a 16 x 16 register transpose for a transposed B), A is read
  * in place (copied to a padded stride only where its own stride would crowd a few L1 sets,
- * packed into k-major panels when transposed), and the kernel's epilogue applies alpha, beta
- * and the bias while the tile is in registers. beta = 0 never reads C.
+ * packed into k-major panels when transposed), and the kernel's epilogue applies alpha, beta,
+ * the bias and a residual matrix while the tile is in registers. beta = 0 never reads C. An
+ * activation (forward, or its derivative times the product for the backward pass) is applied
+ * to each finished tile while it is in L1, saving the pass over C that a separate op makes.
  *
- * Without AVX-512 (the compiler's target decides) it is OpenBLAS with the bias added first. */
+ * Without AVX-512 (the compiler's target decides) it is OpenBLAS with the bias added first
+ * and the residual and activation in passes after it. */
 #include "backend/cpu/cpu.h"
 
 #include <cblas.h>
@@ -24,27 +27,68 @@ static void init_rows(int m, int n, float beta, const float *bias, float *c, int
     }
 }
 
+/* The activation of ep on rows [0, m) x columns [0, n) of C, whose element (0, 0) is at
+ * offset off of ep's matrices. */
+static void act_rows(const tb_gemm_epilogue *ep, int m, int n, float *c, int64_t ldc,
+                     int64_t off)
+{
+    for (int i = 0; i < m; i++) {
+        float *row = c + i * ldc;
+        const int64_t o = off + i * ldc;
+        if (ep->mode == TB_GEMM_ACT_FWD)
+            tb_cpu_act_fwd_range(ep->act, n, row, ep->act_y + o);
+        else if (ep->mode == TB_GEMM_ACT_BWD)
+            tb_cpu_act_bwd_range(ep->act, n, ep->act_x + o, ep->act_y ? ep->act_y + o : NULL,
+                                 row, row, false);
+    }
+}
+
+/* The epilogue's residual and activation in passes over a finished C. */
+static void post_rows(const tb_gemm_epilogue *ep, int m, int n, float *c, int ldc)
+{
+    if (!ep) return;
+    if (ep->residual)
+        for (int i = 0; i < m; i++)
+            for (int j = 0; j < n; j++)
+                c[(int64_t)i * ldc + j] += ep->residual[(int64_t)i * ldc + j];
+    act_rows(ep, m, n, c, ldc, 0);
+}
+
+const tb_gemm_epilogue *tb_cpu_gemm_ep_at(const tb_gemm_epilogue *ep, int64_t r0, int64_t c0,
+                                          int64_t ldc, tb_gemm_epilogue *out)
+{
+    if (!ep) return NULL;
+    const int64_t off = r0 * ldc + c0;
+    *out = *ep;
+    if (ep->bias) out->bias = ep->bias + c0;
+    if (ep->residual) out->residual = ep->residual + off;
+    if (ep->act_y) out->act_y = ep->act_y + off;
+    if (ep->act_x) out->act_x = ep->act_x + off;
+    return out;
+}
+
 void tb_cpu_sgemm_blas(bool ta, bool tb, int m, int n, int k, float alpha, const float *a,
-                       int lda, const float *b, int ldb, float beta, const float *bias, float *c,
-                       int ldc)
+                       int lda, const float *b, int ldb, float beta, const tb_gemm_epilogue *ep,
+                       float *c, int ldc)
 {
     if (m <= 0 || n <= 0) return;
-    if (bias) { /* rows start as beta C + bias, and the product is added (beta 1) */
-        init_rows(m, n, beta, bias, c, ldc);
+    if (ep && ep->bias) { /* rows start as beta C + bias, and the product is added (beta 1) */
+        init_rows(m, n, beta, ep->bias, c, ldc);
         beta = 1.0f;
     }
     cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, m,
                 n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+    post_rows(ep, m, n, c, ldc);
 }
 
 #ifndef __AVX512F__
 
 void tb_cpu_sgemm(bool ta, bool tb, int m, int n, int k, float alpha, const float *a, int lda,
-                  const float *b, int ldb, float beta, const float *bias, float *c, int ldc,
-                  float *work)
+                  const float *b, int ldb, float beta, const tb_gemm_epilogue *ep, float *c,
+                  int ldc, float *work)
 {
     (void)work;
-    tb_cpu_sgemm_blas(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, bias, c, ldc);
+    tb_cpu_sgemm_blas(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, ep, c, ldc);
 }
 
 #else
@@ -60,12 +104,13 @@ enum {
 
 #define ALWAYS_INLINE static inline __attribute__((always_inline))
 
-/* The micro kernel: C[mr, nr] = alpha A B + beta C + bias for A [MR, kc] (element (r, p) at
- * a[r rsa + p csa]) and B one packed panel [kc, NR]; rows past mr (zero padded) are computed
- * and dropped. The two callers fix the strides so that each is compiled for its layout. */
+/* The micro kernel: C[mr, nr] = alpha A B + beta C + bias + R for A [MR, kc] (element (r, p)
+ * at a[r rsa + p csa]), B one packed panel [kc, NR] and R (or NULL) at C's stride; rows past
+ * mr (zero padded) are computed and dropped. The two callers fix the strides so that each is
+ * compiled for its layout. */
 ALWAYS_INLINE void micro(int kc, const float *a, int64_t rsa, int64_t csa, const float *bp,
                          float *c, int64_t ldc, int mr, int nr, float alpha, float beta,
-                         const float *bias)
+                         const float *bias, const float *res)
 {
     __m512 acc[MR][2];
 #pragma GCC unroll 12
@@ -93,6 +138,11 @@ ALWAYS_INLINE void micro(int kc, const float *a, int64_t rsa, int64_t csa, const
             v0 = _mm512_fmadd_ps(vb, _mm512_maskz_loadu_ps(m0, cr), v0);
             v1 = _mm512_fmadd_ps(vb, _mm512_maskz_loadu_ps(m1, cr + 16), v1);
         }
+        if (res) {
+            const float *rr = res + r * ldc;
+            v0 = _mm512_add_ps(v0, _mm512_maskz_loadu_ps(m0, rr));
+            v1 = _mm512_add_ps(v1, _mm512_maskz_loadu_ps(m1, rr + 16));
+        }
         _mm512_mask_storeu_ps(cr, m0, v0);
         _mm512_mask_storeu_ps(cr + 16, m1, v1);
     }
@@ -101,16 +151,17 @@ ALWAYS_INLINE void micro(int kc, const float *a, int64_t rsa, int64_t csa, const
 /* A as rows of stride rsa (in place, or copied) */
 void tb_cpu_gemm_tile_rows(int kc, const float *a, int64_t rsa, const float *bp, float *c,
                            int64_t ldc, int mr, int nr, float alpha, float beta,
-                           const float *bias)
+                           const float *bias, const float *res)
 {
-    micro(kc, a, rsa, 1, bp, c, ldc, mr, nr, alpha, beta, bias);
+    micro(kc, a, rsa, 1, bp, c, ldc, mr, nr, alpha, beta, bias, res);
 }
 
 /* A as a k-major panel [kc, MR] */
 void tb_cpu_gemm_tile_panel(int kc, const float *a, const float *bp, float *c, int64_t ldc,
-                            int mr, int nr, float alpha, float beta, const float *bias)
+                            int mr, int nr, float alpha, float beta, const float *bias,
+                            const float *res)
 {
-    micro(kc, a, 1, MR, bp, c, ldc, mr, nr, alpha, beta, bias);
+    micro(kc, a, 1, MR, bp, c, ldc, mr, nr, alpha, beta, bias, res);
 }
 
 /* In-register transpose of a 16 x 16 block: r[i] holds row i on entry, column i on return. */
@@ -194,68 +245,80 @@ void tb_cpu_gemm_pack_a_panels(int mc, int kc, const float *at, int64_t ldat, fl
     }
 }
 
-/* One MC x KC block of A against the packed B block [kc, nc]. */
+/* The epilogue's parts for one K block of a product: the first applies beta, the bias and the
+ * residual, the last the activation. */
+typedef struct kblock_ep {
+    float beta;
+    const float *bias, *res;
+    const tb_gemm_epilogue *act; /* NULL: no activation here */
+} kblock_ep;
+
+/* One MC x KC block of A against the packed B block [kc, nc]; ep's matrices start at C's
+ * block. */
 static void block(bool ta, int mc, int nc, int kc, const float *a, int lda, const float *bp,
-                  float alpha, float beta, const float *bias, float *c, int ldc, float *ap)
+                  float alpha, const kblock_ep *ep, float *c, int ldc, float *ap)
 {
-    if (!ta) {
-        /* A [mc, kc] rows, read in place unless the row stride is a multiple of 2 KB (then
-         * the 12 rows would crowd a few L1 sets) or the panel is short (the tile reads MR
-         * rows) */
-        const bool in_place = lda % 512 != 0;
-        for (int ir = 0; ir < mc; ir += MR) {
-            const int mr = mc - ir < MR ? mc - ir : MR;
-            const float *ar = a + (int64_t)ir * lda;
-            int64_t rs = lda;
-            if (!in_place || mr < MR) {
-                tb_cpu_gemm_pack_a_rows(mr, kc, ar, lda, ap, A_STRIDE);
-                ar = ap;
-                rs = A_STRIDE;
-            }
-            for (int jr = 0; jr < nc; jr += NR)
-                tb_cpu_gemm_tile_rows(kc, ar, rs, bp + (int64_t)jr * kc,
-                                      c + (int64_t)ir * ldc + jr, ldc, mr,
-                                      nc - jr < NR ? nc - jr : NR, alpha, beta,
-                                      bias ? bias + jr : NULL);
+    const bool packed = ta;
+    if (packed) /* A^T stored [kc, mc]: all of the block's panels packed first */
+        tb_cpu_gemm_pack_a_panels(mc, kc, a, lda, ap);
+    /* A [mc, kc] rows, read in place unless the row stride is a multiple of 2 KB (then the 12
+     * rows would crowd a few L1 sets) or the panel is short (the tile reads MR rows) */
+    const bool in_place = lda % 512 != 0;
+    for (int ir = 0; ir < mc; ir += MR) {
+        const int mr = mc - ir < MR ? mc - ir : MR;
+        const float *ar = packed ? ap + (int64_t)(ir / MR) * kc * MR : a + (int64_t)ir * lda;
+        int64_t rs = lda;
+        if (!packed && (!in_place || mr < MR)) {
+            tb_cpu_gemm_pack_a_rows(mr, kc, ar, lda, ap, A_STRIDE);
+            ar = ap;
+            rs = A_STRIDE;
         }
-        return;
-    }
-    /* A^T stored [kc, mc]: all of the block's panels packed first */
-    tb_cpu_gemm_pack_a_panels(mc, kc, a, lda, ap);
-    for (int q = 0; q * MR < mc; q++) {
-        const int ir = q * MR, mr = mc - ir < MR ? mc - ir : MR;
-        for (int jr = 0; jr < nc; jr += NR)
-            tb_cpu_gemm_tile_panel(kc, ap + (int64_t)q * kc * MR, bp + (int64_t)jr * kc,
-                                   c + (int64_t)ir * ldc + jr, ldc, mr,
-                                   nc - jr < NR ? nc - jr : NR, alpha, beta,
-                                   bias ? bias + jr : NULL);
+        for (int jr = 0; jr < nc; jr += NR) {
+            const int nr = nc - jr < NR ? nc - jr : NR;
+            const int64_t off = (int64_t)ir * ldc + jr;
+            const float *bias = ep->bias ? ep->bias + jr : NULL;
+            const float *res = ep->res ? ep->res + off : NULL;
+            if (packed)
+                tb_cpu_gemm_tile_panel(kc, ar, bp + (int64_t)jr * kc, c + off, ldc, mr, nr,
+                                       alpha, ep->beta, bias, res);
+            else
+                tb_cpu_gemm_tile_rows(kc, ar, rs, bp + (int64_t)jr * kc, c + off, ldc, mr, nr,
+                                      alpha, ep->beta, bias, res);
+            if (ep->act) act_rows(ep->act, mr, nr, c + off, ldc, off);
+        }
     }
 }
 
 void tb_cpu_sgemm(bool ta, bool tb, int m, int n, int k, float alpha, const float *a, int lda,
-                  const float *b, int ldb, float beta, const float *bias, float *c, int ldc,
-                  float *work)
+                  const float *b, int ldb, float beta, const tb_gemm_epilogue *ep, float *c,
+                  int ldc, float *work)
 {
     if (m <= 0 || n <= 0) return;
     if (k <= 0 || alpha == 0.0f) {
-        init_rows(m, n, beta, bias, c, ldc);
+        init_rows(m, n, beta, ep ? ep->bias : NULL, c, ldc);
+        post_rows(ep, m, n, c, ldc);
         return;
     }
     float *ap = work, *bp = work + TB_CPU_GEMM_WORK_A;
     const int64_t rsb = tb ? 1 : ldb, csb = tb ? ldb : 1;
+    const bool act = ep && ep->mode != TB_GEMM_ACT_NONE;
     for (int jc = 0; jc < n; jc += NC) {
         const int nc = n - jc < NC ? n - jc : NC;
         for (int pc = 0; pc < k; pc += KC) {
             const int kc = k - pc < KC ? k - pc : KC;
             tb_cpu_gemm_pack_b(kc, nc, b + pc * rsb + jc * csb, rsb, csb, bp);
-            /* the first K block applies beta and the bias; the later ones add to C */
-            const float be = pc == 0 ? beta : 1.0f;
-            const float *bi = pc == 0 && bias ? bias + jc : NULL;
             for (int ic = 0; ic < m; ic += MC) {
                 const int mc = m - ic < MC ? m - ic : MC;
                 const float *ablk = ta ? a + (int64_t)pc * lda + ic : a + (int64_t)ic * lda + pc;
-                block(ta, mc, nc, kc, ablk, lda, bp, alpha, be, bi,
-                      c + (int64_t)ic * ldc + jc, ldc, ap);
+                tb_gemm_epilogue at;
+                const tb_gemm_epilogue *e = tb_cpu_gemm_ep_at(ep, ic, jc, ldc, &at);
+                /* the first K block applies beta, the bias and the residual; the later ones
+                 * add to C; the last one applies the activation */
+                const kblock_ep kb = {pc == 0 ? beta : 1.0f, pc == 0 && e ? e->bias : NULL,
+                                      pc == 0 && e ? e->residual : NULL,
+                                      act && pc + kc >= k ? e : NULL};
+                block(ta, mc, nc, kc, ablk, lda, bp, alpha, &kb, c + (int64_t)ic * ldc + jc, ldc,
+                      ap);
             }
         }
     }

@@ -68,7 +68,9 @@ static void cuda_act_bwd(tb_backend *be, tb_act act, int64_t n, const float *x, 
 {
     switch (act) {
     case TB_ACT_RELU:
-        tb_cuda_for_each(be, n, [=] __device__(int64_t i) { dx[i] = (dx_acc ? dx[i] : 0.0f) + x[i] > 0.0f ? dy[i] : 0.0f; });
+        tb_cuda_for_each(be, n, [=] __device__(int64_t i) {
+            dx[i] = (dx_acc ? dx[i] : 0.0f) + (x[i] > 0.0f ? dy[i] : 0.0f);
+        });
         break;
     case TB_ACT_GELU:
         tb_cuda_for_each(be, n, [=] __device__(int64_t i) {

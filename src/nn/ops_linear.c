@@ -1,0 +1,182 @@
+/* ops_linear.c: linear layers, alone or with a residual added (y = x w^T + b + r), and the
+ * fused MLP y = act(x w1^T + b1) w2^T + b2 + r of a transformer block.
+ *
+ * The fused forms save passes over activations, each as large as the layer's output: the
+ * bias, the residual and the activation are applied by the product's epilogue while a tile of
+ * the output is in cache (gemm_ep), and the MLP's backward pass multiplies the gradient
+ * reaching its hidden layer by act' in the same way, so the gradient of act(.) is never
+ * written out. */
+#include "nn/tape_impl.h"
+
+#include <string.h>
+
+/* For y = x w^T + b with dy given: dx (+)= dy w (when want_dx), dw += dy^T x, db += column sums
+ * of dy. */
+static void linear_grads(tb_tape *t, tb_var *x, tb_var *w, tb_var *b, const float *dy, int rows,
+                         int in, int out, bool want_dx)
+{
+    const tb_backend_ops *k = tb_tape_ops(t);
+    tb_backend *be = tb_tape_be(t);
+    bool acc;
+    float *dx = want_dx ? tb_var_grad_for(t, x, &acc) : NULL;
+    if (dx)
+        k->gemm(be, false, false, rows, in, out, 1.0f, dy, out, w->value.data, in,
+                acc ? 1.0f : 0.0f, dx, in);
+    float *dw = tb_var_grad(t, w), *db = tb_var_grad(t, b);
+    if (dw) k->gemm(be, true, false, out, in, rows, 1.0f, dy, out, x->value.data, in, 1.0f, dw, in);
+    if (db) k->bias_grad(be, rows, out, dy, db);
+}
+
+/* Checks a dense layer's operands: x [..., in], w [out, in], b [out] or NULL; fails naming
+ * op. */
+static bool check_dense(tb_tape *t, const char *op, tb_var *x, tb_var *w, tb_var *b)
+{
+    if (!tb_op_expect(t, op, "input", x, TB_F32, 1, TB_MAX_DIMS) ||
+        !tb_op_expect(t, op, "weight", w, TB_F32, 2, 2))
+        return false;
+    const int64_t in = w->value.shape[1], out = w->value.shape[0];
+    char xs[96], ws[96];
+    if (x->value.shape[x->value.ndim - 1] != in) {
+        tb_op_fail(t, TB_ERR_SHAPE, "%s: input %s does not match weight %s", op,
+                   tb_shape_str(&x->value, xs, sizeof xs), tb_shape_str(&w->value, ws, sizeof ws));
+        return false;
+    }
+    if (b && (!tb_op_expect(t, op, "bias", b, TB_F32, 1, 1) || b->value.shape[0] != out)) {
+        tb_op_fail(t, TB_ERR_SHAPE, "%s: bias must have shape [%lld]", op, (long long)out);
+        return false;
+    }
+    return true;
+}
+
+/* Checks that the residual r has the shape of the layer's output y. */
+static bool check_residual(tb_tape *t, const char *op, const tb_var *r, const tb_var *y)
+{
+    if (!r) return true;
+    char rs[96], ys[96];
+    if (!tb_op_expect(t, op, "residual", r, TB_F32, 1, TB_MAX_DIMS)) return false;
+    if (!tb_tensor_same_shape(&r->value, &y->value)) {
+        tb_op_fail(t, TB_ERR_SHAPE, "%s: residual %s does not match the output %s", op,
+                   tb_shape_str(&r->value, rs, sizeof rs), tb_shape_str(&y->value, ys, sizeof ys));
+        return false;
+    }
+    return true;
+}
+
+/* A new output of x's shape with the last dimension `last`. */
+static tb_var *dense_output(tb_tape *t, const tb_var *x, int64_t last, int n_in, tb_var **ins)
+{
+    int64_t shape[TB_MAX_DIMS];
+    memcpy(shape, x->value.shape, sizeof shape);
+    shape[x->value.ndim - 1] = last;
+    return tb_tape_output(t, TB_F32, x->value.ndim, shape, n_in, ins);
+}
+
+/* ---- linear: y [R, out] = x [R, in] w^T + b (+ r) ---------------------------------------- */
+
+/* in: x, w, b or NULL, r or NULL */
+static void linear_backward(tb_tape *t, tb_node *n)
+{
+    tb_var *x = n->in[0], *w = n->in[1], *b = n->in[2], *r = n->in[3];
+    linear_grads(t, x, w, b, n->out->grad.data, (int)n->iattr[0], (int)n->iattr[1],
+                 (int)n->iattr[2], true);
+    if (r) tb_var_grad_pass(t, r, n->out, true);
+}
+
+tb_var *tb_op_linear_add(tb_tape *t, tb_var *x, tb_var *w, tb_var *b, tb_var *r)
+{
+    tb_var *ins[4] = {x, w, b, r};
+    if (!tb_op_begin(t, 2, ins) || !check_dense(t, "linear", x, w, b)) return NULL;
+    const int64_t in = w->value.shape[1], out = w->value.shape[0];
+    const int64_t rows = tb_tensor_numel(&x->value) / in;
+    tb_var *y = dense_output(t, x, out, 4, ins);
+    if (!y || !check_residual(t, "linear", r, y)) return NULL;
+    const tb_gemm_epilogue ep = {.bias = b ? b->value.data : NULL,
+                                 .residual = r ? r->value.data : NULL};
+    tb_tape_ops(t)->gemm_ep(tb_tape_be(t), false, true, (int)rows, (int)out, (int)in,
+                            x->value.data, (int)in, w->value.data, (int)in, &ep, y->value.data,
+                            (int)out);
+    tb_node *n = tb_tape_record(t, "linear", linear_backward, y, 4, ins);
+    if (n) {
+        n->iattr[0] = rows;
+        n->iattr[1] = in;
+        n->iattr[2] = out;
+    }
+    return y;
+}
+
+tb_var *tb_op_linear(tb_tape *t, tb_var *x, tb_var *w, tb_var *b)
+{
+    return tb_op_linear_add(t, x, w, b, NULL);
+}
+
+/* ---- MLP: y = act(x w1^T + b1) w2^T + b2 (+ r) ------------------------------------------- */
+
+/* in: x, w1, b1, w2, b2, r (b1, b2, r may be NULL); saved: the hidden layer before and after
+ * the activation (tape variables, which tb_op_mlp hands out for curvature methods). */
+static void mlp_backward(tb_tape *t, tb_node *n)
+{
+    tb_var *x = n->in[0], *w1 = n->in[1], *b1 = n->in[2], *w2 = n->in[3], *b2 = n->in[4],
+           *r = n->in[5];
+    tb_var *h = n->saved[0], *g = n->saved[1];
+    const int rows = (int)n->iattr[0], in = (int)n->iattr[1], hid = (int)n->iattr[2],
+              out = (int)n->iattr[3];
+    const float *dy = n->out->grad.data;
+    /* dh = (dy w2) act'(h), the product's epilogue multiplying by act' tile by tile */
+    bool acc;
+    float *dh = tb_var_grad_for(t, h, &acc);
+    if (dh) {
+        const tb_gemm_epilogue ep = {.mode = TB_GEMM_ACT_BWD, .act = (tb_act)n->iattr[4],
+                                     .act_x = h->value.data, .act_y = g->value.data};
+        tb_tape_ops(t)->gemm_ep(tb_tape_be(t), false, false, rows, hid, out, dy, out,
+                                w2->value.data, hid, &ep, dh, hid);
+    }
+    linear_grads(t, g, w2, b2, dy, rows, hid, out, false);
+    if (dh) linear_grads(t, x, w1, b1, dh, rows, in, hid, true);
+    if (r) tb_var_grad_pass(t, r, n->out, true);
+}
+
+tb_var *tb_op_mlp(tb_tape *t, tb_var *x, tb_var *w1, tb_var *b1, tb_activation act, tb_var *w2,
+                  tb_var *b2, tb_var *r, tb_var **hidden)
+{
+    tb_var *ins[6] = {x, w1, b1, w2, b2, r};
+    if (hidden) hidden[0] = hidden[1] = NULL;
+    if (!tb_op_begin(t, 2, ins) || !tb_op_begin(t, 1, &w2) || !check_dense(t, "mlp", x, w1, b1))
+        return NULL;
+    if ((unsigned)act >= TB_ACT_COUNT)
+        return tb_op_fail(t, TB_ERR_INVALID, "mlp: unknown activation %d", (int)act);
+    const int64_t in = w1->value.shape[1], hid = w1->value.shape[0];
+    const int64_t rows = tb_tensor_numel(&x->value) / in;
+    tb_var *h = dense_output(t, x, hid, 3, ins);
+    tb_var *g = h ? dense_output(t, x, hid, 1, &h) : NULL;
+    if (!g || !check_dense(t, "mlp", g, w2, b2)) return NULL;
+    const int64_t out = w2->value.shape[0];
+    tb_var *y = dense_output(t, x, out, 6, ins);
+    if (!y || !check_residual(t, "mlp", r, y)) return NULL;
+    const tb_backend_ops *k = tb_tape_ops(t);
+    tb_backend *be = tb_tape_be(t);
+    const tb_gemm_epilogue ep1 = {.bias = b1 ? b1->value.data : NULL,
+                                  .mode = TB_GEMM_ACT_FWD,
+                                  .act = (tb_act)act,
+                                  .act_y = g->value.data};
+    k->gemm_ep(be, false, true, (int)rows, (int)hid, (int)in, x->value.data, (int)in,
+               w1->value.data, (int)in, &ep1, h->value.data, (int)hid);
+    const tb_gemm_epilogue ep2 = {.bias = b2 ? b2->value.data : NULL,
+                                  .residual = r ? r->value.data : NULL};
+    k->gemm_ep(be, false, true, (int)rows, (int)out, (int)hid, g->value.data, (int)hid,
+               w2->value.data, (int)hid, &ep2, y->value.data, (int)out);
+    tb_node *n = tb_tape_record(t, "mlp", mlp_backward, y, 6, ins);
+    if (n) {
+        n->saved[0] = h;
+        n->saved[1] = g;
+        n->iattr[0] = rows;
+        n->iattr[1] = in;
+        n->iattr[2] = hid;
+        n->iattr[3] = out;
+        n->iattr[4] = act;
+    }
+    if (hidden) {
+        hidden[0] = h;
+        hidden[1] = g;
+    }
+    return y;
+}

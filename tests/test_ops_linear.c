@@ -1,0 +1,213 @@
+/* test_ops_linear.c: the fused dense ops: linear with a residual (tb_op_linear_add) and the
+ * MLP (tb_op_mlp) by finite differences, against the unfused ops they replace at sizes where
+ * the CPU backend's own kernel and its epilogue run, and the gradients a tape keeps for
+ * curvature statistics (tb_tape_set_keep_grads). */
+#include "testutil.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static tb_backend *be;
+
+/* in: x, w, b, r */
+static tb_var *f_linear_add(tb_tape *t, tb_var *const *in, void *ctx)
+{
+    tb_var *r = ctx ? in[0] : in[3]; /* ctx: the residual is the input itself */
+    return tb_test_reduce(t, tb_op_linear_add(t, in[0], in[1], in[2], r));
+}
+
+typedef struct mlp_case {
+    tb_activation act;
+    bool bias, residual_is_x;
+} mlp_case;
+
+/* in: x, w1, b1, w2, b2, r */
+static tb_var *f_mlp(tb_tape *t, tb_var *const *in, void *ctx)
+{
+    const mlp_case *c = ctx;
+    tb_var *r = c->residual_is_x ? in[0] : in[5];
+    return tb_test_reduce(t, tb_op_mlp(t, in[0], in[1], c->bias ? in[2] : NULL, c->act, in[3],
+                                       c->bias ? in[4] : NULL, r, NULL));
+}
+
+static void test_gradients(void)
+{
+    tb_rng rng = tb_rng_make(3, 0);
+    int64_t xs[3] = {2, 3, 6}, ws[2] = {6, 6}, bs[1] = {6}, rs[3] = {2, 3, 6};
+    tb_var *in[4] = {tb_test_var(be, 3, xs, &rng, -1, 1, true),
+                     tb_test_var(be, 2, ws, &rng, -1, 1, true),
+                     tb_test_var(be, 1, bs, &rng, -1, 1, true),
+                     tb_test_var(be, 3, rs, &rng, -1, 1, true)};
+    tb_gradcheck("linear_add", be, f_linear_add, NULL, in, 4, 1e-2, 1e-3, 1e-2, 60);
+    tb_gradcheck("linear_add, residual = input", be, f_linear_add, in, in, 3, 1e-2, 1e-3, 1e-2,
+                 60);
+    for (int i = 0; i < 4; i++) tb_test_var_free(in[i]);
+
+    /* x [3, 5] -> 7 hidden -> 5 outputs, plus the residual [3, 5] */
+    int64_t x2[2] = {3, 5}, w1[2] = {7, 5}, b1[1] = {7}, w2[2] = {5, 7}, b2[1] = {5};
+    tb_var *m[6] = {tb_test_var(be, 2, x2, &rng, -1.5f, 1.5f, true),
+                    tb_test_var(be, 2, w1, &rng, -1, 1, true),
+                    tb_test_var(be, 1, b1, &rng, -1, 1, true),
+                    tb_test_var(be, 2, w2, &rng, -1, 1, true),
+                    tb_test_var(be, 1, b2, &rng, -1, 1, true),
+                    tb_test_var(be, 2, x2, &rng, -1, 1, true)};
+    const mlp_case cases[] = {{TB_GELU, true, false},
+                              {TB_TANH, false, false},
+                              {TB_SIGMOID, true, true},
+                              {TB_SILU, true, false}};
+    const char *names[] = {"mlp gelu", "mlp tanh, no biases", "mlp sigmoid, residual = input",
+                           "mlp silu"};
+    for (int c = 0; c < 4; c++)
+        tb_gradcheck(names[c], be, f_mlp, (void *)&cases[c], m, cases[c].residual_is_x ? 5 : 6,
+                     1e-2, 1e-3, 1e-2, 60);
+    for (int i = 0; i < 6; i++) tb_test_var_free(m[i]);
+}
+
+/* Largest |a - b| relative to the largest |b| of n floats. */
+static double rel_diff(const float *a, const float *b, int64_t n)
+{
+    double worst = 0, mag = 1e-12;
+    for (int64_t i = 0; i < n; i++) {
+        double d = fabs((double)a[i] - b[i]);
+        worst = d > worst ? d : worst;
+        mag = fabs((double)b[i]) > mag ? fabs((double)b[i]) : mag;
+    }
+    return worst / mag;
+}
+
+/* The fused ops against linear, activation, linear and add, at sizes the own kernel takes
+ * (split across two threads, the hidden layer past one K block in the backward pass): the
+ * output and every gradient agree to float rounding. The chain: y = r + mlp(x), then
+ * z = y + linear(y) (a residual that is the layer's own input). */
+enum { NV = 8 };
+
+static void test_fused_against_unfused(void)
+{
+    tb_rng rng = tb_rng_make(4, 0);
+    int64_t xs[2] = {256, 96}, w1s[2] = {300, 96}, b1s[1] = {300}, w2s[2] = {96, 300},
+            b2s[1] = {96}, wps[2] = {96, 96};
+    /* x, w1, b1, w2, b2, r, wp, bp */
+    tb_var *v[NV] = {tb_test_var(be, 2, xs, &rng, -1, 1, true),
+                     tb_test_var(be, 2, w1s, &rng, -0.2f, 0.2f, true),
+                     tb_test_var(be, 1, b1s, &rng, -0.5f, 0.5f, true),
+                     tb_test_var(be, 2, w2s, &rng, -0.2f, 0.2f, true),
+                     tb_test_var(be, 1, b2s, &rng, -0.5f, 0.5f, true),
+                     tb_test_var(be, 2, xs, &rng, -1, 1, true),
+                     tb_test_var(be, 2, wps, &rng, -0.2f, 0.2f, true),
+                     tb_test_var(be, 1, b2s, &rng, -0.5f, 0.5f, true)};
+    float *grads[2][NV], *outs[2];
+    int64_t n_out = 0;
+    for (int fused = 0; fused < 2; fused++) {
+        for (int i = 0; i < NV; i++) memset(v[i]->grad.data, 0, tb_tensor_bytes(&v[i]->grad));
+        tb_tape *t = tb_test_tape(be);
+        tb_var *z;
+        if (fused) {
+            tb_var *y = tb_op_mlp(t, v[0], v[1], v[2], TB_GELU, v[3], v[4], v[5], NULL);
+            z = tb_op_linear_add(t, y, v[6], v[7], y);
+        } else {
+            tb_var *g = tb_op_activation(t, TB_GELU, tb_op_linear(t, v[0], v[1], v[2]));
+            tb_var *y = tb_op_add(t, v[5], tb_op_linear(t, g, v[3], v[4]));
+            z = tb_op_add(t, y, tb_op_linear(t, y, v[6], v[7]));
+        }
+        CHECK_OK(tb_tape_backward(t, tb_test_reduce(t, z)), tb_tape_error(t));
+        outs[fused] = tb_test_host_copy(z);
+        n_out = tb_tensor_numel(&z->value);
+        for (int i = 0; i < NV; i++) {
+            grads[fused][i] = malloc(tb_tensor_bytes(&v[i]->grad));
+            memcpy(grads[fused][i], v[i]->grad.data, tb_tensor_bytes(&v[i]->grad));
+        }
+        tb_tape_destroy(t);
+    }
+    double worst = rel_diff(outs[1], outs[0], n_out);
+    for (int i = 0; i < NV; i++)
+        worst = fmax(worst, rel_diff(grads[1][i], grads[0][i], tb_tensor_numel(&v[i]->value)));
+    printf("  fused against unfused: largest relative difference %.2g\n", worst);
+    CHECK(worst < 1e-5);
+    for (int f = 0; f < 2; f++) {
+        free(outs[f]);
+        for (int i = 0; i < NV; i++) free(grads[f][i]);
+    }
+    for (int i = 0; i < NV; i++) tb_test_var_free(v[i]);
+}
+
+/* y = mlp(x, residual h) with h also used on its own before (as a transformer block's layer
+ * norm reads the residual stream): the residual's gradient takes over y's buffer by default,
+ * so y's gradient then holds h's; with keep_grads it stays dL/dy, which curvature statistics
+ * read. h's gradient is the same either way. */
+static void test_keep_grads(void)
+{
+    tb_rng rng = tb_rng_make(5, 0);
+    int64_t xs[2] = {4, 3}, ws[2] = {3, 3}, hs[2] = {4, 3};
+    tb_var *x = tb_test_var(be, 2, xs, &rng, -1, 1, true), *w = tb_test_var(be, 2, ws, &rng, -1, 1, true);
+    tb_var *h = tb_test_var(be, 2, hs, &rng, -1, 1, true);
+    float *hgrad[2] = {NULL, NULL};
+    for (int keep = 0; keep < 2; keep++) {
+        memset(h->grad.data, 0, tb_tensor_bytes(&h->grad));
+        tb_tape *t = tb_test_tape(be);
+        tb_tape_set_keep_grads(t, keep);
+        /* h is a parameter-like variable with its own buffer: route it through a reshape so
+         * the tape owns its gradient (the residual can adopt only a tape variable's) */
+        tb_var *hv = tb_op_reshape(t, h, 2, hs);
+        tb_var *lh = tb_test_reduce(t, hv); /* before the mlp: its backward runs after */
+        tb_var *y = tb_op_mlp(t, x, w, NULL, TB_TANH, w, NULL, hv, NULL);
+        tb_var *loss = tb_op_add(t, tb_test_reduce(t, y), lh);
+        CHECK_OK(tb_tape_backward(t, loss), tb_tape_error(t));
+        /* dL/dy of the mse against tb_test_reduce's target: 2 (y - target) / n */
+        const int64_t n = tb_tensor_numel(&y->value);
+        float *target = malloc(sizeof(float) * (size_t)n), *yv = tb_test_host_copy(y);
+        tb_rng trng = tb_rng_make(12345, (uint64_t)n);
+        tb_rng_fill_uniform(&trng, target, n, -2.0f, 2.0f);
+        double worst = 0;
+        const float *dy = y->grad.data;
+        for (int64_t i = 0; i < n; i++)
+            worst = fmax(worst, fabs(dy[i] - 2.0 * (yv[i] - target[i]) / (double)n));
+        if (keep)
+            CHECK(worst < 1e-6);
+        else
+            CHECK(y->grad.data == hv->grad.data); /* adopted: y's gradient is h's now */
+        hgrad[keep] = malloc(tb_tensor_bytes(&h->grad));
+        memcpy(hgrad[keep], h->grad.data, tb_tensor_bytes(&h->grad));
+        free(target);
+        free(yv);
+        tb_tape_destroy(t);
+    }
+    CHECK(rel_diff(hgrad[1], hgrad[0], tb_tensor_numel(&h->value)) < 1e-6);
+    free(hgrad[0]);
+    free(hgrad[1]);
+    tb_test_var_free(x);
+    tb_test_var_free(w);
+    tb_test_var_free(h);
+}
+
+/* Shapes that do not fit fail naming the tensors. */
+static void test_errors(void)
+{
+    tb_rng rng = tb_rng_make(6, 0);
+    int64_t xs[2] = {4, 3}, ws[2] = {5, 3}, w2s[2] = {3, 4}, rs[2] = {4, 4};
+    tb_var *x = tb_test_var(be, 2, xs, &rng, -1, 1, true), *w = tb_test_var(be, 2, ws, &rng, -1, 1, true);
+    tb_var *w2 = tb_test_var(be, 2, w2s, &rng, -1, 1, true), *r = tb_test_var(be, 2, rs, &rng, -1, 1, true);
+    tb_tape *t = tb_test_tape(be);
+    CHECK(tb_op_linear_add(t, x, w, NULL, r) == NULL); /* y [4, 5], residual [4, 4] */
+    CHECK(tb_tape_status(t) == TB_ERR_SHAPE);
+    CHECK(strstr(tb_tape_error(t)->message, "residual [4, 4]") != NULL);
+    tb_tape_reset(t);
+    CHECK(tb_op_mlp(t, x, w, NULL, TB_GELU, w2, NULL, NULL, NULL) == NULL); /* 5 into 4 */
+    CHECK(tb_tape_status(t) == TB_ERR_SHAPE);
+    CHECK(strstr(tb_tape_error(t)->message, "[3, 4]") != NULL);
+    tb_tape_destroy(t);
+    tb_test_var_free(x);
+    tb_test_var_free(w);
+    tb_test_var_free(w2);
+    tb_test_var_free(r);
+}
+
+int main(void)
+{
+    be = tb_test_backend();
+    test_gradients();
+    test_fused_against_unfused();
+    test_keep_grads();
+    test_errors();
+    tb_backend_destroy(be);
+    return tb_test_finish("test_ops_linear");
+}
