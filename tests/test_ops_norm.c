@@ -3,6 +3,8 @@
  * running-statistics update with exact values, and shape errors. */
 #include "testutil.h"
 
+#include "backend/backend_impl.h"
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -319,6 +321,89 @@ static void test_layernorm(void)
     run_ln_case(2, wide); /* more than one column block in the dgamma/dbeta reduction */
 }
 
+/* The backend's layer norm backward on its two paths, at one thread and two: many row chunks
+ * (dgamma/dbeta summed per chunk in the same pass as dx), and rows too wide for the chunk sums'
+ * scratch (a second pass). dx, dgamma and dbeta against double sums, and the same bits at
+ * either thread count. */
+static void test_layernorm_backend_paths(void)
+{
+    static const int64_t shapes[][2] = {{1000, 96}, {130, 50000}};
+    tb_backend_config cfg = {.device = TB_DEVICE_CPU, .threads = 1};
+    tb_backend *one = NULL;
+    if (!CHECK_OK(tb_backend_create(&cfg, &one, NULL), NULL)) return;
+    tb_backend *bes[2] = {one, g_be};
+    for (int s = 0; s < 2; s++) {
+        const int64_t rows = shapes[s][0], cols = shapes[s][1], n = rows * cols;
+        tb_rng rng = tb_rng_make(32, (uint64_t)s);
+        float *x = malloc(sizeof(float) * (size_t)n), *dy = malloc(sizeof(float) * (size_t)n);
+        float *gamma = malloc(sizeof(float) * (size_t)cols);
+        float *mean = malloc(sizeof(float) * (size_t)rows), *rstd = malloc(sizeof(float) * (size_t)rows);
+        tb_rng_fill_uniform(&rng, x, n, -2.0f, 2.0f);
+        tb_rng_fill_uniform(&rng, dy, n, -1.0f, 1.0f);
+        tb_rng_fill_uniform(&rng, gamma, cols, 0.5f, 1.5f);
+        for (int64_t r = 0; r < rows; r++) {
+            double m = 0, v = 0;
+            for (int64_t j = 0; j < cols; j++) m += x[r * cols + j];
+            m /= (double)cols;
+            for (int64_t j = 0; j < cols; j++) v += (x[r * cols + j] - m) * (x[r * cols + j] - m);
+            mean[r] = (float)m;
+            rstd[r] = (float)(1.0 / sqrt(v / (double)cols + 1e-5));
+        }
+        float *dx[2], *dg[2], *db[2];
+        for (int b = 0; b < 2; b++) {
+            dx[b] = malloc(sizeof(float) * (size_t)n);
+            dg[b] = calloc((size_t)cols, sizeof(float));
+            db[b] = calloc((size_t)cols, sizeof(float));
+            bes[b]->ops.layernorm_bwd(bes[b], rows, cols, x, gamma, mean, rstd, dy, dx[b], false,
+                                      dg[b], db[b]);
+        }
+        double worst = 0;
+        for (int64_t j = 0; j < cols; j++) {
+            double sg = 0, sb = 0, mag = 0;
+            for (int64_t r = 0; r < rows; r++) {
+                const double xh = (x[r * cols + j] - mean[r]) * (double)rstd[r];
+                sg += dy[r * cols + j] * xh;
+                sb += dy[r * cols + j];
+                mag += fabs(dy[r * cols + j] * xh);
+            }
+            worst = fmax(worst, fabs(dg[1][j] - sg) / (mag + 1.0));
+            worst = fmax(worst, fabs(db[1][j] - sb) / (double)rows);
+        }
+        for (int64_t r = 0; r < rows; r += 7) { /* every 7th row of dx */
+            double a = 0, bsum = 0;
+            for (int64_t j = 0; j < cols; j++) {
+                const double g = (double)dy[r * cols + j] * gamma[j];
+                a += g;
+                bsum += g * (x[r * cols + j] - mean[r]) * (double)rstd[r];
+            }
+            a /= (double)cols;
+            bsum /= (double)cols;
+            for (int64_t j = 0; j < cols; j++) {
+                const double xh = (x[r * cols + j] - mean[r]) * (double)rstd[r];
+                const double want = rstd[r] * ((double)dy[r * cols + j] * gamma[j] - a - xh * bsum);
+                worst = fmax(worst, fabs(dx[1][r * cols + j] - want) / (fabs(want) + 1.0));
+            }
+        }
+        printf("  layernorm backward %lld x %lld: largest relative error %.2g\n",
+               (long long)rows, (long long)cols, worst);
+        CHECK(worst < 1e-5);
+        CHECK(memcmp(dx[0], dx[1], sizeof(float) * (size_t)n) == 0);
+        CHECK(memcmp(dg[0], dg[1], sizeof(float) * (size_t)cols) == 0);
+        CHECK(memcmp(db[0], db[1], sizeof(float) * (size_t)cols) == 0);
+        for (int b = 0; b < 2; b++) {
+            free(dx[b]);
+            free(dg[b]);
+            free(db[b]);
+        }
+        free(x);
+        free(dy);
+        free(gamma);
+        free(mean);
+        free(rstd);
+    }
+    tb_backend_destroy(one);
+}
+
 /* ---- errors ---------------------------------------------------------------------------------- */
 
 static void expect_error(tb_tape *t, tb_var *result, tb_status want, const char *needle)
@@ -385,6 +470,7 @@ int main(void)
     test_batchnorm_running_stats();
     test_batchnorm_relu_fused();
     test_layernorm();
+    test_layernorm_backend_paths();
     test_errors();
     tb_backend_destroy(g_be);
     return tb_test_finish("test_ops_norm");

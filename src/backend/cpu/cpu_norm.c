@@ -5,6 +5,8 @@
 
 #include <math.h>
 
+#include <omp.h>
+
 /* Above this many elements the loops run in parallel. */
 #define NORM_PAR 32768
 
@@ -203,43 +205,48 @@ static void cpu_layernorm_fwd(tb_backend *be, int64_t rows, int64_t cols, const 
     }
 }
 
-/* Column block of the dgamma/dbeta reduction (one thread per block, rows in order). */
+/* Column block of the two-pass dgamma/dbeta reduction (one thread per block, rows in order). */
 #define LN_COL_BLOCK 64
+/* Rows per chunk of the one-pass backward's dgamma/dbeta partial sums: fixed by the shape, so
+ * that the sums come out the same at any thread count. */
+#define LN_CHUNK 64
 
-/* With xhat = (x - mean) rstd and g = dy gamma per row:
- *     dx = rstd (g - mean(g) - xhat mean(g xhat)); dgamma = sum_rows dy xhat; dbeta = sum dy. */
-static void cpu_layernorm_bwd(tb_backend *be, int64_t rows, int64_t cols, const float *x,
-                              const float *gamma, const float *mean, const float *rstd,
-                              const float *dy, float *dx, bool dx_acc, float *dgamma,
-                              float *dbeta)
+/* One row of dx: dx (+)= rstd (g - mean(g) - xhat mean(g xhat)), g = dy gamma. When pg is
+ * given, the row's dy xhat and dy are also added to the chunk partials pg and pb. */
+static inline void ln_row_bwd(int64_t cols, const float *xp, const float *gp, const float *gamma,
+                              float m, float rs, float *dp, bool dx_acc, float *pg, float *pb)
 {
-    (void)be;
-    if (dx) {
-#pragma omp parallel for schedule(static) if (rows * cols > NORM_PAR)
-        for (int64_t r = 0; r < rows; r++) {
-            const float *xp = x + r * cols, *gp = dy + r * cols;
-            float *dp = dx + r * cols;
-            const float m = mean[r], rs = rstd[r];
-            float sg = 0, sgx = 0;
+    float sg = 0, sgx = 0;
 #pragma omp simd reduction(+ : sg, sgx)
-            for (int64_t j = 0; j < cols; j++) {
-                float g = gp[j] * gamma[j];
-                sg += g;
-                sgx += g * ((xp[j] - m) * rs);
-            }
-            const float a = sg / (float)cols, b = sgx / (float)cols;
-            if (dx_acc) {
+    for (int64_t j = 0; j < cols; j++) {
+        float g = gp[j] * gamma[j];
+        sg += g;
+        sgx += g * ((xp[j] - m) * rs);
+    }
+    const float a = sg / (float)cols, b = sgx / (float)cols;
+    if (pg) {
 #pragma omp simd
-                for (int64_t j = 0; j < cols; j++)
-                    dp[j] += rs * (gp[j] * gamma[j] - a - (xp[j] - m) * rs * b);
-            } else {
-#pragma omp simd
-                for (int64_t j = 0; j < cols; j++)
-                    dp[j] = rs * (gp[j] * gamma[j] - a - (xp[j] - m) * rs * b);
-            }
+        for (int64_t j = 0; j < cols; j++) {
+            pg[j] += gp[j] * ((xp[j] - m) * rs);
+            pb[j] += gp[j];
         }
     }
-    if (!dgamma && !dbeta) return;
+    if (!dp) return;
+    if (dx_acc) {
+#pragma omp simd
+        for (int64_t j = 0; j < cols; j++)
+            dp[j] += rs * (gp[j] * gamma[j] - a - (xp[j] - m) * rs * b);
+    } else {
+#pragma omp simd
+        for (int64_t j = 0; j < cols; j++)
+            dp[j] = rs * (gp[j] * gamma[j] - a - (xp[j] - m) * rs * b);
+    }
+}
+
+/* dgamma/dbeta by a second pass over x and dy: column blocks, rows in order. */
+static void ln_param_grads_2pass(int64_t rows, int64_t cols, const float *x, const float *mean,
+                                 const float *rstd, const float *dy, float *dgamma, float *dbeta)
+{
     const int64_t blocks = (cols + LN_COL_BLOCK - 1) / LN_COL_BLOCK;
 #pragma omp parallel for schedule(static) if (rows * cols > NORM_PAR)
     for (int64_t blk = 0; blk < blocks; blk++) {
@@ -257,6 +264,55 @@ static void cpu_layernorm_bwd(tb_backend *be, int64_t rows, int64_t cols, const 
         for (int64_t j = j0; j < j1; j++) {
             if (dgamma) dgamma[j] += (float)sg[j - j0];
             if (dbeta) dbeta[j] += (float)sb[j - j0];
+        }
+    }
+}
+
+/* With xhat = (x - mean) rstd and g = dy gamma per row:
+ *     dx = rstd (g - mean(g) - xhat mean(g xhat)); dgamma = sum_rows dy xhat; dbeta = sum dy.
+ * One pass over x and dy where the partial sums fit the scratch: each chunk of LN_CHUNK rows
+ * sums its dgamma/dbeta terms in float while it computes dx, and the chunks' sums are added in
+ * order, in double. Otherwise (and inside another parallel region, whose threads would share
+ * the scratch) a second pass sums them. */
+static void cpu_layernorm_bwd(tb_backend *be, int64_t rows, int64_t cols, const float *x,
+                              const float *gamma, const float *mean, const float *rstd,
+                              const float *dy, float *dx, bool dx_acc, float *dgamma,
+                              float *dbeta)
+{
+    const bool params = dgamma || dbeta;
+    const int64_t chunks = (rows + LN_CHUNK - 1) / LN_CHUNK;
+    const bool one_pass = params && chunks * cols * 2 <= TB_CPU_GEMM_WORK && !omp_in_parallel();
+    if (!one_pass) {
+        if (dx) {
+#pragma omp parallel for schedule(static) if (rows * cols > NORM_PAR)
+            for (int64_t r = 0; r < rows; r++)
+                ln_row_bwd(cols, x + r * cols, dy + r * cols, gamma, mean[r], rstd[r],
+                           dx + r * cols, dx_acc, NULL, NULL);
+        }
+        if (params) ln_param_grads_2pass(rows, cols, x, mean, rstd, dy, dgamma, dbeta);
+        return;
+    }
+    float *part = tb_cpu_gemm_scratch(be, 0); /* [chunks][2][cols]: no product runs now */
+#pragma omp parallel if (rows * cols > NORM_PAR)
+    {
+#pragma omp for schedule(static)
+        for (int64_t ch = 0; ch < chunks; ch++) {
+            float *pg = part + ch * 2 * cols, *pb = pg + cols;
+            for (int64_t j = 0; j < 2 * cols; j++) pg[j] = 0.0f;
+            const int64_t r1 = (ch + 1) * LN_CHUNK < rows ? (ch + 1) * LN_CHUNK : rows;
+            for (int64_t r = ch * LN_CHUNK; r < r1; r++)
+                ln_row_bwd(cols, x + r * cols, dy + r * cols, gamma, mean[r], rstd[r],
+                           dx ? dx + r * cols : NULL, dx_acc, pg, pb);
+        }
+#pragma omp for schedule(static)
+        for (int64_t j = 0; j < cols; j++) {
+            double sg = 0, sb = 0;
+            for (int64_t ch = 0; ch < chunks; ch++) {
+                sg += part[ch * 2 * cols + j];
+                sb += part[ch * 2 * cols + cols + j];
+            }
+            if (dgamma) dgamma[j] += (float)sg;
+            if (dbeta) dbeta[j] += (float)sb;
         }
     }
 }
