@@ -4,6 +4,8 @@
  * curvature statistics (tb_tape_set_keep_grads). */
 #include "testutil.h"
 
+#include "backend/backend_impl.h"
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -201,6 +203,42 @@ static void test_errors(void)
     tb_test_var_free(r);
 }
 
+/* The backend's bias gradient (column sums of dy, added) on its two paths, at one thread and
+ * two: many row chunks, and rows too wide for the chunk sums' scratch; against double sums,
+ * and the same bits at either thread count. */
+static void test_bias_grad(void)
+{
+    static const int64_t shapes[][2] = {{1000, 130}, {300, 100000}, {50, 7}};
+    tb_backend_config cfg = {.device = TB_DEVICE_CPU, .threads = 1};
+    tb_backend *one = NULL;
+    if (!CHECK_OK(tb_backend_create(&cfg, &one, NULL), NULL)) return;
+    tb_backend *bes[2] = {one, be};
+    for (int s = 0; s < 3; s++) {
+        const int64_t rows = shapes[s][0], cols = shapes[s][1];
+        tb_rng rng = tb_rng_make(40, (uint64_t)s);
+        float *dy = malloc(sizeof(float) * (size_t)(rows * cols));
+        tb_rng_fill_uniform(&rng, dy, rows * cols, -1.0f, 1.0f);
+        float *db[2];
+        for (int b = 0; b < 2; b++) {
+            db[b] = malloc(sizeof(float) * (size_t)cols);
+            for (int64_t c = 0; c < cols; c++) db[b][c] = 0.5f; /* added to */
+            bes[b]->ops.bias_grad(bes[b], rows, cols, dy, db[b]);
+        }
+        double worst = 0;
+        for (int64_t c = 0; c < cols; c++) {
+            double sum = 0.5;
+            for (int64_t r = 0; r < rows; r++) sum += dy[r * cols + c];
+            worst = fmax(worst, fabs(db[1][c] - sum) / (double)rows);
+        }
+        CHECK(worst < 1e-7);
+        CHECK(memcmp(db[0], db[1], sizeof(float) * (size_t)cols) == 0);
+        free(db[0]);
+        free(db[1]);
+        free(dy);
+    }
+    tb_backend_destroy(one);
+}
+
 int main(void)
 {
     be = tb_test_backend();
@@ -208,6 +246,7 @@ int main(void)
     test_fused_against_unfused();
     test_keep_grads();
     test_errors();
+    test_bias_grad();
     tb_backend_destroy(be);
     return tb_test_finish("test_ops_linear");
 }

@@ -126,23 +126,54 @@ static void cpu_add(tb_backend *be, int64_t n, const float *a, const float *b, f
     for (int64_t i = 0; i < n; i++) y[i] = a[i] + b[i];
 }
 
+/* Rows per chunk of bias_grad's partial sums: fixed by the shape, so that the sums come out the
+ * same at any thread count. */
+#define BIAS_CHUNK 64
+
+/* db[c] += sum over rows of dy[r, c]: chunks of BIAS_CHUNK rows summed in float (every thread
+ * reading its own rows, contiguously) into the scratch, then the chunks added in order, in
+ * double. Rows too wide for the scratch (or a call inside another parallel region, whose
+ * threads would share it) take column blocks instead, each summing all rows in double. */
 static void cpu_bias_grad(tb_backend *be, int64_t rows, int64_t cols, const float *dy, float *db)
 {
-    (void)be;
-    /* column blocks, rows walked in order: every read is contiguous */
-    enum { BLOCK = 256 };
-    const int64_t blocks = (cols + BLOCK - 1) / BLOCK;
+    const int64_t chunks = (rows + BIAS_CHUNK - 1) / BIAS_CHUNK;
+    if (chunks < 2 || chunks * cols > TB_CPU_GEMM_WORK || omp_in_parallel()) {
+        enum { BLOCK = 256 };
+        const int64_t blocks = (cols + BLOCK - 1) / BLOCK;
 #pragma omp parallel for schedule(static) if (rows * cols > 32768)
-    for (int64_t blk = 0; blk < blocks; blk++) {
-        const int64_t c0 = blk * BLOCK, w = cols - c0 < BLOCK ? cols - c0 : BLOCK;
-        double acc[BLOCK];
-        for (int64_t c = 0; c < w; c++) acc[c] = 0.0;
-        for (int64_t r = 0; r < rows; r++) {
-            const float *row = dy + r * cols + c0;
+        for (int64_t blk = 0; blk < blocks; blk++) {
+            const int64_t c0 = blk * BLOCK, w = cols - c0 < BLOCK ? cols - c0 : BLOCK;
+            double acc[BLOCK];
+            for (int64_t c = 0; c < w; c++) acc[c] = 0.0;
+            for (int64_t r = 0; r < rows; r++) {
+                const float *row = dy + r * cols + c0;
 #pragma omp simd
-            for (int64_t c = 0; c < w; c++) acc[c] += row[c];
+                for (int64_t c = 0; c < w; c++) acc[c] += row[c];
+            }
+            for (int64_t c = 0; c < w; c++) db[c0 + c] += (float)acc[c];
         }
-        for (int64_t c = 0; c < w; c++) db[c0 + c] += (float)acc[c];
+        return;
+    }
+    float *part = tb_cpu_gemm_scratch(be, 0); /* [chunks][cols]: no product runs now */
+#pragma omp parallel if (rows * cols > 32768)
+    {
+#pragma omp for schedule(static)
+        for (int64_t ch = 0; ch < chunks; ch++) {
+            float *p = part + ch * cols;
+            for (int64_t c = 0; c < cols; c++) p[c] = 0.0f;
+            const int64_t r1 = (ch + 1) * BIAS_CHUNK < rows ? (ch + 1) * BIAS_CHUNK : rows;
+            for (int64_t r = ch * BIAS_CHUNK; r < r1; r++) {
+                const float *row = dy + r * cols;
+#pragma omp simd
+                for (int64_t c = 0; c < cols; c++) p[c] += row[c];
+            }
+        }
+#pragma omp for schedule(static)
+        for (int64_t c = 0; c < cols; c++) {
+            double sum = 0.0;
+            for (int64_t ch = 0; ch < chunks; ch++) sum += part[ch * cols + c];
+            db[c] += (float)sum;
+        }
     }
 }
 
