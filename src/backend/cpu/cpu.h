@@ -43,17 +43,16 @@ static inline __mmask16 tb_cpu_lanes(int64_t n)
     return n >= 16 ? (__mmask16)0xffff : n <= 0 ? (__mmask16)0 : (__mmask16)((1u << n) - 1);
 }
 
-/* exp of 16 floats: tb_cpu_expf's algorithm (same constants and steps, so the same values up
- * to the fused multiply-adds), NaN kept. */
-static inline __m512 tb_cpu_exp16(__m512 x)
+/* exp of 16 floats in [-87, 88] (no clamp, no NaN rule: for callers that know their range):
+ * tb_cpu_expf's steps and constants, 2^k applied by vscalefps, so the same values up to the
+ * fused multiply-adds. */
+static inline __m512 tb_cpu_exp16_core(__m512 x)
 {
-    const __m512 c = _mm512_min_ps(_mm512_max_ps(x, _mm512_set1_ps(-87.0f)),
-                                   _mm512_set1_ps(88.0f));
     const __m512 shift = _mm512_set1_ps(12582912.0f);
-    const __m512 kf = _mm512_sub_ps(_mm512_fmadd_ps(c, _mm512_set1_ps(1.44269504088896341f),
+    const __m512 kf = _mm512_sub_ps(_mm512_fmadd_ps(x, _mm512_set1_ps(1.44269504088896341f),
                                                     shift),
                                     shift);
-    __m512 r = _mm512_fnmadd_ps(kf, _mm512_set1_ps(0.693145751953125f), c);
+    __m512 r = _mm512_fnmadd_ps(kf, _mm512_set1_ps(0.693145751953125f), x);
     r = _mm512_fnmadd_ps(kf, _mm512_set1_ps(1.428606765330187e-06f), r);
     __m512 p = _mm512_set1_ps(1.0f / 720.0f);
     p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 120.0f));
@@ -62,10 +61,15 @@ static inline __m512 tb_cpu_exp16(__m512 x)
     p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0.5f));
     p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
     p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
-    const __m512i bits = _mm512_slli_epi32(
-        _mm512_add_epi32(_mm512_cvttps_epi32(kf), _mm512_set1_epi32(127)), 23);
-    const __m512 e = _mm512_mul_ps(p, _mm512_castsi512_ps(bits));
-    return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q), e, x);
+    return _mm512_scalef_ps(p, kf);
+}
+
+/* exp of 16 floats: tb_cpu_expf's algorithm (the same clamp to [-87, 88]), NaN kept. */
+static inline __m512 tb_cpu_exp16(__m512 x)
+{
+    const __m512 c = _mm512_min_ps(_mm512_max_ps(x, _mm512_set1_ps(-87.0f)),
+                                   _mm512_set1_ps(88.0f));
+    return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q), tb_cpu_exp16_core(c), x);
 }
 #endif
 
@@ -141,6 +145,12 @@ void tb_cpu_act_fwd_range(tb_act act, int64_t n, const float *x, float *y);
 /* dx (+)= dy act'(x), y = act(x) where the derivative uses it; dx may be dy. */
 void tb_cpu_act_bwd_range(tb_act act, int64_t n, const float *x, const float *y,
                           const float *dy, float *dx, bool dx_acc);
+/* The same on a block of m rows of n: y = act(x), and d *= act'(x) in place (x and y at one
+ * row stride), for a product's epilogue. */
+void tb_cpu_act_fwd_rows(tb_act act, int m, int n, const float *x, int64_t ldx, float *y,
+                         int64_t ldy);
+void tb_cpu_act_grad_rows(tb_act act, int m, int n, const float *x, const float *y,
+                          int64_t ldxy, float *d, int64_t ldd);
 
 #ifdef __AVX512F__
 /* The pieces of cpu_gemm.c, for kernels that run their own small products (attention):

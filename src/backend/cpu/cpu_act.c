@@ -63,7 +63,8 @@ static inline __m512 normal_cdf16(__m512 x, __m512 *gauss)
     p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(1.421413741f));
     p = _mm512_fmsub_ps(p, t, _mm512_set1_ps(0.284496736f));
     p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(0.254829592f));
-    const __m512 e = tb_cpu_exp16(_mm512_mul_ps(_mm512_sub_ps(_mm512_setzero_ps(), z), z));
+    /* -z^2 is in [-81, 0]: no clamp needed (NaN lanes are the callers' to fix) */
+    const __m512 e = tb_cpu_exp16_core(_mm512_fnmadd_ps(z, z, _mm512_setzero_ps()));
     const __m512 erf_abs = _mm512_fnmadd_ps(_mm512_mul_ps(p, t), e, one);
     const __mmask16 neg = _mm512_cmp_ps_mask(z, _mm512_setzero_ps(), _CMP_LT_OQ);
     const __m512 erf = _mm512_mask_sub_ps(erf_abs, neg, _mm512_setzero_ps(), erf_abs);
@@ -169,6 +170,45 @@ void tb_cpu_act_bwd_range(tb_act act, int64_t n, const float *x, const float *y,
     case TB_ACT_SIGMOID: ACT_BWD_LOOP(dy[i] * y[i] * (1.0f - y[i])); break;
     case TB_ACT_COUNT: break;
     }
+}
+
+void tb_cpu_act_fwd_rows(tb_act act, int m, int n, const float *x, int64_t ldx, float *y,
+                         int64_t ldy)
+{
+#ifdef __AVX512F__
+    if (act == TB_ACT_GELU) { /* the common case without a call and a switch per row */
+        for (int i = 0; i < m; i++)
+            for (int j = 0; j < n; j += 16) {
+                const __mmask16 k = tb_cpu_lanes(n - j);
+                _mm512_mask_storeu_ps(y + i * ldy + j, k,
+                                      gelu16(_mm512_maskz_loadu_ps(k, x + i * ldx + j)));
+            }
+        return;
+    }
+#endif
+    for (int i = 0; i < m; i++) tb_cpu_act_fwd_range(act, n, x + i * ldx, y + i * ldy);
+}
+
+void tb_cpu_act_grad_rows(tb_act act, int m, int n, const float *x, const float *y,
+                          int64_t ldxy, float *d, int64_t ldd)
+{
+#ifdef __AVX512F__
+    if (act == TB_ACT_GELU) {
+        for (int i = 0; i < m; i++)
+            for (int j = 0; j < n; j += 16) {
+                const __mmask16 k = tb_cpu_lanes(n - j);
+                float *dp = d + i * ldd + j;
+                _mm512_mask_storeu_ps(
+                    dp, k,
+                    _mm512_mul_ps(_mm512_maskz_loadu_ps(k, dp),
+                                  gelu_grad16(_mm512_maskz_loadu_ps(k, x + i * ldxy + j))));
+            }
+        return;
+    }
+#endif
+    for (int i = 0; i < m; i++)
+        tb_cpu_act_bwd_range(act, n, x + i * ldxy, y ? y + i * ldxy : NULL, d + i * ldd,
+                             d + i * ldd, false);
 }
 
 /* The backend's entries: chunks of ACT_CHUNK elements (a multiple of 16) across the threads

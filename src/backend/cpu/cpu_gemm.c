@@ -32,15 +32,11 @@ static void init_rows(int m, int n, float beta, const float *bias, float *c, int
 static void act_rows(const tb_gemm_epilogue *ep, int m, int n, float *c, int64_t ldc,
                      int64_t off)
 {
-    for (int i = 0; i < m; i++) {
-        float *row = c + i * ldc;
-        const int64_t o = off + i * ldc;
-        if (ep->mode == TB_GEMM_ACT_FWD)
-            tb_cpu_act_fwd_range(ep->act, n, row, ep->act_y + o);
-        else if (ep->mode == TB_GEMM_ACT_BWD)
-            tb_cpu_act_bwd_range(ep->act, n, ep->act_x + o, ep->act_y ? ep->act_y + o : NULL,
-                                 row, row, false);
-    }
+    if (ep->mode == TB_GEMM_ACT_FWD)
+        tb_cpu_act_fwd_rows(ep->act, m, n, c, ldc, ep->act_y + off, ldc);
+    else if (ep->mode == TB_GEMM_ACT_BWD)
+        tb_cpu_act_grad_rows(ep->act, m, n, ep->act_x + off, ep->act_y ? ep->act_y + off : NULL,
+                             ldc, c, ldc);
 }
 
 /* The epilogue's residual and activation in passes over a finished C. */
