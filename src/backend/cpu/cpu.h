@@ -157,9 +157,9 @@ void tb_cpu_act_grad_rows(tb_act act, int m, int n, const float *x, const float 
  * B [kc, nc] (element (p, j) at b[p rsb + j csb]) packed into panels of NR columns, each
  * [kc, NR] k-major and zero padded, panel q at bp + q kc NR; one MR x NR tile
  * C[mr, nr] = alpha A B + beta C (+ bias) (+ res, a matrix at C's stride) of one packed panel
- * (advanced by p0 rows: bp + p0 NR)
- * and A read as MR rows of stride rsa (all MR rows must be readable: zero rows past mr) or as
- * a k-major panel [kc, MR]. beta = 0 never reads C. */
+ * (advanced by p0 rows: bp + p0 NR) and A read as MR rows of stride rsa (all MR rows must be
+ * readable: zero rows past mr) or as a k-major panel [kc, MR]. The _b forms read B [kc, NR]
+ * in place, rows of stride rsb, all NR columns readable. beta = 0 never reads C. */
 #define TB_CPU_GEMM_TILES 1
 void tb_cpu_gemm_pack_b(int kc, int nc, const float *b, int64_t rsb, int64_t csb, float *bp);
 void tb_cpu_gemm_tile_rows(int kc, const float *a, int64_t rsa, const float *bp, float *c,
@@ -168,6 +168,10 @@ void tb_cpu_gemm_tile_rows(int kc, const float *a, int64_t rsa, const float *bp,
 void tb_cpu_gemm_tile_panel(int kc, const float *a, const float *bp, float *c, int64_t ldc,
                             int mr, int nr, float alpha, float beta, const float *bias,
                             const float *res);
+void tb_cpu_gemm_tile_rows_b(int kc, const float *a, int64_t rsa, const float *b, int64_t rsb,
+                             float *c, int64_t ldc, int mr, int nr, float alpha, float beta);
+void tb_cpu_gemm_tile_panel_b(int kc, const float *a, const float *b, int64_t rsb, float *c,
+                              int64_t ldc, int mr, int nr, float alpha, float beta);
 /* A [mr, kc] (rows of stride lda) copied to MR rows of stride ldp, rows past mr zero, for
  * tile_rows where A cannot be read in place. */
 void tb_cpu_gemm_pack_a_rows(int mr, int kc, const float *a, int64_t lda, float *ap,

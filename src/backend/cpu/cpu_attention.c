@@ -211,12 +211,36 @@ static tiles thread_tiles(const tb_backend *be)
 
 static inline int imin(int a, int b) { return a < b ? a : b; }
 
-/* C[m, n] = alpha A B + beta C for A [m, k] as rows of stride lda and B packed [k, n] in
- * ws->bp. causal_n: row i needs columns j <= i only; causal_k: row i needs terms p <= i only
- * (both rounded up to the 12-row panel's last row). */
+/* A B operand [k, n] for the tiles: panel q (columns q NR ...) at p + q ps, its rows at
+ * stride rs. Packed: ps = k NR, rs = NR; read in place (n == NR): ps = NR, rs = the row
+ * stride. */
+typedef struct bmat {
+    const float *p;
+    int64_t rs, ps;
+} bmat;
+
+/* B [k, n] with rows of stride rsb and contiguous columns: read in place when it is one whole
+ * panel (n == NR: a head of 32 channels), else packed into ws->bp. */
+static bmat rows_b(const tiles *ws, int k, int n, const float *b, int64_t rsb)
+{
+    if (n == NR) return (bmat){b, rsb, NR};
+    tb_cpu_gemm_pack_b(k, n, b, rsb, 1, ws->bp);
+    return (bmat){ws->bp, NR, (int64_t)k * NR};
+}
+
+/* B [k, n] given transposed (element (p, j) at b[j ldb + p]): packed into ws->bp. */
+static bmat cols_b(const tiles *ws, int k, int n, const float *b, int64_t ldb)
+{
+    tb_cpu_gemm_pack_b(k, n, b, 1, ldb, ws->bp);
+    return (bmat){ws->bp, NR, (int64_t)k * NR};
+}
+
+/* C[m, n] = alpha A B + beta C for A [m, k] as rows of stride lda. causal_n: row i needs
+ * columns j <= i only; causal_k: row i needs terms p <= i only (both rounded up to the 12-row
+ * panel's last row). */
 static void rows_product(const tiles *ws, int m, int n, int k, const float *a, int64_t lda,
-                         float alpha, float beta, float *c, int64_t ldc, bool causal_n,
-                         bool causal_k)
+                         const bmat *b, float alpha, float beta, float *c, int64_t ldc,
+                         bool causal_n, bool causal_k)
 {
     for (int ir = 0; ir < m; ir += MR) {
         const int mr = imin(MR, m - ir), last = ir + mr;
@@ -228,25 +252,37 @@ static void rows_product(const tiles *ws, int m, int n, int k, const float *a, i
             ar = ws->ap;
             rs = ku;
         }
-        for (int jr = 0; jr < nu; jr += NR)
-            tb_cpu_gemm_tile_rows(ku, ar, rs, ws->bp + (int64_t)jr * k, c + (int64_t)ir * ldc + jr,
-                                  ldc, mr, imin(NR, nu - jr), alpha, beta, NULL, NULL);
+        for (int jr = 0; jr < nu; jr += NR) {
+            const float *bq = b->p + (int64_t)(jr / NR) * b->ps;
+            float *ct = c + (int64_t)ir * ldc + jr;
+            if (b->rs == NR)
+                tb_cpu_gemm_tile_rows(ku, ar, rs, bq, ct, ldc, mr, imin(NR, nu - jr), alpha, beta,
+                                      NULL, NULL);
+            else
+                tb_cpu_gemm_tile_rows_b(ku, ar, rs, bq, b->rs, ct, ldc, mr, imin(NR, nu - jr),
+                                        alpha, beta);
+        }
     }
 }
 
 /* C[m, n] = alpha At^T B + beta C for At [k, m] as rows of stride ldat, lower triangular
- * (At[i, j] = 0 for i < j), and B packed [k, n] in ws->bp: the 12 columns from jr sum over
- * i >= jr only. */
+ * (At[i, j] = 0 for i < j): the 12 columns from jr sum over i >= jr only. */
 static void cols_product(const tiles *ws, int m, int n, int k, const float *at, int64_t ldat,
-                         float alpha, float beta, float *c, int64_t ldc)
+                         const bmat *b, float alpha, float beta, float *c, int64_t ldc)
 {
     for (int jr = 0; jr < m; jr += MR) {
         const int mr = imin(MR, m - jr), k0 = imin(jr, k), kc = k - k0;
         tb_cpu_gemm_pack_a_panels(mr, kc, at + (int64_t)k0 * ldat + jr, ldat, ws->ap);
-        for (int jn = 0; jn < n; jn += NR)
-            tb_cpu_gemm_tile_panel(kc, ws->ap, ws->bp + (int64_t)jn * k + (int64_t)k0 * NR,
-                                   c + (int64_t)jr * ldc + jn, ldc, mr, imin(NR, n - jn), alpha,
-                                   beta, NULL, NULL);
+        for (int jn = 0; jn < n; jn += NR) {
+            const float *bq = b->p + (int64_t)(jn / NR) * b->ps + k0 * b->rs;
+            float *ct = c + (int64_t)jr * ldc + jn;
+            if (b->rs == NR)
+                tb_cpu_gemm_tile_panel(kc, ws->ap, bq, ct, ldc, mr, imin(NR, n - jn), alpha, beta,
+                                       NULL, NULL);
+            else
+                tb_cpu_gemm_tile_panel_b(kc, ws->ap, bq, b->rs, ct, ldc, mr, imin(NR, n - jn),
+                                         alpha, beta);
+        }
     }
 }
 
@@ -260,11 +296,11 @@ static void pair_fwd_tiles(const tiles *ws, int t, int hd, int c, float scale, c
 {
     const int c3 = 3 * c;
     const float *k = q + c, *v = q + 2 * c;
-    tb_cpu_gemm_pack_b(hd, t, k, 1, c3, ws->bp); /* K^T */
-    rows_product(ws, t, t, hd, q, c3, scale, 0.0f, p, t, true, false);
+    bmat b = cols_b(ws, hd, t, k, c3); /* K^T */
+    rows_product(ws, t, t, hd, q, c3, &b, scale, 0.0f, p, t, true, false);
     softmax_causal(p, t);
-    tb_cpu_gemm_pack_b(t, hd, v, c3, 1, ws->bp); /* V */
-    rows_product(ws, t, hd, t, p, t, 1.0f, 0.0f, yo, c, false, true);
+    b = rows_b(ws, t, hd, v, c3); /* V */
+    rows_product(ws, t, hd, t, p, t, &b, 1.0f, 0.0f, yo, c, false, true);
 }
 
 static void pair_bwd_tiles(const tiles *ws, int t, int hd, int c, float scale, const float *q,
@@ -273,15 +309,15 @@ static void pair_bwd_tiles(const tiles *ws, int t, int hd, int c, float scale, c
     const int c3 = 3 * c;
     const float *k = q + c, *v = q + 2 * c;
     float *dk = dq + c, *dv = dq + 2 * c;
-    tb_cpu_gemm_pack_b(t, hd, dyo, c, 1, ws->bp); /* dV (+)= P^T dY */
-    cols_product(ws, t, hd, t, p, t, 1.0f, beta, dv, c3);
-    tb_cpu_gemm_pack_b(hd, t, v, 1, c3, ws->bp); /* dP = dY V^T */
-    rows_product(ws, t, t, hd, dyo, c, 1.0f, 0.0f, ds, t, true, false);
+    bmat b = rows_b(ws, t, hd, dyo, c); /* dV (+)= P^T dY */
+    cols_product(ws, t, hd, t, p, t, &b, 1.0f, beta, dv, c3);
+    b = cols_b(ws, hd, t, v, c3); /* dP = dY V^T */
+    rows_product(ws, t, t, hd, dyo, c, &b, 1.0f, 0.0f, ds, t, true, false);
     softmax_causal_bwd(ds, p, t);
-    tb_cpu_gemm_pack_b(t, hd, k, c3, 1, ws->bp); /* dQ (+)= scale dS K */
-    rows_product(ws, t, hd, t, ds, t, scale, beta, dq, c3, false, true);
-    tb_cpu_gemm_pack_b(t, hd, q, c3, 1, ws->bp); /* dK (+)= scale dS^T Q */
-    cols_product(ws, t, hd, t, ds, t, scale, beta, dk, c3);
+    b = rows_b(ws, t, hd, k, c3); /* dQ (+)= scale dS K */
+    rows_product(ws, t, hd, t, ds, t, &b, scale, beta, dq, c3, false, true);
+    b = rows_b(ws, t, hd, q, c3); /* dK (+)= scale dS^T Q */
+    cols_product(ws, t, hd, t, ds, t, &b, scale, beta, dk, c3);
 }
 #endif
 

@@ -101,18 +101,18 @@ enum {
 #define ALWAYS_INLINE static inline __attribute__((always_inline))
 
 /* The micro kernel: C[mr, nr] = alpha A B + beta C + bias + R for A [MR, kc] (element (r, p)
- * at a[r rsa + p csa]), B one packed panel [kc, NR] and R (or NULL) at C's stride; rows past
- * mr (zero padded) are computed and dropped. The two callers fix the strides so that each is
- * compiled for its layout. */
+ * at a[r rsa + p csa]), B [kc, NR] as rows of stride rsb (a packed panel: NR) and R (or NULL)
+ * at C's stride; rows past mr (zero padded) are computed and dropped. The two callers fix the
+ * A strides so that each is compiled for its layout. */
 ALWAYS_INLINE void micro(int kc, const float *a, int64_t rsa, int64_t csa, const float *bp,
-                         float *c, int64_t ldc, int mr, int nr, float alpha, float beta,
-                         const float *bias, const float *res)
+                         int64_t rsb, float *c, int64_t ldc, int mr, int nr, float alpha,
+                         float beta, const float *bias, const float *res)
 {
     __m512 acc[MR][2];
 #pragma GCC unroll 12
     for (int r = 0; r < MR; r++) acc[r][0] = acc[r][1] = _mm512_setzero_ps();
     for (int p = 0; p < kc; p++) {
-        const __m512 b0 = _mm512_load_ps(bp + p * NR), b1 = _mm512_load_ps(bp + p * NR + 16);
+        const __m512 b0 = _mm512_loadu_ps(bp + p * rsb), b1 = _mm512_loadu_ps(bp + p * rsb + 16);
 #pragma GCC unroll 12
         for (int r = 0; r < MR; r++) {
             const __m512 x = _mm512_set1_ps(a[r * rsa + p * csa]);
@@ -144,20 +144,34 @@ ALWAYS_INLINE void micro(int kc, const float *a, int64_t rsa, int64_t csa, const
     }
 }
 
-/* A as rows of stride rsa (in place, or copied) */
+/* A as rows of stride rsa (in place, or copied), B a packed panel */
 void tb_cpu_gemm_tile_rows(int kc, const float *a, int64_t rsa, const float *bp, float *c,
                            int64_t ldc, int mr, int nr, float alpha, float beta,
                            const float *bias, const float *res)
 {
-    micro(kc, a, rsa, 1, bp, c, ldc, mr, nr, alpha, beta, bias, res);
+    micro(kc, a, rsa, 1, bp, NR, c, ldc, mr, nr, alpha, beta, bias, res);
 }
 
-/* A as a k-major panel [kc, MR] */
+/* A as a k-major panel [kc, MR], B a packed panel */
 void tb_cpu_gemm_tile_panel(int kc, const float *a, const float *bp, float *c, int64_t ldc,
                             int mr, int nr, float alpha, float beta, const float *bias,
                             const float *res)
 {
-    micro(kc, a, 1, MR, bp, c, ldc, mr, nr, alpha, beta, bias, res);
+    micro(kc, a, 1, MR, bp, NR, c, ldc, mr, nr, alpha, beta, bias, res);
+}
+
+/* The same two with B read in place, rows of stride rsb (a compile-time NR above keeps the
+ * packed kernels' addressing as simple as it was: a runtime stride cost them 3-5%). */
+void tb_cpu_gemm_tile_rows_b(int kc, const float *a, int64_t rsa, const float *b, int64_t rsb,
+                             float *c, int64_t ldc, int mr, int nr, float alpha, float beta)
+{
+    micro(kc, a, rsa, 1, b, rsb, c, ldc, mr, nr, alpha, beta, NULL, NULL);
+}
+
+void tb_cpu_gemm_tile_panel_b(int kc, const float *a, const float *b, int64_t rsb, float *c,
+                              int64_t ldc, int mr, int nr, float alpha, float beta)
+{
+    micro(kc, a, 1, MR, b, rsb, c, ldc, mr, nr, alpha, beta, NULL, NULL);
 }
 
 /* In-register transpose of a 16 x 16 block: r[i] holds row i on entry, column i on return. */
