@@ -89,6 +89,20 @@ static void show_progress(void *user, const tb_train_progress *p)
 }
 
 /* A JSON string's contents: quotes and backslashes escaped, control characters dropped. */
+/* One split's evaluation: the workload's metric, then accuracy where the workload has one (not
+ * for reconstruction or regression losses; its error unless that is the metric) and the loss
+ * where the metric is not the loss. */
+static void print_split(const char *label, const char *metric, const tb_eval_metrics *m)
+{
+    printf("%s %s %.4f", label, metric, m->metric);
+    if (!isnan(m->accuracy)) {
+        printf(", accuracy %.4f", m->accuracy);
+        if (strcmp(metric, "error_rate") != 0) printf(" (error %.4f)", m->error_rate);
+    }
+    if (strcmp(metric, "loss") != 0) printf(", loss %.4f", m->loss);
+    printf("\n");
+}
+
 static void print_json_text(const char *text)
 {
     for (const char *q = text; *q; q++) {
@@ -396,11 +410,8 @@ int tb_cli_train(int argc, char **argv)
                cfg.workload, cfg.algorithm, (long long)res.steps, (long long)res.examples,
                res.train_time_s, res.examples_per_s);
         const char *mn = winfo ? winfo->metric : "metric";
-        printf("validation: %s %.4f, accuracy %.4f (error %.4f), loss %.4f\n", mn,
-               res.validation.metric, res.validation.accuracy, res.validation.error_rate,
-               res.validation.loss);
-        printf("test:       %s %.4f, accuracy %.4f (error %.4f), loss %.4f\n", mn,
-               res.test.metric, res.test.accuracy, res.test.error_rate, res.test.loss);
+        print_split("validation:", mn, &res.validation);
+        print_split("test:      ", mn, &res.test);
         if (winfo && res.reached_target)
             printf("target:     validation %s %.4g reached after %.1f s of training\n", mn,
                    winfo->validation_target, res.time_to_target_s);

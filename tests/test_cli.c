@@ -47,6 +47,9 @@ int main(void)
     CHECK(run("train --steps 5 --evals 1 --eval-examples 200 -q --json --profile") == 0 &&
           has("\"profile\":[{\"op\":\"") && has("\"calls\":"));
     CHECK(run("workloads") == 0 && has("fmnist_mlp") && has("dataset-fashion-mnist"));
+    /* a workload without accuracy (reconstruction loss) reports neither NaN nor the loss twice */
+    CHECK(run("train -w fmnist_autoencoder --steps 2 --evals 1 --eval-examples 100 -q") == 0 &&
+          has("validation: loss ") && !has("nan") && !has(", loss"));
     CHECK(run("algorithms") == 0 && has("adamw") && has("beta2") && has("nesterov"));
     CHECK(run("version") == 0 && has("trainbench "));
     return tb_test_finish("test_cli");

@@ -16,7 +16,8 @@ typedef struct ae_options {
 
 static const int64_t widths[] = {784, 1000, 500, 250, 30, 250, 500, 1000, 784};
 #define N_AE_LAYERS 8
-#define CODE_LAYER 3 /* layer 3 maps 250 -> 30 and has no activation */
+#define CODE_LAYER 3 /* layer 3 maps 250 -> 30 and has no activation (odd: it ends a pair) */
+_Static_assert(N_AE_LAYERS % 2 == 0 && CODE_LAYER % 2 == 1, "the forward pass pairs the layers");
 
 typedef struct ae {
     tb_linear_layer l[N_AE_LAYERS];
@@ -59,9 +60,11 @@ static tb_var *ae_forward(tb_workload *wl, tb_tape *tape, tb_var *x, tb_rng *dro
     ae *m = wl->model;
     int64_t flat[2] = {x ? x->value.shape[0] : 0, -1};
     tb_var *h = tb_op_reshape(tape, x, 2, flat);
-    for (int i = 0; i < N_AE_LAYERS; i++) {
-        h = tb_linear_layer_forward(tape, &m->l[i], h);
-        if (i != CODE_LAYER && i != N_AE_LAYERS - 1) h = tb_op_activation(tape, o->act, h);
+    /* the layers in pairs, each pair with the activation between them one fused op
+     * (tb_op_mlp); the activation after a pair unless it ends at the code or output layer */
+    for (int i = 0; i + 1 < N_AE_LAYERS; i += 2) {
+        h = tb_mlp_forward(tape, &m->l[i], o->act, &m->l[i + 1], h, NULL);
+        if (i + 1 != CODE_LAYER && i + 1 != N_AE_LAYERS - 1) h = tb_op_activation(tape, o->act, h);
     }
     return h;
 }

@@ -55,8 +55,8 @@ static tb_var *mlp_forward(tb_workload *wl, tb_tape *tape, tb_var *x, tb_rng *dr
     mlp *m = wl->model;
     int64_t flat[2] = {x ? x->value.shape[0] : 0, -1};
     tb_var *h = tb_op_reshape(tape, x, 2, flat);
-    h = tb_op_activation(tape, o->act, tb_linear_layer_forward(tape, &m->l1, h));
-    h = tb_op_activation(tape, o->act, tb_linear_layer_forward(tape, &m->l2, h));
+    /* l1, the activation and l2 as one fused op (tb_op_mlp), then the activation and l3 */
+    h = tb_op_activation(tape, o->act, tb_mlp_forward(tape, &m->l1, o->act, &m->l2, h, NULL));
     return tb_linear_layer_forward(tape, &m->l3, h);
 }
 

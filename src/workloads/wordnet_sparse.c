@@ -59,8 +59,7 @@ static tb_var *wn_forward(tb_workload *wl, tb_tape *tape, tb_var *x, tb_rng *dro
     wn_model *m = wl->model;
     int64_t flat[2] = {x ? x->value.shape[0] : 0, -1};
     tb_var *h = tb_op_reshape(tape, tb_op_embedding(tape, m->emb, x), 2, flat);
-    h = tb_op_activation(tape, o->act, tb_linear_layer_forward(tape, &m->hidden, h));
-    return tb_linear_layer_forward(tape, &m->out, h);
+    return tb_mlp_forward(tape, &m->hidden, o->act, &m->out, h, NULL); /* one fused op */
 }
 
 static void wn_destroy(tb_workload *wl) { free(wl->model); }
