@@ -57,9 +57,9 @@ bool tb_device_compiled(tb_device device)
 /* gemm_ep for a backend without a fused one, from its other entries: C starts as the bias in
  * every row (or zero) and the product is added to it, then the residual is added and the
  * activation applied, each a pass over C. */
-static void gemm_ep_by_parts(tb_backend *be, bool ta, bool tb, int m, int n, int k,
-                             const float *a, int lda, const float *b, int ldb,
-                             const tb_gemm_epilogue *ep, float *c, int ldc)
+void tb_backend_gemm_ep_by_parts(tb_backend *be, bool ta, bool tb, int m, int n, int k,
+                                 const float *a, int lda, const float *b, int ldb,
+                                 const tb_gemm_epilogue *ep, float *c, int ldc)
 {
     const int64_t shape[2] = {m, n}, c_stride[2] = {ldc, 1};
     float beta = 0.0f;
@@ -109,7 +109,7 @@ tb_status tb_backend_create(const tb_backend_config *config, tb_backend **out, t
         free(be);
         return st;
     }
-    if (!be->ops.gemm_ep) be->ops.gemm_ep = gemm_ep_by_parts;
+    if (!be->ops.gemm_ep) be->ops.gemm_ep = tb_backend_gemm_ep_by_parts;
     *out = be;
     return TB_OK;
 }

@@ -287,6 +287,12 @@ typedef struct tb_backend_ops {
                         float scaled_lr, float momentum, float l2);
 } tb_backend_ops;
 
+/* gemm_ep from a backend's other entries (gemm, strided_copy, act_fwd, act_bwd): what
+ * tb_backend_create fills in for a backend without its own (exported for the tests). */
+void tb_backend_gemm_ep_by_parts(tb_backend *be, bool trans_a, bool trans_b, int m, int n, int k,
+                                 const float *a, int lda, const float *b, int ldb,
+                                 const tb_gemm_epilogue *ep, float *c, int ldc);
+
 struct tb_backend {
     tb_device device;
     const char *name;
