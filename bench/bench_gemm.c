@@ -1,6 +1,6 @@
 /* bench_gemm.c: the CPU backend's matrix product against OpenBLAS sgemm, shape by shape.
  *
- *   bench_gemm [--threads N] [--repeats R] [--json]
+ *   bench_gemm [--threads N] [--repeats R] [--cold] [--json]
  *
  * For each product of the workloads' training steps (forward y = x W^T, backward dX = dY W and
  * dW = dY^T X of their linear layers), and a few small and square products for reference, it
@@ -8,8 +8,9 @@
  * multiply-adds, OpenBLAS below, split across threads when large) and cblas_sgemm with OpenBLAS
  * at the same thread count, alternating the two, each on the same operands, and keeps each
  * side's best of R rounds. Operands stay in cache between rounds (hot figures: a training step
- * meets them colder). Prints a table with the ratio backend / OpenBLAS, or JSON lines. Not a
- * test: docs/BENCHMARKS.md records its output. */
+ * meets them colder), unless --cold writes a 128 MB buffer before every timed call, as the
+ * ops between a step's products do. Prints a table with the ratio backend / OpenBLAS, or JSON
+ * lines. Not a test: docs/BENCHMARKS.md records its output. */
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -57,17 +58,20 @@ static double now_s(void)
 
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: bench_gemm [--threads N] [--repeats R] [--json]\n"
+    fprintf(f, "usage: bench_gemm [--threads N] [--repeats R] [--cold] [--json]\n"
                "Times the CPU backend's gemm against OpenBLAS sgemm on the training steps'\n"
-               "products (best of R alternating rounds each, default 20, 1 thread).\n");
+               "products (best of R alternating rounds each, default 20, 1 thread).\n"
+               "--cold writes 128 MB before every timed call: operands come from memory, as\n"
+               "in a training step, instead of from cache.\n");
 }
 
 int main(int argc, char **argv)
 {
     tb_cli_choose_blas_kernels(argv);
-    int threads = 1, repeats = 20, json = 0;
+    int threads = 1, repeats = 20, json = 0, cold = 0;
     struct option opts[] = {{"threads", required_argument, 0, 't'},
                             {"repeats", required_argument, 0, 'r'},
+                            {"cold", no_argument, 0, 'c'},
                             {"json", no_argument, 0, 'j'},
                             {"help", no_argument, 0, 'h'},
                             {0, 0, 0, 0}};
@@ -77,6 +81,7 @@ int main(int argc, char **argv)
         case 't': threads = atoi(optarg); break;
         case 'r': repeats = atoi(optarg); break;
         case 'j': json = 1; break;
+        case 'c': cold = 1; break;
         case 'h': usage(stdout); return 0;
         default: usage(stderr); return 2;
         }
@@ -95,6 +100,12 @@ int main(int argc, char **argv)
         return 1;
     }
     openblas_set_num_threads(threads);
+    enum { FLUSH_BYTES = 128 << 20 };
+    char *flush = cold ? malloc(FLUSH_BYTES) : NULL;
+    if (cold && !flush) {
+        fprintf(stderr, "bench_gemm: out of memory for the 128 MB flush buffer\n");
+        return 1;
+    }
     if (!json)
         printf("%-32s %2s %5s %5s %5s %9s %9s %6s\n", "product", "op", "m", "n", "k",
                "backend", "OpenBLAS", "ratio");
@@ -113,23 +124,28 @@ int main(int argc, char **argv)
         tb_rng_fill_uniform(&rng, b, (int64_t)nb, -1, 1);
         double best_own = 1e30, best_blas = 1e30;
         for (int r = 0; r <= repeats; r++) { /* round 0 warms up */
+            if (flush) memset(flush, r, FLUSH_BYTES);
             double t0 = now_s();
             be->ops.gemm(be, p->ta, p->tb, p->m, p->n, p->k, 1.0f, a, lda, b, ldb, 0.0f, y, p->n);
             double t1 = now_s();
+            if (flush) memset(flush, r + 1, FLUSH_BYTES);
+            double t2 = now_s();
             cblas_sgemm(CblasRowMajor, p->ta ? CblasTrans : CblasNoTrans,
                         p->tb ? CblasTrans : CblasNoTrans, p->m, p->n, p->k, 1.0f, a, lda, b, ldb,
                         0.0f, y, p->n);
-            double t2 = now_s();
+            double t3 = now_s();
             if (r > 0 && t1 - t0 < best_own) best_own = t1 - t0;
-            if (r > 0 && t2 - t1 < best_blas) best_blas = t2 - t1;
+            if (r > 0 && t3 - t2 < best_blas) best_blas = t3 - t2;
         }
         const double flop = 2.0 * p->m * (double)p->n * p->k;
         const double own = flop / best_own / 1e9, blas = flop / best_blas / 1e9;
         const char op[3] = {p->ta ? 'T' : 'N', p->tb ? 'T' : 'N', 0};
         if (json)
             printf("{\"product\":\"%s\",\"op\":\"%s\",\"m\":%d,\"n\":%d,\"k\":%d,\"threads\":%d,"
-                   "\"backend_gflops\":%.1f,\"openblas_gflops\":%.1f,\"ratio\":%.3f}\n",
-                   p->what, op, p->m, p->n, p->k, threads, own, blas, own / blas);
+                   "\"cold\":%s,\"backend_gflops\":%.1f,\"openblas_gflops\":%.1f,"
+                   "\"ratio\":%.3f}\n",
+                   p->what, op, p->m, p->n, p->k, threads, cold ? "true" : "false", own, blas,
+                   own / blas);
         else
             printf("%-32s %2s %5d %5d %5d %9.1f %9.1f %5.2fx\n", p->what, op, p->m, p->n, p->k,
                    own, blas, own / blas);
@@ -137,8 +153,10 @@ int main(int argc, char **argv)
         free(b);
         free(y);
     }
-    if (!json) printf("(GFLOP/s, best of %d rounds, %d thread%s)\n", repeats, threads,
-                      threads == 1 ? "" : "s");
+    if (!json)
+        printf("(GFLOP/s, best of %d rounds, %d thread%s%s)\n", repeats, threads,
+               threads == 1 ? "" : "s", cold ? ", 128 MB written before every call" : "");
+    free(flush);
     tb_backend_destroy(be);
     return 0;
 }
