@@ -32,6 +32,17 @@ static tb_var *f_mlp(tb_tape *t, tb_var *const *in, void *ctx)
                                        c->bias ? in[4] : NULL, r, NULL));
 }
 
+/* in: x, w1, b1, w2, b2; ctx: which hidden variable another op also reads (0: before the
+ * activation, 1: after it), so that its gradient must flow back through the fused op */
+static tb_var *f_mlp_hidden(tb_tape *t, tb_var *const *in, void *ctx)
+{
+    const int which = *(const int *)ctx;
+    tb_var *hidden[2];
+    tb_var *y = tb_op_mlp(t, in[0], in[1], in[2], TB_TANH, in[3], in[4], NULL, hidden);
+    tb_var *side = y ? tb_op_scale(t, tb_test_reduce(t, hidden[which]), 0.5f) : NULL;
+    return tb_op_add(t, tb_test_reduce(t, y), side);
+}
+
 static void test_gradients(void)
 {
     tb_rng rng = tb_rng_make(3, 0);
@@ -62,6 +73,11 @@ static void test_gradients(void)
     for (int c = 0; c < 4; c++)
         tb_gradcheck(names[c], be, f_mlp, (void *)&cases[c], m, cases[c].residual_is_x ? 5 : 6,
                      1e-2, 1e-3, 1e-2, 60);
+    static const int pre = 0, post = 1;
+    tb_gradcheck("mlp, pre-activation also read", be, f_mlp_hidden, (void *)&pre, m, 5, 1e-2,
+                 1e-3, 1e-2, 60);
+    tb_gradcheck("mlp, activation also read", be, f_mlp_hidden, (void *)&post, m, 5, 1e-2, 1e-3,
+                 1e-2, 60);
     for (int i = 0; i < 6; i++) tb_test_var_free(m[i]);
 }
 

@@ -120,8 +120,10 @@ tb_var *tb_op_linear_add(tb_tape *tape, tb_var *x, tb_var *w, tb_var *b, tb_var 
 /* The fused MLP y = act(x w1^T + b1) w2^T + b2 + r (b1, b2, r may be NULL): one op for the
  * linear, activation, linear and residual add of a transformer block, whose activation (and
  * in the backward pass its derivative) is applied by the products' epilogues. hidden (or
- * NULL) receives the hidden layer's variables: [0] before the activation (its gradient is
- * set by the backward pass), [1] after it (no gradient is kept). */
+ * NULL) receives the hidden layer's variables: [0] before the activation, [1] after it. Other
+ * ops may read them: their gradients flow back through the op as they would through the
+ * unfused layers. After backward [0] holds its whole gradient; [1] holds only what other
+ * ops sent it (the MLP's own part goes straight into [0]'s). */
 tb_var *tb_op_mlp(tb_tape *tape, tb_var *x, tb_var *w1, tb_var *b1, tb_activation act,
                   tb_var *w2, tb_var *b2, tb_var *r, tb_var **hidden);
 /* Batched matrix product: a [..., M, K] x b [..., K, N] (or b [..., N, K] with trans_b) with

@@ -121,14 +121,25 @@ static void mlp_backward(tb_tape *t, tb_node *n)
     const int rows = (int)n->iattr[0], in = (int)n->iattr[1], hid = (int)n->iattr[2],
               out = (int)n->iattr[3];
     const float *dy = n->out->grad.data;
-    /* dh = (dy w2) act'(h), the product's epilogue multiplying by act' tile by tile */
+    /* dh (+)= (dy w2 + dg) act'(h), the product's epilogue adding dg (what ops that read the
+     * hidden variables handed out by tb_op_mlp sent to g; their backward ran before this one)
+     * and multiplying by act' tile by tile. The epilogue writes C: a gradient h already has
+     * gets the product through scratch. */
     bool acc;
     float *dh = tb_var_grad_for(t, h, &acc);
     if (dh) {
-        const tb_gemm_epilogue ep = {.mode = TB_GEMM_ACT_BWD, .act = (tb_act)n->iattr[4],
-                                     .act_x = h->value.data, .act_y = g->value.data};
-        tb_tape_ops(t)->gemm_ep(tb_tape_be(t), false, false, rows, hid, out, dy, out,
-                                w2->value.data, hid, &ep, dh, hid);
+        const size_t bytes = (size_t)rows * (size_t)hid * sizeof(float);
+        float *dst = acc ? tb_tape_scratch(t, bytes) : dh;
+        if (!dst) return;
+        const tb_gemm_epilogue ep = {.residual = g->grad.data,
+                                     .mode = TB_GEMM_ACT_BWD,
+                                     .act = (tb_act)n->iattr[4],
+                                     .act_x = h->value.data,
+                                     .act_y = g->value.data};
+        const tb_backend_ops *k = tb_tape_ops(t);
+        k->gemm_ep(tb_tape_be(t), false, false, rows, hid, out, dy, out, w2->value.data, hid,
+                   &ep, dst, hid);
+        if (acc) k->axpy(tb_tape_be(t), (int64_t)rows * hid, 1.0f, dst, dh);
     }
     linear_grads(t, g, w2, b2, dy, rows, hid, out, false);
     if (dh) linear_grads(t, x, w1, b1, dh, rows, in, hid, true);

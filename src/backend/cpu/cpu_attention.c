@@ -217,22 +217,23 @@ static inline int imin(int a, int b) { return a < b ? a : b; }
 typedef struct bmat {
     const float *p;
     int64_t rs, ps;
+    bool packed; /* the packed tiles (aligned panels), else the in-place ones */
 } bmat;
 
 /* B [k, n] with rows of stride rsb and contiguous columns: read in place when it is one whole
  * panel (n == NR: a head of 32 channels), else packed into ws->bp. */
 static bmat rows_b(const tiles *ws, int k, int n, const float *b, int64_t rsb)
 {
-    if (n == NR) return (bmat){b, rsb, NR};
+    if (n == NR) return (bmat){b, rsb, NR, false};
     tb_cpu_gemm_pack_b(k, n, b, rsb, 1, ws->bp);
-    return (bmat){ws->bp, NR, (int64_t)k * NR};
+    return (bmat){ws->bp, NR, (int64_t)k * NR, true};
 }
 
 /* B [k, n] given transposed (element (p, j) at b[j ldb + p]): packed into ws->bp. */
 static bmat cols_b(const tiles *ws, int k, int n, const float *b, int64_t ldb)
 {
     tb_cpu_gemm_pack_b(k, n, b, 1, ldb, ws->bp);
-    return (bmat){ws->bp, NR, (int64_t)k * NR};
+    return (bmat){ws->bp, NR, (int64_t)k * NR, true};
 }
 
 /* C[m, n] = alpha A B + beta C for A [m, k] as rows of stride lda. causal_n: row i needs
@@ -255,7 +256,7 @@ static void rows_product(const tiles *ws, int m, int n, int k, const float *a, i
         for (int jr = 0; jr < nu; jr += NR) {
             const float *bq = b->p + (int64_t)(jr / NR) * b->ps;
             float *ct = c + (int64_t)ir * ldc + jr;
-            if (b->rs == NR)
+            if (b->packed)
                 tb_cpu_gemm_tile_rows(ku, ar, rs, bq, ct, ldc, mr, imin(NR, nu - jr), alpha, beta,
                                       NULL, NULL);
             else
@@ -276,7 +277,7 @@ static void cols_product(const tiles *ws, int m, int n, int k, const float *at, 
         for (int jn = 0; jn < n; jn += NR) {
             const float *bq = b->p + (int64_t)(jn / NR) * b->ps + k0 * b->rs;
             float *ct = c + (int64_t)jr * ldc + jn;
-            if (b->rs == NR)
+            if (b->packed)
                 tb_cpu_gemm_tile_panel(kc, ws->ap, bq, ct, ldc, mr, imin(NR, n - jn), alpha, beta,
                                        NULL, NULL);
             else

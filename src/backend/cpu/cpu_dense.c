@@ -132,8 +132,9 @@ static void cpu_add(tb_backend *be, int64_t n, const float *a, const float *b, f
 
 /* db[c] += sum over rows of dy[r, c]: chunks of BIAS_CHUNK rows summed in float (every thread
  * reading its own rows, contiguously) into the scratch, then the chunks added in order, in
- * double. Rows too wide for the scratch (or a call inside another parallel region, whose
- * threads would share it) take column blocks instead, each summing all rows in double. */
+ * double. A single chunk (64 rows or fewer), rows too wide for the scratch, or a call inside
+ * another parallel region (whose threads would share the scratch) take column blocks
+ * instead, each summing all rows in double. */
 static void cpu_bias_grad(tb_backend *be, int64_t rows, int64_t cols, const float *dy, float *db)
 {
     const int64_t chunks = (rows + BIAS_CHUNK - 1) / BIAS_CHUNK;
