@@ -84,6 +84,14 @@ void tb_backend_gemm_ep_by_parts(tb_backend *be, bool ta, bool tb, int m, int n,
     }
 }
 
+/* linear_wgrad for a backend without a fused one: the product, then the bias gradient. */
+static void linear_wgrad_by_parts(tb_backend *be, int rows, int in, int out, const float *dy,
+                                  const float *x, float *dw, float *db)
+{
+    be->ops.gemm(be, true, false, out, in, rows, 1.0f, dy, out, x, in, 1.0f, dw, in);
+    if (db) be->ops.bias_grad(be, rows, out, dy, db);
+}
+
 tb_status tb_backend_create(const tb_backend_config *config, tb_backend **out, tb_error *err)
 {
     tb_backend_config cfg = {0};
@@ -110,6 +118,7 @@ tb_status tb_backend_create(const tb_backend_config *config, tb_backend **out, t
         return st;
     }
     if (!be->ops.gemm_ep) be->ops.gemm_ep = tb_backend_gemm_ep_by_parts;
+    if (!be->ops.linear_wgrad) be->ops.linear_wgrad = linear_wgrad_by_parts;
     *out = be;
     return TB_OK;
 }

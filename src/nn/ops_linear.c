@@ -23,8 +23,10 @@ static void linear_grads(tb_tape *t, tb_var *x, tb_var *w, tb_var *b, const floa
         k->gemm(be, false, false, rows, in, out, 1.0f, dy, out, w->value.data, in,
                 acc ? 1.0f : 0.0f, dx, in);
     float *dw = tb_var_grad(t, w), *db = tb_var_grad(t, b);
-    if (dw) k->gemm(be, true, false, out, in, rows, 1.0f, dy, out, x->value.data, in, 1.0f, dw, in);
-    if (db) k->bias_grad(be, rows, out, dy, db);
+    if (dw)
+        k->linear_wgrad(be, rows, in, out, dy, x->value.data, dw, db);
+    else if (db)
+        k->bias_grad(be, rows, out, dy, db);
 }
 
 /* Checks a dense layer's operands: x [..., in], w [out, in], b [out] or NULL; fails naming

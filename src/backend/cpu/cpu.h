@@ -129,6 +129,15 @@ enum {
 void tb_cpu_sgemm(bool ta, bool tb, int m, int n, int k, float alpha, const float *a, int lda,
                   const float *b, int ldb, float beta, const tb_gemm_epilogue *ep, float *c,
                   int ldc, float *work);
+/* tb_cpu_sgemm that also adds the row sums of op(A), sum over p of op(A)[i, p], to
+ * row_sums[i] (or NULL): a linear layer's bias gradient beside its weight gradient
+ * (op(A) = dy^T), summed while A is packed or read instead of in a pass of its own. Each K
+ * block's sums are taken in double and added in K order: the same at any thread count. */
+void tb_cpu_sgemm_sums(bool ta, bool tb, int m, int n, int k, float alpha, const float *a,
+                       int lda, const float *b, int ldb, float beta, const tb_gemm_epilogue *ep,
+                       float *c, int ldc, float *work, float *row_sums);
+/* row_sums[i] += the sum of op(A)'s row i (A [m, k], or A^T [k, m] when ta), in double. */
+void tb_cpu_row_sums(bool ta, int m, int k, const float *a, int lda, float *sums);
 /* The same with OpenBLAS (its own threading; the bias copied into C's rows first, the
  * residual and activation in passes after it): for small products, and all of them without
  * AVX-512. */

@@ -19,13 +19,15 @@
  * sgemm with this thread's scratch slice, or OpenBLAS. */
 static void gemm_one(tb_backend *be, int tid, bool own, bool ta, bool tb, int m, int n, int k,
                      float alpha, const float *a, int lda, const float *b, int ldb, float beta,
-                     const tb_gemm_epilogue *ep, float *c, int ldc)
+                     const tb_gemm_epilogue *ep, float *c, int ldc, float *row_sums)
 {
-    if (own)
-        tb_cpu_sgemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, ep, c, ldc,
-                     tb_cpu_gemm_scratch(be, tid));
-    else
+    if (own) {
+        tb_cpu_sgemm_sums(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, ep, c, ldc,
+                          tb_cpu_gemm_scratch(be, tid), row_sums);
+    } else {
         tb_cpu_sgemm_blas(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, ep, c, ldc);
+        if (row_sums) tb_cpu_row_sums(ta, m, k, a, lda, row_sums);
+    }
 }
 
 /* Large products are split into one block of C per thread, along its longer side (columns in
@@ -37,7 +39,7 @@ static void gemm_one(tb_backend *be, int tid, bool own, bool ta, bool tb, int m,
  * picks its kernels by shape, so there the last bits may differ between thread counts. */
 static void gemm_run(tb_backend *be, bool ta, bool tb, int m, int n, int k, float alpha,
                      const float *a, int lda, const float *b, int ldb, float beta,
-                     const tb_gemm_epilogue *ep, float *c, int ldc)
+                     const tb_gemm_epilogue *ep, float *c, int ldc, float *row_sums)
 {
     be->gemm_flops += 2ull * (uint64_t)m * (uint64_t)n * (uint64_t)k;
     const int64_t size = (int64_t)m * n * k;
@@ -46,7 +48,7 @@ static void gemm_run(tb_backend *be, bool ta, bool tb, int m, int n, int k, floa
     const bool nested = omp_in_parallel(), own = size >= GEMM_OWN_MIN && !nested;
     const int threads = be->threads;
     if (threads < 2 || size < GEMM_SPLIT_MIN || nested) {
-        gemm_one(be, 0, own, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, ep, c, ldc);
+        gemm_one(be, 0, own, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, ep, c, ldc, row_sums);
         return;
     }
     const bool rows = m >= n;
@@ -59,7 +61,8 @@ static void gemm_run(tb_backend *be, bool ta, bool tb, int m, int n, int k, floa
             if (m1 > m0)
                 gemm_one(be, id, own, ta, tb, m1 - m0, n, k, alpha,
                          ta ? a + m0 : a + (int64_t)m0 * lda, lda, b, ldb, beta,
-                         tb_cpu_gemm_ep_at(ep, m0, 0, ldc, &at), c + (int64_t)m0 * ldc, ldc);
+                         tb_cpu_gemm_ep_at(ep, m0, 0, ldc, &at), c + (int64_t)m0 * ldc, ldc,
+                         row_sums ? row_sums + m0 : NULL);
         } else {
             const int tile = TB_CPU_GEMM_NR, blocks = (n + tile - 1) / tile;
             const int n0 = tile * (int)((int64_t)blocks * id / nth);
@@ -68,7 +71,8 @@ static void gemm_run(tb_backend *be, bool ta, bool tb, int m, int n, int k, floa
             if (n1 > n0)
                 gemm_one(be, id, own, ta, tb, m, n1 - n0, k, alpha, a, lda,
                          tb ? b + (int64_t)n0 * ldb : b + n0, ldb, beta,
-                         tb_cpu_gemm_ep_at(ep, 0, n0, ldc, &at), c + n0, ldc);
+                         tb_cpu_gemm_ep_at(ep, 0, n0, ldc, &at), c + n0, ldc,
+                         n0 == 0 ? row_sums : NULL); /* every block reads all of A: one sums */
         }
     }
 }
@@ -77,14 +81,21 @@ static void cpu_gemm(tb_backend *be, bool ta, bool tb, int m, int n, int k, floa
                      const float *a, int lda, const float *b, int ldb, float beta, float *c,
                      int ldc)
 {
-    gemm_run(be, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, NULL, c, ldc);
+    gemm_run(be, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, NULL, c, ldc, NULL);
 }
 
 static void cpu_gemm_ep(tb_backend *be, bool ta, bool tb, int m, int n, int k, const float *a,
                         int lda, const float *b, int ldb, const tb_gemm_epilogue *ep, float *c,
                         int ldc)
 {
-    gemm_run(be, ta, tb, m, n, k, 1.0f, a, lda, b, ldb, 0.0f, ep, c, ldc);
+    gemm_run(be, ta, tb, m, n, k, 1.0f, a, lda, b, ldb, 0.0f, ep, c, ldc, NULL);
+}
+
+/* dw += dy^T x, with db += dy's column sums taken while dy is packed for the product. */
+static void cpu_linear_wgrad(tb_backend *be, int rows, int in, int out, const float *dy,
+                             const float *x, float *dw, float *db)
+{
+    gemm_run(be, true, false, out, in, rows, 1.0f, dy, out, x, in, 1.0f, NULL, dw, in, db);
 }
 
 static void cpu_gemm_batched(tb_backend *be, bool ta, bool tb, int m, int n, int k, float alpha,
@@ -236,6 +247,7 @@ void tb_cpu_register_dense(tb_backend_ops *ops)
 {
     ops->gemm = cpu_gemm;
     ops->gemm_ep = cpu_gemm_ep;
+    ops->linear_wgrad = cpu_linear_wgrad;
     ops->gemm_batched = cpu_gemm_batched;
     ops->fill = cpu_fill;
     ops->scale = cpu_scale;
