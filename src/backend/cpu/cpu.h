@@ -129,15 +129,17 @@ enum {
 void tb_cpu_sgemm(bool ta, bool tb, int m, int n, int k, float alpha, const float *a, int lda,
                   const float *b, int ldb, float beta, const tb_gemm_epilogue *ep, float *c,
                   int ldc, float *work);
-/* tb_cpu_sgemm that also adds the row sums of op(A), sum over p of op(A)[i, p], to
- * row_sums[i] (or NULL): a linear layer's bias gradient beside its weight gradient
- * (op(A) = dy^T), summed while A is packed or read instead of in a pass of its own. Each K
- * block's sums are taken in double and added in K order: the same at any thread count. */
+/* tb_cpu_sgemm for A given transposed (ta, A^T stored [k, m]) that also adds A^T's column
+ * sums to at_sums[0..m) (or NULL): a linear layer's bias gradient beside its weight gradient
+ * (A^T = dy), summed while A^T is packed instead of in a pass of its own. Each K block's sums
+ * are taken in double and added in K order: the same at any thread count. at_sums must be
+ * NULL unless ta. */
 void tb_cpu_sgemm_sums(bool ta, bool tb, int m, int n, int k, float alpha, const float *a,
                        int lda, const float *b, int ldb, float beta, const tb_gemm_epilogue *ep,
-                       float *c, int ldc, float *work, float *row_sums);
-/* row_sums[i] += the sum of op(A)'s row i (A [m, k], or A^T [k, m] when ta), in double. */
-void tb_cpu_row_sums(bool ta, int m, int k, const float *a, int lda, float *sums);
+                       float *c, int ldc, float *work, float *at_sums);
+/* sums[j] += the sum over rows r of x[r ldx + j] for j < cols, in double, on the calling
+ * thread (column blocks, rows in order). */
+void tb_cpu_col_sums(int64_t rows, int64_t cols, const float *x, int64_t ldx, float *sums);
 /* The same with OpenBLAS (its own threading; the bias copied into C's rows first, the
  * residual and activation in passes after it): for small products, and all of them without
  * AVX-512. */

@@ -15,18 +15,19 @@
 #define GEMM_OWN_MIN ((int64_t)1 << 19)
 #define GEMM_SPLIT_MIN ((int64_t)1 << 22)
 
-/* One thread's product C = alpha op(A) op(B) + beta C with the epilogue ep: the backend's
- * sgemm with this thread's scratch slice, or OpenBLAS. */
+/* One thread's product C = alpha op(A) op(B) + beta C with the epilogue ep (and, with ta,
+ * A^T's column sums added to at_sums): the backend's sgemm with this thread's scratch slice,
+ * or OpenBLAS. */
 static void gemm_one(tb_backend *be, int tid, bool own, bool ta, bool tb, int m, int n, int k,
                      float alpha, const float *a, int lda, const float *b, int ldb, float beta,
-                     const tb_gemm_epilogue *ep, float *c, int ldc, float *row_sums)
+                     const tb_gemm_epilogue *ep, float *c, int ldc, float *at_sums)
 {
     if (own) {
         tb_cpu_sgemm_sums(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, ep, c, ldc,
-                          tb_cpu_gemm_scratch(be, tid), row_sums);
+                          tb_cpu_gemm_scratch(be, tid), at_sums);
     } else {
         tb_cpu_sgemm_blas(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, ep, c, ldc);
-        if (row_sums) tb_cpu_row_sums(ta, m, k, a, lda, row_sums);
+        if (at_sums) tb_cpu_col_sums(k, m, a, lda, at_sums);
     }
 }
 
@@ -39,7 +40,7 @@ static void gemm_one(tb_backend *be, int tid, bool own, bool ta, bool tb, int m,
  * picks its kernels by shape, so there the last bits may differ between thread counts. */
 static void gemm_run(tb_backend *be, bool ta, bool tb, int m, int n, int k, float alpha,
                      const float *a, int lda, const float *b, int ldb, float beta,
-                     const tb_gemm_epilogue *ep, float *c, int ldc, float *row_sums)
+                     const tb_gemm_epilogue *ep, float *c, int ldc, float *at_sums)
 {
     be->gemm_flops += 2ull * (uint64_t)m * (uint64_t)n * (uint64_t)k;
     const int64_t size = (int64_t)m * n * k;
@@ -48,7 +49,7 @@ static void gemm_run(tb_backend *be, bool ta, bool tb, int m, int n, int k, floa
     const bool nested = omp_in_parallel(), own = size >= GEMM_OWN_MIN && !nested;
     const int threads = be->threads;
     if (threads < 2 || size < GEMM_SPLIT_MIN || nested) {
-        gemm_one(be, 0, own, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, ep, c, ldc, row_sums);
+        gemm_one(be, 0, own, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, ep, c, ldc, at_sums);
         return;
     }
     const bool rows = m >= n;
@@ -62,7 +63,7 @@ static void gemm_run(tb_backend *be, bool ta, bool tb, int m, int n, int k, floa
                 gemm_one(be, id, own, ta, tb, m1 - m0, n, k, alpha,
                          ta ? a + m0 : a + (int64_t)m0 * lda, lda, b, ldb, beta,
                          tb_cpu_gemm_ep_at(ep, m0, 0, ldc, &at), c + (int64_t)m0 * ldc, ldc,
-                         row_sums ? row_sums + m0 : NULL);
+                         at_sums ? at_sums + m0 : NULL);
         } else {
             const int tile = TB_CPU_GEMM_NR, blocks = (n + tile - 1) / tile;
             const int n0 = tile * (int)((int64_t)blocks * id / nth);
@@ -72,7 +73,7 @@ static void gemm_run(tb_backend *be, bool ta, bool tb, int m, int n, int k, floa
                 gemm_one(be, id, own, ta, tb, m, n1 - n0, k, alpha, a, lda,
                          tb ? b + (int64_t)n0 * ldb : b + n0, ldb, beta,
                          tb_cpu_gemm_ep_at(ep, 0, n0, ldc, &at), c + n0, ldc,
-                         n0 == 0 ? row_sums : NULL); /* every block reads all of A: one sums */
+                         n0 == 0 ? at_sums : NULL); /* every block reads all of A: one sums */
         }
     }
 }
@@ -155,14 +156,7 @@ static void cpu_bias_grad(tb_backend *be, int64_t rows, int64_t cols, const floa
 #pragma omp parallel for schedule(static) if (rows * cols > 32768)
         for (int64_t blk = 0; blk < blocks; blk++) {
             const int64_t c0 = blk * BLOCK, w = cols - c0 < BLOCK ? cols - c0 : BLOCK;
-            double acc[BLOCK];
-            for (int64_t c = 0; c < w; c++) acc[c] = 0.0;
-            for (int64_t r = 0; r < rows; r++) {
-                const float *row = dy + r * cols + c0;
-#pragma omp simd
-                for (int64_t c = 0; c < w; c++) acc[c] += row[c];
-            }
-            for (int64_t c = 0; c < w; c++) db[c0 + c] += (float)acc[c];
+            tb_cpu_col_sums(rows, w, dy + c0, cols, db + c0);
         }
         return;
     }

@@ -77,23 +77,18 @@ void tb_cpu_sgemm_blas(bool ta, bool tb, int m, int n, int k, float alpha, const
     post_rows(ep, m, n, c, ldc);
 }
 
-void tb_cpu_row_sums(bool ta, int m, int k, const float *a, int lda, float *sums)
+void tb_cpu_col_sums(int64_t rows, int64_t cols, const float *x, int64_t ldx, float *sums)
 {
-    if (!ta) { /* rows of A */
-        for (int i = 0; i < m; i++) {
-            double s = 0;
-            for (int p = 0; p < k; p++) s += a[(int64_t)i * lda + p];
-            sums[i] += (float)s;
-        }
-        return;
-    }
-    enum { BLOCK = 256 }; /* A^T [k, m]: column blocks, rows of A^T in order */
-    for (int i0 = 0; i0 < m; i0 += BLOCK) {
-        const int w = m - i0 < BLOCK ? m - i0 : BLOCK;
+    enum { BLOCK = 256 }; /* column blocks, rows walked in order: every read is contiguous */
+    for (int64_t j0 = 0; j0 < cols; j0 += BLOCK) {
+        const int64_t w = cols - j0 < BLOCK ? cols - j0 : BLOCK;
         double acc[BLOCK] = {0};
-        for (int p = 0; p < k; p++)
-            for (int i = 0; i < w; i++) acc[i] += a[(int64_t)p * lda + i0 + i];
-        for (int i = 0; i < w; i++) sums[i0 + i] += (float)acc[i];
+        for (int64_t r = 0; r < rows; r++) {
+            const float *row = x + r * ldx + j0;
+#pragma omp simd
+            for (int64_t j = 0; j < w; j++) acc[j] += row[j];
+        }
+        for (int64_t j = 0; j < w; j++) sums[j0 + j] += (float)acc[j];
     }
 }
 
@@ -109,11 +104,11 @@ void tb_cpu_sgemm(bool ta, bool tb, int m, int n, int k, float alpha, const floa
 
 void tb_cpu_sgemm_sums(bool ta, bool tb, int m, int n, int k, float alpha, const float *a,
                        int lda, const float *b, int ldb, float beta, const tb_gemm_epilogue *ep,
-                       float *c, int ldc, float *work, float *row_sums)
+                       float *c, int ldc, float *work, float *at_sums)
 {
     (void)work;
     tb_cpu_sgemm_blas(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, ep, c, ldc);
-    if (row_sums) tb_cpu_row_sums(ta, m, k, a, lda, row_sums);
+    if (at_sums) tb_cpu_col_sums(k, m, a, lda, at_sums);
 }
 
 #else
@@ -292,41 +287,33 @@ typedef struct kblock_ep {
     const tb_gemm_epilogue *act; /* NULL: no activation here */
 } kblock_ep;
 
-/* sums[r] += the sum over p < kc of A's row r (r < mr), A a packed panel [kc, MR] or rows of
- * stride rs: each K block's sums in double (from float partial sums over 64 terms: one vector
- * add a step of the panel), added in K order (a bias gradient's terms). */
-static void add_row_sums(bool panel, int mr, int kc, const float *a, int64_t rs, float *sums)
+/* sums[r] += the sum over p < kc of a packed panel's column r (A^T's column, r < mr): in
+ * float over 64 terms (one vector add a step of the panel), then in double for the K block;
+ * the blocks' sums are added in K order (a bias gradient's terms). */
+static void add_panel_sums(int mr, int kc, const float *panel, float *sums)
 {
-    double acc[16];
-    if (panel) {
-        __m512d lo = _mm512_setzero_pd(), hi = _mm512_setzero_pd();
-        const __mmask16 lanes = tb_cpu_lanes(MR);
-        for (int p0 = 0; p0 < kc; p0 += 64) {
-            const int p1 = kc - p0 < 64 ? kc : p0 + 64;
-            __m512 f = _mm512_setzero_ps();
-            for (int p = p0; p < p1; p++) f = _mm512_add_ps(f, _mm512_maskz_loadu_ps(lanes, a + p * MR));
-            lo = _mm512_add_pd(lo, _mm512_cvtps_pd(_mm512_castps512_ps256(f)));
-            hi = _mm512_add_pd(hi, _mm512_cvtps_pd(_mm256_castpd_ps(
-                                       _mm512_extractf64x4_pd(_mm512_castps_pd(f), 1))));
-        }
-        _mm512_storeu_pd(acc, lo);
-        _mm512_storeu_pd(acc + 8, hi);
-    } else {
-        for (int r = 0; r < mr; r++) {
-            double s = 0;
-#pragma omp simd reduction(+ : s)
-            for (int p = 0; p < kc; p++) s += a[r * rs + p];
-            acc[r] = s;
-        }
+    __m512d lo = _mm512_setzero_pd(), hi = _mm512_setzero_pd();
+    const __mmask16 lanes = tb_cpu_lanes(MR);
+    for (int p0 = 0; p0 < kc; p0 += 64) {
+        const int p1 = kc - p0 < 64 ? kc : p0 + 64;
+        __m512 f = _mm512_setzero_ps();
+        for (int p = p0; p < p1; p++)
+            f = _mm512_add_ps(f, _mm512_maskz_loadu_ps(lanes, panel + p * MR));
+        lo = _mm512_add_pd(lo, _mm512_cvtps_pd(_mm512_castps512_ps256(f)));
+        hi = _mm512_add_pd(hi, _mm512_cvtps_pd(_mm256_castpd_ps(
+                                   _mm512_extractf64x4_pd(_mm512_castps_pd(f), 1))));
     }
+    double acc[16];
+    _mm512_storeu_pd(acc, lo);
+    _mm512_storeu_pd(acc + 8, hi);
     for (int r = 0; r < mr; r++) sums[r] += (float)acc[r];
 }
 
 /* One MC x KC block of A against the packed B block [kc, nc]; ep's matrices start at C's
- * block, and row_sums (or NULL) at its first row. */
+ * block, and at_sums (or NULL, always NULL unless ta) at its first row. */
 static void block(bool ta, int mc, int nc, int kc, const float *a, int lda, const float *bp,
                   float alpha, const kblock_ep *ep, float *c, int ldc, float *ap,
-                  float *row_sums)
+                  float *at_sums)
 {
     const bool packed = ta;
     if (packed) /* A^T stored [kc, mc]: all of the block's panels packed first */
@@ -343,7 +330,7 @@ static void block(bool ta, int mc, int nc, int kc, const float *a, int lda, cons
             ar = ap;
             rs = A_STRIDE;
         }
-        if (row_sums) add_row_sums(packed, mr, kc, ar, rs, row_sums + ir);
+        if (at_sums) add_panel_sums(mr, kc, ar, at_sums + ir);
         for (int jr = 0; jr < nc; jr += NR) {
             const int nr = nc - jr < NR ? nc - jr : NR;
             const int64_t off = (int64_t)ir * ldc + jr;
@@ -362,13 +349,13 @@ static void block(bool ta, int mc, int nc, int kc, const float *a, int lda, cons
 
 void tb_cpu_sgemm_sums(bool ta, bool tb, int m, int n, int k, float alpha, const float *a,
                        int lda, const float *b, int ldb, float beta, const tb_gemm_epilogue *ep,
-                       float *c, int ldc, float *work, float *row_sums)
+                       float *c, int ldc, float *work, float *at_sums)
 {
     if (m <= 0 || n <= 0) return;
     if (k <= 0 || alpha == 0.0f) {
         init_rows(m, n, beta, ep ? ep->bias : NULL, c, ldc);
         post_rows(ep, m, n, c, ldc);
-        if (row_sums && k > 0) tb_cpu_row_sums(ta, m, k, a, lda, row_sums);
+        if (at_sums && k > 0) tb_cpu_col_sums(k, m, a, lda, at_sums);
         return;
     }
     float *ap = work, *bp = work + TB_CPU_GEMM_WORK_A;
@@ -389,9 +376,9 @@ void tb_cpu_sgemm_sums(bool ta, bool tb, int m, int n, int k, float alpha, const
                 const kblock_ep kb = {pc == 0 ? beta : 1.0f, pc == 0 && e ? e->bias : NULL,
                                       pc == 0 && e ? e->residual : NULL,
                                       act && pc + kc >= k ? e : NULL};
-                /* the row sums once, with the first column block */
+                /* A^T's column sums once, with the first column block */
                 block(ta, mc, nc, kc, ablk, lda, bp, alpha, &kb, c + (int64_t)ic * ldc + jc, ldc,
-                      ap, jc == 0 && row_sums ? row_sums + ic : NULL);
+                      ap, jc == 0 && at_sums ? at_sums + ic : NULL);
             }
         }
     }
