@@ -7,6 +7,8 @@
 #include <stdint.h>
 #include <string.h>
 
+#include <omp.h>
+
 /* exp(x) for float, vectorisable (no libm call, no errno): x = k ln2 + r with |r| <= ln2/2,
  * exp(r) by its degree-6 Taylor polynomial (relative error below 2e-7), times 2^k built in the
  * exponent bits. Inputs are clamped to [-87, 88]: the result never overflows or goes
@@ -202,6 +204,35 @@ typedef struct tb_cpu_state {
 static inline float *tb_cpu_gemm_scratch(const tb_backend *be, int tid)
 {
     return ((const tb_cpu_state *)be->impl)->gemm_work + (size_t)tid * TB_CPU_GEMM_WORK;
+}
+
+/* ---- row reductions that give the same bits at any thread count ---- */
+/* Rows per chunk of a reduction over rows (bias gradients, layer norm's dgamma and dbeta):
+ * each chunk is summed in float by whichever thread has it, and the chunks' sums are added in
+ * order, in double (tb_cpu_sum_chunks); the chunks are fixed by the shape. */
+#define TB_CPU_SUM_CHUNK 64
+
+/* Scratch for floats partial sums of the chunks, or NULL where they do not fit or the caller
+ * is inside another parallel region (whose threads would share it): the caller then sums
+ * another way. It is thread 0's gemm slice: no product runs during the reduction. */
+static inline float *tb_cpu_sum_scratch(const tb_backend *be, int64_t floats)
+{
+    return floats <= TB_CPU_GEMM_WORK && !omp_in_parallel() ? tb_cpu_gemm_scratch(be, 0) : NULL;
+}
+
+/* Inside the reduction's parallel region, after its chunks: out[j] (or nothing when out is
+ * NULL) += the sum over chunks of part[ch stride + j] for j < cols, in double, in chunk order,
+ * the columns shared by the team. */
+static inline void tb_cpu_sum_chunks(int64_t chunks, int64_t cols, const float *part,
+                                     int64_t stride, float *out)
+{
+    if (!out) return;
+#pragma omp for schedule(static)
+    for (int64_t j = 0; j < cols; j++) {
+        double sum = 0.0;
+        for (int64_t ch = 0; ch < chunks; ch++) sum += part[ch * stride + j];
+        out[j] += (float)sum;
+    }
 }
 
 void tb_cpu_register_dense(tb_backend_ops *ops);     /* cpu_dense.c: BLAS, element-wise */

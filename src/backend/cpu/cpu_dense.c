@@ -138,19 +138,15 @@ static void cpu_add(tb_backend *be, int64_t n, const float *a, const float *b, f
     for (int64_t i = 0; i < n; i++) y[i] = a[i] + b[i];
 }
 
-/* Rows per chunk of bias_grad's partial sums: fixed by the shape, so that the sums come out the
- * same at any thread count. */
-#define BIAS_CHUNK 64
-
-/* db[c] += sum over rows of dy[r, c]: chunks of BIAS_CHUNK rows summed in float (every thread
- * reading its own rows, contiguously) into the scratch, then the chunks added in order, in
- * double. A single chunk (64 rows or fewer), rows too wide for the scratch, or a call inside
- * another parallel region (whose threads would share the scratch) take column blocks
- * instead, each summing all rows in double. */
+/* db[c] += sum over rows of dy[r, c]: chunks of TB_CPU_SUM_CHUNK rows summed by every thread
+ * (each reading its own rows, contiguously), then added in order (tb_cpu_sum_chunks). A single
+ * chunk, or partial sums that have no scratch, take column blocks instead, each summing all
+ * rows in double. */
 static void cpu_bias_grad(tb_backend *be, int64_t rows, int64_t cols, const float *dy, float *db)
 {
-    const int64_t chunks = (rows + BIAS_CHUNK - 1) / BIAS_CHUNK;
-    if (chunks < 2 || chunks * cols > TB_CPU_GEMM_WORK || omp_in_parallel()) {
+    const int64_t chunks = (rows + TB_CPU_SUM_CHUNK - 1) / TB_CPU_SUM_CHUNK;
+    float *part = chunks > 1 ? tb_cpu_sum_scratch(be, chunks * cols) : NULL; /* [chunks][cols] */
+    if (!part) {
         enum { BLOCK = 256 };
         const int64_t blocks = (cols + BLOCK - 1) / BLOCK;
 #pragma omp parallel for schedule(static) if (rows * cols > 32768)
@@ -160,26 +156,20 @@ static void cpu_bias_grad(tb_backend *be, int64_t rows, int64_t cols, const floa
         }
         return;
     }
-    float *part = tb_cpu_gemm_scratch(be, 0); /* [chunks][cols]: no product runs now */
 #pragma omp parallel if (rows * cols > 32768)
     {
 #pragma omp for schedule(static)
         for (int64_t ch = 0; ch < chunks; ch++) {
             float *p = part + ch * cols;
             for (int64_t c = 0; c < cols; c++) p[c] = 0.0f;
-            const int64_t r1 = (ch + 1) * BIAS_CHUNK < rows ? (ch + 1) * BIAS_CHUNK : rows;
-            for (int64_t r = ch * BIAS_CHUNK; r < r1; r++) {
+            const int64_t r1 = (ch + 1) * TB_CPU_SUM_CHUNK < rows ? (ch + 1) * TB_CPU_SUM_CHUNK : rows;
+            for (int64_t r = ch * TB_CPU_SUM_CHUNK; r < r1; r++) {
                 const float *row = dy + r * cols;
 #pragma omp simd
                 for (int64_t c = 0; c < cols; c++) p[c] += row[c];
             }
         }
-#pragma omp for schedule(static)
-        for (int64_t c = 0; c < cols; c++) {
-            double sum = 0.0;
-            for (int64_t ch = 0; ch < chunks; ch++) sum += part[ch * cols + c];
-            db[c] += (float)sum;
-        }
+        tb_cpu_sum_chunks(chunks, cols, part, cols, db);
     }
 }
 

@@ -5,8 +5,6 @@
 
 #include <math.h>
 
-#include <omp.h>
-
 /* Above this many elements the loops run in parallel. */
 #define NORM_PAR 32768
 
@@ -207,9 +205,6 @@ static void cpu_layernorm_fwd(tb_backend *be, int64_t rows, int64_t cols, const 
 
 /* Column block of the two-pass dgamma/dbeta reduction (one thread per block, rows in order). */
 #define LN_COL_BLOCK 64
-/* Rows per chunk of the one-pass backward's dgamma/dbeta partial sums: fixed by the shape, so
- * that the sums come out the same at any thread count. */
-#define LN_CHUNK 64
 
 /* One row of dx: dx (+)= rstd (g - mean(g) - xhat mean(g xhat)), g = dy gamma. When pg is
  * given, the row's dy xhat and dy are also added to the chunk partials pg and pb. */
@@ -270,19 +265,18 @@ static void ln_param_grads_2pass(int64_t rows, int64_t cols, const float *x, con
 
 /* With xhat = (x - mean) rstd and g = dy gamma per row:
  *     dx = rstd (g - mean(g) - xhat mean(g xhat)); dgamma = sum_rows dy xhat; dbeta = sum dy.
- * One pass over x and dy where the partial sums fit the scratch: each chunk of LN_CHUNK rows
- * sums its dgamma/dbeta terms in float while it computes dx, and the chunks' sums are added in
- * order, in double. Otherwise (and inside another parallel region, whose threads would share
- * the scratch) a second pass sums them. */
+ * One pass over x and dy where the partial sums have scratch: each chunk of TB_CPU_SUM_CHUNK
+ * rows sums its dgamma/dbeta terms in float while it computes dx, and the chunks' sums are
+ * added in order (tb_cpu_sum_chunks). Otherwise a second pass sums them. */
 static void cpu_layernorm_bwd(tb_backend *be, int64_t rows, int64_t cols, const float *x,
                               const float *gamma, const float *mean, const float *rstd,
                               const float *dy, float *dx, bool dx_acc, float *dgamma,
                               float *dbeta)
 {
     const bool params = dgamma || dbeta;
-    const int64_t chunks = (rows + LN_CHUNK - 1) / LN_CHUNK;
-    const bool one_pass = params && chunks * cols * 2 <= TB_CPU_GEMM_WORK && !omp_in_parallel();
-    if (!one_pass) {
+    const int64_t chunks = (rows + TB_CPU_SUM_CHUNK - 1) / TB_CPU_SUM_CHUNK;
+    float *part = params ? tb_cpu_sum_scratch(be, chunks * 2 * cols) : NULL; /* [chunks][2][cols] */
+    if (!part) {
         if (dx) {
 #pragma omp parallel for schedule(static) if (rows * cols > NORM_PAR)
             for (int64_t r = 0; r < rows; r++)
@@ -292,28 +286,20 @@ static void cpu_layernorm_bwd(tb_backend *be, int64_t rows, int64_t cols, const 
         if (params) ln_param_grads_2pass(rows, cols, x, mean, rstd, dy, dgamma, dbeta);
         return;
     }
-    float *part = tb_cpu_gemm_scratch(be, 0); /* [chunks][2][cols]: no product runs now */
 #pragma omp parallel if (rows * cols > NORM_PAR)
     {
 #pragma omp for schedule(static)
         for (int64_t ch = 0; ch < chunks; ch++) {
             float *pg = part + ch * 2 * cols, *pb = pg + cols;
             for (int64_t j = 0; j < 2 * cols; j++) pg[j] = 0.0f;
-            const int64_t r1 = (ch + 1) * LN_CHUNK < rows ? (ch + 1) * LN_CHUNK : rows;
-            for (int64_t r = ch * LN_CHUNK; r < r1; r++)
+            const int64_t r0 = ch * TB_CPU_SUM_CHUNK;
+            const int64_t r1 = r0 + TB_CPU_SUM_CHUNK < rows ? r0 + TB_CPU_SUM_CHUNK : rows;
+            for (int64_t r = r0; r < r1; r++)
                 ln_row_bwd(cols, x + r * cols, dy + r * cols, gamma, mean[r], rstd[r],
                            dx ? dx + r * cols : NULL, dx_acc, pg, pb);
         }
-#pragma omp for schedule(static)
-        for (int64_t j = 0; j < cols; j++) {
-            double sg = 0, sb = 0;
-            for (int64_t ch = 0; ch < chunks; ch++) {
-                sg += part[ch * 2 * cols + j];
-                sb += part[ch * 2 * cols + cols + j];
-            }
-            if (dgamma) dgamma[j] += (float)sg;
-            if (dbeta) dbeta[j] += (float)sb;
-        }
+        tb_cpu_sum_chunks(chunks, cols, part, 2 * cols, dgamma);
+        tb_cpu_sum_chunks(chunks, cols, part + cols, 2 * cols, dbeta);
     }
 }
 
