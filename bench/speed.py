@@ -5,7 +5,9 @@ For each workload and thread count, alternates trainbench (build/bench_step) and
 (bench/torch_step.py) runs after warm-up, keeps each side's best of --rounds, and prints a
 markdown table: examples/s, ms/step, peak memory, the ratio trainbench/PyTorch, and the GEMM
 efficiency of trainbench's step (achieved GEMM FLOP/s over the sgemm ceiling measured in the
-same run). Each side's best thread setting is reported too.
+same run). PyTorch runs in each of --torch-settings (eager with its default optimizer, eager
+with the fused SGD kernel, torch.compile with the fused SGD) and its fastest counts; the table
+names it. Each side's best thread setting is reported too.
 
     bench/setup.sh                      # once: a venv with the current PyTorch from PyPI
     bench/speed.py --rounds 3           # prints the table (paste it into docs/BENCHMARKS.md)
@@ -52,12 +54,20 @@ def main():
     ap.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
     ap.add_argument("--cuda-graph", action="store_true",
                     help="trainbench replays each step from a CUDA graph (cuda only)")
+    ap.add_argument("--torch-settings", default="eager,fused,compile",
+                    help="PyTorch settings to try, comma-separated (bench/torch_step.py "
+                         "--setting); the fastest counts (default: all three)")
     ap.add_argument("--python", default=VENV_PY if os.path.exists(VENV_PY) else sys.executable)
     ap.add_argument("--build", default=os.path.join(ROOT, "build"), help="trainbench build dir")
     args = ap.parse_args()
     global BENCH_STEP
     BENCH_STEP = os.path.join(args.build, "bench_step")
     env = dict(os.environ)
+    settings = [s for s in args.torch_settings.split(",") if s]
+    unknown = [s for s in settings if s not in ("eager", "fused", "compile")]
+    if not settings or unknown:
+        sys.exit(f"speed.py: --torch-settings takes eager, fused and compile, comma-separated "
+                 f"(got {args.torch_settings!r})")
     if not os.access(BENCH_STEP, os.X_OK):
         sys.exit(f"speed.py: {BENCH_STEP} not found: build it first (scripts/build.sh)")
     probe = subprocess.run([args.python, "-c", "import numpy, torch; print(torch.__version__)"],
@@ -78,9 +88,14 @@ def main():
                 common = ["--workload", wl, "--threads", str(t), "--steps", str(args.steps),
                           "--warmup", str(args.warmup), "--device", args.device]
                 graph = ["--cuda-graph"] if args.cuda_graph else []
-                tb = run_json([BENCH_STEP] + common + graph, env)
-                pt = run_json([args.python, TORCH_STEP] + common, env)
-                for side, r in (("trainbench", tb), ("pytorch", pt)):
+                runs = [("trainbench", run_json([BENCH_STEP] + common + graph, env))]
+                for setting in settings:
+                    runs.append(("pytorch", run_json([args.python, TORCH_STEP] + common
+                                                     + ["--setting", setting], env)))
+                    print(f"speed.py: {wl}, {t} thread(s): trainbench "
+                          f"{runs[0][1]['ms_per_step']:.2f} ms, PyTorch {setting} "
+                          f"{runs[-1][1]['ms_per_step']:.2f} ms", file=sys.stderr)
+                for side, r in runs:
                     key = (side, t)
                     if key not in best or r["examples_per_s"] > best[key]["examples_per_s"]:
                         best[key] = r
@@ -94,7 +109,7 @@ def main():
     torch_version = rows[0][3].get("torch", "?") if rows else "?"
     if gpu:
         print(f"Measured {datetime.date.today()} on {rows[0][2].get('backend', '?') if rows else '?'}"
-              f"; PyTorch {torch_version} eager on cuda; trainbench "
+              f"; PyTorch {torch_version} on cuda; trainbench "
               f"{'CUDA graph' if args.cuda_graph else 'eager'}; peak MB is GPU memory for "
               f"PyTorch, host resident memory for trainbench")
     else:
@@ -103,11 +118,13 @@ def main():
               + ", ".join(f"{ceiling[t]:.0f} GFLOP/s on {t} thread{'s' if t > 1 else ''}"
                           for t in threads))
     print()
-    print("| workload | threads | trainbench ex/s | PyTorch ex/s | ratio | trainbench ms/step "
-          "| PyTorch ms/step | trainbench peak MB | PyTorch peak MB | GEMM efficiency |")
-    print("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+    print("| workload | threads | trainbench ex/s | PyTorch ex/s | PyTorch setting | ratio "
+          "| trainbench ms/step | PyTorch ms/step | trainbench peak MB | PyTorch peak MB "
+          "| GEMM efficiency |")
+    print("| --- | --- | ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: |")
     for wl, t, tb, pt, eff in rows:
         print(f"| {wl} | {t} | {tb['examples_per_s']:.0f} | {pt['examples_per_s']:.0f} | "
+              f"{pt.get('setting', 'eager')} | "
               f"{tb['examples_per_s'] / pt['examples_per_s']:.2f}x | {tb['ms_per_step']:.2f} | "
               f"{pt['ms_per_step']:.2f} | {tb['peak_rss_mb']:.0f} | {pt['peak_rss_mb']:.0f} | "
               + (f"{100 * eff:.0f}%" if eff is not None else "") + " |")

@@ -6,8 +6,8 @@
 # the GPU (eager fp32, CUDA graph fp32, bf16) and on the CPU for the same number of steps and
 # prints their throughput (examples/s) from the JSON results, then prints the step time of
 # fmnist_mlp, fmnist_cnn and kjv_transformer eager against replayed from a CUDA graph
-# (bench_step, adamw), then trainbench against eager PyTorch side by side (bench/speed.py
-# --device cuda, eager and CUDA graph). Exits non-zero if any part fails.
+# (bench_step, adamw), then trainbench against PyTorch side by side (bench/speed.py: PyTorch at its fastest of eager,
+# fused SGD and torch.compile; trainbench eager and from a CUDA graph). Exits non-zero if any part fails.
 #   scripts/gpu-check.sh [STEPS]      (default 300 steps; a few minutes on a recent GPU)
 # Environment: CUDA_ARCH overrides the CUDA architectures (default: the CMake file's 90 + PTX),
 # JOBS the build parallelism (default: all cores), BENCH_STEPS the timed steps of each
@@ -87,7 +87,7 @@ for mode in "" --cuda-graph; do
         --warmup 20 --peak-tflops "${PEAK_TFLOPS:-989}"
 done
 
-echo "== side by side with eager PyTorch on the GPU (bench/speed.py, sgd nesterov, 2 rounds)"
+echo "== side by side with PyTorch on the GPU (bench/speed.py, sgd nesterov, 2 rounds, PyTorch at its fastest of eager, fused SGD and torch.compile)"
 py=${TORCH_PYTHON:-python3}
 if "$py" -c "import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)" 2> /dev/null; then
     for mode in "" --cuda-graph; do
