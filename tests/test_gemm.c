@@ -332,58 +332,63 @@ static void test_epilogue(void)
     tb_backend_destroy(bes[1]);
 }
 
-/* The backend's linear_wgrad (dw += dy^T x, db += dy's column sums, the sums taken while dy
- * is packed) at one thread and two: split by rows with k past one K block, split by columns
- * (only one block may add the sums), with row tails, and on OpenBLAS; against double sums and
- * the same bits at either thread count where the own kernel runs. */
+/* The backend's linear_wgrad (dw (+)= dy^T x, db (+)= dy's column sums, the sums taken while
+ * dy is packed) at one thread and two, adding to the gradients and writing them (they start as
+ * NaN then: never read): split by rows with k past one K block, split by columns (only one
+ * block may add the sums), with row tails, and on OpenBLAS; against double sums and the same
+ * bits at either thread count where the own kernel runs. */
 static void test_linear_wgrad(void)
 {
     tb_backend *bes[2] = {backend(1), backend(2)};
     static const int shapes[][3] = {{2048, 128, 384}, {300, 700, 64}, {1000, 96, 130}, {100, 30, 20}};
     int bad = 0;
-    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
-        const int rows = shapes[s][0], in = shapes[s][1], out = shapes[s][2];
-        tb_rng rng = tb_rng_make(50, (uint64_t)s);
-        float *dy = malloc(sizeof(float) * (size_t)rows * out), *x = malloc(sizeof(float) * (size_t)rows * in);
-        tb_rng_fill_uniform(&rng, dy, (int64_t)rows * out, -1.0f, 1.0f);
-        tb_rng_fill_uniform(&rng, x, (int64_t)rows * in, -1.0f, 1.0f);
-        float *dw[2], *db[2];
-        for (int b = 0; b < 2; b++) {
-            dw[b] = malloc(sizeof(float) * (size_t)out * in);
-            db[b] = malloc(sizeof(float) * (size_t)out);
-            for (int i = 0; i < out * in; i++) dw[b][i] = 0.25f; /* added to */
-            for (int i = 0; i < out; i++) db[b][i] = 0.5f;
-            bes[b]->ops.linear_wgrad(bes[b], rows, in, out, dy, x, dw[b], db[b]);
-        }
-        double worst = 0;
-        for (int o = 0; o < out; o++) {
-            double sb = 0.5;
-            for (int r = 0; r < rows; r++) sb += dy[(int64_t)r * out + o];
-            worst = fmax(worst, fabs(db[1][o] - sb) / rows);
-            for (int i = 0; i < in; i += 7) {
-                double sw = 0.25;
-                for (int r = 0; r < rows; r++) sw += (double)dy[(int64_t)r * out + o] * x[(int64_t)r * in + i];
-                worst = fmax(worst, fabs(dw[1][(int64_t)o * in + i] - sw) / rows);
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
+        for (int acc = 1; acc >= 0; acc--) {
+            const int rows = shapes[s][0], in = shapes[s][1], out = shapes[s][2];
+            const double w0 = acc ? 0.25 : 0.0, b0 = acc ? 0.5 : 0.0;
+            tb_rng rng = tb_rng_make(50, (uint64_t)s);
+            float *dy = malloc(sizeof(float) * (size_t)rows * out), *x = malloc(sizeof(float) * (size_t)rows * in);
+            tb_rng_fill_uniform(&rng, dy, (int64_t)rows * out, -1.0f, 1.0f);
+            tb_rng_fill_uniform(&rng, x, (int64_t)rows * in, -1.0f, 1.0f);
+            float *dw[2], *db[2];
+            for (int b = 0; b < 2; b++) {
+                dw[b] = malloc(sizeof(float) * (size_t)out * in);
+                db[b] = malloc(sizeof(float) * (size_t)out);
+                for (int i = 0; i < out * in; i++) dw[b][i] = acc ? (float)w0 : NAN;
+                for (int i = 0; i < out; i++) db[b][i] = acc ? (float)b0 : NAN;
+                bes[b]->ops.linear_wgrad(bes[b], rows, in, out, dy, x, dw[b], db[b], acc);
             }
-        }
-        if (worst > 1e-6) {
-            fprintf(stderr, "  linear_wgrad %d x %d -> %d: relative error %g\n", rows, in, out, worst);
-            bad++;
-        }
+            double worst = 0;
+            for (int o = 0; o < out; o++) {
+                double sb = b0;
+                for (int r = 0; r < rows; r++) sb += dy[(int64_t)r * out + o];
+                worst = fmax(worst, fabs(db[1][o] - sb) / rows);
+                for (int i = 0; i < in; i += 7) {
+                    double sw = w0;
+                    for (int r = 0; r < rows; r++) sw += (double)dy[(int64_t)r * out + o] * x[(int64_t)r * in + i];
+                    worst = fmax(worst, fabs(dw[1][(int64_t)o * in + i] - sw) / rows);
+                }
+            }
+            for (int i = 0; i < out * in; i++) /* a NaN read from a written dw (fmax skips it) */
+                if (!isfinite(dw[1][i]) || (i < out && !isfinite(db[1][i]))) worst = INFINITY;
+            if (worst > 1e-6) {
+                fprintf(stderr, "  linear_wgrad %d x %d -> %d (acc %d): relative error %g\n", rows, in, out, acc, worst);
+                bad++;
+            }
 #ifdef TB_CPU_GEMM_TILES
-        if (memcmp(dw[0], dw[1], sizeof(float) * (size_t)out * in) != 0 ||
-            memcmp(db[0], db[1], sizeof(float) * (size_t)out) != 0) {
-            fprintf(stderr, "  linear_wgrad %d x %d -> %d: 1 and 2 threads differ\n", rows, in, out);
-            bad++;
-        }
+            if (memcmp(dw[0], dw[1], sizeof(float) * (size_t)out * in) != 0 ||
+                memcmp(db[0], db[1], sizeof(float) * (size_t)out) != 0) {
+                fprintf(stderr, "  linear_wgrad %d x %d -> %d (acc %d): 1 and 2 threads differ\n", rows, in, out, acc);
+                bad++;
+            }
 #endif
-        for (int b = 0; b < 2; b++) {
-            free(dw[b]);
-            free(db[b]);
+            for (int b = 0; b < 2; b++) {
+                free(dw[b]);
+                free(db[b]);
+            }
+            free(dy);
+            free(x);
         }
-        free(dy);
-        free(x);
-    }
     CHECK(bad == 0);
     tb_backend_destroy(bes[0]);
     tb_backend_destroy(bes[1]);

@@ -1,7 +1,8 @@
 /* test_ops_linear.c: the fused dense ops: linear with a residual (tb_op_linear_add) and the
  * MLP (tb_op_mlp) by finite differences, against the unfused ops they replace at sizes where
- * the CPU backend's own kernel and its epilogue run, and the gradients a tape keeps for
- * curvature statistics (tb_tape_set_keep_grads). */
+ * the CPU backend's own kernel and its epilogue run, the gradients a tape keeps for curvature
+ * statistics (tb_tape_set_keep_grads), and parameter gradients written instead of zeroed and
+ * added to (tb_params_begin_grads). */
 #include "testutil.h"
 
 #include "backend/backend_impl.h"
@@ -255,6 +256,69 @@ static void test_bias_grad(void)
     tb_backend_destroy(one);
 }
 
+/* One step's loss on the parameters p (a.weight, a.bias, b.weight, b.bias, ln.gamma, ln.beta,
+ * unused) for the input x: an MLP, a linear layer and a layer norm, so that weight and bias
+ * gradients come through linear_wgrad and layer norm's through tb_var_grad. */
+static void fresh_backward(tb_params *p, tb_var *x)
+{
+    tb_var *v[7];
+    for (int i = 0; i < 7; i++) v[i] = &tb_params_get(p, i)->var;
+    tb_tape *t = tb_test_tape(be);
+    tb_var *y = tb_op_mlp(t, x, v[0], v[1], TB_GELU, v[2], v[3], NULL, NULL);
+    y = tb_op_layernorm(t, tb_op_linear(t, y, v[0], NULL), v[4], v[5], 1e-5f); /* a.weight twice */
+    CHECK_OK(tb_tape_backward(t, tb_test_reduce(t, y)), tb_tape_error(t));
+    tb_tape_destroy(t);
+}
+
+/* tb_params_begin_grads / end_grads against tb_params_zero_grad: the same gradients, bit for
+ * bit, from buffers that held NaN (never read); a parameter no gradient reached ends at zero;
+ * two backward passes between begin and end add up as they do from zeros. a.weight gets two
+ * gradients a pass (written, then added to). Sizes where the own kernel runs. */
+static void test_fresh_grads(void)
+{
+    tb_params *p = NULL;
+    if (!CHECK_OK(tb_params_create(be, &p, NULL), NULL)) return;
+    static const int64_t shapes[7][2] = {{256, 96}, {256, 1}, {96, 256}, {96, 1},
+                                         {256, 1}, {256, 1}, {10, 1}};
+    static const char *names[7] = {"a.weight", "a.bias", "b.weight", "b.bias",
+                                   "ln.gamma", "ln.beta", "unused"};
+    for (int i = 0; i < 7; i++)
+        CHECK(tb_params_add(p, names[i], TB_PARAM_WEIGHT, shapes[i][1] == 1 ? 1 : 2, shapes[i],
+                            NULL) != NULL);
+    CHECK_OK(tb_params_finalize(p, NULL), NULL);
+    const int64_t n = tb_params_numel(p);
+    tb_rng rng = tb_rng_make(70, 0);
+    tb_rng_fill_uniform(&rng, tb_params_values(p), n, -0.2f, 0.2f);
+    int64_t xs[2] = {200, 96};
+    tb_var *x = tb_test_var(be, 2, xs, &rng, -1, 1, false);
+    float *g = tb_params_grads(p), *want = malloc(sizeof(float) * (size_t)n);
+    tb_params_zero_grad(p);
+    fresh_backward(p, x);
+    memcpy(want, g, sizeof(float) * (size_t)n);
+    for (int i = 0; i < 7; i++) { /* the padding between tensors stays zero: nothing writes it */
+        const tb_param *prm = tb_params_get(p, i);
+        for (int64_t e = 0; e < tb_tensor_numel(&prm->var.value); e++) g[prm->offset + e] = NAN;
+    }
+    tb_params_begin_grads(p);
+    fresh_backward(p, x);
+    tb_params_end_grads(p);
+    CHECK(memcmp(g, want, sizeof(float) * (size_t)n) == 0);
+    const tb_param *unused = tb_params_get(p, 6);
+    CHECK(!unused->var.grad_fresh && g[unused->offset] == 0.0f && g[unused->offset + 9] == 0.0f);
+    tb_params_zero_grad(p); /* two passes add up, as they do from zeros */
+    fresh_backward(p, x);
+    fresh_backward(p, x);
+    memcpy(want, g, sizeof(float) * (size_t)n);
+    tb_params_begin_grads(p);
+    fresh_backward(p, x);
+    fresh_backward(p, x);
+    tb_params_end_grads(p);
+    CHECK(memcmp(g, want, sizeof(float) * (size_t)n) == 0);
+    free(want);
+    tb_test_var_free(x);
+    tb_params_destroy(p);
+}
+
 int main(void)
 {
     be = tb_test_backend();
@@ -263,6 +327,7 @@ int main(void)
     test_keep_grads();
     test_errors();
     test_bias_grad();
+    test_fresh_grads();
     tb_backend_destroy(be);
     return tb_test_finish("test_ops_linear");
 }

@@ -31,11 +31,14 @@ extern "C" {
 #endif
 
 /* A value and (if it requires one) its gradient, of the same shape. grad.data stays NULL until
- * a gradient flows into it. Parameters' gradients live in their tb_params flat buffer. */
+ * a gradient flows into it. Parameters' gradients live in their tb_params flat buffer;
+ * grad_fresh says that buffer holds no gradient yet (tb_params_begin_grads): the first op
+ * that sends one writes it instead of adding to it. */
 typedef struct tb_var {
     tb_tensor value;
     tb_tensor grad;
     bool requires_grad;
+    bool grad_fresh;
 } tb_var;
 
 /* ---- the tape -------------------------------------------------------------------------- */
@@ -220,6 +223,12 @@ float *tb_params_values(tb_params *params); /* flat device buffers */
 float *tb_params_grads(tb_params *params);
 tb_backend *tb_params_backend(const tb_params *params);
 void tb_params_zero_grad(tb_params *params);
+/* The same without the pass over the gradients: every parameter's gradient is marked fresh,
+ * so that backward writes it (a weight gradient's product overwrites instead of adding to
+ * zeros it first read). After backward, tb_params_end_grads zeroes those no gradient reached
+ * and clears the marks; between the two, the gradients are not to be read. */
+void tb_params_begin_grads(tb_params *params);
+void tb_params_end_grads(tb_params *params);
 /* Global L2 norm of all gradients. */
 double tb_params_grad_norm(tb_params *params);
 

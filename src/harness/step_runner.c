@@ -111,8 +111,10 @@ static tb_var *build_loss(tb_step_runner *r, const tb_batch *b, tb_rng *dropout,
 static tb_status eager_step(tb_step_runner *r, const tb_batch *b, double lr_scale,
                             tb_rng *dropout, int64_t step, float *loss_out, tb_error *err)
 {
-    tb_params_zero_grad(r->params);
+    /* backward writes the gradients instead of adding to zeros (no pass to zero them) */
+    tb_params_begin_grads(r->params);
     tb_var *loss = build_loss(r, b, dropout, step, err);
+    tb_params_end_grads(r->params);
     if (!loss) return err->status;
     if (!loss_out) return tb_optimizer_step(r->opt, lr_scale, err); /* nothing read back */
     float value = NAN;

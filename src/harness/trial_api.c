@@ -27,8 +27,9 @@ static tb_status api_backward(tb_trial_ctx *c, tb_var *loss, tb_error *err)
         return tb_fail(err, tb_tape_status(c->tape) ? tb_tape_status(c->tape) : TB_ERR_INVALID,
                        "%s", tb_tape_error(c->tape)->message[0] ? tb_tape_error(c->tape)->message
                                                                 : "no loss to back-propagate");
-    tb_params_zero_grad(tb_workload_params(c->wl));
+    tb_params_begin_grads(tb_workload_params(c->wl));
     tb_status st = tb_tape_backward(c->tape, loss);
+    tb_params_end_grads(tb_workload_params(c->wl));
     if (st != TB_OK) return tb_fail(err, st, "%s", tb_tape_error(c->tape)->message);
     return TB_OK;
 }

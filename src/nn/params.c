@@ -113,6 +113,22 @@ tb_backend *tb_params_backend(const tb_params *p) { return p->be; }
 void tb_params_zero_grad(tb_params *p)
 {
     if (p->grads) p->be->ops.fill(p->be, p->grads, p->numel, 0.0f);
+    for (int i = 0; i < p->count; i++) p->items[i]->var.grad_fresh = false;
+}
+
+void tb_params_begin_grads(tb_params *p)
+{
+    for (int i = 0; i < p->count; i++) p->items[i]->var.grad_fresh = p->grads != NULL;
+}
+
+void tb_params_end_grads(tb_params *p)
+{
+    for (int i = 0; i < p->count; i++) {
+        tb_var *v = &p->items[i]->var;
+        if (v->grad_fresh)
+            p->be->ops.fill(p->be, v->grad.data, tb_tensor_numel(&v->grad), 0.0f);
+        v->grad_fresh = false;
+    }
 }
 
 double tb_params_grad_norm(tb_params *p)

@@ -236,6 +236,11 @@ float *tb_var_grad_for(tb_tape *t, tb_var *v, bool *acc)
 {
     *acc = true;
     if (!v || !v->requires_grad) return NULL;
+    if (v->grad_fresh) { /* a parameter's gradient buffer before its first gradient */
+        v->grad_fresh = false;
+        *acc = false;
+        return (float *)v->grad.data;
+    }
     if (!v->grad.data) {
         float *g = tb_tape_scratch(t, tb_tensor_bytes(&v->value));
         if (!g) return NULL;

@@ -47,10 +47,12 @@ tb_var *tb_tape_output(tb_tape *tape, tb_dtype dtype, int ndim, const int64_t *s
                        int n_in, tb_var *const *inputs);
 /* Step memory (device); NULL with the error set if out of memory. */
 void *tb_tape_scratch(tb_tape *tape, size_t bytes);
-/* The gradient buffer of v, allocated and zeroed on first use; NULL if v needs no gradient. */
+/* The gradient buffer of v, allocated (or, for a fresh parameter gradient, found) and zeroed
+ * on first use; NULL if v needs no gradient. */
 float *tb_var_grad(tb_tape *tape, tb_var *v);
 /* The gradient buffer of v for ONE kernel that then writes all of it: when v has no gradient
- * yet the buffer is allocated without zeroing and *acc = false (the kernel overwrites);
+ * yet the buffer is allocated without zeroing (a parameter's fresh one is used as it is) and
+ * *acc = false (the kernel overwrites);
  * otherwise *acc = true (it accumulates). Call it right before that kernel, one variable at a
  * time: a second request before the kernel ran would find the buffer and accumulate into
  * garbage. NULL if v needs no gradient. Saves the zeroing pass over large gradients. */

@@ -92,11 +92,14 @@ static void cpu_gemm_ep(tb_backend *be, bool ta, bool tb, int m, int n, int k, c
     gemm_run(be, ta, tb, m, n, k, 1.0f, a, lda, b, ldb, 0.0f, ep, c, ldc, NULL);
 }
 
-/* dw += dy^T x, with db += dy's column sums taken while dy is packed for the product. */
+/* dw (+)= dy^T x, with db (+)= dy's column sums taken while dy is packed for the product (a
+ * written db starts at zero: the sums are added to it). */
 static void cpu_linear_wgrad(tb_backend *be, int rows, int in, int out, const float *dy,
-                             const float *x, float *dw, float *db)
+                             const float *x, float *dw, float *db, bool acc)
 {
-    gemm_run(be, true, false, out, in, rows, 1.0f, dy, out, x, in, 1.0f, NULL, dw, in, db);
+    if (db && !acc) memset(db, 0, (size_t)out * sizeof *db);
+    gemm_run(be, true, false, out, in, rows, 1.0f, dy, out, x, in, acc ? 1.0f : 0.0f, NULL, dw,
+             in, db);
 }
 
 static void cpu_gemm_batched(tb_backend *be, bool ta, bool tb, int m, int n, int k, float alpha,
