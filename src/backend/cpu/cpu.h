@@ -120,7 +120,11 @@ enum {
     TB_CPU_GEMM_MC = 96,
     TB_CPU_GEMM_NC = 1024,
     TB_CPU_GEMM_WORK_A = TB_CPU_GEMM_MC * (TB_CPU_GEMM_KC + 16), /* floats, a multiple of 16 */
-    TB_CPU_GEMM_WORK = TB_CPU_GEMM_WORK_A + TB_CPU_GEMM_KC * TB_CPU_GEMM_NC
+    TB_CPU_GEMM_WORK_B = TB_CPU_GEMM_KC * TB_CPU_GEMM_NC,
+    /* C^T of a few-row product computed transposed (cpu_gemm.c: at most 256 rows, in column
+     * chunks of at least 256) */
+    TB_CPU_GEMM_WORK_T = 256 * 256,
+    TB_CPU_GEMM_WORK = TB_CPU_GEMM_WORK_A + TB_CPU_GEMM_WORK_B + TB_CPU_GEMM_WORK_T
 };
 
 /* C[m, n] = alpha op(A) op(B) + beta C, then the epilogue ep (NULL: none; its bias, residual
@@ -131,14 +135,21 @@ enum {
 void tb_cpu_sgemm(bool ta, bool tb, int m, int n, int k, float alpha, const float *a, int lda,
                   const float *b, int ldb, float beta, const tb_gemm_epilogue *ep, float *c,
                   int ldc, float *work);
-/* tb_cpu_sgemm for A given transposed (ta, A^T stored [k, m]) that also adds A^T's column
- * sums to at_sums[0..m) (or NULL): a linear layer's bias gradient beside its weight gradient
- * (A^T = dy), summed while A^T is packed instead of in a pass of its own. Each K block's sums
- * are taken in double and added in K order: the same at any thread count. at_sums must be
- * NULL unless ta. */
+/* Whether tb_cpu_sgemm computes C [m, n] as C^T = op(B) op(A)^T: for B given transposed and
+ * few rows (a linear layer's forward pass on a small batch, x [m, k] times w^T for w [n, k]),
+ * w's rows are then read in place as the kernel's A and only x is packed (transposed) instead
+ * of all of w; C^T goes to scratch in chunks of columns and is stored transposed with the
+ * epilogue. The sums of the K blocks round in another order than C's own product, so a
+ * caller that splits a product across threads decides once, for the whole product. */
+bool tb_cpu_gemm_transposed(bool ta, bool tb, int m, int n, int k);
+/* tb_cpu_sgemm with that decision given (transposed), and for A given transposed (ta, A^T
+ * stored [k, m]) adding A^T's column sums to at_sums[0..m) (or NULL): a linear layer's bias
+ * gradient beside its weight gradient (A^T = dy), summed while A^T is packed instead of in a
+ * pass of its own. Each K block's sums are taken in double and added in K order: the same at
+ * any thread count. at_sums must be NULL unless ta. */
 void tb_cpu_sgemm_sums(bool ta, bool tb, int m, int n, int k, float alpha, const float *a,
                        int lda, const float *b, int ldb, float beta, const tb_gemm_epilogue *ep,
-                       float *c, int ldc, float *work, float *at_sums);
+                       float *c, int ldc, float *work, float *at_sums, bool transposed);
 /* sums[j] += the sum over rows r of x[r ldx + j] for j < cols, in double, on the calling
  * thread (column blocks, rows in order). */
 void tb_cpu_col_sums(int64_t rows, int64_t cols, const float *x, int64_t ldx, float *sums);

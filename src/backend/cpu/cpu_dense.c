@@ -20,11 +20,12 @@
  * or OpenBLAS. */
 static void gemm_one(tb_backend *be, int tid, bool own, bool ta, bool tb, int m, int n, int k,
                      float alpha, const float *a, int lda, const float *b, int ldb, float beta,
-                     const tb_gemm_epilogue *ep, float *c, int ldc, float *at_sums)
+                     const tb_gemm_epilogue *ep, float *c, int ldc, float *at_sums,
+                     bool transposed)
 {
     if (own) {
         tb_cpu_sgemm_sums(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, ep, c, ldc,
-                          tb_cpu_gemm_scratch(be, tid), at_sums);
+                          tb_cpu_gemm_scratch(be, tid), at_sums, transposed);
     } else {
         tb_cpu_sgemm_blas(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, ep, c, ldc);
         if (at_sums) tb_cpu_col_sums(k, m, a, lda, at_sums);
@@ -48,8 +49,11 @@ static void gemm_run(tb_backend *be, bool ta, bool tb, int m, int n, int k, floa
      * the backend's own teams */
     const bool nested = omp_in_parallel(), own = size >= GEMM_OWN_MIN && !nested;
     const int threads = be->threads;
+    /* decided for the whole product: every block then computes its elements the same way */
+    const bool transposed = own && tb_cpu_gemm_transposed(ta, tb, m, n, k);
     if (threads < 2 || size < GEMM_SPLIT_MIN || nested) {
-        gemm_one(be, 0, own, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, ep, c, ldc, at_sums);
+        gemm_one(be, 0, own, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, ep, c, ldc, at_sums,
+                 transposed);
         return;
     }
     const bool rows = m >= n;
@@ -63,7 +67,7 @@ static void gemm_run(tb_backend *be, bool ta, bool tb, int m, int n, int k, floa
                 gemm_one(be, id, own, ta, tb, m1 - m0, n, k, alpha,
                          ta ? a + m0 : a + (int64_t)m0 * lda, lda, b, ldb, beta,
                          tb_cpu_gemm_ep_at(ep, m0, 0, ldc, &at), c + (int64_t)m0 * ldc, ldc,
-                         at_sums ? at_sums + m0 : NULL);
+                         at_sums ? at_sums + m0 : NULL, transposed);
         } else {
             const int tile = TB_CPU_GEMM_NR, blocks = (n + tile - 1) / tile;
             const int n0 = tile * (int)((int64_t)blocks * id / nth);
@@ -73,7 +77,8 @@ static void gemm_run(tb_backend *be, bool ta, bool tb, int m, int n, int k, floa
                 gemm_one(be, id, own, ta, tb, m, n1 - n0, k, alpha, a, lda,
                          tb ? b + (int64_t)n0 * ldb : b + n0, ldb, beta,
                          tb_cpu_gemm_ep_at(ep, 0, n0, ldc, &at), c + n0, ldc,
-                         n0 == 0 ? at_sums : NULL); /* every block reads all of A: one sums */
+                         n0 == 0 ? at_sums : NULL, /* every block reads all of A: one sums */
+                         transposed);
         }
     }
 }

@@ -10,6 +10,9 @@
  * the bias and a residual matrix while the tile is in registers. beta = 0 never reads C. An
  * activation (forward, or its derivative times the product for the backward pass) is applied
  * to each finished tile while it is in L1, saving the pass over C that a separate op makes.
+ * A product of few rows with B transposed (a linear layer's forward pass on a batch of 128)
+ * is computed as C^T = B A^T, so that the weights are read in place instead of transposed
+ * into panels, and C^T is stored transposed with the epilogue (tb_cpu_gemm_transposed).
  *
  * Without AVX-512 (the compiler's target decides) it is OpenBLAS with the bias added first
  * and the residual and activation in passes after it. */
@@ -102,11 +105,17 @@ void tb_cpu_sgemm(bool ta, bool tb, int m, int n, int k, float alpha, const floa
     tb_cpu_sgemm_blas(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, ep, c, ldc);
 }
 
+bool tb_cpu_gemm_transposed(bool ta, bool tb, int m, int n, int k)
+{
+    (void)ta, (void)tb, (void)m, (void)n, (void)k;
+    return false;
+}
+
 void tb_cpu_sgemm_sums(bool ta, bool tb, int m, int n, int k, float alpha, const float *a,
                        int lda, const float *b, int ldb, float beta, const tb_gemm_epilogue *ep,
-                       float *c, int ldc, float *work, float *at_sums)
+                       float *c, int ldc, float *work, float *at_sums, bool transposed)
 {
-    (void)work;
+    (void)work, (void)transposed;
     tb_cpu_sgemm_blas(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, ep, c, ldc);
     if (at_sums) tb_cpu_col_sums(k, m, a, lda, at_sums);
 }
@@ -347,17 +356,11 @@ static void block(bool ta, int mc, int nc, int kc, const float *a, int lda, cons
     }
 }
 
-void tb_cpu_sgemm_sums(bool ta, bool tb, int m, int n, int k, float alpha, const float *a,
-                       int lda, const float *b, int ldb, float beta, const tb_gemm_epilogue *ep,
-                       float *c, int ldc, float *work, float *at_sums)
+/* The blocked product (k > 0): B packed per K block, A read in place, copied or packed. */
+static void product(bool ta, bool tb, int m, int n, int k, float alpha, const float *a, int lda,
+                    const float *b, int ldb, float beta, const tb_gemm_epilogue *ep, float *c,
+                    int ldc, float *work, float *at_sums)
 {
-    if (m <= 0 || n <= 0) return;
-    if (k <= 0 || alpha == 0.0f) {
-        init_rows(m, n, beta, ep ? ep->bias : NULL, c, ldc);
-        post_rows(ep, m, n, c, ldc);
-        if (at_sums && k > 0) tb_cpu_col_sums(k, m, a, lda, at_sums);
-        return;
-    }
     float *ap = work, *bp = work + TB_CPU_GEMM_WORK_A;
     const int64_t rsb = tb ? 1 : ldb, csb = tb ? ldb : 1;
     const bool act = ep && ep->mode != TB_GEMM_ACT_NONE;
@@ -384,11 +387,80 @@ void tb_cpu_sgemm_sums(bool ta, bool tb, int m, int n, int k, float alpha, const
     }
 }
 
+/* C [m, nc] = ct^T + beta C + the bias + the residual, then the activation, for ct [nc, m]
+ * (rows of stride m): 16 x 16 blocks through registers. ep's matrices start at C's block. */
+static void store_transposed(int m, int nc, const float *ct, float beta,
+                             const tb_gemm_epilogue *ep, float *c, int ldc)
+{
+    const __m512 vb = _mm512_set1_ps(beta);
+    for (int i0 = 0; i0 < m; i0 += 16)
+        for (int j0 = 0; j0 < nc; j0 += 16) {
+            const int mi = m - i0 < 16 ? m - i0 : 16, nj = nc - j0 < 16 ? nc - j0 : 16;
+            const __mmask16 rows = tb_cpu_lanes(mi), cols = tb_cpu_lanes(nj);
+            __m512 r[16];
+            for (int q = 0; q < 16; q++) /* r[q]: C's column j0 + q, rows i0 ... */
+                r[q] = q < nj ? _mm512_maskz_loadu_ps(rows, ct + (int64_t)(j0 + q) * m + i0)
+                              : _mm512_setzero_ps();
+            transpose16(r); /* r[p]: C's row i0 + p, columns j0 ... */
+            const __m512 bias =
+                ep && ep->bias ? _mm512_maskz_loadu_ps(cols, ep->bias + j0) : _mm512_setzero_ps();
+            for (int p = 0; p < mi; p++) {
+                const int64_t off = (int64_t)(i0 + p) * ldc + j0;
+                __m512 v = _mm512_add_ps(r[p], bias);
+                if (beta != 0.0f)
+                    v = _mm512_fmadd_ps(vb, _mm512_maskz_loadu_ps(cols, c + off), v);
+                if (ep && ep->residual)
+                    v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(cols, ep->residual + off));
+                _mm512_mask_storeu_ps(c + off, cols, v);
+            }
+            if (ep && ep->mode != TB_GEMM_ACT_NONE)
+                act_rows(ep, mi, nj, c + (int64_t)i0 * ldc + j0, ldc, (int64_t)i0 * ldc + j0);
+        }
+}
+
+static void product_transposed(int m, int n, int k, float alpha, const float *a, int lda,
+                               const float *b, int ldb, float beta, const tb_gemm_epilogue *ep,
+                               float *c, int ldc, float *work)
+{
+    float *ct = work + TB_CPU_GEMM_WORK_A + TB_CPU_GEMM_WORK_B;
+    const int chunk = TB_CPU_GEMM_WORK_T / m / NR * NR;
+    for (int j0 = 0; j0 < n; j0 += chunk) {
+        const int nc = n - j0 < chunk ? n - j0 : chunk;
+        product(false, true, nc, m, k, alpha, b + (int64_t)j0 * ldb, ldb, a, lda, 0.0f, NULL, ct,
+                m, work, NULL);
+        tb_gemm_epilogue at;
+        store_transposed(m, nc, ct, beta, tb_cpu_gemm_ep_at(ep, 0, j0, ldc, &at), c + j0, ldc);
+    }
+}
+
+bool tb_cpu_gemm_transposed(bool ta, bool tb, int m, int n, int k)
+{
+    return !ta && tb && m >= 64 && m <= 256 && m < n && k >= 64;
+}
+
+void tb_cpu_sgemm_sums(bool ta, bool tb, int m, int n, int k, float alpha, const float *a,
+                       int lda, const float *b, int ldb, float beta, const tb_gemm_epilogue *ep,
+                       float *c, int ldc, float *work, float *at_sums, bool transposed)
+{
+    if (m <= 0 || n <= 0) return;
+    if (k <= 0 || alpha == 0.0f) {
+        init_rows(m, n, beta, ep ? ep->bias : NULL, c, ldc);
+        post_rows(ep, m, n, c, ldc);
+        if (at_sums && k > 0) tb_cpu_col_sums(k, m, a, lda, at_sums);
+        return;
+    }
+    if (transposed && !ta && tb && !at_sums)
+        product_transposed(m, n, k, alpha, a, lda, b, ldb, beta, ep, c, ldc, work);
+    else
+        product(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, ep, c, ldc, work, at_sums);
+}
+
 void tb_cpu_sgemm(bool ta, bool tb, int m, int n, int k, float alpha, const float *a, int lda,
                   const float *b, int ldb, float beta, const tb_gemm_epilogue *ep, float *c,
                   int ldc, float *work)
 {
-    tb_cpu_sgemm_sums(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, ep, c, ldc, work, NULL);
+    tb_cpu_sgemm_sums(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, ep, c, ldc, work, NULL,
+                      tb_cpu_gemm_transposed(ta, tb, m, n, k));
 }
 
 #endif
