@@ -280,7 +280,27 @@ void tb_cpu_gemm_pack_a_rows(int mr, int kc, const float *a, int64_t lda, float 
 void tb_cpu_gemm_pack_a_panels(int mc, int kc, const float *at, int64_t ldat, float *ap)
 {
     const int panels = (mc + MR - 1) / MR;
-    for (int p = 0; p < kc; p++) { /* row by row of A^T: sequential reads */
+    int p = 0;
+    /* four rows of a panel are 48 floats, three whole vectors: each two-source permute takes
+     * what it needs of two consecutive rows (12 + 4, 8 + 8, 4 + 12 floats) */
+    const __m512i i0 = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 16, 17, 18, 19);
+    const __m512i i1 = _mm512_setr_epi32(4, 5, 6, 7, 8, 9, 10, 11, 16, 17, 18, 19, 20, 21, 22, 23);
+    const __m512i i2 = _mm512_setr_epi32(8, 9, 10, 11, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27);
+    for (; p + 4 <= kc; p += 4) {
+        const float *src = at + p * ldat;
+        for (int q = 0; q < panels; q++) {
+            const __mmask16 m = tb_cpu_lanes(mc - q * MR < MR ? mc - q * MR : MR);
+            const float *s = src + q * MR;
+            const __m512 r0 = _mm512_maskz_loadu_ps(m, s), r1 = _mm512_maskz_loadu_ps(m, s + ldat);
+            const __m512 r2 = _mm512_maskz_loadu_ps(m, s + 2 * ldat);
+            const __m512 r3 = _mm512_maskz_loadu_ps(m, s + 3 * ldat);
+            float *d = ap + ((int64_t)q * kc + p) * MR;
+            _mm512_storeu_ps(d, _mm512_permutex2var_ps(r0, i0, r1));
+            _mm512_storeu_ps(d + 16, _mm512_permutex2var_ps(r1, i1, r2));
+            _mm512_storeu_ps(d + 32, _mm512_permutex2var_ps(r2, i2, r3));
+        }
+    }
+    for (; p < kc; p++) { /* the last rows one by one */
         const float *src = at + p * ldat;
         for (int q = 0; q < panels; q++)
             _mm512_mask_storeu_ps(ap + ((int64_t)q * kc + p) * MR, tb_cpu_lanes(MR),
