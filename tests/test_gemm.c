@@ -107,10 +107,11 @@ static void test_against_reference(void)
     static const int shapes[][3] = {
         {1, 1, 1},     {12, 32, 1},    {13, 33, 17},  {11, 31, 255}, {37, 53, 29},
         {96, 64, 256}, {97, 65, 257},  {200, 70, 600}, {5, 1030, 3},  {130, 1025, 40},
-        {24, 17, 513}, {30, 40, 510}, /* the last: lda 512, rows copied (L1 sets) */
+        {24, 17, 513}, {30, 40, 510}, /* lda 512 (s % 3 = 2): read in place, few tiles */
         /* few rows, more columns (NT computed transposed): column chunks with a tail, rows
          * and k off the 16 x 16 transposes */
         {128, 1100, 100}, {77, 200, 70},
+        {40, 300, 510}, /* lda 512 and more than 8 tiles: rows copied (L1 sets) */
     };
     tb_rng rng = tb_rng_make(11, TB_STREAM_INIT);
     float *work = aligned_alloc(64, sizeof(float) * TB_CPU_GEMM_WORK);

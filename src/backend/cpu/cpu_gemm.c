@@ -347,9 +347,13 @@ static void block(bool ta, int mc, int nc, int kc, const float *a, int lda, cons
     const bool packed = ta;
     if (packed) /* A^T stored [kc, mc]: all of the block's panels packed first */
         tb_cpu_gemm_pack_a_panels(mc, kc, a, lda, ap);
-    /* A [mc, kc] rows, read in place unless the row stride is a multiple of 2 KB (then the 12
-     * rows would crowd a few L1 sets) or the panel is short (the tile reads MR rows) */
-    const bool in_place = lda % 512 != 0;
+    /* A [mc, kc] rows, read in place unless the panel is short (the tile reads MR rows) or
+     * the row stride is a multiple of 2 KB and the panel serves more than 8 tiles: its 12
+     * rows then crowd a few L1 sets and are evicted between tiles, while the copy pays off
+     * only over many tiles (measured, 1 thread: 128 x 1024 x 1024 ran 144 GFLOP/s copied,
+     * 113 in place; 2048 x 128 x 512, 149 copied and 160 in place; 2048 x 64 x 512, 126-134
+     * copied and 151-155 in place) */
+    const bool in_place = lda % 512 != 0 || nc <= 8 * NR;
     for (int ir = 0; ir < mc; ir += MR) {
         const int mr = mc - ir < MR ? mc - ir : MR;
         const float *ar = packed ? ap + (int64_t)(ir / MR) * kc * MR : a + (int64_t)ir * lda;
