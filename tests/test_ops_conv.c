@@ -120,6 +120,9 @@ static void test_conv2d(void)
     static const conv_case big[] = {
         {2, 2, 64, 64, 3, 3, 1, 1, true},
         {5, 2, 32, 32, 2, 3, 1, 1, true},
+        /* 32 and 64 output channels with K = 72: the weight gradient on the own kernel */
+        {3, 8, 7, 6, 32, 3, 1, 1, true},
+        {2, 8, 9, 9, 64, 3, 2, 1, false},
     };
     for (size_t i = 0; i < sizeof big / sizeof *big; i++) run_conv_case(&big[i], 12);
 }
