@@ -3,6 +3,8 @@
  * and the conv layer. */
 #include "testutil.h"
 
+#include "backend/backend_impl.h"
+
 #include <math.h>
 
 #include <float.h>
@@ -321,6 +323,45 @@ static void test_maxpool_2x2_fast_path(void)
     tb_test_var_free(x);
 }
 
+/* The 2x2 pool's backward on even planes (one vectorised pass, no zeroing and scatter) against
+ * the scatter it replaces, bit for bit: written over NaN, and added to what dx held; full
+ * 16-window vectors and a tail. */
+static void test_maxpool_2x2_backward(void)
+{
+    static const int shapes[][4] = {{2, 3, 6, 40}, {1, 2, 4, 64}, {3, 1, 2, 2}};
+    for (int s = 0; s < 3; s++) {
+        const tb_pool_shape ps = {shapes[s][0], shapes[s][1], shapes[s][2], shapes[s][3], 2, 2, 2,
+                                  0, shapes[s][2] / 2, shapes[s][3] / 2};
+        const int64_t nx = (int64_t)ps.n * ps.c * ps.h * ps.w, ny = nx / 4;
+        tb_rng rng = tb_rng_make(8, (uint64_t)s);
+        float *x = malloc(sizeof(float) * (size_t)nx), *y = malloc(sizeof(float) * (size_t)ny);
+        float *dy = malloc(sizeof(float) * (size_t)ny), *old = malloc(sizeof(float) * (size_t)nx);
+        float *dx = malloc(sizeof(float) * (size_t)nx), *want = malloc(sizeof(float) * (size_t)nx);
+        int32_t *at = malloc(sizeof(int32_t) * (size_t)ny);
+        tb_rng_fill_uniform(&rng, x, nx, -1.0f, 1.0f);
+        tb_rng_fill_uniform(&rng, dy, ny, -1.0f, 1.0f);
+        tb_rng_fill_uniform(&rng, old, nx, -1.0f, 1.0f);
+        g_be->ops.maxpool2d_fwd(g_be, &ps, x, y, at);
+        for (int acc = 0; acc < 2; acc++) {
+            for (int64_t i = 0; i < nx; i++) {
+                want[i] = acc ? old[i] : 0.0f;
+                dx[i] = acc ? old[i] : NAN;
+            }
+            const int64_t hw = (int64_t)ps.h * ps.w, hwo = hw / 4;
+            for (int64_t i = 0; i < ny; i++) want[i / hwo * hw + at[i]] += dy[i];
+            g_be->ops.maxpool2d_bwd(g_be, &ps, at, dy, dx, acc);
+            CHECK(memcmp(dx, want, sizeof(float) * (size_t)nx) == 0);
+        }
+        free(x);
+        free(y);
+        free(dy);
+        free(old);
+        free(dx);
+        free(want);
+        free(at);
+    }
+}
+
 /* ---- global average pooling ------------------------------------------------------------------ */
 
 static tb_var *gap_loss(tb_tape *t, tb_var *const *in, void *ctx)
@@ -543,6 +584,7 @@ int main(void)
     test_pooling();
     test_maxpool_known_values();
     test_maxpool_2x2_fast_path();
+    test_maxpool_2x2_backward();
     test_global_avgpool();
     test_errors();
     test_conv_layer();

@@ -418,12 +418,66 @@ static void cpu_maxpool2d_fwd(tb_backend *be, const tb_pool_shape *s, const floa
     }
 }
 
+#ifdef __AVX512F__
+/* The backward pass of the 2x2 / stride 2 pool on an even plane (every element in exactly one
+ * window): each output row's gradient goes to its two input rows in one pass of whole
+ * vectors, the element its window chose getting dy and the other three zero (or, with acc,
+ * their old values), instead of zeroing the plane and scattering into it. */
+static void maxpool_2x2_bwd_plane(const tb_pool_shape *s, const int32_t *ap, const float *gp,
+                                  float *dp, bool acc)
+{
+    const int W = s->w, Wo = s->w_out;
+    /* output lane l of the low (high) half holds input column 2l + c of the 16 (32) ... */
+    const __m512i lo = _mm512_setr_epi32(0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
+    const __m512i hi = _mm512_add_epi32(lo, _mm512_set1_epi32(8));
+    const __m512i lane2 = _mm512_slli_epi32(
+        _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15), 1);
+    for (int oh = 0; oh < s->h_out; oh++) {
+        float *r0 = dp + (int64_t)(2 * oh) * W, *r1 = r0 + W;
+        for (int ow0 = 0; ow0 < Wo; ow0 += 16) {
+            const int n_out = Wo - ow0 < 16 ? Wo - ow0 : 16, n_in = 2 * n_out;
+            const __mmask16 m_out = tb_cpu_lanes(n_out), m_lo = tb_cpu_lanes(n_in),
+                            m_hi = tb_cpu_lanes(n_in - 16);
+            const __m512 g = _mm512_maskz_loadu_ps(m_out, gp + (int64_t)oh * Wo + ow0);
+            const __m512i at = _mm512_maskz_loadu_epi32(m_out, ap + (int64_t)oh * Wo + ow0);
+            const __m512i c0 = _mm512_add_epi32(_mm512_set1_epi32(2 * oh * W + 2 * ow0), lane2);
+            const __m512 v00 = _mm512_maskz_mov_ps(_mm512_cmpeq_epi32_mask(at, c0), g);
+            const __m512 v01 = _mm512_maskz_mov_ps(
+                _mm512_cmpeq_epi32_mask(at, _mm512_add_epi32(c0, _mm512_set1_epi32(1))), g);
+            const __m512 v10 = _mm512_maskz_mov_ps(
+                _mm512_cmpeq_epi32_mask(at, _mm512_add_epi32(c0, _mm512_set1_epi32(W))), g);
+            const __m512 v11 = _mm512_maskz_mov_ps(
+                _mm512_cmpeq_epi32_mask(at, _mm512_add_epi32(c0, _mm512_set1_epi32(W + 1))), g);
+            __m512 out[4] = {_mm512_permutex2var_ps(v00, lo, v01),
+                             _mm512_permutex2var_ps(v00, hi, v01),
+                             _mm512_permutex2var_ps(v10, lo, v11),
+                             _mm512_permutex2var_ps(v10, hi, v11)};
+            float *dst[4] = {r0 + 2 * ow0, r0 + 2 * ow0 + 16, r1 + 2 * ow0, r1 + 2 * ow0 + 16};
+            const __mmask16 mask[4] = {m_lo, m_hi, m_lo, m_hi};
+            for (int q = 0; q < 4; q++) {
+                if (acc) out[q] = _mm512_add_ps(out[q], _mm512_maskz_loadu_ps(mask[q], dst[q]));
+                _mm512_mask_storeu_ps(dst[q], mask[q], out[q]);
+            }
+        }
+    }
+}
+#endif
+
 static void cpu_maxpool2d_bwd(tb_backend *be, const tb_pool_shape *s, const int32_t *argmax,
                               const float *dy, float *dx, bool dx_acc)
 {
     (void)be;
     const int64_t planes = (int64_t)s->n * s->c, hw = (int64_t)s->h * s->w;
     const int64_t hwo = (int64_t)s->h_out * s->w_out;
+#ifdef __AVX512F__
+    if (s->kh == 2 && s->kw == 2 && s->stride == 2 && s->pad == 0 && s->h % 2 == 0 &&
+        s->w % 2 == 0) {
+#pragma omp parallel for schedule(static) if (planes * hwo > 32768)
+        for (int64_t p = 0; p < planes; p++)
+            maxpool_2x2_bwd_plane(s, argmax + p * hwo, dy + p * hwo, dx + p * hw, dx_acc);
+        return;
+    }
+#endif
 #pragma omp parallel for schedule(static) if (planes * hwo > 32768)
     for (int64_t p = 0; p < planes; p++) {
         float *dp = dx + p * hw;
