@@ -138,7 +138,7 @@ def load_wordnet(context=3, min_count=3):
 # (one pass over each parameter's weights, gradient and momentum instead of a loop of ops), and
 # that plus torch.compile of the model (Inductor: fused element-wise code, forward and backward).
 SETTINGS = {
-    "eager": "eager PyTorch, default optimizer (for-loop SGD)",
+    "eager": "eager PyTorch, default optimizer (a loop of ops on the CPU, foreach on CUDA)",
     "fused": "eager PyTorch, SGD(fused=True)",
     "compile": "torch.compile(model) and SGD(fused=True)",
 }

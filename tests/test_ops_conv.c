@@ -324,8 +324,8 @@ static void test_maxpool_2x2_fast_path(void)
 }
 
 /* The 2x2 pool's backward on even planes (one vectorised pass, no zeroing and scatter) against
- * the scatter it replaces, bit for bit: written over NaN, and added to what dx held; full
- * 16-window vectors and a tail. */
+ * the scatter it replaces, bit for bit: written over NaN, and added to what dx held (negative
+ * zeros included); full 16-window vectors and a tail. */
 static void test_maxpool_2x2_backward(void)
 {
     static const int shapes[][4] = {{2, 3, 6, 40}, {1, 2, 4, 64}, {3, 1, 2, 2}};
@@ -341,6 +341,7 @@ static void test_maxpool_2x2_backward(void)
         tb_rng_fill_uniform(&rng, x, nx, -1.0f, 1.0f);
         tb_rng_fill_uniform(&rng, dy, ny, -1.0f, 1.0f);
         tb_rng_fill_uniform(&rng, old, nx, -1.0f, 1.0f);
+        for (int64_t i = 0; i < nx; i += 5) old[i] = -0.0f; /* kept where not chosen */
         g_be->ops.maxpool2d_fwd(g_be, &ps, x, y, at);
         for (int acc = 0; acc < 2; acc++) {
             for (int64_t i = 0; i < nx; i++) {

@@ -419,6 +419,17 @@ static void cpu_maxpool2d_fwd(tb_backend *be, const tb_pool_shape *s, const floa
 }
 
 #ifdef __AVX512F__
+/* The 16-lane mask whose lanes 2i and 2i + 1 are bit i of even and of odd (i < 8). */
+static inline __mmask16 interleave8(unsigned even, unsigned odd)
+{
+    unsigned r = 0;
+    for (int i = 0; i < 8; i++)
+        r |= ((even >> i) & 1u) << (2 * i) | ((odd >> i) & 1u) << (2 * i + 1);
+    return (__mmask16)r;
+}
+#endif
+
+#ifdef __AVX512F__
 /* The backward pass of the 2x2 / stride 2 pool on an even plane (every element in exactly one
  * window): each output row's gradient goes to its two input rows in one pass of whole
  * vectors, the element its window chose getting dy and the other three zero (or, with acc,
@@ -441,21 +452,30 @@ static void maxpool_2x2_bwd_plane(const tb_pool_shape *s, const int32_t *ap, con
             const __m512 g = _mm512_maskz_loadu_ps(m_out, gp + (int64_t)oh * Wo + ow0);
             const __m512i at = _mm512_maskz_loadu_epi32(m_out, ap + (int64_t)oh * Wo + ow0);
             const __m512i c0 = _mm512_add_epi32(_mm512_set1_epi32(2 * oh * W + 2 * ow0), lane2);
-            const __m512 v00 = _mm512_maskz_mov_ps(_mm512_cmpeq_epi32_mask(at, c0), g);
-            const __m512 v01 = _mm512_maskz_mov_ps(
-                _mm512_cmpeq_epi32_mask(at, _mm512_add_epi32(c0, _mm512_set1_epi32(1))), g);
-            const __m512 v10 = _mm512_maskz_mov_ps(
-                _mm512_cmpeq_epi32_mask(at, _mm512_add_epi32(c0, _mm512_set1_epi32(W))), g);
-            const __m512 v11 = _mm512_maskz_mov_ps(
-                _mm512_cmpeq_epi32_mask(at, _mm512_add_epi32(c0, _mm512_set1_epi32(W + 1))), g);
+            const __mmask16 k00 = _mm512_cmpeq_epi32_mask(at, c0),
+                            k01 = _mm512_cmpeq_epi32_mask(
+                                at, _mm512_add_epi32(c0, _mm512_set1_epi32(1))),
+                            k10 = _mm512_cmpeq_epi32_mask(
+                                at, _mm512_add_epi32(c0, _mm512_set1_epi32(W))),
+                            k11 = _mm512_cmpeq_epi32_mask(
+                                at, _mm512_add_epi32(c0, _mm512_set1_epi32(W + 1)));
+            const __m512 v00 = _mm512_maskz_mov_ps(k00, g), v01 = _mm512_maskz_mov_ps(k01, g);
+            const __m512 v10 = _mm512_maskz_mov_ps(k10, g), v11 = _mm512_maskz_mov_ps(k11, g);
             __m512 out[4] = {_mm512_permutex2var_ps(v00, lo, v01),
                              _mm512_permutex2var_ps(v00, hi, v01),
                              _mm512_permutex2var_ps(v10, lo, v11),
                              _mm512_permutex2var_ps(v10, hi, v11)};
             float *dst[4] = {r0 + 2 * ow0, r0 + 2 * ow0 + 16, r1 + 2 * ow0, r1 + 2 * ow0 + 16};
             const __mmask16 mask[4] = {m_lo, m_hi, m_lo, m_hi};
+            /* with acc, only the chosen elements are added to (as the scatter does: a -0 the
+             * others hold stays -0) */
+            const __mmask16 chosen[4] = {interleave8(k00, k01), interleave8(k00 >> 8, k01 >> 8),
+                                         interleave8(k10, k11), interleave8(k10 >> 8, k11 >> 8)};
             for (int q = 0; q < 4; q++) {
-                if (acc) out[q] = _mm512_add_ps(out[q], _mm512_maskz_loadu_ps(mask[q], dst[q]));
+                if (acc) {
+                    const __m512 old = _mm512_maskz_loadu_ps(mask[q], dst[q]);
+                    out[q] = _mm512_mask_add_ps(old, chosen[q], old, out[q]);
+                }
                 _mm512_mask_storeu_ps(dst[q], mask[q], out[q]);
             }
         }

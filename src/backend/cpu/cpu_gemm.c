@@ -448,6 +448,10 @@ static void product_transposed(int m, int n, int k, float alpha, const float *a,
 {
     float *ct = work + TB_CPU_GEMM_WORK_A + TB_CPU_GEMM_WORK_B;
     const int chunk = TB_CPU_GEMM_WORK_T / m / NR * NR;
+    if (chunk == 0) { /* more rows than the scratch takes (tb_cpu_gemm_transposed never asks) */
+        product(false, true, m, n, k, alpha, a, lda, b, ldb, beta, ep, c, ldc, work, NULL);
+        return;
+    }
     for (int j0 = 0; j0 < n; j0 += chunk) {
         const int nc = n - j0 < chunk ? n - j0 : chunk;
         product(false, true, nc, m, k, alpha, b + (int64_t)j0 * ldb, ldb, a, lda, 0.0f, NULL, ct,
