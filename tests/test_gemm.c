@@ -361,7 +361,7 @@ static void test_linear_wgrad(void)
                 db[b] = malloc(sizeof(float) * (size_t)out);
                 for (int i = 0; i < out * in; i++) dw[b][i] = acc ? (float)w0 : NAN;
                 for (int i = 0; i < out; i++) db[b][i] = acc ? (float)b0 : NAN;
-                bes[b]->ops.linear_wgrad(bes[b], rows, in, out, dy, x, dw[b], db[b], acc);
+                bes[b]->ops.linear_wgrad(bes[b], rows, in, out, dy, x, dw[b], acc, db[b], acc);
             }
             double worst = 0;
             for (int o = 0; o < out; o++) {

@@ -86,12 +86,12 @@ void tb_backend_gemm_ep_by_parts(tb_backend *be, bool ta, bool tb, int m, int n,
 
 /* linear_wgrad for a backend without a fused one: the product, then the bias gradient. */
 static void linear_wgrad_by_parts(tb_backend *be, int rows, int in, int out, const float *dy,
-                                  const float *x, float *dw, float *db, bool acc)
+                                  const float *x, float *dw, bool dw_acc, float *db, bool db_acc)
 {
-    be->ops.gemm(be, true, false, out, in, rows, 1.0f, dy, out, x, in, acc ? 1.0f : 0.0f, dw,
+    be->ops.gemm(be, true, false, out, in, rows, 1.0f, dy, out, x, in, dw_acc ? 1.0f : 0.0f, dw,
                  in);
     if (!db) return;
-    if (!acc) be->ops.fill(be, db, out, 0.0f); /* bias_grad adds */
+    if (!db_acc) be->ops.fill(be, db, out, 0.0f); /* bias_grad adds */
     be->ops.bias_grad(be, rows, out, dy, db);
 }
 

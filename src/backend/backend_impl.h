@@ -138,12 +138,12 @@ typedef struct tb_backend_ops {
                     const float *a, int lda, const float *b, int ldb, const tb_gemm_epilogue *ep,
                     float *c, int ldc);
     /* A linear layer's parameter gradients in one call: dw [out, in] (+)= dy^T x and, when db
-     * is given, db [out] (+)= the column sums of dy, for dy [rows, out] and x [rows, in]; acc:
-     * added to dw and db, else written (never read). A backend may leave it NULL:
-     * tb_backend_create then fills in gemm and bias_grad (the CPU backend sums dy's columns
-     * while it packs dy for the product instead of reading it again). */
+     * is given, db [out] (+)= the column sums of dy, for dy [rows, out] and x [rows, in]; each
+     * added to where its acc flag is set, else written (never read). A backend may leave it
+     * NULL: tb_backend_create then fills in gemm and bias_grad (the CPU backend sums dy's
+     * columns while it packs dy for the product instead of reading it again). */
     void (*linear_wgrad)(tb_backend *be, int rows, int in, int out, const float *dy,
-                         const float *x, float *dw, float *db, bool acc);
+                         const float *x, float *dw, bool dw_acc, float *db, bool db_acc);
     /* The same for `batch` independent products at element strides sa, sb, sc. */
     void (*gemm_batched)(tb_backend *be, bool trans_a, bool trans_b, int m, int n, int k,
                          float alpha, const float *a, int lda, int64_t sa, const float *b, int ldb,

@@ -11,7 +11,7 @@
 #include <string.h>
 
 /* For y = x w^T + b with dy given: dx (+)= dy w (when want_dx), dw (+)= dy^T x, db (+)= column
- * sums of dy (written when both are fresh: tb_params_begin_grads). */
+ * sums of dy (each written when fresh: tb_params_begin_grads). */
 static void linear_grads(tb_tape *t, tb_var *x, tb_var *w, tb_var *b, const float *dy, int rows,
                          int in, int out, bool want_dx)
 {
@@ -24,13 +24,8 @@ static void linear_grads(tb_tape *t, tb_var *x, tb_var *w, tb_var *b, const floa
                 acc ? 1.0f : 0.0f, dx, in);
     bool acc_w = true, acc_b = true;
     float *dw = tb_var_grad_for(t, w, &acc_w), *db = tb_var_grad_for(t, b, &acc_b);
-    if (dw && db && acc_w != acc_b) { /* one written, one added to: add to a zeroed one */
-        if (!acc_w) k->fill(be, dw, (int64_t)out * in, 0.0f);
-        if (!acc_b) k->fill(be, db, out, 0.0f);
-        acc_w = acc_b = true;
-    }
     if (dw)
-        k->linear_wgrad(be, rows, in, out, dy, x->value.data, dw, db, acc_w);
+        k->linear_wgrad(be, rows, in, out, dy, x->value.data, dw, acc_w, db, acc_b);
     else if (db) {
         if (!acc_b) k->fill(be, db, out, 0.0f);
         k->bias_grad(be, rows, out, dy, db);

@@ -100,11 +100,11 @@ static void cpu_gemm_ep(tb_backend *be, bool ta, bool tb, int m, int n, int k, c
 /* dw (+)= dy^T x, with db (+)= dy's column sums taken while dy is packed for the product (a
  * written db starts at zero: the sums are added to it). */
 static void cpu_linear_wgrad(tb_backend *be, int rows, int in, int out, const float *dy,
-                             const float *x, float *dw, float *db, bool acc)
+                             const float *x, float *dw, bool dw_acc, float *db, bool db_acc)
 {
-    if (db && !acc) memset(db, 0, (size_t)out * sizeof *db);
-    gemm_run(be, true, false, out, in, rows, 1.0f, dy, out, x, in, acc ? 1.0f : 0.0f, NULL, dw,
-             in, db);
+    if (db && !db_acc) memset(db, 0, (size_t)out * sizeof *db);
+    gemm_run(be, true, false, out, in, rows, 1.0f, dy, out, x, in, dw_acc ? 1.0f : 0.0f, NULL,
+             dw, in, db);
 }
 
 static void cpu_gemm_batched(tb_backend *be, bool ta, bool tb, int m, int n, int k, float alpha,
