@@ -133,6 +133,16 @@ enum {
 
 #define ALWAYS_INLINE static inline __attribute__((always_inline))
 
+/* The end of an epilogue for one vector of a row of C (lanes m) that holds alpha A B + bias:
+ * + beta C (C not read when beta = 0), + the residual r (or NULL), stored. */
+ALWAYS_INLINE void store_vec(__m512 v, __mmask16 m, float beta, __m512 vb, float *c,
+                             const float *r)
+{
+    if (beta != 0.0f) v = _mm512_fmadd_ps(vb, _mm512_maskz_loadu_ps(m, c), v);
+    if (r) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(m, r));
+    _mm512_mask_storeu_ps(c, m, v);
+}
+
 /* The micro kernel: C[mr, nr] = alpha A B + beta C + bias + R for A [MR, kc] (element (r, p)
  * at a[r rsa + p csa]), B [kc, NR] as rows of stride rsb (a packed panel: NR) and R (or NULL)
  * at C's stride; rows past mr (zero padded) are computed and dropped. The two callers fix the
@@ -161,19 +171,10 @@ ALWAYS_INLINE void micro(int kc, const float *a, int64_t rsa, int64_t csa, const
     for (int r = 0; r < MR; r++) {
         if (r >= mr) break;
         float *cr = c + r * ldc;
-        __m512 v0 = _mm512_fmadd_ps(va, acc[r][0], bias0);
-        __m512 v1 = _mm512_fmadd_ps(va, acc[r][1], bias1);
-        if (beta != 0.0f) {
-            v0 = _mm512_fmadd_ps(vb, _mm512_maskz_loadu_ps(m0, cr), v0);
-            v1 = _mm512_fmadd_ps(vb, _mm512_maskz_loadu_ps(m1, cr + 16), v1);
-        }
-        if (res) {
-            const float *rr = res + r * ldc;
-            v0 = _mm512_add_ps(v0, _mm512_maskz_loadu_ps(m0, rr));
-            v1 = _mm512_add_ps(v1, _mm512_maskz_loadu_ps(m1, rr + 16));
-        }
-        _mm512_mask_storeu_ps(cr, m0, v0);
-        _mm512_mask_storeu_ps(cr + 16, m1, v1);
+        const float *rr = res ? res + r * ldc : NULL;
+        store_vec(_mm512_fmadd_ps(va, acc[r][0], bias0), m0, beta, vb, cr, rr);
+        store_vec(_mm512_fmadd_ps(va, acc[r][1], bias1), m1, beta, vb, cr + 16,
+                  rr ? rr + 16 : NULL);
     }
 }
 
@@ -285,7 +286,8 @@ void tb_cpu_gemm_pack_a_panels(int mc, int kc, const float *at, int64_t ldat, fl
      * what it needs of two consecutive rows (12 + 4, 8 + 8, 4 + 12 floats) */
     const __m512i i0 = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 16, 17, 18, 19);
     const __m512i i1 = _mm512_setr_epi32(4, 5, 6, 7, 8, 9, 10, 11, 16, 17, 18, 19, 20, 21, 22, 23);
-    const __m512i i2 = _mm512_setr_epi32(8, 9, 10, 11, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27);
+    const __m512i i2 =
+        _mm512_setr_epi32(8, 9, 10, 11, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27);
     for (; p + 4 <= kc; p += 4) {
         const float *src = at + p * ldat;
         for (int q = 0; q < panels; q++) {
@@ -430,12 +432,8 @@ static void store_transposed(int m, int nc, const float *ct, float beta,
                 ep && ep->bias ? _mm512_maskz_loadu_ps(cols, ep->bias + j0) : _mm512_setzero_ps();
             for (int p = 0; p < mi; p++) {
                 const int64_t off = (int64_t)(i0 + p) * ldc + j0;
-                __m512 v = _mm512_add_ps(r[p], bias);
-                if (beta != 0.0f)
-                    v = _mm512_fmadd_ps(vb, _mm512_maskz_loadu_ps(cols, c + off), v);
-                if (ep && ep->residual)
-                    v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(cols, ep->residual + off));
-                _mm512_mask_storeu_ps(c + off, cols, v);
+                store_vec(_mm512_add_ps(r[p], bias), cols, beta, vb, c + off,
+                          ep && ep->residual ? ep->residual + off : NULL);
             }
             if (ep && ep->mode != TB_GEMM_ACT_NONE)
                 act_rows(ep, mi, nj, c + (int64_t)i0 * ldc + j0, ldc, (int64_t)i0 * ldc + j0);
