@@ -351,7 +351,13 @@ static void maxpool_2x2_row(const float *r0, const float *r1, int W, int Wo, int
 }
 #endif
 
-/* The 2x2, stride 2, unpadded window (every window lies inside the plane). */
+/* The 2x2, stride 2, unpadded window (every window lies inside the plane), which the pool's
+ * fast paths take. */
+static bool pool_2x2(const tb_pool_shape *s)
+{
+    return s->kh == 2 && s->kw == 2 && s->stride == 2 && s->pad == 0;
+}
+
 static void maxpool_2x2(const tb_pool_shape *s, const float *xp, float *yp, int32_t *ap)
 {
     const int W = s->w, Wo = s->w_out;
@@ -382,7 +388,7 @@ static void cpu_maxpool2d_fwd(tb_backend *be, const tb_pool_shape *s, const floa
     (void)be;
     const int64_t planes = (int64_t)s->n * s->c, hw = (int64_t)s->h * s->w;
     const int64_t hwo = (int64_t)s->h_out * s->w_out;
-    if (s->kh == 2 && s->kw == 2 && s->stride == 2 && s->pad == 0) {
+    if (pool_2x2(s)) {
 #pragma omp parallel for schedule(static) if (planes * hwo > 32768)
         for (int64_t p = 0; p < planes; p++)
             maxpool_2x2(s, x + p * hw, y + p * hwo, argmax + p * hwo);
@@ -427,9 +433,7 @@ static inline __mmask16 interleave8(unsigned even, unsigned odd)
         r |= ((even >> i) & 1u) << (2 * i) | ((odd >> i) & 1u) << (2 * i + 1);
     return (__mmask16)r;
 }
-#endif
 
-#ifdef __AVX512F__
 /* The backward pass of the 2x2 / stride 2 pool on an even plane (every element in exactly one
  * window): each output row's gradient goes to its two input rows in one pass of whole
  * vectors, the element its window chose getting dy and the other three zero (or, with acc,
@@ -490,8 +494,7 @@ static void cpu_maxpool2d_bwd(tb_backend *be, const tb_pool_shape *s, const int3
     const int64_t planes = (int64_t)s->n * s->c, hw = (int64_t)s->h * s->w;
     const int64_t hwo = (int64_t)s->h_out * s->w_out;
 #ifdef __AVX512F__
-    if (s->kh == 2 && s->kw == 2 && s->stride == 2 && s->pad == 0 && s->h % 2 == 0 &&
-        s->w % 2 == 0) {
+    if (pool_2x2(s) && s->h % 2 == 0 && s->w % 2 == 0) {
 #pragma omp parallel for schedule(static) if (planes * hwo > 32768)
         for (int64_t p = 0; p < planes; p++)
             maxpool_2x2_bwd_plane(s, argmax + p * hwo, dy + p * hwo, dx + p * hw, dx_acc);
