@@ -75,6 +75,19 @@ static inline __m512 tb_cpu_exp16(__m512 x)
 }
 #endif
 
+/* p[0, n) = 0. For the short runs of im2col (tens of floats, thousands of times a step): GCC
+ * turns a plain zeroing loop into a memset call, whose call and dispatch cost more than the
+ * stores (measured: 7.8% of the CNN's step in memset). */
+static inline void tb_cpu_zero(float *p, int64_t n)
+{
+#ifdef __AVX512F__
+    for (int64_t i = 0; i < n; i += 16)
+        _mm512_mask_storeu_ps(p + i, tb_cpu_lanes(n - i), _mm512_setzero_ps());
+#else
+    if (n > 0) memset(p, 0, (size_t)n * sizeof *p);
+#endif
+}
+
 /* 1 / (1 + e^-x), vectorisable; NaN gives NaN. */
 static inline float tb_cpu_sigmoidf(float x) { return 1.0f / (1.0f + tb_cpu_expf(-x)); }
 

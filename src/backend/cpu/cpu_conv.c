@@ -65,12 +65,13 @@ static bool same_geometry(const tb_conv_shape *s)
     return s->stride == 1 && s->h_out == s->h && s->w_out == s->w;
 }
 
-/* Sets the wrapped columns of a shifted plane [H, W] (column shift dc = kj - pad) to zero. */
+/* Sets the wrapped columns of a shifted plane [H, W] (column shift dc = kj - pad) to zero:
+ * column by column, down the rows (rows first made a memset call per row of one float). */
 static void zero_wrapped_cols(float *plane, int H, int W, int dc)
 {
     const int c0 = dc > 0 ? W - dc : 0, c1 = dc > 0 ? W : -dc;
-    for (int r = 0; r < H; r++)
-        for (int c = c0; c < c1; c++) plane[(int64_t)r * W + c] = 0.0f;
+    for (int c = c0; c < c1; c++)
+        for (int r = 0; r < H; r++) plane[(int64_t)r * W + c] = 0.0f;
 }
 
 static void im2col_same(const tb_conv_shape *s, const float *x, float *col)
@@ -84,10 +85,10 @@ static void im2col_same(const tb_conv_shape *s, const float *x, float *col)
                 float *dst = col + ((int64_t)(c * kh + ki) * kw + kj) * hw;
                 const int64_t d = (int64_t)(ki - pad) * W + (kj - pad);
                 const int64_t lo = d < 0 ? -d : 0, hi = d > 0 ? hw - d : hw;
-                for (int64_t i = 0; i < lo; i++) dst[i] = 0.0f;
+                tb_cpu_zero(dst, lo);
 #pragma omp simd
                 for (int64_t i = lo; i < hi; i++) dst[i] = xp[i + d];
-                for (int64_t i = hi; i < hw; i++) dst[i] = 0.0f;
+                tb_cpu_zero(dst + hi, hw - hi);
                 if (kj != pad) zero_wrapped_cols(dst, H, W, kj - pad);
             }
     }
@@ -133,7 +134,7 @@ static void im2col(const tb_conv_shape *s, const float *x, float *col)
                     int ih = oh * st - pad + ki;
                     float *d = dst + (int64_t)oh * Wo;
                     if (ih < 0 || ih >= H) {
-                        for (int ow = 0; ow < Wo; ow++) d[ow] = 0.0f;
+                        tb_cpu_zero(d, Wo);
                         continue;
                     }
                     const float *xr = xp + (int64_t)ih * W;
@@ -141,10 +142,10 @@ static void im2col(const tb_conv_shape *s, const float *x, float *col)
                         /* inline loops, not memcpy: rows are short (tens of floats), and a
                          * library call per row cost more than the copy */
                         const float *xs = xr + lo - pad + kj;
-                        for (int ow = 0; ow < lo; ow++) d[ow] = 0.0f;
+                        tb_cpu_zero(d, lo);
 #pragma omp simd
                         for (int i = 0; i < hi - lo; i++) d[lo + i] = xs[i];
-                        for (int ow = hi; ow < Wo; ow++) d[ow] = 0.0f;
+                        tb_cpu_zero(d + hi, Wo - hi);
                         continue;
                     }
                     for (int ow = 0; ow < Wo; ow++) {
