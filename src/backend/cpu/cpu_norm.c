@@ -20,28 +20,34 @@ static void cpu_batchnorm_fwd_train(tb_backend *be, int64_t n, int64_t c, int64_
     const int64_t count = n * hw;
 #pragma omp parallel for schedule(static) if (n * c * hw > NORM_PAR)
     for (int64_t ch = 0; ch < c; ch++) {
-        /* float partial sums over one plane (vectorised), accumulated in double */
+        /* One pass for both sums, of x - K with K the first plane's mean (so that the terms
+         * are about the size of the spread, not of the mean: no cancellation in the variance
+         * unless the first plane lies many deviations off the channel's mean): float partial
+         * sums over one plane (vectorised), accumulated in double. Two passes (the mean, then
+         * the squares about it) read every plane twice, the second time from L2. */
+        const float *x0 = x + ch * hw;
+        float k0 = 0;
+#pragma omp simd reduction(+ : k0)
+        for (int64_t p = 0; p < hw; p++) k0 += x0[p];
+        const float K = hw > 0 ? k0 / (float)hw : 0.0f;
         double s = 0, ss = 0;
         for (int64_t b = 0; b < n; b++) {
             const float *xp = x + (b * c + ch) * hw;
-            float part = 0;
-#pragma omp simd reduction(+ : part)
-            for (int64_t p = 0; p < hw; p++) part += xp[p];
-            s += part;
-        }
-        double mu = s / (double)count;
-        const float muf = (float)mu;
-        for (int64_t b = 0; b < n; b++) {
-            const float *xp = x + (b * c + ch) * hw;
-            float part = 0;
-#pragma omp simd reduction(+ : part)
+            float part = 0, part2 = 0;
+#pragma omp simd reduction(+ : part, part2)
             for (int64_t p = 0; p < hw; p++) {
-                float d = xp[p] - muf;
-                part += d * d;
+                const float d = xp[p] - K;
+                part += d;
+                part2 += d * d;
             }
-            ss += part;
+            s += part;
+            ss += part2;
         }
-        double var = ss / (double)count; /* biased: used to normalise */
+        const double shift = s / (double)count;
+        const double mu = (double)K + shift;
+        double var = ss / (double)count - shift * shift; /* biased: used to normalise */
+        if (var < 0) var = 0; /* rounding, for a constant channel */
+        ss = var * (double)count; /* the squares about the mean, for the unbiased variance */
         float r = (float)(1.0 / sqrt(var + (double)eps));
         float m = (float)mu, g = gamma[ch] * r, sh = beta[ch];
         for (int64_t b = 0; b < n; b++) {
