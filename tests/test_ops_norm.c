@@ -463,11 +463,68 @@ static void test_errors(void)
     tb_test_var_free(g4);
 }
 
+/* Statistics of channels whose mean is large against their spread (1000 and -50, deviations
+ * of about 0.1) and whose first image lies off the rest (channel 0: by 3 deviations): the
+ * variance must not cancel away. Against double sums of the same floats. */
+static void test_batchnorm_offset(void)
+{
+    enum { N = 8, C = 2, HW = 16 };
+    float hx[N * C * HW];
+    for (int b = 0; b < N; b++)
+        for (int c = 0; c < C; c++)
+            for (int p = 0; p < HW; p++) {
+                const float u = (float)((b * 37 + c * 11 + p * 7) % 23) / 11.0f - 1.0f;
+                hx[(b * C + c) * HW + p] =
+                    c == 0 ? 1000.0f + 0.1f * u + (b == 0 ? 0.3f : 0.0f) : -50.0f + 0.1f * u;
+            }
+    int64_t xs[4] = {N, C, 4, 4}, cs = C;
+    tb_var *x = tb_test_var(g_be, 4, xs, NULL, 0, 0, false);
+    tb_tensor_upload(&x->value, hx, NULL);
+    float ones[C] = {1, 1}, zeros[C] = {0, 0};
+    tb_var *g = tb_test_var(g_be, 1, &cs, NULL, 0, 0, false);
+    tb_var *b = tb_test_var(g_be, 1, &cs, NULL, 0, 0, false);
+    tb_tensor_upload(&g->value, ones, NULL);
+    tb_tensor_upload(&b->value, zeros, NULL);
+    tb_tensor rm = vec(C, NULL, 0.0f), rv = vec(C, NULL, 0.0f);
+    tb_tape *t = new_tape();
+    tb_var *y = tb_op_batchnorm(t, x, g, b, &rm, &rv, 1.0f, 1e-5f); /* momentum 1: the batch's */
+    float v[C], hy[N * C * HW];
+    tb_tensor_download(&rv, v, NULL);
+    if (CHECK(y != NULL)) tb_tensor_download(&y->value, hy, NULL);
+    for (int c = 0; c < C && y; c++) {
+        double s = 0, ss = 0;
+        for (int i = 0; i < N; i++)
+            for (int p = 0; p < HW; p++) s += hx[(i * C + c) * HW + p];
+        const double mu = s / (N * HW);
+        for (int i = 0; i < N; i++)
+            for (int p = 0; p < HW; p++) {
+                const double d = hx[(i * C + c) * HW + p] - mu;
+                ss += d * d;
+            }
+        CHECK_NEAR(v[c] / (ss / (N * HW - 1)), 1.0, 1e-3); /* unbiased, relative */
+        const double r = 1.0 / sqrt(ss / (N * HW) + 1e-5);
+        double worst = 0;
+        for (int i = 0; i < N; i++)
+            for (int p = 0; p < HW; p++) {
+                const int j = (i * C + c) * HW + p;
+                worst = fmax(worst, fabs(hy[j] - (hx[j] - mu) * r));
+            }
+        CHECK(worst < 5e-3); /* float's rounding of x near 1000 is 3e-5, 3e-4 deviations */
+    }
+    tb_tape_destroy(t);
+    tb_tensor_free(&rm);
+    tb_tensor_free(&rv);
+    tb_test_var_free(x);
+    tb_test_var_free(g);
+    tb_test_var_free(b);
+}
+
 int main(void)
 {
     g_be = tb_test_backend();
     test_batchnorm_gradients();
     test_batchnorm_running_stats();
+    test_batchnorm_offset();
     test_batchnorm_relu_fused();
     test_layernorm();
     test_layernorm_backend_paths();
