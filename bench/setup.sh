@@ -3,6 +3,7 @@
 # (the peer trainbench is measured against). Not needed by the tests.
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
+"$here/../scripts/setup.sh" "$here/debian-packages.txt" # python3, venv, headers (Debian)
 [ -x "$here/.venv/bin/python" ] || python3 -m venv "$here/.venv"
 "$here/.venv/bin/pip" install -q --upgrade torch numpy
 "$here/.venv/bin/python" -c 'import torch; print("bench: PyTorch", torch.__version__)'

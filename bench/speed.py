@@ -10,7 +10,9 @@ with the fused SGD kernel, torch.compile with the fused SGD) and its fastest cou
 names it. Each side's best thread setting is reported too.
 
     bench/setup.sh                      # once: a venv with the current PyTorch from PyPI
-    bench/speed.py --rounds 3           # prints the table (paste it into docs/BENCHMARKS.md)
+    bench/speed.py                      # all five workloads, 1 and 2 threads (about 15 min
+                                        # on 2 cores); prints the table for docs/BENCHMARKS.md
+    bench/speed.py --workloads kjv_transformer --threads 2 --rounds 5   # one row, more rounds
     bench/speed.py --device cuda --python python3 --workloads fmnist_mlp,fmnist_cnn,kjv_transformer
                                         # on a GPU: trainbench (eager; --cuda-graph for graphs)
                                         # against PyTorch; no sgemm ceiling there
@@ -48,20 +50,56 @@ def cpu_model():
     return platform.processor()
 
 
+WORKLOADS = "fmnist_mlp,fmnist_cnn,fmnist_autoencoder,kjv_transformer,wordnet_sparse"
+
+
+def positive_ints(text):
+    try:
+        values = [int(v) for v in text.split(",") if v]
+    except ValueError:
+        values = []
+    if not values or min(values) < 1:
+        raise argparse.ArgumentTypeError(f"expected positive integers, comma-separated, got {text!r}")
+    return values
+
+
+def at_least(low):
+    def parse(text):
+        try:
+            v = int(text)
+        except ValueError:
+            v = low - 1
+        if v < low:
+            raise argparse.ArgumentTypeError(f"expected an integer of at least {low}, got {text!r}")
+        return v
+    return parse
+
+
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--workloads", default="fmnist_mlp")
-    ap.add_argument("--threads", default="1,2")
-    ap.add_argument("--rounds", type=int, default=3)
-    ap.add_argument("--steps", type=int, default=100)
-    ap.add_argument("--warmup", type=int, default=10)
-    ap.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--workloads", default=WORKLOADS,
+                    help="comma-separated workload ids or variants (build/bench_step --workload; "
+                         "default: the five base workloads)")
+    ap.add_argument("--threads", type=positive_ints, default=[1, 2],
+                    help="thread counts, comma-separated, each side run at each (default: 1,2)")
+    ap.add_argument("--rounds", type=at_least(1), default=3,
+                    help="alternating rounds per workload and thread count; each side's best "
+                         "round counts (default: 3)")
+    ap.add_argument("--steps", type=at_least(1), default=60,
+                    help="timed training steps per run (default: 60)")
+    ap.add_argument("--warmup", type=at_least(0), default=10,
+                    help="untimed steps before them (default: 10)")
+    ap.add_argument("--device", default="cpu", choices=["cpu", "cuda"],
+                    help="where both sides train (cuda: one thread count, no sgemm ceiling)")
     ap.add_argument("--cuda-graph", action="store_true",
                     help="trainbench replays each step from a CUDA graph (cuda only)")
     ap.add_argument("--torch-settings", default="eager,fused,compile",
                     help="PyTorch settings to try, comma-separated (bench/torch_step.py "
                          "--setting); the fastest counts (default: all three)")
-    ap.add_argument("--python", default=VENV_PY if os.path.exists(VENV_PY) else sys.executable)
+    ap.add_argument("--python", default=VENV_PY if os.path.exists(VENV_PY) else sys.executable,
+                    help="the Python with PyTorch and NumPy (default: bench/.venv's, made by "
+                         "bench/setup.sh, else this one)")
     ap.add_argument("--build", default=os.path.join(ROOT, "build"), help="trainbench build dir")
     args = ap.parse_args()
     global BENCH_STEP
@@ -80,7 +118,7 @@ def main():
         sys.exit(f"speed.py: {args.python} cannot import PyTorch and NumPy: run bench/setup.sh "
                  f"(the current PyTorch from PyPI into bench/.venv) or pass --python")
     gpu = args.device == "cuda"
-    threads = [1] if gpu else [int(t) for t in args.threads.split(",")]
+    threads = [1] if gpu else args.threads
     # the sgemm ceiling: measured again in every round, the best counts (a single measurement
     # on a busy virtualised machine can come out a third low)
     ceiling, ceiling_runs = {}, 0
@@ -104,7 +142,10 @@ def main():
                 common = ["--workload", wl, "--threads", str(t), "--steps", str(args.steps),
                           "--warmup", str(args.warmup), "--device", args.device]
                 graph = ["--cuda-graph"] if args.cuda_graph else []
-                runs = [("trainbench", run_json([BENCH_STEP] + common + graph, env))]
+                try:
+                    runs = [("trainbench", run_json([BENCH_STEP] + common + graph, env))]
+                except RuntimeError as e:  # an unknown workload, a failed step: say which
+                    sys.exit(f"speed.py: {e}")
                 for setting in settings:
                     if setting in failed:
                         continue

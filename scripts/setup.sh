@@ -1,9 +1,14 @@
 #!/bin/sh
-# setup.sh: installs the Debian packages listed in scripts/debian-packages.txt (as root).
-# Idempotent: installs only what is missing and says what it installs.
+# setup.sh [LIST]: installs the Debian packages listed in LIST (default:
+# scripts/debian-packages.txt, what trainbench needs; bench/setup.sh passes the bench's own
+# list), as root. Idempotent: installs only what is missing and says what it installs.
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
-list="$here/debian-packages.txt"
+list="${1:-$here/debian-packages.txt}"
+if [ ! -r "$list" ]; then
+    echo "setup: cannot read the package list $list" >&2
+    exit 1
+fi
 missing=""
 for pkg in $(grep -v '^#' "$list" | grep -v '^[[:space:]]*$'); do
     status=$(dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null || true)
