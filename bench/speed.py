@@ -134,6 +134,7 @@ def main():
     for t in threads:
         measure_ceiling(t)
     rows, failed = [], {}
+    per_setting = {}  # (workload, threads) -> {side or PyTorch setting: best ms/step}
     for wl in args.workloads.split(","):
         best = {}
         for t in threads:
@@ -163,6 +164,9 @@ def main():
                 if len(runs) == 1:
                     sys.exit(f"speed.py: every PyTorch setting failed: {failed}")
                 for side, r in runs:
+                    name = "trainbench" if side == "trainbench" else r.get("setting", "eager")
+                    seen = per_setting.setdefault((wl, t), {})
+                    seen[name] = min(seen.get(name, float("inf")), r["ms_per_step"])
                     key = (side, t)
                     if key not in best or r["examples_per_s"] > best[key]["examples_per_s"]:
                         best[key] = r
@@ -197,6 +201,20 @@ def main():
               f"{pt['ms_per_step']:.2f} | {tb['peak_rss_mb']:.0f} | {pt['peak_rss_mb']:.0f} | "
               # the step's GEMM FLOP/s over the best ceiling of the whole run
               + (f"{100 * eff / ceiling[t]:.0f}%" if eff is not None else "") + " |")
+    print()
+    print(f"Each PyTorch setting's best ms/step (of {args.rounds} rounds), and the ratios against "
+          f"eager PyTorch and against its fastest setting:")
+    print()
+    print("| workload | threads | trainbench | " + " | ".join(f"PyTorch {s}" for s in settings)
+          + " | ratio vs eager | ratio vs fastest |")
+    print("| --- | --- | ---: | " + " | ".join("---:" for _ in settings) + " | ---: | ---: |")
+    for (wl, t), seen in per_setting.items():
+        tb = seen["trainbench"]
+        torch_ms = {s: seen[s] for s in settings if s in seen}
+        cells = [f"{torch_ms[s]:.2f}" if s in torch_ms else "failed" for s in settings]
+        vs_eager = f"{torch_ms['eager'] / tb:.2f}x" if "eager" in torch_ms else ""
+        print(f"| {wl} | {t} | {tb:.2f} | " + " | ".join(cells)
+              + f" | {vs_eager} | {min(torch_ms.values()) / tb:.2f}x |")
 
 
 if __name__ == "__main__":
