@@ -20,16 +20,21 @@ static void cpu_batchnorm_fwd_train(tb_backend *be, int64_t n, int64_t c, int64_
     const int64_t count = n * hw;
 #pragma omp parallel for schedule(static) if (n * c * hw > NORM_PAR)
     for (int64_t ch = 0; ch < c; ch++) {
-        /* One pass for both sums, of x - K with K the first plane's mean (so that the terms
-         * are about the size of the spread, not of the mean: no cancellation in the variance
-         * unless the first plane lies many deviations off the channel's mean): float partial
-         * sums over one plane (vectorised), accumulated in double. Two passes (the mean, then
-         * the squares about it) read every plane twice, the second time from L2. */
-        const float *x0 = x + ch * hw;
-        float k0 = 0;
-#pragma omp simd reduction(+ : k0)
-        for (int64_t p = 0; p < hw; p++) k0 += x0[p];
-        const float K = hw > 0 ? k0 / (float)hw : 0.0f;
+        /* One pass for both sums, of x - K and its squares (float partial sums over one
+         * plane, vectorised, accumulated in double), instead of a pass for the mean and one
+         * for the squares about it. K is the mean of the first 16 elements of every plane, a
+         * sample of the whole channel: the terms are then about the size of the spread, not
+         * of the mean, and the variance does not cancel away when the mean is large. */
+        const int64_t q = hw < 16 ? hw : 16;
+        double k0 = 0;
+        for (int64_t b = 0; b < n; b++) {
+            const float *xp = x + (b * c + ch) * hw;
+            float part = 0;
+#pragma omp simd reduction(+ : part)
+            for (int64_t p = 0; p < q; p++) part += xp[p];
+            k0 += part;
+        }
+        const float K = n * q > 0 ? (float)(k0 / (double)(n * q)) : 0.0f;
         double s = 0, ss = 0;
         for (int64_t b = 0; b < n; b++) {
             const float *xp = x + (b * c + ch) * hw;
