@@ -19,7 +19,9 @@ names it. Each side's best thread setting is reported too.
 
 Each round runs PyTorch once per setting and trainbench once, so PyTorch's figure is the best of
 more runs than trainbench's: a bias in PyTorch's favour. A setting that fails (torch.compile
-without a C++ compiler, fused SGD on an old PyTorch) is reported and left out.
+without a C++ compiler, fused SGD on an old PyTorch) is reported and left out. A workload that
+trainbench fails on is named and left out of the table, and an interrupted run (Ctrl-C) still
+prints the workloads measured before; either way the exit status is 1.
 """
 import argparse
 import datetime
@@ -135,41 +137,56 @@ def main():
         measure_ceiling(t)
     rows, failed = [], {}
     per_setting = {}  # (workload, threads) -> {side or PyTorch setting: best ms/step}
+    left_out, stopped = {}, None  # workload -> why; why the bench stopped early
     for wl in args.workloads.split(","):
         best = {}
-        for t in threads:
-            for _ in range(args.rounds):  # alternate the two sides
-                measure_ceiling(t)
-                common = ["--workload", wl, "--threads", str(t), "--steps", str(args.steps),
-                          "--warmup", str(args.warmup), "--device", args.device]
-                graph = ["--cuda-graph"] if args.cuda_graph else []
-                try:
+        try:
+            for t in threads:
+                for _ in range(args.rounds):  # alternate the two sides
+                    measure_ceiling(t)
+                    common = ["--workload", wl, "--threads", str(t), "--steps",
+                              str(args.steps), "--warmup", str(args.warmup), "--device",
+                              args.device]
+                    graph = ["--cuda-graph"] if args.cuda_graph else []
+                    # an unknown workload or a failed step raises: the workload is left out
                     runs = [("trainbench", run_json([BENCH_STEP] + common + graph, env))]
-                except RuntimeError as e:  # an unknown workload, a failed step: say which
-                    sys.exit(f"speed.py: {e}")
-                for setting in settings:
-                    if setting in failed:
-                        continue
-                    try:
-                        runs.append(("pytorch", run_json([args.python, TORCH_STEP] + common
-                                                         + ["--setting", setting], env)))
-                    except RuntimeError as e:  # e.g. no compiler for torch.compile: skip it
-                        failed[setting] = str(e).splitlines()[-1][:200]
-                        print(f"speed.py: PyTorch setting {setting} failed, skipped from now "
-                              f"on: {failed[setting]}", file=sys.stderr)
-                        continue
-                    print(f"speed.py: {wl}, {t} thread(s): trainbench "
-                          f"{runs[0][1]['ms_per_step']:.2f} ms, PyTorch {setting} "
-                          f"{runs[-1][1]['ms_per_step']:.2f} ms", file=sys.stderr)
-                if len(runs) == 1:
-                    sys.exit(f"speed.py: every PyTorch setting failed: {failed}")
-                for side, r in runs:
-                    name = "trainbench" if side == "trainbench" else r.get("setting", "eager")
-                    seen = per_setting.setdefault((wl, t), {})
-                    seen[name] = min(seen.get(name, float("inf")), r["ms_per_step"])
-                    key = (side, t)
-                    if key not in best or r["examples_per_s"] > best[key]["examples_per_s"]:
-                        best[key] = r
+                    for setting in settings:
+                        if setting in failed:
+                            continue
+                        try:
+                            runs.append(("pytorch", run_json([args.python, TORCH_STEP] + common
+                                                             + ["--setting", setting], env)))
+                        except RuntimeError as e:  # e.g. no compiler for torch.compile
+                            failed[setting] = str(e).splitlines()[-1][:200]
+                            print(f"speed.py: PyTorch setting {setting} failed, skipped from "
+                                  f"now on: {failed[setting]}", file=sys.stderr)
+                            continue
+                        print(f"speed.py: {wl}, {t} thread(s): trainbench "
+                              f"{runs[0][1]['ms_per_step']:.2f} ms, PyTorch {setting} "
+                              f"{runs[-1][1]['ms_per_step']:.2f} ms", file=sys.stderr)
+                    if len(runs) == 1:
+                        stopped = f"every PyTorch setting failed: {failed}"
+                        break
+                    for side, r in runs:
+                        name = "trainbench" if side == "trainbench" else r.get("setting", "eager")
+                        seen = per_setting.setdefault((wl, t), {})
+                        seen[name] = min(seen.get(name, float("inf")), r["ms_per_step"])
+                        key = (side, t)
+                        if key not in best or r["examples_per_s"] > best[key]["examples_per_s"]:
+                            best[key] = r
+                if stopped:
+                    break
+        except RuntimeError as e:
+            left_out[wl] = str(e)
+            print(f"speed.py: {wl} left out: {e}", file=sys.stderr)
+        except KeyboardInterrupt:
+            stopped = f"interrupted during {wl}"
+        if stopped or wl in left_out:
+            for t in threads:
+                per_setting.pop((wl, t), None)
+            if stopped:
+                break
+            continue
         for t in threads:
             tb, pt = best[("trainbench", t)], best[("pytorch", t)]
             rows.append((wl, t, tb, pt, tb["gemm_gflops"] if not gpu else None))
@@ -177,6 +194,10 @@ def main():
         pt_best = max(threads, key=lambda t: best[("pytorch", t)]["examples_per_s"])
         rows.append((wl, f"best ({tb_best} vs {pt_best})", best[("trainbench", tb_best)],
                      best[("pytorch", pt_best)], None))
+    if not rows:
+        sys.exit("speed.py: nothing measured: "
+                 + "; ".join(([stopped] if stopped else [])
+                             + [f"{w}: {e}" for w, e in left_out.items()]))
     torch_version = rows[0][3].get("torch", "?") if rows else "?"
     if gpu:
         print(f"Measured {datetime.date.today()} on {rows[0][2].get('backend', '?') if rows else '?'}"
@@ -215,6 +236,14 @@ def main():
         vs_eager = f"{torch_ms['eager'] / tb:.2f}x" if "eager" in torch_ms else ""
         print(f"| {wl} | {t} | {tb:.2f} | " + " | ".join(cells)
               + f" | {vs_eager} | {min(torch_ms.values()) / tb:.2f}x |")
+    # what was measured is printed above; say what is missing, and fail
+    if stopped or left_out:
+        for wl, why in left_out.items():
+            print(f"speed.py: {wl} is not in the table: {why}", file=sys.stderr)
+        if stopped:
+            print(f"speed.py: stopped early ({stopped}): the table has the workloads measured "
+                  f"before", file=sys.stderr)
+        sys.exit(1)
 
 
 if __name__ == "__main__":
