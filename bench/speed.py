@@ -20,8 +20,10 @@ names it. Each side's best thread setting is reported too.
 Each round runs PyTorch once per setting and trainbench once, so PyTorch's figure is the best of
 more runs than trainbench's: a bias in PyTorch's favour. A setting that fails (torch.compile
 without a C++ compiler, fused SGD on an old PyTorch) is reported and left out. A workload that
-trainbench fails on is named and left out of the table, and an interrupted run (Ctrl-C) still
-prints the workloads measured before; either way the exit status is 1.
+trainbench fails on, or that no PyTorch setting runs (bench/torch_step.py has the five base
+models, not their variants), is named and left out of the table, with its rows at every thread
+count; an interrupted run (Ctrl-C) still prints the workloads measured before; either way the
+exit status is 1.
 """
 import argparse
 import datetime
@@ -38,10 +40,14 @@ VENV_PY = os.path.join(ROOT, "bench", ".venv", "bin", "python")
 
 
 def run_json(cmd, env=None):
+    """The JSON line a bench program prints last; RuntimeError naming the command otherwise."""
     out = subprocess.run(cmd, capture_output=True, text=True, env=env, check=False)
     if out.returncode != 0:
         raise RuntimeError(f"{' '.join(cmd)} failed: {out.stderr.strip()}")
-    return json.loads(out.stdout.strip().splitlines()[-1])
+    try:
+        return json.loads(out.stdout.strip().splitlines()[-1])
+    except (IndexError, ValueError):
+        raise RuntimeError(f"{' '.join(cmd)} printed no JSON result: {out.stdout.strip()[-200:]!r}")
 
 
 def cpu_model():
@@ -81,8 +87,8 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--workloads", default=WORKLOADS,
-                    help="comma-separated workload ids or variants (build/bench_step --workload; "
-                         "default: the five base workloads)")
+                    help="comma-separated workload ids (default: the five base workloads; "
+                         "bench/torch_step.py has their PyTorch models, not the variants)")
     ap.add_argument("--threads", type=positive_ints, default=[1, 2],
                     help="thread counts, comma-separated, each side run at each (default: 1,2)")
     ap.add_argument("--rounds", type=at_least(1), default=3,
@@ -112,6 +118,8 @@ def main():
     if not settings or unknown:
         sys.exit(f"speed.py: --torch-settings takes eager, fused and compile, comma-separated "
                  f"(got {args.torch_settings!r})")
+    if args.cuda_graph and args.device != "cuda":
+        sys.exit("speed.py: --cuda-graph needs --device cuda")
     if not os.access(BENCH_STEP, os.X_OK):
         sys.exit(f"speed.py: {BENCH_STEP} not found: build it first (scripts/build.sh)")
     probe = subprocess.run([args.python, "-c", "import numpy, torch; print(torch.__version__)"],
@@ -120,7 +128,7 @@ def main():
         sys.exit(f"speed.py: {args.python} cannot import PyTorch and NumPy: run bench/setup.sh "
                  f"(the current PyTorch from PyPI into bench/.venv) or pass --python")
     gpu = args.device == "cuda"
-    threads = [1] if gpu else args.threads
+    threads = [1] if gpu else sorted(set(args.threads))
     # the sgemm ceiling: measured again in every round, the best counts (a single measurement
     # on a busy virtualised machine can come out a third low)
     ceiling, ceiling_runs = {}, 0
@@ -133,13 +141,16 @@ def main():
         ceiling[t] = max(ceiling.get(t, 0.0), g)
         ceiling_runs += 1
 
-    for t in threads:
-        measure_ceiling(t)
-    rows, failed = [], {}
+    try:
+        for t in threads:
+            measure_ceiling(t)
+    except KeyboardInterrupt:
+        sys.exit("speed.py: interrupted before anything was measured")
+    rows = []
     per_setting = {}  # (workload, threads) -> {side or PyTorch setting: best ms/step}
     left_out, stopped = {}, None  # workload -> why; why the bench stopped early
     for wl in args.workloads.split(","):
-        best = {}
+        best, failed = {}, {}  # PyTorch settings that failed on this workload, and why
         try:
             for t in threads:
                 for _ in range(args.rounds):  # alternate the two sides
@@ -158,15 +169,14 @@ def main():
                                                              + ["--setting", setting], env)))
                         except RuntimeError as e:  # e.g. no compiler for torch.compile
                             failed[setting] = str(e).splitlines()[-1][:200]
-                            print(f"speed.py: PyTorch setting {setting} failed, skipped from "
-                                  f"now on: {failed[setting]}", file=sys.stderr)
+                            print(f"speed.py: PyTorch setting {setting} failed on {wl}, "
+                                  f"skipped for it: {failed[setting]}", file=sys.stderr)
                             continue
                         print(f"speed.py: {wl}, {t} thread(s): trainbench "
                               f"{runs[0][1]['ms_per_step']:.2f} ms, PyTorch {setting} "
                               f"{runs[-1][1]['ms_per_step']:.2f} ms", file=sys.stderr)
-                    if len(runs) == 1:
-                        stopped = f"every PyTorch setting failed: {failed}"
-                        break
+                    if len(runs) == 1:  # e.g. a variant PyTorch has no model for
+                        raise RuntimeError(f"every PyTorch setting failed: {failed}")
                     for side, r in runs:
                         name = "trainbench" if side == "trainbench" else r.get("setting", "eager")
                         seen = per_setting.setdefault((wl, t), {})
@@ -174,8 +184,6 @@ def main():
                         key = (side, t)
                         if key not in best or r["examples_per_s"] > best[key]["examples_per_s"]:
                             best[key] = r
-                if stopped:
-                    break
         except RuntimeError as e:
             left_out[wl] = str(e)
             print(f"speed.py: {wl} left out: {e}", file=sys.stderr)

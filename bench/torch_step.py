@@ -154,7 +154,7 @@ MODELS = {
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--workload", default="fmnist_mlp")
+    ap.add_argument("--workload", default="fmnist_mlp", choices=sorted(MODELS))
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--steps", type=int, default=200)
     ap.add_argument("--warmup", type=int, default=20)
