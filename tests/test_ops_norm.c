@@ -198,26 +198,58 @@ static void test_batchnorm_relu_fused(void)
     for (int i = 0; i < 3; i++) tb_test_var_free(in[i]);
 }
 
+/* A batch norm input x [shape] holding hx, gamma 1 and beta 0 for its C = shape[1] channels,
+ * running statistics starting at mean 0 and variance v0, and a tape. */
+typedef struct bn_fixture {
+    tb_var *x, *g, *b;
+    tb_tensor rm, rv;
+    tb_tape *t;
+} bn_fixture;
+
+static bn_fixture bn_fixture_make(const int64_t shape[4], const float *hx, float v0)
+{
+    bn_fixture f;
+    const int64_t C = shape[1];
+    f.x = tb_test_var(g_be, 4, shape, NULL, 0, 0, false);
+    tb_tensor_upload(&f.x->value, hx, NULL);
+    f.g = tb_test_var(g_be, 1, &C, NULL, 0, 0, false);
+    f.b = tb_test_var(g_be, 1, &C, NULL, 0, 0, false);
+    float *host = malloc(sizeof(float) * (size_t)C);
+    for (int64_t c = 0; c < C; c++) host[c] = 1.0f;
+    tb_tensor_upload(&f.g->value, host, NULL);
+    for (int64_t c = 0; c < C; c++) host[c] = 0.0f;
+    tb_tensor_upload(&f.b->value, host, NULL);
+    free(host);
+    f.rm = vec((int)C, NULL, 0.0f);
+    f.rv = vec((int)C, NULL, v0);
+    f.t = new_tape();
+    return f;
+}
+
+static void bn_fixture_free(bn_fixture *f)
+{
+    tb_tape_destroy(f->t);
+    tb_tensor_free(&f->rm);
+    tb_tensor_free(&f->rv);
+    tb_test_var_free(f->x);
+    tb_test_var_free(f->g);
+    tb_test_var_free(f->b);
+}
+
 static void test_batchnorm_running_stats(void)
 {
     /* x [2, 2, 1, 2]: channel 0 holds 1, 2, 3, 4 (images 0 and 1), channel 1 holds 10, 10, 10,
      * 14. */
     float hx[8] = {1, 2, 10, 10, 3, 4, 10, 14};
-    int64_t xs[4] = {2, 2, 1, 2}, C = 2;
-    tb_var *x = tb_test_var(g_be, 4, xs, NULL, 0, 0, false);
-    tb_tensor_upload(&x->value, hx, NULL);
-    float ones[2] = {1, 1}, zeros[2] = {0, 0};
-    tb_var *g = tb_test_var(g_be, 1, &C, NULL, 0, 0, false);
-    tb_var *b = tb_test_var(g_be, 1, &C, NULL, 0, 0, false);
-    tb_tensor_upload(&g->value, ones, NULL);
-    tb_tensor_upload(&b->value, zeros, NULL);
-    tb_tensor rm = vec(2, NULL, 0.0f), rv = vec(2, NULL, 1.0f);
-    tb_tape *t = new_tape();
-    tb_var *y = tb_op_batchnorm(t, x, g, b, &rm, &rv, 0.1f, 1e-5f);
+    const int64_t xs[4] = {2, 2, 1, 2};
+    bn_fixture f = bn_fixture_make(xs, hx, 1.0f);
+    tb_var *x = f.x, *g = f.g, *b = f.b;
+    tb_tape *t = f.t;
+    tb_var *y = tb_op_batchnorm(t, x, g, b, &f.rm, &f.rv, 0.1f, 1e-5f);
     CHECK(y != NULL);
     float m[2], v[2];
-    tb_tensor_download(&rm, m, NULL);
-    tb_tensor_download(&rv, v, NULL);
+    tb_tensor_download(&f.rm, m, NULL);
+    tb_tensor_download(&f.rv, v, NULL);
     /* channel 0: mean 2.5, unbiased var 5/3; channel 1: mean 11, unbiased var 4 */
     CHECK_NEAR(m[0], 0.25, 1e-6);
     CHECK_NEAR(m[1], 1.1, 1e-6);
@@ -232,39 +264,34 @@ static void test_batchnorm_running_stats(void)
     }
     /* a second step compounds: new = 0.9 old + 0.1 batch */
     tb_tape_reset(t);
-    CHECK(tb_op_batchnorm(t, x, g, b, &rm, &rv, 0.1f, 1e-5f) != NULL);
-    tb_tensor_download(&rm, m, NULL);
-    tb_tensor_download(&rv, v, NULL);
+    CHECK(tb_op_batchnorm(t, x, g, b, &f.rm, &f.rv, 0.1f, 1e-5f) != NULL);
+    tb_tensor_download(&f.rm, m, NULL);
+    tb_tensor_download(&f.rv, v, NULL);
     CHECK_NEAR(m[0], 0.9 * 0.25 + 0.25, 1e-6);
     CHECK_NEAR(v[1], 0.9 * 1.3 + 0.4, 1e-6);
     /* eval mode leaves the running statistics alone and normalises with them */
     tb_tape_reset(t);
     tb_tape_set_training(t, false);
     float before[2];
-    tb_tensor_download(&rm, before, NULL);
-    y = tb_op_batchnorm(t, x, g, b, &rm, &rv, 0.1f, 1e-5f);
-    tb_tensor_download(&rm, m, NULL);
+    tb_tensor_download(&f.rm, before, NULL);
+    y = tb_op_batchnorm(t, x, g, b, &f.rm, &f.rv, 0.1f, 1e-5f);
+    tb_tensor_download(&f.rm, m, NULL);
     CHECK(m[0] == before[0] && m[1] == before[1]);
     if (CHECK(y != NULL)) {
         float hy[8];
         tb_tensor_download(&y->value, hy, NULL);
-        tb_tensor_download(&rv, v, NULL);
+        tb_tensor_download(&f.rv, v, NULL);
         CHECK_NEAR(hy[0], (1.0 - m[0]) / sqrt(v[0] + 1e-5), 1e-5);
     }
     /* momentum 1 replaces the running statistics with the batch ones */
     tb_tape_reset(t);
     tb_tape_set_training(t, true);
-    CHECK(tb_op_batchnorm(t, x, g, b, &rm, &rv, 1.0f, 1e-5f) != NULL);
-    tb_tensor_download(&rm, m, NULL);
-    tb_tensor_download(&rv, v, NULL);
+    CHECK(tb_op_batchnorm(t, x, g, b, &f.rm, &f.rv, 1.0f, 1e-5f) != NULL);
+    tb_tensor_download(&f.rm, m, NULL);
+    tb_tensor_download(&f.rv, v, NULL);
     CHECK_NEAR(m[0], 2.5, 1e-6);
     CHECK_NEAR(v[0], 5.0 / 3.0, 1e-6);
-    tb_tape_destroy(t);
-    tb_tensor_free(&rm);
-    tb_tensor_free(&rv);
-    tb_test_var_free(x);
-    tb_test_var_free(g);
-    tb_test_var_free(b);
+    bn_fixture_free(&f);
 }
 
 /* ---- layer norm ------------------------------------------------------------------------------ */
@@ -482,20 +509,13 @@ static void batchnorm_offset_case(int H, int W)
                     c == 0 ? 1000.0f + 0.1f * u + (b == 0 ? 0.3f : 0.0f) + (p < 16 ? 0.2f : 0.0f)
                            : -50.0f + 0.1f * u;
             }
-    int64_t xs[4] = {N, C, H, W}, cs = C;
-    tb_var *x = tb_test_var(g_be, 4, xs, NULL, 0, 0, false);
-    tb_tensor_upload(&x->value, hx, NULL);
-    float ones[C] = {1, 1}, zeros[C] = {0, 0};
-    tb_var *g = tb_test_var(g_be, 1, &cs, NULL, 0, 0, false);
-    tb_var *b = tb_test_var(g_be, 1, &cs, NULL, 0, 0, false);
-    tb_tensor_upload(&g->value, ones, NULL);
-    tb_tensor_upload(&b->value, zeros, NULL);
-    tb_tensor rm = vec(C, NULL, 0.0f), rv = vec(C, NULL, 0.0f);
-    tb_tape *t = new_tape();
-    tb_var *y = tb_op_batchnorm(t, x, g, b, &rm, &rv, 1.0f, 1e-5f); /* momentum 1: the batch's */
+    const int64_t xs[4] = {N, C, H, W};
+    bn_fixture f = bn_fixture_make(xs, hx, 0.0f);
+    /* momentum 1: the running statistics become the batch's */
+    tb_var *y = tb_op_batchnorm(f.t, f.x, f.g, f.b, &f.rm, &f.rv, 1.0f, 1e-5f);
     float m[C], v[C];
-    tb_tensor_download(&rm, m, NULL);
-    tb_tensor_download(&rv, v, NULL);
+    tb_tensor_download(&f.rm, m, NULL);
+    tb_tensor_download(&f.rv, v, NULL);
     if (CHECK(y != NULL)) tb_tensor_download(&y->value, hy, NULL);
     for (int c = 0; c < C && y; c++) {
         double s = 0, ss = 0;
@@ -518,12 +538,7 @@ static void batchnorm_offset_case(int H, int W)
             }
         CHECK(worst < 5e-3); /* float's rounding of x near 1000 is 3e-5, 3e-4 deviations */
     }
-    tb_tape_destroy(t);
-    tb_tensor_free(&rm);
-    tb_tensor_free(&rv);
-    tb_test_var_free(x);
-    tb_test_var_free(g);
-    tb_test_var_free(b);
+    bn_fixture_free(&f);
     free(hx);
     free(hy);
 }
