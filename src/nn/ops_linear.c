@@ -22,14 +22,15 @@ static void linear_grads(tb_tape *t, tb_var *x, tb_var *w, tb_var *b, const floa
     if (dx)
         k->gemm(be, false, false, rows, in, out, 1.0f, dy, out, w->value.data, in,
                 acc ? 1.0f : 0.0f, dx, in);
-    bool acc_w = true, acc_b = true;
-    float *dw = tb_var_grad_for(t, w, &acc_w), *db = tb_var_grad_for(t, b, &acc_b);
-    if (dw)
+    bool acc_w, acc_b;
+    float *dw = tb_var_grad_for(t, w, &acc_w);
+    if (dw) {
+        float *db = tb_var_grad_for(t, b, &acc_b);
         k->linear_wgrad(be, rows, in, out, dy, x->value.data, dw, acc_w, db, acc_b);
-    else if (db) {
-        if (!acc_b) k->fill(be, db, out, 0.0f);
-        k->bias_grad(be, rows, out, dy, db);
+        return;
     }
+    float *db = tb_var_grad(t, b); /* zeroed when fresh: bias_grad adds */
+    if (db) k->bias_grad(be, rows, out, dy, db);
 }
 
 /* Checks a dense layer's operands: x [..., in], w [out, in], b [out] or NULL; fails naming

@@ -57,7 +57,6 @@ static void cpu_batchnorm_fwd_train(tb_backend *be, int64_t n, int64_t c, int64_
         const double mu = (double)K + shift;
         double var = ss / (double)count - shift * shift; /* biased: used to normalise */
         if (var < 0) var = 0; /* rounding, for a constant channel */
-        ss = var * (double)count; /* the squares about the mean, for the unbiased variance */
         float r = (float)(1.0 / sqrt(var + (double)eps));
         float m = (float)mu, g = gamma[ch] * r, sh = beta[ch];
         for (int64_t b = 0; b < n; b++) {
@@ -76,7 +75,7 @@ static void cpu_batchnorm_fwd_train(tb_backend *be, int64_t n, int64_t c, int64_
         }
         mean[ch] = m;
         invstd[ch] = r;
-        double unbiased = count > 1 ? ss / (double)(count - 1) : var;
+        double unbiased = count > 1 ? var * (double)count / (double)(count - 1) : var;
         running_mean[ch] = (1.0f - momentum) * running_mean[ch] + momentum * m;
         running_var[ch] = (1.0f - momentum) * running_var[ch] + momentum * (float)unbiased;
     }
