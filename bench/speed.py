@@ -83,6 +83,44 @@ def at_least(low):
     return parse
 
 
+def measure_workload(wl, threads, settings, args, env, measure_ceiling):
+    """Alternating rounds of trainbench and each PyTorch setting on one workload at each
+    thread count: each side's best run per thread count, keyed (side, threads), and every
+    setting's best ms/step, keyed (wl, threads). A PyTorch setting that fails is skipped for
+    the workload; RuntimeError when trainbench fails or no setting runs."""
+    best, seen, failed = {}, {}, {}  # failed: PyTorch settings that failed here, and why
+    for t in threads:
+        for _ in range(args.rounds):
+            measure_ceiling(t)
+            common = ["--workload", wl, "--threads", str(t), "--steps", str(args.steps),
+                      "--warmup", str(args.warmup), "--device", args.device]
+            graph = ["--cuda-graph"] if args.cuda_graph else []
+            runs = [("trainbench", run_json([BENCH_STEP] + common + graph, env))]
+            for setting in settings:
+                if setting in failed:
+                    continue
+                try:
+                    runs.append(("pytorch", run_json([args.python, TORCH_STEP] + common
+                                                     + ["--setting", setting], env)))
+                except RuntimeError as e:  # e.g. no compiler for torch.compile
+                    failed[setting] = str(e).splitlines()[-1][:200]
+                    print(f"speed.py: PyTorch setting {setting} failed on {wl}, skipped for "
+                          f"it: {failed[setting]}", file=sys.stderr)
+                    continue
+                print(f"speed.py: {wl}, {t} thread(s): trainbench "
+                      f"{runs[0][1]['ms_per_step']:.2f} ms, PyTorch {setting} "
+                      f"{runs[-1][1]['ms_per_step']:.2f} ms", file=sys.stderr)
+            if len(runs) == 1:  # e.g. a variant PyTorch has no model for
+                raise RuntimeError(f"every PyTorch setting failed: {failed}")
+            for side, r in runs:
+                name = "trainbench" if side == "trainbench" else r.get("setting", "eager")
+                times = seen.setdefault((wl, t), {})
+                times[name] = min(times.get(name, float("inf")), r["ms_per_step"])
+                if (side, t) not in best or r["examples_per_s"] > best[(side, t)]["examples_per_s"]:
+                    best[(side, t)] = r
+    return best, seen
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -147,54 +185,19 @@ def main():
     except KeyboardInterrupt:
         sys.exit("speed.py: interrupted before anything was measured")
     rows = []
-    per_setting = {}  # (workload, threads) -> {side or PyTorch setting: best ms/step}
+    per_setting = {}  # (workload, threads) -> {"trainbench" or PyTorch setting: best ms/step}
     left_out, stopped = {}, None  # workload -> why; why the bench stopped early
     for wl in args.workloads.split(","):
-        best, failed = {}, {}  # PyTorch settings that failed on this workload, and why
         try:
-            for t in threads:
-                for _ in range(args.rounds):  # alternate the two sides
-                    measure_ceiling(t)
-                    common = ["--workload", wl, "--threads", str(t), "--steps",
-                              str(args.steps), "--warmup", str(args.warmup), "--device",
-                              args.device]
-                    graph = ["--cuda-graph"] if args.cuda_graph else []
-                    # an unknown workload or a failed step raises: the workload is left out
-                    runs = [("trainbench", run_json([BENCH_STEP] + common + graph, env))]
-                    for setting in settings:
-                        if setting in failed:
-                            continue
-                        try:
-                            runs.append(("pytorch", run_json([args.python, TORCH_STEP] + common
-                                                             + ["--setting", setting], env)))
-                        except RuntimeError as e:  # e.g. no compiler for torch.compile
-                            failed[setting] = str(e).splitlines()[-1][:200]
-                            print(f"speed.py: PyTorch setting {setting} failed on {wl}, "
-                                  f"skipped for it: {failed[setting]}", file=sys.stderr)
-                            continue
-                        print(f"speed.py: {wl}, {t} thread(s): trainbench "
-                              f"{runs[0][1]['ms_per_step']:.2f} ms, PyTorch {setting} "
-                              f"{runs[-1][1]['ms_per_step']:.2f} ms", file=sys.stderr)
-                    if len(runs) == 1:  # e.g. a variant PyTorch has no model for
-                        raise RuntimeError(f"every PyTorch setting failed: {failed}")
-                    for side, r in runs:
-                        name = "trainbench" if side == "trainbench" else r.get("setting", "eager")
-                        seen = per_setting.setdefault((wl, t), {})
-                        seen[name] = min(seen.get(name, float("inf")), r["ms_per_step"])
-                        key = (side, t)
-                        if key not in best or r["examples_per_s"] > best[key]["examples_per_s"]:
-                            best[key] = r
-        except RuntimeError as e:
+            best, seen = measure_workload(wl, threads, settings, args, env, measure_ceiling)
+        except RuntimeError as e:  # an unknown workload, a failed step, no PyTorch model
             left_out[wl] = str(e)
             print(f"speed.py: {wl} left out: {e}", file=sys.stderr)
+            continue
         except KeyboardInterrupt:
             stopped = f"interrupted during {wl}"
-        if stopped or wl in left_out:
-            for t in threads:
-                per_setting.pop((wl, t), None)
-            if stopped:
-                break
-            continue
+            break
+        per_setting.update(seen)
         for t in threads:
             tb, pt = best[("trainbench", t)], best[("pytorch", t)]
             rows.append((wl, t, tb, pt, tb["gemm_gflops"] if not gpu else None))
@@ -206,9 +209,9 @@ def main():
         sys.exit("speed.py: nothing measured: "
                  + "; ".join(([stopped] if stopped else [])
                              + [f"{w}: {e}" for w, e in left_out.items()]))
-    torch_version = rows[0][3].get("torch", "?") if rows else "?"
+    torch_version = rows[0][3].get("torch", "?")
     if gpu:
-        print(f"Measured {datetime.date.today()} on {rows[0][2].get('backend', '?') if rows else '?'}"
+        print(f"Measured {datetime.date.today()} on {rows[0][2].get('backend', '?')}"
               f"; PyTorch {torch_version} on cuda; trainbench "
               f"{'CUDA graph' if args.cuda_graph else 'eager'}; peak MB is GPU memory for "
               f"PyTorch, host resident memory for trainbench")
