@@ -28,10 +28,9 @@ typedef struct trial_run {
     double time_to_target;
 } trial_run;
 
-static double metric_of(const trial_run *r, const tb_eval_metrics *m)
-{
-    return strcmp(r->rec.metric, "loss") == 0 ? m->loss : m->error_rate;
-}
+/* The value the trial's target refers to: the workload's own metric (error rate, loss in
+ * nats, bits per character), which setup checked is the one the trial was planned with. */
+static double metric_of(const tb_eval_metrics *m) { return m->metric; }
 
 /* One untimed eval: train subset, validation, test; written to the store. */
 static tb_status eval_once(trial_run *r, tb_error *err)
@@ -72,7 +71,7 @@ static tb_status eval_once(trial_run *r, tb_error *err)
     st = tb_store_add_eval(r->store, r->rec.id, &e, err);
     if (st != TB_OK) return st;
     r->evals++;
-    double m = metric_of(r, &va);
+    double m = metric_of(&va);
     if (!r->reached && isfinite(m) && m <= r->rec.target && r->t_sub <= r->rec.budget_s) {
         r->reached = true;
         r->time_to_target = r->t_sub;
@@ -90,6 +89,11 @@ static tb_status setup(trial_run *r, tb_error *err)
                              .split_seed = r->rec.seeds[TB_STREAM_SPLIT]};
     st = tb_workload_create(r->rec.workload, c->be, &wc, &c->wl, err);
     if (st != TB_OK) return st;
+    const char *metric = tb_workload_get_info(c->wl)->metric;
+    if (strcmp(r->rec.metric, metric) != 0)
+        return tb_fail(err, TB_ERR_INVALID,
+                       "trial %lld: its target is in %s, but workload %s measures %s",
+                       (long long)r->rec.id, r->rec.metric, r->rec.workload, metric);
     tb_rng init = tb_rng_make(r->rec.seeds[TB_STREAM_INIT], TB_STREAM_INIT);
     st = tb_workload_init(c->wl, &init, err);
     if (st == TB_OK) st = tb_tape_create(c->be, &c->tape, err);
