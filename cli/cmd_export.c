@@ -53,7 +53,7 @@ int tb_cli_export(int argc, char **argv)
     }
     if (tb_cli_no_arguments("export", argc, argv) != TB_EXIT_OK) return TB_EXIT_USAGE;
     tb_store *store;
-    tb_status st = tb_store_open(db, &store, &err);
+    tb_status st = tb_store_open_readonly(db, &store, &err);
     if (st != TB_OK) {
         tb_cli_error("%s", err.message);
         return tb_cli_exit_code(st);

@@ -28,7 +28,7 @@ int tb_cli_print_scores(const char *db, const char *name, const char *reference,
 {
     tb_error err = {0};
     tb_store *store;
-    tb_status st = tb_store_open(db, &store, &err);
+    tb_status st = tb_store_open_readonly(db, &store, &err);
     if (st != TB_OK) {
         tb_cli_error("%s", err.message);
         return tb_cli_exit_code(st);

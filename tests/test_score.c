@@ -3,6 +3,8 @@
  * speedups; and a score table built from trials written to a real SQLite store. */
 #include "testutil.h"
 
+#include <fcntl.h>
+#include <sqlite3.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -140,8 +142,88 @@ static void test_store_table(void)
     unlink(path);
 }
 
+static sqlite3_int64 count_objects(const char *path)
+{
+    sqlite3 *db = NULL;
+    sqlite3_int64 n = -1;
+    sqlite3_stmt *q = NULL;
+    if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK &&
+        sqlite3_prepare_v2(db, "SELECT count(*) FROM sqlite_master", -1, &q, NULL) == SQLITE_OK &&
+        sqlite3_step(q) == SQLITE_ROW)
+        n = sqlite3_column_int64(q, 0);
+    sqlite3_finalize(q);
+    sqlite3_close(db);
+    return n;
+}
+
+/* Opening for reading (score, export) creates nothing; another program's database is refused
+ * untouched; a corrupt store is an error, never an empty store. */
+static void test_store_open_modes(void)
+{
+    char path[] = "/tmp/tb_test_store_XXXXXX";
+    int fd = mkstemp(path);
+    CHECK(fd >= 0);
+    close(fd);
+    unlink(path);
+    tb_error err = {0};
+    tb_store *store;
+    CHECK_FAILS(tb_store_open_readonly(path, &store, &err), TB_ERR_INVALID, &err, "not exist");
+    CHECK(access(path, F_OK) != 0);
+    CHECK_FAILS(tb_store_open("", &store, &err), TB_ERR_INVALID, &err, "file path");
+    CHECK_FAILS(tb_store_open_readonly(":memory:", &store, &err), TB_ERR_INVALID, &err, "memory");
+
+    /* another program's database: refused by both, and left as it was */
+    sqlite3 *db;
+    CHECK(sqlite3_open(path, &db) == SQLITE_OK);
+    CHECK(sqlite3_exec(db, "CREATE TABLE people(name TEXT); INSERT INTO people VALUES('x');",
+                       NULL, NULL, NULL) == SQLITE_OK);
+    sqlite3_close(db);
+    CHECK_FAILS(tb_store_open(path, &store, &err), TB_ERR_FORMAT, &err, "without trainbench");
+    CHECK_FAILS(tb_store_open_readonly(path, &store, &err), TB_ERR_FORMAT, &err, path);
+    CHECK(count_objects(path) == 1);
+    unlink(path);
+
+    /* a new store: empty for a reader until a benchmark has created it */
+    fd = open(path, O_CREAT | O_WRONLY, 0644);
+    close(fd);
+    CHECK_FAILS(tb_store_open_readonly(path, &store, &err), TB_ERR_FORMAT, &err, "empty");
+    CHECK_OK(tb_store_open(path, &store, &err), &err);
+    CHECK_OK(tb_store_put_benchmark(store, "b", "{}", &err), &err);
+    tb_store_close(store);
+    char **names;
+    int n = 0;
+    CHECK_OK(tb_store_open_readonly(path, &store, &err), &err);
+    CHECK_OK(tb_store_benchmarks(store, &names, &n, &err), &err);
+    CHECK(n == 1 && strcmp(names[0], "b") == 0);
+    for (int i = 0; i < n; i++) free(names[i]);
+    free(names);
+    tb_store_close(store);
+
+    /* every page but the header overwritten: an error, not "no benchmark yet" */
+    FILE *f = fopen(path, "r+b");
+    CHECK(f != NULL);
+    if (f) {
+        fseek(f, 0, SEEK_END);
+        const long size = ftell(f);
+        for (long off = 4096; off < size; off++) {
+            fseek(f, off, SEEK_SET);
+            fputc((int)((off * 7919) & 0xff), f);
+        }
+        fclose(f);
+    }
+    tb_status st = tb_store_open_readonly(path, &store, &err);
+    if (st == TB_OK) {
+        n = 0;
+        st = tb_store_benchmarks(store, &names, &n, &err);
+        tb_store_close(store);
+    }
+    CHECK(st != TB_OK);
+    unlink(path);
+}
+
 int main(void)
 {
+    test_store_open_modes();
     test_closed_form();
     test_median_and_speedup();
     test_variant_rule();

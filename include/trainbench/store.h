@@ -73,8 +73,14 @@ typedef struct tb_eval_record {
 } tb_eval_record;
 
 /* Opens (creating if needed) the store at path: schema, WAL mode, busy timeout. Fails with
- * TB_ERR_IO naming the path, or TB_ERR_FORMAT if the file is not a trainbench store. */
+ * TB_ERR_IO naming the path (read-only included), TB_ERR_FORMAT if the file is something else
+ * (another program's database is left untouched), TB_ERR_INVALID for a path that is not a
+ * file's (empty, ":memory:"). */
 tb_status tb_store_open(const char *path, tb_store **out, tb_error *err);
+/* Opens an existing store for reading only (score, export): creates nothing and writes
+ * nothing, so a read-only file or directory is fine. TB_ERR_INVALID when path does not
+ * exist, TB_ERR_FORMAT when it is not a trainbench store (an empty database included). */
+tb_status tb_store_open_readonly(const char *path, tb_store **out, tb_error *err);
 void tb_store_close(tb_store *store);
 
 /* Transactions around several calls (BEGIN IMMEDIATE / COMMIT / ROLLBACK). */

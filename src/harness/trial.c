@@ -195,8 +195,10 @@ tb_status tb_trial_execute(const char *store_path, int64_t trial_id,
     }
     if (st == TB_OK && tst == TB_OK) tst = train(&r, &terr);
     if (st == TB_OK) {
-        /* an I/O error of the store itself is not the submission's failure: report it */
-        if (tst == TB_ERR_IO && strstr(terr.message, "results store")) {
+        /* an I/O error of the store itself, or missing data or device, is not the
+         * submission's failure: report it, and leave the trial to run again once mended */
+        if ((tst == TB_ERR_IO && strstr(terr.message, "results store")) ||
+            tst == TB_ERR_MISSING) {
             st = tb_fail(err, tst, "%s", terr.message);
         } else {
             char reason[600];

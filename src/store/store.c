@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static const char schema[] =
     "CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);"
@@ -65,38 +66,95 @@ tb_status tb_store_exec(tb_store *s, const char *sql, tb_error *err)
     return TB_OK;
 }
 
-tb_status tb_store_open(const char *path, tb_store **out, tb_error *err)
+/* What the database holds: 1 a trainbench store (its format row), 0 nothing at all (a new
+ * file), -1 something else (other tables, or no readable schema: sets why). */
+static int store_kind(sqlite3 *db, char *why, size_t cap)
+{
+    sqlite3_stmt *q = NULL;
+    int kind = -1;
+    if (sqlite3_prepare_v2(db, "SELECT count(*) FROM sqlite_master", -1, &q, NULL) != SQLITE_OK ||
+        sqlite3_step(q) != SQLITE_ROW) {
+        snprintf(why, cap, "%s", sqlite3_errmsg(db));
+        sqlite3_finalize(q);
+        return -1;
+    }
+    const int64_t objects = sqlite3_column_int64(q, 0);
+    sqlite3_finalize(q);
+    if (objects == 0) return 0;
+    q = NULL;
+    int rc = sqlite3_prepare_v2(db, "SELECT value FROM meta WHERE key='format'", -1, &q, NULL);
+    if (rc == SQLITE_OK) rc = sqlite3_step(q);
+    if (rc == SQLITE_ROW && sqlite3_column_text(q, 0) &&
+        strcmp((const char *)sqlite3_column_text(q, 0), "trainbench-store") == 0)
+        kind = 1;
+    else if (rc == SQLITE_ROW || rc == SQLITE_DONE || sqlite3_errcode(db) == SQLITE_ERROR)
+        snprintf(why, cap, "a SQLite database without trainbench's tables"); /* no meta table */
+    else
+        snprintf(why, cap, "%s", sqlite3_errmsg(db)); /* malformed, unreadable */
+    sqlite3_finalize(q);
+    return kind;
+}
+
+/* "file:PATH?immutable=1" with PATH percent-encoded where a URI needs it. */
+static void immutable_uri(const char *path, char *uri, size_t cap)
+{
+    size_t o = (size_t)snprintf(uri, cap, "file:");
+    for (const char *p = path; *p && o + 4 < cap; p++) {
+        if (*p == '?' || *p == '#' || *p == '%')
+            o += (size_t)snprintf(uri + o, cap - o, "%%%02X", (unsigned char)*p);
+        else
+            uri[o++] = *p;
+    }
+    snprintf(uri + o, cap - o, "?immutable=1");
+}
+
+static tb_status open_store(const char *path, bool writable, tb_store **out, tb_error *err)
 {
     *out = NULL;
+    if (!path || !path[0] || strcmp(path, ":memory:") == 0 || path[0] == ':')
+        return tb_fail(err, TB_ERR_INVALID, "results store: '%s' is not a file path",
+                       path ? path : "");
+    if (!writable && access(path, F_OK) != 0)
+        return tb_fail(err, TB_ERR_INVALID, "results store %s does not exist", path);
     tb_store *s = calloc(1, sizeof *s);
     if (!s) return tb_fail(err, TB_ERR_NOMEM, "cannot allocate the results store");
     snprintf(s->path, sizeof s->path, "%s", path);
-    if (sqlite3_open_v2(path, &s->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL) !=
-        SQLITE_OK) {
+    const int flags = writable ? SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE : SQLITE_OPEN_READONLY;
+    if (sqlite3_open_v2(path, &s->db, flags, NULL) != SQLITE_OK) {
         tb_status st = tb_fail(err, TB_ERR_IO, "cannot open results store %s: %s", path,
                                s->db ? sqlite3_errmsg(s->db) : "out of memory");
         tb_store_close(s);
         return st;
     }
     sqlite3_busy_timeout(s->db, 30000);
-    tb_status st = tb_store_exec(s, "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;", err);
-    if (st == TB_OK) {
-        /* a file that is not a SQLite database fails here (SQLITE_NOTADB) */
-        st = tb_store_exec(s, schema, err);
-        if (st != TB_OK)
-            st = tb_fail(err, TB_ERR_FORMAT, "%s is not a trainbench results store (%s)", path,
-                         sqlite3_errmsg(s->db));
-    } else {
-        st = tb_fail(err, TB_ERR_FORMAT, "%s is not a trainbench results store (%s)", path,
-                     sqlite3_errmsg(s->db));
+    if (writable && sqlite3_db_readonly(s->db, "main") == 1) {
+        tb_status st = tb_fail(err, TB_ERR_IO, "results store %s is read-only (a benchmark writes "
+                               "its plan and results there; `score` and `export` only read)", path);
+        tb_store_close(s);
+        return st;
     }
-    if (st == TB_OK) {
-        sqlite3_stmt *q = NULL;
-        sqlite3_prepare_v2(s->db, "SELECT value FROM meta WHERE key='format'", -1, &q, NULL);
-        bool ok = q && sqlite3_step(q) == SQLITE_ROW &&
-                  strcmp((const char *)sqlite3_column_text(q, 0), "trainbench-store") == 0;
-        sqlite3_finalize(q);
-        if (!ok) st = tb_fail(err, TB_ERR_FORMAT, "%s is not a trainbench results store", path);
+    /* nothing is written before the file is known to be a store or empty: another program's
+     * database is refused as it was found */
+    char why[256] = "";
+    int kind = store_kind(s->db, why, sizeof why);
+    if (kind < 0 && !writable && (sqlite3_errcode(s->db) & 0xff) == SQLITE_READONLY) {
+        /* a store in WAL mode whose directory this user cannot write: SQLite cannot create
+         * the shared-memory file a reader needs, so read the file as it is (immutable) */
+        sqlite3_close(s->db);
+        s->db = NULL;
+        char uri[sizeof s->path * 3 + 32];
+        immutable_uri(path, uri, sizeof uri);
+        if (sqlite3_open_v2(uri, &s->db, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, NULL) ==
+            SQLITE_OK)
+            kind = store_kind(s->db, why, sizeof why);
+    }
+    tb_status st = TB_OK;
+    if (kind < 0 || (kind == 0 && !writable))
+        st = tb_fail(err, TB_ERR_FORMAT, "%s is not a trainbench results store (%s)", path,
+                     kind == 0 ? "an empty database" : why);
+    if (st == TB_OK && writable) {
+        st = tb_store_exec(s, "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;", err);
+        if (st == TB_OK) st = tb_store_exec(s, schema, err);
     }
     if (st != TB_OK) {
         tb_store_close(s);
@@ -104,6 +162,16 @@ tb_status tb_store_open(const char *path, tb_store **out, tb_error *err)
     }
     *out = s;
     return TB_OK;
+}
+
+tb_status tb_store_open(const char *path, tb_store **out, tb_error *err)
+{
+    return open_store(path, true, out, err);
+}
+
+tb_status tb_store_open_readonly(const char *path, tb_store **out, tb_error *err)
+{
+    return open_store(path, false, out, err);
 }
 
 void tb_store_close(tb_store *s)
@@ -159,8 +227,8 @@ tb_status tb_store_benchmarks(tb_store *s, char ***names, int *n, tb_error *err)
     if (sqlite3_prepare_v2(s->db, "SELECT name FROM benchmarks ORDER BY created, name", -1, &q,
                            NULL))
         return tb_store_sql_fail(s, err, "reading benchmarks");
-    int cap = 0;
-    while (sqlite3_step(q) == SQLITE_ROW) {
+    int cap = 0, rc;
+    while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
         if (*n == cap) {
             cap = cap ? 2 * cap : 8;
             char **nn = realloc(*names, (size_t)cap * sizeof *nn);
@@ -170,6 +238,16 @@ tb_status tb_store_benchmarks(tb_store *s, char ***names, int *n, tb_error *err)
         (*names)[(*n)++] = strdup((const char *)sqlite3_column_text(q, 0));
     }
     sqlite3_finalize(q);
+    if (rc != SQLITE_DONE) { /* a corrupt file reads as an error, not as an empty store */
+        tb_status st = rc == SQLITE_ROW
+                           ? tb_fail(err, TB_ERR_NOMEM, "results store %s: out of memory", s->path)
+                           : tb_store_sql_fail(s, err, "reading benchmarks");
+        for (int i = 0; i < *n; i++) free((*names)[i]);
+        free(*names);
+        *names = NULL;
+        *n = 0;
+        return st;
+    }
     return TB_OK;
 }
 
