@@ -110,6 +110,16 @@ static void test_space(void)
     CHECK(distinct && inside);
     tb_search_space_destroy(s);
 
+    /* the widest ranges map inside them (max / min and max - min overflow a double) */
+    CHECK_OK(tb_search_space_parse("{\"a\": {\"min\": 1e-300, \"max\": 1e300, \"scaling\": "
+                                   "\"log\"}, \"b\": {\"min\": -1e308, \"max\": 1e308}}",
+                                   "wide", &s, &err), &err);
+    double mid[2] = {0.5, 0.75};
+    tb_search_space_map(s, mid, &hp);
+    CHECK_NEAR(tb_hparams_get(&hp, "a", 0), 1.0, 1e-9);
+    CHECK_NEAR(tb_hparams_get(&hp, "b", 0) / 1e308, 0.5, 1e-12);
+    tb_search_space_destroy(s);
+
     /* an explicit list: each study takes distinct points of it */
     CHECK_OK(tb_search_space_parse("[{\"lr\": 1}, {\"lr\": 2}, {\"lr\": 3}]", "list", &s, &err), &err);
     CHECK(tb_search_space_list_size(s) == 3);

@@ -241,8 +241,10 @@ void tb_search_space_map(const tb_search_space *s, const double *u, tb_hparams *
     for (int i = 0; i < s->n_dims; i++) {
         const dim *d = &s->dims[i];
         double x = u[i], v;
-        if (d->kind == DIM_LINEAR) v = d->min + x * (d->max - d->min);
-        else if (d->kind == DIM_LOG) v = d->min * exp(x * log(d->max / d->min));
+        /* weighted ends, not min + x (max - min) or min (max / min)^x: those overflow for the
+         * widest ranges (max - min or max / min beyond DBL_MAX) */
+        if (d->kind == DIM_LINEAR) v = (1.0 - x) * d->min + x * d->max;
+        else if (d->kind == DIM_LOG) v = exp((1.0 - x) * log(d->min) + x * log(d->max));
         else {
             int k = (int)floor(x * d->n_feasible);
             if (k >= d->n_feasible) k = d->n_feasible - 1;
