@@ -31,6 +31,12 @@ void tb_image_dataset_free(tb_image_dataset *ds)
 
 static tb_status not_found(tb_error *err, const char *dir, const char *detail)
 {
+    if (strcmp(dir, TB_FMNIST_DEFAULT_DIR) != 0) /* a directory the user chose */
+        return tb_fail(err, TB_ERR_MISSING,
+                       "Fashion-MNIST not found in the data directory %s%s (it needs the four "
+                       "files the Debian package " FMNIST_PACKAGE " installs in "
+                       TB_FMNIST_DEFAULT_DIR ")",
+                       dir, detail);
     return tb_fail(err, TB_ERR_MISSING,
                    "Fashion-MNIST not found in %s: install the Debian package " FMNIST_PACKAGE
                    " (apt-get install " FMNIST_PACKAGE ")%s",

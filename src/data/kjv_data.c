@@ -100,8 +100,13 @@ static tb_status kjv_obtain(const tb_workload_config *cfg, bool force, tb_prepar
     char path[1024];
     snprintf(path, sizeof path, "%s/bible.data", ctx.dir);
     const char *paths[1] = {path};
+    char hint[512] = KJV_MISSING;
+    if (cfg->data_dir) /* a directory the user chose */
+        snprintf(hint, sizeof hint, "the King James Bible is not in the data directory %s (the "
+                 "Debian packages bible-kjv-text and bible-kjv install bible.data in "
+                 KJV_DEFAULT_DIR ")", ctx.dir);
     uint64_t sig;
-    tb_status st = tb_source_signature(paths, 1, &sig, KJV_MISSING, err);
+    tb_status st = tb_source_signature(paths, 1, &sig, hint, err);
     if (st != TB_OK) return st;
     return tb_token_cache_obtain(cfg->cache_dir, KJV_CACHE_FILE, KJV_KIND, sig, force, rep,
                                  kjv_build, &ctx, out, err);

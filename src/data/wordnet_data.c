@@ -238,8 +238,12 @@ static tb_status wn_obtain(const tb_workload_config *cfg, bool force, tb_prepare
         snprintf(paths[i], sizeof paths[i], "%s/%s", dir, wn_files[i]);
         pp[i] = paths[i];
     }
+    char hint[512] = WN_MISSING;
+    if (cfg->data_dir) /* a directory the user chose */
+        snprintf(hint, sizeof hint, "WordNet is not in the data directory %s (the Debian "
+                 "package wordnet-base installs its data.* files in " WN_DEFAULT_DIR ")", dir);
     uint64_t sig;
-    tb_status st = tb_source_signature(pp, 4, &sig, WN_MISSING, err);
+    tb_status st = tb_source_signature(pp, 4, &sig, hint, err);
     if (st != TB_OK) return st;
     return tb_token_cache_obtain(cfg->cache_dir, WN_CACHE_FILE, WN_KIND, sig, force, rep,
                                  wn_build, (void *)dir, out, err);

@@ -88,6 +88,11 @@ tb_status tb_fmnist_prepare(const tb_workload_config *cfg, bool force, tb_prepar
         char path[1024];
         struct stat sb;
         snprintf(path, sizeof path, "%s/%s", dir, files[i]);
+        if (stat(path, &sb) != 0 && cfg->data_dir)
+            return tb_fail(err, TB_ERR_MISSING,
+                           "Fashion-MNIST not found in the data directory %s (no %s; the Debian "
+                           "package dataset-fashion-mnist installs it in %s)",
+                           dir, files[i], TB_FMNIST_DEFAULT_DIR);
         if (stat(path, &sb) != 0)
             return tb_fail(err, TB_ERR_MISSING,
                            "Fashion-MNIST not found in %s (no %s): install the Debian package "
