@@ -1,10 +1,12 @@
 /* stats.h: statistics for honest comparisons of training algorithms.
  *
- * Summaries of a sample (mean, std, quartiles) with percentile-bootstrap intervals; the
- * probability of outperforming P(A>B) from paired runs with its bootstrap interval and the
+ * Summaries of a sample (mean, std, quartiles) with intervals (Student t for the mean,
+ * chi-square for the std, percentile bootstrap for the median); the probability of
+ * outperforming P(A>B) from paired runs with its exact (Clopper-Pearson) interval and the
  * decision rule of Bouthillier et al. ("Accounting for Variance in Machine Learning
- * Benchmarks", MLSys 2021); Noether's sample size; the standard normal CDF and quantile; and a
- * variance decomposition by source of variation. docs/STATISTICS.md explains each estimator.
+ * Benchmarks", MLSys 2021); the number of pairs the exact sign test needs; the standard normal
+ * CDF and quantile; and a variance decomposition by source of variation. docs/STATISTICS.md
+ * explains each estimator.
  *
  * Conventions: every random draw comes from a tb_rng the caller passes in (no global state),
  * so a result is reproduced from its seed. Quantiles are Hyndman-Fan type 7 (linear
@@ -56,11 +58,12 @@ double tb_quantile_sorted(const double *sorted, int64_t n, double p);
  * sorted copy cannot be allocated. */
 tb_status tb_quantile(const double *x, int64_t n, double p, double *out, tb_error *err);
 
-/* The statistic a bootstrap interval is computed for. */
+/* The statistic a bootstrap interval is computed for. (There is no bootstrap of the std: it
+ * shrinks the spread of small samples and covers far less than it claims; tb_std_interval is
+ * the interval for a std.) */
 typedef enum tb_statistic {
     TB_STAT_MEAN = 0,
     TB_STAT_MEDIAN = 1,
-    TB_STAT_STD = 2, /* sample standard deviation, n - 1 denominator (needs n >= 2) */
 } tb_statistic;
 
 /* Percentile-bootstrap settings: `resamples` (K) samples of size n drawn with replacement;
@@ -74,14 +77,29 @@ typedef struct tb_bootstrap_options {
 tb_bootstrap_options tb_bootstrap_options_default(void);
 
 /* The percentile-bootstrap interval of `stat` over x[0..n). Draws K * n indices from rng
- * (advancing it). Fails with TB_ERR_INVALID for n < 1 (n < 2 for TB_STAT_STD), a non-finite
+ * (advancing it). Fails with TB_ERR_INVALID for n < 1, an unknown statistic, a non-finite
  * value, resamples < 100 or alpha outside (0, 1); TB_ERR_NOMEM on allocation failure. */
 tb_status tb_bootstrap_ci(const double *x, int64_t n, tb_statistic stat,
                           const tb_bootstrap_options *opts, tb_rng *rng, tb_interval *ci,
                           tb_error *err);
 
+/* The Student-t interval of the mean of x[0..n), n >= 2, at level 1 - alpha:
+ * mean -+ t_{1-alpha/2, n-1} std / sqrt(n). Exact when the values are a normal sample; an
+ * approximation otherwise. Fails with TB_ERR_INVALID for n < 2, a non-finite value or alpha
+ * outside (0, 1). */
+tb_status tb_mean_interval(const double *x, int64_t n, double alpha, tb_interval *ci,
+                           tb_error *err);
+
+/* The chi-square interval of the standard deviation of x[0..n), n >= 2, at level 1 - alpha:
+ * [s sqrt((n-1) / chi2_{1-alpha/2, n-1}), s sqrt((n-1) / chi2_{alpha/2, n-1})] with s the
+ * sample std (n - 1). Exact when the values are a normal sample (it is not robust to heavy
+ * tails). Fails as tb_mean_interval. */
+tb_status tb_std_interval(const double *x, int64_t n, double alpha, tb_interval *ci,
+                          tb_error *err);
+
 /* What tb_summarize reports. std uses n - 1 (0 when n = 1); sem = std / sqrt(n); quartiles
- * are type 7; iqr = q3 - q1. The intervals are NaN unless bootstrap options were given. */
+ * are type 7; iqr = q3 - q1. The intervals are NaN unless bootstrap options were given (and
+ * the mean's also when n = 1). */
 typedef struct tb_summary {
     int64_t n;
     double mean, std, sem;
@@ -89,9 +107,11 @@ typedef struct tb_summary {
     tb_interval mean_ci, median_ci;
 } tb_summary;
 
-/* Summarises x[0..n), n >= 1, all finite. With boot non-NULL also the percentile-bootstrap
- * intervals of the mean and the median (rng must then be non-NULL and is advanced); with boot
- * NULL, rng may be NULL and the intervals are NaN. Errors as tb_bootstrap_ci. */
+/* Summarises x[0..n), n >= 1, all finite. With boot non-NULL also intervals at level
+ * 1 - boot->alpha: the mean's by Student t (tb_mean_interval; assumes normality, no
+ * resampling) and the median's by percentile bootstrap (rng must then be non-NULL and is
+ * advanced); with boot NULL, rng may be NULL and the intervals are NaN. Errors as
+ * tb_bootstrap_ci. */
 tb_status tb_summarize(const double *x, int64_t n, const tb_bootstrap_options *boot, tb_rng *rng,
                        tb_summary *out, tb_error *err);
 
@@ -111,7 +131,7 @@ typedef enum tb_verdict {
     TB_VERDICT_NOT_SIGNIFICANT = 0,      /* the interval contains 0.5: need more runs */
     TB_VERDICT_NO_MEANINGFUL_DIFFERENCE, /* significant, but within [1 - gamma, gamma] */
     TB_VERDICT_A_BETTER,                 /* CI_min > 0.5 and CI_max > gamma */
-    TB_VERDICT_B_BETTER,                 /* CI_max < 0.5 and CI_min < 1 - gamma */
+    TB_VERDICT_B_BETTER,                 /* CI_max < 0.5 and 1 - CI_min > gamma */
 } tb_verdict;
 
 /* Stable short name of a verdict ("a_better", "b_better", "no_meaningful_difference",
@@ -121,22 +141,21 @@ const char *tb_verdict_name(tb_verdict verdict);
 typedef struct tb_pab_options {
     tb_direction direction;
     tb_ties ties;
-    int resamples; /* K bootstrap resamples of the N pairs, at least 100; default 1000 */
-    double alpha;  /* interval level 1 - alpha and test size, in (0, 1); default 0.05 */
-    double beta;   /* 1 - power, for the Noether sample size advice, in (0, 1); default 0.05 */
-    double gamma;  /* the smallest meaningful P(A>B), in (0.5, 1); default 0.75 */
+    double alpha; /* interval level 1 - alpha and two-sided test size, in (0, 1); default 0.05 */
+    double beta;  /* 1 - power, for the runs-needed advice, in (0, 1); default 0.05 */
+    double gamma; /* the smallest meaningful P(A>B), in (0.5, 1); default 0.75 */
 } tb_pab_options;
 
-/* Higher is better, ties as 1/2, K = 1000, alpha = beta = 0.05, gamma = 0.75. */
+/* Higher is better, ties as 1/2, alpha = beta = 0.05, gamma = 0.75. */
 tb_pab_options tb_pab_options_default(void);
 
 typedef struct tb_pab_result {
     int64_t n;                  /* pairs compared */
     int64_t wins, ties, losses; /* pairs where A was better, equal, worse */
     double p;                   /* the estimate p_hat = (wins + ties/2) / n (or wins / n) */
-    tb_interval ci;             /* percentile bootstrap interval at level 1 - alpha */
+    tb_interval ci;             /* exact (Clopper-Pearson) interval at level 1 - alpha */
     tb_verdict verdict;         /* tb_pab_decide(ci, gamma) */
-    int64_t runs_needed;        /* Noether's N for (alpha, beta, gamma) */
+    int64_t runs_needed;        /* tb_sign_test_sample_size(alpha, beta, gamma) */
     int64_t more_runs;          /* max(0, runs_needed - n) */
     double alpha, beta, gamma;  /* as used */
 } tb_pab_result;
@@ -150,41 +169,51 @@ tb_status tb_pab_estimate(const double *a, const double *b, int64_t n, tb_direct
                           tb_error *err);
 
 /* P(A>B) from paired results: a[i] and b[i] come from runs that share every seed (split,
- * init, data order, ...). Computes p_hat, resamples the n pairs with replacement K times
- * (drawing K * n indices from rng) for the percentile interval, applies the decision rule and
- * Noether's formula. Fails with TB_ERR_INVALID for the reasons of tb_pab_estimate or an
- * option out of range (named); TB_ERR_NOMEM on allocation failure. */
+ * init, data order, ...). Computes p_hat and the exact Clopper-Pearson interval at level
+ * 1 - alpha for x = wins + ties/2 (ties count 0 under TB_TIES_STRICT) out of n:
+ * [BetaInv(alpha/2; x, n-x+1), BetaInv(1-alpha/2; x+1, n-x)] (0 for x = 0, 1 for x = n). Its
+ * excluding 0.5 is the exact two-sided sign test at size alpha: with every pair a win, 5
+ * pairs are never significant at alpha = 0.05 and 6 are. Then applies the decision rule and
+ * tb_sign_test_sample_size. Deterministic (no resampling). Fails with TB_ERR_INVALID for the
+ * reasons of tb_pab_estimate or an option out of range (named). */
 tb_status tb_pab_paired(const double *a, const double *b, int64_t n, const tb_pab_options *opts,
-                        tb_rng *rng, tb_pab_result *out, tb_error *err);
+                        tb_pab_result *out, tb_error *err);
 
 /* P(A>B) from unpaired results (runs that share no seeds): both samples are shuffled with rng
  * and the first m = min(na, nb) of each are paired (the extra runs of the larger sample are
- * left out, so the result depends on the rng), then as tb_pab_paired with the same rng.
- * Errors as tb_pab_paired (na, nb >= 1). */
+ * left out, so the result depends on the rng), then as tb_pab_paired. Errors as
+ * tb_pab_paired (na, nb >= 1, rng non-NULL); TB_ERR_NOMEM on allocation failure. */
 tb_status tb_pab_unpaired(const double *a, int64_t na, const double *b, int64_t nb,
                           const tb_pab_options *opts, tb_rng *rng, tb_pab_result *out,
                           tb_error *err);
 
 /* The decision rule (Bouthillier et al. 2021, appendix C), in this order:
  *   CI_min > 0.5:  CI_max > gamma      -> A better,  else no meaningful difference;
- *   CI_max < 0.5:  CI_min < 1 - gamma  -> B better,  else no meaningful difference;
+ *   CI_max < 0.5:  1 - CI_min > gamma  -> B better,  else no meaningful difference;
  *   otherwise (0.5 inside the interval) -> not significant.
- * Pure function; ci and gamma are not validated. */
+ * B's test is written 1 - CI_min > gamma (not CI_min < 1 - gamma, which rounds: 1 - 0.7 is
+ * 0.30000000000000004), so the interval [1 - hi, 1 - lo] of the swapped comparison gets the
+ * swapped verdict. Pure function; ci and gamma are not validated. */
 tb_verdict tb_pab_decide(tb_interval ci, double gamma);
 
 /* Writes one human sentence about r into buf (at most cap bytes, always NUL-terminated when
- * cap > 0), e.g. "adamw better than sgd: P(A>B) = 0.83, 95% CI [0.71, 0.93], 30 pairs" or
- * "not significant: need about 19 more runs (29 in all, Noether) ...". name_a / name_b may be
+ * cap > 0), e.g. "adamw better than sgd: P(A>B) = 0.83, 95% CI [0.65, 0.94], 30 pairs" or
+ * "not significant: need about 39 more pairs (49 in all ...) ...". name_a / name_b may be
  * NULL ("A", "B"). Returns the length the full sentence needs (as snprintf). */
 int tb_pab_describe(const tb_pab_result *r, const char *name_a, const char *name_b, char *buf,
                     size_t cap);
 
-/* Noether's sample size for the one-sided test of P(A>B) = 0.5 against P(A>B) = gamma:
- * N = ceil((Phi^-1(1 - alpha) + Phi^-1(1 - beta))^2 / (6 (gamma - 1/2)^2)); 29 for
- * alpha = beta = 0.05, gamma = 0.75. Fails with TB_ERR_INVALID naming alpha or beta outside
- * (0, 1) or gamma outside (0.5, 1). */
-tb_status tb_noether_sample_size(double alpha, double beta, double gamma, int64_t *n,
-                                 tb_error *err);
+/* The number of pairs the decision rule needs: the smallest n at which the exact two-sided
+ * sign test at size alpha (the Clopper-Pearson interval of tb_pab_paired excluding 0.5) has
+ * power >= 1 - beta when the true P(A>B) is gamma and no pair ties. With c_n the smallest count
+ * whose interval's lower end exceeds 0.5, power(n) = P(Bin(n, gamma) >= c_n). 49 for
+ * alpha = beta = 0.05, gamma = 0.75 (the normal approximation says 46). Power is a sawtooth
+ * in n, so a few larger n fall just short of 1 - beta (50 and 53 here). Fails with
+ * TB_ERR_INVALID naming alpha or beta outside (0, 1), gamma outside (0.5, 1), or a gamma so
+ * close to 0.5 that more than TB_SIGN_TEST_MAX_PAIRS pairs would be needed. */
+#define TB_SIGN_TEST_MAX_PAIRS 100000
+tb_status tb_sign_test_sample_size(double alpha, double beta, double gamma, int64_t *n,
+                                   tb_error *err);
 
 /* ---- variance by source of variation ------------------------------------------------------- */
 
@@ -201,19 +230,19 @@ typedef struct tb_variance_row {
     const char *name; /* borrowed from the group */
     int64_t n;
     double mean, std;   /* sample mean and std (n - 1) */
-    tb_interval std_ci; /* percentile bootstrap interval of std */
+    tb_interval std_ci; /* chi-square interval of std (tb_std_interval: assumes normality) */
     double std_share;   /* std / std of the reference group ("all"); NaN without one */
     double var_share;   /* variance / variance of the reference group; NaN without one */
 } tb_variance_row;
 
-/* One row per group (out[0..n_groups), caller-allocated), each with its std, bootstrap
- * interval (groups in order, one rng) and share relative to the group named `reference`
- * (NULL means "all"); if no group has that name the shares are NaN. Fails with TB_ERR_INVALID
- * for n_groups < 1, a group with a NULL name, n < 2 or a non-finite value (named by group and
- * index), or bad bootstrap options. */
+/* One row per group (out[0..n_groups), caller-allocated), each with its std, its chi-square
+ * interval at level 1 - alpha (tb_std_interval) and its share relative to the group named
+ * `reference` (NULL means "all"); if no group has that name the shares are NaN. Fails with
+ * TB_ERR_INVALID for n_groups < 1, a group with a NULL name, n < 2 or a non-finite value
+ * (named by group and index), or alpha outside (0, 1). */
 tb_status tb_variance_decompose(const tb_variation_group *groups, int n_groups,
-                                const char *reference, const tb_bootstrap_options *boot,
-                                tb_rng *rng, tb_variance_row *out, tb_error *err);
+                                const char *reference, double alpha, tb_variance_row *out,
+                                tb_error *err);
 
 /* A gap between two algorithms measured against one source's std. */
 typedef struct tb_gap_row {

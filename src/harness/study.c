@@ -174,9 +174,7 @@ tb_status tb_variance_study_run(const tb_variance_study_config *cfg, tb_variance
         }
         groups[g] = (tb_variation_group){out->names[g], out->values[g], out->n_values[g]};
     }
-    tb_bootstrap_options boot = tb_bootstrap_options_default();
-    tb_rng rng = tb_rng_make(cfg->seed, TB_STREAM_HPARAM + 100);
-    st = tb_variance_decompose(groups, n_groups, "all", &boot, &rng, out->rows, err);
+    st = tb_variance_decompose(groups, n_groups, "all", 0.05, out->rows, err);
     if (st != TB_OK) tb_variance_study_free(out);
     return st;
 }
@@ -346,7 +344,6 @@ tb_status tb_compare_run(const tb_compare_config *cfg, tb_compare_result *out, t
     }
     tb_pab_options opts = cfg->pab;
     opts.direction = TB_LOWER_IS_BETTER;
-    tb_rng rng = tb_rng_make(cfg->seed, TB_STREAM_HPARAM + 101);
     /* summaries need finite values (time to target may be +inf: a miss) */
     bool finite = true;
     for (int64_t i = 0; i < out->n; i++) finite &= isfinite(out->a[i]) && isfinite(out->b[i]);
@@ -358,7 +355,7 @@ tb_status tb_compare_run(const tb_compare_config *cfg, tb_compare_result *out, t
         out->summary_a.std = out->summary_b.std = NAN;
         out->summary_a.median = out->summary_b.median = NAN;
     }
-    if (st == TB_OK) st = tb_pab_paired(out->a, out->b, out->n, &opts, &rng, &out->pab, err);
+    if (st == TB_OK) st = tb_pab_paired(out->a, out->b, out->n, &opts, &out->pab, err);
     if (st != TB_OK) tb_compare_result_free(out);
     return st;
 }

@@ -1,4 +1,4 @@
-/* normal.c: the standard normal CDF and quantile, and Noether's sample size for P(A>B).
+/* normal.c: the standard normal CDF and quantile.
  *
  * The quantile starts from the rational approximation of Abramowitz and Stegun 26.2.23
  * (absolute error below 4.5e-4) and refines it with Halley steps on f(x) = Phi(x) - p, whose
@@ -52,31 +52,5 @@ tb_status tb_normal_quantile_checked(double p, double *out, tb_error *err)
     if (!(p > 0.0 && p < 1.0))
         return tb_fail(err, TB_ERR_INVALID, "normal quantile: probability %g is outside (0, 1)", p);
     *out = tb_normal_quantile(p);
-    return TB_OK;
-}
-
-tb_status tb_noether_sample_size(double alpha, double beta, double gamma, int64_t *n, tb_error *err)
-{
-    if (!(alpha > 0.0 && alpha < 1.0))
-        return tb_fail(err, TB_ERR_INVALID, "sample size: alpha %g (test size) is outside (0, 1)",
-                       alpha);
-    if (!(beta > 0.0 && beta < 1.0))
-        return tb_fail(err, TB_ERR_INVALID, "sample size: beta %g (1 - power) is outside (0, 1)",
-                       beta);
-    if (!(gamma > 0.5 && gamma < 1.0))
-        return tb_fail(err, TB_ERR_INVALID,
-                       "sample size: gamma %g (smallest meaningful P(A>B)) is outside (0.5, 1)",
-                       gamma);
-    double z = tb_normal_quantile(1.0 - alpha) + tb_normal_quantile(1.0 - beta);
-    double d = gamma - 0.5;
-    double size = z * z / (6.0 * d * d);
-    /* Large alpha + beta can make z <= 0 (no runs needed beyond one); a tiny relative slack
-     * keeps an exact integer from rounding up through floating-point noise. */
-    double up = ceil(size * (1.0 - 1e-12));
-    if (z <= 0.0 || up < 1.0) up = 1.0;
-    if (up > 1e15)
-        return tb_fail(err, TB_ERR_INVALID,
-                       "sample size: gamma %g is too close to 0.5 (%.3g runs needed)", gamma, size);
-    *n = (int64_t)up;
     return TB_OK;
 }

@@ -1,6 +1,6 @@
 /* pab.c: P(A>B), the probability that algorithm A outperforms algorithm B, from paired or
- * randomly paired runs; its percentile-bootstrap interval; the decision rule and Noether's
- * sample-size advice (Bouthillier et al., MLSys 2021). */
+ * randomly paired runs; its exact (Clopper-Pearson) interval; the decision rule (Bouthillier
+ * et al., MLSys 2021) and the number of pairs the exact sign test needs for a given power. */
 #include "stats_impl.h"
 
 #include <math.h>
@@ -27,7 +27,6 @@ tb_pab_options tb_pab_options_default(void)
     tb_pab_options o = {
         .direction = TB_HIGHER_IS_BETTER,
         .ties = TB_TIES_HALF,
-        .resamples = 1000,
         .alpha = 0.05,
         .beta = 0.05,
         .gamma = 0.75,
@@ -90,17 +89,13 @@ tb_status tb_pab_estimate(const double *a, const double *b, int64_t n, tb_direct
 static tb_status check_options(const tb_pab_options *o, tb_error *err)
 {
     if (!o) return tb_fail(err, TB_ERR_INVALID, "P(A>B): no options given");
-    if (o->resamples < 100)
-        return tb_fail(err, TB_ERR_INVALID,
-                       "P(A>B): %d bootstrap resamples is too few (need at least 100; 1000 "
-                       "recommended)",
-                       o->resamples);
     if (!(o->alpha > 0.0 && o->alpha < 1.0))
         return tb_fail(err, TB_ERR_INVALID, "P(A>B): alpha %g is outside (0, 1)", o->alpha);
     if (!(o->beta > 0.0 && o->beta < 1.0))
         return tb_fail(err, TB_ERR_INVALID, "P(A>B): beta %g is outside (0, 1)", o->beta);
     if (!(o->gamma > 0.5 && o->gamma < 1.0))
-        return tb_fail(err, TB_ERR_INVALID, "P(A>B): gamma %g is outside (0.5, 1)", o->gamma);
+        return tb_fail(err, TB_ERR_INVALID, "P(A>B): gamma %.17g is outside (0.5, 1)",
+                       o->gamma);
     return TB_OK;
 }
 
@@ -109,48 +104,28 @@ tb_verdict tb_pab_decide(tb_interval ci, double gamma)
     if (ci.lo > 0.5)
         return ci.hi > gamma ? TB_VERDICT_A_BETTER : TB_VERDICT_NO_MEANINGFUL_DIFFERENCE;
     if (ci.hi < 0.5)
-        return ci.lo < 1.0 - gamma ? TB_VERDICT_B_BETTER : TB_VERDICT_NO_MEANINGFUL_DIFFERENCE;
+        return 1.0 - ci.lo > gamma ? TB_VERDICT_B_BETTER : TB_VERDICT_NO_MEANINGFUL_DIFFERENCE;
     return TB_VERDICT_NOT_SIGNIFICANT;
 }
 
 tb_status tb_pab_paired(const double *a, const double *b, int64_t n, const tb_pab_options *opts,
-                        tb_rng *rng, tb_pab_result *out, tb_error *err)
+                        tb_pab_result *out, tb_error *err)
 {
     tb_status st = check_options(opts, err);
     if (st != TB_OK) return st;
-    if (!rng) return tb_fail(err, TB_ERR_INVALID, "P(A>B): no rng given for the bootstrap");
     tb_pab_result r = {0};
     st = tb_pab_estimate(a, b, n, opts->direction, opts->ties, &r.p, &r.wins, &r.ties, &r.losses,
                          err);
     if (st != TB_OK) return st;
-
-    int64_t k = opts->resamples;
-    double *score = malloc((size_t)n * sizeof(double));
-    double *reps = malloc((size_t)k * sizeof(double));
-    if (!score || !reps) {
-        free(score);
-        free(reps);
-        return tb_fail(err, TB_ERR_NOMEM, "P(A>B): cannot allocate %lld + %lld values",
-                       (long long)n, (long long)k);
-    }
-    for (int64_t i = 0; i < n; i++)
-        score[i] = pair_score(a[i], b[i], opts->direction, opts->ties);
-    for (int64_t rep = 0; rep < k; rep++) {
-        double s = 0.0;
-        for (int64_t i = 0; i < n; i++)
-            s += score[tb_rng_below(rng, (uint64_t)n)];
-        reps[rep] = s / (double)n;
-    }
+    /* x = n p_hat, counted from the integers so that no rounding creeps in */
+    double x = (double)r.wins + (opts->ties == TB_TIES_HALF ? 0.5 * (double)r.ties : 0.0);
     r.n = n;
-    r.ci = tb_stats_percentile_interval(reps, k, opts->alpha);
-    free(score);
-    free(reps);
-
+    r.ci = tb_stats_clopper_pearson(x, n, opts->alpha);
     r.alpha = opts->alpha;
     r.beta = opts->beta;
     r.gamma = opts->gamma;
     r.verdict = tb_pab_decide(r.ci, opts->gamma);
-    st = tb_noether_sample_size(opts->alpha, opts->beta, opts->gamma, &r.runs_needed, err);
+    st = tb_sign_test_sample_size(opts->alpha, opts->beta, opts->gamma, &r.runs_needed, err);
     if (st != TB_OK) {
         tb_error_prefix(err, "P(A>B)");
         return st;
@@ -158,6 +133,65 @@ tb_status tb_pab_paired(const double *a, const double *b, int64_t n, const tb_pa
     r.more_runs = r.runs_needed > n ? r.runs_needed - n : 0;
     *out = r;
     return TB_OK;
+}
+
+/* The smallest count c whose Clopper-Pearson lower end exceeds 0.5 out of n (n + 1 if none):
+ * by the duality of the interval and the test, lower(c) > 0.5 exactly when
+ * P(Bin(n, 1/2) >= c) < alpha / 2. The tail falls as c grows, so a binary search finds it. */
+static int64_t critical_count(int64_t n, double alpha)
+{
+    int64_t lo = 0, hi = n + 1; /* tail(lo) >= alpha/2 (tail(0) = 1); hi: the answer or past */
+    while (hi - lo > 1) {
+        int64_t mid = lo + (hi - lo) / 2;
+        if (tb_stats_binomial_upper_tail(n, (double)mid, 0.5) < 0.5 * alpha)
+            hi = mid;
+        else
+            lo = mid;
+    }
+    return hi;
+}
+
+tb_status tb_sign_test_sample_size(double alpha, double beta, double gamma, int64_t *n,
+                                   tb_error *err)
+{
+    if (!(alpha > 0.0 && alpha < 1.0))
+        return tb_fail(err, TB_ERR_INVALID, "runs needed: alpha %g (test size) is outside (0, 1)",
+                       alpha);
+    if (!(beta > 0.0 && beta < 1.0))
+        return tb_fail(err, TB_ERR_INVALID, "runs needed: beta %g (1 - power) is outside (0, 1)",
+                       beta);
+    if (!(gamma > 0.5 && gamma < 1.0))
+        return tb_fail(err, TB_ERR_INVALID,
+                       "runs needed: gamma %.17g (smallest meaningful P(A>B)) is outside (0.5, 1)",
+                       gamma);
+    /* The normal approximation of the sign test's power, N = ((z_{1-alpha/2} / 2 +
+     * z_{1-beta} sqrt(gamma (1 - gamma))) / (gamma - 1/2))^2, sizes the search. */
+    double z = 0.5 * tb_normal_quantile(1.0 - 0.5 * alpha) +
+               tb_normal_quantile(1.0 - beta) * sqrt(gamma * (1.0 - gamma));
+    double approx = z > 0.0 ? (z / (gamma - 0.5)) * (z / (gamma - 0.5)) : 1.0;
+    if (!(approx <= 0.9 * TB_SIGN_TEST_MAX_PAIRS))
+        return tb_fail(err, TB_ERR_INVALID,
+                       "runs needed: gamma %.17g is too close to 0.5: the sign test would need "
+                       "about %.3g pairs (more than %d)",
+                       gamma, approx, TB_SIGN_TEST_MAX_PAIRS);
+    /* The exact power is a sawtooth around the approximation and below it for small n, so the
+     * scan starts well below N: at n = N / 2 the approximate power is Phi(z_{1-beta}/sqrt 2 -
+     * 0.29 z_{1-alpha/2} / (2 sigma)), under 1 - beta by a wide margin when beta <= 1/2; for a
+     * larger beta it starts at 1. Going up, the critical count grows by 0 or 1 per pair. */
+    int64_t start = beta <= 0.5 ? (int64_t)floor(0.5 * approx) : 1;
+    if (start < 1) start = 1;
+    int64_t c = critical_count(start, alpha);
+    for (int64_t m = start; m <= TB_SIGN_TEST_MAX_PAIRS; m++) {
+        if (m > start && tb_stats_binomial_upper_tail(m, (double)c, 0.5) >= 0.5 * alpha) c++;
+        if (c <= m && tb_stats_binomial_upper_tail(m, (double)c, gamma) >= 1.0 - beta) {
+            *n = m;
+            return TB_OK;
+        }
+    }
+    return tb_fail(err, TB_ERR_INVALID,
+                   "runs needed: gamma %.17g is too close to 0.5: the sign test would need more "
+                   "than %d pairs",
+                   gamma, TB_SIGN_TEST_MAX_PAIRS);
 }
 
 tb_status tb_pab_unpaired(const double *a, int64_t na, const double *b, int64_t nb,
@@ -195,7 +229,7 @@ tb_status tb_pab_unpaired(const double *a, int64_t na, const double *b, int64_t 
         pa[i] = a[ia[i]];
         pb[i] = b[ib[i]];
     }
-    st = tb_pab_paired(pa, pb, m, opts, rng, out, err);
+    st = tb_pab_paired(pa, pb, m, opts, out, err);
 done:
     free(ia);
     free(ib);
@@ -225,13 +259,16 @@ int tb_pab_describe(const tb_pab_result *r, const char *name_a, const char *name
     default:
         if (r->more_runs > 0)
             return snprintf(buf, cap,
-                            "not significant: need about %lld more runs (%lld pairs in all, "
-                            "Noether, to detect P >= %g with alpha = %g, beta = %g): %s",
-                            (long long)r->more_runs, (long long)r->runs_needed, r->gamma, r->alpha,
-                            r->beta, tail);
+                            "not significant: need about %lld more pairs (%lld in all: the "
+                            "exact sign test at alpha = %g then detects P >= %g with power "
+                            "%g): %s",
+                            (long long)r->more_runs, (long long)r->runs_needed, r->alpha,
+                            r->gamma, 1.0 - r->beta, tail);
         return snprintf(buf, cap,
-                        "not significant with %lld pairs, already Noether's %lld for P >= %g: "
-                        "any difference is likely smaller than that: %s",
-                        (long long)r->n, (long long)r->runs_needed, r->gamma, tail);
+                        "not significant with %lld pairs, already the %lld the sign test needs "
+                        "to detect P >= %g with power %g: any difference is likely smaller "
+                        "than that: %s",
+                        (long long)r->n, (long long)r->runs_needed, r->gamma, 1.0 - r->beta,
+                        tail);
     }
 }

@@ -1,4 +1,5 @@
-/* summary.c: type-7 quantiles, sample summaries and percentile-bootstrap intervals. */
+/* summary.c: type-7 quantiles, sample summaries, the normal-theory intervals of a mean
+ * (Student t) and of a standard deviation (chi-square), and percentile-bootstrap intervals. */
 #include "stats_impl.h"
 
 #include <math.h>
@@ -41,15 +42,24 @@ void tb_stats_sort(double *x, int64_t n)
 
 void tb_stats_mean_std(const double *x, int64_t n, double *mean, double *std)
 {
+    /* Work on x / 2^e with 2^e near max |x|: dividing by a power of two is exact, and the sum
+     * and the squares then stay far from overflow even for values near 1e308. */
+    double big = 0.0;
+    for (int64_t i = 0; i < n; i++)
+        if (fabs(x[i]) > big) big = fabs(x[i]);
+    int e = 0;
+    if (big > 0.0 && isfinite(big)) frexp(big, &e);
     double s = 0.0;
     for (int64_t i = 0; i < n; i++)
-        s += x[i];
+        s += ldexp(x[i], -e);
     double m = s / (double)n;
     double ss = 0.0;
-    for (int64_t i = 0; i < n; i++)
-        ss += (x[i] - m) * (x[i] - m);
-    *mean = m;
-    *std = n > 1 ? sqrt(ss / (double)(n - 1)) : 0.0;
+    for (int64_t i = 0; i < n; i++) {
+        double d = ldexp(x[i], -e) - m;
+        ss += d * d;
+    }
+    *mean = ldexp(m, e);
+    *std = n > 1 ? ldexp(sqrt(ss / (double)(n - 1)), e) : 0.0;
 }
 
 tb_interval tb_stats_percentile_interval(double *replicates, int64_t k, double alpha)
@@ -90,6 +100,46 @@ tb_status tb_quantile(const double *x, int64_t n, double p, double *out, tb_erro
     return TB_OK;
 }
 
+/* ---- normal-theory intervals ----------------------------------------------------------------- */
+
+static tb_status check_interval_input(const double *x, int64_t n, double alpha, const char *what,
+                                      tb_error *err)
+{
+    if (n < 2)
+        return tb_fail(err, TB_ERR_INVALID, "%s interval: %lld values (need at least 2)", what,
+                       (long long)n);
+    if (!(alpha > 0.0 && alpha < 1.0))
+        return tb_fail(err, TB_ERR_INVALID, "%s interval: alpha %g is outside (0, 1)", what,
+                       alpha);
+    return tb_stats_check_finite(x, n, what, err);
+}
+
+tb_status tb_mean_interval(const double *x, int64_t n, double alpha, tb_interval *ci,
+                           tb_error *err)
+{
+    tb_status st = check_interval_input(x, n, alpha, "mean", err);
+    if (st != TB_OK) return st;
+    double mean, std;
+    tb_stats_mean_std(x, n, &mean, &std);
+    double half = tb_stats_t_quantile(1.0 - 0.5 * alpha, (double)(n - 1)) * std / sqrt((double)n);
+    *ci = (tb_interval){mean - half, mean + half};
+    return TB_OK;
+}
+
+tb_status tb_std_interval(const double *x, int64_t n, double alpha, tb_interval *ci,
+                          tb_error *err)
+{
+    tb_status st = check_interval_input(x, n, alpha, "std", err);
+    if (st != TB_OK) return st;
+    double mean, std;
+    tb_stats_mean_std(x, n, &mean, &std);
+    /* (n - 1) s^2 / sigma^2 ~ chi2(n - 1) for a normal sample */
+    double df = (double)(n - 1);
+    *ci = (tb_interval){std * sqrt(df / tb_stats_chi2_quantile(1.0 - 0.5 * alpha, df)),
+                        std * sqrt(df / tb_stats_chi2_quantile(0.5 * alpha, df))};
+    return TB_OK;
+}
+
 /* ---- bootstrap ------------------------------------------------------------------------------- */
 
 tb_bootstrap_options tb_bootstrap_options_default(void)
@@ -101,47 +151,31 @@ tb_bootstrap_options tb_bootstrap_options_default(void)
 /* The statistic of x[0..n); x may be reordered (median sorts it). */
 static double statistic(double *x, int64_t n, tb_statistic stat)
 {
-    double mean, std;
-    switch (stat) {
-    case TB_STAT_MEDIAN:
+    if (stat == TB_STAT_MEDIAN) {
         tb_stats_sort(x, n);
         return tb_quantile_sorted(x, n, 0.5);
-    case TB_STAT_STD:
-        tb_stats_mean_std(x, n, &mean, &std);
-        return std;
-    case TB_STAT_MEAN:
-    default:
-        tb_stats_mean_std(x, n, &mean, &std);
-        return mean;
     }
-}
-
-static const char *stat_name(tb_statistic stat)
-{
-    switch (stat) {
-    case TB_STAT_MEAN:
-        return "mean";
-    case TB_STAT_MEDIAN:
-        return "median";
-    case TB_STAT_STD:
-        return "std";
-    }
-    return "?";
+    double mean, std;
+    tb_stats_mean_std(x, n, &mean, &std);
+    return mean;
 }
 
 tb_status tb_bootstrap_ci(const double *x, int64_t n, tb_statistic stat,
                           const tb_bootstrap_options *opts, tb_rng *rng, tb_interval *ci,
                           tb_error *err)
 {
-    if ((int)stat < TB_STAT_MEAN || stat > TB_STAT_STD)
-        return tb_fail(err, TB_ERR_INVALID, "bootstrap: unknown statistic %d", (int)stat);
-    int64_t need = stat == TB_STAT_STD ? 2 : 1;
-    if (n < need)
-        return tb_fail(err, TB_ERR_INVALID, "bootstrap %s: %lld values (need at least %lld)",
-                       stat_name(stat), (long long)n, (long long)need);
+    if (stat != TB_STAT_MEAN && stat != TB_STAT_MEDIAN)
+        return tb_fail(err, TB_ERR_INVALID,
+                       "bootstrap: unknown statistic %d (mean or median; tb_std_interval gives "
+                       "the interval of a std)",
+                       (int)stat);
+    const char *name = stat == TB_STAT_MEAN ? "mean" : "median";
+    if (n < 1)
+        return tb_fail(err, TB_ERR_INVALID, "bootstrap %s: %lld values (need at least 1)", name,
+                       (long long)n);
     tb_status st = tb_stats_check_bootstrap(opts, err);
     if (st != TB_OK) return st;
-    if (!rng) return tb_fail(err, TB_ERR_INVALID, "bootstrap %s: no rng given", stat_name(stat));
+    if (!rng) return tb_fail(err, TB_ERR_INVALID, "bootstrap %s: no rng given", name);
     st = tb_stats_check_finite(x, n, "bootstrap sample", err);
     if (st != TB_OK) return st;
 
@@ -198,7 +232,7 @@ tb_status tb_summarize(const double *x, int64_t n, const tb_bootstrap_options *b
     r.mean_ci = r.median_ci = (tb_interval){NAN, NAN};
     free(s);
     if (boot) {
-        st = tb_bootstrap_ci(x, n, TB_STAT_MEAN, boot, rng, &r.mean_ci, err);
+        if (n >= 2) st = tb_mean_interval(x, n, boot->alpha, &r.mean_ci, err);
         if (st == TB_OK) st = tb_bootstrap_ci(x, n, TB_STAT_MEDIAN, boot, rng, &r.median_ci, err);
         if (st != TB_OK) {
             tb_error_prefix(err, "summary");

@@ -1,24 +1,21 @@
 /* variance.c: how much each source of variation (init, data order, split, dropout, ...) moves
- * a result, with bootstrap intervals, its share of the total, and a gap between two
- * algorithms measured in those units (Bouthillier et al., MLSys 2021, section 3). */
+ * a result, with chi-square intervals of each std, its share of the total, and a gap between
+ * two algorithms measured in those units (Bouthillier et al., MLSys 2021, section 3). */
 #include "stats_impl.h"
 
 #include <math.h>
 #include <string.h>
 
 tb_status tb_variance_decompose(const tb_variation_group *groups, int n_groups,
-                                const char *reference, const tb_bootstrap_options *boot,
-                                tb_rng *rng, tb_variance_row *out, tb_error *err)
+                                const char *reference, double alpha, tb_variance_row *out,
+                                tb_error *err)
 {
     if (n_groups < 1 || !groups)
         return tb_fail(err, TB_ERR_INVALID, "variance: no groups of results (%d)", n_groups);
     if (!reference) reference = "all";
-    tb_status st = tb_stats_check_bootstrap(boot, err);
-    if (st != TB_OK) {
-        tb_error_prefix(err, "variance");
-        return st;
-    }
-    if (!rng) return tb_fail(err, TB_ERR_INVALID, "variance: no rng given for the bootstrap");
+    if (!(alpha > 0.0 && alpha < 1.0))
+        return tb_fail(err, TB_ERR_INVALID, "variance: alpha %g is outside (0, 1)", alpha);
+    tb_status st = TB_OK;
     for (int g = 0; g < n_groups; g++) {
         const tb_variation_group *grp = &groups[g];
         if (!grp->name) return tb_fail(err, TB_ERR_INVALID, "variance: group %d has no name", g);
@@ -41,8 +38,7 @@ tb_status tb_variance_decompose(const tb_variation_group *groups, int n_groups,
         row->name = groups[g].name;
         row->n = groups[g].n;
         tb_stats_mean_std(groups[g].values, groups[g].n, &row->mean, &row->std);
-        st = tb_bootstrap_ci(groups[g].values, groups[g].n, TB_STAT_STD, boot, rng, &row->std_ci,
-                             err);
+        st = tb_std_interval(groups[g].values, groups[g].n, alpha, &row->std_ci, err);
         if (st != TB_OK) {
             tb_error_prefix(err, "variance of '%s'", groups[g].name);
             return st;
