@@ -59,6 +59,63 @@ static void test_compare_identical_sides_tie(void)
     CHECK_FAILS(tb_compare_run(&c, &r, &err), TB_ERR_INVALID, &err, "at least 2 pairs");
 }
 
+static void count_run(void *user, const char *group, int index, int total,
+                      const tb_train_result *r, const tb_error *err)
+{
+    (void)group, (void)index, (void)total, (void)r, (void)err;
+    (*(int *)user)++;
+}
+
+static void test_compare_divergence_and_errors(void)
+{
+    /* B diverges in every pair (sgd at learning rate 1e5: NaN loss by step 3). Each divergence
+     * loses its pair instead of removing it, so A wins all of them; the old code dropped the
+     * pairs and failed with "only 0 pairs finished". */
+    tb_compare_config c = {0};
+    c.a = short_run("adamw");
+    c.b = short_run("sgd");
+    tb_hparams_set(&c.b.hparams, "learning_rate", 1e5, NULL);
+    c.pairs = 2;
+    c.seed = 2;
+    c.pab = tb_pab_options_default();
+    tb_compare_result r;
+    tb_error err = {0};
+    CHECK_OK(tb_compare_run(&c, &r, &err), &err);
+    CHECK(r.n == 2 && r.failed_a == 0 && r.failed_b == 2 && r.pab.wins == 2);
+    CHECK(isinf(r.b[0]) && isfinite(r.a[0]));
+    CHECK(r.summary_a.n == 2 && r.summary_b.n == 0 && isnan(r.summary_b.mean));
+    CHECK(r.pab.verdict == TB_VERDICT_NOT_SIGNIFICANT); /* 2 of 2: too few pairs to tell */
+    tb_compare_result_free(&r);
+    /* Both sides always diverge: nothing to compare. */
+    c.a = c.b;
+    CHECK_FAILS(tb_compare_run(&c, &r, &err), TB_ERR_NUMERIC, &err, "every run diverged");
+
+    /* Configuration errors of either side fail before any training. */
+    int runs = 0;
+    c.a = short_run("adamw");
+    c.b = short_run("sgdd");
+    c.on_run = count_run;
+    c.user = &runs;
+    CHECK_FAILS(tb_compare_run(&c, &r, &err), TB_ERR_INVALID, &err,
+                "side B: unknown algorithm 'sgdd'");
+    c.b = short_run("sgd");
+    tb_hparams_set(&c.b.hparams, "momentun", 0.9, NULL);
+    CHECK_FAILS(tb_compare_run(&c, &r, &err), TB_ERR_INVALID, &err, "momentun");
+    c.b = short_run("sgd");
+    c.a.workload = "fmnist_mpl";
+    CHECK_FAILS(tb_compare_run(&c, &r, &err), TB_ERR_INVALID, &err,
+                "side A: unknown workload 'fmnist_mpl'");
+    c.a = short_run("adamw");
+    c.pab.gamma = 0.5 + 1e-9;
+    CHECK_FAILS(tb_compare_run(&c, &r, &err), TB_ERR_INVALID, &err, "too close to 0.5");
+    CHECK(runs == 0);
+    /* Any failure but a divergence stops the study at the run that failed. */
+    c.pab = tb_pab_options_default();
+    c.a.data_dir = c.b.data_dir = "/nonexistent/fashion";
+    CHECK_FAILS(tb_compare_run(&c, &r, &err), TB_ERR_MISSING, &err, "run 1");
+    CHECK(runs == 1);
+}
+
 static void test_search_and_ideal(void)
 {
     const char *space = "{\"learning_rate\": {\"min\": 1e-4, \"max\": 1e-2, \"scaling\": \"log\"}}";
@@ -108,12 +165,26 @@ static void test_variance_study(void)
 
     c.runs = 1;
     CHECK_FAILS(tb_variance_study_run(&c, &s, &err), TB_ERR_INVALID, &err, "at least 2 runs");
+    c.runs = 2;
+    c.n_sources = 2;
+    c.sources[1] = TB_STREAM_INIT;
+    CHECK_FAILS(tb_variance_study_run(&c, &s, &err), TB_ERR_INVALID, &err,
+                "'init' is listed twice");
+    c.n_sources = 1;
+    c.metric = TB_METRIC_TIME_TO_TARGET;
+    CHECK_FAILS(tb_variance_study_run(&c, &s, &err), TB_ERR_INVALID, &err,
+                "cannot use time_to_target");
+    c.metric = TB_METRIC_VALIDATION;
+    c.base.algorithm = "adamax";
+    CHECK_FAILS(tb_variance_study_run(&c, &s, &err), TB_ERR_INVALID, &err,
+                "unknown algorithm 'adamax'");
 }
 
 int main(void)
 {
     test_seeds();
     test_compare_identical_sides_tie();
+    test_compare_divergence_and_errors();
     test_search_and_ideal();
     test_variance_study();
     return tb_test_finish("test_study");

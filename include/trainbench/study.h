@@ -2,7 +2,11 @@
  * variation, and the paired comparison of two training algorithms (Bouthillier et al. 2021).
  *
  * Both run tb_train many times with chosen seeds, collect one metric per run, and hand the
- * numbers to the statistics part (stats.h). Runs that diverge are counted and left out. */
+ * numbers to the statistics part (stats.h). Both check the configuration (workload,
+ * algorithm, hyperparameters) before the first training, and stop at the first run that fails
+ * for any reason but a divergence (TB_ERR_NUMERIC, or a NaN or infinite metric). A variance
+ * study leaves diverged runs out and counts them; a comparison scores a diverged run as the
+ * worst possible result of its side, so it loses its pair (both diverged: a tie). */
 #ifndef TRAINBENCH_STUDY_H
 #define TRAINBENCH_STUDY_H
 
@@ -56,19 +60,26 @@ typedef struct tb_variance_study_config {
 } tb_variance_study_config;
 
 #define TB_STUDY_MAX_GROUPS (TB_STREAM_COUNT + 1)
+/* The level of a variance study's std intervals is 1 - this. */
+#define TB_VARIANCE_STUDY_ALPHA 0.05
 
 typedef struct tb_variance_study {
     int n_groups;                                  /* sources, then "all" last */
     const char *names[TB_STUDY_MAX_GROUPS];
     double *values[TB_STUDY_MAX_GROUPS];           /* finite metric values, owned */
     int64_t n_values[TB_STUDY_MAX_GROUPS];
-    int64_t failed[TB_STUDY_MAX_GROUPS];           /* runs that diverged or failed */
+    int64_t failed[TB_STUDY_MAX_GROUPS];           /* runs that diverged (left out) */
     tb_variance_row rows[TB_STUDY_MAX_GROUPS];     /* std per group, share of "all" */
 } tb_variance_study;
 
 /* For every listed source, `runs` trainings that change only that source's seed; then `runs`
- * trainings that change every seed ("all"). Fills out (free with tb_variance_study_free).
- * Fails if the configuration is invalid or a group keeps fewer than 2 finite results. */
+ * trainings that change every seed ("all"). Fills out (free with tb_variance_study_free); the
+ * std intervals are the chi-square ones at 95% (tb_std_interval, which assumes normal
+ * results). Fails with TB_ERR_INVALID for an invalid configuration (checked before any
+ * training: unknown workload, algorithm or hyperparameter, a source listed twice, or
+ * TB_METRIC_TIME_TO_TARGET, whose misses have no finite time), with the status of the first
+ * run that fails other than by diverging, and with TB_ERR_NUMERIC if a group keeps fewer than
+ * 2 finite results. */
 tb_status tb_variance_study_run(const tb_variance_study_config *config, tb_variance_study *out,
                                 tb_error *err);
 void tb_variance_study_free(tb_variance_study *study);
@@ -98,13 +109,19 @@ typedef struct tb_compare_config {
 typedef struct tb_compare_result {
     tb_hparams best_a, best_b; /* the configurations retrained (the first pair's with ideal) */
     int64_t runs;           /* trainings done in all */
-    int64_t n;              /* pairs where both runs finished */
-    double *a, *b;          /* their metric values, owned */
-    int64_t failed_a, failed_b;
-    tb_summary summary_a, summary_b;
+    int64_t n;              /* pairs (all of them: a diverged run loses its pair) */
+    double *a, *b;          /* their metric values, owned; +inf for a diverged run (and for a
+                               missed target under time_to_target) */
+    int64_t failed_a, failed_b; /* runs of each side that diverged (scored +inf) */
+    tb_summary summary_a, summary_b; /* of each side's finite values (summary.n of them; all
+                                        NaN if none) */
     tb_pab_result pab;      /* P(A better than B) */
 } tb_compare_result;
 
+/* Runs the comparison (see tb_compare_config). Fails with TB_ERR_INVALID for an invalid
+ * configuration of either side (named "side A" or "side B", checked before any training), with
+ * the status of the first run that fails other than by diverging, and with TB_ERR_NUMERIC if
+ * every run of both sides diverged (or, with a single search, every trial of one side). */
 tb_status tb_compare_run(const tb_compare_config *config, tb_compare_result *out, tb_error *err);
 void tb_compare_result_free(tb_compare_result *r);
 

@@ -68,30 +68,34 @@ uint64_t tb_study_seed(uint64_t seed, tb_stream source, int64_t index)
     return tb_rng_u64(&r);
 }
 
-/* One run; returns metric m (NaN if the run failed or diverged) and, if other is not NULL,
- * writes metric `other_m` of the same run to *other. */
-static double run_two(const tb_train_config *cfg, tb_study_metric m, tb_study_metric other_m,
-                      double *other, const char *group, int index, int total,
-                      tb_study_run_fn on_run, void *user)
+/* One run. TB_OK: *value is metric m (finite, or +inf for a missed target) and, if other is
+ * not NULL, *other is metric other_m of the same run (NaN if not finite). TB_ERR_NUMERIC: the
+ * run diverged (tb_train said so, or its metric is NaN or infinite), *value is NaN; the study
+ * goes on. Any other status is a configuration or system error, returned in err with the run
+ * named: the study stops. */
+static tb_status run_two(const tb_train_config *cfg, tb_study_metric m, tb_study_metric other_m,
+                         double *value, double *other, const char *group, int index, int total,
+                         tb_study_run_fn on_run, void *user, tb_error *err)
 {
     tb_train_result r;
     tb_error e = {0};
     tb_status st = tb_train(cfg, &r, &e);
     if (on_run) on_run(user, group, index, total, st == TB_OK ? &r : NULL, st == TB_OK ? NULL : &e);
+    *value = NAN;
     if (other) *other = NAN;
-    if (st != TB_OK) return NAN;
+    if (st == TB_ERR_NUMERIC) return st;
+    if (st != TB_OK) {
+        *err = e;
+        return tb_error_prefix(err, "%s, run %d", group, index);
+    }
     double v = tb_study_metric_value(m, &r);
+    if (isnan(v) || (isinf(v) && m != TB_METRIC_TIME_TO_TARGET)) return TB_ERR_NUMERIC;
+    *value = v;
     if (other) {
         *other = tb_study_metric_value(other_m, &r);
         if (isinf(*other) && other_m != TB_METRIC_TIME_TO_TARGET) *other = NAN;
     }
-    return isinf(v) && m != TB_METRIC_TIME_TO_TARGET ? NAN : v;
-}
-
-static double one_run(const tb_train_config *cfg, tb_study_metric metric, const char *group,
-                      int index, int total, tb_study_run_fn on_run, void *user)
-{
-    return run_two(cfg, metric, metric, NULL, group, index, total, on_run, user);
+    return TB_OK;
 }
 
 /* A search selects on validation, never on test. */
@@ -103,11 +107,28 @@ static tb_study_metric selection_metric(tb_study_metric m)
                                       : m;
 }
 
+/* The checks of a configuration that tb_train would make only after loading data (workload,
+ * algorithm, hyperparameter names and ranges): done before any training, so a typo in B's
+ * algorithm fails at once instead of after A's runs. */
 static tb_status check_base(const tb_train_config *c, tb_error *err)
 {
     if (!c->workload || !c->algorithm)
         return tb_fail(err, TB_ERR_INVALID, "a study needs a workload and an algorithm");
-    return TB_OK;
+    bool known = false;
+    for (int i = 0; i < tb_workload_count() && !known; i++)
+        known = strcmp(tb_workload_info_at(i)->id, c->workload) == 0;
+    if (!known) return tb_fail(err, TB_ERR_INVALID, "unknown workload '%s'", c->workload);
+    const tb_optimizer_info *info = tb_optimizer_find(c->algorithm);
+    if (!info) {
+        char names[512] = "";
+        for (int i = 0; i < tb_optimizer_count(); i++) {
+            strncat(names, i ? ", " : "", sizeof names - strlen(names) - 1);
+            strncat(names, tb_optimizer_info_at(i)->name, sizeof names - strlen(names) - 1);
+        }
+        return tb_fail(err, TB_ERR_INVALID, "unknown algorithm '%s' (known: %s)", c->algorithm,
+                       names);
+    }
+    return tb_hparams_validate(&c->hparams, info->hparams, info->n_hparams, c->algorithm, err);
 }
 
 void tb_variance_study_free(tb_variance_study *s)
@@ -123,12 +144,23 @@ tb_status tb_variance_study_run(const tb_variance_study_config *cfg, tb_variance
     memset(out, 0, sizeof *out);
     tb_status st = check_base(&cfg->base, err);
     if (st != TB_OK) return st;
+    if (cfg->metric == TB_METRIC_TIME_TO_TARGET)
+        return tb_fail(err, TB_ERR_INVALID,
+                       "a variance study cannot use time_to_target: a run that misses the "
+                       "target has no finite time, so a std would describe only the runs that "
+                       "reached it (a paired comparison can use it: there a miss counts as "
+                       "+inf)");
     if (cfg->runs < 2)
         return tb_fail(err, TB_ERR_INVALID, "a variance study needs at least 2 runs per source, "
                        "got %d", cfg->runs);
     if (cfg->n_sources < 0 || cfg->n_sources > TB_STREAM_COUNT)
         return tb_fail(err, TB_ERR_INVALID, "%d sources of variation (at most %d)",
                        cfg->n_sources, TB_STREAM_COUNT);
+    for (int g = 0; g < cfg->n_sources; g++)
+        for (int h = 0; h < g; h++)
+            if (cfg->sources[g] == cfg->sources[h] && tb_stream_name(cfg->sources[g]))
+                return tb_fail(err, TB_ERR_INVALID, "source of variation '%s' is listed twice",
+                               tb_stream_name(cfg->sources[g]));
     tb_train_config base = cfg->base;
     st = tb_study_prepare_config(cfg->metric, &base, err);
     if (st != TB_OK) return st;
@@ -156,25 +188,31 @@ tb_status tb_variance_study_run(const tb_variance_study_config *cfg, tb_variance
                     c.seeds[s] = tb_study_seed(cfg->seed, (tb_stream)s, i + 1);
             else
                 c.seeds[cfg->sources[g]] = tb_study_seed(cfg->seed, cfg->sources[g], i + 1);
-            double v = one_run(&c, cfg->metric, out->names[g], g * cfg->runs + i + 1, total,
-                               cfg->on_run, cfg->user);
-            if (isfinite(v))
+            double v;
+            st = run_two(&c, cfg->metric, cfg->metric, &v, NULL, out->names[g],
+                         g * cfg->runs + i + 1, total, cfg->on_run, cfg->user, err);
+            if (st == TB_OK) {
                 out->values[g][out->n_values[g]++] = v;
-            else
+            } else if (st == TB_ERR_NUMERIC) {
                 out->failed[g]++;
+            } else {
+                tb_variance_study_free(out);
+                return st;
+            }
         }
     }
     tb_variation_group groups[TB_STUDY_MAX_GROUPS];
     for (int g = 0; g < n_groups; g++) {
         if (out->n_values[g] < 2) {
-            st = tb_fail(err, TB_ERR_NUMERIC, "source %s: only %lld of %d runs finished",
+            st = tb_fail(err, TB_ERR_NUMERIC,
+                         "source %s: only %lld of %d runs finished (the others diverged)",
                          out->names[g], (long long)out->n_values[g], cfg->runs);
             tb_variance_study_free(out);
             return st;
         }
         groups[g] = (tb_variation_group){out->names[g], out->values[g], out->n_values[g]};
     }
-    st = tb_variance_decompose(groups, n_groups, "all", 0.05, out->rows, err);
+    st = tb_variance_decompose(groups, n_groups, "all", TB_VARIANCE_STUDY_ALPHA, out->rows, err);
     if (st != TB_OK) tb_variance_study_free(out);
     return st;
 }
@@ -212,7 +250,8 @@ static tb_status draw_points(const tb_compare_config *cfg, const char *name,
 
 /* Trains the `trials` points (given) on the seeds of pair index `pair` (0: the base seeds),
  * selects the best by the validation form of the metric, writes its configuration to best and
- * its reported metric to *best_reported (if not NULL). */
+ * its reported metric to *best_reported (if not NULL). Trials that diverge are passed over;
+ * TB_ERR_NUMERIC if every one did; any other failure of a trial stops the search. */
 static tb_status search(const tb_compare_config *cfg, const tb_train_config *c, const char *name,
                         const tb_hparams *points, int64_t pair, tb_hparams *best,
                         double *best_reported, int64_t *runs, tb_error *err)
@@ -228,18 +267,21 @@ static tb_status search(const tb_compare_config *cfg, const tb_train_config *c, 
             tb_hparams_set(&t.hparams, points[i].names[k], points[i].values[k], NULL);
         for (int s = 0; s < TB_STREAM_COUNT; s++)
             t.seeds[s] = tb_study_seed(cfg->seed, (tb_stream)s, pair);
-        double reported;
-        double v = run_two(&t, selection_metric(cfg->metric), cfg->metric, &reported, group,
-                           i + 1, cfg->search_trials, cfg->on_run, cfg->user);
+        double v, reported;
+        st = run_two(&t, selection_metric(cfg->metric), cfg->metric, &v, &reported, group, i + 1,
+                     cfg->search_trials, cfg->on_run, cfg->user, err);
         (*runs)++;
-        if (!isnan(v) && (best_i < 0 || v < best_v)) {
+        if (st == TB_ERR_NUMERIC) continue;
+        if (st != TB_OK) return st;
+        if (best_i < 0 || v < best_v) {
             best_v = v;
             best_r = reported;
             best_i = i;
         }
     }
+    st = TB_OK;
     if (best_i < 0)
-        st = tb_fail(err, TB_ERR_NUMERIC, "%s: every one of the %d search trials failed", name,
+        st = tb_fail(err, TB_ERR_NUMERIC, "%s: every one of the %d search trials diverged", name,
                      cfg->search_trials);
     if (best_reported) *best_reported = best_r;
     if (st == TB_OK) {
@@ -250,18 +292,43 @@ static tb_status search(const tb_compare_config *cfg, const tb_train_config *c, 
     return st;
 }
 
+/* The summary of the finite values among x[0..n) (summary.n says how many); all NaN if none. */
+static tb_status summarize_finite(const double *x, int64_t n, tb_summary *out, tb_error *err)
+{
+    double *f = malloc((size_t)n * sizeof(double));
+    if (!f) return tb_fail(err, TB_ERR_NOMEM, "out of memory for a summary");
+    int64_t m = 0;
+    for (int64_t i = 0; i < n; i++)
+        if (isfinite(x[i])) f[m++] = x[i];
+    tb_status st = TB_OK;
+    if (m > 0) {
+        st = tb_summarize(f, m, NULL, NULL, out, err);
+    } else {
+        *out = (tb_summary){0};
+        out->mean = out->std = out->sem = out->min = out->q1 = out->median = NAN;
+        out->q3 = out->max = out->iqr = NAN;
+        out->mean_ci = out->median_ci = (tb_interval){NAN, NAN};
+    }
+    free(f);
+    return st;
+}
+
 tb_status tb_compare_run(const tb_compare_config *cfg, tb_compare_result *out, tb_error *err)
 {
     memset(out, 0, sizeof *out);
     tb_status st = check_base(&cfg->a, err);
-    if (st == TB_OK) st = check_base(&cfg->b, err);
-    if (st != TB_OK) return st;
+    if (st != TB_OK) return tb_error_prefix(err, "side A");
+    st = check_base(&cfg->b, err);
+    if (st != TB_OK) return tb_error_prefix(err, "side B");
     if (cfg->pairs < 2)
         return tb_fail(err, TB_ERR_INVALID, "a comparison needs at least 2 pairs, got %d",
                        cfg->pairs);
     if (cfg->search_trials < 0 || (cfg->search_trials > 0 && (!cfg->space_a || !cfg->space_b)))
         return tb_fail(err, TB_ERR_INVALID, "a search needs a search space for each side and "
                        "at least 1 trial");
+    int64_t need; /* the P(A>B) options, checked now rather than after the trainings */
+    st = tb_sign_test_sample_size(cfg->pab.alpha, cfg->pab.beta, cfg->pab.gamma, &need, err);
+    if (st != TB_OK) return st;
     tb_train_config base_a = cfg->a, base_b = cfg->b;
     st = tb_study_prepare_config(cfg->metric, &base_a, err);
     if (st == TB_OK) st = tb_study_prepare_config(cfg->metric, &base_b, err);
@@ -294,67 +361,64 @@ tb_status tb_compare_run(const tb_compare_config *cfg, tb_compare_result *out, t
         return st;
     }
     int total = 2 * cfg->pairs;
-    for (int i = 0; i < cfg->pairs; i++) {
-        double va, vb;
+    for (int i = 0; i < cfg->pairs && st == TB_OK; i++) {
+        double va = NAN, vb = NAN;
+        tb_status sa, sb;
         if (searching && cfg->ideal) {
             /* IdealEst: a new search on this pair's seeds (split, init, order, ... and the
-             * search's own points); the sample is the selected trial's result */
+             * search's own points); the sample is the selected trial's result. A side whose
+             * every trial diverged has diverged in this pair. */
             tb_hparams ha, hb;
-            st = search(cfg, &base_a, na, pts_a + (size_t)(i + 1) * T, i + 1, &ha, &va,
+            sa = search(cfg, &base_a, na, pts_a + (size_t)(i + 1) * T, i + 1, &ha, &va,
                         &out->runs, err);
-            if (st == TB_OK)
-                st = search(cfg, &base_b, nb, pts_b + (size_t)(i + 1) * T, i + 1, &hb, &vb,
-                            &out->runs, err);
-            if (st != TB_OK) {
-                free(pts_a);
-                free(pts_b);
-                tb_compare_result_free(out);
-                return st;
-            }
+            sb = sa == TB_OK || sa == TB_ERR_NUMERIC
+                     ? search(cfg, &base_b, nb, pts_b + (size_t)(i + 1) * T, i + 1, &hb, &vb,
+                              &out->runs, err)
+                     : sa;
             if (i == 0) {
-                out->best_a = ha;
-                out->best_b = hb;
+                if (sa == TB_OK) out->best_a = ha;
+                if (sb == TB_OK) out->best_b = hb;
             }
+            if (sa == TB_OK && isnan(va)) sa = TB_ERR_NUMERIC; /* the reported metric */
+            if (sb == TB_OK && isnan(vb)) sb = TB_ERR_NUMERIC;
         } else {
             tb_train_config ca = base_a, cb = base_b;
             ca.hparams = out->best_a;
             cb.hparams = out->best_b;
             for (int s = 0; s < TB_STREAM_COUNT; s++)
                 ca.seeds[s] = cb.seeds[s] = tb_study_seed(cfg->seed, (tb_stream)s, i + 1);
-            va = one_run(&ca, cfg->metric, na, 2 * i + 1, total, cfg->on_run, cfg->user);
-            vb = one_run(&cb, cfg->metric, nb, 2 * i + 2, total, cfg->on_run, cfg->user);
-            out->runs += 2;
+            sa = run_two(&ca, cfg->metric, cfg->metric, &va, NULL, na, 2 * i + 1, total,
+                         cfg->on_run, cfg->user, err);
+            sb = sa == TB_OK || sa == TB_ERR_NUMERIC
+                     ? run_two(&cb, cfg->metric, cfg->metric, &vb, NULL, nb, 2 * i + 2, total,
+                               cfg->on_run, cfg->user, err)
+                     : sa;
+            out->runs += 1 + (sa == TB_OK || sa == TB_ERR_NUMERIC);
         }
-        out->failed_a += isnan(va);
-        out->failed_b += isnan(vb);
-        if (!isnan(va) && !isnan(vb)) {
-            out->a[out->n] = va;
-            out->b[out->n] = vb;
-            out->n++;
+        if ((sa != TB_OK && sa != TB_ERR_NUMERIC) || (sb != TB_OK && sb != TB_ERR_NUMERIC)) {
+            st = sa != TB_OK && sa != TB_ERR_NUMERIC ? sa : sb;
+            break;
         }
+        /* A divergence scores as the worst result (lower is better: +inf), so the side that
+         * diverged loses the pair, and two divergences tie. Leaving the pair out instead
+         * would favour the side that diverges. Under time_to_target +inf is also a miss: a
+         * run that diverged never reached the target. */
+        out->failed_a += sa == TB_ERR_NUMERIC;
+        out->failed_b += sb == TB_ERR_NUMERIC;
+        out->a[out->n] = sa == TB_OK ? va : INFINITY;
+        out->b[out->n] = sb == TB_OK ? vb : INFINITY;
+        out->n++;
     }
     free(pts_a);
     free(pts_b);
-    if (out->n < 2) {
-        st = tb_fail(err, TB_ERR_NUMERIC, "only %lld pairs finished on both sides "
-                     "(%lld runs of %s and %lld of %s failed)", (long long)out->n,
-                     (long long)out->failed_a, na, (long long)out->failed_b, nb);
-        tb_compare_result_free(out);
-        return st;
-    }
+    if (st == TB_OK && out->failed_a == out->n && out->failed_b == out->n)
+        st = tb_fail(err, TB_ERR_NUMERIC, "every run diverged, on both sides (%lld pairs)",
+                     (long long)out->n);
     tb_pab_options opts = cfg->pab;
     opts.direction = TB_LOWER_IS_BETTER;
-    /* summaries need finite values (time to target may be +inf: a miss) */
-    bool finite = true;
-    for (int64_t i = 0; i < out->n; i++) finite &= isfinite(out->a[i]) && isfinite(out->b[i]);
-    if (finite) {
-        st = tb_summarize(out->a, out->n, NULL, NULL, &out->summary_a, err);
-        if (st == TB_OK) st = tb_summarize(out->b, out->n, NULL, NULL, &out->summary_b, err);
-    } else {
-        out->summary_a.mean = out->summary_b.mean = NAN;
-        out->summary_a.std = out->summary_b.std = NAN;
-        out->summary_a.median = out->summary_b.median = NAN;
-    }
+    /* summaries of each side's finite values (a divergence or a missed target is +inf) */
+    if (st == TB_OK) st = summarize_finite(out->a, out->n, &out->summary_a, err);
+    if (st == TB_OK) st = summarize_finite(out->b, out->n, &out->summary_b, err);
     if (st == TB_OK) st = tb_pab_paired(out->a, out->b, out->n, &opts, &out->pab, err);
     if (st != TB_OK) tb_compare_result_free(out);
     return st;
