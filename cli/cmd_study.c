@@ -15,8 +15,10 @@ static const char variance_usage[] =
     "\n"
     "How much does the result move when one source of variation changes? Runs --runs\n"
     "trainings per source, changing only that source's seed, then --runs changing every seed\n"
-    "(\"all\"), and reports each source's standard deviation with a 95% bootstrap interval and\n"
-    "its share of \"all\" (Bouthillier et al. 2021). (sources+1) x runs trainings in all.\n"
+    "(\"all\"), and reports each source's standard deviation with a 95% chi-square interval\n"
+    "(exact for normally distributed results) and its share of \"all\" (Bouthillier et al.\n"
+    "2021). (sources+1) x runs trainings in all. A run that diverges is left out and counted;\n"
+    "any other failure (an unknown algorithm, a bad --hp) stops the study before training.\n"
     "\n"
     "options:\n"
     "  -w, --workload ID         workload (default fmnist_mlp)\n"
@@ -25,11 +27,12 @@ static const char variance_usage[] =
     "  -e, --epochs X            length of each run (default 1); or --steps N\n"
     "  -b, --batch-size N        examples per step (default: the workload's)\n"
     "  -n, --runs N              runs per source (default 5, at least 2)\n"
-    "      --sources LIST        comma-separated sources to vary one at a time (default\n"
-    "                            init,data_order,split; also dropout, augment)\n"
+    "      --sources LIST        comma-separated sources to vary one at a time, each once\n"
+    "                            (default init,data_order,split; also dropout, augment)\n"
     "  -m, --metric NAME         validation (default: the workload's metric on the\n"
     "                            validation split), test, validation_error, validation_loss,\n"
-    "                            test_error, test_loss\n"
+    "                            test_error, test_loss (not time_to_target: a missed target\n"
+    "                            has no finite time to take a std of; compare accepts it)\n"
     "  -s, --seed N              master seed of the study (default 0)\n"
     "  -t, --threads N           CPU threads (default: all cores)\n"
     "      --eval-examples N     evaluate only the first N examples of each split\n"
@@ -45,9 +48,11 @@ static const char compare_usage[] =
     "Is algorithm A better than B here? Runs --pairs paired trainings of each: pair i gives\n"
     "both sides the same seed for every source of variation (split, init, data order,\n"
     "dropout, augmentation), all of them new for each pair. Reports P(A>B) (lower metric is\n"
-    "better), its 95% percentile-bootstrap interval, and a verdict: A better, B better, no\n"
-    "meaningful difference (gamma 0.75), or not significant with the number of runs\n"
-    "Noether's formula asks for (Bouthillier et al. 2021).\n"
+    "better), its exact 95% (Clopper-Pearson) interval, and a verdict: A better, B better, no\n"
+    "meaningful difference (gamma 0.75), or not significant with the number of pairs the\n"
+    "exact sign test needs for 95% power at P(A>B) = gamma (Bouthillier et al. 2021). A run\n"
+    "that diverges loses its pair (both diverged: a tie); any other failure (an unknown\n"
+    "algorithm, a bad --hp-b) stops the comparison before training.\n"
     "\n"
     "options:\n"
     "  -A, --algorithm-a NAME    algorithm A (required)\n"
@@ -68,7 +73,8 @@ static const char compare_usage[] =
     "  -m, --metric NAME         validation (default: the workload's metric), test,\n"
     "                            validation_error, validation_loss, test_error, test_loss,\n"
     "                            or time_to_target (runs stop at the workload's\n"
-    "                            target within its budget; a miss counts as +inf)\n"
+    "                            target within its budget; a miss, or a divergence,\n"
+    "                            counts as +inf)\n"
     "      --gamma X             smallest meaningful P(A>B) (default 0.75)\n"
     "  -s, --seed N              master seed (default 0)\n"
     "  -t, --threads N           CPU threads (default: all cores)\n"
@@ -89,6 +95,15 @@ static void show_run(void *user, const char *group, int index, int total,
                 r->train_time_s);
     else
         fprintf(stderr, "[%d/%d] %-10s failed: %s\n", index, total, group, err->message);
+}
+
+/* A number for JSON: fmt for a finite value, null otherwise (JSON has no inf or nan). */
+static void json_number(const char *fmt, double v)
+{
+    if (isfinite(v))
+        printf(fmt, v);
+    else
+        fputs("null", stdout);
 }
 
 enum { O_LR = 2000, O_STEPS, O_SOURCES, O_EVAL, O_JSON, O_HPA, O_HPB, O_LRA, O_LRB, O_GAMMA,
@@ -235,8 +250,12 @@ int tb_cli_variance(int argc, char **argv)
                     tb_cli_error("--sources: %s", err.message);
                     return TB_EXIT_USAGE;
                 }
-                if (cfg.n_sources == TB_STREAM_COUNT) break;
-                cfg.sources[cfg.n_sources++] = s;
+                for (int k = 0; k < cfg.n_sources; k++)
+                    if (cfg.sources[k] == s) {
+                        tb_cli_error("--sources: '%s' is listed twice", tok);
+                        return TB_EXIT_USAGE;
+                    }
+                cfg.sources[cfg.n_sources++] = s; /* distinct, so at most TB_STREAM_COUNT */
             }
             break;
         }
@@ -260,16 +279,27 @@ int tb_cli_variance(int argc, char **argv)
     }
     if (json) {
         printf("{\"workload\":\"%s\",\"algorithm\":\"%s\",\"metric\":\"%s\",\"runs\":%d,"
-               "\"groups\":[", cfg.base.workload, cfg.base.algorithm,
-               tb_study_metric_name(cfg.metric), cfg.runs);
+               "\"interval\":\"chi-square\",\"alpha\":%g,\"groups\":[",
+               cfg.base.workload, cfg.base.algorithm, tb_study_metric_name(cfg.metric), cfg.runs,
+               TB_VARIANCE_STUDY_ALPHA);
         for (int g = 0; g < study.n_groups; g++) {
             const tb_variance_row *r = &study.rows[g];
-            printf("%s{\"source\":\"%s\",\"n\":%lld,\"failed\":%lld,\"mean\":%.6g,\"std\":%.6g,"
-                   "\"std_ci\":[%.6g,%.6g],\"std_share\":%.4f,\"values\":[",
-                   g ? "," : "", r->name, (long long)r->n, (long long)study.failed[g], r->mean,
-                   r->std, r->std_ci.lo, r->std_ci.hi, r->std_share);
-            for (int64_t i = 0; i < study.n_values[g]; i++)
-                printf("%s%.6g", i ? "," : "", study.values[g][i]);
+            printf("%s{\"source\":\"%s\",\"n\":%lld,\"failed\":%lld,\"mean\":", g ? "," : "",
+                   r->name, (long long)r->n, (long long)study.failed[g]);
+            json_number("%.6g", r->mean);
+            fputs(",\"std\":", stdout);
+            json_number("%.6g", r->std);
+            fputs(",\"std_ci\":[", stdout);
+            json_number("%.6g", r->std_ci.lo);
+            fputs(",", stdout);
+            json_number("%.6g", r->std_ci.hi);
+            fputs("],\"std_share\":", stdout);
+            json_number("%.4f", r->std_share);
+            fputs(",\"values\":[", stdout);
+            for (int64_t i = 0; i < study.n_values[g]; i++) {
+                if (i) fputs(",", stdout);
+                json_number("%.6g", study.values[g][i]);
+            }
             printf("]}");
         }
         printf("]}\n");
@@ -284,6 +314,11 @@ int tb_cli_variance(int argc, char **argv)
                    (long long)r->n, r->mean, r->std, r->std_ci.lo, r->std_ci.hi,
                    100 * r->std_share);
         }
+        printf("(std intervals: chi-square, exact if the results are normally distributed)\n");
+        for (int g = 0; g < study.n_groups; g++)
+            if (study.failed[g] > 0)
+                printf("%s: %lld of %d runs diverged and are left out\n", study.names[g],
+                       (long long)study.failed[g], cfg.runs);
     }
     tb_variance_study_free(&study);
     return TB_EXIT_OK;
@@ -400,24 +435,47 @@ int tb_cli_compare(int argc, char **argv)
     }
     char sentence[512];
     tb_pab_describe(&res.pab, cfg.name_a, cfg.name_b, sentence, sizeof sentence);
+    const tb_pab_result *p = &res.pab;
     if (json) {
         printf("{\"workload\":\"%s\",\"a\":\"%s\",\"b\":\"%s\",\"metric\":\"%s\",\"pairs\":%lld,"
-               "\"failed_a\":%lld,\"failed_b\":%lld,\"mean_a\":%.6g,\"mean_b\":%.6g,"
-               "\"p_a_better\":%.4f,\"ci\":[%.4f,%.4f],\"verdict\":\"%s\",\"runs_needed\":%lld,"
-               "\"a_values\":[", cfg.a.workload, cfg.name_a, cfg.name_b,
-               tb_study_metric_name(cfg.metric), (long long)res.n, (long long)res.failed_a,
-               (long long)res.failed_b, res.summary_a.mean, res.summary_b.mean, res.pab.p,
-               res.pab.ci.lo, res.pab.ci.hi, tb_verdict_name(res.pab.verdict),
-               (long long)res.pab.runs_needed);
-        for (int64_t i = 0; i < res.n; i++) printf("%s%.6g", i ? "," : "", res.a[i]);
+               "\"failed_a\":%lld,\"failed_b\":%lld,\"finite_a\":%lld,\"finite_b\":%lld,"
+               "\"mean_a\":",
+               cfg.a.workload, cfg.name_a, cfg.name_b, tb_study_metric_name(cfg.metric),
+               (long long)res.n, (long long)res.failed_a, (long long)res.failed_b,
+               (long long)res.summary_a.n, (long long)res.summary_b.n);
+        json_number("%.6g", res.summary_a.mean);
+        fputs(",\"mean_b\":", stdout);
+        json_number("%.6g", res.summary_b.mean);
+        printf(",\"wins\":%lld,\"ties\":%lld,\"losses\":%lld,\"p_a_better\":", (long long)p->wins,
+               (long long)p->ties, (long long)p->losses);
+        json_number("%.4f", p->p);
+        fputs(",\"ci\":[", stdout);
+        json_number("%.4f", p->ci.lo);
+        fputs(",", stdout);
+        json_number("%.4f", p->ci.hi);
+        printf("],\"interval\":\"clopper-pearson\",\"alpha\":%g,\"beta\":%g,\"gamma\":%g,"
+               "\"verdict\":\"%s\",\"runs_needed\":%lld,\"more_runs\":%lld,\"a_values\":[",
+               p->alpha, p->beta, p->gamma, tb_verdict_name(p->verdict),
+               (long long)p->runs_needed, (long long)p->more_runs);
+        for (int64_t i = 0; i < res.n; i++) {
+            if (i) fputs(",", stdout);
+            json_number("%.6g", res.a[i]);
+        }
         printf("],\"b_values\":[");
-        for (int64_t i = 0; i < res.n; i++) printf("%s%.6g", i ? "," : "", res.b[i]);
+        for (int64_t i = 0; i < res.n; i++) {
+            if (i) fputs(",", stdout);
+            json_number("%.6g", res.b[i]);
+        }
         printf("],\"runs\":%lld,\"best_a\":{", (long long)res.runs);
-        for (int k = 0; k < res.best_a.count; k++)
-            printf("%s\"%s\":%.6g", k ? "," : "", res.best_a.names[k], res.best_a.values[k]);
+        for (int k = 0; k < res.best_a.count; k++) {
+            printf("%s\"%s\":", k ? "," : "", res.best_a.names[k]);
+            json_number("%.6g", res.best_a.values[k]);
+        }
         printf("},\"best_b\":{");
-        for (int k = 0; k < res.best_b.count; k++)
-            printf("%s\"%s\":%.6g", k ? "," : "", res.best_b.names[k], res.best_b.values[k]);
+        for (int k = 0; k < res.best_b.count; k++) {
+            printf("%s\"%s\":", k ? "," : "", res.best_b.names[k]);
+            json_number("%.6g", res.best_b.values[k]);
+        }
         printf("},\"sentence\":\"%s\"}\n", sentence);
     } else {
         printf("%s, %s over %lld pairs (lower is better; %lld trainings in all):\n",
@@ -433,15 +491,28 @@ int tb_cli_compare(int argc, char **argv)
                 printf("\n");
             }
         }
-        printf("  %-10s mean %.4f  std %.4f  median %.4f\n", cfg.name_a, res.summary_a.mean,
-               res.summary_a.std, res.summary_a.median);
-        printf("  %-10s mean %.4f  std %.4f  median %.4f\n", cfg.name_b, res.summary_b.mean,
-               res.summary_b.std, res.summary_b.median);
+        const tb_summary *sums[2] = {&res.summary_a, &res.summary_b};
+        const int64_t failed[2] = {res.failed_a, res.failed_b};
+        for (int side = 0; side < 2; side++) {
+            const char *name = side ? cfg.name_b : cfg.name_a;
+            if (sums[side]->n == 0)
+                printf("  %-10s no finite result\n", name);
+            else if (sums[side]->n < res.n)
+                printf("  %-10s mean %.4f  std %.4f  median %.4f  (of the %lld finite "
+                       "results)\n",
+                       name, sums[side]->mean, sums[side]->std, sums[side]->median,
+                       (long long)sums[side]->n);
+            else
+                printf("  %-10s mean %.4f  std %.4f  median %.4f\n", name, sums[side]->mean,
+                       sums[side]->std, sums[side]->median);
+            if (failed[side] > 0)
+                printf("  %-10s %lld of %lld runs diverged: each lost its pair (or tied if "
+                       "both sides diverged)\n",
+                       name, (long long)failed[side], (long long)res.n);
+        }
+        printf("  wins %lld, ties %lld, losses %lld for %s\n", (long long)p->wins,
+               (long long)p->ties, (long long)p->losses, cfg.name_a);
         printf("%s\n", sentence);
-        if (res.pab.verdict != TB_VERDICT_NOT_SIGNIFICANT && res.n < res.pab.runs_needed)
-            printf("note: %lld pairs is fewer than the %lld Noether's formula asks for; with so "
-                   "few pairs the bootstrap interval is rough\n",
-                   (long long)res.n, (long long)res.pab.runs_needed);
     }
     tb_compare_result_free(&res);
     return TB_EXIT_OK;

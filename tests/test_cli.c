@@ -46,6 +46,20 @@ int main(void)
           has("profile:") && has("linear") && has("rest (update, input)"));
     CHECK(run("train --steps 5 --evals 1 --eval-examples 200 -q --json --profile") == 0 &&
           has("\"profile\":[{\"op\":\"") && has("\"calls\":"));
+    /* studies: configuration errors exit 2 before any training */
+    CHECK(run("compare -A adamw -B sgdd -q") == 2 && has("side B: unknown algorithm 'sgdd'"));
+    CHECK(run("compare -A adamw -B sgd --hp-b momentun=0.9 -q") == 2 && has("momentun"));
+    CHECK(run("variance --sources init,init -q") == 2 && has("'init' is listed twice"));
+    CHECK(run("variance -m time_to_target -q") == 2 && has("cannot use time_to_target"));
+    CHECK(run("compare --help") == 0 && has("Clopper-Pearson") && !has("Noether"));
+    /* a side that diverges loses its pairs; the text says so, the JSON has null, not inf */
+    const char *diverging = "compare -A adamw -B sgd --lr-b 1e5 --steps 3 --pairs 2 "
+                            "--eval-examples 200 --threads 2 -q";
+    CHECK(run(diverging) == 0 && has("2 of 2 runs diverged") && has("wins 2, ties 0, losses 0"));
+    char cmd[256];
+    snprintf(cmd, sizeof cmd, "%s --json", diverging);
+    CHECK(run(cmd) == 0 && has("\"b_values\":[null,null]") && has("\"wins\":2") &&
+          has("\"failed_b\":2") && has("\"runs_needed\":49") && !has("inf") && !has("nan"));
     CHECK(run("workloads") == 0 && has("fmnist_mlp") && has("dataset-fashion-mnist"));
     /* a workload without accuracy (reconstruction loss) reports neither NaN nor the loss twice */
     CHECK(run("train -w fmnist_autoencoder --steps 2 --evals 1 --eval-examples 100 -q") == 0 &&
