@@ -94,8 +94,8 @@ typedef struct tb_bench_spec {
     bool quick_targets;                /* use the workloads' quick targets */
     double eval_period_s;              /* 0: the workload's */
     bool run_to_budget;                /* do not stop at the target */
-    uint64_t seed;                     /* seeds every trial's sources of variation (53 bits
-                                          are used, so JSON holds seeds exactly) */
+    uint64_t seed;                     /* seeds every trial's sources of variation (all 64
+                                          bits; the store and exports hold seeds exactly) */
     const char *search_space_dir;      /* where built-ins' <name>.json search spaces live */
     tb_trial_options trial;
     bool include_variants;             /* with workloads NULL: the held-out variants too */

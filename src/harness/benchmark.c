@@ -120,10 +120,11 @@ static void trial_seeds(uint64_t seed, const char *workload, int study, int tria
 {
     uint64_t base = mix(seed ^ mix(hash_text(workload) ^ mix(((uint64_t)study << 32) |
                                                             (uint32_t)trial)));
-    /* 53 bits, so that every JSON reader (doubles) holds the seeds exactly */
+    /* derived seeds keep 53 bits (as they always had); the benchmark seed is used whole: the
+     * store and the exports write every seed as an exact integer */
     for (int i = 0; i < TB_STREAM_COUNT; i++) out[i] = mix(base + (uint64_t)i) >> 11;
-    out[TB_STREAM_SPLIT] = seed & ((1ull << 53) - 1);
-    out[TB_STREAM_HPARAM] = seed & ((1ull << 53) - 1);
+    out[TB_STREAM_SPLIT] = seed;
+    out[TB_STREAM_HPARAM] = seed;
 }
 
 /* ---- planning ---------------------------------------------------------------------------------- */
@@ -142,7 +143,9 @@ static char *spec_json(const tb_bench_spec *s, const char *const *wls, int n_wl)
     cJSON_AddBoolToObject(o, "quick_targets", s->quick_targets);
     cJSON_AddNumberToObject(o, "eval_period_s", s->eval_period_s);
     cJSON_AddBoolToObject(o, "run_to_budget", s->run_to_budget);
-    cJSON_AddNumberToObject(o, "seed", (double)s->seed);
+    char seed[24]; /* exact: a double holds only 53 bits */
+    snprintf(seed, sizeof seed, "%llu", (unsigned long long)s->seed);
+    cJSON_AddRawToObject(o, "seed", seed);
     cJSON_AddNumberToObject(o, "eval_train_examples", (double)s->trial.eval_train_examples);
     cJSON_AddNumberToObject(o, "eval_validation_examples",
                             (double)s->trial.eval_validation_examples);

@@ -93,7 +93,8 @@ static void jsonl_trial(FILE *f, const tb_trial_record *t, const tb_eval_record 
     char *hp = tb_store_hparams_json(&t->hparams);
     char *seeds = tb_store_seeds_json(t->seeds);
     cJSON_AddItemToObject(o, "hparams", cJSON_Parse(hp ? hp : "{}"));
-    cJSON_AddItemToObject(o, "seeds", cJSON_Parse(seeds ? seeds : "{}"));
+    /* raw: exact integers (cJSON's doubles would round seeds above 2^53) */
+    cJSON_AddItemToObject(o, "seeds", cJSON_CreateRaw(seeds ? seeds : "{}"));
     free(hp);
     free(seeds);
     cJSON_AddStringToObject(o, "metric", t->metric);

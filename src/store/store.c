@@ -281,15 +281,19 @@ char *tb_store_seeds_json(const uint64_t *seeds)
     return strdup(buf);
 }
 
+/* The seeds are read from the text, not through cJSON's doubles, which hold only 53 bits. */
 static void seeds_from_json(const char *text, uint64_t *seeds)
 {
     memset(seeds, 0, TB_STREAM_COUNT * sizeof *seeds);
-    cJSON *o = cJSON_Parse(text);
-    for (int i = 0; o && i < TB_STREAM_COUNT; i++) {
-        const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, tb_stream_name((tb_stream)i));
-        if (cJSON_IsNumber(v)) seeds[i] = (uint64_t)v->valuedouble;
+    for (int i = 0; text && i < TB_STREAM_COUNT; i++) {
+        char key[64];
+        snprintf(key, sizeof key, "\"%s\"", tb_stream_name((tb_stream)i));
+        const char *p = strstr(text, key);
+        if (!p) continue;
+        p += strlen(key);
+        while (*p == ' ' || *p == ':') p++;
+        if (*p >= '0' && *p <= '9') seeds[i] = strtoull(p, NULL, 10);
     }
-    cJSON_Delete(o);
 }
 
 /* ---- trials ---------------------------------------------------------------------------------- */

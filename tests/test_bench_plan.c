@@ -1,0 +1,130 @@
+/* test_bench_plan.c: what a benchmark plans and keeps: seeds above 2^53 held exactly from the
+ * spec through the store to the exports. */
+#include "testutil.h"
+
+#include <sqlite3.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static char dir[] = "/tmp/tb_test_bench_plan_XXXXXX";
+
+static void store_path(char *buf, size_t cap, const char *tag)
+{
+    snprintf(buf, cap, "%s/%s.db", dir, tag);
+}
+
+static tb_bench_spec small_spec(const char *const *subs, int n)
+{
+    tb_bench_spec s = tb_bench_spec_default();
+    static const char *wl[1] = {"fmnist_mlp"};
+    s.name = "t";
+    s.submissions = subs;
+    s.n_submissions = n;
+    s.workloads = wl;
+    s.n_workloads = 1;
+    s.studies = 1;
+    s.trials = 1;
+    s.budget_s = 0.2;
+    s.eval_period_s = 0.1;
+    s.quick_targets = true;
+    s.search_space_dir = TB_SOURCE_DIR "/search_spaces";
+    s.trial.threads = 2;
+    s.trial.eval_train_examples = 100;
+    s.trial.eval_validation_examples = 100;
+    s.trial.eval_test_examples = 100;
+    return s;
+}
+
+static char *spec_text(const char *db, const char *name)
+{
+    sqlite3 *h = NULL;
+    char *text = NULL;
+    if (sqlite3_open(db, &h) == SQLITE_OK) {
+        sqlite3_stmt *q = NULL;
+        sqlite3_prepare_v2(h, "SELECT spec FROM benchmarks WHERE name=?", -1, &q, NULL);
+        sqlite3_bind_text(q, 1, name, -1, SQLITE_TRANSIENT);
+        if (q && sqlite3_step(q) == SQLITE_ROW)
+            text = strdup((const char *)sqlite3_column_text(q, 0));
+        sqlite3_finalize(q);
+    }
+    sqlite3_close(h);
+    return text;
+}
+
+/* Seeds above 2^53 (where doubles lose integers) are kept exactly. */
+static void test_seeds_exact(void)
+{
+    char db[300];
+    store_path(db, sizeof db, "seeds");
+    tb_error err = {0};
+    tb_store *store;
+    CHECK_OK(tb_store_open(db, &store, &err), &err);
+    /* the store: a planned trial's seeds read back bit for bit */
+    tb_trial_record t;
+    memset(&t, 0, sizeof t);
+    snprintf(t.benchmark, sizeof t.benchmark, "raw");
+    snprintf(t.submission, sizeof t.submission, "sgd");
+    snprintf(t.workload, sizeof t.workload, "fmnist_mlp");
+    snprintf(t.ruleset, sizeof t.ruleset, "external");
+    snprintf(t.metric, sizeof t.metric, "error_rate");
+    t.budget_s = 1;
+    t.eval_period_s = 1;
+    const uint64_t want[TB_STREAM_COUNT] = {UINT64_MAX, 9007199254740993ull,
+                                            9007199254740992ull, 7736398025145061ull,
+                                            18446744073709551557ull, 0};
+    memcpy(t.seeds, want, sizeof want);
+    CHECK_OK(tb_store_plan_trial(store, &t, &err), &err);
+    tb_trial_record back;
+    CHECK_OK(tb_store_trial_get(store, t.id, &back, &err), &err);
+    CHECK(memcmp(back.seeds, want, sizeof want) == 0);
+    /* the JSON-lines export prints them as exact integers */
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    CHECK_OK(tb_store_export(store, "raw", TB_EXPORT_JSONL, f, &err), &err);
+    fclose(f);
+    CHECK(buf && strstr(buf, "\"init\":18446744073709551615,\"data_order\":9007199254740993,"
+                             "\"dropout\":9007199254740992,\"augment\":7736398025145061,"
+                             "\"split\":18446744073709551557,\"hparam\":0}"));
+    CHECK(buf && !strstr(buf, "e+"));
+    free(buf);
+    tb_store_close(store);
+
+    /* the benchmark: seed 2^53 + 1 and seed 2^53 are different specs, not one reused */
+    const char *subs[1] = {"sgd"};
+    tb_bench_spec s = small_spec(subs, 1);
+    s.seed = 9007199254740993ull;
+    tb_bench_summary sum;
+    CHECK_OK(tb_bench_run(db, &s, NULL, NULL, &sum, &err), &err);
+    CHECK(sum.planned == 1 && sum.ran == 1);
+    char *spec = spec_text(db, "t");
+    CHECK(spec && strstr(spec, "\"seed\":9007199254740993"));
+    free(spec);
+    CHECK_OK(tb_store_open(db, &store, &err), &err);
+    tb_trial_record *tr = NULL;
+    int n = 0;
+    CHECK_OK(tb_store_trials(store, "t", &tr, &n, &err), &err);
+    CHECK(n == 1 && tr[0].seeds[TB_STREAM_SPLIT] == 9007199254740993ull &&
+          tr[0].seeds[TB_STREAM_HPARAM] == 9007199254740993ull);
+    free(tr);
+    tb_store_close(store);
+    s.seed = 9007199254740992ull;
+    CHECK_FAILS(tb_bench_run(db, &s, NULL, NULL, &sum, &err), TB_ERR_INVALID, &err,
+                "different spec");
+}
+
+int main(void)
+{
+    if (!mkdtemp(dir)) {
+        perror("mkdtemp");
+        return 1;
+    }
+    test_seeds_exact();
+    char cmd[200];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    CHECK(system(cmd) == 0);
+    return tb_test_finish("test_bench_plan");
+}
