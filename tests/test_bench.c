@@ -109,8 +109,8 @@ static void test_crash_isolated(void)
     tb_submission_unload(ref);
 
     /* a library without the entry point, and a missing one, are clear errors */
-    CHECK_FAILS(tb_submission_load("/nonexistent/sub.so", NULL, &ref, &err), TB_ERR_IO, &err,
-                "/nonexistent/sub.so");
+    CHECK_FAILS(tb_submission_load("/nonexistent/sub.so", NULL, &ref, &err), TB_ERR_INVALID,
+                &err, "/nonexistent/sub.so does not exist");
     CHECK_FAILS(tb_submission_load("no_such_optimizer", NULL, &ref, &err), TB_ERR_INVALID, &err,
                 "unknown submission 'no_such_optimizer'");
     tb_store_close(store);

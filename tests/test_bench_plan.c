@@ -1,5 +1,6 @@
 /* test_bench_plan.c: what a benchmark plans and keeps: seeds above 2^53 held exactly from the
- * spec through the store to the exports. */
+ * spec through the store to the exports; submission libraries named without '/' loaded from
+ * the current directory, never searched for. */
 #include "testutil.h"
 
 #include <sqlite3.h>
@@ -116,6 +117,40 @@ static void test_seeds_exact(void)
                 "different spec");
 }
 
+/* A submission named without '/' is a path in the current directory, never searched for. */
+static void test_library_path(void)
+{
+    const char *example = getenv("TB_EXAMPLE_SUBMISSION");
+    CHECK(example != NULL);
+    if (!example) return;
+    char here[1024], where[1024];
+    CHECK(getcwd(here, sizeof here) != NULL);
+    snprintf(where, sizeof where, "%s", example);
+    char *slash = strrchr(where, '/');
+    CHECK(slash != NULL);
+    if (!slash) return;
+    *slash = 0;
+    const char *file = slash + 1;
+    tb_error err = {0};
+    tb_submission_ref *ref = NULL;
+    /* from the directory holding it: found as ./submission_example.so */
+    CHECK(chdir(where) == 0);
+    CHECK_OK(tb_submission_load(file, NULL, &ref, &err), &err);
+    CHECK(ref && tb_submission_ref_external(ref));
+    tb_submission_unload(ref);
+    /* from elsewhere: not there, whatever the library search path holds */
+    CHECK(chdir(dir) == 0);
+    CHECK_FAILS(tb_submission_load(file, NULL, &ref, &err), TB_ERR_INVALID, &err,
+                "./submission_example.so does not exist");
+    /* a file that is not a library: a bad value too */
+    FILE *f = fopen("junk.so", "w");
+    if (f) fputs("not a library\n", f);
+    if (f) fclose(f);
+    CHECK_FAILS(tb_submission_load("junk.so", NULL, &ref, &err), TB_ERR_INVALID, &err,
+                "cannot load submission library ./junk.so");
+    CHECK(chdir(here) == 0);
+}
+
 int main(void)
 {
     if (!mkdtemp(dir)) {
@@ -123,6 +158,7 @@ int main(void)
         return 1;
     }
     test_seeds_exact();
+    test_library_path();
     char cmd[200];
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
     CHECK(system(cmd) == 0);

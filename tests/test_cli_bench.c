@@ -34,6 +34,22 @@ int main(void)
     CHECK(run("bench --ruleset open") == 2 && has("unknown ruleset 'open'"));
     snprintf(args, sizeof args, "bench --db %s -s adamax", db);
     CHECK(run(args) == 2 && has("unknown submission 'adamax'"));
+    snprintf(args, sizeof args, "bench --db %s -s /nonexistent/sub.so", db);
+    CHECK(run(args) == 2 && has("/nonexistent/sub.so does not exist"));
+    /* x.so is ./x.so: never looked up in LD_LIBRARY_PATH */
+    const char *example = getenv("TB_EXAMPLE_SUBMISSION"), *bin = getenv("TB_BINARY");
+    CHECK(example && bin);
+    if (example && bin) {
+        char libdir[400], cmd[1500];
+        snprintf(libdir, sizeof libdir, "%s", example);
+        char *slash = strrchr(libdir, '/');
+        if (slash) *slash = 0;
+        snprintf(cmd, sizeof cmd,
+                 "cd %s && LD_LIBRARY_PATH=%s %s bench --db %s -s submission_example.so "
+                 "-w fmnist_mlp >/dev/null 2>&1", dir, libdir, bin, db);
+        int rc = system(cmd);
+        CHECK(WIFEXITED(rc) && WEXITSTATUS(rc) == 2);
+    }
     snprintf(args, sizeof args, "bench --db %s -s sgd --search-spaces %s", db, spaces);
     CHECK(run(args) == 1 && has("malformed JSON at line 2"));
     snprintf(args, sizeof args, "export --db %s --format xml", db);

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* ---- the generic baseline ------------------------------------------------------------------ */
 typedef struct baseline_state {
@@ -126,9 +127,18 @@ static bool is_library_path(const char *spec)
 
 static tb_status load_library(tb_submission_ref *r, const char *spec, tb_error *err)
 {
-    r->library = dlopen(spec, RTLD_NOW | RTLD_LOCAL);
+    /* a path, never searched for: dlopen looks a name without '/' up in LD_LIBRARY_PATH and
+     * the system's directories, so "x.so" is loaded as "./x.so" */
+    char path[sizeof r->spec + 2];
+    snprintf(path, sizeof path, "%s%s", strchr(spec, '/') ? "" : "./", spec);
+    /* a library that is not there, or not one, is a bad value given by the user */
+    if (access(path, F_OK) != 0)
+        return tb_fail(err, TB_ERR_INVALID, "submission library %s does not exist (%s)", path,
+                       strerror(errno));
+    r->library = dlopen(path, RTLD_NOW | RTLD_LOCAL);
     if (!r->library)
-        return tb_fail(err, TB_ERR_IO, "cannot load submission library %s: %s", spec, dlerror());
+        return tb_fail(err, TB_ERR_INVALID, "cannot load submission library %s: %s", path,
+                       dlerror());
     void *sym = dlsym(r->library, TB_SUBMISSION_ENTRY_NAME);
     if (!sym)
         return tb_fail(err, TB_ERR_INVALID,
