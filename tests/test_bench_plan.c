@@ -1,6 +1,7 @@
 /* test_bench_plan.c: what a benchmark plans and keeps: seeds above 2^53 held exactly from the
  * spec through the store to the exports; submission libraries named without '/' loaded from
- * the current directory, never searched for. */
+ * the current directory, never searched for; built-ins' search spaces checked against their
+ * optimizer before anything is planned, and part of the spec with the per-trial timeout. */
 #include "testutil.h"
 
 #include <sqlite3.h>
@@ -151,6 +152,105 @@ static void test_library_path(void)
     CHECK(chdir(here) == 0);
 }
 
+static void write_text(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "w");
+    CHECK(f != NULL);
+    if (!f) return;
+    fputs(text, f);
+    fclose(f);
+}
+
+static int count_benchmarks(const char *db)
+{
+    tb_store *store;
+    tb_error err = {0};
+    if (tb_store_open(db, &store, &err) != TB_OK) return -1;
+    char **names = NULL;
+    int n = 0;
+    tb_store_benchmarks(store, &names, &n, &err);
+    for (int i = 0; i < n; i++) free(names[i]);
+    free(names);
+    tb_store_close(store);
+    return n;
+}
+
+/* A built-in's search space is checked against its optimizer when the benchmark is planned:
+ * a dimension it does not have or a value outside its range is refused naming the dimension,
+ * and nothing is planned; a malformed space is a bad value as well. */
+static void test_search_space_checked(void)
+{
+    char db[300], spaces[300], sgd[400];
+    store_path(db, sizeof db, "spaces");
+    snprintf(spaces, sizeof spaces, "%s/spaces", dir);
+    CHECK(mkdir(spaces, 0700) == 0);
+    snprintf(sgd, sizeof sgd, "%s/sgd.json", spaces);
+    const char *subs[1] = {"sgd"};
+    tb_bench_spec s = small_spec(subs, 1);
+    s.search_space_dir = spaces;
+    tb_bench_summary sum;
+    tb_error err = {0};
+    static const struct {
+        const char *space, *needle;
+    } bad[] = {
+        {"{\"learning_rat\": {\"min\": 0.01, \"max\": 0.1}}",
+         "dimension 'learning_rat' is not a hyperparameter of sgd"},
+        {"{\"\": {\"feasible_points\": [1]}}", "a dimension has an empty name"},
+        {"{\"learning_rate\": {\"feasible_points\": [0.1]}, "
+         "\"momentum\": {\"feasible_points\": [1.5]}}", "dimension 'momentum'"},
+        {"{\"learning_rate\": {\"min\": -1, \"max\": 0.1}}", "dimension 'learning_rate'"},
+        {"[{\"learning_rate\": 0.1}, {\"learning_rate\": 0.1, \"nesterov\": 2}]",
+         "dimension 'nesterov'"},
+        {"{\"learning_rate\": {\"feasible_points\": [0.1]}, "
+         "\"warmup_fraction\": {\"feasible_points\": [1]}}", "dimension 'warmup_fraction'"},
+        {"{\"learning_rate\": {\"min\": 0.01,\n \"max\": 0.1", "malformed JSON"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        write_text(sgd, bad[i].space);
+        CHECK_FAILS(tb_bench_run(db, &s, NULL, NULL, &sum, &err), TB_ERR_INVALID, &err,
+                    bad[i].needle);
+        CHECK(strstr(err.message, "search space of sgd") != NULL);
+        CHECK(count_benchmarks(db) == 0); /* refused before anything was planned */
+    }
+
+    /* a valid space (with the baseline's own hyperparameters) plans and runs */
+    write_text(sgd, "{\"learning_rate\": {\"min\": 0.02, \"max\": 0.2, \"scaling\": \"log\"},"
+                    " \"momentum\": {\"feasible_points\": [0.9]},"
+                    " \"warmup_fraction\": {\"feasible_points\": [0.05]},"
+                    " \"batch_size\": {\"feasible_points\": [64]}}");
+    CHECK_OK(tb_bench_run(db, &s, NULL, NULL, &sum, &err), &err);
+    CHECK(sum.planned == 1 && sum.ran == 1);
+    /* the same space reformatted: the same spec, the trial reused */
+    write_text(sgd, "{\n  \"learning_rate\": {\"min\": 0.02, \"max\": 0.2, \"scaling\": \"log\"},\n"
+                    "  \"momentum\": {\"feasible_points\": [0.9]},\n"
+                    "  \"warmup_fraction\": {\"feasible_points\": [0.05]},\n"
+                    "  \"batch_size\": {\"feasible_points\": [64]}\n}\n");
+    CHECK_OK(tb_bench_run(db, &s, NULL, NULL, &sum, &err), &err);
+    CHECK(sum.reused == 1 && sum.ran == 0);
+    /* an edited space is another spec: refused, naming what differs */
+    write_text(sgd, "{\"learning_rate\": {\"min\": 0.02, \"max\": 0.3, \"scaling\": \"log\"},"
+                    " \"momentum\": {\"feasible_points\": [0.9]},"
+                    " \"warmup_fraction\": {\"feasible_points\": [0.05]},"
+                    " \"batch_size\": {\"feasible_points\": [64]}}");
+    CHECK_FAILS(tb_bench_run(db, &s, NULL, NULL, &sum, &err), TB_ERR_INVALID, &err,
+                "differs in: search_spaces)");
+    /* so are another per-trial timeout and another thread count */
+    write_text(sgd, "{\"learning_rate\": {\"min\": 0.02, \"max\": 0.2, \"scaling\": \"log\"},"
+                    " \"momentum\": {\"feasible_points\": [0.9]},"
+                    " \"warmup_fraction\": {\"feasible_points\": [0.05]},"
+                    " \"batch_size\": {\"feasible_points\": [64]}}");
+    s.trial.timeout_s = 60;
+    CHECK_FAILS(tb_bench_run(db, &s, NULL, NULL, &sum, &err), TB_ERR_INVALID, &err,
+                "differs in: timeout_s)");
+    s.trial.timeout_s = 0;
+    s.trial.threads = 1;
+    CHECK_FAILS(tb_bench_run(db, &s, NULL, NULL, &sum, &err), TB_ERR_INVALID, &err,
+                "differs in: threads)");
+    s.trial.threads = 2;
+    CHECK_OK(tb_bench_run(db, &s, NULL, NULL, &sum, &err), &err);
+    CHECK(sum.reused == 1 && sum.ran == 0);
+}
+
 int main(void)
 {
     if (!mkdtemp(dir)) {
@@ -159,6 +259,7 @@ int main(void)
     }
     test_seeds_exact();
     test_library_path();
+    test_search_space_checked();
     char cmd[200];
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
     CHECK(system(cmd) == 0);

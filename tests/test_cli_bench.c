@@ -51,7 +51,11 @@ int main(void)
         CHECK(WIFEXITED(rc) && WEXITSTATUS(rc) == 2);
     }
     snprintf(args, sizeof args, "bench --db %s -s sgd --search-spaces %s", db, spaces);
-    CHECK(run(args) == 1 && has("malformed JSON at line 2"));
+    CHECK(run(args) == 2 && has("malformed JSON at line 2"));
+    f = fopen(path, "w");
+    fputs("{\"learning_rat\": {\"min\": 0.01, \"max\": 0.1}}", f);
+    fclose(f);
+    CHECK(run(args) == 2 && has("dimension 'learning_rat' is not a hyperparameter of sgd"));
     snprintf(args, sizeof args, "export --db %s --format xml", db);
     CHECK(run(args) == 2 && has("unknown export format 'xml'"));
 

@@ -128,7 +128,21 @@ static void trial_seeds(uint64_t seed, const char *workload, int study, int tria
 }
 
 /* ---- planning ---------------------------------------------------------------------------------- */
-static char *spec_json(const tb_bench_spec *s, const char *const *wls, int n_wl)
+/* "fnv1a64:<hex>" of the search space in a canonical form (cJSON's unformatted print), so that
+ * reformatting the file changes nothing and any edit of a value or a name does. */
+static void search_space_hash(const char *text, char *buf, size_t cap)
+{
+    cJSON *o = cJSON_Parse(text);
+    char *canon = o ? cJSON_PrintUnformatted(o) : NULL;
+    snprintf(buf, cap, "fnv1a64:%016llx", (unsigned long long)hash_text(canon ? canon : text));
+    free(canon);
+    cJSON_Delete(o);
+}
+
+/* The spec of a benchmark as stored: everything that changes a trial's outcome, so that a run
+ * whose settings differ is refused instead of reusing trials planned and run with others. */
+static char *spec_json(const tb_bench_spec *s, const char *const *wls, int n_wl,
+                       tb_submission_ref *const *refs)
 {
     cJSON *o = cJSON_CreateObject();
     cJSON *subs = cJSON_AddArrayToObject(o, "submissions");
@@ -150,9 +164,94 @@ static char *spec_json(const tb_bench_spec *s, const char *const *wls, int n_wl)
     cJSON_AddNumberToObject(o, "eval_validation_examples",
                             (double)s->trial.eval_validation_examples);
     cJSON_AddNumberToObject(o, "eval_test_examples", (double)s->trial.eval_test_examples);
+    cJSON_AddNumberToObject(o, "timeout_s", s->trial.timeout_s);
+    cJSON_AddNumberToObject(o, "threads", s->trial.threads);
+    cJSON_AddStringToObject(o, "device", tb_device_name(s->trial.device));
+    if (s->ruleset == TB_RULESET_EXTERNAL) {
+        /* the points each trial trains with come from these */
+        cJSON *spaces = cJSON_AddObjectToObject(o, "search_spaces");
+        for (int i = 0; i < s->n_submissions; i++) {
+            const char *text = tb_submission_ref_search_space(refs[i]);
+            char hash[40] = "none";
+            if (text) search_space_hash(text, hash, sizeof hash);
+            cJSON_AddStringToObject(spaces, tb_submission_ref_name(refs[i]), hash);
+        }
+    }
     char *text = cJSON_PrintUnformatted(o);
     cJSON_Delete(o);
     return text;
+}
+
+/* One value of a built-in's search-space dimension against what the baseline accepts: its
+ * own warmup_fraction and batch_size, or one of the optimizer's hyperparameters in range. */
+static tb_status check_dimension(const tb_optimizer_info *info, const char *source,
+                                 const char *name, double value, tb_error *err)
+{
+    if (!name || !name[0])
+        return tb_fail(err, TB_ERR_INVALID, "%s: a dimension has an empty name", source);
+    if (strcmp(name, TB_HP_WARMUP_FRACTION) == 0) {
+        if (!(value >= 0 && value < 1))
+            return tb_fail(err, TB_ERR_INVALID, "%s: dimension '%s': %g is outside [0, 1)",
+                           source, name, value);
+        return TB_OK;
+    }
+    if (strcmp(name, "batch_size") == 0) {
+        if (!(value >= 1 && value <= 1e9))
+            return tb_fail(err, TB_ERR_INVALID, "%s: dimension '%s': %g is not a batch size",
+                           source, name, value);
+        return TB_OK;
+    }
+    bool known = false;
+    for (int j = 0; j < info->n_hparams; j++) known |= strcmp(info->hparams[j].name, name) == 0;
+    if (!known) {
+        char list[512] = "";
+        for (int j = 0; j < info->n_hparams; j++) {
+            strncat(list, info->hparams[j].name, sizeof list - strlen(list) - 1);
+            strncat(list, ", ", sizeof list - strlen(list) - 1);
+        }
+        return tb_fail(err, TB_ERR_INVALID,
+                       "%s: dimension '%s' is not a hyperparameter of %s (it has: %s"
+                       TB_HP_WARMUP_FRACTION ", batch_size)", source, name, info->name, list);
+    }
+    tb_hparams one = {0};
+    tb_status st = tb_hparams_set(&one, name, value, err);
+    if (st == TB_OK) st = tb_hparams_validate(&one, info->hparams, info->n_hparams, info->name, err);
+    if (st != TB_OK) tb_error_prefix(err, "%s: dimension '%s'", source, name);
+    return st;
+}
+
+/* Checks a built-in's (parsed, so well-formed) search space against its optimizer: every
+ * dimension a hyperparameter it has, every range end and feasible point in its valid range.
+ * Without this a typo ("learning_rat") plans trials that all fail when they run. */
+static tb_status check_search_space(const tb_optimizer_info *info, const char *text,
+                                    const char *source, tb_error *err)
+{
+    cJSON *root = cJSON_Parse(text);
+    if (!root) return tb_fail(err, TB_ERR_INVALID, "%s: malformed JSON", source);
+    tb_status st = TB_OK;
+    if (cJSON_IsArray(root)) { /* an explicit list of points */
+        for (const cJSON *pt = root->child; st == TB_OK && pt; pt = pt->next)
+            for (const cJSON *v = pt->child; st == TB_OK && v; v = v->next)
+                st = check_dimension(info, source, v->string,
+                                     cJSON_IsBool(v) ? cJSON_IsTrue(v) : v->valuedouble, err);
+    } else {
+        for (const cJSON *d = root->child; st == TB_OK && d; d = d->next) {
+            const cJSON *lo = cJSON_GetObjectItemCaseSensitive(d, "min");
+            const cJSON *hi = cJSON_GetObjectItemCaseSensitive(d, "max");
+            const cJSON *pts = cJSON_GetObjectItemCaseSensitive(d, "feasible_points");
+            if (!d->string || !d->string[0])
+                st = check_dimension(info, source, d->string, 0, err);
+            if (st == TB_OK && cJSON_IsNumber(lo))
+                st = check_dimension(info, source, d->string, lo->valuedouble, err);
+            if (st == TB_OK && cJSON_IsNumber(hi))
+                st = check_dimension(info, source, d->string, hi->valuedouble, err);
+            for (const cJSON *v = pts ? pts->child : NULL; st == TB_OK && v; v = v->next)
+                st = check_dimension(info, source, d->string,
+                                     cJSON_IsBool(v) ? cJSON_IsTrue(v) : v->valuedouble, err);
+        }
+    }
+    cJSON_Delete(root);
+    return st;
 }
 
 static tb_status plan_submission(tb_store *store, const tb_bench_spec *s,
@@ -176,14 +275,24 @@ static tb_status plan_submission(tb_store *store, const tb_bench_spec *s,
         } else {
             char source[200];
             snprintf(source, sizeof source, "search space of %s", tb_submission_ref_name(ref));
-            tb_search_space *space;
+            tb_search_space *space = NULL;
             st = tb_search_space_parse(text, source, &space, err);
+            if (st == TB_ERR_FORMAT) { /* malformed JSON: a bad value, like a bad range */
+                st = TB_ERR_INVALID;
+                if (err) err->status = st;
+            }
+            /* a built-in's space is checked against its optimizer (an external submission
+             * reads its hyperparameters itself) */
+            const tb_optimizer_info *info =
+                tb_submission_ref_external(ref) ? NULL
+                                                : tb_optimizer_find(tb_submission_ref_name(ref));
+            if (st == TB_OK && info) st = check_search_space(info, text, source, err);
             if (st == TB_OK) {
                 st = tb_search_space_sample(space, s->studies, trials, mix(s->seed ^ 0x4850ull),
                                             points, err);
                 if (st != TB_OK) tb_error_prefix(err, "%s", source);
-                tb_search_space_destroy(space);
             }
+            tb_search_space_destroy(space);
         }
     }
     for (int w = 0; st == TB_OK && w < n_wl; w++) {
@@ -270,7 +379,7 @@ tb_status tb_bench_run(const char *store_path, const tb_bench_spec *s,
     /* the plan, written before anything runs */
     tb_store *store = NULL;
     if (st == TB_OK) st = tb_store_open(store_path, &store, err);
-    char *spec = st == TB_OK ? spec_json(s, wls, n_wl) : NULL;
+    char *spec = st == TB_OK ? spec_json(s, wls, n_wl, refs) : NULL;
     bool in_tx = st == TB_OK && (st = tb_store_begin(store, err)) == TB_OK;
     if (st == TB_OK) st = tb_store_put_benchmark(store, s->name, spec ? spec : "{}", err);
     for (int i = 0; st == TB_OK && i < s->n_submissions; i++)

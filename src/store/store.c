@@ -190,6 +190,25 @@ tb_status tb_store_commit(tb_store *s, tb_error *err) { return tb_store_exec(s, 
 
 void tb_store_rollback(tb_store *s) { tb_store_exec(s, "ROLLBACK", NULL); }
 
+/* The top-level keys in which two specs (JSON objects) differ, comma-separated, into buf. */
+static void spec_differences(const char *a_text, const char *b_text, char *buf, size_t cap)
+{
+    buf[0] = 0;
+    cJSON *a = cJSON_Parse(a_text), *b = cJSON_Parse(b_text);
+    for (int pass = 0; a && b && pass < 2; pass++) {
+        const cJSON *x = pass ? b : a, *y = pass ? a : b;
+        for (const cJSON *k = x->child; k; k = k->next) {
+            const cJSON *other = cJSON_GetObjectItemCaseSensitive(y, k->string);
+            if (pass && other) continue; /* compared in the first pass */
+            if (other && cJSON_Compare(k, other, true)) continue;
+            if (buf[0]) strncat(buf, ", ", cap - strlen(buf) - 1);
+            strncat(buf, k->string ? k->string : "?", cap - strlen(buf) - 1);
+        }
+    }
+    cJSON_Delete(a);
+    cJSON_Delete(b);
+}
+
 tb_status tb_store_put_benchmark(tb_store *s, const char *name, const char *spec, tb_error *err)
 {
     sqlite3_stmt *q = NULL;
@@ -199,11 +218,16 @@ tb_status tb_store_put_benchmark(tb_store *s, const char *name, const char *spec
     int rc = sqlite3_step(q);
     tb_status st = TB_OK;
     if (rc == SQLITE_ROW) {
-        if (strcmp((const char *)sqlite3_column_text(q, 0), spec) != 0)
+        const char *old = (const char *)sqlite3_column_text(q, 0);
+        if (strcmp(old, spec) != 0) {
+            char diff[256];
+            spec_differences(old, spec, diff, sizeof diff);
             st = tb_fail(err, TB_ERR_INVALID,
-                         "benchmark '%s' in %s was planned with a different spec (%s); choose "
-                         "another name (--name) or another results file", name, s->path,
-                         (const char *)sqlite3_column_text(q, 0));
+                         "benchmark '%s' in %s was planned with a different spec (it differs "
+                         "in: %s); its trials are not reused for other settings: choose another "
+                         "name (--name) or another results file (planned spec: %s)", name,
+                         s->path, diff[0] ? diff : "its text", old);
+        }
         sqlite3_finalize(q);
         return st;
     }
