@@ -1,7 +1,8 @@
 /* test_bench_plan.c: what a benchmark plans and keeps: seeds above 2^53 held exactly from the
  * spec through the store to the exports; submission libraries named without '/' loaded from
  * the current directory, never searched for; built-ins' search spaces checked against their
- * optimizer before anything is planned, and part of the spec with the per-trial timeout. */
+ * optimizer before anything is planned, and part of the spec with the per-trial timeout; a
+ * store failing inside a trial's process reported as the benchmark's error, the trial rerun. */
 #include "testutil.h"
 
 #include <sqlite3.h>
@@ -251,6 +252,56 @@ static void test_search_space_checked(void)
     CHECK(sum.reused == 1 && sum.ran == 0);
 }
 
+static void sql(const char *db, const char *text)
+{
+    sqlite3 *h = NULL;
+    CHECK(sqlite3_open(db, &h) == SQLITE_OK);
+    char *msg = NULL;
+    bool ok = sqlite3_exec(h, text, NULL, NULL, &msg) == SQLITE_OK;
+    if (!ok) fprintf(stderr, "%s: %s\n", text, msg ? msg : "?");
+    CHECK(ok);
+    sqlite3_free(msg);
+    sqlite3_close(h);
+}
+
+/* A results store that fails while a trial runs in its child process (a full disk: here an
+ * eval insert that fails) is the benchmark's error with the store's message, not a failed
+ * trial; the trial is left unfinished and a rerun retries it. */
+static void test_store_failure_in_trial(void)
+{
+    char db[300];
+    store_path(db, sizeof db, "full");
+    const char *subs[1] = {"sgd"};
+    tb_bench_spec s = small_spec(subs, 1);
+    tb_error err = {0};
+    tb_store *store;
+    CHECK_OK(tb_store_open(db, &store, &err), &err);
+    tb_store_close(store);
+    sql(db, "CREATE TRIGGER full BEFORE INSERT ON evals BEGIN "
+            "SELECT RAISE(FAIL, 'database or disk is full (simulated)'); END;");
+    tb_bench_summary sum;
+    CHECK_FAILS(tb_bench_run(db, &s, NULL, NULL, &sum, &err), TB_ERR_IO, &err,
+                "disk is full (simulated)");
+    CHECK(strstr(err.message, "recording an eval") && strstr(err.message, "left unfinished"));
+    printf("store failure: %s\n", err.message);
+    CHECK_OK(tb_store_open(db, &store, &err), &err);
+    tb_trial_record *t = NULL;
+    int n = 0;
+    CHECK_OK(tb_store_trials(store, "t", &t, &n, &err), &err);
+    CHECK(n == 1 && t[0].status == TB_TRIAL_RUNNING && t[0].attempts == 1 && !t[0].reason[0]);
+    free(t);
+    tb_store_close(store);
+    /* the disk has room again: the rerun runs the trial (not "1 reused" with a failure) */
+    sql(db, "DROP TRIGGER full;");
+    CHECK_OK(tb_bench_run(db, &s, NULL, NULL, &sum, &err), &err);
+    CHECK(sum.ran == 1 && sum.reused == 0 && sum.failed == 0);
+    CHECK_OK(tb_store_open(db, &store, &err), &err);
+    CHECK_OK(tb_store_trials(store, "t", &t, &n, &err), &err);
+    CHECK(n == 1 && t[0].status == TB_TRIAL_DONE && t[0].attempts == 2);
+    free(t);
+    tb_store_close(store);
+}
+
 int main(void)
 {
     if (!mkdtemp(dir)) {
@@ -260,6 +311,7 @@ int main(void)
     test_seeds_exact();
     test_library_path();
     test_search_space_checked();
+    test_store_failure_in_trial();
     char cmd[200];
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
     CHECK(system(cmd) == 0);

@@ -75,6 +75,9 @@ tb_status tb_trial_execute(const char *store_path, int64_t trial_id,
 /* Runs tb_trial_execute in a child process (fork; the child dies with its parent), waits for
  * it with the wall-clock limit (SIGKILL when it is passed), and, when the child ended without
  * recording an outcome (a crash, a kill, a hang), records the trial failed with the reason.
+ * When the child could not record an outcome because the store failed (tb_trial_execute's
+ * error: a full disk, an I/O error), returns that error (its status, the trial named) and
+ * leaves the trial unfinished, so that the benchmark stops and a rerun retries the trial.
  * The calling process must not have started threads (OpenMP, BLAS) before. */
 tb_status tb_trial_run_isolated(const char *store_path, int64_t trial_id,
                                 const tb_submission_ref *sub, const tb_trial_options *opts,

@@ -1,12 +1,15 @@
 /* isolate.c: a trial in a child process, so that a submission that crashes or hangs becomes a
  * failed trial with the reason recorded while the benchmark goes on. The child writes to the
  * store through its own connection (SQLite's WAL keeps committed rows whatever happens to it)
- * and dies with its parent (PR_SET_PDEATHSIG), so killing the benchmark leaves no orphans. */
-#define _GNU_SOURCE /* strsignal */
+ * and dies with its parent (PR_SET_PDEATHSIG), so killing the benchmark leaves no orphans. When
+ * the child cannot record an outcome because the store failed (a full disk), its error comes
+ * back through a pipe and is the benchmark's error, not the submission's failure. */
+#define _GNU_SOURCE /* strsignal, pipe2 */
 #include "trainbench/benchmark.h"
 #include "core/clock.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>
@@ -16,6 +19,10 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+
+/* The exit status of a trial process that could not record an outcome (its error is in the
+ * pipe). */
+#define CHILD_NO_OUTCOME 2
 
 tb_status tb_trial_run_isolated(const char *store_path, int64_t trial_id,
                                 const tb_submission_ref *sub, const tb_trial_options *opts,
@@ -30,17 +37,36 @@ tb_status tb_trial_run_isolated(const char *store_path, int64_t trial_id,
     if (st != TB_OK) return st;
     double limit = opts->timeout_s > 0 ? opts->timeout_s : 3.0 * rec.budget_s + 120.0;
 
+    /* the child's error, when it could not record an outcome, comes back through a pipe */
+    int fds[2];
+    if (pipe2(fds, O_CLOEXEC) != 0)
+        return tb_fail(err, TB_ERR_IO, "cannot start a trial process: pipe: %s", strerror(errno));
     pid_t parent = getpid();
     fflush(NULL);
     pid_t pid = fork();
-    if (pid < 0) return tb_fail(err, TB_ERR_IO, "cannot start a trial process: %s", strerror(errno));
+    if (pid < 0) {
+        int e = errno;
+        close(fds[0]);
+        close(fds[1]);
+        return tb_fail(err, TB_ERR_IO, "cannot start a trial process: %s", strerror(e));
+    }
     if (pid == 0) {
+        close(fds[0]);
         prctl(PR_SET_PDEATHSIG, SIGKILL);
         if (getppid() != parent) _exit(3); /* the parent died before prctl */
         tb_error cerr = {0};
         tb_status cst = tb_trial_execute(store_path, trial_id, sub, opts, &cerr);
-        _exit(cst == TB_OK ? 0 : 2);
+        if (cst != TB_OK) {
+            cerr.status = cst;
+            /* one write of a few hundred bytes: atomic, and the pipe holds it */
+            ssize_t wrote = write(fds[1], &cerr, sizeof cerr);
+            (void)wrote;
+        }
+        _exit(cst == TB_OK ? 0 : CHILD_NO_OUTCOME);
     }
+    close(fds[1]);
+    /* never block on it: a process the submission started could hold the write end */
+    fcntl(fds[0], F_SETFL, O_NONBLOCK);
     double t0 = tb_monotonic_s();
     int wstatus = 0;
     bool timed_out = false;
@@ -58,6 +84,21 @@ tb_status tb_trial_run_isolated(const char *store_path, int64_t trial_id,
         }
         struct timespec ts = {0, 20 * 1000 * 1000};
         nanosleep(&ts, NULL);
+    }
+    tb_error child_err = {0};
+    bool child_failed = WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == CHILD_NO_OUTCOME &&
+                        read(fds[0], &child_err, sizeof child_err) == (ssize_t)sizeof child_err &&
+                        child_err.status != TB_OK;
+    close(fds[0]);
+    if (child_failed) {
+        /* the trial could not record its outcome (the results store failed: a full disk, an
+         * I/O error): an error of the benchmark, not the submission's failure. The trial is
+         * left unfinished, so that running the benchmark again reruns it. */
+        child_err.message[sizeof child_err.message - 1] = 0;
+        return tb_fail(err, child_err.status,
+                       "trial %lld (%s on %s, study %d, trial %d) could not record its "
+                       "outcome, left unfinished to rerun: %s", (long long)trial_id,
+                       rec.submission, rec.workload, rec.study, rec.trial, child_err.message);
     }
     /* did the child record an outcome? */
     st = tb_store_open(store_path, &store, err);
