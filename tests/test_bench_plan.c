@@ -2,7 +2,8 @@
  * spec through the store to the exports; submission libraries named without '/' loaded from
  * the current directory, never searched for; built-ins' search spaces checked against their
  * optimizer before anything is planned, and part of the spec with the per-trial timeout; a
- * store failing inside a trial's process reported as the benchmark's error, the trial rerun. */
+ * store failing inside a trial's process reported as the benchmark's error, the trial rerun;
+ * one run of a benchmark at a time. */
 #include "testutil.h"
 
 #include <sqlite3.h>
@@ -10,6 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 static char dir[] = "/tmp/tb_test_bench_plan_XXXXXX";
@@ -302,6 +305,73 @@ static void test_store_failure_in_trial(void)
     tb_store_close(store);
 }
 
+/* Two runs of one benchmark at once: the second is refused naming the first's process, and
+ * leaves its trials alone; another benchmark of the same store runs meanwhile. */
+static void test_one_run_at_a_time(void)
+{
+    char db[300];
+    store_path(db, sizeof db, "lock");
+    const char *subs[1] = {"sgd"};
+    tb_bench_spec s = small_spec(subs, 1);
+    s.trials = 2;
+    s.budget_s = 1.5;
+    s.run_to_budget = true;
+    tb_error err = {0};
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid == 0) {
+        tb_bench_summary sum;
+        tb_error cerr = {0};
+        _exit(tb_bench_run(db, &s, NULL, NULL, &sum, &cerr) == TB_OK ? 0 : 1);
+    }
+    /* wait until the first run's first trial is running */
+    bool running = false;
+    for (int i = 0; i < 3000 && !running; i++) {
+        tb_store *store;
+        if (tb_store_open(db, &store, &err) == TB_OK) {
+            tb_trial_record *t = NULL;
+            int n = 0;
+            if (tb_store_trials(store, "t", &t, &n, &err) == TB_OK)
+                for (int k = 0; k < n; k++) running |= t[k].status == TB_TRIAL_RUNNING;
+            free(t);
+            tb_store_close(store);
+        }
+        struct timespec ts = {0, 10 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+    CHECK(running);
+    tb_bench_summary sum;
+    char want[64];
+    snprintf(want, sizeof want, "being run by process %d", (int)pid);
+    CHECK_FAILS(tb_bench_run(db, &s, NULL, NULL, &sum, &err), TB_ERR_IO, &err, want);
+    printf("second run: %s\n", err.message);
+    /* another benchmark in the same store is not held up */
+    tb_bench_spec other = small_spec(subs, 1);
+    other.name = "u";
+    CHECK_OK(tb_bench_run(db, &other, NULL, NULL, &sum, &err), &err);
+    CHECK(sum.ran == 1);
+    int wst = 0;
+    waitpid(pid, &wst, 0);
+    CHECK(WIFEXITED(wst) && WEXITSTATUS(wst) == 0);
+    /* every trial ran once, by the first run; a run now reuses them */
+    tb_store *store;
+    CHECK_OK(tb_store_open(db, &store, &err), &err);
+    tb_trial_record *t = NULL;
+    int n = 0;
+    CHECK_OK(tb_store_trials(store, "t", &t, &n, &err), &err);
+    CHECK(n == 2);
+    for (int k = 0; k < n; k++) CHECK(t[k].status == TB_TRIAL_DONE && t[k].attempts == 1);
+    free(t);
+    tb_store_close(store);
+    CHECK_OK(tb_bench_run(db, &s, NULL, NULL, &sum, &err), &err);
+    CHECK(sum.reused == 2 && sum.ran == 0);
+    /* a store that no trial process could open */
+    CHECK_FAILS(tb_bench_run(":memory:", &s, NULL, NULL, &sum, &err), TB_ERR_INVALID, &err,
+                "must be a file path");
+    CHECK_FAILS(tb_bench_run("", &s, NULL, NULL, &sum, &err), TB_ERR_INVALID, &err,
+                "must be a file path");
+}
+
 int main(void)
 {
     if (!mkdtemp(dir)) {
@@ -312,6 +382,7 @@ int main(void)
     test_library_path();
     test_search_space_checked();
     test_store_failure_in_trial();
+    test_one_run_at_a_time();
     char cmd[200];
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
     CHECK(system(cmd) == 0);

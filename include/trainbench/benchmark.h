@@ -125,7 +125,10 @@ typedef struct tb_bench_summary {
 
 /* Plans spec into the store at store_path (idempotent: a second call with the same spec adds
  * nothing; a different spec under the same name is refused) and runs every trial that is not
- * finished, each in a child process, reporting each to progress (optional). */
+ * finished, each in a child process, reporting each to progress (optional). The run holds a
+ * lock on the benchmark (<store_path>-lock) throughout: while another process runs the same
+ * benchmark of the same store, it fails at once (TB_ERR_IO naming that process). store_path
+ * must be a file ("" and ":memory:" fail with TB_ERR_INVALID). */
 tb_status tb_bench_run(const char *store_path, const tb_bench_spec *spec,
                        tb_bench_progress_fn progress, void *user, tb_bench_summary *summary,
                        tb_error *err);

@@ -6,6 +6,8 @@
 #include "trainbench/tune.h"
 
 #include <cjson/cJSON.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -325,6 +327,51 @@ static tb_status plan_submission(tb_store *store, const tb_bench_spec *s,
     return st;
 }
 
+/* ---- one run of a benchmark at a time ---------------------------------------------------------- */
+/* Two runs of one benchmark would run the same trials at once (each dropping the other's
+ * evals). A run holds a POSIX record lock on one byte of <store>-lock, at an offset given by
+ * the benchmark's name, for as long as it runs: the kernel releases it when the process ends,
+ * however it ends, so a killed run never leaves a stale lock. Trial processes (fork) do not
+ * inherit it and closing their copy of the descriptor does not release it. */
+static tb_status bench_lock(const char *store_path, const char *name, int *fd_out,
+                            tb_error *err)
+{
+    *fd_out = -1;
+    if (!store_path || !store_path[0] || strcmp(store_path, ":memory:") == 0)
+        return tb_fail(err, TB_ERR_INVALID,
+                       "the results store must be a file path (got '%s'): each trial's process "
+                       "opens it", store_path ? store_path : "");
+    char path[1100];
+    snprintf(path, sizeof path, "%s-lock", store_path);
+    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+    if (fd < 0)
+        return tb_fail(err, TB_ERR_IO, "cannot open the benchmark lock %s: %s", path,
+                       strerror(errno));
+    struct flock lk = {.l_type = F_WRLCK, .l_whence = SEEK_SET,
+                       .l_start = (off_t)(hash_text(name) >> 24), .l_len = 1};
+    if (fcntl(fd, F_SETLK, &lk) == 0) {
+        *fd_out = fd;
+        return TB_OK;
+    }
+    int e = errno;
+    tb_status st;
+    if (e == EACCES || e == EAGAIN) {
+        struct flock who = lk;
+        char pid[48] = "another process";
+        if (fcntl(fd, F_GETLK, &who) == 0 && who.l_type != F_UNLCK && who.l_pid > 0)
+            snprintf(pid, sizeof pid, "process %ld", (long)who.l_pid);
+        st = tb_fail(err, TB_ERR_IO,
+                     "benchmark '%s' in %s is being run by %s right now; two runs would run "
+                     "the same trials at once. Wait for it to end (then the same command "
+                     "reuses its trials) or give this run another --name", name, store_path,
+                     pid);
+    } else {
+        st = tb_fail(err, TB_ERR_IO, "cannot lock %s: %s", path, strerror(e));
+    }
+    close(fd);
+    return st;
+}
+
 static tb_status check_spec(const tb_bench_spec *s, tb_error *err)
 {
     if (!s->name || !s->name[0] || strlen(s->name) >= 64)
@@ -376,6 +423,8 @@ tb_status tb_bench_run(const char *store_path, const tb_bench_spec *s,
                 st = tb_fail(err, TB_ERR_INVALID, "submission '%s' is given twice",
                              tb_submission_ref_name(refs[i]));
     }
+    int lock_fd = -1; /* held until the run ends */
+    if (st == TB_OK) st = bench_lock(store_path, s->name, &lock_fd, err);
     /* the plan, written before anything runs */
     tb_store *store = NULL;
     if (st == TB_OK) st = tb_store_open(store_path, &store, err);
@@ -417,6 +466,7 @@ tb_status tb_bench_run(const char *store_path, const tb_bench_spec *s,
         }
     }
     free(trials);
+    if (lock_fd >= 0) close(lock_fd);
     for (int i = 0; i < s->n_submissions; i++) tb_submission_unload(refs[i]);
     free(refs);
     if (summary) *summary = sum;
