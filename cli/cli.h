@@ -37,6 +37,9 @@ int tb_cli_exit_code(tb_status st);
 bool tb_cli_parse_u64(const char *opt, const char *text, uint64_t *out);
 bool tb_cli_parse_int(const char *opt, const char *text, long min, long max, long *out);
 bool tb_cli_parse_double(const char *opt, const char *text, double *out);
+/* --db FILE: refuses "" and ":memory:" (a store that would not outlive the command, nor be
+ * seen by a trial's process), printing the error. */
+bool tb_cli_check_db(const char *path);
 /* Prints "trainbench: <message>" to stderr. */
 void tb_cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* For getopt_long's ':' (a missing value) or any unknown option of subcommand cmd: prints

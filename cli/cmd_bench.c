@@ -16,10 +16,12 @@ static const char bench_usage[] =
     "ones rerun from their start. Ends with the score table (see `trainbench score`).\n"
     "\n"
     "options:\n"
-    "      --db FILE             results store (default results.db; created if missing)\n"
-    "      --preset NAME         quick (default): 2 studies x 2 trials, 20 s budgets, quick\n"
-    "                            targets, evals every 1 s on subsets; full: 5 x 5 with the\n"
-    "                            workloads' own targets, budgets and eval periods\n"
+    "      --db FILE             results store (default results.db; created if missing; a\n"
+    "                            file: not \"\" nor :memory:)\n"
+    "      --preset NAME         quick (default): 2 studies x 1 trial, 15 s budgets, quick\n"
+    "                            targets, evals every 1 s on subsets (train 1000, validation\n"
+    "                            and test 2000 examples); full: 5 x 5 with the workloads' own\n"
+    "                            targets, budgets and eval periods, whole splits\n"
     "      --name NAME           benchmark name in the store (default: the preset's name)\n"
     "  -s, --submission SPEC     an optimizer name (built-in baseline, e.g. sgd, adamw) or a\n"
     "                            path to a submission library (.so); repeatable (default: sgd\n"
@@ -33,15 +35,18 @@ static const char bench_usage[] =
     "      --budget SECONDS      accumulated submission time per trial (overrides the\n"
     "                            workload's max runtime)\n"
     "      --eval-period SECONDS submission seconds between evals\n"
-    "      --eval-examples N     evaluate on the first N validation (and test) examples\n"
+    "      --eval-examples N     evaluate on the first N examples of each split: the train\n"
+    "                            subset, validation and test\n"
     "      --full-targets        the workloads' real targets even with --preset quick\n"
     "      --variants            also the held-out variants of every workload (with the\n"
-    "                            default workloads); score with --variant-rule\n"
+    "                            default workloads only; with -w name the variants);\n"
+    "                            score with --variant-rule\n"
     "      --run-to-budget       do not stop a trial at the target\n"
     "      --seed N              seeds every trial's sources of variation (default 0)\n"
     "  -t, --threads N           CPU threads per trial (default: all cores)\n"
     "      --timeout SECONDS     wall-clock limit of one trial's process (default\n"
-    "                            3 x budget + 120 s); a trial past it is killed and failed\n"
+    "                            3 x budget + 120 s); a trial past it is killed and failed;\n"
+    "                            not below the budget (x1.5 self-tuning)\n"
     "      --search-spaces DIR   where the built-ins' <name>.json search spaces are\n"
     "                            (default: the source tree's search_spaces/)\n"
     "      --data-dir DIR        Fashion-MNIST directory\n"
@@ -80,6 +85,29 @@ static void show_trial(void *user, const tb_bench_event *e)
     fprintf(stderr, "[%d/%d] %s %s study %d trial %d%s: %s  {%s}\n", e->index, e->total,
             t->submission, t->workload, t->study, t->trial, e->reused ? " (done before)" : "",
             what, hp);
+}
+
+/* A --timeout below a trial's budget would kill every trial before its budget is spent. */
+static int check_timeout(const tb_bench_spec *spec, double timeout)
+{
+    double factor = spec->ruleset == TB_RULESET_SELF ? TB_SELF_TUNING_BUDGET_FACTOR : 1.0;
+    int n = spec->workloads ? spec->n_workloads : tb_bench_workload_count();
+    for (int i = 0; i < n; i++) {
+        tb_bench_workload bw;
+        bool found = spec->workloads ? tb_bench_workload_find(spec->workloads[i], &bw)
+                                     : tb_bench_workload_at(i, &bw);
+        if (!found) continue; /* an unknown workload: the benchmark names it */
+        if (!spec->workloads && bw.variant_of && !spec->include_variants) continue;
+        double budget = (spec->budget_s > 0 ? spec->budget_s : bw.max_runtime_s) * factor;
+        if (timeout < budget) {
+            tb_cli_error("--timeout: %g s is below the budget of a %s trial (%g s of submission "
+                         "time); every trial would be killed before its budget: give more "
+                         "than the budget, with room for evals (the default is 3 x budget + "
+                         "120 s)", timeout, bw.workload, budget);
+            return TB_EXIT_USAGE;
+        }
+    }
+    return TB_EXIT_OK;
 }
 
 int tb_cli_bench(int argc, char **argv)
@@ -127,7 +155,10 @@ int tb_cli_bench(int argc, char **argv)
     int c;
     while ((c = getopt_long(argc, argv, ":s:w:t:qh", opts, NULL)) != -1) {
         switch (c) {
-        case OPT_DB: db = optarg; break;
+        case OPT_DB:
+            if (!tb_cli_check_db(optarg)) return TB_EXIT_USAGE;
+            db = optarg;
+            break;
         case OPT_PRESET: preset = optarg; break;
         case OPT_NAME: name = optarg; break;
         case 's':
@@ -172,6 +203,9 @@ int tb_cli_bench(int argc, char **argv)
             break;
         case OPT_TIMEOUT:
             if (!tb_cli_parse_double("--timeout", optarg, &timeout)) return TB_EXIT_USAGE;
+            if (timeout <= 0)
+                return tb_cli_error("--timeout: must be positive (leave it out for the default, "
+                                    "3 x budget + 120 s)"), TB_EXIT_USAGE;
             break;
         case OPT_SPACES: spaces = optarg; break;
         case OPT_DATA: data_dir = optarg; break;
@@ -182,6 +216,23 @@ int tb_cli_bench(int argc, char **argv)
         }
     }
     if (tb_cli_no_arguments("bench", argc, argv) != TB_EXIT_OK) return TB_EXIT_USAGE;
+    if (variants && n_wls > 0) {
+        char named[512] = "";
+        for (int i = 0; i < tb_bench_workload_count(); i++) {
+            tb_bench_workload bw;
+            if (!tb_bench_workload_at(i, &bw) || !bw.variant_of) continue;
+            for (int j = 0; j < n_wls; j++)
+                if (strcmp(bw.variant_of, wls[j]) == 0) {
+                    strncat(named, named[0] ? ", " : "", sizeof named - strlen(named) - 1);
+                    strncat(named, bw.workload, sizeof named - strlen(named) - 1);
+                }
+        }
+        tb_cli_error("--variants adds the held-out variants to the default workloads only; with "
+                     "-w, name the variants to run as workloads (%s%s; see `trainbench "
+                     "workloads`)", named[0] ? "here: " : "the workloads named have none",
+                     named);
+        return TB_EXIT_USAGE;
+    }
     if (tb_bench_preset(preset, &spec, &err) != TB_OK) {
         tb_cli_error("--preset: %s", err.message);
         return TB_EXIT_USAGE;
@@ -210,6 +261,7 @@ int tb_cli_bench(int argc, char **argv)
     spec.trial.threads = (int)threads;
     spec.trial.timeout_s = timeout;
     spec.trial.data_dir = data_dir;
+    if (timeout > 0 && check_timeout(&spec, timeout) != TB_EXIT_OK) return TB_EXIT_USAGE;
 
     tb_bench_summary sum;
     tb_status st = tb_bench_run(db, &spec, quiet ? NULL : show_trial, NULL, &sum, &err);

@@ -40,7 +40,10 @@ int tb_cli_export(int argc, char **argv)
     int c;
     while ((c = getopt_long(argc, argv, ":o:h", opts, NULL)) != -1) {
         switch (c) {
-        case OPT_DB: db = optarg; break;
+        case OPT_DB:
+            if (!tb_cli_check_db(optarg)) return TB_EXIT_USAGE;
+            db = optarg;
+            break;
         case OPT_NAME: name = optarg; break;
         case OPT_FORMAT:
             if (tb_export_format_parse(optarg, &format, &err) != TB_OK)

@@ -80,7 +80,10 @@ int tb_cli_score(int argc, char **argv)
     int c;
     while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
         switch (c) {
-        case OPT_DB: db = optarg; break;
+        case OPT_DB:
+            if (!tb_cli_check_db(optarg)) return TB_EXIT_USAGE;
+            db = optarg;
+            break;
         case OPT_NAME: name = optarg; break;
         case OPT_REF: reference = optarg; break;
         case OPT_VARIANT: variant_rule = true; break;

@@ -73,6 +73,16 @@ int tb_cli_exit_code(tb_status st)
     }
 }
 
+bool tb_cli_check_db(const char *path)
+{
+    if (!path[0] || strcmp(path, ":memory:") == 0) {
+        tb_cli_error("--db: '%s' is not a results file (give a file path; the store must "
+                     "outlive the command)", path);
+        return false;
+    }
+    return true;
+}
+
 bool tb_cli_parse_u64(const char *opt, const char *text, uint64_t *out)
 {
     char *end;

@@ -105,7 +105,8 @@ static void test_crash_isolated(void)
     o.timeout_s = 1.5;
     CHECK_OK(tb_trial_run_isolated(db, h.id, ref, &o, &err), &err);
     CHECK_OK(tb_store_trial_get(store, h.id, &h, &err), &err);
-    CHECK(h.status == TB_TRIAL_FAILED && strstr(h.reason, "timed out"));
+    CHECK(h.status == TB_TRIAL_FAILED && strstr(h.reason, "timed out") &&
+          strstr(h.reason, "its 1.5 s wall-clock limit"));
     tb_submission_unload(ref);
 
     /* a library without the entry point, and a missing one, are clear errors */

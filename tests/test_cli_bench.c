@@ -27,7 +27,19 @@ int main(void)
     fputs("{\"learning_rate\": {\"min\": 0.01, \"max\": 0.1,\n \"scaling\": \"log\"", f);
     fclose(f);
 
-    CHECK(run("bench --help") == 0 && has("--preset") && has("--ruleset"));
+    CHECK(run("bench --help") == 0 && has("--preset") && has("--ruleset") &&
+          has("2 studies x 1 trial, 15 s budgets") && has("the train\n") &&
+          has("subset, validation and test"));
+    CHECK(run("bench --timeout -5") == 2 && has("--timeout: must be positive"));
+    CHECK(run("bench -w fmnist_mlp --timeout 0.5") == 2 &&
+          has("--timeout: 0.5 s is below the budget of a fmnist_mlp trial (15 s"));
+    CHECK(run("bench -w fmnist_mlp --budget 2 --ruleset self --timeout 2.5") == 2 &&
+          has("(3 s of submission time)"));
+    CHECK(run("bench -w fmnist_mlp --variants") == 2 && has("here: fmnist_mlp_"));
+    CHECK(run("bench --db ''") == 2 && has("--db: '' is not a results file"));
+    CHECK(run("bench --db :memory:") == 2 && has("':memory:' is not a results file"));
+    CHECK(run("score --db :memory:") == 2 && has("':memory:' is not a results file"));
+    CHECK(run("export --db ''") == 2 && has("'' is not a results file"));
     CHECK(run("score --help") == 0 && has("--variant-rule"));
     CHECK(run("export --help") == 0 && has("jsonl"));
     CHECK(run("bench --preset huge") == 2 && has("unknown preset 'huge'"));

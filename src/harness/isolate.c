@@ -108,7 +108,7 @@ tb_status tb_trial_run_isolated(const char *store_path, int64_t trial_id,
         char reason[512];
         if (timed_out)
             snprintf(reason, sizeof reason,
-                     "timed out: the trial process ran past its %.0f s wall-clock limit and "
+                     "timed out: the trial process ran past its %g s wall-clock limit and "
                      "was killed", limit);
         else if (WIFSIGNALED(wstatus))
             snprintf(reason, sizeof reason, "crashed: killed by signal %d (%s)",
