@@ -18,7 +18,8 @@ static const char score_usage[] =
     "options:\n"
     "      --db FILE          results store (default results.db)\n"
     "      --name NAME        only this benchmark (default: every benchmark in the store)\n"
-    "      --reference NAME   submission the speedups are relative to (default: the first)\n"
+    "      --reference NAME   submission the speedups are relative to (default: the first);\n"
+    "                         one of every scored benchmark's submissions\n"
     "      --variant-rule     a workload counts only if its held-out variant is reached too\n"
     "      --json             one JSON object per benchmark on stdout\n"
     "  -h, --help             this help\n";

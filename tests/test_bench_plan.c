@@ -365,6 +365,24 @@ static void test_one_run_at_a_time(void)
     tb_store_close(store);
     CHECK_OK(tb_bench_run(db, &s, NULL, NULL, &sum, &err), &err);
     CHECK(sum.reused == 2 && sum.ran == 0);
+    /* a misspelt name is an error listing what there is, not an empty export or table */
+    CHECK_OK(tb_store_open(db, &store, &err), &err);
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    CHECK_FAILS(tb_store_export(store, "nope", TB_EXPORT_CSV, f, &err), TB_ERR_INVALID, &err,
+                "no trials of benchmark 'nope' (its benchmarks: t, u)");
+    fclose(f);
+    CHECK(len == 0);
+    free(buf);
+    tb_score_options so = {"t", "nope", false, 0};
+    tb_score_table *table = NULL;
+    CHECK_FAILS(tb_score_store(store, &so, &table, &err), TB_ERR_INVALID, &err,
+                "reference submission 'nope' is not in benchmark 't' (its submissions: sgd)");
+    so.reference = "sgd";
+    CHECK_OK(tb_score_store(store, &so, &table, &err), &err);
+    tb_score_table_destroy(table);
+    tb_store_close(store);
     /* a store that no trial process could open */
     CHECK_FAILS(tb_bench_run(":memory:", &s, NULL, NULL, &sum, &err), TB_ERR_INVALID, &err,
                 "must be a file path");

@@ -81,6 +81,12 @@ int main(void)
     CHECK(run(args) == 0 && has("\"benchmark\":\"tiny\"") && has("\"ruleset\":\"self\""));
     snprintf(args, sizeof args, "score --db %s --name other", db);
     CHECK(run(args) == 2 && has("no trials of benchmark 'other'"));
+    snprintf(args, sizeof args, "score --db %s --reference nope", db);
+    CHECK(run(args) == 2 &&
+          has("reference submission 'nope' is not in benchmark 'tiny' (its submissions: sgd)"));
+    snprintf(args, sizeof args, "export --db %s --name nope", db);
+    CHECK(run(args) == 2 && has("no trials of benchmark 'nope' (its benchmarks: tiny)") &&
+          !has("global_step"));
     snprintf(args, sizeof args, "export --db %s --format csv", db);
     CHECK(run(args) == 0 && has("global_step,preemption_count") && has("tiny,sgd,fmnist_mlp,self"));
     snprintf(args, sizeof args, "export --db %s --format jsonl", db);

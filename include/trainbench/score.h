@@ -43,7 +43,8 @@ double tb_score_speedup(const double *t_ref, const double *t_sub, const double *
 /* ---- a score table from a results store ----------------------------------------------------- */
 typedef struct tb_score_options {
     const char *benchmark; /* required */
-    const char *reference; /* submission for speedups; NULL: the first submission */
+    const char *reference; /* submission for speedups (one of the benchmark's); NULL: the
+                              first submission */
     bool variant_rule;
     double tau_max;        /* 0: TB_SCORE_TAU_MAX */
 } tb_score_options;
@@ -63,14 +64,15 @@ typedef struct tb_score_table {
     double *ratio;
     /* [s] */
     double *score;
-    double *speedup;        /* over the reference; NAN if the reference is absent */
+    double *speedup;        /* over the reference */
     char reference[128];
     double tau_max;
     bool variant_rule;
 } tb_score_table;
 
 /* Builds the score table of one benchmark in store. Free with tb_score_table_destroy. Fails
- * with TB_ERR_INVALID naming the benchmark if the store has no trials of it. */
+ * with TB_ERR_INVALID naming the benchmark if the store has no trials of it, and naming the
+ * reference and listing the benchmark's submissions if the reference is not one of them. */
 tb_status tb_score_store(tb_store *store, const tb_score_options *options,
                          tb_score_table **out, tb_error *err);
 void tb_score_table_destroy(tb_score_table *table);

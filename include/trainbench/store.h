@@ -124,7 +124,8 @@ typedef enum tb_export_format {
 } tb_export_format;
 
 tb_status tb_export_format_parse(const char *name, tb_export_format *out, tb_error *err);
-/* Writes the trials of benchmark (NULL: all) to f. */
+/* Writes the trials of benchmark (NULL: all) to f. A benchmark with no trials in the store
+ * fails with TB_ERR_INVALID naming it and listing the store's benchmarks, writing nothing. */
 tb_status tb_store_export(tb_store *store, const char *benchmark, tb_export_format format,
                           FILE *f, tb_error *err);
 

@@ -78,6 +78,18 @@ tb_status tb_score_store(tb_store *store, const tb_score_options *o, tb_score_ta
             snprintf(t->wls[t->n_wl++], sizeof t->wls[0], "%s", tr[i].workload);
         if (tr[i].study + 1 > max_study) max_study = tr[i].study + 1;
     }
+    if (o->reference && index_of_sub(t, o->reference) < 0) {
+        char list[512] = "";
+        for (int i = 0; i < t->n_subs; i++) {
+            strncat(list, i ? ", " : "", sizeof list - strlen(list) - 1);
+            strncat(list, t->subs[i], sizeof list - strlen(list) - 1);
+        }
+        free(tr);
+        tb_score_table_destroy(t);
+        return tb_fail(err, TB_ERR_INVALID,
+                       "reference submission '%s' is not in benchmark '%s' (its submissions: %s)",
+                       o->reference, o->benchmark, list);
+    }
     size_t cells = (size_t)t->n_subs * (size_t)t->n_wl;
     t->budgets = calloc((size_t)t->n_wl, sizeof(double));
     t->time = calloc(cells, sizeof(double));
