@@ -126,9 +126,8 @@ bool tb_cli_parse_double(const char *opt, const char *text, double *out)
     return true;
 }
 
-int main(int argc, char **argv)
+static int run_command(int argc, char **argv)
 {
-    tb_cli_choose_blas_kernels(argv);
     if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 ||
         strcmp(argv[1], "help") == 0) {
         fputs(usage, argc < 2 ? stderr : stdout);
@@ -150,4 +149,19 @@ int main(int argc, char **argv)
     }
     tb_cli_error("unknown command '%s' (try `trainbench --help`)", cmd);
     return TB_EXIT_USAGE;
+}
+
+int main(int argc, char **argv)
+{
+    tb_cli_choose_blas_kernels(argv);
+    int rc = run_command(argc, argv);
+    /* output that never arrived (a full disk, a closed pipe) is a failure, not success */
+    errno = 0;
+    int flushed = fflush(stdout);
+    int e = errno;
+    if (flushed != 0 || ferror(stdout)) {
+        tb_cli_error("cannot write output: %s", e ? strerror(e) : "write error");
+        if (rc == TB_EXIT_OK) rc = TB_EXIT_FAILURE;
+    }
+    return rc;
 }

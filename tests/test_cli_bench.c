@@ -79,6 +79,12 @@ int main(void)
     CHECK(run(args) == 0 && has("1 reused") && has("(done before)"));
     snprintf(args, sizeof args, "score --db %s --json", db);
     CHECK(run(args) == 0 && has("\"benchmark\":\"tiny\"") && has("\"ruleset\":\"self\""));
+    /* output that cannot be written is a failure (the message goes to stderr, here lost) */
+    snprintf(args, sizeof args, "score --db %s >/dev/full", db);
+    CHECK(run(args) == 1);
+    snprintf(args, sizeof args, "score --db %s --json >/dev/full", db);
+    CHECK(run(args) == 1);
+    CHECK(run("version >/dev/full") == 1);
     snprintf(args, sizeof args, "score --db %s --name other", db);
     CHECK(run(args) == 2 && has("no trials of benchmark 'other'"));
     snprintf(args, sizeof args, "score --db %s --reference nope", db);
