@@ -97,6 +97,18 @@ static void test_seeds_exact(void)
                              "\"split\":18446744073709551557,\"hparam\":0}"));
     CHECK(buf && !strstr(buf, "e+"));
     free(buf);
+    /* the CSV export keeps a trial without evals: one row, its eval columns empty */
+    f = open_memstream(&buf, &len);
+    CHECK_OK(tb_store_export(store, "raw", TB_EXPORT_CSV, f, &err), &err);
+    fclose(f);
+    int lines = 0, commas = 0;
+    for (size_t i = 0; i < len; i++) {
+        lines += buf[i] == '\n';
+        commas += buf[i] == ',';
+    }
+    CHECK(lines == 2 && commas == 2 * 24);
+    CHECK(buf && strstr(buf, "\nraw,sgd,fmnist_mlp,external,0,0,planned,{},,0,,,"));
+    free(buf);
     tb_store_close(store);
 
     /* the benchmark: seed 2^53 + 1 and seed 2^53 are different specs, not one reused */

@@ -119,7 +119,8 @@ tb_status tb_store_evals(tb_store *store, int64_t trial_id, tb_eval_record **out
                          tb_error *err);
 
 typedef enum tb_export_format {
-    TB_EXPORT_CSV = 0,   /* one row per eval: trial keys + AlgoPerf's eval_measurements columns */
+    TB_EXPORT_CSV = 0,   /* one row per eval: trial keys + AlgoPerf's eval_measurements columns
+                            (a trial without evals: one row, its eval columns empty) */
     TB_EXPORT_JSONL = 1, /* one JSON object per trial, with its evals */
 } tb_export_format;
 

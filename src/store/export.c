@@ -1,5 +1,6 @@
 /* export.c: the results store as CSV (one row per eval, AlgoPerf's eval_measurements.csv
- * columns after the trial's keys) or JSON lines (one object per trial with its evals). */
+ * columns after the trial's keys; one row with empty eval columns for a trial without evals)
+ * or JSON lines (one object per trial with its evals). */
 #include "store/store_impl.h"
 
 #include <cjson/cJSON.h>
@@ -43,18 +44,30 @@ static const char csv_header[] =
     "validation/accuracy,validation/loss,validation/error_rate,validation/num_examples,"
     "test/accuracy,test/loss,test/error_rate,test/num_examples\n";
 
+static void csv_keys(FILE *f, const tb_trial_record *t, const char *hp)
+{
+    csv_text(f, t->benchmark);
+    fputc(',', f);
+    csv_text(f, t->submission);
+    fprintf(f, ",%s,%s,%d,%d,%s,", t->workload, t->ruleset, t->study, t->trial,
+            tb_trial_status_name(t->status));
+    csv_text(f, hp ? hp : "{}");
+}
+
 static void csv_trial(FILE *f, const tb_trial_record *t, const tb_eval_record *ev, int n)
 {
     char *hp = tb_store_hparams_json(&t->hparams);
+    int preemptions = t->attempts > 0 ? t->attempts - 1 : 0;
+    if (n == 0) {
+        /* a trial without evals (failed before its first, or not run yet) still has its row:
+         * its keys and status, the eval columns empty */
+        csv_keys(f, t, hp);
+        fprintf(f, ",,%d,,,,,,,,,,,,,,,\n", preemptions);
+    }
     for (int i = 0; i < n; i++) {
         const tb_eval_record *e = &ev[i];
-        csv_text(f, t->benchmark);
-        fputc(',', f);
-        csv_text(f, t->submission);
-        fprintf(f, ",%s,%s,%d,%d,%s,", t->workload, t->ruleset, t->study, t->trial,
-                tb_trial_status_name(t->status));
-        csv_text(f, hp ? hp : "{}");
-        fprintf(f, ",%lld,%d", (long long)e->step, t->attempts > 0 ? t->attempts - 1 : 0);
+        csv_keys(f, t, hp);
+        fprintf(f, ",%lld,%d", (long long)e->step, preemptions);
         csv_real(f, e->submission_time); /* AlgoPerf's score column: submission time */
         csv_real(f, e->total_duration);
         csv_real(f, e->submission_time);
