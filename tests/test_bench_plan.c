@@ -131,7 +131,7 @@ static void test_seeds_exact(void)
     tb_store_close(store);
     s.seed = 9007199254740992ull;
     CHECK_FAILS(tb_bench_run(db, &s, NULL, NULL, &sum, &err), TB_ERR_INVALID, &err,
-                "different spec");
+                "different spec (it differs in: seed)");
 }
 
 /* A submission named without '/' is a path in the current directory, never searched for. */
