@@ -1,7 +1,8 @@
 /* test_bench.c: the benchmark executor on real short trials: an external submission that
  * segfaults is a failed trial with the signal recorded while the others finish; a hanging one
  * is killed at its wall-clock limit; a benchmark killed with SIGKILL in the middle of a trial
- * resumes with nothing finished lost or rerun and the interrupted trial rerun; export. */
+ * resumes with nothing finished lost or rerun and the interrupted trial rerun; export; missing
+ * data stops the benchmark without failing the trial; a target in bits per character. */
 #include "testutil.h"
 
 #include <math.h>
@@ -295,8 +296,28 @@ static void test_target_metric(void)
     remove_store(db);
 }
 
+/* Missing data is the benchmark's error (TB_ERR_MISSING), not the trial's failure: the trial
+ * is left unfinished and the same benchmark, run again with the data, runs it. */
+static void test_missing_data(void)
+{
+    char db[256];
+    temp_path(db, sizeof db, "missing");
+    const char *subs[1] = {"sgd"};
+    tb_bench_spec s = small_spec(subs, 1);
+    s.trial.data_dir = "/nonexistent/trainbench";
+    tb_bench_summary sum;
+    tb_error err = {0};
+    CHECK_FAILS(tb_bench_run(db, &s, NULL, NULL, &sum, &err), TB_ERR_MISSING, &err,
+                "left unfinished to rerun");
+    s.trial.data_dir = NULL;
+    CHECK_OK(tb_bench_run(db, &s, NULL, NULL, &sum, &err), &err);
+    CHECK(sum.planned == 1 && sum.ran == 1 && sum.failed == 0);
+    remove_store(db);
+}
+
 int main(void)
 {
+    test_missing_data();
     test_target_metric();
     test_crash_isolated();
     test_kill_and_resume();

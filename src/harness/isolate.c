@@ -91,14 +91,18 @@ tb_status tb_trial_run_isolated(const char *store_path, int64_t trial_id,
                         child_err.status != TB_OK;
     close(fds[0]);
     if (child_failed) {
-        /* the trial could not record its outcome (the results store failed: a full disk, an
-         * I/O error): an error of the benchmark, not the submission's failure. The trial is
-         * left unfinished, so that running the benchmark again reruns it. */
+        /* the trial could not run or record its outcome (the results store failed: a full
+         * disk, an I/O error; its data or device is missing): an error of the benchmark, not
+         * the submission's failure. The trial is left unfinished, so that running the
+         * benchmark again, once mended, reruns it. */
         child_err.message[sizeof child_err.message - 1] = 0;
         return tb_fail(err, child_err.status,
-                       "trial %lld (%s on %s, study %d, trial %d) could not record its "
-                       "outcome, left unfinished to rerun: %s", (long long)trial_id,
-                       rec.submission, rec.workload, rec.study, rec.trial, child_err.message);
+                       "trial %lld (%s on %s, study %d, trial %d) %s, left unfinished to rerun: "
+                       "%s", (long long)trial_id, rec.submission, rec.workload, rec.study,
+                       rec.trial,
+                       child_err.status == TB_ERR_MISSING ? "could not start"
+                                                          : "could not record its outcome",
+                       child_err.message);
     }
     /* did the child record an outcome? */
     st = tb_store_open(store_path, &store, err);
