@@ -490,6 +490,17 @@ static void test_schedules(void)
     step.decay_factor = 0;
     step.step_every = 0; /* defaults: 0.1 every (90 - 0) / 3 = 30 steps */
     CHECK_NEAR(tb_schedule_factor(&step, 31), 0.1, 1e-15);
+    /* the default interval rounds up: 3 levels (x0.1 every third), never a fourth at the end */
+    step.total_steps = 10; /* every 4 steps, not 10 / 3 = 3 (which gave 0.001 at step 10) */
+    const double ten[10] = {1, 1, 1, 1, 0.1, 0.1, 0.1, 0.1, 0.01, 0.01};
+    for (int t = 1; t <= 10; t++) CHECK_NEAR(tb_schedule_factor(&step, t), ten[t - 1], 1e-15);
+    step.total_steps = 2;
+    CHECK_NEAR(tb_schedule_factor(&step, 1), 1.0, 0);
+    CHECK_NEAR(tb_schedule_factor(&step, 2), 0.1, 1e-15);
+    for (int64_t total = 1; total <= 40; total++) { /* the last step is at most x0.01 */
+        step.total_steps = total;
+        CHECK(tb_schedule_factor(&step, total) >= 0.01 - 1e-15);
+    }
     tb_schedule cos = {.kind = TB_SCHEDULE_WARMUP_COSINE, .warmup_steps = 0, .total_steps = 100};
     CHECK_NEAR(tb_schedule_factor(&cos, 50), 0.5, 1e-15);
     CHECK_OK(tb_schedule_validate(&cos, &err), &err);

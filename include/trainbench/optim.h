@@ -110,7 +110,7 @@ typedef enum tb_schedule_kind {
 } tb_schedule_kind;
 
 /* A schedule. Fields a kind does not use are ignored; 0 in power, decay_factor or step_every
- * means its default (2, 0.1, and a third of the steps after warmup, at least 1), so
+ * means its default (2, 0.1, and a third of the steps after warmup rounded up, at least 1), so
  * {kind, warmup_steps, total_steps} is a complete schedule. */
 typedef struct tb_schedule {
     tb_schedule_kind kind;

@@ -67,7 +67,9 @@ double tb_schedule_factor(const tb_schedule *s, int64_t step)
     int64_t decay = s->total_steps - s->warmup_steps, after = step - s->warmup_steps;
     if (s->kind == TB_SCHEDULE_STEP) {
         double factor = s->decay_factor > 0.0 ? s->decay_factor : 0.1;
-        int64_t every = s->step_every > 0 ? s->step_every : (decay / 3 > 0 ? decay / 3 : 1);
+        /* default: a third of the decay steps, rounded up, so the run ends at the third
+         * level (x0.01 by default) and never starts a fourth one */
+        int64_t every = s->step_every > 0 ? s->step_every : (decay > 3 ? (decay + 2) / 3 : 1);
         return pow(factor, (double)((after > 0 ? after - 1 : 0) / every));
     }
     if (decay <= 0) return 1.0;
