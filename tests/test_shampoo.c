@@ -203,11 +203,66 @@ static void test_grafting(void)
     tb_params_destroy(p);
 }
 
+/* The backend's allocator, wrapped to record the largest request and refuse huge ones. */
+static void *(*real_alloc)(tb_backend *, size_t);
+static size_t largest_alloc;
+static void *recording_alloc(tb_backend *b, size_t bytes)
+{
+    if (bytes > largest_alloc) largest_alloc = bytes;
+    return bytes > ((size_t)64 << 20) ? NULL : real_alloc(b, bytes);
+}
+
+/* One step of a [10, 6] weight, preconditioned from step 1, with block side bs: w after it. */
+static void step_with_block_size(double bs, float w_after[60])
+{
+    tb_params *p;
+    tb_params_create(be, &p, NULL);
+    int64_t shape[2] = {10, 6};
+    tb_var *w = tb_params_add(p, "w", TB_PARAM_WEIGHT, 2, shape, NULL);
+    tb_params_finalize(p, NULL);
+    tb_init_constant(w, 0.0f, NULL);
+    const char *names[] = {"learning_rate", "momentum", "start_preconditioning_step",
+                           "precondition_interval", "grafting", "block_size"};
+    double values[] = {1.0, 0.0, 1, 1, 0, bs};
+    largest_alloc = 0;
+    tb_optimizer *opt = make(p, names, values, 6);
+    /* the state is sized by the real blocks: g, d, momentum, L, R and their roots, scratch */
+    CHECK(largest_alloc <= 64 * 4 * 4);
+    float g[60];
+    tb_rng r = tb_rng_make(33, 0);
+    for (int i = 0; i < 60; i++) g[i] = (float)tb_rng_normal(&r);
+    tb_backend_upload(be, w->grad.data, g, sizeof g);
+    tb_error err = {0};
+    CHECK_OK(tb_optimizer_step(opt, 1.0, &err), &err);
+    tb_backend_download(be, w_after, w->value.data, 60 * sizeof *w_after);
+    tb_optimizer_destroy(opt);
+    tb_params_destroy(p);
+}
+
+/* block_size far above every parameter's sides (65536: 16 GiB if the scratch were
+ * block_size^2) allocates for the real [10, 6] block and steps as a block size that fits. */
+static void test_large_block_size(void)
+{
+    real_alloc = be->ops.alloc;
+    be->ops.alloc = recording_alloc;
+    float fit[60], huge[60];
+    step_with_block_size(16, fit);
+    step_with_block_size(65536, huge);
+    be->ops.alloc = real_alloc;
+    double diff = 0, scale = 0;
+    for (int i = 0; i < 60; i++) {
+        diff = fmax(diff, fabs((double)fit[i] - huge[i]));
+        scale = fmax(scale, fabs((double)fit[i]));
+    }
+    CHECK(scale > 1e-2 && diff == 0);
+}
+
 int main(void)
 {
     be = tb_test_backend();
     test_blocked_roots();
     test_grafting();
+    test_large_block_size();
     tb_backend_destroy(be);
     return tb_test_finish("test_shampoo");
 }

@@ -59,7 +59,7 @@ typedef struct sh_state {
     sh_param *ps;
     int n_ps;
     float *g, *d, *mom;   /* device [numel]: decayed gradient, direction, momentum */
-    float *tmp;           /* device [block_size^2] */
+    float *tmp;           /* device [largest block's bm x bn] (scratch of L^-1/4 G) */
     bool have_roots;
 } sh_state;
 
@@ -105,13 +105,13 @@ static tb_status shampoo_init(tb_optimizer *opt, tb_error *err)
     s->g = tb_backend_alloc(be, (size_t)(numel + 1) * 4);
     s->d = tb_backend_alloc(be, (size_t)(numel + 1) * 4);
     s->mom = tb_backend_alloc(be, (size_t)(numel + 1) * 4);
-    s->tmp = tb_backend_alloc(be, (size_t)bs * bs * 4);
     s->n_ps = tb_params_count(opt->params);
     s->ps = calloc((size_t)s->n_ps + 1, sizeof *s->ps);
-    if (!s->g || !s->d || !s->mom || !s->tmp || !s->ps)
+    if (!s->g || !s->d || !s->mom || !s->ps)
         return tb_fail(err, TB_ERR_NOMEM, "shampoo: cannot allocate state for %lld values",
                        (long long)numel);
     be->ops.fill(be, s->mom, numel, 0.0f);
+    size_t tmp_floats = 1; /* the largest real block, not block_size^2 */
     for (int i = 0; i < s->n_ps; i++) {
         sh_param *q = &s->ps[i];
         q->p = tb_params_get(opt->params, i);
@@ -131,6 +131,7 @@ static tb_status shampoo_init(tb_optimizer *opt, tb_error *err)
                 k->c0 = c * bs;
                 k->bm = q->m - k->r0 < bs ? q->m - k->r0 : bs;
                 k->bn = q->n - k->c0 < bs ? q->n - k->c0 : bs;
+                if ((size_t)k->bm * k->bn > tmp_floats) tmp_floats = (size_t)k->bm * k->bn;
                 k->pl = k->bm <= maxdim;
                 k->pr = k->bn <= maxdim;
                 size_t lb = (size_t)k->bm * k->bm * 4, rbytes = (size_t)k->bn * k->bn * 4;
@@ -149,6 +150,10 @@ static tb_status shampoo_init(tb_optimizer *opt, tb_error *err)
                 if (k->pr) be->ops.fill(be, k->R, (int64_t)k->bn * k->bn, 0.0f);
             }
     }
+    s->tmp = tb_backend_alloc(be, tmp_floats * 4);
+    if (!s->tmp)
+        return tb_fail(err, TB_ERR_NOMEM, "shampoo: cannot allocate a %zu-value scratch block",
+                       tmp_floats);
     return TB_OK;
 }
 
