@@ -241,8 +241,9 @@ static void test_least_squares(void)
             for (int j = 0; j < DIN; j++) s += w0[i * DIN + j] * abar[n * DIN + j];
             yf[n * OUT + i] = (float)(s - (i == n % OUT ? OUT / 2.0 * sqrt(2.0) : 0.0));
         }
+    /* damping must be > 0; 1e-12 moves the exact Gauss-Newton step by about 1e-6 */
     const char *names[] = {"learning_rate", "momentum", "damping", "kl_clip", "stat_decay"};
-    double values[] = {1.0, 0.0, 0.0, 0.0, 0.0};
+    double values[] = {1.0, 0.0, 1e-12, 0.0, 0.0};
     tb_optimizer *opt = make_opt("kfac", m.params, names, values, 5);
     tb_layer_ref ref = tb_layer_linear(&m.l);
     tb_error err = {0};
@@ -382,6 +383,41 @@ static void test_frobenius_and_roundtrip(void)
     tb_params_destroy(m.params);
 }
 
+/* ---- damping: 0 refused at creation; too small a one fails naming the user's value --------- */
+
+static void test_damping(void)
+{
+    tb_rng r = tb_rng_make(14, 0);
+    dense_model m;
+    enum { IN = 20, OUT = 3, N = 2 }; /* 2 examples: A (21 x 21) has rank 2 */
+    dense_make(&m, IN, OUT, N, &r);
+    tb_error err = {0};
+    tb_hparams hp = {0};
+    tb_hparams_set(&hp, "damping", 0.0, NULL);
+    for (int e = 0; e < 2; e++) {
+        tb_optimizer *o = NULL;
+        CHECK_FAILS(tb_optimizer_create(e ? "ekfac" : "kfac", m.params, &hp, &o, &err),
+                    TB_ERR_INVALID, &err, "damping = 0 is outside (0,");
+    }
+    float x[N * IN], y[N * OUT];
+    rand_fill(&r, x, N * IN, -1, 1);
+    rand_fill(&r, y, N * OUT, -1, 1);
+    const char *names[] = {"damping", "stat_decay", "cov_interval", "inv_interval"};
+    double values[] = {1e-300, 0.0, 1, 1};
+    tb_optimizer *opt = make_opt("kfac", m.params, names, values, 4);
+    tb_layer_ref ref = tb_layer_linear(&m.l);
+    CHECK_OK(tb_optimizer_set_layers(opt, &ref, 1, &err), &err);
+    dense_pass(&m, x, y);
+    CHECK_OK(tb_optimizer_update_fisher(opt, &err), &err);
+    dense_pass(&m, x, y);
+    /* A + pi sqrt(1e-300) I is singular in double: the message gives the damping the user set,
+     * not only the factored pi sqrt(damping) added to A */
+    CHECK_FAILS(tb_optimizer_step(opt, 1.0, &err), TB_ERR_NUMERIC, &err, "damping = 1e-300");
+    CHECK(strstr(err.message, "factor A") && strstr(err.message, "increase damping"));
+    tb_optimizer_destroy(opt);
+    tb_params_destroy(m.params);
+}
+
 int main(void)
 {
     be = tb_test_backend();
@@ -391,6 +427,7 @@ int main(void)
     check_against_dense(true);
     test_least_squares();
     test_frobenius_and_roundtrip();
+    test_damping();
     tb_tape_destroy(tape);
     tb_backend_destroy(be);
     return tb_test_finish("test_kfac");

@@ -213,6 +213,8 @@ static void test_api(void)
     /* impossible hyperparameters are named */
     struct { const char *algo, *name; double v; const char *needle; } bad[] = {
         {"kfac", "damping", -1.0, "damping"},
+        {"kfac", "damping", 0.0, "damping = 0"},  /* A, G only semi-definite: refused here */
+        {"ekfac", "damping", 0.0, "damping = 0"}, /* it divides by S + damping, S >= 0 */
         {"kfac", "stat_decay", 1.0, "stat_decay"},
         {"kfac", "cov_interval", 0.0, "cov_interval"},
         {"kfac", "inv_interval", 2.5, "whole number"},

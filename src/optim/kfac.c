@@ -27,7 +27,7 @@
 #define KFAC_COMMON_HPARAMS                                                                     \
     {"learning_rate", 1e-3, 0.0, 1e6, true, false, false, "step size"},                        \
         {"momentum", 0.9, 0.0, 1.0, false, true, false, "heavy-ball momentum, in [0, 1)"},     \
-        {"damping", 1e-3, 0.0, 1e6, false, false, false, "Tikhonov damping lambda, >= 0"},     \
+        {"damping", 1e-3, 0.0, 1e6, true, false, false, "Tikhonov damping lambda, > 0"},       \
         {"stat_decay", 0.95, 0.0, 1.0, false, true, false,                                     \
          "EMA weight of the old statistics, in [0, 1)"},                                       \
         {"cov_interval", 10, 1, 1e9, false, false, false,                                      \
@@ -255,13 +255,16 @@ static tb_status refresh_layer(tb_optimizer *opt, tb_kfac_layer *L, tb_error *er
     to_double(f, a, (int64_t)na);
     tb_backend_download(opt->be, f, L->G, ng * sizeof *f);
     to_double(f, g, (int64_t)ng);
-    char what[96];
+    char what[192];
     if (!s->ekfac) {
         double lambda = tb_opt_hp(opt, "damping"), pi = tb_kron_pi(da, a, dg, g);
-        snprintf(what, sizeof what, "%s: layer '%s' factor A", opt->vt->info.name, L->pw->name);
+        /* the message names the user's damping, not only the factored pi sqrt(damping) */
+        snprintf(what, sizeof what, "%s: damping = %g: layer '%s' factor A",
+                 opt->vt->info.name, lambda, L->pw->name);
         st = tb_kron_damped_inverse(da, a, pi * sqrt(lambda), a, what, err);
         if (st != TB_OK) goto done;
-        snprintf(what, sizeof what, "%s: layer '%s' factor G", opt->vt->info.name, L->pw->name);
+        snprintf(what, sizeof what, "%s: damping = %g: layer '%s' factor G",
+                 opt->vt->info.name, lambda, L->pw->name);
         st = tb_kron_damped_inverse(dg, g, sqrt(lambda) / pi, g, what, err);
         if (st != TB_OK) goto done;
     } else {
@@ -381,8 +384,10 @@ static tb_status kfac_step(tb_optimizer *opt, double lr, tb_error *err)
     float nu = 1.0f;
     if (kl_clip > 0.0 && vg > 0.0) nu = (float)fmin(1.0, sqrt(kl_clip / vg));
     if (!isfinite(vg) || !isfinite(nu))
-        return tb_fail(err, TB_ERR_NUMERIC, "%s: step %lld: preconditioned gradient is not finite",
-                       name, (long long)t);
+        return tb_fail(err, TB_ERR_NUMERIC,
+                       "%s: step %lld: preconditioned gradient is not finite (damping = %g: too "
+                       "small a damping, or a diverging run)",
+                       name, (long long)t, tb_opt_hp(opt, "damping"));
     for (int i = 0; i < s->n_layers; i++) {
         tb_kfac_layer *L = &s->layers[i];
         if (nu != 1.0f) be->ops.scale(be, L->delta, (int64_t)L->dout * L->din, nu);

@@ -27,7 +27,7 @@ tb_status tb_kron_damped_inverse(int n, const double *m, double damping, double 
     if (info == 0) info = LAPACKE_dpotri(LAPACK_ROW_MAJOR, 'U', n, out, n);
     if (info != 0)
         return tb_fail(err, TB_ERR_NUMERIC,
-                       "%s: a %dx%d factor plus damping %g is not positive definite (LAPACK "
+                       "%s: the %dx%d factor plus %g I is not positive definite (LAPACK "
                        "info %d); increase damping",
                        what, n, n, damping, (int)info);
     for (int i = 0; i < n; i++) /* dpotri fills the upper triangle */
