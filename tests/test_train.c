@@ -65,6 +65,25 @@ static void test_errors(void)
     CHECK_FAILS(tb_train(&c, &r, &err), TB_ERR_NUMERIC, &err, "diverged");
     CHECK(r.diverged && r.steps < 200);
 
+    /* a finite but exploded loss (2e13 at step 2 against 2.3 untrained) is a divergence */
+    c.schedule = TB_SCHEDULE_CONSTANT;
+    c.max_steps = 2;
+    CHECK_FAILS(tb_train(&c, &r, &err), TB_ERR_NUMERIC, &err,
+                "more than 10000 times the first step's training loss");
+    CHECK(r.diverged && r.steps == 1 && strstr(err.message, "at step 2"));
+    /* the last step's update is caught by the final validation loss: no later training loss */
+    c.max_steps = 1;
+    CHECK_FAILS(tb_train(&c, &r, &err), TB_ERR_NUMERIC, &err,
+                "the validation loss is");
+    CHECK(r.diverged && r.steps == 1 && strstr(err.message, "after the last step (1)"));
+    c = base();
+    c.algorithm = "adam"; /* 4.5e6 after 40 steps with the old NaN-only rule */
+    c.schedule = TB_SCHEDULE_CONSTANT;
+    c.max_steps = 40;
+    tb_hparams_set(&c.hparams, "learning_rate", 1e6, NULL);
+    CHECK_FAILS(tb_train(&c, &r, &err), TB_ERR_NUMERIC, &err, "times the first step's");
+    CHECK(r.diverged && r.steps < 40);
+
     c = base();
     c.data_dir = "/nonexistent/fashion";
     CHECK_FAILS(tb_train(&c, &r, &err), TB_ERR_MISSING, &err, "dataset-fashion-mnist");

@@ -1,8 +1,13 @@
 /* train.h: one training run of a workload with an algorithm, timed, with evaluations.
  *
  * Timing follows AlgoPerf's rules: the training steps (batch assembly, forward, backward,
- * update) are timed; evaluations are not. Every source of variation has its own seed. A run
- * whose loss becomes NaN or infinite stops with TB_ERR_NUMERIC and is reported as diverged. */
+ * update) are timed; evaluations are not. Every source of variation has its own seed.
+ *
+ * Divergence: a run diverges when a step's training loss is NaN or infinite, or, when the first
+ * step's training loss (the untrained model's) is positive, more than
+ * TB_TRAIN_DIVERGENCE_FACTOR times that loss; the final validation loss is checked the same
+ * way, so an update that blows up on the last step is caught too. Such a run stops with
+ * TB_ERR_NUMERIC and is reported as diverged. */
 #ifndef TRAINBENCH_TRAIN_H
 #define TRAINBENCH_TRAIN_H
 
@@ -76,6 +81,10 @@ tb_train_config tb_train_config_default(void);
 /* Sets the seed of every source of variation. */
 void tb_train_config_seed_all(tb_train_config *config, uint64_t seed);
 
+/* A loss above this many times the first step's training loss is a divergence (a finite but
+ * exploded loss; normal training stays near or below the untrained loss). */
+#define TB_TRAIN_DIVERGENCE_FACTOR 1e4
+
 /* Ops a training result's profile keeps (the largest; a model has rarely more kinds). */
 #define TB_TRAIN_PROFILE_MAX 24
 
@@ -84,7 +93,7 @@ typedef struct tb_train_result {
     int64_t examples;
     double train_time_s;     /* timed training seconds */
     double examples_per_s;
-    double final_train_loss;
+    double final_train_loss; /* of the last step counted in steps; NaN if none */
     bool diverged;
     tb_eval_metrics validation;
     tb_eval_metrics test;
@@ -106,7 +115,8 @@ typedef struct tb_train_result {
 } tb_train_result;
 
 /* Runs the training. On divergence returns TB_ERR_NUMERIC with result->diverged set and the
- * step in the message; result holds what was measured until then. */
+ * loss, the step and the rule broken in the message; result holds what was measured until then
+ * (the diverging step is not counted in steps or final_train_loss). */
 tb_status tb_train(const tb_train_config *config, tb_train_result *result, tb_error *err);
 
 #ifdef __cplusplus

@@ -92,6 +92,27 @@ static tb_var *step_loss(void *user, tb_tape *tape, const tb_batch *b, tb_rng *d
                                b->targets);
 }
 
+/* The divergence rule (see trainbench/train.h): a loss that is not finite, or, when the first
+ * step's loss is positive, one above TB_TRAIN_DIVERGENCE_FACTOR times it. On divergence fails
+ * with TB_ERR_NUMERIC naming what diverged (`what`, `when`), the loss and the rule broken. */
+static tb_status check_divergence(const char *what, double loss, double first, bool after_last,
+                                  int64_t step, tb_train_result *res, tb_error *err)
+{
+    if (isfinite(loss) && !(first > 0 && loss > TB_TRAIN_DIVERGENCE_FACTOR * first))
+        return TB_OK;
+    res->diverged = true;
+    char when[64];
+    snprintf(when, sizeof when, after_last ? "after the last step (%lld)" : "at step %lld",
+             (long long)step);
+    if (!isfinite(loss))
+        return tb_fail(err, TB_ERR_NUMERIC, "the run diverged: %s is %g %s (not finite)", what,
+                       loss, when);
+    return tb_fail(err, TB_ERR_NUMERIC,
+                   "the run diverged: %s is %g %s, more than %g times the first step's training "
+                   "loss %g",
+                   what, loss, when, TB_TRAIN_DIVERGENCE_FACTOR, first);
+}
+
 /* Records a validation evaluation made after `timed` seconds of training. */
 static void note_validation(const tb_workload_info *info, const tb_eval_metrics *m, double timed,
                             tb_train_result *res)
@@ -113,7 +134,7 @@ tb_status tb_train(const tb_train_config *cfg, tb_train_result *res, tb_error *e
 {
     memset(res, 0, sizeof *res);
     res->validation.loss = res->test.loss = NAN;
-    res->best_validation_metric = res->time_to_target_s = NAN;
+    res->best_validation_metric = res->time_to_target_s = res->final_train_loss = NAN;
     if (cfg->batch_size < 0)
         return tb_fail(err, TB_ERR_INVALID, "batch size must be positive, got %d",
                        cfg->batch_size);
@@ -170,6 +191,7 @@ tb_status tb_train(const tb_train_config *cfg, tb_train_result *res, tb_error *e
     double timed = 0, last_report = -1e9;
     double next_eval_time = cfg->eval_period_s > 0 ? cfg->eval_period_s : INFINITY;
     float loss_value = NAN;
+    double first_loss = NAN; /* the untrained model's training loss: divergence's yardstick */
     for (int64_t step = 1; step <= total; step++) {
         double t0 = tb_monotonic_s();
         /* batch, forward, backward and update; eager, or replayed from a CUDA graph */
@@ -177,13 +199,9 @@ tb_status tb_train(const tb_train_config *cfg, tb_train_result *res, tb_error *e
                                  &dropout_rng, &loss_value, NULL, err);
         res->graph_replays = tb_step_runner_replays(r.runner);
         if (st != TB_OK) break;
-        if (!isfinite(loss_value)) {
-            res->diverged = true;
-            st = tb_fail(err, TB_ERR_NUMERIC,
-                         "the run diverged: training loss is %f at step %lld", loss_value,
-                         (long long)step);
-            break;
-        }
+        if (step == 1) first_loss = loss_value;
+        st = check_divergence("the training loss", loss_value, first_loss, false, step, res, err);
+        if (st != TB_OK) break;
         timed += tb_monotonic_s() - t0;
         res->steps = step;
         res->examples += batch;
@@ -217,6 +235,10 @@ tb_status tb_train(const tb_train_config *cfg, tb_train_result *res, tb_error *e
     res->train_time_s = timed;
     res->examples_per_s = timed > 0 ? (double)res->examples / timed : 0;
     if (st == TB_OK) st = evaluate(&r, TB_SPLIT_VALIDATION, &res->validation, err);
+    /* the last step's update is checked by no later training loss: the final evaluation's */
+    if (st == TB_OK)
+        st = check_divergence("the validation loss", res->validation.loss, first_loss, true,
+                              res->steps, res, err);
     if (st == TB_OK) note_validation(info, &res->validation, timed, res);
     if (st == TB_OK) st = evaluate(&r, TB_SPLIT_TEST, &res->test, err);
     run_free(&r);
