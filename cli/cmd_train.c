@@ -64,6 +64,10 @@ static const char train_usage[] =
     "  -q, --quiet               no progress display\n"
     "  -h, --help                this help\n"
     "\n"
+    "exit code 4: the run diverged: a step's training loss was NaN, infinite or more than\n"
+    "1e4 times the first step's (the untrained model's), or the final validation loss was.\n"
+    "With --json, numbers that are not finite are written as null.\n"
+    "\n"
     "example:\n"
     "  trainbench train --workload fmnist_mlp --algorithm adamw --lr 1e-3 --epochs 3\n";
 
@@ -111,6 +115,22 @@ static void print_json_text(const char *text)
     }
 }
 
+/* A JSON number in format fmt, or null where it is NaN or infinite (JSON has neither). */
+static void print_json_number(const char *fmt, double v)
+{
+    if (isfinite(v))
+        printf(fmt, v);
+    else
+        fputs("null", stdout);
+}
+
+/* "name":value, with a comma before it unless first. */
+static void print_json_field(bool first, const char *name, const char *fmt, double v)
+{
+    printf("%s\"%s\":", first ? "" : ",", name);
+    print_json_number(fmt, v);
+}
+
 static void print_json(const tb_train_config *c, const tb_train_result *r, tb_status st,
                        const tb_error *err)
 {
@@ -128,23 +148,29 @@ static void print_json(const tb_train_config *c, const tb_train_result *r, tb_st
     }
     printf(",\"hparams\":{");
     for (int i = 0; i < c->hparams.count; i++)
-        printf("%s\"%s\":%.17g", i ? "," : "", c->hparams.names[i], c->hparams.values[i]);
+        print_json_field(i == 0, c->hparams.names[i], "%.17g", c->hparams.values[i]);
     printf("},\"seeds\":{");
     for (int i = 0; i < TB_STREAM_COUNT; i++)
         printf("%s\"%s\":%llu", i ? "," : "", tb_stream_name((tb_stream)i),
                (unsigned long long)c->seeds[i]);
-    printf("},\"steps\":%lld,\"examples\":%lld,\"train_time_s\":%.3f,\"examples_per_s\":%.1f,"
-           "\"final_train_loss\":%.6g,\"diverged\":%s,\"parameters\":%lld,",
-           (long long)r->steps, (long long)r->examples, r->train_time_s, r->examples_per_s,
-           r->final_train_loss, r->diverged ? "true" : "false", (long long)r->parameters);
+    printf("},\"steps\":%lld,\"examples\":%lld", (long long)r->steps, (long long)r->examples);
+    print_json_field(false, "train_time_s", "%.3f", r->train_time_s);
+    print_json_field(false, "examples_per_s", "%.1f", r->examples_per_s);
+    print_json_field(false, "final_train_loss", "%.6g", r->final_train_loss);
+    printf(",\"diverged\":%s,\"parameters\":%lld,", r->diverged ? "true" : "false",
+           (long long)r->parameters);
     if (st == TB_OK) {
         const tb_eval_metrics *ms[2] = {&r->validation, &r->test};
         for (int i = 0; i < 2; i++) {
             printf("\"%s\":{", i ? "test" : "validation");
-            if (isfinite(ms[i]->accuracy)) /* NaN (no classes) is left out: JSON has no NaN */
-                printf("\"accuracy\":%.6f,\"error_rate\":%.6f,", ms[i]->accuracy,
-                       ms[i]->error_rate);
-            printf("\"loss\":%.6f,\"metric\":%.6f},", ms[i]->loss, ms[i]->metric);
+            if (isfinite(ms[i]->accuracy)) { /* NaN: no classes, left out */
+                print_json_field(true, "accuracy", "%.6f", ms[i]->accuracy);
+                print_json_field(false, "error_rate", "%.6f", ms[i]->error_rate);
+                putchar(',');
+            }
+            print_json_field(true, "loss", "%.6f", ms[i]->loss);
+            print_json_field(false, "metric", "%.6f", ms[i]->metric);
+            printf("},");
         }
     }
     printf("\"fresh_examples\":%lld,\"evaluations\":%lld,\"reached_target\":%s,",
@@ -155,10 +181,13 @@ static void print_json(const tb_train_config *c, const tb_train_result *r, tb_st
     if (isfinite(r->time_to_target_s)) printf("\"time_to_target_s\":%.3f,", r->time_to_target_s);
     if (c->profile) {
         printf("\"profile\":[");
-        for (int i = 0; i < r->profile_ops; i++)
-            printf("%s{\"op\":\"%s\",\"calls\":%lld,\"forward_s\":%.6f,\"backward_s\":%.6f}",
-                   i ? "," : "", r->profile[i].name, (long long)r->profile[i].calls,
-                   r->profile[i].forward_s, r->profile[i].backward_s);
+        for (int i = 0; i < r->profile_ops; i++) {
+            printf("%s{\"op\":\"%s\",\"calls\":%lld", i ? "," : "", r->profile[i].name,
+                   (long long)r->profile[i].calls);
+            print_json_field(false, "forward_s", "%.6f", r->profile[i].forward_s);
+            print_json_field(false, "backward_s", "%.6f", r->profile[i].backward_s);
+            putchar('}');
+        }
         printf("],");
     }
     printf("\"backend\":\"%s\"}\n", r->backend);

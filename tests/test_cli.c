@@ -41,6 +41,17 @@ int main(void)
           has("\"status\":\"ok\"") &&
           has("\"seeds\":{\"init\":0") && has("\"test\":{\"accuracy\":"));
     CHECK(run("train --algorithm sgd --lr 1e5 --steps 300 -q") == 4 && has("diverged"));
+    /* divergence by the last step's update: exit 4, diverged in valid JSON (no NaN in it) */
+    CHECK(run("train -w fmnist_mlp_narrow -a sgd --lr 1e5 --schedule constant --steps 1 "
+              "--evals 0 --eval-examples 100 --json -q") == 4 &&
+          has("\"status\":\"numeric\"") && has("\"diverged\":true") &&
+          has("after the last step") && !has("nan") && !has("inf,"));
+    CHECK(run("train -w fmnist_mlp_narrow -a sgd --lr 1e5 --schedule constant --steps 2 "
+              "--evals 0 --eval-examples 100 --json -q") == 4 &&
+          has("\"diverged\":true") && has("at step 2") && !has("nan"));
+    /* non-finite numbers are written as null: JSON has no NaN */
+    CHECK(run("train -a sgd --hp momentum=nan --steps 1 --json -q") == 2 &&
+          has("\"hparams\":{\"momentum\":null}"));
     /* the op profile: a table in text, an array in JSON */
     CHECK(run("train --steps 5 --evals 1 --eval-examples 200 -q --profile") == 0 &&
           has("profile:") && has("linear") && has("rest (update, input)"));
