@@ -19,14 +19,18 @@ static const char train_usage[] =
     "  -p, --hp NAME=VALUE       set a hyperparameter of the algorithm (repeatable),\n"
     "                            e.g. --hp learning_rate=3e-4 --hp weight_decay=0\n"
     "      --lr VALUE            shorthand for --hp learning_rate=VALUE\n"
-    "  -e, --epochs X            length of the run in epochs (default 5; may be fractional)\n"
+    "  -e, --epochs X            length of the run in epochs (default 5, or with --budget\n"
+    "                            none; may be fractional)\n"
     "      --steps N             length of the run in steps (overrides --epochs)\n"
     "  -b, --batch-size N        examples per step (default: the workload's)\n"
     "      --schedule NAME       warmup_cosine (default), constant, linear_decay, polynomial\n"
-    "                            (power 2) or step (x0.1 every third of the run)\n"
-    "      --warmup X            linear warmup fraction of the run for every schedule but\n"
-    "                            constant (default 0.05)\n"
-    "      --evals N             validation evaluations during the run (default 3)\n"
+    "                            (power 2) or step (x0.1 every third of the run); it spans\n"
+    "                            the run's steps, or with --budget and neither --steps nor\n"
+    "                            --epochs the workload's step hint (then holds its end)\n"
+    "      --warmup X            linear warmup fraction of the schedule for every schedule\n"
+    "                            but constant (default 0.05)\n"
+    "      --evals N             validation evaluations during the run (default 3; none in\n"
+    "                            a run ended by time: see --eval-period)\n"
     "      --eval-examples N     evaluate only the first N examples of each split (default: all)\n"
     "  -s, --seed N              seed of every source of variation (default 0)\n"
     "      --seed-SOURCE N       seed of one source: SOURCE is init, data_order, dropout,\n"
@@ -56,7 +60,10 @@ static const char train_usage[] =
     "      --max-time S          stop after S seconds of timed training\n"
     "      --eval-period S       also evaluate every S timed seconds\n"
     "      --budget              --max-time, --eval-period and --stop-at-target from the\n"
-    "                            workload's calibrated budget, eval period and target\n"
+    "                            workload's calibrated budget, eval period and target;\n"
+    "                            without --steps or --epochs the time ends the run and the\n"
+    "                            schedule spans the workload's step hint (the steps a\n"
+    "                            tuned baseline takes in the budget: docs/WORKLOADS.md)\n"
     "      --stop-at-target      stop once validation reaches the workload's target\n"
     "      --profile             time every op's forward and backward and print where the\n"
     "                            training steps went (synchronises per op: slower run)\n"
@@ -80,14 +87,18 @@ static void show_progress(void *user, const tb_train_progress *p)
 {
     progress_state *s = user;
     if (p->validation) {
-        fprintf(stderr, "%s  step %lld/%lld  %.1fs  validation %s %.4f  loss %.4f\n",
-                s->tty ? "\r\033[K" : "", (long long)p->step, (long long)p->total_steps,
-                p->elapsed_s, s->metric, p->validation->metric, p->validation->loss);
+        fprintf(stderr, "%s  step %lld", s->tty ? "\r\033[K" : "", (long long)p->step);
+        if (p->total_steps > 0) fprintf(stderr, "/%lld", (long long)p->total_steps);
+        fprintf(stderr, "  %.1fs  validation %s %.4f  loss %.4f\n", p->elapsed_s, s->metric,
+                p->validation->metric, p->validation->loss);
     }
     if (!s->tty) return;
-    fprintf(stderr, "\r\033[Kstep %lld/%lld  epoch %lld  loss %.4f  %.0f examples/s  ETA %.0fs",
-            (long long)p->step, (long long)p->total_steps, (long long)p->epoch, p->loss,
-            p->examples_per_s, p->eta_s);
+    if (p->total_steps > 0)
+        fprintf(stderr, "\r\033[Kstep %lld/%lld", (long long)p->step, (long long)p->total_steps);
+    else /* ended by time */
+        fprintf(stderr, "\r\033[Kstep %lld", (long long)p->step);
+    fprintf(stderr, "  epoch %lld  loss %.4f  %.0f examples/s  ETA %.0fs", (long long)p->epoch,
+            p->loss, p->examples_per_s, p->eta_s);
     if (p->step == p->total_steps) fputs("\r\033[K", stderr);
     fflush(stderr);
 }
@@ -159,6 +170,9 @@ static void print_json(const tb_train_config *c, const tb_train_result *r, tb_st
     print_json_field(false, "final_train_loss", "%.6g", r->final_train_loss);
     printf(",\"diverged\":%s,\"parameters\":%lld,", r->diverged ? "true" : "false",
            (long long)r->parameters);
+    printf("\"schedule\":{\"kind\":\"%s\",\"warmup_steps\":%lld,\"total_steps\":%lld},",
+           tb_schedule_name(r->schedule.kind), (long long)r->schedule.warmup_steps,
+           (long long)r->schedule.total_steps);
     if (st == TB_OK) {
         const tb_eval_metrics *ms[2] = {&r->validation, &r->test};
         for (int i = 0; i < 2; i++) {
@@ -223,7 +237,7 @@ enum { OPT_LR = 1000, OPT_EVAL_EXAMPLES, OPT_STEPS, OPT_SCHEDULE, OPT_WARMUP, OP
 int tb_cli_train(int argc, char **argv)
 {
     tb_train_config cfg = tb_train_config_default();
-    bool json = false, quiet = false, use_budget = false;
+    bool json = false, quiet = false, use_budget = false, length_set = false;
     bool seed_set[TB_STREAM_COUNT] = {false};
     uint64_t seed_one[TB_STREAM_COUNT] = {0}, seed = 0;
     tb_error err = {0};
@@ -294,10 +308,12 @@ int tb_cli_train(int argc, char **argv)
                 tb_cli_error("--epochs: must be positive, got %s", optarg);
                 return TB_EXIT_USAGE;
             }
+            length_set = true;
             break;
         case OPT_STEPS:
             if (!tb_cli_parse_int("--steps", optarg, 1, 1000000000L, &lv)) return TB_EXIT_USAGE;
             cfg.max_steps = lv;
+            length_set = true;
             break;
         case 'b':
             if (!tb_cli_parse_int("--batch-size", optarg, 1, 1000000L, &lv)) return TB_EXIT_USAGE;
@@ -417,7 +433,8 @@ int tb_cli_train(int argc, char **argv)
         if (cfg.max_time_s == 0) cfg.max_time_s = winfo->max_runtime_s;
         if (cfg.eval_period_s == 0) cfg.eval_period_s = winfo->eval_period_s;
         cfg.stop_at_target = true;
-        if (cfg.max_steps == 0) cfg.max_steps = 1000000000L; /* the time budget ends the run */
+        /* no length given: the time ends the run, the schedule spans the step hint (tb_train) */
+        if (!length_set) cfg.epochs = 0;
     }
     tb_train_config_seed_all(&cfg, seed);
     for (int s = 0; s < TB_STREAM_COUNT; s++)
@@ -432,6 +449,8 @@ int tb_cli_train(int argc, char **argv)
                 ps.tty ? "" : " (progress is shown on a terminal only)");
     tb_train_result res;
     tb_status st = tb_train(&cfg, &res, &err);
+    /* a run ended early (time, target, error) leaves its progress line: clear it */
+    if (!quiet && ps.tty) fputs("\r\033[K", stderr);
     if (json) {
         print_json(&cfg, &res, st, &err);
     } else if (st == TB_OK) {

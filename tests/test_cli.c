@@ -71,6 +71,16 @@ int main(void)
     snprintf(cmd, sizeof cmd, "%s --json", diverging);
     CHECK(run(cmd) == 0 && has("\"b_values\":[null,null]") && has("\"wins\":2") &&
           has("\"failed_b\":2") && has("\"runs_needed\":49") && !has("inf") && !has("nan"));
+    /* --budget: without a length the schedule spans the workload's step hint (2000 steps for
+     * fmnist_mlp_narrow), not the billion steps that kept the run in warmup; with one, it */
+    CHECK(run("train -w fmnist_mlp_narrow -a sgd --budget --max-time 0.01 --eval-examples 100 "
+              "--json -q") == 0 &&
+          has("\"schedule\":{\"kind\":\"warmup_cosine\",\"warmup_steps\":100,"
+              "\"total_steps\":2000}"));
+    CHECK(run("train -w fmnist_mlp_narrow -a sgd --budget --steps 60 --max-time 0.01 "
+              "--eval-examples 100 --json -q") == 0 &&
+          has("\"warmup_steps\":3,\"total_steps\":60}"));
+    CHECK(run("train --help") == 0 && has("the workload's step hint"));
     CHECK(run("workloads") == 0 && has("fmnist_mlp") && has("dataset-fashion-mnist"));
     /* a workload without accuracy (reconstruction loss) reports neither NaN nor the loss twice */
     CHECK(run("train -w fmnist_autoencoder --steps 2 --evals 1 --eval-examples 100 -q") == 0 &&

@@ -102,10 +102,45 @@ static void test_errors(void)
     CHECK_FAILS(tb_train(&c, &r, &err), TB_ERR_INVALID, &err, "exceeds");
 }
 
+/* The schedule spans the run's steps, or, for a run ended by time (neither steps nor epochs),
+ * the workload's step hint: not a billion steps, which left a budgeted run in warmup at a
+ * learning rate near 0. */
+static void test_schedule_horizon(void)
+{
+    tb_train_config c = base();
+    c.algorithm = "sgd";
+    c.eval_examples = 100;
+    c.max_steps = 40;
+    tb_train_result r;
+    tb_error err = {0};
+    CHECK_OK(tb_train(&c, &r, &err), &err);
+    CHECK(r.schedule.kind == TB_SCHEDULE_WARMUP_COSINE && r.schedule.total_steps == 40 &&
+          r.schedule.warmup_steps == 2);
+    c.max_steps = 0;
+    c.epochs = 0.01; /* 1% of 55000 / 128 = 429 steps */
+    CHECK_OK(tb_train(&c, &r, &err), &err);
+    CHECK(r.steps == 5 && r.schedule.total_steps == 5);
+
+    const tb_workload_info *info = NULL;
+    for (int i = 0; i < tb_workload_count(); i++)
+        if (strcmp(tb_workload_info_at(i)->id, c.workload) == 0) info = tb_workload_info_at(i);
+    CHECK(info && info->step_hint > 100);
+    c.epochs = 0; /* ended by time: the first step outlasts a nanosecond */
+    c.max_time_s = 1e-9;
+    CHECK_OK(tb_train(&c, &r, &err), &err);
+    CHECK(r.steps == 1);
+    CHECK(info && r.schedule.total_steps == info->step_hint &&
+          r.schedule.warmup_steps == (int64_t)(0.05 * (double)info->step_hint));
+
+    c.max_time_s = 0; /* neither a length nor a time limit */
+    CHECK_FAILS(tb_train(&c, &r, &err), TB_ERR_INVALID, &err, "the run has no steps");
+}
+
 int main(void)
 {
     test_learns();
     test_reproducible_and_sources();
     test_errors();
+    test_schedule_horizon();
     return tb_test_finish("test_train");
 }

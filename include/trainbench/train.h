@@ -26,12 +26,12 @@ extern "C" {
 #endif
 
 typedef struct tb_train_progress {
-    int64_t step, total_steps;
+    int64_t step, total_steps; /* total_steps 0: the run ends by time (max_time_s) */
     int64_t epoch;
     double loss;            /* training loss of the last step */
     double examples_per_s;  /* training throughput so far (timed steps only) */
     double elapsed_s;       /* timed training seconds so far */
-    double eta_s;           /* estimated seconds of training left */
+    double eta_s;           /* estimated seconds of training left (at most, when by time) */
     const tb_eval_metrics *validation; /* non-NULL right after an evaluation */
 } tb_train_progress;
 
@@ -44,11 +44,18 @@ typedef struct tb_train_config {
     tb_backend_config backend;
     uint64_t seeds[TB_STREAM_COUNT]; /* one per source of variation (see tb_stream) */
     int batch_size;                  /* 0: the workload's default */
-    double epochs;                   /* length of the run, when max_steps is 0 */
+    /* Length of the run: max_steps when > 0, else epochs. With both 0 and max_time_s > 0 the
+     * run ends by time (or at the target with stop_at_target), and its schedule spans the
+     * workload's step_hint instead of the run's steps (as the built-in submissions' do). */
+    double epochs;
     int64_t max_steps;
+    /* The schedule spans the run's steps (or the step hint, above); past its end it holds its
+     * last factor (0 for warmup_cosine, linear_decay and polynomial). */
     tb_schedule_kind schedule;
-    double warmup_fraction;          /* of the total steps, for warmup schedules */
-    int evals;                       /* evaluations on the validation set during the run */
+    double warmup_fraction;          /* of the schedule's steps, for warmup schedules */
+    int evals;                       /* evaluations on the validation set during the run, at
+                                        even steps (none when the run ends by time: use
+                                        eval_period_s) */
     int64_t eval_examples;           /* evaluate only the first N examples of a split; 0 = all */
     const char *data_dir;            /* NULL: the Debian package's directory */
     tb_train_progress_fn progress;   /* optional; called about every progress_every_s */
@@ -112,6 +119,8 @@ typedef struct tb_train_result {
     /* ---- added with the op profiler (config->profile) ---- */
     tb_op_profile profile[TB_TRAIN_PROFILE_MAX]; /* largest total time first */
     int profile_ops;               /* entries in profile */
+    /* ---- added with budgeted runs' schedules ---- */
+    tb_schedule schedule;          /* the learning-rate schedule the run used (its horizon) */
 } tb_train_result;
 
 /* Runs the training. On divergence returns TB_ERR_NUMERIC with result->diverged set and the

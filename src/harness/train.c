@@ -149,10 +149,14 @@ tb_status tb_train(const tb_train_config *cfg, tb_train_result *res, tb_error *e
         st = tb_fail(err, TB_ERR_INVALID, "batch size %lld exceeds the %lld training examples",
                      (long long)batch, (long long)n_train);
     int64_t per_epoch = batch > 0 ? n_train / batch : 0;
+    /* neither steps nor epochs, but a time limit: the time (or the target) ends the run */
+    bool until_time = cfg->max_steps == 0 && cfg->epochs == 0 && cfg->max_time_s > 0;
     int64_t total = cfg->max_steps > 0 ? cfg->max_steps
+                    : until_time       ? INT64_MAX
                                        : (int64_t)ceil(cfg->epochs * (double)per_epoch);
     if (st == TB_OK && total < 1)
-        st = tb_fail(err, TB_ERR_INVALID, "the run has no steps (epochs %g, max steps %lld)",
+        st = tb_fail(err, TB_ERR_INVALID,
+                     "the run has no steps (epochs %g, max steps %lld, no time limit)",
                      cfg->epochs, (long long)cfg->max_steps);
     if (st == TB_OK) st = tb_optimizer_create(cfg->algorithm, tb_workload_params(r.wl),
                                               &cfg->hparams, &r.opt, err);
@@ -176,9 +180,17 @@ tb_status tb_train(const tb_train_config *cfg, tb_train_result *res, tb_error *e
         run_free(&r);
         return st;
     }
+    /* The schedule spans the run's steps, or for a run ended by time the workload's step hint
+     * (as the built-in submissions' schedules do); past its end it holds its last factor. */
+    int64_t horizon = !until_time ? total
+                      : info->step_hint > 0 ? info->step_hint
+                                            : 1000; /* no hint: as the benchmark's trials */
     tb_schedule sched = {.kind = cfg->schedule,
-                         .warmup_steps = (int64_t)(cfg->warmup_fraction * (double)total),
-                         .total_steps = total};
+                         .warmup_steps = cfg->schedule == TB_SCHEDULE_CONSTANT
+                                             ? 0 /* constant has no warmup */
+                                             : (int64_t)(cfg->warmup_fraction * (double)horizon),
+                         .total_steps = horizon};
+    res->schedule = sched;
     st = tb_schedule_validate(&sched, err);
     if (st != TB_OK) {
         run_free(&r);
@@ -187,7 +199,8 @@ tb_status tb_train(const tb_train_config *cfg, tb_train_result *res, tb_error *e
     tb_rng dropout_rng = tb_rng_make(cfg->seeds[TB_STREAM_DROPOUT], TB_STREAM_DROPOUT);
     /* targets sampled for Fisher statistics: model-side randomness, keyed by the dropout seed */
     r.fisher_rng = tb_rng_make(cfg->seeds[TB_STREAM_DROPOUT], TB_STREAM_COUNT + 1);
-    int64_t eval_every = cfg->evals > 0 ? (total + cfg->evals - 1) / cfg->evals : 0;
+    /* evaluations by count need a known length; a run ended by time has its eval period */
+    int64_t eval_every = cfg->evals > 0 && !until_time ? (total + cfg->evals - 1) / cfg->evals : 0;
     double timed = 0, last_report = -1e9;
     double next_eval_time = cfg->eval_period_s > 0 ? cfg->eval_period_s : INFINITY;
     float loss_value = NAN;
@@ -195,8 +208,8 @@ tb_status tb_train(const tb_train_config *cfg, tb_train_result *res, tb_error *e
     for (int64_t step = 1; step <= total; step++) {
         double t0 = tb_monotonic_s();
         /* batch, forward, backward and update; eager, or replayed from a CUDA graph */
-        st = tb_step_runner_step(r.runner, r.pipe, tb_schedule_factor(&sched, step),
-                                 &dropout_rng, &loss_value, NULL, err);
+        double factor = tb_schedule_factor(&sched, step < horizon ? step : horizon);
+        st = tb_step_runner_step(r.runner, r.pipe, factor, &dropout_rng, &loss_value, NULL, err);
         res->graph_replays = tb_step_runner_replays(r.runner);
         if (st != TB_OK) break;
         if (step == 1) first_loss = loss_value;
@@ -218,10 +231,11 @@ tb_status tb_train(const tb_train_config *cfg, tb_train_result *res, tb_error *e
         }
         if (cfg->progress && (eval_now || timed - last_report >= cfg->progress_every_s ||
                               step == total)) {
-            tb_train_progress p = {step, total, tb_pipeline_epoch(r.pipe), loss_value,
-                                   timed > 0 ? (double)res->examples / timed : 0, timed,
-                                   timed / (double)step * (double)(total - step),
-                                   eval_now ? &val : NULL};
+            double eta = until_time ? fmax(cfg->max_time_s - timed, 0.0)
+                                    : timed / (double)step * (double)(total - step);
+            tb_train_progress p = {step, until_time ? 0 : total, tb_pipeline_epoch(r.pipe),
+                                   loss_value, timed > 0 ? (double)res->examples / timed : 0,
+                                   timed, eta, eval_now ? &val : NULL};
             cfg->progress(cfg->progress_user, &p);
             last_report = timed;
         }
