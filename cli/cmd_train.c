@@ -135,18 +135,24 @@ static void print_json_number(const char *fmt, double v)
         fputs("null", stdout);
 }
 
-/* "name":value, with a comma before it unless first. */
+/* "name":value, with a comma before it unless first (the name escaped: a user's hyperparameter
+ * name may hold anything). */
 static void print_json_field(bool first, const char *name, const char *fmt, double v)
 {
-    printf("%s\"%s\":", first ? "" : ",", name);
+    printf("%s\"", first ? "" : ",");
+    print_json_text(name);
+    printf("\":");
     print_json_number(fmt, v);
 }
 
 static void print_json(const tb_train_config *c, const tb_train_result *r, tb_status st,
                        const tb_error *err)
 {
-    printf("{\"workload\":\"%s\",\"algorithm\":\"%s\",\"status\":\"%s\"", c->workload,
-           c->algorithm, tb_status_name(st));
+    printf("{\"workload\":\"");
+    print_json_text(c->workload);
+    printf("\",\"algorithm\":\"");
+    print_json_text(c->algorithm);
+    printf("\",\"status\":\"%s\"", tb_status_name(st));
     if (st != TB_OK) {
         printf(",\"error\":\"");
         print_json_text(err->message);
@@ -412,7 +418,9 @@ int tb_cli_train(int argc, char **argv)
         default:
             if (c >= OPT_SEED_BASE && c < OPT_SEED_BASE + TB_STREAM_COUNT) {
                 int s = c - OPT_SEED_BASE;
-                if (!tb_cli_parse_u64("--seed-<source>", optarg, &seed_one[s]))
+                char option[48];
+                snprintf(option, sizeof option, "--seed-%s", tb_stream_name((tb_stream)s));
+                if (!tb_cli_parse_u64(option, optarg, &seed_one[s]))
                     return TB_EXIT_USAGE;
                 seed_set[s] = true;
             }

@@ -22,6 +22,9 @@ int main(void)
     CHECK(run("train --lr fast") == 2 && has("--lr: 'fast' is not a number"));
     CHECK(run("train --lr") == 2 && has("needs a value"));
     CHECK(run("train --epochs -1") == 2 && has("--epochs"));
+    CHECK(run("train --seed-init x") == 2 && has("--seed-init: 'x'"));
+    /* a name with a quote stays valid JSON */
+    CHECK(run("train -w 'a\"b' --json") == 2 && has("{\"workload\":\"a\\\"b\""));
     CHECK(run("train --hp learning_rate=-1 --steps 5 -q") == 2 && has("learning_rate = -1"));
     CHECK(run("train --algorithm adamax --steps 5 -q") == 2 && has("unknown algorithm"));
     CHECK(run("train --data-dir /nonexistent --steps 5 -q") == 3 &&

@@ -388,18 +388,17 @@ static void test_fmnist_bad(void)
     CHECK(strstr(err.message, "train-images-idx3-ubyte.gz") != NULL);
     snprintf(dir, sizeof dir, "%s/no-such-dir", tmpdir);
     CHECK_FAILS(tb_fmnist_load(dir, "test", &ds, &err), TB_ERR_MISSING, &err,
-                "install the Debian package dataset-fashion-mnist "
-                "(apt-get install dataset-fashion-mnist)");
+                "the Debian package dataset-fashion-mnist installs in " TB_FMNIST_DEFAULT_DIR);
     CHECK(strncmp(err.message, "Fashion-MNIST not found in ", 27) == 0);
     CHECK(strstr(err.message, dir) != NULL);
 
-    /* images present, labels missing: still the install hint */
+    /* images present, labels missing: still where the package puts the files */
     make_dir(dir, "half");
     write_split(dir, "t10k", 4, 3, 2, 4, 10);
     snprintf(path, sizeof path, "%s/t10k-labels-idx1-ubyte.gz", dir);
     CHECK(unlink(path) == 0);
     CHECK_FAILS(tb_fmnist_load(dir, "test", &ds, &err), TB_ERR_MISSING, &err,
-                "apt-get install dataset-fashion-mnist");
+                "dataset-fashion-mnist installs in");
     CHECK(strstr(err.message, "t10k-labels-idx1-ubyte.gz is missing") != NULL);
 
     /* a truncated images file surfaces the IDX reader's message */

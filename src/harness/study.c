@@ -55,7 +55,9 @@ tb_status tb_study_prepare_config(tb_study_metric m, tb_train_config *c, tb_erro
     c->stop_at_target = true;
     if (c->max_time_s <= 0) c->max_time_s = w->max_runtime_s;
     if (c->eval_period_s <= 0) c->eval_period_s = w->eval_period_s;
-    if (c->max_steps <= 0) c->max_steps = 1000000000; /* the budget ends the run */
+    /* the budget ends the run: no step or epoch limit, so the schedule spans the workload's
+     * step hint (tb_train) */
+    if (c->max_steps <= 0) c->epochs = 0;
     if (c->schedule == TB_SCHEDULE_WARMUP_COSINE) c->schedule = TB_SCHEDULE_CONSTANT;
     return TB_OK;
 }
