@@ -24,24 +24,7 @@ static void store_path(char *buf, size_t cap, const char *tag)
 
 static tb_bench_spec small_spec(const char *const *subs, int n)
 {
-    tb_bench_spec s = tb_bench_spec_default();
-    static const char *wl[1] = {"fmnist_mlp"};
-    s.name = "t";
-    s.submissions = subs;
-    s.n_submissions = n;
-    s.workloads = wl;
-    s.n_workloads = 1;
-    s.studies = 1;
-    s.trials = 1;
-    s.budget_s = 0.2;
-    s.eval_period_s = 0.1;
-    s.quick_targets = true;
-    s.search_space_dir = TB_SOURCE_DIR "/search_spaces";
-    s.trial.threads = 2;
-    s.trial.eval_train_examples = 100;
-    s.trial.eval_validation_examples = 100;
-    s.trial.eval_test_examples = 100;
-    return s;
+    return tb_test_bench_spec(subs, n, 0.2, 100);
 }
 
 static char *spec_text(const char *db, const char *name)

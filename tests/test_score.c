@@ -75,13 +75,19 @@ static void test_variant_rule(void)
 
 /* A store with trials written directly: per study the fastest trial by time, median over
  * studies with misses, failed trials counted as misses. */
-static void test_store_table(void)
+/* A path (template ending in XXXXXX) where no file is. */
+static void fresh_path(char *path)
 {
-    char path[] = "/tmp/tb_test_score_XXXXXX";
     int fd = mkstemp(path);
     CHECK(fd >= 0);
     close(fd);
     unlink(path);
+}
+
+static void test_store_table(void)
+{
+    char path[] = "/tmp/tb_test_score_XXXXXX";
+    fresh_path(path);
     tb_error err = {0};
     tb_store *store;
     CHECK_OK(tb_store_open(path, &store, &err), &err);
@@ -161,10 +167,8 @@ static sqlite3_int64 count_objects(const char *path)
 static void test_store_open_modes(void)
 {
     char path[] = "/tmp/tb_test_store_XXXXXX";
-    int fd = mkstemp(path);
-    CHECK(fd >= 0);
-    close(fd);
-    unlink(path);
+    fresh_path(path);
+    int fd;
     tb_error err = {0};
     tb_store *store;
     CHECK_FAILS(tb_store_open_readonly(path, &store, &err), TB_ERR_INVALID, &err, "not exist");

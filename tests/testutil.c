@@ -267,3 +267,26 @@ tb_backend *tb_test_cuda_backend(const char *name, int *exit_code)
     *exit_code = 1;
     return NULL;
 }
+
+tb_bench_spec tb_test_bench_spec(const char *const *subs, int n, double budget_s,
+                                 int64_t examples)
+{
+    tb_bench_spec s = tb_bench_spec_default();
+    static const char *wl[1] = {"fmnist_mlp"};
+    s.name = "t";
+    s.submissions = subs;
+    s.n_submissions = n;
+    s.workloads = wl;
+    s.n_workloads = 1;
+    s.studies = 1;
+    s.trials = 1;
+    s.budget_s = budget_s;
+    s.eval_period_s = budget_s / 2;
+    s.quick_targets = true;
+    s.search_space_dir = TB_SOURCE_DIR "/search_spaces";
+    s.trial.threads = 2;
+    s.trial.eval_train_examples = examples;
+    s.trial.eval_validation_examples = examples;
+    s.trial.eval_test_examples = examples;
+    return s;
+}

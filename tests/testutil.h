@@ -78,6 +78,11 @@ tb_backend *tb_test_cuda_backend(const char *name, int *exit_code);
 /* Runs the trainbench command ($TB_BINARY, or ./trainbench) with args in shell syntax,
  * capturing stdout and stderr together into out (NUL-terminated); returns the exit code (-1 if
  * it did not exit normally). */
+/* A benchmark "t" of the given submissions on fmnist_mlp: 1 study x 1 trial, quick targets,
+ * budget_s of training with an eval every budget_s / 2, evals on `examples` examples of each
+ * split, 2 threads, the repository's search spaces. */
+tb_bench_spec tb_test_bench_spec(const char *const *subs, int n, double budget_s,
+                                 int64_t examples);
 int tb_test_run_cli(const char *args, char *out, size_t cap);
 /* Whether out contains needle; prints out when not. */
 bool tb_test_output_has(const char *out, const char *needle);
