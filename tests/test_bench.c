@@ -295,6 +295,15 @@ static void test_missing_data(void)
     s.trial.data_dir = NULL;
     CHECK_OK(tb_bench_run(db, &s, NULL, NULL, &sum, &err), &err);
     CHECK(sum.planned == 1 && sum.ran == 1 && sum.failed == 0);
+    /* the run that could not start was not an attempt (no preemption in the export) */
+    tb_store *store;
+    tb_trial_record *t = NULL;
+    int n = 0;
+    CHECK_OK(tb_store_open_readonly(db, &store, &err), &err);
+    CHECK_OK(tb_store_trials(store, "t", &t, &n, &err), &err);
+    CHECK(n == 1 && t[0].status == TB_TRIAL_DONE && t[0].attempts == 1);
+    free(t);
+    tb_store_close(store);
     remove_store(db);
 }
 

@@ -641,9 +641,15 @@ static void test_bad_input(void)
                 TB_ERR_INVALID, &err, "direction 7");
     o.alpha = 1.5;
     CHECK_FAILS(tb_pab_paired(b, b, 3, &o, &r, &err), TB_ERR_INVALID, &err,
-                "alpha 1.5 is outside (0, 1)");
+                "alpha 1.5 is outside [1e-10, 1)");
     o.alpha = 0.0;
     CHECK_FAILS(tb_pab_paired(b, b, 3, &o, &r, &err), TB_ERR_INVALID, &err, "alpha 0");
+    /* below TB_STATS_ALPHA_MIN 1 - alpha/2 rounds: refused, not a NaN interval */
+    tb_interval ci;
+    CHECK_FAILS(tb_mean_interval(b, 3, 1e-30, &ci, &err), TB_ERR_INVALID, &err, "alpha 1e-30");
+    CHECK_FAILS(tb_std_interval(b, 3, 1e-30, &ci, &err), TB_ERR_INVALID, &err, "alpha 1e-30");
+    CHECK_OK(tb_mean_interval(b, 3, TB_STATS_ALPHA_MIN, &ci, &err), &err);
+    CHECK(isfinite(ci.lo) && isfinite(ci.hi) && ci.lo < ci.hi);
     o = tb_pab_options_default();
     o.gamma = 0.4;
     CHECK_FAILS(tb_pab_paired(b, b, 3, &o, &r, &err), TB_ERR_INVALID, &err, "gamma 0.4");
@@ -669,7 +675,6 @@ static void test_bad_input(void)
     CHECK_FAILS(tb_quantile(b, 3, 1.2, &q, &err), TB_ERR_INVALID, &err, "1.2 is outside [0, 1]");
     tb_bootstrap_options bo = {.resamples = 1000, .alpha = -0.1};
     CHECK_FAILS(tb_summarize(b, 3, &bo, &rng, &s, &err), TB_ERR_INVALID, &err, "alpha -0.1");
-    tb_interval ci;
     bo.alpha = 0.05;
     CHECK_FAILS(tb_std_interval(b, 1, 0.05, &ci, &err), TB_ERR_INVALID, &err, "need at least 2");
     CHECK_FAILS(tb_mean_interval(inf, 2, 0.05, &ci, &err), TB_ERR_INVALID, &err,

@@ -83,10 +83,14 @@ tb_status tb_bootstrap_ci(const double *x, int64_t n, tb_statistic stat,
                           const tb_bootstrap_options *opts, tb_rng *rng, tb_interval *ci,
                           tb_error *err);
 
+/* The smallest test size (alpha) the intervals, P(A>B) and the runs needed accept: below it
+ * 1 - alpha/2 rounds in a double and the quantiles lose their accuracy. */
+#define TB_STATS_ALPHA_MIN 1e-10
+
 /* The Student-t interval of the mean of x[0..n), n >= 2, at level 1 - alpha:
  * mean -+ t_{1-alpha/2, n-1} std / sqrt(n). Exact when the values are a normal sample; an
  * approximation otherwise. Fails with TB_ERR_INVALID for n < 2, a non-finite value or alpha
- * outside (0, 1). */
+ * outside [TB_STATS_ALPHA_MIN, 1). */
 tb_status tb_mean_interval(const double *x, int64_t n, double alpha, tb_interval *ci,
                            tb_error *err);
 

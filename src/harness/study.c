@@ -91,6 +91,12 @@ static tb_status run_two(const tb_train_config *cfg, tb_study_metric m, tb_study
         return tb_error_prefix(err, "%s, run %d", group, index);
     }
     double v = tb_study_metric_value(m, &r);
+    const bool error_metric = m == TB_METRIC_VALIDATION_ERROR || m == TB_METRIC_TEST_ERROR;
+    if (isnan(v) && error_metric && isnan(r.validation.accuracy)) /* finished: no classes */
+        return tb_fail(err, TB_ERR_INVALID,
+                       "%s, run %d: workload %s has no error rate (it does not classify): "
+                       "compare a loss or its own metric (-m validation)", group, index,
+                       cfg->workload);
     if (isnan(v) || (isinf(v) && m != TB_METRIC_TIME_TO_TARGET)) return TB_ERR_NUMERIC;
     *value = v;
     if (other) {

@@ -191,7 +191,10 @@ tb_status tb_trial_execute(const char *store_path, int64_t trial_id,
         tb_machine_facts(r.ctx.be ? tb_backend_describe(r.ctx.be) : "",
                          r.ctx.be ? tb_backend_threads(r.ctx.be) : opts->threads, machine,
                          sizeof machine);
-        st = tb_store_trial_start(r.store, trial_id, tb_code_version(), machine, err);
+        /* a trial that cannot start for want of its data or device is not an attempt: the
+         * store keeps it as planned and a rerun is its first attempt */
+        if (tst != TB_ERR_MISSING)
+            st = tb_store_trial_start(r.store, trial_id, tb_code_version(), machine, err);
     }
     if (st == TB_OK && tst == TB_OK) tst = train(&r, &terr);
     if (st == TB_OK) {

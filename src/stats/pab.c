@@ -89,8 +89,8 @@ tb_status tb_pab_estimate(const double *a, const double *b, int64_t n, tb_direct
 static tb_status check_options(const tb_pab_options *o, tb_error *err)
 {
     if (!o) return tb_fail(err, TB_ERR_INVALID, "P(A>B): no options given");
-    if (!(o->alpha > 0.0 && o->alpha < 1.0))
-        return tb_fail(err, TB_ERR_INVALID, "P(A>B): alpha %g is outside (0, 1)", o->alpha);
+    if (!(o->alpha >= TB_STATS_ALPHA_MIN && o->alpha < 1.0))
+        return tb_fail(err, TB_ERR_INVALID, "P(A>B): alpha %g is outside [1e-10, 1)", o->alpha);
     if (!(o->beta > 0.0 && o->beta < 1.0))
         return tb_fail(err, TB_ERR_INVALID, "P(A>B): beta %g is outside (0, 1)", o->beta);
     if (!(o->gamma > 0.5 && o->gamma < 1.0))
@@ -154,8 +154,8 @@ static int64_t critical_count(int64_t n, double alpha)
 tb_status tb_sign_test_sample_size(double alpha, double beta, double gamma, int64_t *n,
                                    tb_error *err)
 {
-    if (!(alpha > 0.0 && alpha < 1.0))
-        return tb_fail(err, TB_ERR_INVALID, "runs needed: alpha %g (test size) is outside (0, 1)",
+    if (!(alpha >= TB_STATS_ALPHA_MIN && alpha < 1.0))
+        return tb_fail(err, TB_ERR_INVALID, "runs needed: alpha %g (test size) is outside [1e-10, 1)",
                        alpha);
     if (!(beta > 0.0 && beta < 1.0))
         return tb_fail(err, TB_ERR_INVALID, "runs needed: beta %g (1 - power) is outside (0, 1)",

@@ -62,7 +62,8 @@ double tb_stats_beta_inc(double a, double b, double x)
     if (x >= 1.0) return 1.0;
     double front = exp(beta_log_front(a, b, x));
     if (x < (a + 1.0) / (a + b + 2.0)) return front * beta_fraction(a, b, x) / a;
-    return 1.0 - front * beta_fraction(b, a, 1.0 - x) / b;
+    const double v = 1.0 - front * beta_fraction(b, a, 1.0 - x) / b;
+    return v < 0.0 ? 0.0 : v; /* cancellation when b is tiny */
 }
 
 typedef double (*scalar_fn)(double x, const double *par);

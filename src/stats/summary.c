@@ -108,8 +108,8 @@ static tb_status check_interval_input(const double *x, int64_t n, double alpha, 
     if (n < 2)
         return tb_fail(err, TB_ERR_INVALID, "%s interval: %lld values (need at least 2)", what,
                        (long long)n);
-    if (!(alpha > 0.0 && alpha < 1.0))
-        return tb_fail(err, TB_ERR_INVALID, "%s interval: alpha %g is outside (0, 1)", what,
+    if (!(alpha >= TB_STATS_ALPHA_MIN && alpha < 1.0))
+        return tb_fail(err, TB_ERR_INVALID, "%s interval: alpha %g is outside [1e-10, 1)", what,
                        alpha);
     return tb_stats_check_finite(x, n, what, err);
 }

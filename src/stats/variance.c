@@ -13,8 +13,8 @@ tb_status tb_variance_decompose(const tb_variation_group *groups, int n_groups,
     if (n_groups < 1 || !groups)
         return tb_fail(err, TB_ERR_INVALID, "variance: no groups of results (%d)", n_groups);
     if (!reference) reference = "all";
-    if (!(alpha > 0.0 && alpha < 1.0))
-        return tb_fail(err, TB_ERR_INVALID, "variance: alpha %g is outside (0, 1)", alpha);
+    if (!(alpha >= TB_STATS_ALPHA_MIN && alpha < 1.0))
+        return tb_fail(err, TB_ERR_INVALID, "variance: alpha %g is outside [1e-10, 1)", alpha);
     tb_status st = TB_OK;
     for (int g = 0; g < n_groups; g++) {
         const tb_variation_group *grp = &groups[g];
