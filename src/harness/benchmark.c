@@ -423,11 +423,12 @@ tb_status tb_bench_run(const char *store_path, const tb_bench_spec *s,
                 st = tb_fail(err, TB_ERR_INVALID, "submission '%s' is given twice",
                              tb_submission_ref_name(refs[i]));
     }
+    /* the store first (a file that is not one leaves no lock file behind), then the lock */
+    tb_store *store = NULL;
+    if (st == TB_OK) st = tb_store_open(store_path, &store, err);
     int lock_fd = -1; /* held until the run ends */
     if (st == TB_OK) st = bench_lock(store_path, s->name, &lock_fd, err);
     /* the plan, written before anything runs */
-    tb_store *store = NULL;
-    if (st == TB_OK) st = tb_store_open(store_path, &store, err);
     char *spec = st == TB_OK ? spec_json(s, wls, n_wl, refs) : NULL;
     bool in_tx = st == TB_OK && (st = tb_store_begin(store, err)) == TB_OK;
     if (st == TB_OK) st = tb_store_put_benchmark(store, s->name, spec ? spec : "{}", err);

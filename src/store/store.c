@@ -119,7 +119,12 @@ static tb_status open_store(const char *path, bool writable, tb_store **out, tb_
     tb_store *s = calloc(1, sizeof *s);
     if (!s) return tb_fail(err, TB_ERR_NOMEM, "cannot allocate the results store");
     snprintf(s->path, sizeof s->path, "%s", path);
-    const int flags = writable ? SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE : SQLITE_OPEN_READONLY;
+    /* a reader whose user may write the file opens it read-write all the same (it writes
+     * nothing): closing such a connection removes the WAL and shared-memory files, which a
+     * read-only connection leaves behind */
+    const int flags = writable                   ? SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE
+                      : access(path, W_OK) == 0 ? SQLITE_OPEN_READWRITE
+                                                : SQLITE_OPEN_READONLY;
     if (sqlite3_open_v2(path, &s->db, flags, NULL) != SQLITE_OK) {
         tb_status st = tb_fail(err, TB_ERR_IO, "cannot open results store %s: %s", path,
                                s->db ? sqlite3_errmsg(s->db) : "out of memory");
@@ -204,16 +209,20 @@ static bool number_text_differs(const char *a, const char *b, const char *key)
     return nx != ny || strncmp(x, y, nx) != 0;
 }
 
-/* The top-level keys in which two specs (JSON objects) differ, comma-separated, into buf. */
-static void spec_differences(const char *a_text, const char *b_text, char *buf, size_t cap)
+/* The top-level keys in which two specs (JSON objects) differ, comma-separated, into buf;
+ * *b_only: whether some key of b is missing from a (a spec written by an earlier version). */
+static void spec_differences(const char *a_text, const char *b_text, char *buf, size_t cap,
+                             bool *b_only)
 {
     buf[0] = 0;
+    *b_only = false;
     cJSON *a = cJSON_Parse(a_text), *b = cJSON_Parse(b_text);
     for (int pass = 0; a && b && pass < 2; pass++) {
         const cJSON *x = pass ? b : a, *y = pass ? a : b;
         for (const cJSON *k = x->child; k; k = k->next) {
             const cJSON *other = cJSON_GetObjectItemCaseSensitive(y, k->string);
             if (pass && other) continue; /* compared in the first pass */
+            if (pass && !other) *b_only = true;
             if (other && cJSON_Compare(k, other, true) &&
                 !(cJSON_IsNumber(k) && number_text_differs(a_text, b_text, k->string)))
                 continue;
@@ -237,12 +246,17 @@ tb_status tb_store_put_benchmark(tb_store *s, const char *name, const char *spec
         const char *old = (const char *)sqlite3_column_text(q, 0);
         if (strcmp(old, spec) != 0) {
             char diff[256];
-            spec_differences(old, spec, diff, sizeof diff);
+            bool older;
+            spec_differences(old, spec, diff, sizeof diff, &older);
             st = tb_fail(err, TB_ERR_INVALID,
                          "benchmark '%s' in %s was planned with a different spec (it differs "
-                         "in: %s); its trials are not reused for other settings: choose another "
+                         "in: %s%s); its trials are not reused for other settings: choose another "
                          "name (--name) or another results file (planned spec: %s)", name,
-                         s->path, diff[0] ? diff : "its text", old);
+                         s->path, diff[0] ? diff : "its text",
+                         older ? "; it was planned by an earlier trainbench, whose spec did not "
+                                 "record all of them, and cannot be resumed by this one"
+                               : "",
+                         old);
         }
         sqlite3_finalize(q);
         return st;
