@@ -40,6 +40,10 @@ bool tb_cli_parse_double(const char *opt, const char *text, double *out);
 /* --db FILE: refuses "" and ":memory:" (a store that would not outlive the command, nor be
  * seen by a trial's process), printing the error. */
 bool tb_cli_check_db(const char *path);
+/* JSON on stdout: a number in fmt, or null where it is NaN or infinite (JSON has neither); a
+ * string's characters escaped (quotes, backslashes; control characters dropped). */
+void tb_cli_json_number(const char *fmt, double v);
+void tb_cli_json_text(const char *text);
 /* Prints "trainbench: <message>" to stderr. */
 void tb_cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* For getopt_long's ':' (a missing value) or any unknown option of subcommand cmd: prints

@@ -97,15 +97,6 @@ static void show_run(void *user, const char *group, int index, int total,
         fprintf(stderr, "[%d/%d] %-10s failed: %s\n", index, total, group, err->message);
 }
 
-/* A number for JSON: fmt for a finite value, null otherwise (JSON has no inf or nan). */
-static void json_number(const char *fmt, double v)
-{
-    if (isfinite(v))
-        printf(fmt, v);
-    else
-        fputs("null", stdout);
-}
-
 enum { O_LR = 2000, O_STEPS, O_SOURCES, O_EVAL, O_JSON, O_HPA, O_HPB, O_LRA, O_LRB, O_GAMMA,
        O_SPLIT, O_SEARCH, O_SPACE_A, O_SPACE_B, O_IDEAL };
 
@@ -286,19 +277,19 @@ int tb_cli_variance(int argc, char **argv)
             const tb_variance_row *r = &study.rows[g];
             printf("%s{\"source\":\"%s\",\"n\":%lld,\"failed\":%lld,\"mean\":", g ? "," : "",
                    r->name, (long long)r->n, (long long)study.failed[g]);
-            json_number("%.6g", r->mean);
+            tb_cli_json_number("%.6g", r->mean);
             fputs(",\"std\":", stdout);
-            json_number("%.6g", r->std);
+            tb_cli_json_number("%.6g", r->std);
             fputs(",\"std_ci\":[", stdout);
-            json_number("%.6g", r->std_ci.lo);
+            tb_cli_json_number("%.6g", r->std_ci.lo);
             fputs(",", stdout);
-            json_number("%.6g", r->std_ci.hi);
+            tb_cli_json_number("%.6g", r->std_ci.hi);
             fputs("],\"std_share\":", stdout);
-            json_number("%.4f", r->std_share);
+            tb_cli_json_number("%.4f", r->std_share);
             fputs(",\"values\":[", stdout);
             for (int64_t i = 0; i < study.n_values[g]; i++) {
                 if (i) fputs(",", stdout);
-                json_number("%.6g", study.values[g][i]);
+                tb_cli_json_number("%.6g", study.values[g][i]);
             }
             printf("]}");
         }
@@ -443,38 +434,38 @@ int tb_cli_compare(int argc, char **argv)
                cfg.a.workload, cfg.name_a, cfg.name_b, tb_study_metric_name(cfg.metric),
                (long long)res.n, (long long)res.failed_a, (long long)res.failed_b,
                (long long)res.summary_a.n, (long long)res.summary_b.n);
-        json_number("%.6g", res.summary_a.mean);
+        tb_cli_json_number("%.6g", res.summary_a.mean);
         fputs(",\"mean_b\":", stdout);
-        json_number("%.6g", res.summary_b.mean);
+        tb_cli_json_number("%.6g", res.summary_b.mean);
         printf(",\"wins\":%lld,\"ties\":%lld,\"losses\":%lld,\"p_a_better\":", (long long)p->wins,
                (long long)p->ties, (long long)p->losses);
-        json_number("%.4f", p->p);
+        tb_cli_json_number("%.4f", p->p);
         fputs(",\"ci\":[", stdout);
-        json_number("%.4f", p->ci.lo);
+        tb_cli_json_number("%.4f", p->ci.lo);
         fputs(",", stdout);
-        json_number("%.4f", p->ci.hi);
+        tb_cli_json_number("%.4f", p->ci.hi);
         printf("],\"interval\":\"clopper-pearson\",\"alpha\":%g,\"beta\":%g,\"gamma\":%g,"
                "\"verdict\":\"%s\",\"runs_needed\":%lld,\"more_runs\":%lld,\"a_values\":[",
                p->alpha, p->beta, p->gamma, tb_verdict_name(p->verdict),
                (long long)p->runs_needed, (long long)p->more_runs);
         for (int64_t i = 0; i < res.n; i++) {
             if (i) fputs(",", stdout);
-            json_number("%.6g", res.a[i]);
+            tb_cli_json_number("%.6g", res.a[i]);
         }
         printf("],\"b_values\":[");
         for (int64_t i = 0; i < res.n; i++) {
             if (i) fputs(",", stdout);
-            json_number("%.6g", res.b[i]);
+            tb_cli_json_number("%.6g", res.b[i]);
         }
         printf("],\"runs\":%lld,\"best_a\":{", (long long)res.runs);
         for (int k = 0; k < res.best_a.count; k++) {
             printf("%s\"%s\":", k ? "," : "", res.best_a.names[k]);
-            json_number("%.6g", res.best_a.values[k]);
+            tb_cli_json_number("%.6g", res.best_a.values[k]);
         }
         printf("},\"best_b\":{");
         for (int k = 0; k < res.best_b.count; k++) {
             printf("%s\"%s\":", k ? "," : "", res.best_b.names[k]);
-            json_number("%.6g", res.best_b.values[k]);
+            tb_cli_json_number("%.6g", res.best_b.values[k]);
         }
         printf("},\"sentence\":\"%s\"}\n", sentence);
     } else {

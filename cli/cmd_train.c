@@ -118,49 +118,32 @@ static void print_split(const char *label, const char *metric, const tb_eval_met
     printf("\n");
 }
 
-static void print_json_text(const char *text)
-{
-    for (const char *q = text; *q; q++) {
-        if (*q == '"' || *q == '\\') putchar('\\');
-        if ((unsigned char)*q >= 0x20) putchar(*q);
-    }
-}
-
-/* A JSON number in format fmt, or null where it is NaN or infinite (JSON has neither). */
-static void print_json_number(const char *fmt, double v)
-{
-    if (isfinite(v))
-        printf(fmt, v);
-    else
-        fputs("null", stdout);
-}
-
 /* "name":value, with a comma before it unless first (the name escaped: a user's hyperparameter
  * name may hold anything). */
 static void print_json_field(bool first, const char *name, const char *fmt, double v)
 {
     printf("%s\"", first ? "" : ",");
-    print_json_text(name);
+    tb_cli_json_text(name);
     printf("\":");
-    print_json_number(fmt, v);
+    tb_cli_json_number(fmt, v);
 }
 
 static void print_json(const tb_train_config *c, const tb_train_result *r, tb_status st,
                        const tb_error *err)
 {
     printf("{\"workload\":\"");
-    print_json_text(c->workload);
+    tb_cli_json_text(c->workload);
     printf("\",\"algorithm\":\"");
-    print_json_text(c->algorithm);
+    tb_cli_json_text(c->algorithm);
     printf("\",\"status\":\"%s\"", tb_status_name(st));
     if (st != TB_OK) {
         printf(",\"error\":\"");
-        print_json_text(err->message);
+        tb_cli_json_text(err->message);
         putchar('"');
     }
     if (c->cuda_graph) {
         printf(",\"cuda_graph\":{\"replays\":%lld,\"note\":\"", (long long)r->graph_replays);
-        print_json_text(r->graph_note);
+        tb_cli_json_text(r->graph_note);
         printf("\"}");
     }
     printf(",\"hparams\":{");

@@ -73,6 +73,22 @@ int tb_cli_exit_code(tb_status st)
     }
 }
 
+void tb_cli_json_number(const char *fmt, double v)
+{
+    if (isfinite(v))
+        printf(fmt, v);
+    else
+        fputs("null", stdout);
+}
+
+void tb_cli_json_text(const char *text)
+{
+    for (const char *q = text; *q; q++) {
+        if (*q == '"' || *q == '\\') putchar('\\');
+        if ((unsigned char)*q >= 0x20) putchar(*q);
+    }
+}
+
 bool tb_cli_check_db(const char *path)
 {
     if (!path[0] || strcmp(path, ":memory:") == 0) {
