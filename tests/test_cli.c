@@ -63,6 +63,15 @@ int main(void)
     /* studies: configuration errors exit 2 before any training */
     CHECK(run("compare -A adamw -B sgdd -q") == 2 && has("side B: unknown algorithm 'sgdd'"));
     CHECK(run("compare -A adamw -B sgd --hp-b momentun=0.9 -q") == 2 && has("momentun"));
+    FILE *space = fopen("/tmp/tb_test_cli_space.json", "w");
+    CHECK(space != NULL);
+    if (space) {
+        fputs("{\"learning_rat\": {\"min\": 0.01, \"max\": 0.1, \"scaling\": \"log\"}}", space);
+        fclose(space);
+    }
+    CHECK(run("compare -A adamw -B sgd --search 2 --space-b /tmp/tb_test_cli_space.json -q") == 2 &&
+          has("search space of sgd") && has("learning_rat"));
+    remove("/tmp/tb_test_cli_space.json");
     CHECK(run("variance --sources init,init -q") == 2 && has("'init' is listed twice"));
     CHECK(run("variance -m time_to_target -q") == 2 && has("cannot use time_to_target"));
     CHECK(run("compare --help") == 0 && has("Clopper-Pearson") && !has("Noether"));

@@ -256,6 +256,22 @@ static tb_status draw_points(const tb_compare_config *cfg, const char *name,
     return st;
 }
 
+/* Every drawn point checked as its run would be (names and ranges of the algorithm's
+ * hyperparameters) before any training, so a typo in B's search space fails at once instead
+ * of after A's search. */
+static tb_status check_points(const tb_train_config *base, const char *name,
+                              const tb_hparams *points, int n, tb_error *err)
+{
+    for (int i = 0; i < n; i++) {
+        tb_train_config t = *base;
+        for (int k = 0; k < points[i].count; k++)
+            tb_hparams_set(&t.hparams, points[i].names[k], points[i].values[k], NULL);
+        tb_status st = check_base(&t, err);
+        if (st != TB_OK) return tb_error_prefix(err, "search space of %s", name);
+    }
+    return TB_OK;
+}
+
 /* Trains the `trials` points (given) on the seeds of pair index `pair` (0: the base seeds),
  * selects the best by the validation form of the metric, writes its configuration to best and
  * its reported metric to *best_reported (if not NULL). Trials that diverge are passed over;
@@ -356,6 +372,9 @@ tb_status tb_compare_run(const tb_compare_config *cfg, tb_compare_result *out, t
     if (searching) {
         st = draw_points(cfg, na, cfg->space_a, &pts_a, err);
         if (st == TB_OK) st = draw_points(cfg, nb, cfg->space_b, &pts_b, err);
+        const int points = (cfg->ideal ? cfg->pairs + 1 : 1) * T;
+        if (st == TB_OK) st = check_points(&base_a, na, pts_a, points, err);
+        if (st == TB_OK) st = check_points(&base_b, nb, pts_b, points, err);
     }
     if (st == TB_OK && searching && !cfg->ideal) { /* one search per side, on the base seeds */
         st = search(cfg, &base_a, na, pts_a, 0, &out->best_a, NULL, &out->runs, err);
