@@ -101,6 +101,9 @@ tb_status tb_store_trials(tb_store *store, const char *benchmark, tb_trial_recor
                           int *n, tb_error *err);
 /* The names of the benchmarks in the store; free with free() (array and strings). */
 tb_status tb_store_benchmarks(tb_store *store, char ***names, int *n, tb_error *err);
+/* The benchmarks' names joined by ", " into buf (truncated to cap; "none" when there are none
+ * or they cannot be read), for messages that name what a store holds. */
+void tb_store_benchmark_list(tb_store *store, char *buf, size_t cap);
 
 /* Marks a trial running (attempts + 1), drops evals of an earlier interrupted attempt, and
  * records the code version and machine facts. One transaction. */

@@ -53,8 +53,11 @@ tb_status tb_score_store(tb_store *store, const tb_score_options *o, tb_score_ta
     if (st != TB_OK) return st;
     if (n == 0) {
         free(tr);
-        return tb_fail(err, TB_ERR_INVALID, "the results store has no trials of benchmark '%s'",
-                       o->benchmark);
+        char list[400];
+        tb_store_benchmark_list(store, list, sizeof list);
+        return tb_fail(err, TB_ERR_INVALID,
+                       "the results store has no trials of benchmark '%s' (its benchmarks: %s)",
+                       o->benchmark, list);
     }
     tb_score_table *t = calloc(1, sizeof *t);
     int max_study = 0;

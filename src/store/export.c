@@ -160,18 +160,11 @@ tb_status tb_store_export(tb_store *s, const char *benchmark, tb_export_format f
     if (st != TB_OK) return st;
     if (benchmark && n == 0) { /* a misspelt name: not an empty export */
         free(trials);
-        char **names = NULL, list[400] = "";
-        int nb = 0;
-        if (tb_store_benchmarks(s, &names, &nb, NULL) != TB_OK) nb = 0;
-        for (int i = 0; i < nb; i++) {
-            strncat(list, i ? ", " : "", sizeof list - strlen(list) - 1);
-            strncat(list, names[i], sizeof list - strlen(list) - 1);
-            free(names[i]);
-        }
-        free(names);
+        char list[400];
+        tb_store_benchmark_list(s, list, sizeof list);
         return tb_fail(err, TB_ERR_INVALID,
                        "results store %s has no trials of benchmark '%s' (its benchmarks: %s)",
-                       s->path, benchmark, nb ? list : "none");
+                       s->path, benchmark, list);
     }
     if (format == TB_EXPORT_CSV) fputs(csv_header, f);
     for (int i = 0; i < n && st == TB_OK; i++) {

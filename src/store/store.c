@@ -305,6 +305,22 @@ tb_status tb_store_benchmarks(tb_store *s, char ***names, int *n, tb_error *err)
     return TB_OK;
 }
 
+void tb_store_benchmark_list(tb_store *s, char *buf, size_t cap)
+{
+    char **names = NULL;
+    int n = 0;
+    if (cap == 0) return;
+    buf[0] = 0;
+    if (tb_store_benchmarks(s, &names, &n, NULL) != TB_OK) n = 0;
+    for (int i = 0; i < n; i++) {
+        strncat(buf, i ? ", " : "", cap - strlen(buf) - 1);
+        strncat(buf, names[i], cap - strlen(buf) - 1);
+        free(names[i]);
+    }
+    free(names);
+    if (n == 0) snprintf(buf, cap, "none");
+}
+
 /* ---- JSON text of hyperparameters and seeds ------------------------------------------------ */
 char *tb_store_hparams_json(const tb_hparams *hp)
 {
