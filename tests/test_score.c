@@ -173,7 +173,7 @@ static void test_store_open_modes(void)
     tb_store *store;
     CHECK_FAILS(tb_store_open_readonly(path, &store, &err), TB_ERR_INVALID, &err, "not exist");
     CHECK(access(path, F_OK) != 0);
-    CHECK_FAILS(tb_store_open("", &store, &err), TB_ERR_INVALID, &err, "file path");
+    CHECK_FAILS(tb_store_open("", &store, &err), TB_ERR_INVALID, &err, "must be a file path");
     CHECK_FAILS(tb_store_open_readonly(":memory:", &store, &err), TB_ERR_INVALID, &err, "memory");
 
     /* another program's database: refused by both, and left as it was */

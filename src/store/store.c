@@ -112,7 +112,9 @@ static tb_status open_store(const char *path, bool writable, tb_store **out, tb_
 {
     *out = NULL;
     if (!path || !path[0] || strcmp(path, ":memory:") == 0 || path[0] == ':')
-        return tb_fail(err, TB_ERR_INVALID, "results store: '%s' is not a file path",
+        return tb_fail(err, TB_ERR_INVALID,
+                       "results store: '%s' must be a file path (an in-memory store would not "
+                       "outlive the command, nor be seen by a trial's process)",
                        path ? path : "");
     if (!writable && access(path, F_OK) != 0)
         return tb_fail(err, TB_ERR_INVALID, "results store %s does not exist", path);
