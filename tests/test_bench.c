@@ -307,8 +307,45 @@ static void test_missing_data(void)
     remove_store(db);
 }
 
+/* A submission's own error is its trial's failure, recorded with a reason, whatever its
+ * status: one returned without a message (it had been recorded as a trial that "missed the
+ * target"), and a TB_ERR_MISSING of its own (it had stopped the benchmark as missing data,
+ * on every rerun). */
+static void test_submission_errors(void)
+{
+    const char *crash = getenv("TB_CRASH_SUBMISSION");
+    if (!crash) return; /* test_crash_isolated reports it */
+    const char *modes[2] = {"silent", "missing"};
+    const char *reasons[2] = {"returned invalid without a message", "its lookup table"};
+    for (int m = 0; m < 2; m++) {
+        char db[256];
+        temp_path(db, sizeof db, modes[m]);
+        setenv("TB_CRASHER_FAIL", modes[m], 1);
+        const char *subs[2] = {crash, "sgd"};
+        tb_bench_spec s = small_spec(subs, 2);
+        tb_bench_summary sum;
+        tb_error err = {0};
+        CHECK_OK(tb_bench_run(db, &s, NULL, NULL, &sum, &err), &err);
+        CHECK(sum.planned == 2 && sum.ran == 2 && sum.failed == 1);
+        tb_store *store;
+        tb_trial_record *t = NULL;
+        int n = 0;
+        CHECK_OK(tb_store_open_readonly(db, &store, &err), &err);
+        CHECK_OK(tb_store_trials(store, "t", &t, &n, &err), &err);
+        for (int i = 0; i < n; i++)
+            if (strcmp(t[i].submission, "crasher") == 0)
+                CHECK(t[i].status == TB_TRIAL_FAILED && strstr(t[i].reason, reasons[m]) &&
+                      strstr(t[i].reason, "update_params at step"));
+        free(t);
+        tb_store_close(store);
+        remove_store(db);
+    }
+    unsetenv("TB_CRASHER_FAIL");
+}
+
 int main(void)
 {
+    test_submission_errors();
     test_missing_data();
     test_target_metric();
     test_crash_isolated();

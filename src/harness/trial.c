@@ -26,7 +26,20 @@ typedef struct trial_run {
     int evals;
     bool reached;
     double time_to_target;
+    bool submission_failed; /* the error came from a submission's callback */
 } trial_run;
+
+/* A submission callback returned st != TB_OK: its error (or, when it returned an error without
+ * filling err, one saying so) prefixed with where, and marked as the submission's, so that
+ * the trial records it as its failure whatever its status (a submission's TB_ERR_MISSING is
+ * not missing data of the benchmark's). */
+static tb_status submission_error(trial_run *r, tb_status st, tb_error *err, const char *where)
+{
+    r->submission_failed = true;
+    if (!err->status)
+        return tb_fail(err, st, "%s returned %s without a message", where, tb_status_name(st));
+    return tb_error_prefix(err, "%s", where);
+}
 
 /* The value the trial's target refers to: the workload's own metric (error rate, loss in
  * nats, bits per character), which setup checked is the one the trial was planned with. */
@@ -131,7 +144,7 @@ static tb_status train(trial_run *r, tb_error *err)
     double t0 = tb_monotonic_s();
     tb_status st = s->init_optimizer_state(&tb_trial_api, c, &r->rec.hparams, &r->state, err);
     r->t_sub += tb_monotonic_s() - t0;
-    if (st != TB_OK) return tb_error_prefix(err, "init_optimizer_state");
+    if (st != TB_OK) return submission_error(r, st, err, "init_optimizer_state");
     double last_eval = 0;
     for (;;) {
         t0 = tb_monotonic_s();
@@ -140,14 +153,16 @@ static tb_status train(trial_run *r, tb_error *err)
         tb_batch batch;
         st = s->data_selection ? s->data_selection(&tb_trial_api, c, r->state, &batch, err)
                                : tb_trial_api.next_batch(c, &batch, err);
-        if (st != TB_OK) return tb_error_prefix(err, "data selection at step %lld",
-                                                (long long)r->step + 1);
+        char where[64];
+        snprintf(where, sizeof where, "data selection at step %lld", (long long)r->step + 1);
+        if (st != TB_OK && s->data_selection) return submission_error(r, st, err, where);
+        if (st != TB_OK) return tb_error_prefix(err, "%s", where);
         tb_step_report rep = {.loss = NAN};
         st = s->update_params(&tb_trial_api, c, r->state, &r->rec.hparams, &batch, r->step + 1,
                               &rep, err);
         r->t_sub += tb_monotonic_s() - t0;
-        if (st != TB_OK) return tb_error_prefix(err, "update_params at step %lld",
-                                                (long long)r->step + 1);
+        snprintf(where, sizeof where, "update_params at step %lld", (long long)r->step + 1);
+        if (st != TB_OK) return submission_error(r, st, err, where);
         r->step++;
         if (!isfinite(rep.loss))
             return tb_fail(err, TB_ERR_NUMERIC, "diverged: training loss %g at step %lld",
@@ -158,7 +173,7 @@ static tb_status train(trial_run *r, tb_error *err)
                 t0 = tb_monotonic_s();
                 st = s->prepare_for_eval(&tb_trial_api, c, r->state, err);
                 r->t_sub += tb_monotonic_s() - t0;
-                if (st != TB_OK) return tb_error_prefix(err, "prepare_for_eval");
+                if (st != TB_OK) return submission_error(r, st, err, "prepare_for_eval");
             }
             st = eval_once(r, err);
             if (st != TB_OK) return st;
@@ -200,8 +215,9 @@ tb_status tb_trial_execute(const char *store_path, int64_t trial_id,
     if (st == TB_OK) {
         /* an I/O error of the store itself, or missing data or device, is not the
          * submission's failure: report it, and leave the trial to run again once mended */
-        if ((tst == TB_ERR_IO && strstr(terr.message, "results store")) ||
-            tst == TB_ERR_MISSING) {
+        if (!r.submission_failed &&
+            ((tst == TB_ERR_IO && strstr(terr.message, "results store")) ||
+             tst == TB_ERR_MISSING)) {
             st = tb_fail(err, tst, "%s", terr.message);
         } else {
             char reason[600];

@@ -1,7 +1,11 @@
 /* submission_crash.c: a deliberately broken external submission for the tests: it segfaults
- * in update_params at step `crash_step` (default 3), or, with hang = 1, never returns. */
+ * in update_params at step `crash_step` (default 3), or, with hang = 1, never returns. With
+ * the environment variable TB_CRASHER_FAIL it returns an error there instead: "silent" an
+ * error status without filling err, "missing" TB_ERR_MISSING through api->fail (a failure of
+ * the submission, not missing data of the benchmark's). */
 #include <signal.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "trainbench/submission.h"
@@ -35,6 +39,12 @@ static tb_status update(const tb_submission_api *api, tb_trial_ctx *c, void *st,
     (void)c;
     if (api->hparam(hp, "hang", 0) > 0)
         for (;;) pause();
+    const char *fail = getenv("TB_CRASHER_FAIL");
+    if (fail && step >= (int64_t)api->hparam(hp, "crash_step", 3)) {
+        if (strcmp(fail, "missing") == 0)
+            return api->fail(err, TB_ERR_MISSING, "crasher: its lookup table is missing");
+        return TB_ERR_INVALID; /* err left empty */
+    }
     if (step >= (int64_t)api->hparam(hp, "crash_step", 3)) {
         /* the crash: a segmentation fault with the default action, so that it kills the
          * process in sanitizer builds too (ASan would otherwise catch it and exit(1)) */
