@@ -113,7 +113,8 @@ typedef struct tb_submission_ref tb_submission_ref;
  * and checked for its entry point and ABI version. search_space_dir may be NULL (no default
  * search spaces for built-ins). The ref owns the library handle, the names and the search
  * space text; free with tb_submission_unload. Fails with TB_ERR_INVALID naming the spec when
- * unknown, TB_ERR_IO with dlerror's text when the library cannot be loaded. */
+ * unknown or when the library cannot be loaded (with dlerror's text): a bad value given by
+ * the user. */
 tb_status tb_submission_load(const char *spec, const char *search_space_dir,
                              tb_submission_ref **out, tb_error *err);
 void tb_submission_unload(tb_submission_ref *ref);

@@ -268,7 +268,12 @@ static tb_status plan_submission(tb_store *store, const tb_bench_spec *s,
     tb_status st = TB_OK;
     if (!self) {
         const char *text = tb_submission_ref_search_space(ref);
-        if (!text) {
+        if (!text && tb_submission_ref_external(ref)) {
+            st = tb_fail(err, TB_ERR_INVALID,
+                         "submission library %s sets no default_search_space, which the "
+                         "external-tuning ruleset samples its trials from: set one, or run it "
+                         "with --ruleset self", tb_submission_ref_spec(ref));
+        } else if (!text) {
             st = tb_fail(err, TB_ERR_MISSING,
                          "submission %s has no search space for the external-tuning ruleset "
                          "(expected %s/%s.json)", tb_submission_ref_name(ref),

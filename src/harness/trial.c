@@ -165,8 +165,11 @@ static tb_status train(trial_run *r, tb_error *err)
         if (st != TB_OK) return submission_error(r, st, err, where);
         r->step++;
         if (!isfinite(rep.loss))
-            return tb_fail(err, TB_ERR_NUMERIC, "diverged: training loss %g at step %lld",
-                           rep.loss, (long long)r->step);
+            return tb_fail(err, TB_ERR_NUMERIC, "diverged: training loss %g at step %lld%s",
+                           rep.loss, (long long)r->step,
+                           r->step == 1 && isnan(rep.loss)
+                               ? " (or update_params did not set report->loss)"
+                               : "");
         bool over = r->t_sub >= r->rec.budget_s;
         if (over || rep.training_done || r->t_sub - last_eval >= r->rec.eval_period_s) {
             if (s->prepare_for_eval) {
