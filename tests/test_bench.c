@@ -106,7 +106,8 @@ static int count_status(const char *db, tb_trial_status want, int *with_evals)
 {
     tb_store *store;
     tb_error err = {0};
-    if (tb_store_open(db, &store, &err) != TB_OK) return -1;
+    /* read-only: the poll must not create the store the benchmark is about to create */
+    if (tb_store_open_readonly(db, &store, &err) != TB_OK) return -1;
     tb_trial_record *t = NULL;
     int n = 0, k = 0;
     tb_store_trials(store, "t", &t, &n, &err);

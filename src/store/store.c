@@ -144,6 +144,15 @@ static tb_status open_store(const char *path, bool writable, tb_store **out, tb_
      * database is refused as it was found */
     char why[256] = "";
     int kind = store_kind(s->db, why, sizeof why);
+    /* another connection creating the store at this moment (a benchmark starting while a
+     * reader polls) can make the first read fail as busy before the busy handler applies:
+     * try again for up to the busy timeout */
+    for (int tries = 0; kind < 0 && tries < 600; tries++) {
+        const int code = sqlite3_errcode(s->db) & 0xff;
+        if (code != SQLITE_BUSY && code != SQLITE_LOCKED) break;
+        sqlite3_sleep(50);
+        kind = store_kind(s->db, why, sizeof why);
+    }
     if (kind < 0 && !writable && (sqlite3_errcode(s->db) & 0xff) == SQLITE_READONLY) {
         /* a store in WAL mode whose directory this user cannot write: SQLite cannot create
          * the shared-memory file a reader needs, so read the file as it is (immutable) */
