@@ -102,30 +102,6 @@ static void test_crash_isolated(void)
     remove_store(db);
 }
 
-static int count_status(const char *db, tb_trial_status want, int *with_evals)
-{
-    tb_store *store;
-    tb_error err = {0};
-    /* read-only: the poll must not create the store the benchmark is about to create */
-    if (tb_store_open_readonly(db, &store, &err) != TB_OK) return -1;
-    tb_trial_record *t = NULL;
-    int n = 0, k = 0;
-    tb_store_trials(store, "t", &t, &n, &err);
-    if (with_evals) *with_evals = 0;
-    for (int i = 0; i < n; i++) {
-        if (t[i].status != want) continue;
-        k++;
-        tb_eval_record *ev = NULL;
-        int ne = 0;
-        tb_store_evals(store, t[i].id, &ev, &ne, &err);
-        if (with_evals && ne > 0) (*with_evals)++;
-        free(ev);
-    }
-    free(t);
-    tb_store_close(store);
-    return k;
-}
-
 static void test_kill_and_resume(void)
 {
     char db[256];
@@ -136,20 +112,13 @@ static void test_kill_and_resume(void)
     s.budget_s = 0.8;
     s.run_to_budget = true;
     tb_error err = {0};
-    /* plan first (nothing runs with zero trials... run the benchmark in a child) */
-    fflush(NULL);
-    pid_t pid = fork();
-    if (pid == 0) {
-        tb_bench_summary sum;
-        tb_error cerr = {0};
-        _exit(tb_bench_run(db, &s, NULL, NULL, &sum, &cerr) == TB_OK ? 0 : 1);
-    }
+    pid_t pid = tb_test_bench_in_child(db, &s);
     /* wait until one trial is done and the next is running with an eval written */
     bool killed = false;
     for (int i = 0; i < 3000 && !killed; i++) {
         int running_evals = 0;
-        int done = count_status(db, TB_TRIAL_DONE, NULL);
-        int running = count_status(db, TB_TRIAL_RUNNING, &running_evals);
+        int done = tb_test_count_trials(db, "t", TB_TRIAL_DONE, NULL);
+        int running = tb_test_count_trials(db, "t", TB_TRIAL_RUNNING, &running_evals);
         if (done >= 1 && running == 1 && running_evals == 1) {
             kill(pid, SIGKILL);
             killed = true;

@@ -312,25 +312,11 @@ static void test_one_run_at_a_time(void)
     s.budget_s = 1.5;
     s.run_to_budget = true;
     tb_error err = {0};
-    fflush(NULL);
-    pid_t pid = fork();
-    if (pid == 0) {
-        tb_bench_summary sum;
-        tb_error cerr = {0};
-        _exit(tb_bench_run(db, &s, NULL, NULL, &sum, &cerr) == TB_OK ? 0 : 1);
-    }
+    pid_t pid = tb_test_bench_in_child(db, &s);
     /* wait until the first run's first trial is running */
     bool running = false;
     for (int i = 0; i < 3000 && !running; i++) {
-        tb_store *store;
-        if (tb_store_open(db, &store, &err) == TB_OK) {
-            tb_trial_record *t = NULL;
-            int n = 0;
-            if (tb_store_trials(store, "t", &t, &n, &err) == TB_OK)
-                for (int k = 0; k < n; k++) running |= t[k].status == TB_TRIAL_RUNNING;
-            free(t);
-            tb_store_close(store);
-        }
+        running = tb_test_count_trials(db, "t", TB_TRIAL_RUNNING, NULL) > 0;
         struct timespec ts = {0, 10 * 1000 * 1000};
         nanosleep(&ts, NULL);
     }

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 tb_test_state *tb_test_state_get(void)
 {
@@ -289,4 +290,40 @@ tb_bench_spec tb_test_bench_spec(const char *const *subs, int n, double budget_s
     s.trial.eval_validation_examples = examples;
     s.trial.eval_test_examples = examples;
     return s;
+}
+
+int tb_test_bench_in_child(const char *db, const tb_bench_spec *s)
+{
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid == 0) {
+        tb_bench_summary sum;
+        tb_error err = {0};
+        _exit(tb_bench_run(db, s, NULL, NULL, &sum, &err) == TB_OK ? 0 : 1);
+    }
+    return (int)pid;
+}
+
+int tb_test_count_trials(const char *db, const char *bench, tb_trial_status want,
+                         int *with_evals)
+{
+    tb_store *store;
+    tb_error err = {0};
+    if (with_evals) *with_evals = 0;
+    if (tb_store_open_readonly(db, &store, &err) != TB_OK) return -1;
+    tb_trial_record *t = NULL;
+    int n = 0, k = 0;
+    tb_store_trials(store, bench, &t, &n, &err);
+    for (int i = 0; i < n; i++) {
+        if (t[i].status != want) continue;
+        k++;
+        tb_eval_record *ev = NULL;
+        int ne = 0;
+        tb_store_evals(store, t[i].id, &ev, &ne, &err);
+        if (with_evals && ne > 0) (*with_evals)++;
+        free(ev);
+    }
+    free(t);
+    tb_store_close(store);
+    return k;
 }

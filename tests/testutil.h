@@ -83,6 +83,14 @@ tb_backend *tb_test_cuda_backend(const char *name, int *exit_code);
  * split, 2 threads, the repository's search spaces. */
 tb_bench_spec tb_test_bench_spec(const char *const *subs, int n, double budget_s,
                                  int64_t examples);
+/* Runs benchmark s into the store db in a forked child (exit status 0 on TB_OK, else 1);
+ * returns the child's pid. */
+int tb_test_bench_in_child(const char *db, const tb_bench_spec *s);
+/* The trials of benchmark bench in the store db with status want (-1 when the store cannot be
+ * opened yet), and in *with_evals (or NULL) how many of them have an eval. Opens the store
+ * read-only: a poll never creates the store the benchmark is about to create. */
+int tb_test_count_trials(const char *db, const char *bench, tb_trial_status want,
+                         int *with_evals);
 int tb_test_run_cli(const char *args, char *out, size_t cap);
 /* Whether out contains needle; prints out when not. */
 bool tb_test_output_has(const char *out, const char *needle);
