@@ -68,13 +68,19 @@ void tb_image_dataset_free(tb_image_dataset *ds);
 #define TB_FMNIST_DEFAULT_DIR "/usr/share/datasets/fashion-mnist"
 #define TB_FMNIST_CLASSES 10
 
+/* Checks that dir (NULL: TB_FMNIST_DEFAULT_DIR) holds the four files of both splits, *bytes
+ * their total size; TB_ERR_MISSING as tb_fmnist_load, naming the first missing file. */
+tb_status tb_fmnist_files(const char *dir, int64_t *bytes, tb_error *err);
+
 /* Loads a split of Fashion-MNIST (Xiao et al. 2017) from dir (NULL: TB_FMNIST_DEFAULT_DIR):
  * split "train" reads train-{images-idx3,labels-idx1}-ubyte.gz (60000 examples), split "test"
  * reads t10k-{images-idx3,labels-idx1}-ubyte.gz (10000 examples). The result has one channel,
  * the height and width of the files (28 x 28), 10 classes, pixels divided by 255.
  * Fails with TB_ERR_INVALID for another split, TB_ERR_MISSING if the directory or a file is
  * missing (the message starts "Fashion-MNIST not found in <dir>: install the Debian package
- * dataset-fashion-mnist (apt-get install dataset-fashion-mnist)"), TB_ERR_FORMAT if a file is
+ * dataset-fashion-mnist (apt-get install dataset-fashion-mnist)" for the package's directory,
+ * "Fashion-MNIST not found in the data directory <dir>" with where the package puts the files
+ * for another), TB_ERR_FORMAT if a file is
  * malformed (see tb_idx_read), is not images (3 dimensions) or labels (1 dimension), if image
  * and label counts differ (naming both files) or a label is not below 10, and TB_ERR_NOMEM.
  * On success the caller owns *out (free with tb_image_dataset_free); on failure *out is zeroed

@@ -65,6 +65,26 @@ static tb_status read_part(const char *dir, const char *name, char *path, size_t
     return st;
 }
 
+tb_status tb_fmnist_files(const char *dir, int64_t *bytes, tb_error *err)
+{
+    if (!dir) dir = TB_FMNIST_DEFAULT_DIR;
+    static const char *const files[4] = {"train-images-idx3-ubyte.gz",
+                                         "train-labels-idx1-ubyte.gz",
+                                         "t10k-images-idx3-ubyte.gz", "t10k-labels-idx1-ubyte.gz"};
+    *bytes = 0;
+    for (int i = 0; i < 4; i++) {
+        char path[1024], detail[128];
+        struct stat sb;
+        snprintf(path, sizeof path, "%s/%s", dir, files[i]);
+        if (stat(path, &sb) != 0) {
+            snprintf(detail, sizeof detail, "; %s is missing", files[i]);
+            return not_found(err, dir, detail);
+        }
+        *bytes += (int64_t)sb.st_size;
+    }
+    return TB_OK;
+}
+
 tb_status tb_fmnist_load(const char *dir, const char *split, tb_image_dataset *out,
                          tb_error *err)
 {

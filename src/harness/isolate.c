@@ -20,8 +20,8 @@
 #include <time.h>
 #include <unistd.h>
 
-/* The exit status of a trial process that could not record an outcome (its error is in the
- * pipe). */
+/* The exit status of a trial process that could not start or record an outcome (its error is
+ * in the pipe). */
 #define CHILD_NO_OUTCOME 2
 
 tb_status tb_trial_run_isolated(const char *store_path, int64_t trial_id,

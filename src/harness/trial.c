@@ -41,10 +41,6 @@ static tb_status submission_error(trial_run *r, tb_status st, tb_error *err, con
     return tb_error_prefix(err, "%s", where);
 }
 
-/* The value the trial's target refers to: the workload's own metric (error rate, loss in
- * nats, bits per character), which setup checked is the one the trial was planned with. */
-static double metric_of(const tb_eval_metrics *m) { return m->metric; }
-
 /* One untimed eval: train subset, validation, test; written to the store. */
 static tb_status eval_once(trial_run *r, tb_error *err)
 {
@@ -84,7 +80,9 @@ static tb_status eval_once(trial_run *r, tb_error *err)
     st = tb_store_add_eval(r->store, r->rec.id, &e, err);
     if (st != TB_OK) return st;
     r->evals++;
-    double m = metric_of(&va);
+    /* the target is in the workload's own metric (error rate, loss in nats, bits per
+     * character), which setup checked is the one the trial was planned with */
+    double m = va.metric;
     if (!r->reached && isfinite(m) && m <= r->rec.target && r->t_sub <= r->rec.budget_s) {
         r->reached = true;
         r->time_to_target = r->t_sub;

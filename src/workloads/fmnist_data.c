@@ -6,7 +6,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 typedef struct fmnist_data {
     tb_image_dataset train, test;
@@ -81,25 +80,9 @@ tb_status tb_fmnist_prepare(const tb_workload_config *cfg, bool force, tb_prepar
 {
     (void)force;
     const char *dir = cfg->data_dir ? cfg->data_dir : TB_FMNIST_DEFAULT_DIR;
-    const char *files[] = {"train-images-idx3-ubyte.gz", "train-labels-idx1-ubyte.gz",
-                           "t10k-images-idx3-ubyte.gz", "t10k-labels-idx1-ubyte.gz"};
-    int64_t bytes = 0;
-    for (int i = 0; i < 4; i++) {
-        char path[1024];
-        struct stat sb;
-        snprintf(path, sizeof path, "%s/%s", dir, files[i]);
-        if (stat(path, &sb) != 0 && cfg->data_dir)
-            return tb_fail(err, TB_ERR_MISSING,
-                           "Fashion-MNIST not found in the data directory %s (no %s; the Debian "
-                           "package dataset-fashion-mnist installs it in %s)",
-                           dir, files[i], TB_FMNIST_DEFAULT_DIR);
-        if (stat(path, &sb) != 0)
-            return tb_fail(err, TB_ERR_MISSING,
-                           "Fashion-MNIST not found in %s (no %s): install the Debian package "
-                           "dataset-fashion-mnist (apt-get install dataset-fashion-mnist)",
-                           dir, files[i]);
-        bytes += (int64_t)sb.st_size;
-    }
+    int64_t bytes;
+    tb_status st = tb_fmnist_files(dir, &bytes, err);
+    if (st != TB_OK) return st;
     report->path[0] = '\0';
     report->rebuilt = false;
     snprintf(report->reason, sizeof report->reason, "read directly from %s (no cache needed)",
