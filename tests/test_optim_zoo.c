@@ -501,6 +501,9 @@ static void test_schedules(void)
         step.total_steps = total;
         CHECK(tb_schedule_factor(&step, total) >= 0.01 - 1e-15);
     }
+    /* past the end (a run longer than its schedule) every schedule holds its last factor */
+    step.total_steps = 10;
+    CHECK_NEAR(tb_schedule_factor(&step, 1000), 0.01, 1e-15);
     tb_schedule cos = {.kind = TB_SCHEDULE_WARMUP_COSINE, .warmup_steps = 0, .total_steps = 100};
     CHECK_NEAR(tb_schedule_factor(&cos, 50), 0.5, 1e-15);
     CHECK_OK(tb_schedule_validate(&cos, &err), &err);

@@ -77,11 +77,8 @@ static tb_status baseline_update(const tb_submission_api *api, tb_trial_ctx *c, 
     if (st != TB_OK) return st;
     report->loss = api->scalar(c, loss);
     if (!isfinite(report->loss)) return TB_OK; /* the runner records the divergence */
-    /* past the step hint a cosine schedule stays at its end (0): keep a floor of 0 */
-    int64_t k = step <= s->schedule.total_steps ? step : s->schedule.total_steps;
-    double scale = s->schedule.kind == TB_SCHEDULE_CONSTANT ? 1.0
-                                                            : tb_schedule_factor(&s->schedule, k);
-    return api->optimizer_step(s->opt, scale, err);
+    /* past the step hint the schedule holds its end (tb_schedule_factor) */
+    return api->optimizer_step(s->opt, tb_schedule_factor(&s->schedule, step), err);
 }
 
 static void baseline_free(void *state)

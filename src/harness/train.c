@@ -208,8 +208,8 @@ tb_status tb_train(const tb_train_config *cfg, tb_train_result *res, tb_error *e
     for (int64_t step = 1; step <= total; step++) {
         double t0 = tb_monotonic_s();
         /* batch, forward, backward and update; eager, or replayed from a CUDA graph */
-        double factor = tb_schedule_factor(&sched, step < horizon ? step : horizon);
-        st = tb_step_runner_step(r.runner, r.pipe, factor, &dropout_rng, &loss_value, NULL, err);
+        st = tb_step_runner_step(r.runner, r.pipe, tb_schedule_factor(&sched, step),
+                                 &dropout_rng, &loss_value, NULL, err);
         res->graph_replays = tb_step_runner_replays(r.runner);
         if (st != TB_OK) break;
         if (step == 1) first_loss = loss_value;

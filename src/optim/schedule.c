@@ -62,6 +62,7 @@ tb_status tb_schedule_validate(const tb_schedule *s, tb_error *err)
 double tb_schedule_factor(const tb_schedule *s, int64_t step)
 {
     if (s->kind == TB_SCHEDULE_CONSTANT) return 1.0;
+    if (s->total_steps > 0 && step > s->total_steps) step = s->total_steps; /* holds its end */
     if (s->warmup_steps > 0 && step <= s->warmup_steps)
         return (double)step / (double)s->warmup_steps;
     int64_t decay = s->total_steps - s->warmup_steps, after = step - s->warmup_steps;
