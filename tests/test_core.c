@@ -97,7 +97,8 @@ static void test_tensor_views(void)
     float data[24];
     for (int i = 0; i < 24; i++) data[i] = (float)i;
     int64_t shape[3] = {2, 3, 4};
-    tb_tensor t = tb_tensor_wrap(NULL, data, TB_F32, 3, shape);
+    tb_tensor t;
+    CHECK_OK(tb_tensor_wrap(NULL, data, TB_F32, 3, shape, &t, NULL), NULL);
     CHECK(tb_tensor_numel(&t) == 24);
     CHECK(tb_tensor_is_contiguous(&t));
     tb_tensor v, tr, nr;
@@ -118,6 +119,76 @@ static void test_tensor_views(void)
     CHECK_FAILS(tb_tensor_narrow(&t, 2, 3, 2, &nr, &err), TB_ERR_SHAPE, &err, "outside");
     char buf[64];
     CHECK(strcmp(tb_shape_str(&t, buf, sizeof buf), "[2, 3, 4]") == 0);
+}
+
+/* Shapes entering the library: negative dimensions, too many dimensions and sizes whose
+ * element or byte count overflows int64 are refused with TB_ERR_INVALID naming the shape
+ * (they were accepted with a wrapped-around size, or clamped to 6 dimensions). */
+static void test_shape_checks(void)
+{
+    tb_backend *be = tb_test_backend();
+    tb_error err = {0};
+    tb_tensor t = {0}, v;
+    const int64_t huge = (int64_t)1 << 62;
+    CHECK_FAILS(tb_tensor_alloc(be, TB_F32, 2, (int64_t[]){huge, 64}, &t, &err), TB_ERR_INVALID,
+                &err, "shape [4611686018427387904, 64] is too large");
+    CHECK_FAILS(tb_tensor_alloc(be, TB_F32, 3, (int64_t[]){(int64_t)1 << 31, (int64_t)1 << 31, 4},
+                                &t, &err),
+                TB_ERR_INVALID, &err, "too large");
+    /* the byte count overflows although the element count (2^61) does not */
+    CHECK_FAILS(tb_tensor_alloc(be, TB_F32, 1, (int64_t[]){(int64_t)1 << 61}, &t, &err),
+                TB_ERR_INVALID, &err, "too large");
+    /* a zero dimension does not make the others' product harmless: strides use it */
+    CHECK_FAILS(tb_tensor_alloc(be, TB_F32, 3, (int64_t[]){0, huge, huge}, &t, &err),
+                TB_ERR_INVALID, &err, "too large");
+    CHECK_FAILS(tb_tensor_alloc(be, TB_F32, 2, (int64_t[]){3, -1}, &t, &err), TB_ERR_INVALID,
+                &err, "shape [3, -1] has a negative dimension");
+    CHECK_FAILS(tb_tensor_wrap(be, NULL, TB_F32, 7, (int64_t[]){1, 2, 3, 4, 5, 6, 7}, &t, &err),
+                TB_ERR_INVALID, &err, "7 dimensions (at most TB_MAX_DIMS = 6)");
+    CHECK_OK(tb_tensor_alloc(be, TB_F32, 2, (int64_t[]){0, 5}, &t, &err), &err);
+    CHECK(tb_tensor_numel(&t) == 0);
+    /* reshape of an empty tensor to a shape whose element count overflows */
+    CHECK_FAILS(tb_tensor_reshape(&t, 3, (int64_t[]){(int64_t)1 << 32, (int64_t)1 << 32, 4}, &v,
+                                  &err),
+                TB_ERR_INVALID, &err, "too large");
+    CHECK_FAILS(tb_tensor_reshape(&t, 2, (int64_t[]){0, (int64_t)1 << 62}, &v, &err),
+                TB_ERR_INVALID, &err, "too large");
+    CHECK_FAILS(tb_tensor_reshape(&t, 2, (int64_t[]){-2, 0}, &v, &err), TB_ERR_INVALID, &err,
+                "negative dimension");
+    CHECK_OK(tb_tensor_reshape(&t, 3, (int64_t[]){5, 0, 7}, &v, &err), &err);
+    tb_tensor_free(&t);
+    /* narrow: start + len overflows int64 */
+    CHECK_OK(tb_tensor_alloc(be, TB_F32, 1, (int64_t[]){4}, &t, &err), &err);
+    CHECK_FAILS(tb_tensor_narrow(&t, 0, INT64_MAX, 2, &v, &err), TB_ERR_SHAPE, &err, "outside");
+    CHECK_FAILS(tb_tensor_narrow(&t, 0, 2, INT64_MAX, &v, &err), TB_ERR_SHAPE, &err, "outside");
+    CHECK_OK(tb_tensor_narrow(&t, 0, 4, 0, &v, &err), &err);
+    tb_tensor_free(&t);
+    /* tape variables */
+    tb_tape *tape;
+    CHECK_OK(tb_tape_create(be, &tape, &err), &err);
+    CHECK(tb_tape_new_var(tape, TB_F32, 1, (int64_t[]){-5}, true) == NULL);
+    CHECK(tb_tape_status(tape) == TB_ERR_INVALID &&
+          strstr(tb_tape_error(tape)->message, "shape [-5] has a negative dimension"));
+    tb_tape_reset(tape);
+    CHECK(tb_tape_new_var(tape, TB_F32, 2, (int64_t[]){huge, 4}, true) == NULL);
+    CHECK(tb_tape_status(tape) == TB_ERR_INVALID &&
+          strstr(tb_tape_error(tape)->message, "too large"));
+    tb_tape_destroy(tape);
+    /* parameters */
+    tb_params *params;
+    CHECK_OK(tb_params_create(be, &params, &err), &err);
+    CHECK(tb_params_add(params, "neg", TB_PARAM_WEIGHT, 1, (int64_t[]){-5}, &err) == NULL);
+    CHECK(err.status == TB_ERR_INVALID && strstr(err.message, "parameter 'neg'") &&
+          strstr(err.message, "negative dimension"));
+    CHECK(tb_params_add(params, "big", TB_PARAM_WEIGHT, 2, (int64_t[]){huge, 4}, &err) == NULL);
+    CHECK(err.status == TB_ERR_INVALID && strstr(err.message, "too large"));
+    /* each fits, their sum does not */
+    CHECK(tb_params_add(params, "a", TB_PARAM_WEIGHT, 1, (int64_t[]){(int64_t)1 << 60}, &err));
+    CHECK(tb_params_add(params, "b", TB_PARAM_WEIGHT, 1, (int64_t[]){(int64_t)1 << 60}, &err) ==
+          NULL);
+    CHECK(err.status == TB_ERR_INVALID && strstr(err.message, "total size"));
+    tb_params_destroy(params);
+    tb_backend_destroy(be);
 }
 
 static void test_arena_reuses_memory(void)
@@ -175,6 +246,7 @@ int main(void)
     test_fill_is_thread_count_independent();
     test_below_and_shuffle();
     test_tensor_views();
+    test_shape_checks();
     test_arena_reuses_memory();
     test_status_messages();
     test_fast_exp();

@@ -35,9 +35,16 @@ typedef struct tb_tensor {
 
 size_t tb_dtype_size(tb_dtype dtype);
 
-/* A contiguous (row-major) descriptor over existing memory. ndim in [0, TB_MAX_DIMS]. */
-tb_tensor tb_tensor_wrap(tb_backend *be, void *data, tb_dtype dtype, int ndim,
-                         const int64_t *shape);
+/* Shapes. Every shape entering the library (tb_tensor_wrap, tb_tensor_alloc, tb_tensor_reshape,
+ * tape variables, parameters) must have ndim in [0, TB_MAX_DIMS], no negative dimension, and
+ * a size that int64 can count in bytes: the product of its non-zero dimensions times the
+ * element size at most 2^63 - 1. Otherwise the call fails with TB_ERR_INVALID naming the
+ * shape (an unrepresentable size is a bad argument, not an allocation failure: TB_ERR_NOMEM
+ * is for allocations that were tried). */
+
+/* A contiguous (row-major) descriptor over existing memory into *out. */
+tb_status tb_tensor_wrap(tb_backend *be, void *data, tb_dtype dtype, int ndim,
+                         const int64_t *shape, tb_tensor *out, tb_error *err);
 int64_t tb_tensor_numel(const tb_tensor *t);
 size_t tb_tensor_bytes(const tb_tensor *t);
 bool tb_tensor_is_contiguous(const tb_tensor *t);
@@ -54,7 +61,7 @@ tb_status tb_tensor_reshape(const tb_tensor *t, int ndim, const int64_t *shape, 
                             tb_error *err);
 /* Swaps two dimensions (strides only; the view is not contiguous). */
 tb_status tb_tensor_transpose(const tb_tensor *t, int d0, int d1, tb_tensor *out, tb_error *err);
-/* Elements [start, start + len) along dim. */
+/* Elements [start, start + len) along dim (TB_ERR_SHAPE if not inside [0, shape[dim])). */
 tb_status tb_tensor_narrow(const tb_tensor *t, int dim, int64_t start, int64_t len,
                            tb_tensor *out, tb_error *err);
 

@@ -41,8 +41,21 @@ tb_var *tb_params_add(tb_params *p, const char *name, tb_param_kind kind, int nd
         tb_fail(err, TB_ERR_INVALID, "parameter '%s' added after finalize", name);
         return NULL;
     }
-    if (ndim < 1 || ndim > TB_MAX_DIMS) {
+    if (ndim < 1) {
         tb_fail(err, TB_ERR_SHAPE, "parameter '%s' has %d dimensions", name, ndim);
+        return NULL;
+    }
+    tb_tensor value;
+    if (tb_tensor_wrap(p->be, NULL, TB_F32, ndim, shape, &value, err) != TB_OK) {
+        tb_error_prefix(err, "parameter '%s'", name);
+        return NULL;
+    }
+    /* 16-float alignment of every parameter inside the flat buffer; the total must stay
+     * countable in bytes */
+    const int64_t padded = (tb_tensor_numel(&value) + 15) / 16 * 16;
+    if (padded > INT64_MAX / (int64_t)sizeof(float) - p->numel) {
+        tb_fail(err, TB_ERR_INVALID, "parameter '%s': the parameters' total size would exceed "
+                "2^63 - 1 bytes", name);
         return NULL;
     }
     for (int i = 0; i < p->count; i++)
@@ -67,12 +80,11 @@ tb_var *tb_params_add(tb_params *p, const char *name, tb_param_kind kind, int nd
     }
     snprintf(prm->name, sizeof prm->name, "%s", name);
     prm->kind = kind;
-    prm->var.value = tb_tensor_wrap(p->be, NULL, TB_F32, ndim, shape);
+    prm->var.value = value;
     prm->var.grad = prm->var.value;
     prm->var.requires_grad = true;
-    /* 16-float alignment of every parameter inside the flat buffer */
     prm->offset = p->numel;
-    p->numel += (tb_tensor_numel(&prm->var.value) + 15) / 16 * 16;
+    p->numel += padded;
     p->items[p->count++] = prm;
     return &prm->var;
 }

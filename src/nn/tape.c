@@ -208,12 +208,13 @@ tb_var *tb_tape_new_var(tb_tape *t, tb_dtype dtype, int ndim, const int64_t *sha
                         bool requires_grad)
 {
     if (t->err.status != TB_OK) return NULL;
-    if (ndim < 0 || ndim > TB_MAX_DIMS)
-        return tb_op_fail(t, TB_ERR_SHAPE, "a variable of %d dimensions (at most %d)", ndim,
-                          TB_MAX_DIMS);
+    tb_tensor value;
+    tb_error err = {0};
+    if (tb_tensor_wrap(t->be, NULL, dtype, ndim, shape, &value, &err) != TB_OK)
+        return tb_op_fail(t, err.status, "new variable: %s", err.message);
     tb_var *v = new_var_struct(t);
     if (!v) return NULL;
-    v->value = tb_tensor_wrap(t->be, NULL, dtype, ndim, shape);
+    v->value = value;
     v->value.data = tb_tape_scratch(t, tb_tensor_bytes(&v->value));
     if (!v->value.data) return NULL;
     v->grad = v->value;

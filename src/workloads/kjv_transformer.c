@@ -163,7 +163,10 @@ static tb_var *tf_forward(tb_workload *wl, tb_tape *tape, tb_var *x, tb_rng *dro
         m->pos_cap = cap;
         m->pos_t = t;
     }
-    tb_tensor pos_view = tb_tensor_wrap(wl->be, m->pos_idx.data, TB_I32, 2, shape);
+    tb_tensor pos_view;
+    tb_error werr = {0};
+    if (tb_tensor_wrap(wl->be, m->pos_idx.data, TB_I32, 2, shape, &pos_view, &werr) != TB_OK)
+        return tb_tape_fail(tape, werr.status, "positions: %s", werr.message);
     tb_var *pos = tb_tape_constant(tape, &pos_view);
     if (!pos) return NULL;
     tb_var *h = tb_op_add(tape, tb_op_embedding(tape, m->tok, x),
