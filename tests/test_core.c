@@ -211,6 +211,9 @@ static void test_arena_reuses_memory(void)
     tb_arena_reset(a);
     CHECK(tb_arena_block_allocations(a) == after);
     CHECK(tb_arena_peak(a) >= 500000);
+    /* sizes whose rounding up to 64 bytes wraps around are out of memory */
+    CHECK(tb_arena_alloc(a, SIZE_MAX - 10) == NULL);
+    CHECK(tb_arena_alloc(a, SIZE_MAX) == NULL);
     tb_arena_destroy(a);
 }
 

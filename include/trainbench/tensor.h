@@ -84,7 +84,7 @@ typedef struct tb_arena tb_arena;
 /* be == NULL: host memory (malloc). */
 tb_status tb_arena_create(tb_backend *be, size_t block_bytes, tb_arena **out, tb_error *err);
 void tb_arena_destroy(tb_arena *arena);
-/* NULL if out of memory. */
+/* NULL if out of memory (or if bytes rounded up to the alignment would exceed SIZE_MAX). */
 void *tb_arena_alloc(tb_arena *arena, size_t bytes);
 void tb_arena_reset(tb_arena *arena);
 size_t tb_arena_used(const tb_arena *arena);

@@ -1,6 +1,7 @@
 /* arena.c: bump allocation of step-scoped memory from host or backend blocks. */
 #include "trainbench/tensor.h"
 
+#include <stdint.h>
 #include <stdlib.h>
 
 #define ARENA_ALIGN 64
@@ -26,6 +27,7 @@ static void *raw_alloc(tb_arena *a, size_t bytes)
 {
     a->block_allocations++;
     if (a->be) return tb_backend_alloc(a->be, bytes);
+    if (bytes > SIZE_MAX - (ARENA_ALIGN - 1)) return NULL;
     return aligned_alloc(ARENA_ALIGN, (bytes + ARENA_ALIGN - 1) / ARENA_ALIGN * ARENA_ALIGN);
 }
 
@@ -56,6 +58,7 @@ void tb_arena_destroy(tb_arena *a)
 
 void *tb_arena_alloc(tb_arena *a, size_t bytes)
 {
+    if (bytes > SIZE_MAX - (ARENA_ALIGN - 1)) return NULL; /* the rounding below would wrap */
     size_t need = (bytes + ARENA_ALIGN - 1) / ARENA_ALIGN * ARENA_ALIGN;
     if (need == 0) need = ARENA_ALIGN;
     for (int i = 0; i < a->n_blocks; i++) {
