@@ -76,9 +76,11 @@ tb_status tb_tensor_upload(tb_tensor *t, const void *host, tb_error *err);
 tb_status tb_tensor_download(const tb_tensor *t, void *host, tb_error *err);
 
 /* ---- arenas: bump allocation of step-scoped memory ---------------------------------------
- * An arena hands out 64-byte-aligned chunks from large blocks. tb_arena_reset releases every
- * chunk at once; if a round needed more than one block, the blocks are merged into one of the
- * peak size, so from the second round of the same work on no allocation happens. */
+ * An arena hands out 64-byte-aligned chunks from large blocks, taking as many blocks as memory
+ * allows (a request larger than the block size gets a block of its own size), so a round is
+ * limited by available memory only. tb_arena_reset releases every chunk at once; if a round
+ * needed more than one block, the blocks are merged into one of the peak size, so from the
+ * second round of the same work on no allocation happens. */
 typedef struct tb_arena tb_arena;
 
 /* be == NULL: host memory (malloc). */

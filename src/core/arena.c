@@ -5,7 +5,6 @@
 #include <stdlib.h>
 
 #define ARENA_ALIGN 64
-#define ARENA_MAX_BLOCKS 64
 
 typedef struct arena_block {
     char *base;
@@ -16,8 +15,8 @@ typedef struct arena_block {
 struct tb_arena {
     tb_backend *be; /* NULL: host */
     size_t block_bytes;
-    arena_block blocks[ARENA_MAX_BLOCKS];
-    int n_blocks;
+    arena_block *blocks; /* as many as memory allows: a round is not limited by a count */
+    int n_blocks, cap_blocks;
     size_t used;    /* bytes handed out this round, including alignment */
     size_t peak;
     uint64_t block_allocations;
@@ -53,6 +52,7 @@ void tb_arena_destroy(tb_arena *a)
 {
     if (!a) return;
     for (int i = 0; i < a->n_blocks; i++) raw_free(a, a->blocks[i].base);
+    free(a->blocks);
     free(a);
 }
 
@@ -71,7 +71,15 @@ void *tb_arena_alloc(tb_arena *a, size_t bytes)
             return p;
         }
     }
-    if (a->n_blocks == ARENA_MAX_BLOCKS) return NULL;
+    if (a->n_blocks == a->cap_blocks) {
+        if (a->cap_blocks > INT32_MAX / 2) return NULL;
+        int cap = a->cap_blocks ? 2 * a->cap_blocks : 8;
+        arena_block *blocks = realloc(a->blocks, (size_t)cap * sizeof *blocks);
+        if (!blocks) return NULL;
+        a->blocks = blocks;
+        a->cap_blocks = cap;
+    }
+    /* a request larger than the block size gets a block of its own size */
     size_t size = need > a->block_bytes ? need : a->block_bytes;
     void *base = raw_alloc(a, size);
     if (!base) return NULL;
