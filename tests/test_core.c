@@ -1,4 +1,5 @@
-/* test_core.c: status messages, tensors and views, arenas, Philox streams. */
+/* test_core.c: status messages, tensors and views, shapes and parameter declarations, arenas,
+ * Philox streams. */
 #include "testutil.h"
 
 #include "backend/cpu/cpu.h"
@@ -191,6 +192,37 @@ static void test_shape_checks(void)
     tb_backend_destroy(be);
 }
 
+/* Parameter names that do not fit are refused naming the limit (they were truncated to 63
+ * characters, so two long names differing at the end collided). */
+static void test_param_names(void)
+{
+    tb_backend *be = tb_test_backend();
+    tb_error err = {0};
+    tb_params *params;
+    CHECK_OK(tb_params_create(be, &params, &err), &err);
+    char fits[TB_PARAM_NAME_MAX], n1[80], n2[80];
+    memset(fits, 'f', sizeof fits - 1);
+    fits[sizeof fits - 1] = '\0';
+    memset(n1, 'a', sizeof n1 - 1);
+    n1[sizeof n1 - 1] = '\0';
+    strcpy(n2, n1);
+    n2[78] = 'b';
+    CHECK(tb_params_add(params, fits, TB_PARAM_WEIGHT, 1, (int64_t[]){2}, &err) != NULL);
+    CHECK(strcmp(tb_params_get(params, 0)->name, fits) == 0);
+    CHECK(tb_params_add(params, n1, TB_PARAM_WEIGHT, 1, (int64_t[]){2}, &err) == NULL);
+    CHECK(err.status == TB_ERR_INVALID && strstr(err.message, "79 characters") &&
+          strstr(err.message, "TB_PARAM_NAME_MAX"));
+    CHECK(tb_params_add(params, n2, TB_PARAM_WEIGHT, 1, (int64_t[]){2}, &err) == NULL);
+    CHECK(tb_params_count(params) == 1);
+    /* a layer whose "<name>.weight" does not fit */
+    tb_linear_layer layer;
+    n1[60] = '\0';
+    CHECK_FAILS(tb_linear_layer_init(&layer, params, n1, 2, 3, true, &err), TB_ERR_INVALID, &err,
+                "67 characters");
+    tb_params_destroy(params);
+    tb_backend_destroy(be);
+}
+
 static void test_arena_reuses_memory(void)
 {
     tb_arena *a = NULL;
@@ -276,6 +308,7 @@ int main(void)
     test_below_and_shuffle();
     test_tensor_views();
     test_shape_checks();
+    test_param_names();
     test_arena_reuses_memory();
     test_arena_many_blocks();
     test_status_messages();

@@ -195,8 +195,12 @@ typedef enum tb_param_kind {
     TB_PARAM_EMBEDDING,
 } tb_param_kind;
 
+/* Room for a parameter's name: names of up to TB_PARAM_NAME_MAX - 1 characters; longer ones
+ * are refused (not truncated, which would let two names collide). */
+#define TB_PARAM_NAME_MAX 64
+
 typedef struct tb_param {
-    char name[64];
+    char name[TB_PARAM_NAME_MAX];
     tb_param_kind kind;
     tb_var var;     /* value and grad are views into the flat buffers */
     int64_t offset; /* in elements, into the flat buffers */
@@ -208,7 +212,9 @@ typedef struct tb_params tb_params;
 
 tb_status tb_params_create(tb_backend *be, tb_params **out, tb_error *err);
 void tb_params_destroy(tb_params *params);
-/* Declares a parameter; its var has no memory until tb_params_finalize. NULL on error. */
+/* Declares a parameter; its var has no memory until tb_params_finalize. NULL on error: a
+ * name declared before or longer than TB_PARAM_NAME_MAX - 1 characters, a bad shape
+ * (tensor.h). */
 tb_var *tb_params_add(tb_params *params, const char *name, tb_param_kind kind, int ndim,
                       const int64_t *shape, tb_error *err);
 tb_status tb_params_finalize(tb_params *params, tb_error *err);
@@ -272,7 +278,8 @@ typedef struct tb_layer_ref {
     tb_conv_layer *conv;     /* when kind == TB_LAYER_CONV */
 } tb_layer_ref;
 
-/* Declares the layer's parameters ("<name>.weight", "<name>.bias") in params. */
+/* Declares the layer's parameters ("<name>.weight", "<name>.bias") in params; those names
+ * must fit in TB_PARAM_NAME_MAX - 1 characters. */
 tb_status tb_linear_layer_init(tb_linear_layer *layer, tb_params *params, const char *name,
                                int64_t in, int64_t out, bool bias, tb_error *err);
 tb_var *tb_linear_layer_forward(tb_tape *tape, tb_linear_layer *layer, tb_var *x);

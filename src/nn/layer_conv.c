@@ -13,7 +13,7 @@ tb_status tb_conv_layer_init(tb_conv_layer *layer, tb_params *params, const char
                        "conv layer '%s': c_in %lld, c_out %lld, kernel %d, stride %d, pad %d "
                        "(need positive sizes and stride, pad >= 0)",
                        name, (long long)c_in, (long long)c_out, kernel, stride, pad);
-    char pname[64];
+    char pname[TB_PARAM_NAME_MAX + 16]; /* truncated: too long, and tb_params_add says so */
     int64_t wshape[4] = {c_out, c_in, kernel, kernel};
     snprintf(pname, sizeof pname, "%s.weight", name);
     layer->w = tb_params_add(params, pname, TB_PARAM_WEIGHT, 4, wshape, err);

@@ -6,7 +6,7 @@
 tb_status tb_linear_layer_init(tb_linear_layer *layer, tb_params *params, const char *name,
                                int64_t in, int64_t out, bool bias, tb_error *err)
 {
-    char pname[64];
+    char pname[TB_PARAM_NAME_MAX + 16]; /* truncated: too long, and tb_params_add says so */
     int64_t wshape[2] = {out, in};
     snprintf(pname, sizeof pname, "%s.weight", name);
     layer->w = tb_params_add(params, pname, TB_PARAM_WEIGHT, 2, wshape, err);

@@ -41,6 +41,12 @@ tb_var *tb_params_add(tb_params *p, const char *name, tb_param_kind kind, int nd
         tb_fail(err, TB_ERR_INVALID, "parameter '%s' added after finalize", name);
         return NULL;
     }
+    const size_t len = strlen(name);
+    if (len >= TB_PARAM_NAME_MAX) {
+        tb_fail(err, TB_ERR_INVALID, "parameter name '%s' has %zu characters (at most "
+                "TB_PARAM_NAME_MAX - 1 = %d)", name, len, TB_PARAM_NAME_MAX - 1);
+        return NULL;
+    }
     if (ndim < 1) {
         tb_fail(err, TB_ERR_SHAPE, "parameter '%s' has %d dimensions", name, ndim);
         return NULL;

@@ -29,7 +29,7 @@ static tb_status cnn_load(tb_workload *wl, const tb_workload_config *cfg, tb_err
 static tb_status add_norm(tb_workload *wl, const char *name, int64_t c, tb_var **g, tb_var **b,
                           tb_tensor *rm, tb_tensor *rv, tb_error *err)
 {
-    char pname[64];
+    char pname[TB_PARAM_NAME_MAX + 16]; /* truncated: too long, and tb_params_add says so */
     snprintf(pname, sizeof pname, "%s.weight", name);
     *g = tb_params_add(wl->params, pname, TB_PARAM_NORM, 1, &c, err);
     snprintf(pname, sizeof pname, "%s.bias", name);
