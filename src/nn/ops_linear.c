@@ -162,6 +162,16 @@ tb_var *tb_op_mlp(tb_tape *t, tb_var *x, tb_var *w1, tb_var *b1, tb_activation a
     if ((unsigned)act >= TB_ACT_COUNT)
         return tb_op_fail(t, TB_ERR_INVALID, "mlp: unknown activation %d", (int)act);
     const int64_t in = w1->value.shape[1], hid = w1->value.shape[0];
+    if (!tb_op_expect(t, "mlp", "w2", w2, TB_F32, 2, 2)) return NULL;
+    if (w2->value.shape[1] != hid) { /* name the hidden layer, not an input the caller gave */
+        tb_tensor hs = x->value;
+        hs.shape[hs.ndim - 1] = hid;
+        char hb[96], w1b[96], w2b[96];
+        return tb_op_fail(t, TB_ERR_SHAPE, "mlp: hidden layer %s (from w1 %s) does not match "
+                          "w2 %s", tb_shape_str(&hs, hb, sizeof hb),
+                          tb_shape_str(&w1->value, w1b, sizeof w1b),
+                          tb_shape_str(&w2->value, w2b, sizeof w2b));
+    }
     const int64_t rows = tb_tensor_numel(&x->value) / in;
     tb_var *h = dense_output(t, x, hid, 3, ins);
     tb_var *g = h ? dense_output(t, x, hid, 1, &h) : NULL;
