@@ -382,6 +382,42 @@ static void test_backward_errors_and_no_grad(void)
     tb_test_var_free(w);
 }
 
+/* An input whose value has elements but no memory (a parameter used before
+ * tb_params_finalize, a zeroed tb_var) fails the op naming it; kernels ran on NULL before. */
+static void test_inputs_without_memory(void)
+{
+    tb_error err = {0};
+    tb_params *params;
+    CHECK_OK(tb_params_create(be, &params, &err), &err);
+    int64_t ws[2] = {4, 3}, xs[2] = {2, 3};
+    tb_var *w = tb_params_add(params, "w", TB_PARAM_WEIGHT, 2, ws, &err);
+    tb_rng r = tb_rng_make(8, 0);
+    tb_var *x = tb_test_var(be, 2, xs, &r, -1, 1, false);
+    tb_tape *t;
+    CHECK_OK(tb_tape_create(be, &t, &err), &err);
+    CHECK(tb_op_linear(t, x, w, NULL) == NULL); /* forgot tb_params_finalize */
+    CHECK(tb_tape_status(t) == TB_ERR_INVALID &&
+          strstr(tb_tape_error(t)->message, "linear: weight [4, 3] has no memory"));
+    tb_var zeroed = {0};
+    tb_tape_reset(t);
+    CHECK(tb_op_relu(t, &zeroed) == NULL);
+    CHECK(tb_tape_status(t) == TB_ERR_INVALID &&
+          strstr(tb_tape_error(t)->message, "relu: input [] has no memory"));
+    tb_tape_reset(t);
+    CHECK(tb_op_transpose(t, w, 0, 1) == NULL);
+    CHECK(strstr(tb_tape_error(t)->message, "transpose: input [4, 3] has no memory"));
+    tb_tape_reset(t);
+    CHECK(tb_op_reshape(t, w, 1, (int64_t[]){12}) == NULL);
+    CHECK(strstr(tb_tape_error(t)->message, "reshape: input [4, 3] has no memory"));
+    /* after finalize the same op runs */
+    tb_tape_reset(t);
+    CHECK_OK(tb_params_finalize(params, &err), &err);
+    CHECK(tb_op_linear(t, x, w, NULL) != NULL);
+    tb_tape_destroy(t);
+    tb_params_destroy(params);
+    tb_test_var_free(x);
+}
+
 /* The tape's op profiler: one entry per op name with its call count, forward time charged
  * when the op is recorded and backward time when its node runs; sorted by total time; off by
  * default, cleared on request. */
@@ -440,6 +476,7 @@ int main(void)
     test_losses();
     test_dropout();
     test_backward_errors_and_no_grad();
+    test_inputs_without_memory();
     test_profiler();
     tb_backend_destroy(be);
     return tb_test_finish("test_ops_dense");

@@ -215,6 +215,26 @@ static void test_errors(void)
     /* the message names the hidden layer, not an "input" the caller never gave */
     CHECK(strstr(tb_tape_error(t)->message,
                  "mlp: hidden layer [4, 5] (from w1 [5, 3]) does not match w2 [3, 4]") != NULL);
+    /* in = 0 or out = 0: refused (in = 0 divided by zero: rows = numel / in) */
+    tb_tape_reset(t);
+    int64_t x0s[2] = {3, 0}, w0s[2] = {4, 0}, wo0s[2] = {0, 3};
+    tb_var *x0 = tb_test_var(be, 2, x0s, &rng, -1, 1, false);
+    tb_var *w0 = tb_test_var(be, 2, w0s, &rng, -1, 1, true);
+    tb_var *wo0 = tb_test_var(be, 2, wo0s, &rng, -1, 1, true);
+    CHECK(tb_op_linear(t, x0, w0, NULL) == NULL);
+    CHECK(tb_tape_status(t) == TB_ERR_INVALID &&
+          strstr(tb_tape_error(t)->message, "linear: weight [4, 0] has in = 0"));
+    tb_tape_reset(t);
+    CHECK(tb_op_mlp(t, x0, w0, NULL, TB_RELU, w2, NULL, NULL, NULL) == NULL);
+    CHECK(tb_tape_status(t) == TB_ERR_INVALID &&
+          strstr(tb_tape_error(t)->message, "mlp: weight [4, 0] has in = 0"));
+    tb_tape_reset(t);
+    CHECK(tb_op_linear(t, x, wo0, NULL) == NULL);
+    CHECK(tb_tape_status(t) == TB_ERR_INVALID &&
+          strstr(tb_tape_error(t)->message, "linear: weight [0, 3] has out = 0"));
+    tb_test_var_free(x0);
+    tb_test_var_free(w0);
+    tb_test_var_free(wo0);
     tb_tape_destroy(t);
     tb_test_var_free(x);
     tb_test_var_free(w);

@@ -13,7 +13,9 @@
  * Ops run eagerly and record a node on the tape for the backward pass. Errors are sticky: once
  * an op fails (bad shapes, out of memory) it returns NULL, every later op on the same tape
  * returns NULL too, and tb_tape_status()/tb_tape_error() tell what happened first. So model
- * code reads straight through and checks once. All step memory (activations, intermediate
+ * code reads straight through and checks once. An input whose value has elements but no
+ * memory (a parameter before tb_params_finalize, a zeroed tb_var) fails the op with
+ * TB_ERR_INVALID naming it. All step memory (activations, intermediate
  * gradients) comes from the tape's arena and is released by tb_tape_reset. */
 #ifndef TRAINBENCH_NN_H
 #define TRAINBENCH_NN_H
@@ -115,7 +117,7 @@ typedef enum tb_activation {
 const char *tb_activation_name(tb_activation act);
 tb_status tb_activation_parse(const char *name, tb_activation *out, tb_error *err);
 
-/* y = x w^T + b; x [N, in] (or [..., in]), w [out, in], b [out] or NULL. */
+/* y = x w^T + b; x [N, in] (or [..., in]), w [out, in] with in, out >= 1, b [out] or NULL. */
 tb_var *tb_op_linear(tb_tape *tape, tb_var *x, tb_var *w, tb_var *b);
 /* y = x w^T + b + r, the residual r (or NULL) of y's shape added in the product's epilogue:
  * tb_op_add(r, tb_op_linear(x, w, b)) without the passes over y. */

@@ -197,7 +197,7 @@ static void reshape_backward(tb_tape *t, tb_node *n)
 
 tb_var *tb_op_reshape(tb_tape *t, tb_var *x, int ndim, const int64_t *shape)
 {
-    if (!tb_op_begin(t, 1, &x)) return NULL;
+    if (!tb_op_begin(t, 1, &x) || !tb_op_expect_memory(t, "reshape", "input", x)) return NULL;
     if (!tb_tensor_is_contiguous(&x->value)) {
         /* materialise first: transpose(x, 0, 0) is a contiguous copy */
         tb_var *c = tb_op_transpose(t, x, 0, 0);
@@ -238,7 +238,7 @@ static void transpose_backward(tb_tape *t, tb_node *n)
 
 tb_var *tb_op_transpose(tb_tape *t, tb_var *x, int d0, int d1)
 {
-    if (!tb_op_begin(t, 1, &x)) return NULL;
+    if (!tb_op_begin(t, 1, &x) || !tb_op_expect_memory(t, "transpose", "input", x)) return NULL;
     if (x->value.dtype != TB_F32)
         return tb_op_fail(t, TB_ERR_INVALID, "transpose: only float32 tensors");
     tb_tensor view;

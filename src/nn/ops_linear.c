@@ -33,8 +33,8 @@ static void linear_grads(tb_tape *t, tb_var *x, tb_var *w, tb_var *b, const floa
     if (db) k->bias_grad(be, rows, out, dy, db);
 }
 
-/* Checks a dense layer's operands: x [..., in], w [out, in], b [out] or NULL; fails naming
- * op. */
+/* Checks a dense layer's operands: x [..., in], w [out, in] with in, out >= 1, b [out] or
+ * NULL; fails naming op. */
 static bool check_dense(tb_tape *t, const char *op, tb_var *x, tb_var *w, tb_var *b)
 {
     if (!tb_op_expect(t, op, "input", x, TB_F32, 1, TB_MAX_DIMS) ||
@@ -42,6 +42,12 @@ static bool check_dense(tb_tape *t, const char *op, tb_var *x, tb_var *w, tb_var
         return false;
     const int64_t in = w->value.shape[1], out = w->value.shape[0];
     char xs[96], ws[96];
+    if (in == 0 || out == 0) {
+        tb_op_fail(t, TB_ERR_INVALID, "%s: weight %s has %s = 0 (a dense layer needs in >= 1 "
+                   "and out >= 1)", op, tb_shape_str(&w->value, ws, sizeof ws),
+                   in == 0 ? "in" : "out");
+        return false;
+    }
     if (x->value.shape[x->value.ndim - 1] != in) {
         tb_op_fail(t, TB_ERR_SHAPE, "%s: input %s does not match weight %s", op,
                    tb_shape_str(&x->value, xs, sizeof xs), tb_shape_str(&w->value, ws, sizeof ws));

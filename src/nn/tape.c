@@ -153,10 +153,21 @@ bool tb_op_begin(tb_tape *t, int n, tb_var *const *inputs)
     return true;
 }
 
+bool tb_op_expect_memory(tb_tape *t, const char *op, const char *what, const tb_var *v)
+{
+    if (v->value.data || tb_tensor_numel(&v->value) == 0) return true;
+    char buf[96];
+    tb_op_fail(t, TB_ERR_INVALID, "%s: %s %s has no memory (a parameter used before "
+               "tb_params_finalize, or a tb_var not made by the library?)", op, what,
+               tb_shape_str(&v->value, buf, sizeof buf));
+    return false;
+}
+
 bool tb_op_expect(tb_tape *t, const char *op, const char *what, const tb_var *v, tb_dtype want,
                   int ndim_min, int ndim_max)
 {
     char buf[96];
+    if (!tb_op_expect_memory(t, op, what, v)) return false;
     if (v->value.dtype != want) {
         tb_op_fail(t, TB_ERR_INVALID, "%s: %s must be %s", op, what,
                    want == TB_F32 ? "float32" : "int32");

@@ -36,8 +36,13 @@ tb_var *tb_op_fail(tb_tape *tape, tb_status status, const char *fmt, ...)
 /* True if the tape has no error and none of the n inputs is NULL (a NULL input means an earlier
  * op failed; the error is already recorded). */
 bool tb_op_begin(tb_tape *tape, int n, tb_var *const *inputs);
-/* Fails with TB_ERR_SHAPE naming op and the tensor if v is not contiguous float32 (dtype
- * checked against want). Returns false on failure. */
+/* Fails with TB_ERR_INVALID naming op, what and the shape if v's value has elements but no
+ * memory (a parameter before tb_params_finalize, a zeroed tb_var). Returns false on failure. */
+bool tb_op_expect_memory(tb_tape *tape, const char *op, const char *what, const tb_var *v);
+/* Fails naming op and the tensor if v has no memory (tb_op_expect_memory), is not of dtype
+ * want (TB_ERR_INVALID), has a rank outside [ndim_min, ndim_max] or is not contiguous
+ * (TB_ERR_SHAPE). Returns false on failure. Every op checks each input with it (or, for ops
+ * that take any layout, with tb_op_expect_memory) before a kernel reads the input. */
 bool tb_op_expect(tb_tape *tape, const char *op, const char *what, const tb_var *v,
                   tb_dtype want, int ndim_min, int ndim_max);
 

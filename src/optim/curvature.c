@@ -28,11 +28,9 @@ tb_status tb_optimizer_update_fisher(tb_optimizer *opt, tb_error *err)
 
 tb_var *tb_fisher_sample_labels(tb_tape *tape, tb_var *logits, tb_rng *rng)
 {
-    if (tb_tape_status(tape) != TB_OK) return NULL;
-    if (!logits || logits->value.dtype != TB_F32 || logits->value.ndim != 2 ||
-        !tb_tensor_is_contiguous(&logits->value))
-        return tb_op_fail(tape, TB_ERR_SHAPE,
-                          "fisher labels: logits must be a contiguous float [N, C] tensor");
+    if (!tb_op_begin(tape, 1, &logits) ||
+        !tb_op_expect(tape, "fisher labels", "logits", logits, TB_F32, 2, 2))
+        return NULL;
     int64_t n = logits->value.shape[0], c = logits->value.shape[1];
     tb_var *y = tb_tape_new_var(tape, TB_I32, 1, &n, false);
     if (!y) return NULL;
