@@ -223,6 +223,59 @@ static void test_param_names(void)
     tb_backend_destroy(be);
 }
 
+/* NULL arguments to tensor, arena, backend and stream calls fail with TB_ERR_INVALID naming
+ * the argument (most of them segfaulted). */
+static void test_null_arguments(void)
+{
+    tb_backend *be = tb_test_backend();
+    tb_error err = {0};
+    tb_tensor t, v;
+    const int64_t s4[1] = {4};
+    CHECK_FAILS(tb_tensor_alloc(NULL, TB_F32, 1, s4, &t, &err), TB_ERR_INVALID, &err,
+                "backend is NULL");
+    CHECK_FAILS(tb_tensor_alloc(be, TB_F32, 1, s4, NULL, &err), TB_ERR_INVALID, &err,
+                "out is NULL");
+    CHECK_FAILS(tb_tensor_alloc(be, TB_F32, 1, NULL, &t, &err), TB_ERR_INVALID, &err,
+                "shape is NULL");
+    CHECK_FAILS(tb_tensor_wrap(NULL, NULL, TB_F32, 1, s4, NULL, &err), TB_ERR_INVALID, &err,
+                "out is NULL");
+    CHECK_OK(tb_tensor_wrap(NULL, NULL, TB_F32, 0, NULL, &t, &err), &err); /* a scalar */
+    CHECK_FAILS(tb_tensor_download(NULL, NULL, &err), TB_ERR_INVALID, &err, "tensor is NULL");
+    CHECK_FAILS(tb_tensor_upload(NULL, s4, &err), TB_ERR_INVALID, &err, "tensor is NULL");
+    CHECK_OK(tb_tensor_alloc(be, TB_F32, 1, s4, &t, &err), &err);
+    CHECK_FAILS(tb_tensor_download(&t, NULL, &err), TB_ERR_INVALID, &err, "host is NULL");
+    CHECK_FAILS(tb_tensor_upload(&t, NULL, &err), TB_ERR_INVALID, &err, "host is NULL");
+    CHECK_FAILS(tb_tensor_reshape(&t, 1, NULL, &v, &err), TB_ERR_INVALID, &err,
+                "shape is NULL");
+    CHECK_FAILS(tb_tensor_reshape(NULL, 1, s4, &v, &err), TB_ERR_INVALID, &err, "is NULL");
+    CHECK_FAILS(tb_tensor_transpose(&t, 0, 0, NULL, &err), TB_ERR_INVALID, &err, "out is NULL");
+    CHECK_FAILS(tb_tensor_narrow(NULL, 0, 0, 1, &v, &err), TB_ERR_INVALID, &err, "is NULL");
+    tb_tensor bare;
+    CHECK_OK(tb_tensor_wrap(be, NULL, TB_F32, 1, s4, &bare, &err), &err);
+    float host[4] = {0};
+    CHECK_FAILS(tb_tensor_download(&bare, host, &err), TB_ERR_INVALID, &err, "no memory");
+    tb_tensor_free(&t);
+    tb_tensor_free(NULL);
+    CHECK_FAILS(tb_arena_create(NULL, 1 << 16, NULL, &err), TB_ERR_INVALID, &err, "out is NULL");
+    CHECK(tb_arena_alloc(NULL, 64) == NULL);
+    tb_arena_reset(NULL);
+    CHECK(tb_arena_used(NULL) == 0 && tb_arena_peak(NULL) == 0);
+    tb_device dev;
+    tb_stream stream;
+    CHECK_FAILS(tb_device_parse(NULL, &dev, &err), TB_ERR_INVALID, &err, "name is NULL");
+    CHECK_FAILS(tb_precision_parse("fp32", NULL, &err), TB_ERR_INVALID, &err, "out is NULL");
+    CHECK_FAILS(tb_stream_parse(NULL, &stream, &err), TB_ERR_INVALID, &err, "name is NULL");
+    CHECK_FAILS(tb_backend_create(NULL, NULL, &err), TB_ERR_INVALID, &err, "out is NULL");
+    CHECK_FAILS(tb_backend_check(NULL, &err), TB_ERR_INVALID, &err, "backend is NULL");
+    CHECK_FAILS(tb_backend_capture_begin(NULL, &err), TB_ERR_INVALID, &err, "backend is NULL");
+    CHECK_FAILS(tb_backend_step_upload(NULL, &err), TB_ERR_INVALID, &err, "backend is NULL");
+    tb_backend *dflt = NULL; /* config NULL: the defaults */
+    CHECK_OK(tb_backend_create(NULL, &dflt, &err), &err);
+    tb_backend_destroy(dflt);
+    tb_backend_destroy(NULL);
+    tb_backend_destroy(be);
+}
+
 static void test_arena_reuses_memory(void)
 {
     tb_arena *a = NULL;
@@ -309,6 +362,7 @@ int main(void)
     test_tensor_views();
     test_shape_checks();
     test_param_names();
+    test_null_arguments();
     test_arena_reuses_memory();
     test_arena_many_blocks();
     test_status_messages();

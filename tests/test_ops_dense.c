@@ -418,6 +418,83 @@ static void test_inputs_without_memory(void)
     tb_test_var_free(x);
 }
 
+/* NULL arguments: tape calls with a NULL tape return NULL or TB_ERR_INVALID; ops fail the
+ * tape naming a NULL shape or input list; params and initialisers name the NULL argument
+ * (most of these segfaulted). */
+static void test_null_arguments(void)
+{
+    tb_error err = {0};
+    tb_tape *t = NULL;
+    CHECK_FAILS(tb_tape_create(NULL, &t, &err), TB_ERR_INVALID, &err, "backend is NULL");
+    CHECK(t == NULL);
+    CHECK_FAILS(tb_tape_create(be, NULL, &err), TB_ERR_INVALID, &err, "out is NULL");
+    /* a NULL tape */
+    CHECK(tb_op_relu(NULL, NULL) == NULL);
+    CHECK(tb_op_concat(NULL, NULL, 2, 0) == NULL);
+    CHECK(tb_op_batchnorm_act(NULL, TB_RELU, NULL, NULL, NULL, NULL, NULL, 0.1f, 1e-5f) == NULL);
+    CHECK(tb_tape_constant(NULL, NULL) == NULL);
+    CHECK(tb_tape_new_var(NULL, TB_F32, 0, NULL, false) == NULL);
+    CHECK(tb_tape_fail(NULL, TB_ERR_INVALID, "x") == NULL);
+    CHECK(tb_tape_backward(NULL, NULL) == TB_ERR_INVALID);
+    CHECK(tb_tape_status(NULL) == TB_ERR_INVALID);
+    CHECK(strstr(tb_tape_error(NULL)->message, "NULL") != NULL);
+    CHECK(tb_tape_node_count(NULL) == 0 && tb_tape_mark(NULL) == 0);
+    tb_tape_reset(NULL);
+    tb_tape_set_training(NULL, false);
+    tb_tape_destroy(NULL);
+    CHECK(tb_linear_layer_forward(NULL, NULL, NULL) == NULL);
+    /* a tape, NULL elsewhere */
+    CHECK_OK(tb_tape_create(be, &t, &err), &err);
+    CHECK(tb_tape_constant(t, NULL) == NULL);
+    CHECK(tb_tape_status(t) == TB_ERR_INVALID &&
+          strstr(tb_tape_error(t)->message, "constant: the tensor is NULL"));
+    tb_tape_reset(t);
+    tb_rng r = tb_rng_make(9, 0);
+    int64_t s4[1] = {4};
+    tb_var *x = tb_test_var(be, 1, s4, &r, -1, 1, false);
+    CHECK(tb_op_reshape(t, x, 1, NULL) == NULL);
+    CHECK(strstr(tb_tape_error(t)->message, "reshape: shape is NULL"));
+    tb_tape_reset(t);
+    CHECK(tb_op_concat(t, NULL, 2, 0) == NULL);
+    CHECK(strstr(tb_tape_error(t)->message, "concat: xs is NULL"));
+    tb_tape_reset(t);
+    CHECK(tb_op_relu(t, NULL) == NULL);
+    CHECK(tb_tape_status(t) == TB_ERR_INVALID);
+    tb_tape_reset(t);
+    CHECK(tb_linear_layer_forward(t, NULL, x) == NULL);
+    CHECK(strstr(tb_tape_error(t)->message, "linear layer: layer is NULL"));
+    tb_tape_destroy(t);
+    tb_activation act;
+    CHECK_FAILS(tb_activation_parse(NULL, &act, &err), TB_ERR_INVALID, &err, "name is NULL");
+    /* parameters and initialisers */
+    tb_params *p = NULL;
+    CHECK_FAILS(tb_params_create(NULL, &p, &err), TB_ERR_INVALID, &err, "backend is NULL");
+    CHECK(tb_params_add(NULL, "w", TB_PARAM_WEIGHT, 1, s4, &err) == NULL);
+    CHECK(strstr(err.message, "params is NULL"));
+    CHECK_FAILS(tb_params_finalize(NULL, &err), TB_ERR_INVALID, &err, "params is NULL");
+    CHECK(tb_params_count(NULL) == 0 && tb_params_get(NULL, 0) == NULL);
+    tb_params_destroy(NULL);
+    CHECK_OK(tb_params_create(be, &p, &err), &err);
+    CHECK(tb_params_add(p, NULL, TB_PARAM_WEIGHT, 1, s4, &err) == NULL);
+    CHECK(strstr(err.message, "name is NULL"));
+    CHECK(tb_params_add(p, "w", TB_PARAM_WEIGHT, 1, NULL, &err) == NULL);
+    CHECK(strstr(err.message, "shape is NULL"));
+    tb_var *w = tb_params_add(p, "w", TB_PARAM_WEIGHT, 1, s4, &err);
+    CHECK_OK(tb_params_finalize(p, &err), &err);
+    CHECK_FAILS(tb_init_normal(w, NULL, 0.0f, 1.0f, &err), TB_ERR_INVALID, &err,
+                "init_normal: rng is NULL");
+    CHECK_FAILS(tb_init_uniform(NULL, &r, 0.0f, 1.0f, &err), TB_ERR_INVALID, &err,
+                "variable is NULL");
+    tb_linear_layer layer;
+    CHECK_FAILS(tb_linear_layer_init(&layer, p, NULL, 2, 2, false, &err), TB_ERR_INVALID, &err,
+                "name is NULL");
+    tb_conv_layer conv;
+    CHECK_FAILS(tb_conv_layer_init(&conv, NULL, "c", 1, 1, 3, 1, 1, false, &err),
+                TB_ERR_INVALID, &err, "params is NULL");
+    tb_params_destroy(p);
+    tb_test_var_free(x);
+}
+
 /* The tape's op profiler: one entry per op name with its call count, forward time charged
  * when the op is recorded and backward time when its node runs; sorted by total time; off by
  * default, cleared on request. */
@@ -477,6 +554,7 @@ int main(void)
     test_dropout();
     test_backward_errors_and_no_grad();
     test_inputs_without_memory();
+    test_null_arguments();
     test_profiler();
     tb_backend_destroy(be);
     return tb_test_finish("test_ops_dense");

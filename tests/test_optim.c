@@ -127,6 +127,58 @@ static void test_validation(void)
     tb_params_destroy(p);
 }
 
+/* NULL arguments to hyperparameter, optimizer, schedule and curvature calls fail with
+ * TB_ERR_INVALID naming the argument (most of them segfaulted). */
+static void test_null_arguments(void)
+{
+    tb_error err = {0};
+    tb_hparams hp = {0};
+    CHECK_FAILS(tb_hparams_set(&hp, NULL, 1.0, &err), TB_ERR_INVALID, &err, "name is NULL");
+    CHECK_FAILS(tb_hparams_set(NULL, "x", 1.0, &err), TB_ERR_INVALID, &err, "hp is NULL");
+    CHECK_FAILS(tb_hparams_parse_assignment(&hp, NULL, &err), TB_ERR_INVALID, &err,
+                "text is NULL");
+    CHECK(!tb_hparams_has(&hp, NULL) && tb_hparams_get(NULL, "x", 2.0) == 2.0);
+    CHECK(tb_optimizer_find(NULL) == NULL);
+    const float z[3] = {0};
+    tb_params *p = make_params(z, z, z, z);
+    tb_optimizer *opt = NULL;
+    CHECK_FAILS(tb_optimizer_create(NULL, p, NULL, &opt, &err), TB_ERR_INVALID, &err,
+                "name is NULL");
+    CHECK_FAILS(tb_optimizer_create("sgd", NULL, NULL, &opt, &err), TB_ERR_INVALID, &err,
+                "params is NULL");
+    CHECK_FAILS(tb_optimizer_create("sgd", p, NULL, NULL, &err), TB_ERR_INVALID, &err,
+                "out is NULL");
+    CHECK_FAILS(tb_optimizer_step(NULL, 1.0, &err), TB_ERR_INVALID, &err, "optimizer is NULL");
+    CHECK_FAILS(tb_optimizer_step_prepare(NULL, 1.0, &err), TB_ERR_INVALID, &err,
+                "optimizer is NULL");
+    CHECK_FAILS(tb_optimizer_step_queue(NULL, &err), TB_ERR_INVALID, &err, "optimizer is NULL");
+    CHECK_FAILS(tb_optimizer_set_layers(NULL, NULL, 0, &err), TB_ERR_INVALID, &err,
+                "optimizer is NULL");
+    CHECK_FAILS(tb_optimizer_update_fisher(NULL, &err), TB_ERR_INVALID, &err,
+                "optimizer is NULL");
+    CHECK(!tb_optimizer_wants_fisher(NULL) && tb_optimizer_steps(NULL) == 0);
+    tb_optimizer_destroy(NULL);
+    CHECK_OK(tb_optimizer_create("sgd", p, NULL, &opt, &err), &err);
+    CHECK_FAILS(tb_optimizer_set_layers(opt, NULL, 2, &err), TB_ERR_INVALID, &err,
+                "layers is NULL");
+    tb_optimizer_destroy(opt);
+    tb_params_destroy(p);
+    tb_schedule_kind kind;
+    CHECK_FAILS(tb_schedule_parse(NULL, &kind, &err), TB_ERR_INVALID, &err, "name is NULL");
+    CHECK_FAILS(tb_schedule_validate(NULL, &err), TB_ERR_INVALID, &err, "schedule is NULL");
+    CHECK(tb_schedule_factor(NULL, 5) == 1.0);
+    tb_tape *t;
+    CHECK_OK(tb_tape_create(be, &t, &err), &err);
+    CHECK(tb_fisher_sample_labels(NULL, NULL, NULL) == NULL);
+    tb_rng r = tb_rng_make(3, 0);
+    int64_t s[2] = {2, 3};
+    tb_var *logits = tb_test_var(be, 2, s, &r, -1, 1, false);
+    CHECK(tb_fisher_sample_labels(t, logits, NULL) == NULL);
+    CHECK(strstr(tb_tape_error(t)->message, "rng is NULL") != NULL);
+    tb_test_var_free(logits);
+    tb_tape_destroy(t);
+}
+
 static void test_schedule(void)
 {
     tb_schedule s = {.kind = TB_SCHEDULE_WARMUP_COSINE, .warmup_steps = 10, .total_steps = 110};
@@ -146,6 +198,7 @@ int main(void)
     test_adamw_closed_form();
     test_validation();
     test_schedule();
+    test_null_arguments();
     tb_backend_destroy(be);
     return tb_test_finish("test_optim");
 }

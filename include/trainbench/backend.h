@@ -49,8 +49,9 @@ const char *tb_device_name(tb_device device);
 /* Whether this build has the code for device (CUDA needs a build with TB_WITH_CUDA). */
 bool tb_device_compiled(tb_device device);
 
-/* Creates a backend. Fails with TB_ERR_UNSUPPORTED if not compiled in and TB_ERR_NO_DEVICE if
- * the device is absent. The caller destroys it after every tensor allocated on it. */
+/* Creates a backend (config NULL: the zeroed config, CPU with all cores). Fails with
+ * TB_ERR_UNSUPPORTED if not compiled in and TB_ERR_NO_DEVICE if the device is absent. The
+ * caller destroys it after every tensor allocated on it. */
 tb_status tb_backend_create(const tb_backend_config *config, tb_backend **out, tb_error *err);
 void tb_backend_destroy(tb_backend *be);
 

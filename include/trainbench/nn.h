@@ -46,6 +46,9 @@ typedef struct tb_var {
 /* ---- the tape -------------------------------------------------------------------------- */
 typedef struct tb_tape tb_tape;
 
+/* Every tape call accepts a NULL tape: ops and tb_tape_constant/new_var return NULL,
+ * tb_tape_backward returns TB_ERR_INVALID, setters do nothing, and queries answer as for an
+ * empty tape whose status is TB_ERR_INVALID ("the tape is NULL"). */
 tb_status tb_tape_create(tb_backend *be, tb_tape **out, tb_error *err);
 void tb_tape_destroy(tb_tape *tape);
 /* Drops every node and all step memory; clears a sticky error. Keep no tb_var of the step. */
@@ -90,7 +93,8 @@ void tb_tape_profile_clear(tb_tape *tape);
 tb_var *tb_tape_fail(tb_tape *tape, tb_status status, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
-/* Wraps an existing tensor (not copied) as a variable without gradient. */
+/* Wraps an existing tensor (not copied) as a variable without gradient (value NULL fails the
+ * tape). */
 tb_var *tb_tape_constant(tb_tape *tape, const tb_tensor *value);
 /* A new step-scoped variable (contents undefined) and, if requires_grad, a leaf of backward. */
 tb_var *tb_tape_new_var(tb_tape *tape, tb_dtype dtype, int ndim, const int64_t *shape,
@@ -148,7 +152,7 @@ tb_var *tb_op_add(tb_tape *tape, tb_var *a, tb_var *b);
 tb_var *tb_op_reshape(tb_tape *tape, tb_var *x, int ndim, const int64_t *shape);
 /* Swaps dimensions d0 and d1 into a new contiguous tensor. */
 tb_var *tb_op_transpose(tb_tape *tape, tb_var *x, int d0, int d1);
-/* Concatenates n tensors along dim (shapes equal elsewhere). */
+/* Concatenates n tensors xs[0..n) along dim (shapes equal elsewhere). */
 tb_var *tb_op_concat(tb_tape *tape, tb_var *const *xs, int n, int dim);
 
 /* Mean softmax cross-entropy of logits [N, C] against int32 labels [N], with label smoothing
@@ -220,6 +224,7 @@ void tb_params_destroy(tb_params *params);
 tb_var *tb_params_add(tb_params *params, const char *name, tb_param_kind kind, int ndim,
                       const int64_t *shape, tb_error *err);
 tb_status tb_params_finalize(tb_params *params, tb_error *err);
+/* The queries below accept NULL params (as parameters with nothing declared). */
 int tb_params_count(const tb_params *params);
 tb_param *tb_params_get(tb_params *params, int i);
 /* Elements of the flat buffers: every tensor padded to a multiple of 16 floats (what
@@ -240,7 +245,7 @@ void tb_params_end_grads(tb_params *params);
 /* Global L2 norm of all gradients. */
 double tb_params_grad_norm(tb_params *params);
 
-/* Initialisation on the host, then copied to the device; draws from rng. */
+/* Initialisation on the host, then copied to the device; draws from rng (not NULL). */
 tb_status tb_init_normal(tb_var *v, tb_rng *rng, float mean, float std, tb_error *err);
 tb_status tb_init_uniform(tb_var *v, tb_rng *rng, float lo, float hi, tb_error *err);
 tb_status tb_init_constant(tb_var *v, float value, tb_error *err);

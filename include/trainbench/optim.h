@@ -31,6 +31,7 @@ typedef struct tb_hparams {
 
 /* Sets (or replaces) name = value. Fails if the set is full or the name too long. */
 tb_status tb_hparams_set(tb_hparams *hp, const char *name, double value, tb_error *err);
+/* hp or name NULL: not there (get returns the fallback). */
 bool tb_hparams_has(const tb_hparams *hp, const char *name);
 double tb_hparams_get(const tb_hparams *hp, const char *name, double fallback);
 /* Parses "name=value" (as given on a command line) into hp. */
@@ -63,7 +64,7 @@ const tb_optimizer_info *tb_optimizer_info_at(int i);
 const tb_optimizer_info *tb_optimizer_find(const char *name);
 
 /* Creates the optimizer `name` over params with hyperparameters hp (missing ones take their
- * defaults). Unknown names, unknown hyperparameters and values outside their range fail with
+ * defaults; hp may be NULL). Unknown names, unknown hyperparameters and values outside their range fail with
  * TB_ERR_INVALID and a message naming them. */
 tb_status tb_optimizer_create(const char *name, tb_params *params, const tb_hparams *hp,
                               tb_optimizer **out, tb_error *err);
@@ -129,7 +130,7 @@ const char *tb_schedule_name(tb_schedule_kind kind);
 /* Checks a schedule's settings (negative steps, warmup beyond the total, power <= 0, decay
  * factor outside (0, 1], negative interval); fails with TB_ERR_INVALID naming the value. */
 tb_status tb_schedule_validate(const tb_schedule *s, tb_error *err);
-/* The learning-rate factor at step (1-based); past total_steps it stays at its value there
+/* The learning-rate factor at step (1-based; s NULL: 1); past total_steps it stays at its value there
  * (0 for the decaying schedules, the last level for step), for runs longer than their
  * schedule (a run ended by time whose schedule spans a step hint). */
 double tb_schedule_factor(const tb_schedule *s, int64_t step);

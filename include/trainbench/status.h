@@ -2,7 +2,15 @@
  *
  * Every library call that can fail returns a tb_status and, when given a tb_error, writes a
  * human-readable message naming the cause. The library never prints and never exits; it hands
- * messages to the caller, and log lines to an optional callback. */
+ * messages to the caller, and log lines to an optional callback.
+ *
+ * NULL arguments: a pointer argument must not be NULL unless its header says it may be. The
+ * engine's calls (tensor.h, backend.h, rng.h, nn.h, optim.h, curvature.h) check anyway where
+ * they can report it: one that returns a tb_status fails with TB_ERR_INVALID naming the NULL
+ * argument, a tape op or other call that returns a tb_var returns NULL (recording the failure
+ * on the tape when there is one), and destroy and free functions accept NULL. Plain queries
+ * and kernels without a status (tb_tensor_numel, tb_rng_*, tb_backend_alloc...) need valid
+ * pointers. err itself may always be NULL. */
 #ifndef TRAINBENCH_STATUS_H
 #define TRAINBENCH_STATUS_H
 

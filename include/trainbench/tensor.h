@@ -42,7 +42,8 @@ size_t tb_dtype_size(tb_dtype dtype);
  * shape (an unrepresentable size is a bad argument, not an allocation failure: TB_ERR_NOMEM
  * is for allocations that were tried). */
 
-/* A contiguous (row-major) descriptor over existing memory into *out. */
+/* A contiguous (row-major) descriptor over existing memory into *out. be and data may be NULL
+ * (a descriptor only: such a tensor cannot be allocated, uploaded or downloaded). */
 tb_status tb_tensor_wrap(tb_backend *be, void *data, tb_dtype dtype, int ndim,
                          const int64_t *shape, tb_tensor *out, tb_error *err);
 int64_t tb_tensor_numel(const tb_tensor *t);
@@ -71,7 +72,8 @@ tb_status tb_tensor_alloc(tb_backend *be, tb_dtype dtype, int ndim, const int64_
                           tb_tensor *out, tb_error *err);
 void tb_tensor_free(tb_tensor *t);
 
-/* Host <-> tensor copies of the whole (contiguous) tensor. */
+/* Host <-> tensor copies of the whole (contiguous) tensor. A tensor with elements needs memory
+ * and a backend, and host must not be NULL (TB_ERR_INVALID naming what is missing). */
 tb_status tb_tensor_upload(tb_tensor *t, const void *host, tb_error *err);
 tb_status tb_tensor_download(const tb_tensor *t, void *host, tb_error *err);
 
@@ -83,7 +85,8 @@ tb_status tb_tensor_download(const tb_tensor *t, void *host, tb_error *err);
  * second round of the same work on no allocation happens. */
 typedef struct tb_arena tb_arena;
 
-/* be == NULL: host memory (malloc). */
+/* be == NULL: host memory (malloc). The other arena calls accept a NULL arena (alloc returns
+ * NULL, the counts are 0). */
 tb_status tb_arena_create(tb_backend *be, size_t block_bytes, tb_arena **out, tb_error *err);
 void tb_arena_destroy(tb_arena *arena);
 /* NULL if out of memory (or if bytes rounded up to the alignment would exceed SIZE_MAX). */

@@ -6,6 +6,8 @@
 
 tb_status tb_device_parse(const char *name, tb_device *out, tb_error *err)
 {
+    if (!name || !out)
+        return tb_fail(err, TB_ERR_INVALID, "device_parse: %s is NULL", name ? "out" : "name");
     if (strcmp(name, "cpu") == 0) {
         *out = TB_DEVICE_CPU;
         return TB_OK;
@@ -20,6 +22,8 @@ tb_status tb_device_parse(const char *name, tb_device *out, tb_error *err)
 tb_status tb_precision_parse(const char *name, tb_precision *out, tb_error *err)
 {
     static const tb_precision all[3] = {TB_PRECISION_FP32, TB_PRECISION_TF32, TB_PRECISION_BF16};
+    if (!name || !out)
+        return tb_fail(err, TB_ERR_INVALID, "precision_parse: %s is NULL", name ? "out" : "name");
     for (int i = 0; i < 3; i++) {
         if (strcmp(name, tb_precision_name(all[i])) == 0) {
             *out = all[i];
@@ -97,6 +101,7 @@ static void linear_wgrad_by_parts(tb_backend *be, int rows, int in, int out, con
 
 tb_status tb_backend_create(const tb_backend_config *config, tb_backend **out, tb_error *err)
 {
+    if (!out) return tb_fail(err, TB_ERR_INVALID, "backend_create: out is NULL");
     tb_backend_config cfg = {0};
     if (config) cfg = *config;
     if (!tb_device_compiled(cfg.device))
@@ -162,13 +167,21 @@ void tb_backend_download(tb_backend *be, void *dst, const void *src, size_t byte
     be->ops.download(be, dst, src, bytes);
 }
 
+/* TB_ERR_INVALID naming the call when be is NULL. */
+static tb_status no_backend(const char *call, tb_error *err)
+{
+    return tb_fail(err, TB_ERR_INVALID, "%s: backend is NULL", call);
+}
+
 tb_status tb_backend_check(tb_backend *be, tb_error *err)
 {
+    if (!be) return no_backend("backend_check", err);
     return be->ops.status ? be->ops.status(be, err) : TB_OK;
 }
 
 tb_status tb_backend_capture_begin(tb_backend *be, tb_error *err)
 {
+    if (!be) return no_backend("capture_begin", err);
     if (!be->ops.capture_begin)
         return tb_fail(err, TB_ERR_UNSUPPORTED, "the %s backend has no graph capture", be->name);
     if (be->capturing) return tb_fail(err, TB_ERR_INVALID, "a graph capture is already open");
@@ -179,6 +192,7 @@ tb_status tb_backend_capture_begin(tb_backend *be, tb_error *err)
 
 tb_status tb_backend_capture_end(tb_backend *be, tb_error *err)
 {
+    if (!be) return no_backend("capture_end", err);
     if (!be->ops.capture_end)
         return tb_fail(err, TB_ERR_UNSUPPORTED, "the %s backend has no graph capture", be->name);
     if (!be->capturing) return tb_fail(err, TB_ERR_INVALID, "no graph capture is open");
@@ -189,6 +203,7 @@ tb_status tb_backend_capture_end(tb_backend *be, tb_error *err)
 
 tb_status tb_backend_replay(tb_backend *be, tb_error *err)
 {
+    if (!be) return no_backend("replay", err);
     if (!be->ops.replay)
         return tb_fail(err, TB_ERR_UNSUPPORTED, "the %s backend has no graph replay", be->name);
     return be->ops.replay(be, err);
@@ -260,6 +275,7 @@ void tb_backend_step_free(tb_backend *be, void *ptr)
 
 tb_status tb_backend_step_upload(tb_backend *be, tb_error *err)
 {
+    if (!be) return no_backend("step_upload", err);
     if (be->capturing)
         return tb_fail(err, TB_ERR_INVALID,
                        "the step block cannot be uploaded inside a graph capture (upload it "

@@ -40,6 +40,7 @@ static void raw_free(tb_arena *a, void *p)
 
 tb_status tb_arena_create(tb_backend *be, size_t block_bytes, tb_arena **out, tb_error *err)
 {
+    if (!out) return tb_fail(err, TB_ERR_INVALID, "arena_create: out is NULL");
     tb_arena *a = calloc(1, sizeof *a);
     if (!a) return tb_fail(err, TB_ERR_NOMEM, "cannot allocate an arena");
     a->be = be;
@@ -58,7 +59,7 @@ void tb_arena_destroy(tb_arena *a)
 
 void *tb_arena_alloc(tb_arena *a, size_t bytes)
 {
-    if (bytes > SIZE_MAX - (ARENA_ALIGN - 1)) return NULL; /* the rounding below would wrap */
+    if (!a || bytes > SIZE_MAX - (ARENA_ALIGN - 1)) return NULL; /* rounding would wrap */
     size_t need = (bytes + ARENA_ALIGN - 1) / ARENA_ALIGN * ARENA_ALIGN;
     if (need == 0) need = ARENA_ALIGN;
     for (int i = 0; i < a->n_blocks; i++) {
@@ -94,6 +95,7 @@ void *tb_arena_alloc(tb_arena *a, size_t bytes)
 
 void tb_arena_reset(tb_arena *a)
 {
+    if (!a) return;
     if (a->n_blocks > 1) {
         /* merge: one block big enough for the peak round, so the next round allocates nothing */
         size_t total = 0;
@@ -112,6 +114,6 @@ void tb_arena_reset(tb_arena *a)
     a->used = 0;
 }
 
-size_t tb_arena_used(const tb_arena *a) { return a->used; }
-size_t tb_arena_peak(const tb_arena *a) { return a->peak; }
-uint64_t tb_arena_block_allocations(const tb_arena *a) { return a->block_allocations; }
+size_t tb_arena_used(const tb_arena *a) { return a ? a->used : 0; }
+size_t tb_arena_peak(const tb_arena *a) { return a ? a->peak : 0; }
+uint64_t tb_arena_block_allocations(const tb_arena *a) { return a ? a->block_allocations : 0; }

@@ -18,6 +18,8 @@ const char *tb_stream_name(tb_stream stream)
 
 tb_status tb_stream_parse(const char *name, tb_stream *out, tb_error *err)
 {
+    if (!name || !out)
+        return tb_fail(err, TB_ERR_INVALID, "stream_parse: %s is NULL", name ? "out" : "name");
     for (int i = 0; i < TB_STREAM_COUNT; i++) {
         if (strcmp(name, stream_names[i]) == 0) {
             *out = (tb_stream)i;

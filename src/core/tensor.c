@@ -42,6 +42,7 @@ static tb_status shape_check(const char *what, tb_dtype dtype, int ndim, const i
     if (ndim < 0 || ndim > TB_MAX_DIMS)
         return tb_fail(err, TB_ERR_INVALID, "%s of %d dimensions (at most TB_MAX_DIMS = %d)",
                        what, ndim, TB_MAX_DIMS);
+    if (ndim > 0 && !shape) return tb_fail(err, TB_ERR_INVALID, "%s: shape is NULL", what);
     if (dtype != TB_F32 && dtype != TB_I32)
         return tb_fail(err, TB_ERR_INVALID, "%s of unknown dtype %d", what, (int)dtype);
     char buf[192];
@@ -80,6 +81,7 @@ static tb_tensor make_contiguous(tb_backend *be, void *data, tb_dtype dtype, int
 tb_status tb_tensor_wrap(tb_backend *be, void *data, tb_dtype dtype, int ndim,
                          const int64_t *shape, tb_tensor *out, tb_error *err)
 {
+    if (!out) return tb_fail(err, TB_ERR_INVALID, "tensor_wrap: out is NULL");
     tb_status st = shape_check("tensor", dtype, ndim, shape, err);
     if (st != TB_OK) return st;
     *out = make_contiguous(be, data, dtype, ndim, shape);
@@ -124,9 +126,12 @@ const char *tb_shape_str(const tb_tensor *t, char *buf, size_t size)
 tb_status tb_tensor_reshape(const tb_tensor *t, int ndim, const int64_t *shape, tb_tensor *out,
                             tb_error *err)
 {
+    if (!t || !out)
+        return tb_fail(err, TB_ERR_INVALID, "reshape: %s is NULL", t ? "out" : "the tensor");
     if (ndim < 0 || ndim > TB_MAX_DIMS)
         return tb_fail(err, TB_ERR_INVALID, "reshape: %d dimensions (at most TB_MAX_DIMS = %d)",
                        ndim, TB_MAX_DIMS);
+    if (ndim > 0 && !shape) return tb_fail(err, TB_ERR_INVALID, "reshape: shape is NULL");
     if (!tb_tensor_is_contiguous(t))
         return tb_fail(err, TB_ERR_SHAPE, "reshape: the tensor is not contiguous");
     char buf[192];
@@ -173,6 +178,8 @@ tb_status tb_tensor_reshape(const tb_tensor *t, int ndim, const int64_t *shape, 
 
 tb_status tb_tensor_transpose(const tb_tensor *t, int d0, int d1, tb_tensor *out, tb_error *err)
 {
+    if (!t || !out)
+        return tb_fail(err, TB_ERR_INVALID, "transpose: %s is NULL", t ? "out" : "the tensor");
     if (d0 < 0 || d0 >= t->ndim || d1 < 0 || d1 >= t->ndim)
         return tb_fail(err, TB_ERR_SHAPE, "transpose: dimensions %d, %d of a %d-d tensor", d0,
                        d1, t->ndim);
@@ -188,6 +195,8 @@ tb_status tb_tensor_transpose(const tb_tensor *t, int d0, int d1, tb_tensor *out
 tb_status tb_tensor_narrow(const tb_tensor *t, int dim, int64_t start, int64_t len,
                            tb_tensor *out, tb_error *err)
 {
+    if (!t || !out)
+        return tb_fail(err, TB_ERR_INVALID, "narrow: %s is NULL", t ? "out" : "the tensor");
     if (dim < 0 || dim >= t->ndim)
         return tb_fail(err, TB_ERR_SHAPE, "narrow: dimension %d of a %d-d tensor", dim, t->ndim);
     /* start + len is not formed: it may overflow */
@@ -205,6 +214,8 @@ tb_status tb_tensor_narrow(const tb_tensor *t, int dim, int64_t start, int64_t l
 tb_status tb_tensor_alloc(tb_backend *be, tb_dtype dtype, int ndim, const int64_t *shape,
                           tb_tensor *out, tb_error *err)
 {
+    if (!be || !out)
+        return tb_fail(err, TB_ERR_INVALID, "tensor_alloc: %s is NULL", be ? "out" : "backend");
     tb_tensor t;
     tb_status st = tb_tensor_wrap(be, NULL, dtype, ndim, shape, &t, err);
     if (st != TB_OK) return st;
@@ -231,18 +242,34 @@ void tb_tensor_free(tb_tensor *t)
     if (t) t->data = NULL;
 }
 
+/* What a whole-tensor copy to or from host needs; op is "upload" or "download". */
+static tb_status host_copy_check(const char *op, const tb_tensor *t, const void *host,
+                                 tb_error *err)
+{
+    if (!t) return tb_fail(err, TB_ERR_INVALID, "%s: the tensor is NULL", op);
+    if (!tb_tensor_is_contiguous(t))
+        return tb_fail(err, TB_ERR_SHAPE, "%s: the tensor is not contiguous", op);
+    if (tb_tensor_bytes(t) == 0) return TB_OK;
+    char buf[96];
+    if (!host) return tb_fail(err, TB_ERR_INVALID, "%s: host is NULL", op);
+    if (!t->data || !t->backend)
+        return tb_fail(err, TB_ERR_INVALID, "%s: the tensor %s has no %s", op,
+                       tb_shape_str(t, buf, sizeof buf), t->data ? "backend" : "memory");
+    return TB_OK;
+}
+
 tb_status tb_tensor_upload(tb_tensor *t, const void *host, tb_error *err)
 {
-    if (!tb_tensor_is_contiguous(t))
-        return tb_fail(err, TB_ERR_SHAPE, "upload into a non-contiguous tensor");
+    tb_status st = host_copy_check("upload", t, host, err);
+    if (st != TB_OK || tb_tensor_bytes(t) == 0) return st;
     tb_backend_upload(t->backend, t->data, host, tb_tensor_bytes(t));
     return TB_OK;
 }
 
 tb_status tb_tensor_download(const tb_tensor *t, void *host, tb_error *err)
 {
-    if (!tb_tensor_is_contiguous(t))
-        return tb_fail(err, TB_ERR_SHAPE, "download from a non-contiguous tensor");
+    tb_status st = host_copy_check("download", t, host, err);
+    if (st != TB_OK || tb_tensor_bytes(t) == 0) return st;
     tb_backend_download(t->backend, host, t->data, tb_tensor_bytes(t));
     return TB_OK;
 }

@@ -8,6 +8,9 @@ tb_status tb_conv_layer_init(tb_conv_layer *layer, tb_params *params, const char
                              int64_t c_in, int64_t c_out, int kernel, int stride, int pad,
                              bool bias, tb_error *err)
 {
+    if (!layer || !params || !name)
+        return tb_fail(err, TB_ERR_INVALID, "conv layer: %s is NULL",
+                       !layer ? "layer" : !params ? "params" : "name");
     if (c_in < 1 || c_out < 1 || kernel < 1 || stride < 1 || pad < 0)
         return tb_fail(err, TB_ERR_INVALID,
                        "conv layer '%s': c_in %lld, c_out %lld, kernel %d, stride %d, pad %d "
@@ -32,6 +35,7 @@ tb_status tb_conv_layer_init(tb_conv_layer *layer, tb_params *params, const char
 
 tb_var *tb_conv_layer_forward(tb_tape *tape, tb_conv_layer *layer, tb_var *x)
 {
+    if (!layer) return tb_tape_fail(tape, TB_ERR_INVALID, "conv layer: layer is NULL");
     layer->input = x;
     layer->output = tb_op_conv2d(tape, x, layer->w, layer->b, layer->stride, layer->pad);
     return layer->output;

@@ -6,6 +6,9 @@
 tb_status tb_linear_layer_init(tb_linear_layer *layer, tb_params *params, const char *name,
                                int64_t in, int64_t out, bool bias, tb_error *err)
 {
+    if (!layer || !params || !name)
+        return tb_fail(err, TB_ERR_INVALID, "linear layer: %s is NULL",
+                       !layer ? "layer" : !params ? "params" : "name");
     char pname[TB_PARAM_NAME_MAX + 16]; /* truncated: too long, and tb_params_add says so */
     int64_t wshape[2] = {out, in};
     snprintf(pname, sizeof pname, "%s.weight", name);
@@ -23,6 +26,7 @@ tb_status tb_linear_layer_init(tb_linear_layer *layer, tb_params *params, const 
 
 tb_var *tb_linear_layer_forward(tb_tape *tape, tb_linear_layer *layer, tb_var *x)
 {
+    if (!layer) return tb_tape_fail(tape, TB_ERR_INVALID, "linear layer: layer is NULL");
     layer->input = x;
     layer->output = tb_op_linear(tape, x, layer->w, layer->b);
     return layer->output;
@@ -30,6 +34,7 @@ tb_var *tb_linear_layer_forward(tb_tape *tape, tb_linear_layer *layer, tb_var *x
 
 tb_var *tb_linear_layer_forward_add(tb_tape *tape, tb_linear_layer *layer, tb_var *x, tb_var *r)
 {
+    if (!layer) return tb_tape_fail(tape, TB_ERR_INVALID, "linear layer: layer is NULL");
     layer->input = x;
     layer->output = tb_op_linear_add(tape, x, layer->w, layer->b, r);
     return layer->output;
@@ -38,6 +43,8 @@ tb_var *tb_linear_layer_forward_add(tb_tape *tape, tb_linear_layer *layer, tb_va
 tb_var *tb_mlp_forward(tb_tape *tape, tb_linear_layer *fc, tb_activation act,
                        tb_linear_layer *out, tb_var *x, tb_var *r)
 {
+    if (!fc || !out)
+        return tb_tape_fail(tape, TB_ERR_INVALID, "mlp: layer %s is NULL", fc ? "out" : "fc");
     tb_var *hidden[2];
     tb_var *y = tb_op_mlp(tape, x, fc->w, fc->b, act, out->w, out->b, r, hidden);
     fc->input = x;

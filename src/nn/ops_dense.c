@@ -89,6 +89,8 @@ const char *tb_activation_name(tb_activation act)
 
 tb_status tb_activation_parse(const char *name, tb_activation *out, tb_error *err)
 {
+    if (!name || !out)
+        return tb_fail(err, TB_ERR_INVALID, "activation_parse: %s is NULL", name ? "out" : "name");
     for (unsigned i = 0; i < sizeof act_names / sizeof *act_names; i++)
         if (strcmp(name, act_names[i]) == 0) {
             *out = (tb_activation)i;
@@ -282,6 +284,7 @@ static void concat_backward(tb_tape *t, tb_node *n)
 
 tb_var *tb_op_concat(tb_tape *t, tb_var *const *xs, int n_in, int dim)
 {
+    if (!xs) return tb_op_fail(t, TB_ERR_INVALID, "concat: xs is NULL");
     if (n_in < 1 || n_in > TB_NODE_MAX_IN)
         return tb_op_fail(t, TB_ERR_INVALID, "concat: %d inputs (1 to %d)", n_in,
                           TB_NODE_MAX_IN);

@@ -17,6 +17,8 @@ struct tb_params {
 
 tb_status tb_params_create(tb_backend *be, tb_params **out, tb_error *err)
 {
+    if (!be || !out)
+        return tb_fail(err, TB_ERR_INVALID, "params_create: %s is NULL", be ? "out" : "backend");
     tb_params *p = calloc(1, sizeof *p);
     if (!p) return tb_fail(err, TB_ERR_NOMEM, "cannot allocate parameters");
     p->be = be;
@@ -37,6 +39,10 @@ void tb_params_destroy(tb_params *p)
 tb_var *tb_params_add(tb_params *p, const char *name, tb_param_kind kind, int ndim,
                       const int64_t *shape, tb_error *err)
 {
+    if (!p || !name) {
+        tb_fail(err, TB_ERR_INVALID, "params_add: %s is NULL", p ? "name" : "params");
+        return NULL;
+    }
     if (p->values) {
         tb_fail(err, TB_ERR_INVALID, "parameter '%s' added after finalize", name);
         return NULL;
@@ -97,6 +103,7 @@ tb_var *tb_params_add(tb_params *p, const char *name, tb_param_kind kind, int nd
 
 tb_status tb_params_finalize(tb_params *p, tb_error *err)
 {
+    if (!p) return tb_fail(err, TB_ERR_INVALID, "params_finalize: params is NULL");
     if (p->values) return tb_fail(err, TB_ERR_INVALID, "parameters finalized twice");
     size_t bytes = (size_t)(p->numel ? p->numel : 1) * sizeof(float);
     p->values = tb_backend_alloc(p->be, bytes);
@@ -114,34 +121,39 @@ tb_status tb_params_finalize(tb_params *p, tb_error *err)
     return TB_OK;
 }
 
-int tb_params_count(const tb_params *p) { return p->count; }
-tb_param *tb_params_get(tb_params *p, int i) { return i >= 0 && i < p->count ? p->items[i] : NULL; }
-int64_t tb_params_numel(const tb_params *p) { return p->numel; }
+/* The queries and gradient calls accept NULL: as parameters with nothing declared. */
+int tb_params_count(const tb_params *p) { return p ? p->count : 0; }
+tb_param *tb_params_get(tb_params *p, int i)
+{
+    return p && i >= 0 && i < p->count ? p->items[i] : NULL;
+}
+int64_t tb_params_numel(const tb_params *p) { return p ? p->numel : 0; }
 
 int64_t tb_params_trainable(const tb_params *p)
 {
     int64_t n = 0;
-    for (int i = 0; i < p->count; i++) n += tb_tensor_numel(&p->items[i]->var.value);
+    for (int i = 0; p && i < p->count; i++) n += tb_tensor_numel(&p->items[i]->var.value);
     return n;
 }
-float *tb_params_values(tb_params *p) { return p->values; }
-float *tb_params_grads(tb_params *p) { return p->grads; }
-tb_backend *tb_params_backend(const tb_params *p) { return p->be; }
+float *tb_params_values(tb_params *p) { return p ? p->values : NULL; }
+float *tb_params_grads(tb_params *p) { return p ? p->grads : NULL; }
+tb_backend *tb_params_backend(const tb_params *p) { return p ? p->be : NULL; }
 
 void tb_params_zero_grad(tb_params *p)
 {
+    if (!p) return;
     if (p->grads) p->be->ops.fill(p->be, p->grads, p->numel, 0.0f);
     for (int i = 0; i < p->count; i++) p->items[i]->var.grad_fresh = false;
 }
 
 void tb_params_begin_grads(tb_params *p)
 {
-    for (int i = 0; i < p->count; i++) p->items[i]->var.grad_fresh = p->grads != NULL;
+    for (int i = 0; p && i < p->count; i++) p->items[i]->var.grad_fresh = p->grads != NULL;
 }
 
 void tb_params_end_grads(tb_params *p)
 {
-    for (int i = 0; i < p->count; i++) {
+    for (int i = 0; p && i < p->count; i++) {
         tb_var *v = &p->items[i]->var;
         if (v->grad_fresh)
             p->be->ops.fill(p->be, v->grad.data, tb_tensor_numel(&v->grad), 0.0f);
@@ -151,13 +163,16 @@ void tb_params_end_grads(tb_params *p)
 
 double tb_params_grad_norm(tb_params *p)
 {
-    return p->grads ? sqrt(p->be->ops.sum_squares(p->be, p->numel, p->grads)) : 0.0;
+    return p && p->grads ? sqrt(p->be->ops.sum_squares(p->be, p->numel, p->grads)) : 0.0;
 }
 
 /* ---- initialisation --------------------------------------------------------------------------- */
 
 static tb_status init_with(tb_var *v, tb_rng *rng, int kind, float a, float b, tb_error *err)
 {
+    static const char *const names[3] = {"init_normal", "init_uniform", "init_constant"};
+    if (!v) return tb_fail(err, TB_ERR_INVALID, "%s: the variable is NULL", names[kind]);
+    if (!rng && kind != 2) return tb_fail(err, TB_ERR_INVALID, "%s: rng is NULL", names[kind]);
     int64_t n = tb_tensor_numel(&v->value);
     if (!v->value.data) return tb_fail(err, TB_ERR_INVALID, "initialising an unallocated tensor");
     float *host = malloc((size_t)(n ? n : 1) * sizeof(float));

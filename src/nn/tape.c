@@ -46,11 +46,15 @@ static tb_op_profile *profile_entry(tb_tape *t, const char *name)
 
 void tb_tape_set_profiling(tb_tape *t, bool enabled)
 {
+    if (!t) return;
     t->profiling = enabled;
     if (enabled) t->last_event = tb_monotonic_s();
 }
 
-void tb_tape_profile_clear(tb_tape *t) { t->n_profile = 0; }
+void tb_tape_profile_clear(tb_tape *t)
+{
+    if (t) t->n_profile = 0;
+}
 
 static int by_total_desc(const void *a, const void *b)
 {
@@ -61,6 +65,8 @@ static int by_total_desc(const void *a, const void *b)
 
 int tb_tape_profile(const tb_tape *t, tb_op_profile *out, int cap)
 {
+    if (!t) return 0;
+    if (!out) cap = 0;
     tb_op_profile sorted[TB_PROFILE_MAX];
     memcpy(sorted, t->profile, (size_t)t->n_profile * sizeof *sorted);
     qsort(sorted, (size_t)t->n_profile, sizeof *sorted, by_total_desc);
@@ -70,6 +76,8 @@ int tb_tape_profile(const tb_tape *t, tb_op_profile *out, int cap)
 
 tb_status tb_tape_create(tb_backend *be, tb_tape **out, tb_error *err)
 {
+    if (!be || !out)
+        return tb_fail(err, TB_ERR_INVALID, "tape_create: %s is NULL", be ? "out" : "backend");
     tb_tape *t = calloc(1, sizeof *t);
     if (!t) return tb_fail(err, TB_ERR_NOMEM, "cannot allocate a tape");
     t->be = be;
@@ -96,6 +104,7 @@ void tb_tape_destroy(tb_tape *t)
 
 void tb_tape_reset(tb_tape *t)
 {
+    if (!t) return;
     tb_arena_reset(t->device);
     tb_arena_reset(t->host);
     t->n_nodes = 0;
@@ -103,26 +112,39 @@ void tb_tape_reset(tb_tape *t)
     if (t->profiling) profile_lap(t);
 }
 
-void tb_tape_set_training(tb_tape *t, bool training) { t->training = training; }
-bool tb_tape_training(const tb_tape *t) { return t->training; }
-void tb_tape_set_grad_enabled(tb_tape *t, bool enabled) { t->grad_enabled = enabled; }
-void tb_tape_set_keep_grads(tb_tape *t, bool keep) { t->keep_grads = keep; }
-tb_status tb_tape_status(const tb_tape *t) { return t->err.status; }
-const tb_error *tb_tape_error(const tb_tape *t) { return &t->err; }
-tb_backend *tb_tape_backend(const tb_tape *t) { return t->be; }
+/* Setters and queries accept a NULL tape: setters do nothing, queries answer as for a tape
+ * that has nothing (its status and error say it is NULL). */
+void tb_tape_set_training(tb_tape *t, bool training)
+{
+    if (t) t->training = training;
+}
+bool tb_tape_training(const tb_tape *t) { return t && t->training; }
+void tb_tape_set_grad_enabled(tb_tape *t, bool enabled)
+{
+    if (t) t->grad_enabled = enabled;
+}
+void tb_tape_set_keep_grads(tb_tape *t, bool keep)
+{
+    if (t) t->keep_grads = keep;
+}
+static const tb_error no_tape = {TB_ERR_INVALID, "the tape is NULL"};
+tb_status tb_tape_status(const tb_tape *t) { return t ? t->err.status : no_tape.status; }
+const tb_error *tb_tape_error(const tb_tape *t) { return t ? &t->err : &no_tape; }
+tb_backend *tb_tape_backend(const tb_tape *t) { return t ? t->be : NULL; }
 tb_backend *tb_tape_be(tb_tape *t) { return t->be; }
 const tb_backend_ops *tb_tape_ops(tb_tape *t) { return &t->be->ops; }
-int tb_tape_node_count(const tb_tape *t) { return t->n_nodes; }
-size_t tb_tape_memory_peak(const tb_tape *t) { return tb_arena_peak(t->device); }
+int tb_tape_node_count(const tb_tape *t) { return t ? t->n_nodes : 0; }
+size_t tb_tape_memory_peak(const tb_tape *t) { return t ? tb_arena_peak(t->device) : 0; }
 
 uint64_t tb_tape_block_allocations(const tb_tape *t)
 {
+    if (!t) return 0;
     return tb_arena_block_allocations(t->device) + tb_arena_block_allocations(t->host);
 }
 
 tb_var *tb_op_fail(tb_tape *t, tb_status status, const char *fmt, ...)
 {
-    if (t->err.status == TB_OK) {
+    if (t && t->err.status == TB_OK) {
         va_list ap;
         va_start(ap, fmt);
         tb_failv(&t->err, status, fmt, ap);
@@ -133,7 +155,7 @@ tb_var *tb_op_fail(tb_tape *t, tb_status status, const char *fmt, ...)
 
 tb_var *tb_tape_fail(tb_tape *t, tb_status status, const char *fmt, ...)
 {
-    if (t->err.status == TB_OK) {
+    if (t && t->err.status == TB_OK) {
         va_list ap;
         va_start(ap, fmt);
         tb_failv(&t->err, status, fmt, ap);
@@ -144,7 +166,7 @@ tb_var *tb_tape_fail(tb_tape *t, tb_status status, const char *fmt, ...)
 
 bool tb_op_begin(tb_tape *t, int n, tb_var *const *inputs)
 {
-    if (t->err.status != TB_OK) return false;
+    if (!t || t->err.status != TB_OK) return false;
     for (int i = 0; i < n; i++)
         if (!inputs[i]) {
             tb_op_fail(t, TB_ERR_INVALID, "an op was given a NULL input");
@@ -205,7 +227,8 @@ static tb_var *new_var_struct(tb_tape *t)
 
 tb_var *tb_tape_constant(tb_tape *t, const tb_tensor *value)
 {
-    if (t->err.status != TB_OK) return NULL;
+    if (!t || t->err.status != TB_OK) return NULL;
+    if (!value) return tb_op_fail(t, TB_ERR_INVALID, "constant: the tensor is NULL");
     tb_var *v = new_var_struct(t);
     if (!v) return NULL;
     if (t->profiling) profile_lap(t); /* work before an input is not an op's */
@@ -218,7 +241,7 @@ tb_var *tb_tape_constant(tb_tape *t, const tb_tensor *value)
 tb_var *tb_tape_new_var(tb_tape *t, tb_dtype dtype, int ndim, const int64_t *shape,
                         bool requires_grad)
 {
-    if (t->err.status != TB_OK) return NULL;
+    if (!t || t->err.status != TB_OK) return NULL;
     tb_tensor value;
     tb_error err = {0};
     if (tb_tensor_wrap(t->be, NULL, dtype, ndim, shape, &value, &err) != TB_OK)
@@ -336,15 +359,16 @@ tb_node *tb_tape_record(tb_tape *t, const char *name, tb_backward_fn backward, t
     return node;
 }
 
-int tb_tape_mark(const tb_tape *t) { return t->n_nodes; }
+int tb_tape_mark(const tb_tape *t) { return t ? t->n_nodes : 0; }
 
 void tb_tape_rewind(tb_tape *t, int mark)
 {
-    if (mark >= 0 && mark < t->n_nodes) t->n_nodes = mark;
+    if (t && mark >= 0 && mark < t->n_nodes) t->n_nodes = mark;
 }
 
 tb_status tb_tape_backward(tb_tape *t, tb_var *loss)
 {
+    if (!t) return TB_ERR_INVALID;
     if (t->err.status != TB_OK) return t->err.status;
     if (!loss) return tb_fail(&t->err, TB_ERR_INVALID, "backward: no loss");
     if (tb_tensor_numel(&loss->value) != 1)

@@ -33,8 +33,9 @@ const tb_backend_ops *tb_tape_ops(tb_tape *tape);
 /* Sets the sticky error (first one wins) and returns NULL, for `return tb_op_fail(...)`. */
 tb_var *tb_op_fail(tb_tape *tape, tb_status status, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
-/* True if the tape has no error and none of the n inputs is NULL (a NULL input means an earlier
- * op failed; the error is already recorded). */
+/* True if the tape is not NULL, has no error and none of the n inputs is NULL (a NULL input
+ * means an earlier op failed; the error is already recorded). tb_op_fail with a NULL tape
+ * only returns NULL. */
 bool tb_op_begin(tb_tape *tape, int n, tb_var *const *inputs);
 /* Fails with TB_ERR_INVALID naming op, what and the shape if v's value has elements but no
  * memory (a parameter before tb_params_finalize, a zeroed tb_var). Returns false on failure. */

@@ -11,17 +11,23 @@
 tb_status tb_optimizer_set_layers(tb_optimizer *opt, const tb_layer_ref *layers, int n,
                                   tb_error *err)
 {
+    if (!opt) return tb_fail(err, TB_ERR_INVALID, "optimizer_set_layers: the optimizer is NULL");
+    if (n < 0 || (n > 0 && !layers))
+        return tb_fail(err, TB_ERR_INVALID, "optimizer_set_layers: %s", n < 0 ?
+                       "a negative number of layers" : "layers is NULL");
     if (!opt->vt->set_layers) return TB_OK;
     return opt->vt->set_layers(opt, layers, n, err);
 }
 
 bool tb_optimizer_wants_fisher(const tb_optimizer *opt)
 {
-    return opt->vt->wants_fisher && opt->vt->wants_fisher(opt);
+    return opt && opt->vt->wants_fisher && opt->vt->wants_fisher(opt);
 }
 
 tb_status tb_optimizer_update_fisher(tb_optimizer *opt, tb_error *err)
 {
+    if (!opt)
+        return tb_fail(err, TB_ERR_INVALID, "optimizer_update_fisher: the optimizer is NULL");
     if (!opt->vt->update_fisher) return TB_OK;
     return opt->vt->update_fisher(opt, err);
 }
@@ -31,6 +37,7 @@ tb_var *tb_fisher_sample_labels(tb_tape *tape, tb_var *logits, tb_rng *rng)
     if (!tb_op_begin(tape, 1, &logits) ||
         !tb_op_expect(tape, "fisher labels", "logits", logits, TB_F32, 2, 2))
         return NULL;
+    if (!rng) return tb_op_fail(tape, TB_ERR_INVALID, "fisher labels: rng is NULL");
     int64_t n = logits->value.shape[0], c = logits->value.shape[1];
     tb_var *y = tb_tape_new_var(tape, TB_I32, 1, &n, false);
     if (!y) return NULL;

@@ -29,6 +29,8 @@ static const tb_optimizer_vtable *const registry[] = {
 
 tb_status tb_hparams_set(tb_hparams *hp, const char *name, double value, tb_error *err)
 {
+    if (!hp || !name)
+        return tb_fail(err, TB_ERR_INVALID, "hparams_set: %s is NULL", hp ? "name" : "hp");
     if (strlen(name) >= TB_HPARAM_NAME_MAX)
         return tb_fail(err, TB_ERR_INVALID, "hyperparameter name '%s' is too long", name);
     for (int i = 0; i < hp->count; i++)
@@ -45,20 +47,23 @@ tb_status tb_hparams_set(tb_hparams *hp, const char *name, double value, tb_erro
 
 bool tb_hparams_has(const tb_hparams *hp, const char *name)
 {
-    for (int i = 0; hp && i < hp->count; i++)
+    for (int i = 0; hp && name && i < hp->count; i++)
         if (strcmp(hp->names[i], name) == 0) return true;
     return false;
 }
 
 double tb_hparams_get(const tb_hparams *hp, const char *name, double fallback)
 {
-    for (int i = 0; hp && i < hp->count; i++)
+    for (int i = 0; hp && name && i < hp->count; i++)
         if (strcmp(hp->names[i], name) == 0) return hp->values[i];
     return fallback;
 }
 
 tb_status tb_hparams_parse_assignment(tb_hparams *hp, const char *text, tb_error *err)
 {
+    if (!hp || !text)
+        return tb_fail(err, TB_ERR_INVALID, "hparams_parse_assignment: %s is NULL",
+                       hp ? "text" : "hp");
     const char *eq = strchr(text, '=');
     if (!eq || eq == text)
         return tb_fail(err, TB_ERR_INVALID, "expected name=value, got '%s'", text);
@@ -80,6 +85,9 @@ tb_status tb_hparams_parse_assignment(tb_hparams *hp, const char *text, tb_error
 tb_status tb_hparams_validate(const tb_hparams *hp, const tb_hparam_spec *specs, int n_specs,
                               const char *algorithm, tb_error *err)
 {
+    if (!specs && n_specs > 0)
+        return tb_fail(err, TB_ERR_INVALID, "hparams_validate: specs is NULL");
+    if (!algorithm) algorithm = "the algorithm";
     for (int i = 0; hp && i < hp->count; i++) {
         const tb_hparam_spec *spec = NULL;
         for (int j = 0; j < n_specs; j++)
@@ -122,7 +130,7 @@ const tb_optimizer_info *tb_optimizer_info_at(int i)
 
 static const tb_optimizer_vtable *find_vtable(const char *name)
 {
-    for (int i = 0; i < N_REGISTRY; i++)
+    for (int i = 0; name && i < N_REGISTRY; i++)
         if (strcmp(registry[i]->info.name, name) == 0) return registry[i];
     return NULL;
 }
@@ -136,6 +144,10 @@ const tb_optimizer_info *tb_optimizer_find(const char *name)
 tb_status tb_optimizer_create(const char *name, tb_params *params, const tb_hparams *hp,
                               tb_optimizer **out, tb_error *err)
 {
+    if (!name || !out)
+        return tb_fail(err, TB_ERR_INVALID, "optimizer_create: %s is NULL",
+                       name ? "out" : "the algorithm's name");
+    if (!params) return tb_fail(err, TB_ERR_INVALID, "optimizer_create: params is NULL");
     const tb_optimizer_vtable *vt = find_vtable(name);
     if (!vt) {
         char known[512] = "";
@@ -147,7 +159,7 @@ tb_status tb_optimizer_create(const char *name, tb_params *params, const tb_hpar
     }
     tb_status st = tb_hparams_validate(hp, vt->info.hparams, vt->info.n_hparams, name, err);
     if (st != TB_OK) return st;
-    if (!params || !tb_params_values(params))
+    if (!tb_params_values(params))
         return tb_fail(err, TB_ERR_INVALID, "%s: parameters are not finalized", name);
     tb_optimizer *opt = calloc(1, sizeof *opt);
     if (!opt) return tb_fail(err, TB_ERR_NOMEM, "cannot allocate optimizer %s", name);
@@ -185,6 +197,7 @@ static bool lr_scale_ok(double lr_scale, tb_error *err)
 
 tb_status tb_optimizer_step(tb_optimizer *opt, double lr_scale, tb_error *err)
 {
+    if (!opt) return tb_fail(err, TB_ERR_INVALID, "optimizer_step: the optimizer is NULL");
     if (opt->vt->prepare) {
         tb_status st = tb_optimizer_step_prepare(opt, lr_scale, err);
         return st == TB_OK ? tb_optimizer_step_queue(opt, err) : st;
@@ -196,12 +209,14 @@ tb_status tb_optimizer_step(tb_optimizer *opt, double lr_scale, tb_error *err)
 
 const char *tb_optimizer_graph_blocker(const tb_optimizer *opt)
 {
+    if (!opt) return "there is no optimizer (NULL)";
     if (opt->vt->prepare) return NULL;
     return opt->vt->graph_blocker ? opt->vt->graph_blocker : "its step has host-side work";
 }
 
 tb_status tb_optimizer_step_prepare(tb_optimizer *opt, double lr_scale, tb_error *err)
 {
+    if (!opt) return tb_fail(err, TB_ERR_INVALID, "optimizer_step_prepare: the optimizer is NULL");
     if (!opt->vt->prepare)
         return tb_fail(err, TB_ERR_UNSUPPORTED, "%s cannot be replayed from a graph: %s",
                        opt->vt->info.name, tb_optimizer_graph_blocker(opt));
@@ -213,6 +228,7 @@ tb_status tb_optimizer_step_prepare(tb_optimizer *opt, double lr_scale, tb_error
 
 tb_status tb_optimizer_step_queue(tb_optimizer *opt, tb_error *err)
 {
+    if (!opt) return tb_fail(err, TB_ERR_INVALID, "optimizer_step_queue: the optimizer is NULL");
     if (!opt->vt->queue)
         return tb_fail(err, TB_ERR_UNSUPPORTED, "%s cannot be replayed from a graph: %s",
                        opt->vt->info.name, tb_optimizer_graph_blocker(opt));
@@ -224,9 +240,12 @@ tb_status tb_optimizer_step_queue(tb_optimizer *opt, tb_error *err)
     return TB_OK;
 }
 
-const tb_optimizer_info *tb_optimizer_get_info(const tb_optimizer *opt) { return &opt->vt->info; }
+const tb_optimizer_info *tb_optimizer_get_info(const tb_optimizer *opt)
+{
+    return opt ? &opt->vt->info : NULL;
+}
 double tb_optimizer_hparam(const tb_optimizer *opt, const char *name)
 {
-    return tb_hparams_get(&opt->hp, name, NAN);
+    return opt ? tb_hparams_get(&opt->hp, name, NAN) : NAN;
 }
-int64_t tb_optimizer_steps(const tb_optimizer *opt) { return opt->step; }
+int64_t tb_optimizer_steps(const tb_optimizer *opt) { return opt ? opt->step : 0; }

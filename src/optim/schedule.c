@@ -17,6 +17,8 @@ static const struct {
 
 tb_status tb_schedule_parse(const char *name, tb_schedule_kind *out, tb_error *err)
 {
+    if (!name || !out)
+        return tb_fail(err, TB_ERR_INVALID, "schedule_parse: %s is NULL", name ? "out" : "name");
     for (int k = 0; k < TB_SCHEDULE_COUNT; k++)
         if (strcmp(name, schedule_names[k].name) == 0 || strcmp(name, schedule_names[k].alias) == 0) {
             *out = (tb_schedule_kind)k;
@@ -34,6 +36,7 @@ const char *tb_schedule_name(tb_schedule_kind kind)
 
 tb_status tb_schedule_validate(const tb_schedule *s, tb_error *err)
 {
+    if (!s) return tb_fail(err, TB_ERR_INVALID, "schedule_validate: the schedule is NULL");
     if (s->kind < 0 || s->kind >= TB_SCHEDULE_COUNT)
         return tb_fail(err, TB_ERR_INVALID, "schedule kind %d is unknown", (int)s->kind);
     const char *name = tb_schedule_name(s->kind);
@@ -61,6 +64,7 @@ tb_status tb_schedule_validate(const tb_schedule *s, tb_error *err)
 
 double tb_schedule_factor(const tb_schedule *s, int64_t step)
 {
+    if (!s) return 1.0; /* no schedule */
     if (s->kind == TB_SCHEDULE_CONSTANT) return 1.0;
     if (s->total_steps > 0 && step > s->total_steps) step = s->total_steps; /* holds its end */
     if (s->warmup_steps > 0 && step <= s->warmup_steps)
