@@ -232,6 +232,15 @@ static void test_composites(void)
     tb_var *parts[2] = {in2[0], in[0]};
     CHECK(tb_op_concat(t, parts, 2, 0) == NULL);
     CHECK(strstr(tb_tape_error(t)->message, "differ outside dim 0") != NULL);
+    /* more inputs than the documented limit fail naming it; the limit itself works */
+    tb_var *many[TB_CONCAT_MAX_INPUTS + 1];
+    for (int i = 0; i <= TB_CONCAT_MAX_INPUTS; i++) many[i] = in2[0];
+    tb_tape_reset(t);
+    CHECK(tb_op_concat(t, many, TB_CONCAT_MAX_INPUTS + 1, 0) == NULL);
+    CHECK(strstr(tb_tape_error(t)->message, "7 inputs (from 1 to TB_CONCAT_MAX_INPUTS = 6)"));
+    tb_tape_reset(t);
+    tb_var *cat = tb_op_concat(t, many, TB_CONCAT_MAX_INPUTS, 0);
+    CHECK(cat && cat->value.shape[0] == 4 * TB_CONCAT_MAX_INPUTS);
     tb_tape_destroy(t);
     for (int i = 0; i < 2; i++) {
         tb_test_var_free(in[i]);

@@ -152,7 +152,10 @@ tb_var *tb_op_add(tb_tape *tape, tb_var *a, tb_var *b);
 tb_var *tb_op_reshape(tb_tape *tape, tb_var *x, int ndim, const int64_t *shape);
 /* Swaps dimensions d0 and d1 into a new contiguous tensor. */
 tb_var *tb_op_transpose(tb_tape *tape, tb_var *x, int d0, int d1);
-/* Concatenates n tensors xs[0..n) along dim (shapes equal elsewhere). */
+/* Concatenates n tensors xs[0..n) along dim (shapes equal elsewhere), n from 1 to
+ * TB_CONCAT_MAX_INPUTS (6: a tape node records at most that many inputs); concatenate more in
+ * groups. */
+#define TB_CONCAT_MAX_INPUTS 6
 tb_var *tb_op_concat(tb_tape *tape, tb_var *const *xs, int n, int dim);
 
 /* Mean softmax cross-entropy of logits [N, C] against int32 labels [N], with label smoothing

@@ -285,9 +285,11 @@ static void concat_backward(tb_tape *t, tb_node *n)
 tb_var *tb_op_concat(tb_tape *t, tb_var *const *xs, int n_in, int dim)
 {
     if (!xs) return tb_op_fail(t, TB_ERR_INVALID, "concat: xs is NULL");
-    if (n_in < 1 || n_in > TB_NODE_MAX_IN)
-        return tb_op_fail(t, TB_ERR_INVALID, "concat: %d inputs (1 to %d)", n_in,
-                          TB_NODE_MAX_IN);
+    _Static_assert(TB_CONCAT_MAX_INPUTS <= TB_NODE_MAX_IN, "a node records concat's inputs");
+    if (n_in < 1 || n_in > TB_CONCAT_MAX_INPUTS)
+        return tb_op_fail(t, TB_ERR_INVALID,
+                          "concat: %d inputs (from 1 to TB_CONCAT_MAX_INPUTS = %d)", n_in,
+                          TB_CONCAT_MAX_INPUTS);
     if (!tb_op_begin(t, n_in, xs)) return NULL;
     const tb_tensor *first = &xs[0]->value;
     if (dim < 0 || dim >= first->ndim)
