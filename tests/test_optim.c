@@ -189,6 +189,17 @@ static void test_schedule(void)
     CHECK_NEAR(tb_schedule_factor(&s, 500), 0.0, 1e-12);
     tb_schedule c = {.kind = TB_SCHEDULE_CONSTANT};
     CHECK_NEAR(tb_schedule_factor(&c, 77), 1.0, 0);
+    /* steps are 1-based: a step < 1 gets the first step's factor (was 0 at step 0 and -0.5 at
+     * step -5 with warmup) */
+    CHECK_NEAR(tb_schedule_factor(&s, 1), 0.1, 1e-12);
+    CHECK_NEAR(tb_schedule_factor(&s, 0), 0.1, 1e-12);
+    CHECK_NEAR(tb_schedule_factor(&s, -5), 0.1, 1e-12);
+    CHECK_NEAR(tb_schedule_factor(&s, INT64_MIN), 0.1, 1e-12);
+    for (int k = TB_SCHEDULE_WARMUP_COSINE; k < TB_SCHEDULE_COUNT; k++) {
+        tb_schedule d = {.kind = (tb_schedule_kind)k, .total_steps = 20};
+        CHECK(tb_schedule_factor(&d, -5) == tb_schedule_factor(&d, 1));
+        CHECK(tb_schedule_factor(&d, 0) > 0.0);
+    }
 }
 
 int main(void)

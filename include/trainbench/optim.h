@@ -130,7 +130,8 @@ const char *tb_schedule_name(tb_schedule_kind kind);
 /* Checks a schedule's settings (negative steps, warmup beyond the total, power <= 0, decay
  * factor outside (0, 1], negative interval); fails with TB_ERR_INVALID naming the value. */
 tb_status tb_schedule_validate(const tb_schedule *s, tb_error *err);
-/* The learning-rate factor at step (1-based; s NULL: 1); past total_steps it stays at its value there
+/* The learning-rate factor at step, counted from 1 (a step < 1 gets step 1's factor, never 0
+ * or a negative value; s NULL: 1); past total_steps it stays at its value there
  * (0 for the decaying schedules, the last level for step), for runs longer than their
  * schedule (a run ended by time whose schedule spans a step hint). */
 double tb_schedule_factor(const tb_schedule *s, int64_t step);

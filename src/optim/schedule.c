@@ -66,6 +66,7 @@ double tb_schedule_factor(const tb_schedule *s, int64_t step)
 {
     if (!s) return 1.0; /* no schedule */
     if (s->kind == TB_SCHEDULE_CONSTANT) return 1.0;
+    if (step < 1) step = 1; /* steps are 1-based: before the first, the first's factor */
     if (s->total_steps > 0 && step > s->total_steps) step = s->total_steps; /* holds its end */
     if (s->warmup_steps > 0 && step <= s->warmup_steps)
         return (double)step / (double)s->warmup_steps;
