@@ -323,6 +323,56 @@ static void test_losses(void)
     tb_test_var_free(prob);
 }
 
+static bool tape_failed(tb_tape *t, tb_status want, const char *needle)
+{
+    const tb_error *e = tb_tape_error(t);
+    bool ok = tb_tape_status(t) == want && strstr(e->message, needle) != NULL;
+    if (!ok)
+        fprintf(stderr, "tape error %s \"%s\"; wanted %s with \"%s\"\n",
+                tb_status_name(tb_tape_status(t)), e->message, tb_status_name(want), needle);
+    return ok;
+}
+
+/* Labels outside [0, C) are refused naming the label and its position (the kernels would read
+ * and write past the row), as are labels of the wrong dtype, rank or count. */
+static void test_xent_bad_labels(void)
+{
+    tb_rng r = tb_rng_make(8, 0);
+    int64_t ls[2] = {2, 3}, ns[1] = {2}, ns3[1] = {3}, ns2d[2] = {2, 1};
+    tb_var *logits = tb_test_var(be, 2, ls, &r, -1, 1, true);
+    const int32_t high[2] = {0, 3}, low[2] = {-100000000, 1}, ok[2] = {2, 0};
+    tb_var *y_high = tb_test_ivar(be, 1, ns, high), *y_low = tb_test_ivar(be, 1, ns, low);
+    tb_var *y_ok = tb_test_ivar(be, 1, ns, ok), *y_3 = tb_test_ivar(be, 1, ns3, (int32_t[3]){0});
+    tb_var *y_2d = tb_test_ivar(be, 2, ns2d, ok);
+    tb_tape *t = tb_test_tape(be);
+    CHECK(tb_op_softmax_xent(t, logits, y_high, 0.0f) == NULL);
+    CHECK(tape_failed(t, TB_ERR_INVALID, "softmax_xent: label 3 at position [1] is outside [0, 3)"));
+    tb_tape_reset(t);
+    CHECK(tb_op_softmax_xent(t, logits, y_low, 0.1f) == NULL);
+    CHECK(tape_failed(t, TB_ERR_INVALID, "label -100000000 at position [0]"));
+    tb_tape_reset(t);
+    CHECK(tb_op_softmax_xent(t, logits, logits, 0.0f) == NULL);
+    CHECK(tape_failed(t, TB_ERR_INVALID, "labels must be int32"));
+    tb_tape_reset(t);
+    CHECK(tb_op_softmax_xent(t, logits, y_2d, 0.0f) == NULL);
+    CHECK(tape_failed(t, TB_ERR_SHAPE, "labels has shape"));
+    tb_tape_reset(t);
+    CHECK(tb_op_softmax_xent(t, logits, y_3, 0.0f) == NULL);
+    CHECK(tape_failed(t, TB_ERR_SHAPE, "2 logits rows but 3 labels"));
+    tb_tape_reset(t);
+    /* the bounds themselves are labels */
+    tb_var *loss = tb_op_softmax_xent(t, logits, y_ok, 0.0f);
+    CHECK(loss != NULL && isfinite(*(float *)loss->value.data));
+    CHECK_OK(tb_tape_backward(t, loss), tb_tape_error(t));
+    tb_tape_destroy(t);
+    tb_test_var_free(logits);
+    tb_test_var_free(y_high);
+    tb_test_var_free(y_low);
+    tb_test_var_free(y_ok);
+    tb_test_var_free(y_3);
+    tb_test_var_free(y_2d);
+}
+
 static tb_var *f_dropout(tb_tape *t, tb_var *const *in, void *ctx)
 {
     tb_rng rng = *(tb_rng *)ctx; /* the same mask at every evaluation */
@@ -560,6 +610,7 @@ int main(void)
     test_gelu_kernel_range();
     test_composites();
     test_losses();
+    test_xent_bad_labels();
     test_dropout();
     test_backward_errors_and_no_grad();
     test_inputs_without_memory();

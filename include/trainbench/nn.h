@@ -159,7 +159,9 @@ tb_var *tb_op_transpose(tb_tape *tape, tb_var *x, int d0, int d1);
 tb_var *tb_op_concat(tb_tape *tape, tb_var *const *xs, int n, int dim);
 
 /* Mean softmax cross-entropy of logits [N, C] against int32 labels [N], with label smoothing
- * in [0, 1). Returns a scalar. */
+ * in [0, 1). Returns a scalar. A label outside [0, C) is an error, as an embedding's index:
+ * checked on the host (labels in device memory are downloaded), except while a CUDA graph is
+ * captured; a replayed step whose labels are out of range gets a NaN loss. */
 tb_var *tb_op_softmax_xent(tb_tape *tape, tb_var *logits, tb_var *labels, float smoothing);
 /* Mean squared error over all elements. */
 tb_var *tb_op_mse(tb_tape *tape, tb_var *pred, tb_var *target);

@@ -1,57 +1,9 @@
 /* ops_attention.c: token embedding lookup and the causal multi-head self-attention core. */
 #include "nn/tape_impl.h"
 
-#include <stdio.h>
 #include <string.h>
 
 /* ---- embedding: y [..., D] = table [V, D] gathered at idx [...] ----------------------------- */
-
-/* Indices checked per download when the backend's memory is not host memory. */
-#define TB_EMB_CHUNK 1024
-
-/* Formats the coordinate of flat position pos in a tensor of the given shape as "[i, j, k]". */
-static void format_position(const tb_tensor *x, int64_t pos, char *buf, size_t size)
-{
-    int64_t coord[TB_MAX_DIMS];
-    for (int d = x->ndim - 1; d >= 0; d--) {
-        coord[d] = x->shape[d] > 0 ? pos % x->shape[d] : 0;
-        pos = x->shape[d] > 0 ? pos / x->shape[d] : 0;
-    }
-    size_t used = (size_t)snprintf(buf, size, "[");
-    for (int d = 0; d < x->ndim && used < size; d++)
-        used +=
-            (size_t)snprintf(buf + used, size - used, "%s%lld", d ? ", " : "", (long long)coord[d]);
-    if (used < size) snprintf(buf + used, size - used, "]");
-}
-
-/* Fails (sticky error) naming the first index outside [0, vocab) and its position. Indices
- * on a device other than the CPU are downloaded in small chunks into a stack buffer. */
-static bool check_indices(tb_tape *t, const tb_var *idx, int64_t vocab)
-{
-    tb_backend *be = tb_tape_be(t);
-    const int32_t *data = idx->value.data;
-    int64_t n = tb_tensor_numel(&idx->value);
-    bool host = tb_backend_device(be) == TB_DEVICE_CPU;
-    int32_t chunk[TB_EMB_CHUNK];
-    for (int64_t start = 0; start < n; start += TB_EMB_CHUNK) {
-        int64_t len = n - start < TB_EMB_CHUNK ? n - start : TB_EMB_CHUNK;
-        const int32_t *part = data + start;
-        if (!host) {
-            tb_backend_download(be, chunk, part, (size_t)len * sizeof(int32_t));
-            part = chunk;
-        }
-        for (int64_t i = 0; i < len; i++)
-            if (part[i] < 0 || part[i] >= vocab) {
-                char pos[128];
-                format_position(&idx->value, start + i, pos, sizeof pos);
-                tb_op_fail(t, TB_ERR_INVALID,
-                           "embedding: index %d at position %s is outside [0, %lld)", (int)part[i],
-                           pos, (long long)vocab);
-                return false;
-            }
-    }
-    return true;
-}
 
 static void embedding_backward(tb_tape *t, tb_node *n)
 {
@@ -75,7 +27,7 @@ tb_var *tb_op_embedding(tb_tape *t, tb_var *table, tb_var *idx)
     int64_t vocab = table->value.shape[0], dim = table->value.shape[1];
     int64_t n = tb_tensor_numel(&idx->value);
     /* inside a graph capture nothing may be read back: the eager steps before it check */
-    if (!tb_backend_capturing(tb_tape_be(t)) && !check_indices(t, idx, vocab)) return NULL;
+    if (!tb_op_check_indices(t, "embedding", "index", idx, vocab)) return NULL;
     int64_t shape[TB_MAX_DIMS];
     memcpy(shape, idx->value.shape, (size_t)idx->value.ndim * sizeof *shape);
     shape[idx->value.ndim] = dim;

@@ -35,6 +35,8 @@ tb_var *tb_op_softmax_xent(tb_tape *t, tb_var *logits, tb_var *labels, float smo
         return tb_op_fail(t, TB_ERR_INVALID,
                           "softmax_xent: label smoothing %g outside [0, 1)", smoothing);
     if (n == 0 || c == 0) return tb_op_fail(t, TB_ERR_SHAPE, "softmax_xent: empty logits");
+    /* the kernels index each row at its label: one outside [0, C) would read and write past it */
+    if (!tb_op_check_indices(t, "softmax_xent", "label", labels, c)) return NULL;
     tb_var *loss = scalar_output(t, 2, ins);
     float *probs = tb_tape_scratch(t, (size_t)(n * c) * sizeof(float));
     if (!loss || !probs) return NULL;

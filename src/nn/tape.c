@@ -3,6 +3,7 @@
 #include "core/clock.h"
 
 #include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -203,6 +204,52 @@ bool tb_op_expect(tb_tape *t, const char *op, const char *what, const tb_var *v,
     if (!tb_tensor_is_contiguous(&v->value)) {
         tb_op_fail(t, TB_ERR_SHAPE, "%s: %s is not contiguous", op, what);
         return false;
+    }
+    return true;
+}
+
+/* Values checked per download when the backend's memory is not host memory. */
+#define TB_INDEX_CHUNK 1024
+
+/* Formats the coordinate of flat position pos in a tensor of the given shape as "[i, j, k]". */
+static void format_position(const tb_tensor *x, int64_t pos, char *buf, size_t size)
+{
+    int64_t coord[TB_MAX_DIMS];
+    for (int d = x->ndim - 1; d >= 0; d--) {
+        coord[d] = x->shape[d] > 0 ? pos % x->shape[d] : 0;
+        pos = x->shape[d] > 0 ? pos / x->shape[d] : 0;
+    }
+    size_t used = (size_t)snprintf(buf, size, "[");
+    for (int d = 0; d < x->ndim && used < size; d++)
+        used +=
+            (size_t)snprintf(buf + used, size - used, "%s%lld", d ? ", " : "", (long long)coord[d]);
+    if (used < size) snprintf(buf + used, size - used, "]");
+}
+
+bool tb_op_check_indices(tb_tape *t, const char *op, const char *what, const tb_var *idx,
+                         int64_t bound)
+{
+    /* inside a graph capture nothing may be read back: the eager steps before it check */
+    if (tb_backend_capturing(t->be)) return true;
+    const int32_t *data = idx->value.data;
+    int64_t n = tb_tensor_numel(&idx->value);
+    bool host = tb_backend_device(t->be) == TB_DEVICE_CPU;
+    int32_t chunk[TB_INDEX_CHUNK];
+    for (int64_t start = 0; start < n; start += TB_INDEX_CHUNK) {
+        int64_t len = n - start < TB_INDEX_CHUNK ? n - start : TB_INDEX_CHUNK;
+        const int32_t *part = data + start;
+        if (!host) {
+            tb_backend_download(t->be, chunk, part, (size_t)len * sizeof(int32_t));
+            part = chunk;
+        }
+        for (int64_t i = 0; i < len; i++)
+            if (part[i] < 0 || part[i] >= bound) {
+                char pos[128];
+                format_position(&idx->value, start + i, pos, sizeof pos);
+                tb_op_fail(t, TB_ERR_INVALID, "%s: %s %d at position %s is outside [0, %lld)",
+                           op, what, (int)part[i], pos, (long long)bound);
+                return false;
+            }
     }
     return true;
 }

@@ -47,6 +47,14 @@ bool tb_op_expect_memory(tb_tape *tape, const char *op, const char *what, const 
 bool tb_op_expect(tb_tape *tape, const char *op, const char *what, const tb_var *v,
                   tb_dtype want, int ndim_min, int ndim_max);
 
+/* Fails with TB_ERR_INVALID (sticky; returns false) naming the first value of the int32 tensor
+ * idx outside [0, bound) and its position: "<op>: <what> 7 at position [1, 2] is outside
+ * [0, 5)". Values in device memory are downloaded in chunks (a host sync). While the backend
+ * captures a graph nothing may be read back: it checks nothing and returns true (the eager
+ * steps before a capture check; a replay is not checked). */
+bool tb_op_check_indices(tb_tape *tape, const char *op, const char *what, const tb_var *idx,
+                         int64_t bound);
+
 /* A new output variable in step memory; requires_grad if grad is enabled and any of the inputs
  * requires it. NULL (error set) if out of memory. */
 tb_var *tb_tape_output(tb_tape *tape, tb_dtype dtype, int ndim, const int64_t *shape,

@@ -27,7 +27,10 @@ static __global__ void xent_fwd_kernel(int c, const float *logits, const int32_t
     for (int j = threadIdx.x; j < c; j += blockDim.x) p[j] *= inv;
     if (threadIdx.x == 0) {
         double log_sum = log(sum);
-        double nll = log_sum - (z[labels[i]] - mx);
+        /* the op checks labels on the host, except in a graph replay: a label outside [0, c)
+         * makes the loss NaN there instead of reading past the row */
+        const int32_t y = labels[i];
+        double nll = y >= 0 && y < c ? log_sum - (z[y] - mx) : (double)NAN;
         double uniform = log_sum - sum_z / c;
         row_loss[i] = (1.0 - smoothing) * nll + smoothing * uniform;
     }
