@@ -256,6 +256,46 @@ static void test_api(void)
     double frac = counts[1] / (double)(ROWS - 10); /* expect 2/3 */
     CHECK(fabs(frac - 2.0 / 3.0) < 0.04);
     tb_tape_reset(tape);
+
+    /* no class to draw, no row, no random stream: errors naming the cause */
+    int64_t no_class[2] = {2, 0}, no_row[2] = {0, 3};
+    CHECK(tb_fisher_sample_labels(tape, host_var(2, no_class, logits), &rng) == NULL);
+    CHECK(tb_tape_status(tape) == TB_ERR_SHAPE &&
+          strstr(tb_tape_error(tape)->message, "empty logits [2, 0]") != NULL);
+    tb_tape_reset(tape);
+    CHECK(tb_fisher_sample_labels(tape, host_var(2, no_row, logits), &rng) == NULL);
+    CHECK(strstr(tb_tape_error(tape)->message, "empty logits [0, 3]") != NULL);
+    tb_tape_reset(tape);
+    CHECK(tb_fisher_sample_labels(tape, host_var(2, shape, logits), NULL) == NULL);
+    CHECK(strstr(tb_tape_error(tape)->message, "no random stream") != NULL);
+    tb_tape_reset(tape);
+}
+
+/* Statistics of a pass over an empty batch would be means over no rows: refused. */
+static void test_empty_batch_stats(void)
+{
+    tb_params *p;
+    tb_linear_layer l;
+    tb_params_create(be, &p, NULL);
+    tb_linear_layer_init(&l, p, "fc", 3, 2, true, NULL);
+    tb_params_finalize(p, NULL);
+    tb_error err = {0};
+    for (int e = 0; e < 2; e++) {
+        tb_optimizer *opt = make_opt(e ? "ekfac" : "kfac", p, NULL, NULL, 0);
+        tb_layer_ref ref = tb_layer_linear(&l);
+        CHECK_OK(tb_optimizer_set_layers(opt, &ref, 1, &err), &err);
+        tb_tape_reset(tape);
+        int64_t xs[2] = {0, 3};
+        tb_var *y = tb_linear_layer_forward(tape, &l, host_var(2, xs, cx));
+        if (CHECK(y != NULL)) {
+            y->grad = y->value; /* as if a backward pass had reached the output */
+            CHECK_FAILS(tb_optimizer_update_fisher(opt, &err), TB_ERR_SHAPE, &err,
+                        "layer 'fc.weight': the last pass had an empty batch");
+        }
+        tb_optimizer_destroy(opt);
+    }
+    tb_tape_reset(tape);
+    tb_params_destroy(p);
 }
 
 /* ---- a short real run: K-FAC with the true Fisher on Fashion-MNIST ------------------------------- */
@@ -338,6 +378,7 @@ int main(void)
     if (tb_tape_create(be, &tape, &err) != TB_OK) return 1;
     test_conv_factors();
     test_api();
+    test_empty_batch_stats();
     test_fmnist();
     tb_tape_destroy(tape);
     tb_backend_destroy(be);

@@ -95,6 +95,21 @@ static void test_one(const char *id, const char *cache)
     else if (strcmp(info->metric, "bits_per_char") == 0)
         CHECK_NEAR(m.metric, m.loss / log(2), 1e-9);
     else CHECK(m.metric == m.loss);
+    /* the Fisher loss needs outputs to sample from and a random stream */
+    tb_tape_reset(tape);
+    int64_t none[2] = {16, 0}, some[2] = {16, 3};
+    tb_rng fisher = tb_rng_make(1, 77);
+    CHECK(tb_workload_fisher_loss(wl, tape, tb_tape_new_var(tape, TB_F32, 2, none, false),
+                                  &fisher) == NULL);
+    CHECK(strstr(tb_tape_error(tape)->message, "outputs [16, 0]: nothing to sample") != NULL);
+    tb_tape_reset(tape);
+    CHECK(tb_workload_fisher_loss(wl, tape, tb_tape_new_var(tape, TB_F32, 0, NULL, false),
+                                  &fisher) == NULL);
+    CHECK(strstr(tb_tape_error(tape)->message, "nothing to sample") != NULL);
+    tb_tape_reset(tape);
+    CHECK(tb_workload_fisher_loss(wl, tape, tb_tape_new_var(tape, TB_F32, 2, some, false),
+                                  NULL) == NULL);
+    CHECK(strstr(tb_tape_error(tape)->message, "no random stream") != NULL);
     printf("%-26s %2d layers %9lld params  loss %.4f -> %.4f  %s %.4f\n", id, nl,
            (long long)tb_params_trainable(tb_workload_params(wl)), first, last, info->metric,
            m.metric);

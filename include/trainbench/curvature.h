@@ -68,13 +68,15 @@ bool tb_optimizer_wants_fisher(const tb_optimizer *opt);
 /* Reads every attached layer's a (input) and g (output gradient) of the backward pass just
  * run, and updates the Kronecker factors (and EKFAC's scaling) for the next step. The loss
  * must be a mean over the rows of the layers' outputs (g is multiplied by that count). Fails
- * with TB_ERR_INVALID naming the layer if a layer has no input or gradient. A no-op for
+ * with TB_ERR_INVALID naming the layer if a layer has no input or gradient, with
+ * TB_ERR_SHAPE if its last pass had an empty batch (nothing to average). A no-op for
  * optimizers without curvature. */
 tb_status tb_optimizer_update_fisher(tb_optimizer *opt, tb_error *err);
 
 /* Draws one label per row of logits [N, C] from softmax(logits), with rng (advanced), and
  * returns them as an int32 [N] constant on the tape (step memory). NULL on error, recorded on
- * the tape as ops do. The logits' values are read on the host (one download). */
+ * the tape as ops do: empty logits (N or C zero, TB_ERR_SHAPE), no rng, logits not finite. The
+ * logits' values are read on the host (one download). */
 tb_var *tb_fisher_sample_labels(tb_tape *tape, tb_var *logits, tb_rng *rng);
 
 #ifdef __cplusplus

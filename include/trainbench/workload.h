@@ -119,7 +119,8 @@ tb_var *tb_workload_loss_fn(tb_workload *wl, tb_tape *tape, tb_var *outputs, tb_
 /* The training loss of outputs against targets SAMPLED from the model's own predictive
  * distribution (categorical over the last dimension for softmax outputs; Bernoulli or Gaussian
  * for the autoencoder), drawn from rng: its gradients give the true Fisher that curvature
- * optimizers (K-FAC, EKFAC) estimate. NULL with the tape's error set on failure. */
+ * optimizers (K-FAC, EKFAC) estimate. NULL with the tape's error set on failure (also for
+ * outputs with no element or no dimension, and for a NULL rng). */
 tb_var *tb_workload_fisher_loss(tb_workload *wl, tb_tape *tape, tb_var *outputs, tb_rng *rng);
 
 typedef struct tb_eval_metrics {

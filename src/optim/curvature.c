@@ -39,10 +39,17 @@ tb_var *tb_fisher_sample_labels(tb_tape *tape, tb_var *logits, tb_rng *rng)
         return NULL;
     if (!rng) return tb_op_fail(tape, TB_ERR_INVALID, "fisher labels: rng is NULL");
     int64_t n = logits->value.shape[0], c = logits->value.shape[1];
+    if (n == 0 || c == 0) {
+        char buf[96];
+        /* no class to draw (or no row): softmax_xent would refuse these logits too */
+        return tb_op_fail(tape, TB_ERR_SHAPE, "fisher labels: empty logits %s",
+                          tb_shape_str(&logits->value, buf, sizeof buf));
+    }
+    if (!rng) return tb_op_fail(tape, TB_ERR_INVALID, "fisher labels: no random stream given");
     tb_var *y = tb_tape_new_var(tape, TB_I32, 1, &n, false);
     if (!y) return NULL;
     float *host = malloc((size_t)(n * c) * sizeof *host);
-    int32_t *labels = malloc((size_t)(n ? n : 1) * sizeof *labels);
+    int32_t *labels = malloc((size_t)n * sizeof *labels);
     if (!host || !labels) {
         free(host);
         free(labels);

@@ -48,6 +48,9 @@ static tb_status gather(tb_optimizer *opt, tb_kfac_layer *L, batch_mats *m, tb_e
         m->examples = x->value.shape[0];
         m->rows = tb_tensor_numel(&y->value) / L->dout;
     }
+    if (m->rows == 0 || m->examples == 0) /* the factors and scaling are means over them */
+        return tb_fail(err, TB_ERR_SHAPE, "%s: layer '%s': the last pass had an empty batch",
+                       opt->vt->info.name, layer_name(L));
     m->abar = tb_backend_alloc(be, (size_t)(m->rows * L->din) * sizeof(float));
     m->h = tb_backend_alloc(be, (size_t)(m->rows * L->dout) * sizeof(float));
     if (!m->abar || !m->h)

@@ -119,6 +119,12 @@ tb_var *tb_workload_loss_fn(tb_workload *wl, tb_tape *tape, tb_var *outputs, tb_
 tb_var *tb_workload_fisher_loss(tb_workload *wl, tb_tape *tape, tb_var *outputs, tb_rng *rng)
 {
     if (!outputs || tb_tape_status(tape) != TB_OK) return NULL;
+    if (!rng) return tb_tape_fail(tape, TB_ERR_INVALID, "Fisher loss: no random stream given");
+    if (outputs->value.ndim < 1 || tb_tensor_numel(&outputs->value) == 0) {
+        char buf[96];
+        return tb_tape_fail(tape, TB_ERR_SHAPE, "Fisher loss: model outputs %s: nothing to sample",
+                            tb_shape_str(&outputs->value, buf, sizeof buf));
+    }
     if (wl->vt->sample_targets) {
         /* the workload's loss averages over every output element; the Fisher is that of the
          * per-example log-likelihood (a sum over the example's outputs, a mean over examples),
