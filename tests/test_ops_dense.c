@@ -552,6 +552,51 @@ static void test_null_arguments(void)
                 TB_ERR_INVALID, &err, "params is NULL");
     tb_params_destroy(p);
     tb_test_var_free(x);
+/* A second backward over the same recorded graph would add the intermediate gradients again
+ * (QA saw 5x the gradient): refused until a reset, or a rewind before every node it visited. */
+static void test_backward_twice(void)
+{
+    tb_rng r = tb_rng_make(8, 0);
+    int64_t xs[2] = {2, 3}, ws[2] = {4, 3}, ys[2] = {2, 4};
+    tb_var *x = tb_test_var(be, 2, xs, &r, -1, 1, false);
+    tb_var *w = tb_test_var(be, 2, ws, &r, -1, 1, true);
+    tb_var *y = tb_test_var(be, 2, ys, &r, -1, 1, false);
+    tb_tape *t = tb_test_tape(be);
+    const float *dw = w->grad.data;
+    tb_var *h = tb_op_tanh(t, tb_op_linear(t, x, w, NULL));
+    tb_var *loss = tb_op_mse(t, tb_op_scale(t, h, 3.0f), y);
+    CHECK_OK(tb_tape_backward(t, loss), tb_tape_error(t));
+    const float g1 = dw[0];
+    CHECK(tb_tape_backward(t, loss) == TB_ERR_INVALID);
+    CHECK(tape_failed(t, TB_ERR_INVALID, "backward already ran on this tape; reset it"));
+    CHECK(dw[0] == g1); /* nothing ran */
+    /* after a reset the same step runs again and accumulates once more: 2x */
+    tb_tape_reset(t);
+    loss = tb_op_mse(t, tb_op_scale(t, tb_op_tanh(t, tb_op_linear(t, x, w, NULL)), 3.0f), y);
+    CHECK_OK(tb_tape_backward(t, loss), tb_tape_error(t));
+    CHECK_NEAR(dw[0], 2.0 * g1, 1e-6 * fabs(g1) + 1e-7);
+    /* mark, forward, backward, rewind to the mark: the next pass is a new one (Fisher's way) */
+    tb_tape_reset(t);
+    int mark = tb_tape_mark(t);
+    loss = tb_op_mse(t, tb_op_scale(t, tb_op_tanh(t, tb_op_linear(t, x, w, NULL)), 3.0f), y);
+    CHECK_OK(tb_tape_backward(t, loss), tb_tape_error(t));
+    tb_tape_rewind(t, mark);
+    loss = tb_op_mse(t, tb_op_scale(t, tb_op_tanh(t, tb_op_linear(t, x, w, NULL)), 3.0f), y);
+    CHECK_OK(tb_tape_backward(t, loss), tb_tape_error(t));
+    CHECK_NEAR(dw[0], 4.0 * g1, 4e-6 * fabs(g1) + 1e-7);
+    /* a rewind that keeps nodes the pass visited does not: they would run again */
+    tb_tape_reset(t);
+    h = tb_op_tanh(t, tb_op_linear(t, x, w, NULL));
+    mark = tb_tape_mark(t);
+    CHECK(mark > 0);
+    CHECK_OK(tb_tape_backward(t, tb_op_mse(t, tb_op_scale(t, h, 3.0f), y)), tb_tape_error(t));
+    tb_tape_rewind(t, mark);
+    CHECK(tb_tape_backward(t, tb_op_mse(t, h, y)) == TB_ERR_INVALID);
+    CHECK(tape_failed(t, TB_ERR_INVALID, "backward already ran"));
+    tb_tape_destroy(t);
+    tb_test_var_free(x);
+    tb_test_var_free(w);
+    tb_test_var_free(y);
 }
 
 /* The tape's op profiler: one entry per op name with its call count, forward time charged
@@ -615,6 +660,7 @@ int main(void)
     test_backward_errors_and_no_grad();
     test_inputs_without_memory();
     test_null_arguments();
+    test_backward_twice();
     test_profiler();
     tb_backend_destroy(be);
     return tb_test_finish("test_ops_dense");

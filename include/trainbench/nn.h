@@ -106,7 +106,11 @@ int tb_tape_mark(const tb_tape *tape);
 void tb_tape_rewind(tb_tape *tape, int mark);
 
 /* Runs backward from a scalar loss: seeds d loss = 1 and visits nodes in reverse order.
- * Gradients accumulate into every var that requires one. */
+ * Gradients accumulate into every var that requires one. Once per recorded graph: a second
+ * call fails with TB_ERR_INVALID ("backward already ran on this tape") until tb_tape_reset,
+ * or a tb_tape_rewind to a mark before every node the pass visited (as the Fisher pass does:
+ * mark, forward, backward, rewind, then the training pass); the intermediate gradients are
+ * complete after one pass, and a second would add them again. */
 tb_status tb_tape_backward(tb_tape *tape, tb_var *loss);
 
 /* ---- ops (forward now, backward recorded) ------------------------------------------------ */

@@ -17,6 +17,10 @@ struct tb_tape {
     int n_nodes, cap_nodes;
     bool training, grad_enabled;
     bool keep_grads; /* no input takes over an output's gradient buffer */
+    /* a backward pass ran and nodes it visited are still recorded (their gradients are
+     * complete: running them again would add them once more); backward_nodes counts them */
+    bool backward_ran;
+    int backward_nodes;
     tb_error err;
     bool profiling;
     double last_event; /* seconds (monotonic) of the previous tape event, when profiling */
@@ -109,6 +113,8 @@ void tb_tape_reset(tb_tape *t)
     tb_arena_reset(t->device);
     tb_arena_reset(t->host);
     t->n_nodes = 0;
+    t->backward_ran = false;
+    t->backward_nodes = 0;
     memset(&t->err, 0, sizeof t->err);
     if (t->profiling) profile_lap(t);
 }
@@ -410,7 +416,12 @@ int tb_tape_mark(const tb_tape *t) { return t ? t->n_nodes : 0; }
 
 void tb_tape_rewind(tb_tape *t, int mark)
 {
-    if (t && mark >= 0 && mark < t->n_nodes) t->n_nodes = mark;
+    if (t && mark >= 0 && mark < t->n_nodes) {
+        t->n_nodes = mark;
+        if (t->backward_nodes > mark) t->backward_nodes = mark;
+        /* no node the backward pass visited is left: the next pass starts afresh */
+        if (t->backward_nodes == 0) t->backward_ran = false;
+    }
 }
 
 tb_status tb_tape_backward(tb_tape *t, tb_var *loss)
@@ -423,6 +434,12 @@ tb_status tb_tape_backward(tb_tape *t, tb_var *loss)
     if (!loss->requires_grad)
         return tb_fail(&t->err, TB_ERR_INVALID,
                        "backward: the loss does not depend on anything that requires a gradient");
+    if (t->backward_ran)
+        return tb_fail(&t->err, TB_ERR_INVALID,
+                       "backward already ran on this tape; reset it (tb_tape_reset) or rewind "
+                       "it past that pass (tb_tape_rewind) and record the forward pass again");
+    t->backward_ran = true;
+    t->backward_nodes = t->n_nodes;
     float *seed = tb_var_grad(t, loss);
     if (!seed) return t->err.status;
     t->be->ops.fill(t->be, seed, 1, 1.0f);
