@@ -33,9 +33,12 @@ extern "C" {
 #endif
 
 /* A value and (if it requires one) its gradient, of the same shape. grad.data stays NULL until
- * a gradient flows into it. Parameters' gradients live in their tb_params flat buffer;
- * grad_fresh says that buffer holds no gradient yet (tb_params_begin_grads): the first op
- * that sends one writes it instead of adding to it. */
+ * a gradient flows into it. The gradient is contiguous whatever the value's strides: the tape
+ * allocates it so (a strided view's gradient is not a view) and sets grad's strides; a buffer
+ * the caller provides must be contiguous (otherwise backward fails with TB_ERR_INVALID).
+ * Parameters' gradients live in their tb_params flat buffer; grad_fresh says that buffer holds
+ * no gradient yet (tb_params_begin_grads): the first op that sends one writes it instead of
+ * adding to it. */
 typedef struct tb_var {
     tb_tensor value;
     tb_tensor grad;

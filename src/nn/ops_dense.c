@@ -225,10 +225,9 @@ static void transpose_backward(tb_tape *t, tb_node *n)
 {
     float *dx = tb_var_grad(t, n->in[0]);
     if (!dx) return;
-    /* dx (strides of x with d0/d1 swapped) += dy (contiguous) */
+    /* dx (its own contiguous strides, whatever x's are, with d0/d1 swapped) += dy */
     const tb_tensor *y = &n->out->value;
-    tb_tensor gx = n->in[0]->value;
-    gx.data = dx;
+    const tb_tensor gx = n->in[0]->grad;
     int d0 = (int)n->iattr[0], d1 = (int)n->iattr[1];
     int64_t dst_stride[TB_MAX_DIMS];
     memcpy(dst_stride, gx.stride, sizeof dst_stride);
@@ -276,7 +275,7 @@ static void concat_backward(tb_tape *t, tb_node *n)
             tb_tensor part;
             tb_tensor_narrow(&gy, dim, start, len, &part, NULL);
             tb_tape_ops(t)->strided_copy(tb_tape_be(t), part.ndim, part.shape, dx,
-                                         x->value.stride, part.data, part.stride, true);
+                                         x->grad.stride, part.data, part.stride, true);
         }
         start += len;
     }

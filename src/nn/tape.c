@@ -332,9 +332,12 @@ float *tb_var_grad_for(tb_tape *t, tb_var *v, bool *acc)
     if (!v->grad.data) {
         float *g = tb_tape_scratch(t, tb_tensor_bytes(&v->value));
         if (!g) return NULL;
-        v->grad = v->value;
-        v->grad.data = g;
+        /* contiguous whatever the value's strides: a view's gradient is not a view */
+        v->grad = tb_tensor_wrap(t->be, g, TB_F32, v->value.ndim, v->value.shape);
         *acc = false;
+    } else if (!tb_tensor_is_contiguous(&v->grad)) {
+        tb_op_fail(t, TB_ERR_INVALID, "a variable's gradient buffer is not contiguous");
+        return NULL;
     }
     return (float *)v->grad.data;
 }
@@ -352,8 +355,7 @@ bool tb_var_grad_adopt(tb_tape *t, tb_var *v, const tb_var *out)
     if (t->keep_grads || !v || !v->requires_grad || v->grad.data || !out->grad.data ||
         tb_tensor_numel(&v->value) != tb_tensor_numel(&out->value))
         return false;
-    v->grad = v->value;
-    v->grad.data = out->grad.data;
+    v->grad = tb_tensor_wrap(t->be, out->grad.data, TB_F32, v->value.ndim, v->value.shape);
     return true;
 }
 

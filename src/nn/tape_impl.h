@@ -62,7 +62,10 @@ tb_var *tb_tape_output(tb_tape *tape, tb_dtype dtype, int ndim, const int64_t *s
 /* Step memory (device); NULL with the error set if out of memory. */
 void *tb_tape_scratch(tb_tape *tape, size_t bytes);
 /* The gradient buffer of v, allocated (or, for a fresh parameter gradient, found) and zeroed
- * on first use; NULL if v needs no gradient. */
+ * on first use; NULL if v needs no gradient. A gradient is contiguous in v's shape whatever
+ * the strides of v's value (v->grad says so): a backward function writing the gradient of a
+ * strided input uses v->grad's strides, not v->value's. A non-contiguous buffer given by the
+ * caller fails (NULL, TB_ERR_INVALID). */
 float *tb_var_grad(tb_tape *tape, tb_var *v);
 /* The gradient buffer of v for ONE kernel that then writes all of it: when v has no gradient
  * yet the buffer is allocated without zeroing (a parameter's fresh one is used as it is) and
