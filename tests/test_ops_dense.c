@@ -373,6 +373,46 @@ static void test_xent_bad_labels(void)
     tb_test_var_free(y_2d);
 }
 
+/* Empty inputs are refused by every loss (a mean over nothing was a NaN loss with TB_OK), and
+ * sigmoid_bce's targets outside [0, 1] on the CPU backend as softmax_xent's labels are. */
+static void test_loss_inputs(void)
+{
+    tb_rng r = tb_rng_make(10, 0);
+    int64_t es[2] = {0, 3}, ts[2] = {2, 3};
+    tb_var *ep = tb_test_var(be, 2, es, &r, 0, 1, true), *et = tb_test_var(be, 2, es, &r, 0, 1, false);
+    tb_var *z = tb_test_var(be, 2, ts, &r, -2, 2, true), *y = tb_test_var(be, 2, ts, &r, 0, 1, false);
+    tb_tape *t = tb_test_tape(be);
+    CHECK(tb_op_mse(t, ep, et) == NULL);
+    CHECK(tape_failed(t, TB_ERR_SHAPE, "mse: empty prediction [0, 3]"));
+    tb_tape_reset(t);
+    CHECK(tb_op_sigmoid_bce(t, ep, et) == NULL);
+    CHECK(tape_failed(t, TB_ERR_SHAPE, "sigmoid_bce: empty prediction [0, 3]"));
+    tb_tape_reset(t);
+    float *yv = y->value.data;
+    yv[0] = 0.0f; /* the bounds are targets */
+    yv[1] = 1.0f;
+    tb_var *l = tb_op_sigmoid_bce(t, z, y);
+    CHECK(l != NULL && isfinite(*(float *)l->value.data));
+    tb_tape_reset(t);
+    const float bad[3] = {1.5f, -0.25f, NAN};
+    const char *want[3] = {"target 1.5 at position [1, 2] is outside [0, 1]",
+                           "target -0.25 at position [1, 2]", "target nan at position [1, 2]"};
+    for (int i = 0; i < 3; i++) {
+        yv[5] = bad[i];
+        CHECK(tb_op_sigmoid_bce(t, z, y) == NULL);
+        CHECK(tape_failed(t, TB_ERR_INVALID, want[i]));
+        tb_tape_reset(t);
+    }
+    /* mse's targets are any reals */
+    yv[5] = 7.0f;
+    CHECK(tb_op_mse(t, z, y) != NULL);
+    tb_tape_destroy(t);
+    tb_test_var_free(ep);
+    tb_test_var_free(et);
+    tb_test_var_free(z);
+    tb_test_var_free(y);
+}
+
 static tb_var *f_dropout(tb_tape *t, tb_var *const *in, void *ctx)
 {
     tb_rng rng = *(tb_rng *)ctx; /* the same mask at every evaluation */
@@ -702,6 +742,7 @@ int main(void)
     test_composites();
     test_losses();
     test_xent_bad_labels();
+    test_loss_inputs();
     test_dropout();
     test_backward_errors_and_no_grad();
     test_inputs_without_memory();

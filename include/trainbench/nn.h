@@ -170,9 +170,12 @@ tb_var *tb_op_concat(tb_tape *tape, tb_var *const *xs, int n, int dim);
  * checked on the host (labels in device memory are downloaded), except while a CUDA graph is
  * captured; a replayed step whose labels are out of range gets a NaN loss. */
 tb_var *tb_op_softmax_xent(tb_tape *tape, tb_var *logits, tb_var *labels, float smoothing);
-/* Mean squared error over all elements. */
+/* Mean squared error over all elements (pred and target of one shape; empty is an error). */
 tb_var *tb_op_mse(tb_tape *tape, tb_var *pred, tb_var *target);
-/* Mean sigmoid binary cross-entropy of logits against targets in [0, 1]. */
+/* Mean sigmoid binary cross-entropy of logits against targets in [0, 1] (one shape; empty is
+ * an error). Like softmax_xent's labels, the targets are checked: on the CPU backend a target
+ * outside [0, 1] (or NaN) is an error naming it and its position; the CUDA backend does not
+ * read them back, its loss is NaN instead (the gradient, sigmoid(z) - t, is computed as is). */
 tb_var *tb_op_sigmoid_bce(tb_tape *tape, tb_var *logits, tb_var *target);
 
 /* Inverted dropout with rate p in [0, 1): identity when not training or p == 0. The mask is

@@ -65,6 +65,12 @@ static bool same_shape(tb_tape *t, const char *op, tb_var *a, tb_var *b)
                    tb_shape_str(&a->value, as, sizeof as), tb_shape_str(&b->value, bs, sizeof bs));
         return false;
     }
+    if (tb_tensor_numel(&a->value) == 0) { /* a mean over no element, as softmax_xent's */
+        char as[96];
+        tb_op_fail(t, TB_ERR_SHAPE, "%s: empty prediction %s", op,
+                   tb_shape_str(&a->value, as, sizeof as));
+        return false;
+    }
     return true;
 }
 
@@ -100,10 +106,31 @@ static void bce_backward(tb_tape *t, tb_node *n)
                                 dz);
 }
 
+/* Fails naming the first target outside [0, 1] (or NaN) and its position, when the targets
+ * are in host memory (the CPU backend). A device backend's are not read back: its kernel
+ * makes the loss NaN instead. */
+static bool check_targets(tb_tape *t, const tb_var *target)
+{
+    if (tb_backend_device(tb_tape_be(t)) != TB_DEVICE_CPU) return true;
+    const float *y = target->value.data;
+    int64_t n = tb_tensor_numel(&target->value);
+    for (int64_t i = 0; i < n; i++)
+        if (!(y[i] >= 0.0f && y[i] <= 1.0f)) {
+            char pos[128];
+            tb_format_position(&target->value, i, pos, sizeof pos);
+            tb_op_fail(t, TB_ERR_INVALID, "sigmoid_bce: target %g at position %s is outside [0, 1]",
+                       (double)y[i], pos);
+            return false;
+        }
+    return true;
+}
+
 tb_var *tb_op_sigmoid_bce(tb_tape *t, tb_var *logits, tb_var *target)
 {
     tb_var *ins[2] = {logits, target};
-    if (!tb_op_begin(t, 2, ins) || !same_shape(t, "sigmoid_bce", logits, target)) return NULL;
+    if (!tb_op_begin(t, 2, ins) || !same_shape(t, "sigmoid_bce", logits, target) ||
+        !check_targets(t, target))
+        return NULL;
     /* the target is data, not a function of parameters: its gradient is not computed */
     tb_var *loss = scalar_output(t, 1, ins);
     if (!loss) return NULL;

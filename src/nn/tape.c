@@ -217,8 +217,7 @@ bool tb_op_expect(tb_tape *t, const char *op, const char *what, const tb_var *v,
 /* Values checked per download when the backend's memory is not host memory. */
 #define TB_INDEX_CHUNK 1024
 
-/* Formats the coordinate of flat position pos in a tensor of the given shape as "[i, j, k]". */
-static void format_position(const tb_tensor *x, int64_t pos, char *buf, size_t size)
+void tb_format_position(const tb_tensor *x, int64_t pos, char *buf, size_t size)
 {
     int64_t coord[TB_MAX_DIMS];
     for (int d = x->ndim - 1; d >= 0; d--) {
@@ -251,7 +250,7 @@ bool tb_op_check_indices(tb_tape *t, const char *op, const char *what, const tb_
         for (int64_t i = 0; i < len; i++)
             if (part[i] < 0 || part[i] >= bound) {
                 char pos[128];
-                format_position(&idx->value, start + i, pos, sizeof pos);
+                tb_format_position(&idx->value, start + i, pos, sizeof pos);
                 tb_op_fail(t, TB_ERR_INVALID, "%s: %s %d at position %s is outside [0, %lld)",
                            op, what, (int)part[i], pos, (long long)bound);
                 return false;

@@ -47,6 +47,8 @@ bool tb_op_expect_memory(tb_tape *tape, const char *op, const char *what, const 
 bool tb_op_expect(tb_tape *tape, const char *op, const char *what, const tb_var *v,
                   tb_dtype want, int ndim_min, int ndim_max);
 
+/* Formats the coordinate of flat position pos in x's shape as "[i, j, k]" (error messages). */
+void tb_format_position(const tb_tensor *x, int64_t pos, char *buf, size_t size);
 /* Fails with TB_ERR_INVALID (sticky; returns false) naming the first value of the int32 tensor
  * idx outside [0, bound) and its position: "<op>: <what> 7 at position [1, 2] is outside
  * [0, 5)". Values in device memory are downloaded in chunks (a host sync). While the backend

@@ -84,9 +84,11 @@ static void cuda_bce_fwd(tb_backend *be, int64_t n, const float *logits, const f
                          float *loss)
 {
     tb_cuda_reduce(be, n, [=] __device__(int64_t i) {
-        /* stable: max(z,0) - z t + log(1 + exp(-|z|)) */
-        double z = logits[i];
-        return (z > 0 ? z : 0) - z * target[i] + log1p(exp(-fabs(z)));
+        /* stable: max(z,0) - z t + log(1 + exp(-|z|)); the CPU backend refuses a target
+         * outside [0, 1], which would need a read back here: it makes the loss NaN instead */
+        double z = logits[i], t = target[i];
+        if (!(t >= 0.0 && t <= 1.0)) return (double)NAN;
+        return (z > 0 ? z : 0) - z * t + log1p(exp(-fabs(z)));
     }, 1.0 / (double)n, loss, NULL);
 }
 
