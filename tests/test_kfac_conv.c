@@ -189,9 +189,46 @@ static void test_api(void)
     double values[] = {3};
     tb_optimizer *opt = make_opt("kfac", p, names, values, 1);
     CHECK_FAILS(tb_optimizer_step(opt, 1.0, &err), TB_ERR_INVALID, &err, "no layers attached");
-    tb_optimizer_destroy(opt);
-    opt = make_opt("kfac", p, names, values, 1);
     tb_layer_ref refs[2] = {tb_layer_linear(&l), tb_layer_linear(&l)};
+    /* a failed step does not count: the layers may still be set */
+    CHECK(tb_optimizer_steps(opt) == 0);
+    CHECK_OK(tb_optimizer_set_layers(opt, refs, 1, &err), &err);
+    tb_optimizer_destroy(opt);
+
+    /* a failed set_layers attaches nothing and keeps nothing: a retry works (no leak under
+     * LSan), whether it failed on its first layer or a later one */
+    tb_params *q;
+    tb_linear_layer foreign;
+    tb_params_create(be, &q, NULL);
+    tb_linear_layer_init(&foreign, q, "f", 3, 2, true, NULL);
+    tb_params_finalize(q, NULL);
+    for (int e = 0; e < 2; e++) {
+        const char *algo = e ? "ekfac" : "kfac";
+        tb_layer_ref mixed[2] = {tb_layer_linear(&l), tb_layer_linear(&foreign)};
+        opt = make_opt(algo, p, NULL, NULL, 0);
+        CHECK_FAILS(tb_optimizer_set_layers(opt, mixed, 2, &err), TB_ERR_INVALID, &err,
+                    "layer 1's parameters are not among the optimizer's");
+        CHECK(((tb_kfac_state *)opt->state)->n_layers == 0);
+        CHECK(((tb_kfac_state *)opt->state)->layers == NULL);
+        CHECK_OK(tb_optimizer_set_layers(opt, refs, 1, &err), &err);
+        CHECK(((tb_kfac_state *)opt->state)->n_layers == 1);
+        tb_optimizer_destroy(opt);
+        opt = make_opt(algo, p, NULL, NULL, 0);
+        CHECK_FAILS(tb_optimizer_set_layers(opt, mixed + 1, 1, &err), TB_ERR_INVALID, &err,
+                    "layer 0's parameters are not among the optimizer's");
+        CHECK_OK(tb_optimizer_set_layers(opt, refs, 1, &err), &err);
+        tb_optimizer_destroy(opt);
+        /* a duplicate found after the first layer's factors were allocated */
+        opt = make_opt(algo, p, NULL, NULL, 0);
+        CHECK_FAILS(tb_optimizer_set_layers(opt, refs, 2, &err), TB_ERR_INVALID, &err,
+                    "listed twice");
+        CHECK(((tb_kfac_state *)opt->state)->n_layers == 0);
+        CHECK_OK(tb_optimizer_set_layers(opt, refs, 1, &err), &err);
+        tb_optimizer_destroy(opt);
+    }
+    tb_params_destroy(q);
+
+    opt = make_opt("kfac", p, names, values, 1);
     CHECK_FAILS(tb_optimizer_set_layers(opt, refs, 2, &err), TB_ERR_INVALID, &err,
                 "listed twice");
     tb_optimizer_destroy(opt);

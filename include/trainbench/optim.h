@@ -70,7 +70,8 @@ tb_status tb_optimizer_create(const char *name, tb_params *params, const tb_hpar
                               tb_optimizer **out, tb_error *err);
 void tb_optimizer_destroy(tb_optimizer *opt);
 /* One update with the current gradients; lr_scale multiplies the base learning rate (the
- * schedule's factor at this step). Counts steps from 1. */
+ * schedule's factor at this step). Counts steps from 1; a step that fails is not counted
+ * (tb_optimizer_steps is as before it, and the next call takes the same step number). */
 tb_status tb_optimizer_step(tb_optimizer *opt, double lr_scale, tb_error *err);
 const tb_optimizer_info *tb_optimizer_get_info(const tb_optimizer *opt);
 /* The value in effect for a hyperparameter (given or default). */
@@ -88,7 +89,7 @@ int64_t tb_optimizer_steps(const tb_optimizer *opt);
  * it out of a graph (LARS and LAMB read norms back, K-FAC and Shampoo invert on the host). */
 const char *tb_optimizer_graph_blocker(const tb_optimizer *opt);
 /* TB_ERR_UNSUPPORTED (naming the blocker) where the step does not split; TB_ERR_INVALID for a
- * bad lr_scale (as tb_optimizer_step). */
+ * bad lr_scale (as tb_optimizer_step). A failed prepare does not count the step. */
 tb_status tb_optimizer_step_prepare(tb_optimizer *opt, double lr_scale, tb_error *err);
 /* Queues the update with the values of the last prepare (TB_ERR_INVALID before any). */
 tb_status tb_optimizer_step_queue(tb_optimizer *opt, tb_error *err);

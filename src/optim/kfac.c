@@ -128,6 +128,8 @@ static tb_param *find_param(tb_params *params, const tb_var *v)
     return NULL;
 }
 
+/* Validates and allocates every layer into a new array; attaches it only when all succeed,
+ * so that a failed call leaves the optimizer as it was (nothing attached, nothing kept). */
 static tb_status kfac_set_layers(tb_optimizer *opt, const tb_layer_ref *refs, int n,
                                  tb_error *err)
 {
@@ -137,10 +139,12 @@ static tb_status kfac_set_layers(tb_optimizer *opt, const tb_layer_ref *refs, in
         return tb_fail(err, TB_ERR_INVALID, "%s: layers are set once, before the first step",
                        name);
     if (n < 1 || !refs) return tb_fail(err, TB_ERR_INVALID, "%s: no layers given", name);
-    s->layers = calloc((size_t)n, sizeof *s->layers);
-    if (!s->layers) return tb_fail(err, TB_ERR_NOMEM, "%s: cannot allocate %d layers", name, n);
-    for (int i = 0; i < n; i++) {
-        tb_kfac_layer *L = &s->layers[i];
+    tb_kfac_layer *layers = calloc((size_t)n, sizeof *layers);
+    if (!layers) return tb_fail(err, TB_ERR_NOMEM, "%s: cannot allocate %d layers", name, n);
+    tb_status st = TB_OK;
+    int allocated = 0; /* layers[0, allocated) may hold memory */
+    for (int i = 0; i < n && st == TB_OK; i++) {
+        tb_kfac_layer *L = &layers[i];
         L->ref = refs[i];
         const tb_var *w = NULL, *b = NULL;
         if (refs[i].kind == TB_LAYER_LINEAR && refs[i].linear) {
@@ -150,19 +154,23 @@ static tb_status kfac_set_layers(tb_optimizer *opt, const tb_layer_ref *refs, in
             w = refs[i].conv->w;
             b = refs[i].conv->b;
         } else {
-            return tb_fail(err, TB_ERR_INVALID, "%s: layer %d has an unknown kind or no layer",
-                           name, i);
+            st = tb_fail(err, TB_ERR_INVALID, "%s: layer %d has an unknown kind or no layer",
+                         name, i);
+            break;
         }
         L->pw = find_param(opt->params, w);
         L->pb = b ? find_param(opt->params, b) : NULL;
-        if (!L->pw || (b && !L->pb))
-            return tb_fail(err, TB_ERR_INVALID,
-                           "%s: layer %d's parameters are not among the optimizer's", name, i);
-        for (int j = 0; j < i; j++)
-            if (s->layers[j].pw == L->pw)
-                return tb_fail(err, TB_ERR_INVALID, "%s: layer '%s' is listed twice", name,
-                               L->pw->name);
-        s->n_layers = i + 1; /* so destroy frees what this layer allocated */
+        if (!L->pw || (b && !L->pb)) {
+            st = tb_fail(err, TB_ERR_INVALID,
+                         "%s: layer %d's parameters are not among the optimizer's", name, i);
+            break;
+        }
+        for (int j = 0; j < i && st == TB_OK; j++)
+            if (layers[j].pw == L->pw)
+                st = tb_fail(err, TB_ERR_INVALID, "%s: layer '%s' is listed twice", name,
+                             L->pw->name);
+        if (st != TB_OK) break;
+        allocated = i + 1;
         const tb_tensor *wv = &w->value;
         L->dout = (int)wv->shape[0];
         L->in = (int)(tb_tensor_numel(wv) / wv->shape[0]);
@@ -181,9 +189,16 @@ static tb_status kfac_set_layers(tb_optimizer *opt, const tb_layer_ref *refs, in
         L->S = s->ekfac ? calloc(1, dd) : NULL;
         if (!L->A || !L->PA || !L->G || !L->PG || !L->grad || !L->tmp || !L->delta ||
             !L->host || (s->ekfac && !L->S))
-            return tb_fail(err, TB_ERR_NOMEM, "%s: layer '%s': cannot allocate factors (%d x %d)",
-                           name, L->pw->name, L->din, L->dout);
+            st = tb_fail(err, TB_ERR_NOMEM, "%s: layer '%s': cannot allocate factors (%d x %d)",
+                         name, L->pw->name, L->din, L->dout);
     }
+    if (st != TB_OK) {
+        for (int i = 0; i < allocated; i++) free_layer(opt->be, &layers[i]);
+        free(layers);
+        return st;
+    }
+    s->layers = layers;
+    s->n_layers = n;
     return TB_OK;
 }
 

@@ -203,8 +203,10 @@ tb_status tb_optimizer_step(tb_optimizer *opt, double lr_scale, tb_error *err)
         return st == TB_OK ? tb_optimizer_step_queue(opt, err) : st;
     }
     if (!lr_scale_ok(lr_scale, err)) return TB_ERR_INVALID;
-    opt->step++;
-    return opt->vt->step(opt, tb_opt_hp(opt, "learning_rate") * lr_scale, err);
+    opt->step++; /* the algorithm reads the number of the step it takes */
+    tb_status st = opt->vt->step(opt, tb_opt_hp(opt, "learning_rate") * lr_scale, err);
+    if (st != TB_OK) opt->step--; /* a failed step does not count */
+    return st;
 }
 
 const char *tb_optimizer_graph_blocker(const tb_optimizer *opt)
@@ -223,7 +225,9 @@ tb_status tb_optimizer_step_prepare(tb_optimizer *opt, double lr_scale, tb_error
     if (!lr_scale_ok(lr_scale, err)) return TB_ERR_INVALID;
     opt->step++;
     opt->prepared = true;
-    return opt->vt->prepare(opt, tb_opt_hp(opt, "learning_rate") * lr_scale, err);
+    tb_status st = opt->vt->prepare(opt, tb_opt_hp(opt, "learning_rate") * lr_scale, err);
+    if (st != TB_OK) opt->step--; /* a failed step does not count */
+    return st;
 }
 
 tb_status tb_optimizer_step_queue(tb_optimizer *opt, tb_error *err)
