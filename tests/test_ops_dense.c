@@ -481,6 +481,99 @@ static void test_backward_errors_and_no_grad(void)
     tb_test_var_free(w);
 }
 
+/* A variable whose value is a strided view (a narrow of [4, 8] to [4, 4], row stride 8) gets a
+ * contiguous gradient of its own; transpose and reshape's copy write it so (they wrote it with
+ * the view's strides, past the 16-float buffer). Against the hand-computed gradient of
+ * mse(x^T, a) + mse(x^T, a) + mse(reshape(x, [2, 8]), b). */
+static void test_strided_var_grad(void)
+{
+    tb_rng r = tb_rng_make(9, 0);
+    int64_t bs[2] = {4, 8}, as[2] = {4, 4}, rs[2] = {2, 8};
+    tb_var *base = tb_test_var(be, 2, bs, &r, -1, 1, false);
+    tb_var *a = tb_test_var(be, 2, as, &r, -1, 1, false);
+    tb_var *b = tb_test_var(be, 2, rs, &r, -1, 1, false);
+    tb_var x = {0};
+    tb_error err = {0};
+    CHECK_OK(tb_tensor_narrow(&base->value, 1, 0, 4, &x.value, &err), &err);
+    CHECK(x.value.stride[0] == 8 && !tb_tensor_is_contiguous(&x.value));
+    x.grad = x.value;
+    x.grad.data = NULL;
+    x.requires_grad = true;
+    tb_tape *t = tb_test_tape(be);
+    tb_var *l = tb_op_add(t, tb_op_mse(t, tb_op_transpose(t, &x, 0, 1), a),
+                          tb_op_mse(t, tb_op_transpose(t, &x, 0, 1), a));
+    l = tb_op_add(t, l, tb_op_mse(t, tb_op_reshape(t, &x, 2, rs), b));
+    CHECK_OK(tb_tape_backward(t, l), tb_tape_error(t));
+    CHECK(x.grad.data != NULL && tb_tensor_is_contiguous(&x.grad));
+    CHECK(x.grad.shape[0] == 4 && x.grad.shape[1] == 4);
+    const float *xv = x.value.data, *av = a->value.data, *bv = b->value.data, *g = x.grad.data;
+    double worst = 0;
+    for (int i = 0; i < 4; i++)
+        for (int j = 0; j < 4; j++) {
+            double want = 2 * 2.0 / 16 * (xv[i * 8 + j] - av[j * 4 + i]) +
+                          2.0 / 16 * (xv[i * 8 + j] - bv[i * 4 + j]);
+            worst = fmax(worst, fabs(g[i * 4 + j] - want));
+        }
+    CHECK(worst < 1e-6);
+    /* a gradient buffer the caller gives must be contiguous too */
+    tb_tape_reset(t);
+    tb_var v = x;
+    v.grad = x.value; /* a strided view of base */
+    CHECK(tb_tape_backward(t, tb_op_mse(t, tb_op_transpose(t, &v, 0, 1), a)) == TB_ERR_INVALID);
+    CHECK(tape_failed(t, TB_ERR_INVALID, "gradient buffer is not contiguous"));
+    tb_tape_destroy(t);
+    tb_test_var_free(base);
+    tb_test_var_free(a);
+    tb_test_var_free(b);
+}
+
+/* A second backward over the same recorded graph would add the intermediate gradients again
+ * (QA saw 5x the gradient): refused until a reset, or a rewind before every node it visited. */
+static void test_backward_twice(void)
+{
+    tb_rng r = tb_rng_make(8, 0);
+    int64_t xs[2] = {2, 3}, ws[2] = {4, 3}, ys[2] = {2, 4};
+    tb_var *x = tb_test_var(be, 2, xs, &r, -1, 1, false);
+    tb_var *w = tb_test_var(be, 2, ws, &r, -1, 1, true);
+    tb_var *y = tb_test_var(be, 2, ys, &r, -1, 1, false);
+    tb_tape *t = tb_test_tape(be);
+    const float *dw = w->grad.data;
+    tb_var *h = tb_op_tanh(t, tb_op_linear(t, x, w, NULL));
+    tb_var *loss = tb_op_mse(t, tb_op_scale(t, h, 3.0f), y);
+    CHECK_OK(tb_tape_backward(t, loss), tb_tape_error(t));
+    const float g1 = dw[0];
+    CHECK(tb_tape_backward(t, loss) == TB_ERR_INVALID);
+    CHECK(tape_failed(t, TB_ERR_INVALID, "backward already ran on this tape; reset it"));
+    CHECK(dw[0] == g1); /* nothing ran */
+    /* after a reset the same step runs again and accumulates once more: 2x */
+    tb_tape_reset(t);
+    loss = tb_op_mse(t, tb_op_scale(t, tb_op_tanh(t, tb_op_linear(t, x, w, NULL)), 3.0f), y);
+    CHECK_OK(tb_tape_backward(t, loss), tb_tape_error(t));
+    CHECK_NEAR(dw[0], 2.0 * g1, 1e-6 * fabs(g1) + 1e-7);
+    /* mark, forward, backward, rewind to the mark: the next pass is a new one (Fisher's way) */
+    tb_tape_reset(t);
+    int mark = tb_tape_mark(t);
+    loss = tb_op_mse(t, tb_op_scale(t, tb_op_tanh(t, tb_op_linear(t, x, w, NULL)), 3.0f), y);
+    CHECK_OK(tb_tape_backward(t, loss), tb_tape_error(t));
+    tb_tape_rewind(t, mark);
+    loss = tb_op_mse(t, tb_op_scale(t, tb_op_tanh(t, tb_op_linear(t, x, w, NULL)), 3.0f), y);
+    CHECK_OK(tb_tape_backward(t, loss), tb_tape_error(t));
+    CHECK_NEAR(dw[0], 4.0 * g1, 4e-6 * fabs(g1) + 1e-7);
+    /* a rewind that keeps nodes the pass visited does not: they would run again */
+    tb_tape_reset(t);
+    h = tb_op_tanh(t, tb_op_linear(t, x, w, NULL));
+    mark = tb_tape_mark(t);
+    CHECK(mark > 0);
+    CHECK_OK(tb_tape_backward(t, tb_op_mse(t, tb_op_scale(t, h, 3.0f), y)), tb_tape_error(t));
+    tb_tape_rewind(t, mark);
+    CHECK(tb_tape_backward(t, tb_op_mse(t, h, y)) == TB_ERR_INVALID);
+    CHECK(tape_failed(t, TB_ERR_INVALID, "backward already ran"));
+    tb_tape_destroy(t);
+    tb_test_var_free(x);
+    tb_test_var_free(w);
+    tb_test_var_free(y);
+}
+
 /* An input whose value has elements but no memory (a parameter used before
  * tb_params_finalize, a zeroed tb_var) fails the op naming it; kernels ran on NULL before. */
 static void test_inputs_without_memory(void)
@@ -592,97 +685,6 @@ static void test_null_arguments(void)
                 TB_ERR_INVALID, &err, "params is NULL");
     tb_params_destroy(p);
     tb_test_var_free(x);
-/* A variable whose value is a strided view (a narrow of [4, 8] to [4, 4], row stride 8) gets a
- * contiguous gradient of its own; transpose and reshape's copy write it so (they wrote it with
- * the view's strides, past the 16-float buffer). Against the hand-computed gradient of
- * mse(x^T, a) + mse(x^T, a) + mse(reshape(x, [2, 8]), b). */
-static void test_strided_var_grad(void)
-{
-    tb_rng r = tb_rng_make(9, 0);
-    int64_t bs[2] = {4, 8}, as[2] = {4, 4}, rs[2] = {2, 8};
-    tb_var *base = tb_test_var(be, 2, bs, &r, -1, 1, false);
-    tb_var *a = tb_test_var(be, 2, as, &r, -1, 1, false);
-    tb_var *b = tb_test_var(be, 2, rs, &r, -1, 1, false);
-    tb_var x = {0};
-    tb_error err = {0};
-    CHECK_OK(tb_tensor_narrow(&base->value, 1, 0, 4, &x.value, &err), &err);
-    CHECK(x.value.stride[0] == 8 && !tb_tensor_is_contiguous(&x.value));
-    x.grad = x.value;
-    x.grad.data = NULL;
-    x.requires_grad = true;
-    tb_tape *t = tb_test_tape(be);
-    tb_var *l = tb_op_add(t, tb_op_mse(t, tb_op_transpose(t, &x, 0, 1), a),
-                          tb_op_mse(t, tb_op_transpose(t, &x, 0, 1), a));
-    l = tb_op_add(t, l, tb_op_mse(t, tb_op_reshape(t, &x, 2, rs), b));
-    CHECK_OK(tb_tape_backward(t, l), tb_tape_error(t));
-    CHECK(x.grad.data != NULL && tb_tensor_is_contiguous(&x.grad));
-    CHECK(x.grad.shape[0] == 4 && x.grad.shape[1] == 4);
-    const float *xv = x.value.data, *av = a->value.data, *bv = b->value.data, *g = x.grad.data;
-    double worst = 0;
-    for (int i = 0; i < 4; i++)
-        for (int j = 0; j < 4; j++) {
-            double want = 2 * 2.0 / 16 * (xv[i * 8 + j] - av[j * 4 + i]) +
-                          2.0 / 16 * (xv[i * 8 + j] - bv[i * 4 + j]);
-            worst = fmax(worst, fabs(g[i * 4 + j] - want));
-        }
-    CHECK(worst < 1e-6);
-    /* a gradient buffer the caller gives must be contiguous too */
-    tb_tape_reset(t);
-    tb_var v = x;
-    v.grad = x.value; /* a strided view of base */
-    CHECK(tb_tape_backward(t, tb_op_mse(t, tb_op_transpose(t, &v, 0, 1), a)) == TB_ERR_INVALID);
-    CHECK(tape_failed(t, TB_ERR_INVALID, "gradient buffer is not contiguous"));
-    tb_tape_destroy(t);
-    tb_test_var_free(base);
-    tb_test_var_free(a);
-    tb_test_var_free(b);
-}
-
-/* A second backward over the same recorded graph would add the intermediate gradients again
- * (QA saw 5x the gradient): refused until a reset, or a rewind before every node it visited. */
-static void test_backward_twice(void)
-{
-    tb_rng r = tb_rng_make(8, 0);
-    int64_t xs[2] = {2, 3}, ws[2] = {4, 3}, ys[2] = {2, 4};
-    tb_var *x = tb_test_var(be, 2, xs, &r, -1, 1, false);
-    tb_var *w = tb_test_var(be, 2, ws, &r, -1, 1, true);
-    tb_var *y = tb_test_var(be, 2, ys, &r, -1, 1, false);
-    tb_tape *t = tb_test_tape(be);
-    const float *dw = w->grad.data;
-    tb_var *h = tb_op_tanh(t, tb_op_linear(t, x, w, NULL));
-    tb_var *loss = tb_op_mse(t, tb_op_scale(t, h, 3.0f), y);
-    CHECK_OK(tb_tape_backward(t, loss), tb_tape_error(t));
-    const float g1 = dw[0];
-    CHECK(tb_tape_backward(t, loss) == TB_ERR_INVALID);
-    CHECK(tape_failed(t, TB_ERR_INVALID, "backward already ran on this tape; reset it"));
-    CHECK(dw[0] == g1); /* nothing ran */
-    /* after a reset the same step runs again and accumulates once more: 2x */
-    tb_tape_reset(t);
-    loss = tb_op_mse(t, tb_op_scale(t, tb_op_tanh(t, tb_op_linear(t, x, w, NULL)), 3.0f), y);
-    CHECK_OK(tb_tape_backward(t, loss), tb_tape_error(t));
-    CHECK_NEAR(dw[0], 2.0 * g1, 1e-6 * fabs(g1) + 1e-7);
-    /* mark, forward, backward, rewind to the mark: the next pass is a new one (Fisher's way) */
-    tb_tape_reset(t);
-    int mark = tb_tape_mark(t);
-    loss = tb_op_mse(t, tb_op_scale(t, tb_op_tanh(t, tb_op_linear(t, x, w, NULL)), 3.0f), y);
-    CHECK_OK(tb_tape_backward(t, loss), tb_tape_error(t));
-    tb_tape_rewind(t, mark);
-    loss = tb_op_mse(t, tb_op_scale(t, tb_op_tanh(t, tb_op_linear(t, x, w, NULL)), 3.0f), y);
-    CHECK_OK(tb_tape_backward(t, loss), tb_tape_error(t));
-    CHECK_NEAR(dw[0], 4.0 * g1, 4e-6 * fabs(g1) + 1e-7);
-    /* a rewind that keeps nodes the pass visited does not: they would run again */
-    tb_tape_reset(t);
-    h = tb_op_tanh(t, tb_op_linear(t, x, w, NULL));
-    mark = tb_tape_mark(t);
-    CHECK(mark > 0);
-    CHECK_OK(tb_tape_backward(t, tb_op_mse(t, tb_op_scale(t, h, 3.0f), y)), tb_tape_error(t));
-    tb_tape_rewind(t, mark);
-    CHECK(tb_tape_backward(t, tb_op_mse(t, h, y)) == TB_ERR_INVALID);
-    CHECK(tape_failed(t, TB_ERR_INVALID, "backward already ran"));
-    tb_tape_destroy(t);
-    tb_test_var_free(x);
-    tb_test_var_free(w);
-    tb_test_var_free(y);
 }
 
 /* The tape's op profiler: one entry per op name with its call count, forward time charged

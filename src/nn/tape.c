@@ -331,8 +331,14 @@ float *tb_var_grad_for(tb_tape *t, tb_var *v, bool *acc)
     if (!v->grad.data) {
         float *g = tb_tape_scratch(t, tb_tensor_bytes(&v->value));
         if (!g) return NULL;
-        /* contiguous whatever the value's strides: a view's gradient is not a view */
-        v->grad = tb_tensor_wrap(t->be, g, TB_F32, v->value.ndim, v->value.shape);
+        /* contiguous whatever the value's strides: a view's gradient is not a view (the
+         * value's shape was checked when it was made: wrapping it cannot fail) */
+        tb_error werr;
+        if (tb_tensor_wrap(t->be, g, TB_F32, v->value.ndim, v->value.shape, &v->grad, &werr) !=
+            TB_OK) {
+            tb_op_fail(t, werr.status, "gradient: %s", werr.message);
+            return NULL;
+        }
         *acc = false;
     } else if (!tb_tensor_is_contiguous(&v->grad)) {
         tb_op_fail(t, TB_ERR_INVALID, "a variable's gradient buffer is not contiguous");
@@ -354,8 +360,8 @@ bool tb_var_grad_adopt(tb_tape *t, tb_var *v, const tb_var *out)
     if (t->keep_grads || !v || !v->requires_grad || v->grad.data || !out->grad.data ||
         tb_tensor_numel(&v->value) != tb_tensor_numel(&out->value))
         return false;
-    v->grad = tb_tensor_wrap(t->be, out->grad.data, TB_F32, v->value.ndim, v->value.shape);
-    return true;
+    return tb_tensor_wrap(t->be, out->grad.data, TB_F32, v->value.ndim, v->value.shape, &v->grad,
+                          NULL) == TB_OK;
 }
 
 bool tb_var_grad_pass(tb_tape *t, tb_var *v, const tb_var *out, bool may_adopt)
