@@ -37,7 +37,6 @@ tb_var *tb_fisher_sample_labels(tb_tape *tape, tb_var *logits, tb_rng *rng)
     if (!tb_op_begin(tape, 1, &logits) ||
         !tb_op_expect(tape, "fisher labels", "logits", logits, TB_F32, 2, 2))
         return NULL;
-    if (!rng) return tb_op_fail(tape, TB_ERR_INVALID, "fisher labels: rng is NULL");
     int64_t n = logits->value.shape[0], c = logits->value.shape[1];
     if (n == 0 || c == 0) {
         char buf[96];
@@ -45,7 +44,9 @@ tb_var *tb_fisher_sample_labels(tb_tape *tape, tb_var *logits, tb_rng *rng)
         return tb_op_fail(tape, TB_ERR_SHAPE, "fisher labels: empty logits %s",
                           tb_shape_str(&logits->value, buf, sizeof buf));
     }
-    if (!rng) return tb_op_fail(tape, TB_ERR_INVALID, "fisher labels: no random stream given");
+    if (!rng)
+        return tb_op_fail(tape, TB_ERR_INVALID,
+                          "fisher labels: no random stream given (rng is NULL)");
     tb_var *y = tb_tape_new_var(tape, TB_I32, 1, &n, false);
     if (!y) return NULL;
     float *host = malloc((size_t)(n * c) * sizeof *host);
