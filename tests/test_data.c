@@ -202,6 +202,14 @@ static void test_idx_good_and_dims(void)
     CHECK_FAILS(tb_idx_read(path, &idx, &err), TB_ERR_FORMAT, &err, "absurd dimensions");
     CHECK(idx.data == NULL && idx.ndim == 0);
     free(b.p);
+    /* a count of 0xffffffff with 28 x 28 images: the message gives every dimension, not only
+     * the one where the product passed the limit (it said "dimension 1 is 28") */
+    uint32_t count[3] = {0xffffffffu, 28, 28};
+    b = idx_bytes(0x803, 3, count, 10, 256);
+    write_gz(tmp_path(path, "count.gz"), b.p, b.n);
+    CHECK_FAILS(tb_idx_read(path, &idx, &err), TB_ERR_FORMAT, &err,
+                "absurd dimensions 4294967295 x 28 x 28: the data would exceed 17179869184 bytes");
+    free(b.p);
 
     /* a large but representable size with little data: truncated, not an allocation of 4 GiB */
     uint32_t big[2] = {65536, 65536};
@@ -227,6 +235,19 @@ static void test_idx_wrong_magic(void)
     write_gz(tmp_path(path, "magic.gz"), b.p, b.n);
     CHECK_FAILS(tb_idx_read(path, &idx, &err), TB_ERR_FORMAT, &err, "wrong magic 0x12345678");
     CHECK(strstr(err.message, "expected 0x00000801") != NULL);
+    free(b.p);
+    /* an images file whose magic says labels (0x801) but holds images' header and payload:
+     * the kind is checked first, not the length the wrong kind implies ("... bytes after the
+     * end of the data") */
+    uint32_t img[3] = {6, 3, 2};
+    b = idx_bytes(0x801, 3, img, 36, 256);
+    write_gz(tmp_path(path, "kind.gz"), b.p, b.n);
+    CHECK_FAILS(tb_idx_read_ndim(path, 3, &idx, &err), TB_ERR_FORMAT, &err,
+                "wrong magic 0x00000801, expected 0x00000803 (an array of 3 dimensions; the "
+                "file declares 1)");
+    CHECK(strstr(err.message, "after the end") == NULL && idx.data == NULL);
+    CHECK_FAILS(tb_idx_read(path, &idx, &err), TB_ERR_FORMAT, &err, "after the end");
+    CHECK_FAILS(tb_idx_read_ndim(path, 5, &idx, &err), TB_ERR_INVALID, &err, "dimensions");
     free(b.p);
 }
 
@@ -368,6 +389,12 @@ static void test_fmnist_bad(void)
     CHECK_FAILS(tb_fmnist_load(dir, "train", &ds, &err), TB_ERR_FORMAT, &err,
                 "label 10 of example 1 is out of range");
     CHECK(strstr(err.message, "train-labels-idx1-ubyte.gz") != NULL);
+    /* a directory given with trailing slashes: dir/file in the message, not dir//file */
+    char slashed[600];
+    snprintf(slashed, sizeof slashed, "%s//", dir);
+    snprintf(path, sizeof path, "%s/train-labels-idx1-ubyte.gz:", dir);
+    CHECK_FAILS(tb_fmnist_load(slashed, "train", &ds, &err), TB_ERR_FORMAT, &err, path);
+    CHECK(strstr(err.message, "//") == NULL);
 
     /* labels where images belong */
     make_dir(dir, "swapped");
@@ -379,6 +406,13 @@ static void test_fmnist_bad(void)
     free(lab.p);
     CHECK_FAILS(tb_fmnist_load(dir, "train", &ds, &err), TB_ERR_FORMAT, &err,
                 "wrong magic 0x00000801, expected 0x00000803");
+    /* the images' header and payload under the labels' magic: named as the wrong magic */
+    uint32_t idims[3] = {6, 3, 2};
+    buf img1 = idx_bytes(0x801, 3, idims, 36, 256);
+    write_gz(path, img1.p, img1.n);
+    free(img1.p);
+    CHECK_FAILS(tb_fmnist_load(dir, "train", &ds, &err), TB_ERR_FORMAT, &err,
+                "train-images-idx3-ubyte.gz: wrong magic 0x00000801, expected 0x00000803");
 
     /* a directory without the files; a directory that does not exist */
     make_dir(dir, "empty");
@@ -422,7 +456,8 @@ static void remove_tree(const char *dir)
     static const char *const files[] = {"train-images-idx3-ubyte.gz", "train-labels-idx1-ubyte.gz",
                                         "t10k-images-idx3-ubyte.gz", "t10k-labels-idx1-ubyte.gz",
                                         NULL};
-    static const char *const top[] = {"good.gz", "huge.gz", "big.gz", "float.gz", "magic.gz",
+    static const char *const top[] = {"good.gz", "huge.gz", "count.gz", "kind.gz", "big.gz",
+                                      "float.gz", "magic.gz",
                                       "short.gz", "shorthead.gz", "empty.gz", "long.gz", "plain",
                                       "ok.gz", "corrupt.gz", "cut.gz", NULL};
     char path[1024];

@@ -38,12 +38,17 @@ typedef struct tb_idx {
  * Fails with TB_ERR_MISSING if the file does not exist, TB_ERR_IO if it cannot be opened or
  * read, TB_ERR_FORMAT for a wrong magic number, a truncated header or payload (the message
  * gives the expected byte count and the offset where the data ended), a corrupt gzip stream
- * (with zlib's message), absurd dimensions (over TB_IDX_MAX_BYTES) or bytes after the end of
- * the data, and TB_ERR_NOMEM if memory runs out. Memory is allocated as data arrives, so a
+ * (with zlib's message), absurd dimensions (over TB_IDX_MAX_BYTES; the message gives every
+ * dimension) or bytes after the end of the data, and TB_ERR_NOMEM if memory runs out. Memory is allocated as data arrives, so a
  * header claiming a huge size does not allocate it up front.
  * On success the caller owns out->data (free with tb_idx_free); on failure *out is zeroed and
  * owns nothing. */
 tb_status tb_idx_read(const char *path, tb_idx *out, tb_error *err);
+
+/* As tb_idx_read, and the magic number must declare ndim dimensions (0: any): a file of
+ * another kind (labels where images belong) fails with TB_ERR_FORMAT naming its magic number
+ * and the expected one, before its dimensions or payload are read. */
+tb_status tb_idx_read_ndim(const char *path, int ndim, tb_idx *out, tb_error *err);
 
 /* Frees the payload of idx and zeroes it. NULL and zeroed values are fine. */
 void tb_idx_free(tb_idx *idx);

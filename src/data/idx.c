@@ -3,6 +3,7 @@
 #include "trainbench/data.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -80,8 +81,9 @@ static tb_status open_gz(const char *path, gzFile *out, tb_error *err)
     return TB_OK;
 }
 
-/* Reads header and payload from an open stream into out (zeroed on entry). */
-static tb_status read_idx(gzFile f, const char *path, tb_idx *out, tb_error *err)
+/* Reads header and payload from an open stream into out (zeroed on entry); want_ndim > 0: the
+ * magic number must declare that many dimensions. */
+static tb_status read_idx(gzFile f, const char *path, int want_ndim, tb_idx *out, tb_error *err)
 {
     /* the magic number; gzdirect() after the first read tells a gzip stream from a plain file */
     uint8_t head[4 + 4 * TB_IDX_MAX_DIMS];
@@ -102,6 +104,14 @@ static tb_status read_idx(gzFile f, const char *path, tb_idx *out, tb_error *err
                        "%s: wrong magic 0x%08x, expected 0x00000801 to 0x%08x (unsigned bytes, "
                        "type 0x08, with 1 to %d dimensions)",
                        path, (unsigned)magic, 0x800u + TB_IDX_MAX_DIMS, TB_IDX_MAX_DIMS);
+    /* before the dimensions: a file of the wrong kind (labels for images) must not be read as
+     * one of its own kind and then blamed for its length */
+    if (want_ndim > 0 && ndim != want_ndim)
+        return tb_fail(err, TB_ERR_FORMAT,
+                       "%s: wrong magic 0x%08x, expected 0x%08x (an array of %d dimension%s; "
+                       "the file declares %d)",
+                       path, (unsigned)magic, 0x800u + (unsigned)want_ndim, want_ndim,
+                       want_ndim == 1 ? "" : "s", ndim);
 
     /* dimensions, guarding the product against overflow and absurd sizes */
     int64_t header_bytes = 4 + 4 * (int64_t)ndim;
@@ -112,17 +122,25 @@ static tb_status read_idx(gzFile f, const char *path, tb_idx *out, tb_error *err
                        "%s: truncated header: expected %lld bytes, data ended at byte offset %lld",
                        path, (long long)header_bytes, (long long)(4 + got));
     int64_t size = 1;
+    bool absurd = false;
     for (int d = 0; d < ndim; d++) {
         int64_t dim = be32(head + 4 + 4 * d);
         out->dims[d] = dim;
-        if (dim != 0 && size > TB_IDX_MAX_BYTES / dim) {
-            memset(out, 0, sizeof *out);
-            return tb_fail(err, TB_ERR_FORMAT,
-                           "%s: absurd dimensions: dimension %d is %lld and the data would "
-                           "exceed %lld bytes",
-                           path, d, (long long)dim, (long long)TB_IDX_MAX_BYTES);
-        }
-        size *= dim;
+        if (absurd || (dim != 0 && size > TB_IDX_MAX_BYTES / dim))
+            absurd = true;
+        else
+            size *= dim;
+    }
+    if (absurd) {
+        /* every dimension, as the product is what is absurd, not the one that overflowed */
+        char dims[TB_IDX_MAX_DIMS * 14] = "";
+        for (int d = 0, n = 0; d < ndim; d++)
+            n += snprintf(dims + n, sizeof dims - (size_t)n, "%s%lld", d ? " x " : "",
+                          (long long)out->dims[d]);
+        memset(out, 0, sizeof *out);
+        return tb_fail(err, TB_ERR_FORMAT,
+                       "%s: absurd dimensions %s: the data would exceed %lld bytes", path,
+                       dims, (long long)TB_IDX_MAX_BYTES);
     }
     out->ndim = ndim;
     out->size = size;
@@ -170,18 +188,26 @@ static tb_status read_idx(gzFile f, const char *path, tb_idx *out, tb_error *err
     return TB_OK;
 }
 
-tb_status tb_idx_read(const char *path, tb_idx *out, tb_error *err)
+tb_status tb_idx_read_ndim(const char *path, int ndim, tb_idx *out, tb_error *err)
 {
     if (!out) return tb_fail(err, TB_ERR_INVALID, "tb_idx_read: out is NULL");
     memset(out, 0, sizeof *out);
     if (!path) return tb_fail(err, TB_ERR_INVALID, "tb_idx_read: path is NULL");
+    if (ndim < 0 || ndim > TB_IDX_MAX_DIMS)
+        return tb_fail(err, TB_ERR_INVALID, "tb_idx_read: %d dimensions (0 to %d)", ndim,
+                       TB_IDX_MAX_DIMS);
     gzFile f = NULL;
     tb_status st = open_gz(path, &f, err);
     if (st != TB_OK) return st;
-    st = read_idx(f, path, out, err);
+    st = read_idx(f, path, ndim, out, err);
     int close_rc = gzclose_r(f);
     if (st == TB_OK && close_rc != Z_OK)
         st = tb_fail(err, TB_ERR_IO, "%s: error closing the file (zlib code %d)", path, close_rc);
     if (st != TB_OK) tb_idx_free(out);
     return st;
+}
+
+tb_status tb_idx_read(const char *path, tb_idx *out, tb_error *err)
+{
+    return tb_idx_read_ndim(path, 0, out, err);
 }

@@ -8,6 +8,7 @@
  * test set (fixed). */
 #include "data/token_cache.h"
 #include "workloads/workload_impl.h"
+#include "data/path_impl.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -98,7 +99,7 @@ static tb_status kjv_obtain(const tb_workload_config *cfg, bool force, tb_prepar
 {
     kjv_ctx ctx = {cfg->data_dir ? cfg->data_dir : KJV_DEFAULT_DIR};
     char path[1024];
-    snprintf(path, sizeof path, "%s/bible.data", ctx.dir);
+    snprintf(path, sizeof path, "%.*s/bible.data", tb_dir_len(ctx.dir), ctx.dir);
     const char *paths[1] = {path};
     char hint[512] = KJV_MISSING;
     if (cfg->data_dir) /* a directory the user chose */

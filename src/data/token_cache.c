@@ -1,5 +1,6 @@
 /* token_cache.c: reading, validating and writing the prepared-data cache of a text corpus. */
 #include "data/token_cache.h"
+#include "data/path_impl.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -187,7 +188,7 @@ tb_status tb_token_cache_obtain(const char *cache_dir, const char *file, uint32_
     memset(out, 0, sizeof *out);
     char path[1024] = "", why[200] = "", reason[256] = "no cache directory (in memory)";
     if (cache_dir) {
-        snprintf(path, sizeof path, "%s/%s", cache_dir, file);
+        snprintf(path, sizeof path, "%.*s/%s", tb_dir_len(cache_dir), cache_dir, file);
         cache_state s = force ? CACHE_MISSING : cache_read(path, kind, sig, out, why, sizeof why);
         if (s == CACHE_OK) {
             snprintf(reason, sizeof reason, "valid");

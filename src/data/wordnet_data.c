@@ -10,6 +10,7 @@
  * test set (fixed). */
 #include "data/token_cache.h"
 #include "workloads/workload_impl.h"
+#include "data/path_impl.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -96,7 +97,7 @@ static tb_status scan(const char *dir, word_fn fn, void *user, tb_error *err)
     tb_status st = TB_OK;
     for (int f = 0; f < 4 && st == TB_OK; f++) {
         char path[1024];
-        snprintf(path, sizeof path, "%s/%s", dir, wn_files[f]);
+        snprintf(path, sizeof path, "%.*s/%s", tb_dir_len(dir), dir, wn_files[f]);
         FILE *fp = fopen(path, "r");
         if (!fp) {
             st = tb_fail(err, TB_ERR_MISSING, "%s (cannot open %s)", WN_MISSING, path);
@@ -235,7 +236,7 @@ static tb_status wn_obtain(const tb_workload_config *cfg, bool force, tb_prepare
     char paths[4][1024];
     const char *pp[4];
     for (int i = 0; i < 4; i++) {
-        snprintf(paths[i], sizeof paths[i], "%s/%s", dir, wn_files[i]);
+        snprintf(paths[i], sizeof paths[i], "%.*s/%s", tb_dir_len(dir), dir, wn_files[i]);
         pp[i] = paths[i];
     }
     char hint[512] = WN_MISSING;
