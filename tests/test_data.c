@@ -10,6 +10,7 @@
 #include <zlib.h>
 
 #include "trainbench/data.h"
+#include "data/fmnist_impl.h"
 
 /* ---- helpers: build IDX bytes and write them, gzip-compressed or not ---------------------- */
 
@@ -345,16 +346,17 @@ static void make_dir(char *out, const char *name)
     }
 }
 
+/* Small files of 28 x 28 images: read through tb_fmnist_load_n, which takes any count. */
 static void test_fmnist_small_good(void)
 {
     char dir[512];
     make_dir(dir, "good");
-    write_split(dir, "train", 6, 3, 2, 6, 10);
-    write_split(dir, "t10k", 4, 3, 2, 4, 10);
+    write_split(dir, "train", 6, 28, 28, 6, 10);
+    write_split(dir, "t10k", 4, 28, 28, 4, 10);
     tb_image_dataset ds = {0};
     tb_error err = {0};
-    if (CHECK_OK(tb_fmnist_load(dir, "train", &ds, &err), &err)) {
-        CHECK(ds.n == 6 && ds.channels == 1 && ds.height == 3 && ds.width == 2);
+    if (CHECK_OK(tb_fmnist_load_n(dir, "train", 0, &ds, &err), &err)) {
+        CHECK(ds.n == 6 && ds.channels == 1 && ds.height == 28 && ds.width == 28);
         CHECK(ds.classes == 10);
         /* pixel i is (i * 7 + 3) % 256, divided by 255 */
         CHECK_NEAR(ds.images[0], 3.0 / 255.0, 1e-7);
@@ -362,11 +364,52 @@ static void test_fmnist_small_good(void)
         CHECK(ds.labels[0] == 3 && ds.labels[1] == 0 && ds.labels[5] == 8);
     }
     tb_image_dataset_free(&ds);
-    CHECK_OK(tb_fmnist_load(dir, "test", &ds, &err), &err);
+    CHECK_OK(tb_fmnist_load_n(dir, "test", 4, &ds, &err), &err);
     CHECK(ds.n == 4);
     tb_image_dataset_free(&ds);
     CHECK_FAILS(tb_fmnist_load(dir, "valid", &ds, &err), TB_ERR_INVALID, &err, "valid");
     CHECK_FAILS(tb_fmnist_load(dir, NULL, &ds, &err), TB_ERR_INVALID, &err, "split");
+    /* the public loader wants the data set's fixed counts */
+    CHECK_FAILS(tb_fmnist_load(dir, "train", &ds, &err), TB_ERR_FORMAT, &err,
+                "train-images-idx3-ubyte.gz holds 6 images; Fashion-MNIST's training set has "
+                "60000");
+    CHECK(strstr(err.message, "swapped") == NULL);
+    CHECK_FAILS(tb_fmnist_load(dir, "test", &ds, &err), TB_ERR_FORMAT, &err,
+                "t10k-images-idx3-ubyte.gz holds 4 images; Fashion-MNIST's test set has 10000");
+    CHECK(ds.images == NULL && ds.labels == NULL && ds.n == 0);
+}
+
+/* Images that are not 28 x 28, no images, and a training file with the test set's count. */
+static void test_fmnist_sizes(void)
+{
+    char dir[512];
+    tb_image_dataset ds = {0};
+    tb_error err = {0};
+    /* test images of 20 x 20 beside 28 x 28 training images: were read with the training
+     * files' row size (a crash in the workload's reader); refused naming the file */
+    make_dir(dir, "dims");
+    write_split(dir, "train", 6, 28, 28, 6, 10);
+    write_split(dir, "t10k", 4, 20, 20, 4, 10);
+    CHECK_OK(tb_fmnist_load_n(dir, "train", 0, &ds, &err), &err);
+    tb_image_dataset_free(&ds);
+    CHECK_FAILS(tb_fmnist_load_n(dir, "test", 0, &ds, &err), TB_ERR_FORMAT, &err,
+                "t10k-images-idx3-ubyte.gz holds 4 images of 20 x 20 pixels; Fashion-MNIST's "
+                "images are 28 x 28");
+    CHECK_FAILS(tb_fmnist_load(dir, "test", &ds, &err), TB_ERR_FORMAT, &err, "20 x 20 pixels");
+    /* 14 x 56: as many pixels as 28 x 28, still not Fashion-MNIST */
+    write_split(dir, "train", 6, 14, 56, 6, 10);
+    CHECK_FAILS(tb_fmnist_load_n(dir, "train", 0, &ds, &err), TB_ERR_FORMAT, &err,
+                "train-images-idx3-ubyte.gz holds 6 images of 14 x 56 pixels");
+    /* no images at all */
+    write_split(dir, "train", 0, 28, 28, 0, 10);
+    CHECK_FAILS(tb_fmnist_load_n(dir, "train", 0, &ds, &err), TB_ERR_FORMAT, &err,
+                "holds 0 images");
+    /* the training files with the test set's 10000 images: the files look swapped */
+    write_split(dir, "train", TB_FMNIST_TEST_N, 28, 28, TB_FMNIST_TEST_N, 10);
+    CHECK_FAILS(tb_fmnist_load(dir, "train", &ds, &err), TB_ERR_FORMAT, &err,
+                "train-images-idx3-ubyte.gz holds 10000 images; Fashion-MNIST's training set "
+                "has 60000 (are the train and t10k files swapped?)");
+    CHECK(ds.images == NULL && ds.labels == NULL && ds.n == 0);
 }
 
 static void test_fmnist_bad(void)
@@ -377,28 +420,28 @@ static void test_fmnist_bad(void)
 
     /* images and labels disagree in count: both files are named */
     make_dir(dir, "count");
-    write_split(dir, "train", 6, 3, 2, 5, 10);
-    CHECK_FAILS(tb_fmnist_load(dir, "train", &ds, &err), TB_ERR_FORMAT, &err,
+    write_split(dir, "train", 6, 28, 28, 5, 10);
+    CHECK_FAILS(tb_fmnist_load_n(dir, "train", 0, &ds, &err), TB_ERR_FORMAT, &err,
                 "train-images-idx3-ubyte.gz has 6 images");
     CHECK(strstr(err.message, "train-labels-idx1-ubyte.gz has 5 labels") != NULL);
     CHECK(ds.images == NULL && ds.labels == NULL && ds.n == 0);
 
     /* a label of 10 or more */
     make_dir(dir, "label");
-    write_split(dir, "train", 6, 3, 2, 6, 20); /* labels 3, 10, ... */
-    CHECK_FAILS(tb_fmnist_load(dir, "train", &ds, &err), TB_ERR_FORMAT, &err,
+    write_split(dir, "train", 6, 28, 28, 6, 20); /* labels 3, 10, ... */
+    CHECK_FAILS(tb_fmnist_load_n(dir, "train", 0, &ds, &err), TB_ERR_FORMAT, &err,
                 "label 10 of example 1 is out of range");
     CHECK(strstr(err.message, "train-labels-idx1-ubyte.gz") != NULL);
     /* a directory given with trailing slashes: dir/file in the message, not dir//file */
     char slashed[600];
     snprintf(slashed, sizeof slashed, "%s//", dir);
     snprintf(path, sizeof path, "%s/train-labels-idx1-ubyte.gz:", dir);
-    CHECK_FAILS(tb_fmnist_load(slashed, "train", &ds, &err), TB_ERR_FORMAT, &err, path);
+    CHECK_FAILS(tb_fmnist_load_n(slashed, "train", 0, &ds, &err), TB_ERR_FORMAT, &err, path);
     CHECK(strstr(err.message, "//") == NULL);
 
     /* labels where images belong */
     make_dir(dir, "swapped");
-    write_split(dir, "train", 6, 3, 2, 6, 10);
+    write_split(dir, "train", 6, 28, 28, 6, 10);
     uint32_t n = 6;
     buf lab = idx_bytes(0x801, 1, &n, 6, 10);
     snprintf(path, sizeof path, "%s/train-images-idx3-ubyte.gz", dir);
@@ -407,8 +450,8 @@ static void test_fmnist_bad(void)
     CHECK_FAILS(tb_fmnist_load(dir, "train", &ds, &err), TB_ERR_FORMAT, &err,
                 "wrong magic 0x00000801, expected 0x00000803");
     /* the images' header and payload under the labels' magic: named as the wrong magic */
-    uint32_t idims[3] = {6, 3, 2};
-    buf img1 = idx_bytes(0x801, 3, idims, 36, 256);
+    uint32_t idims[3] = {6, 28, 28};
+    buf img1 = idx_bytes(0x801, 3, idims, 6 * 28 * 28, 256);
     write_gz(path, img1.p, img1.n);
     free(img1.p);
     CHECK_FAILS(tb_fmnist_load(dir, "train", &ds, &err), TB_ERR_FORMAT, &err,
@@ -428,7 +471,7 @@ static void test_fmnist_bad(void)
 
     /* images present, labels missing: still where the package puts the files */
     make_dir(dir, "half");
-    write_split(dir, "t10k", 4, 3, 2, 4, 10);
+    write_split(dir, "t10k", 4, 28, 28, 4, 10);
     snprintf(path, sizeof path, "%s/t10k-labels-idx1-ubyte.gz", dir);
     CHECK(unlink(path) == 0);
     CHECK_FAILS(tb_fmnist_load(dir, "test", &ds, &err), TB_ERR_MISSING, &err,
@@ -437,8 +480,8 @@ static void test_fmnist_bad(void)
 
     /* a truncated images file surfaces the IDX reader's message */
     make_dir(dir, "trunc");
-    write_split(dir, "train", 6, 3, 2, 6, 10);
-    uint32_t dims[3] = {6, 3, 2};
+    write_split(dir, "train", 6, 28, 28, 6, 10);
+    uint32_t dims[3] = {6, 28, 28};
     buf img = idx_bytes(0x803, 3, dims, 20, 256);
     snprintf(path, sizeof path, "%s/train-images-idx3-ubyte.gz", dir);
     write_gz(path, img.p, img.n);
@@ -452,7 +495,7 @@ static void test_fmnist_bad(void)
 static void remove_tree(const char *dir)
 {
     static const char *const subdirs[] = {"good", "count", "label", "swapped", "empty",
-                                          "half", "trunc", NULL};
+                                          "half", "trunc", "dims", NULL};
     static const char *const files[] = {"train-images-idx3-ubyte.gz", "train-labels-idx1-ubyte.gz",
                                         "t10k-images-idx3-ubyte.gz", "t10k-labels-idx1-ubyte.gz",
                                         NULL};
@@ -491,6 +534,7 @@ int main(void)
     test_idx_not_gzip_and_corrupt();
     test_idx_missing();
     test_fmnist_small_good();
+    test_fmnist_sizes();
     test_fmnist_bad();
     remove_tree(tmpdir);
     test_real_fashion_mnist();

@@ -72,6 +72,10 @@ void tb_image_dataset_free(tb_image_dataset *ds);
 /* Where the Debian package dataset-fashion-mnist installs the files. */
 #define TB_FMNIST_DEFAULT_DIR "/usr/share/datasets/fashion-mnist"
 #define TB_FMNIST_CLASSES 10
+/* The data set's fixed sizes: 28 x 28 images, 60000 training and 10000 test examples. */
+#define TB_FMNIST_SIDE 28
+#define TB_FMNIST_TRAIN_N 60000
+#define TB_FMNIST_TEST_N 10000
 
 /* Checks that dir (NULL: TB_FMNIST_DEFAULT_DIR) holds the four files of both splits, *bytes
  * their total size; TB_ERR_MISSING as tb_fmnist_load, naming the first missing file. */
@@ -80,14 +84,17 @@ tb_status tb_fmnist_files(const char *dir, int64_t *bytes, tb_error *err);
 /* Loads a split of Fashion-MNIST (Xiao et al. 2017) from dir (NULL: TB_FMNIST_DEFAULT_DIR):
  * split "train" reads train-{images-idx3,labels-idx1}-ubyte.gz (60000 examples), split "test"
  * reads t10k-{images-idx3,labels-idx1}-ubyte.gz (10000 examples). The result has one channel,
- * the height and width of the files (28 x 28), 10 classes, pixels divided by 255.
+ * 28 x 28 pixels divided by 255, 10 classes.
  * Fails with TB_ERR_INVALID for another split, TB_ERR_MISSING if the directory or a file is
  * missing (the message starts "Fashion-MNIST not found in <dir>: install the Debian package
  * dataset-fashion-mnist (apt-get install dataset-fashion-mnist)" for the package's directory,
  * "Fashion-MNIST not found in the data directory <dir>" with where the package puts the files
  * for another), TB_ERR_FORMAT if a file is
- * malformed (see tb_idx_read), is not images (3 dimensions) or labels (1 dimension), if image
- * and label counts differ (naming both files) or a label is not below 10, and TB_ERR_NOMEM.
+ * malformed (see tb_idx_read), is not images (3 dimensions) or labels (1 dimension), if the
+ * images are not 28 x 28, if image and label counts differ (naming both files), if the split
+ * does not have its 60000 or 10000 images (the message names the file, what it holds and, for
+ * the other split's count, that the train and t10k files look swapped) or a label is not below
+ * 10, and TB_ERR_NOMEM.
  * On success the caller owns *out (free with tb_image_dataset_free); on failure *out is zeroed
  * and owns nothing. */
 tb_status tb_fmnist_load(const char *dir, const char *split, tb_image_dataset *out,

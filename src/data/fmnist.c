@@ -1,6 +1,7 @@
 /* fmnist.c: the Fashion-MNIST data set (Xiao, Rasul and Vollgraf 2017) from the IDX files of
  * the Debian package dataset-fashion-mnist, and image data sets in general. */
 #include "trainbench/data.h"
+#include "data/fmnist_impl.h"
 #include "data/path_impl.h"
 
 #include <stdbool.h>
@@ -89,6 +90,13 @@ tb_status tb_fmnist_files(const char *dir, int64_t *bytes, tb_error *err)
 tb_status tb_fmnist_load(const char *dir, const char *split, tb_image_dataset *out,
                          tb_error *err)
 {
+    int64_t n = split && strcmp(split, "test") == 0 ? TB_FMNIST_TEST_N : TB_FMNIST_TRAIN_N;
+    return tb_fmnist_load_n(dir, split, n, out, err);
+}
+
+tb_status tb_fmnist_load_n(const char *dir, const char *split, int64_t want_n,
+                           tb_image_dataset *out, tb_error *err)
+{
     if (!out) return tb_fail(err, TB_ERR_INVALID, "tb_fmnist_load: out is NULL");
     memset(out, 0, sizeof *out);
     if (!dir) dir = TB_FMNIST_DEFAULT_DIR;
@@ -114,15 +122,31 @@ tb_status tb_fmnist_load(const char *dir, const char *split, tb_image_dataset *o
         st = read_part(dir, labels_name, 1, labels_path, sizeof labels_path, &labels, err);
     if (st != TB_OK) goto done;
 
+    /* the data set's fixed sizes: 28 x 28 images, 60000 for training and 10000 for test (the
+     * workloads' models and targets mean these; other files are not Fashion-MNIST) */
     int64_t n = images.dims[0], height = images.dims[1], width = images.dims[2];
-    if (n == 0 || height == 0 || width == 0 || height > 65536 || width > 65536) {
-        st = tb_fail(err, TB_ERR_FORMAT, "%s: unusable image dimensions %lld x %lld x %lld",
-                     images_path, (long long)n, (long long)height, (long long)width);
+    if (height != TB_FMNIST_SIDE || width != TB_FMNIST_SIDE) {
+        st = tb_fail(err, TB_ERR_FORMAT,
+                     "%s holds %lld images of %lld x %lld pixels; Fashion-MNIST's images are "
+                     "%d x %d",
+                     images_path, (long long)n, (long long)height, (long long)width,
+                     TB_FMNIST_SIDE, TB_FMNIST_SIDE);
         goto done;
     }
     if (labels.dims[0] != n) {
         st = tb_fail(err, TB_ERR_FORMAT, "%s has %lld images but %s has %lld labels", images_path,
                      (long long)n, labels_path, (long long)labels.dims[0]);
+        goto done;
+    }
+    bool test = strcmp(prefix, "t10k") == 0;
+    if ((want_n > 0 && n != want_n) || n == 0) {
+        int64_t other = test ? TB_FMNIST_TRAIN_N : TB_FMNIST_TEST_N;
+        st = tb_fail(err, TB_ERR_FORMAT,
+                     "%s holds %lld images; Fashion-MNIST's %s set has %lld%s", images_path,
+                     (long long)n, test ? "test" : "training",
+                     (long long)(want_n > 0 ? want_n : test ? TB_FMNIST_TEST_N
+                                                            : TB_FMNIST_TRAIN_N),
+                     n == other ? " (are the train and t10k files swapped?)" : "");
         goto done;
     }
     for (int64_t i = 0; i < n; i++) {
