@@ -91,6 +91,13 @@ int main(void)
     CHECK(run(args) == 1 && has("t10k-images-idx3-ubyte.gz holds 10000 images of 20 x 20 pixels; "
                                 "Fashion-MNIST's images are 28 x 28") &&
           !has("//t10k"));
+    /* prepare reads and checks the files as train does (it only looked for them): the same
+     * error, the same exit code */
+    char train_out[sizeof out];
+    snprintf(train_out, sizeof train_out, "%s", out);
+    snprintf(args, sizeof args, "prepare --cache-dir %s --data-dir %s/ fmnist_mlp", root, dir);
+    CHECK(run(args) == 1 && has("prepare fmnist_mlp: ") &&
+          has(strstr(train_out, "trainbench: ") + strlen("trainbench: ")));
     remove_dir(dir);
 
     /* the training and test files swapped */
@@ -105,7 +112,14 @@ int main(void)
     snprintf(args, sizeof args, "train --data-dir %s --steps 2 --eval-examples 50 -q", dir);
     CHECK(run(args) == 1 && has("train-images-idx3-ubyte.gz holds 10000 images; Fashion-MNIST's "
                                 "training set has 60000 (are the train and t10k files swapped?)"));
+    snprintf(args, sizeof args, "prepare --cache-dir %s --data-dir %s fmnist_cnn", root, dir);
+    CHECK(run(args) == 1 && has("prepare fmnist_cnn: ") && has("(are the train and t10k files "
+                                                               "swapped?)"));
     remove_dir(dir);
+
+    /* the installed files pass */
+    snprintf(args, sizeof args, "prepare --cache-dir %s fmnist_mlp", root);
+    CHECK(run(args) == 0 && has("checked: 60000 training and 10000 test images"));
 
     CHECK(rmdir(root) == 0);
     return tb_test_finish("test_cli_data");
