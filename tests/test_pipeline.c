@@ -3,6 +3,7 @@
  * counts (mean copies per item equals the factor), the prefetch thread (same stream as the
  * synchronous pipeline, shutdown while it is blocked) and bad configs. On Fashion-MNIST. */
 #include "testutil.h"
+#include "workloads/workload_impl.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -268,10 +269,48 @@ static void test_bad_configs(tb_workload *wl, tb_workload *lm)
                 "bootstrap splits only");
 }
 
+/* Too little data for the default splits: a data error naming the sizes, not empty splits.
+ * tiny_10 of QA: 10 training examples gave a validation set of 10 / 12 = 0 examples and a
+ * run that 'diverged' on its NaN validation loss. A source without data, sizes only. */
+static void test_too_little_data(void)
+{
+    tb_error err = {0};
+    for (int kind = 0; kind < 2; kind++) {
+        tb_workload wl;
+        memset(&wl, 0, sizeof wl);
+        wl.vt = &tb_workload_fmnist_mlp;
+        wl.src.n = 10010;
+        wl.src.n_official_train = 10;
+        tb_workload_config c = {.split_kind = kind ? TB_SPLITS_BOOTSTRAP : TB_SPLITS_OFFICIAL};
+        CHECK_FAILS(tb_workload_draw_splits(&wl, &c, &err), TB_ERR_FORMAT, &err,
+                    "fmnist_mlp: too little data for its splits: 10010 examples (10 in the "
+                    "official training set, 10000 in the official test set) give ");
+        CHECK(strstr(err.message, " 0 validation and ") != NULL);
+        for (int s = 0; s < 3; s++) free(wl.split_ids[s]);
+        /* no official test set */
+        memset(&wl, 0, sizeof wl);
+        wl.vt = &tb_workload_fmnist_mlp;
+        wl.src.n = wl.src.n_official_train = 600;
+        CHECK_FAILS(tb_workload_draw_splits(&wl, &c, &err), TB_ERR_FORMAT, &err,
+                    "give 550 training, 50 validation and 0 test examples");
+        for (int s = 0; s < 3; s++) free(wl.split_ids[s]);
+    }
+    /* a validation size the caller chose that leaves no training data stays the caller's */
+    tb_workload wl;
+    memset(&wl, 0, sizeof wl);
+    wl.vt = &tb_workload_fmnist_mlp;
+    wl.src.n = 700;
+    wl.src.n_official_train = 600;
+    tb_workload_config c = {.validation_size = 600};
+    CHECK_FAILS(tb_workload_draw_splits(&wl, &c, &err), TB_ERR_INVALID, &err,
+                "leaves no training data");
+}
+
 int main(void)
 {
     be = tb_test_backend();
     tb_workload *off = make(TB_SPLITS_OFFICIAL, 0), *boot = make(TB_SPLITS_BOOTSTRAP, 0);
+    test_too_little_data();
     test_splits(off, false);
     test_splits(boot, true);
     tb_workload *boot2 = make(TB_SPLITS_BOOTSTRAP, 0), *boot3 = make(TB_SPLITS_BOOTSTRAP, 1);

@@ -110,6 +110,16 @@ static void test_missing(void)
     cfg.data_dir = dir;
     CHECK_FAILS(tb_workload_create("wordnet_sparse", be, &cfg, &wl, &err), TB_ERR_FORMAT, &err,
                 "data.verb line 2");
+    /* well-formed but 4 glosses: too little data for a validation and a test set, named as
+     * such with the sizes (it said the default validation size "leaves no training data") */
+    char verb[256];
+    snprintf(verb, sizeof verb, "%s/data.verb", dir);
+    FILE *vf = fopen(verb, "w");
+    fputs("00001740 03 n 01 entity 0 000 | a thing\n", vf);
+    fclose(vf);
+    CHECK_FAILS(tb_workload_create("wordnet_sparse", be, &cfg, &wl, &err), TB_ERR_FORMAT, &err,
+                "wordnet_sparse: too little data for its splits: 12 examples (12 in the "
+                "official training set, 0 in the official test set)");
     for (int i = 0; i < 4; i++) {
         char p[256];
         snprintf(p, sizeof p, "%s/%s", dir, names[i]);

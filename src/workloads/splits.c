@@ -105,6 +105,21 @@ static tb_status bootstrap(tb_workload *wl, const tb_workload_config *cfg, int64
     return st;
 }
 
+/* The data holds too few examples for the splits the workload draws by default: a data error
+ * (an empty validation or test set would make every evaluation NaN), naming the sizes. */
+static tb_status too_little_data(const tb_workload *wl, int64_t n_train, int64_t n_val,
+                                 int64_t n_test, tb_error *err)
+{
+    int64_t n = wl->src.n, n_off = wl->src.n_official_train;
+    return tb_fail(err, TB_ERR_FORMAT,
+                   "%s: too little data for its splits: %lld examples (%lld in the official "
+                   "training set, %lld in the official test set) give %lld training, %lld "
+                   "validation and %lld test examples, and none may be empty",
+                   wl->vt->info.id, (long long)n, (long long)n_off, (long long)(n - n_off),
+                   (long long)(n_train > 0 ? n_train : 0), (long long)n_val,
+                   (long long)n_test);
+}
+
 tb_status tb_workload_draw_splits(tb_workload *wl, const tb_workload_config *cfg, tb_error *err)
 {
     const tb_workload_vtable *vt = wl->vt;
@@ -119,11 +134,19 @@ tb_status tb_workload_draw_splits(tb_workload *wl, const tb_workload_config *cfg
             return tb_fail(err, TB_ERR_INVALID,
                            "a test size applies to bootstrap splits only (the official test "
                            "set is fixed)");
+        int64_t n_all = wl->src.n_official_train, n_test = wl->src.n - n_all;
+        /* a validation size the caller chose that leaves no training data is the caller's */
+        if (n_val == 0 || n_test == 0 || (n_val >= n_all && cfg->validation_size == 0))
+            return too_little_data(wl, n_all - n_val, n_val, n_test, err);
         st = official(wl, cfg, n_val, err);
     } else if (cfg->split_kind == TB_SPLITS_BOOTSTRAP) {
         int64_t n_test = cfg->test_size > 0 ? cfg->test_size
                          : vt->default_test > 0 ? vt->default_test
                                                 : wl->src.n - wl->src.n_official_train;
+        int64_t n_train = wl->src.n - n_val - n_test;
+        if (n_val == 0 || n_test == 0 ||
+            (n_train < 1 && cfg->validation_size == 0 && cfg->test_size == 0))
+            return too_little_data(wl, n_train, n_val, n_test, err);
         st = bootstrap(wl, cfg, n_val, n_test, err);
     } else {
         return tb_fail(err, TB_ERR_INVALID, "unknown split kind %d", (int)cfg->split_kind);
