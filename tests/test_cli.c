@@ -97,6 +97,13 @@ int main(void)
     /* a workload without accuracy (reconstruction loss) reports neither NaN nor the loss twice */
     CHECK(run("train -w fmnist_autoencoder --steps 2 --evals 1 --eval-examples 100 -q") == 0 &&
           has("validation: loss ") && !has("nan") && !has(", loss"));
+    /* an evaluation subset of a bootstrap split: spread over the shuffled split, every class
+     * in it (the first 200 of the class-sorted sets were class 0 only: error rate 1) */
+    CHECK(run("train -w fmnist_mlp --steps 5 --split bootstrap --seed-split 1 --eval-examples 200 "
+              "--json -q") == 0 &&
+          has("\"validation\":{\"accuracy\":") && has("\"test\":{\"accuracy\":") &&
+          strstr(out, "\"error_rate\":1.000000") == NULL);
+    CHECK(run("train --help") == 0 && has("spread evenly over it"));
     CHECK(run("algorithms") == 0 && has("adamw") && has("beta2") && has("nesterov"));
     CHECK(run("version") == 0 && has("trainbench "));
     return tb_test_finish("test_cli");

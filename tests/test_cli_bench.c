@@ -28,8 +28,8 @@ int main(void)
     fclose(f);
 
     CHECK(run("bench --help") == 0 && has("--preset") && has("--ruleset") &&
-          has("2 studies x 1 trial, 15 s budgets") && has("the train\n") &&
-          has("subset, validation and test"));
+          has("2 studies x 1 trial, 15 s budgets") && has("spread evenly over\n") &&
+          has("(the train subset, validation and test)"));
     CHECK(run("bench --timeout -5") == 2 && has("--timeout: must be positive"));
     CHECK(run("bench -w fmnist_mlp --timeout 0.5") == 2 &&
           has("--timeout: 0.5 s is below the budget of a fmnist_mlp trial (15 s"));

@@ -269,6 +269,73 @@ static void test_bad_configs(tb_workload *wl, tb_workload *lm)
                 "bootstrap splits only");
 }
 
+/* Evaluation subsets: N examples spread over the split. A bootstrap validation set was filled
+ * class by class, and evaluate took its first rows: 200 examples were all of class 0 (error
+ * rate exactly 1 after a few steps). The official KJV test set is in corpus order: the first
+ * rows are Genesis. */
+static void test_eval_subsets(tb_workload *boot, tb_workload *lm)
+{
+    tb_error err = {0};
+    /* the row picker: increasing, from the first part to the last; the identity when whole */
+    int64_t prev = -1;
+    bool increasing = true;
+    for (int64_t k = 0; k < 200; k++) {
+        int64_t r = tb_eval_subset_row(5000, 200, k);
+        increasing = increasing && r > prev && r < 5000;
+        prev = r;
+    }
+    CHECK(increasing && tb_eval_subset_row(5000, 200, 0) < 25 && prev >= 4975);
+    CHECK(tb_eval_subset_row(7, 7, 3) == 3 && tb_eval_subset_row(7, 9, 5) == 5);
+
+    /* a bootstrap validation set's order holds every class from its start */
+    int64_t first[200], per[10] = {0};
+    for (int64_t i = 0; i < 200; i++) first[i] = i;
+    int64_t ids[200];
+    CHECK_OK(tb_workload_example_ids(boot, TB_SPLIT_VALIDATION, first, 200, ids, &err), &err);
+    for (int64_t i = 0; i < 200; i++) per[tb_workload_example_class(boot, ids[i])]++;
+    bool all = true;
+    for (int c = 0; c < 10; c++) all = all && per[c] > 0;
+    CHECK(all);
+
+    /* the 200 examples an evaluation reads (one batch: its targets stay staged) are balanced
+     * over the classes, in validation and test */
+    tb_tape *tape = tb_test_tape(be);
+    tb_rng rng = tb_rng_make(1, TB_STREAM_INIT);
+    CHECK_OK(tb_workload_init(boot, &rng, &err), &err);
+    for (int s = TB_SPLIT_VALIDATION; s <= TB_SPLIT_TEST; s++) {
+        tb_eval_metrics m;
+        CHECK_OK(tb_workload_evaluate(boot, tape, (tb_split)s, 200, &m, &err), &err);
+        CHECK(m.examples == 200);
+        int64_t count[10] = {0};
+        const int32_t *y = (const int32_t *)boot->stage_y;
+        for (int64_t i = 0; i < 200; i++) count[y[i]]++;
+        bool balanced = true;
+        for (int c = 0; c < 10; c++) balanced = balanced && count[c] >= 8 && count[c] <= 40;
+        if (!balanced)
+            for (int c = 0; c < 10; c++) fprintf(stderr, "class %d: %lld\n", c, (long long)count[c]);
+        CHECK(balanced);
+    }
+    tb_tape_destroy(tape);
+
+    /* KJV's official test set: 8 examples from the middle of 8 equal parts, the last near
+     * Revelation's end (its last batch of inputs stays staged) */
+    tape = tb_test_tape(be);
+    CHECK_OK(tb_workload_init(lm, &rng, &err), &err);
+    int64_t size = tb_workload_size(lm, TB_SPLIT_TEST), rows[8];
+    for (int64_t k = 0; k < 8; k++) rows[k] = tb_eval_subset_row(size, 8, k);
+    CHECK(rows[0] > 0 && rows[7] > size * 7 / 8);
+    tb_example_layout l = tb_workload_layout(lm);
+    size_t xb = tb_example_x_bytes(&l), yb = tb_example_y_bytes(&l);
+    unsigned char *x = malloc(8 * xb), *y = malloc(8 * yb);
+    CHECK_OK(tb_workload_read(lm, TB_SPLIT_TEST, rows, 8, x, y, &err), &err);
+    tb_eval_metrics m;
+    CHECK_OK(tb_workload_evaluate(lm, tape, TB_SPLIT_TEST, 8, &m, &err), &err);
+    CHECK(m.examples == 8 && memcmp(lm->stage_x, x, 8 * xb) == 0);
+    free(x);
+    free(y);
+    tb_tape_destroy(tape);
+}
+
 /* Too little data for the default splits: a data error naming the sizes, not empty splits.
  * tiny_10 of QA: 10 training examples gave a validation set of 10 / 12 = 0 examples and a
  * run that 'diverged' on its NaN validation loss. A source without data, sizes only. */
@@ -327,6 +394,7 @@ int main(void)
     tb_error err = {0};
     if (CHECK_OK(tb_workload_create("kjv_transformer", be, &lc, &lm, &err), &err)) {
         test_bad_configs(off, lm);
+        test_eval_subsets(boot, lm);
         tb_workload_destroy(lm);
     }
     tb_workload_destroy(off);

@@ -57,6 +57,8 @@ typedef struct tb_trial_options {
     tb_device device;
     int threads;                   /* CPU threads of the trial (0: all cores) */
     const char *data_dir;          /* NULL: the Debian package's directory */
+    /* evaluation subsets: that many examples spread evenly over the split (see
+     * tb_workload_evaluate) */
     int64_t eval_train_examples;   /* train-metric subset per eval (0: as many as validation) */
     int64_t eval_validation_examples; /* 0: the whole validation split */
     int64_t eval_test_examples;    /* 0: the whole test split; < 0: no test evals */

@@ -56,7 +56,8 @@ typedef struct tb_train_config {
     int evals;                       /* evaluations on the validation set during the run, at
                                         even steps (none when the run ends by time: use
                                         eval_period_s) */
-    int64_t eval_examples;           /* evaluate only the first N examples of a split; 0 = all */
+    int64_t eval_examples;           /* evaluate N examples spread evenly over each split
+                                        (tb_workload_evaluate's limit); 0 = all */
     const char *data_dir;            /* NULL: the Debian package's directory */
     tb_train_progress_fn progress;   /* optional; called about every progress_every_s */
     void *progress_user;

@@ -133,8 +133,9 @@ typedef struct tb_eval_metrics {
     double metric;     /* the workload's target metric (info->metric) */
 } tb_eval_metrics;
 
-/* Evaluates a split (or its first `limit` examples if limit > 0) in eval mode, batch by batch
- * on tape (which is reset). */
+/* Evaluates a split in eval mode, batch by batch on tape (which is reset): all of it, or with
+ * 0 < limit < its size `limit` examples spread evenly over it (the middle row of each of limit
+ * equal parts), never its first rows alone (official test sets are in corpus order). */
 tb_status tb_workload_evaluate(tb_workload *wl, tb_tape *tape, tb_split split, int64_t limit,
                                tb_eval_metrics *out, tb_error *err);
 

@@ -164,12 +164,20 @@ static int64_t count_correct(const float *out, const int32_t *y, int64_t rows, i
     return correct;
 }
 
+int64_t tb_eval_subset_row(int64_t size, int64_t n, int64_t k)
+{
+    if (n >= size) return k;
+    return (2 * k + 1) * size / (2 * n); /* the middle of the k-th of n equal parts */
+}
+
 tb_status tb_workload_evaluate(tb_workload *wl, tb_tape *tape, tb_split split, int64_t limit,
                                tb_eval_metrics *out, tb_error *err)
 {
     if (split < TB_SPLIT_TRAIN || split > TB_SPLIT_TEST)
         return tb_fail(err, TB_ERR_INVALID, "unknown split %d", (int)split);
-    int64_t total = tb_workload_size(wl, split);
+    /* a subset is spread evenly over the split, not its first rows: the official test sets of
+     * the text corpora are in corpus order (the first rows would be Genesis, or nouns) */
+    int64_t size = tb_workload_size(wl, split), total = size;
     if (limit > 0 && limit < total) total = limit;
     const int64_t batch = wl->vt->eval_batch > 0 ? wl->vt->eval_batch : 500;
     bool classify = wl->src.layout.y_dtype == TB_I32;
@@ -183,7 +191,7 @@ tb_status tb_workload_evaluate(tb_workload *wl, tb_tape *tape, tb_split split, i
     tb_status st = rows ? TB_OK : tb_fail(err, TB_ERR_NOMEM, "out of memory evaluating");
     for (int64_t start = 0; start < total && st == TB_OK; start += batch) {
         int64_t n = total - start < batch ? total - start : batch;
-        for (int64_t i = 0; i < n; i++) rows[i] = start + i;
+        for (int64_t i = 0; i < n; i++) rows[i] = tb_eval_subset_row(size, total, start + i);
         tb_tape_reset(tape);
         tb_var *x, *y, *outs = NULL, *loss = NULL;
         if (tb_workload_gather(wl, tape, split, rows, n, &x, &y)) {

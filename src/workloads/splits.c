@@ -1,6 +1,7 @@
 /* splits.c: drawing a workload's train / validation / test splits from the split stream:
  * the official split (fixed test set, validation held out of the training set) or the
- * bootstrap with out-of-bootstrap validation and test sets (stratified by class). */
+ * bootstrap with out-of-bootstrap validation and test sets (stratified by class, in a seeded
+ * random order). */
 #include "workloads/workload_impl.h"
 
 #include <stdlib.h>
@@ -98,6 +99,12 @@ static tb_status bootstrap(tb_workload *wl, const tb_workload_config *cfg, int64
                   "validation", err);
         if (st == TB_OK)
             st = take(wl, oob, n_oob, taken, n_test, wl->split_ids[TB_SPLIT_TEST], "test", err);
+        /* take() fills a set class by class: shuffled, so that any part of it (an evaluation
+         * subset) holds every class; the members stay those drawn above */
+        if (st == TB_OK) {
+            tb_rng_shuffle_i64(&rng, wl->split_ids[TB_SPLIT_VALIDATION], n_val);
+            tb_rng_shuffle_i64(&rng, wl->split_ids[TB_SPLIT_TEST], n_test);
+        }
     }
     free(drawn);
     free(oob);

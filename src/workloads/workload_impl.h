@@ -77,6 +77,9 @@ tb_status tb_workload_add_layer(tb_workload *wl, tb_layer_kind kind, const char 
                                 void *layer, tb_error *err);
 /* Draws the splits (splits.c). */
 tb_status tb_workload_draw_splits(tb_workload *wl, const tb_workload_config *cfg, tb_error *err);
+/* The k-th of the n rows (0 <= k < n) that evaluate a subset of n examples of a split of size
+ * rows: spread evenly over it (the middle of each of n equal parts); k itself when n >= size. */
+int64_t tb_eval_subset_row(int64_t size, int64_t n, int64_t k);
 /* Ensures the staging buffers hold n examples. */
 bool tb_workload_stage(tb_workload *wl, int64_t n);
 
