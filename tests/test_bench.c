@@ -249,6 +249,54 @@ static void test_target_metric(void)
     remove_store(db);
 }
 
+/* Evals on a 1-example validation subset: the target (calibrated on the whole split) was
+ * claimed as soon as that one example was classified right. Now a subset at the target is
+ * replaced by an eval of the whole validation split, which is recorded and decides: no
+ * recorded subset eval is at the target, and a reached target is a whole-split eval's. */
+static void test_target_on_subset(void)
+{
+    char db[256];
+    temp_path(db, sizeof db, "subset");
+    const char *subs[1] = {"sgd"};
+    tb_bench_spec s = tb_test_bench_spec(subs, 1, 2.0, 1);
+    s.eval_period_s = 0.1;
+    tb_bench_summary sum;
+    tb_error err = {0};
+    CHECK_OK(tb_bench_run(db, &s, NULL, NULL, &sum, &err), &err);
+    CHECK(sum.planned == 1 && sum.ran == 1 && sum.failed == 0);
+    tb_store *store;
+    CHECK_OK(tb_store_open(db, &store, &err), &err);
+    tb_trial_record *t;
+    int n;
+    CHECK_OK(tb_store_trials(store, "t", &t, &n, &err), &err);
+    CHECK(n == 1);
+    if (n == 1) {
+        tb_eval_record *ev;
+        int ne, whole = 0;
+        CHECK_OK(tb_store_evals(store, t[0].id, &ev, &ne, &err), &err);
+        for (int i = 0; i < ne; i++) {
+            if (ev[i].validation_examples == 1) {
+                CHECK(ev[i].validation_error > t[0].target);
+            } else {
+                CHECK(ev[i].validation_examples == 5000);
+                whole++;
+            }
+            if (t[0].reached && ev[i].submission_time == t[0].time_to_target)
+                CHECK(ev[i].validation_examples == 5000 &&
+                      ev[i].validation_error <= t[0].target);
+        }
+        /* the one example (row 2500) was classified right at some eval: confirmed on the whole
+         * split at least once (else this test checked nothing) */
+        CHECK(whole >= 1);
+        printf("subset trial: %d evals, %d on the whole split, %s\n", ne, whole,
+               t[0].reached ? "reached" : "missed");
+        free(ev);
+    }
+    free(t);
+    tb_store_close(store);
+    remove_store(db);
+}
+
 /* Missing data is the benchmark's error (TB_ERR_MISSING), not the trial's failure: the trial
  * is left unfinished and the same benchmark, run again with the data, runs it. */
 static void test_missing_data(void)
@@ -318,6 +366,7 @@ int main(void)
     test_submission_errors();
     test_missing_data();
     test_target_metric();
+    test_target_on_subset();
     test_crash_isolated();
     test_kill_and_resume();
     return tb_test_finish("test_bench");

@@ -104,6 +104,13 @@ int main(void)
           has("\"validation\":{\"accuracy\":") && has("\"test\":{\"accuracy\":") &&
           strstr(out, "\"error_rate\":1.000000") == NULL);
     CHECK(run("train --help") == 0 && has("spread evenly over it"));
+    /* the target is calibrated on the whole validation split: a 1-example subset at it (the
+     * stop was at the first eval, step 4, reached_target true) is confirmed on the whole split
+     * first, which 40 steps do not reach */
+    CHECK(run("train -w fmnist_mlp --steps 40 --stop-at-target --eval-examples 1 --evals 10 "
+              "--json -q") == 0 &&
+          has("\"steps\":40,") && has("\"reached_target\":false"));
+    CHECK(run("train --help") == 0 && has("a subset at the target is confirmed"));
     CHECK(run("algorithms") == 0 && has("adamw") && has("beta2") && has("nesterov"));
     CHECK(run("version") == 0 && has("trainbench "));
     return tb_test_finish("test_cli");

@@ -70,7 +70,9 @@ typedef struct tb_train_config {
     tb_pipeline_config pipeline;
     double max_time_s;               /* stop after this many timed seconds (0: no limit) */
     double eval_period_s;            /* also evaluate every this many timed seconds (0: off) */
-    bool stop_at_target;             /* stop once validation reaches the workload's target */
+    bool stop_at_target;             /* stop once validation reaches the workload's target (on
+                                        the whole validation split: a subset at the target,
+                                        eval_examples, is confirmed on the whole split) */
     /* ---- added with CUDA graphs ---- */
     /* Capture one whole step as a CUDA graph after two eager warm-up steps and replay it (see
      * trainbench/step.h). Needs the cuda backend: on cpu tb_train fails with
@@ -112,7 +114,9 @@ typedef struct tb_train_result {
     int64_t evaluations;           /* validation evaluations, the final one included */
     double best_validation_metric; /* best info->metric over the evaluations */
     double time_to_target_s;       /* timed seconds at the first evaluation at or past the
-                                      validation target; NaN if never reached */
+                                      validation target, on the whole validation split (a
+                                      subset at it is confirmed on the whole split); NaN if
+                                      never reached */
     bool reached_target;
     /* ---- added with CUDA graphs ---- */
     int64_t graph_replays;         /* steps replayed from the captured graph */

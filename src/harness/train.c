@@ -113,9 +113,17 @@ static tb_status check_divergence(const char *what, double loss, double first, b
                    what, loss, when, TB_TRAIN_DIVERGENCE_FACTOR, first);
 }
 
-/* Records a validation evaluation made after `timed` seconds of training. */
-static void note_validation(const tb_workload_info *info, const tb_eval_metrics *m, double timed,
-                            tb_train_result *res)
+static bool at_target(const tb_workload_info *info, double v)
+{
+    return info->lower_is_better ? v <= info->validation_target : v >= info->validation_target;
+}
+
+/* Records a validation evaluation made after `timed` seconds of training. The target is
+ * calibrated on the whole validation split, so only the whole split can reach it: an
+ * evaluation subset (eval_examples) at the target is confirmed by evaluating the whole split
+ * (untimed, as every evaluation), and the target counts only if that one reaches it too. */
+static tb_status note_validation(run *r, const tb_workload_info *info, const tb_eval_metrics *m,
+                                 double timed, tb_train_result *res, tb_error *err)
 {
     double v = m->metric;
     res->evaluations++;
@@ -123,11 +131,17 @@ static void note_validation(const tb_workload_info *info, const tb_eval_metrics 
         (info->lower_is_better ? v < res->best_validation_metric
                                : v > res->best_validation_metric))
         res->best_validation_metric = v;
-    bool hit = info->lower_is_better ? v <= info->validation_target : v >= info->validation_target;
-    if (hit && !res->reached_target) {
-        res->reached_target = true;
-        res->time_to_target_s = timed;
+    if (res->reached_target || !at_target(info, v)) return TB_OK;
+    if (m->examples < tb_workload_size(r->wl, TB_SPLIT_VALIDATION)) {
+        tb_eval_metrics whole;
+        tb_status st = tb_workload_evaluate(r->wl, r->eval_tape ? r->eval_tape : r->tape,
+                                            TB_SPLIT_VALIDATION, 0, &whole, err);
+        if (st != TB_OK) return st;
+        if (!at_target(info, whole.metric)) return TB_OK;
     }
+    res->reached_target = true;
+    res->time_to_target_s = timed;
+    return TB_OK;
 }
 
 tb_status tb_train(const tb_train_config *cfg, tb_train_result *res, tb_error *err)
@@ -226,7 +240,7 @@ tb_status tb_train(const tb_train_config *cfg, tb_train_result *res, tb_error *e
         tb_eval_metrics val;
         if (eval_now && (st = evaluate(&r, TB_SPLIT_VALIDATION, &val, err)) != TB_OK) break;
         if (eval_now) {
-            note_validation(info, &val, timed, res);
+            if ((st = note_validation(&r, info, &val, timed, res, err)) != TB_OK) break;
             while (next_eval_time <= timed) next_eval_time += cfg->eval_period_s;
         }
         if (cfg->progress && (eval_now || timed - last_report >= cfg->progress_every_s ||
@@ -253,7 +267,7 @@ tb_status tb_train(const tb_train_config *cfg, tb_train_result *res, tb_error *e
     if (st == TB_OK)
         st = check_divergence("the validation loss", res->validation.loss, first_loss, true,
                               res->steps, res, err);
-    if (st == TB_OK) note_validation(info, &res->validation, timed, res);
+    if (st == TB_OK) st = note_validation(&r, info, &res->validation, timed, res, err);
     if (st == TB_OK) st = evaluate(&r, TB_SPLIT_TEST, &res->test, err);
     run_free(&r);
     return st;

@@ -53,6 +53,11 @@ static tb_status eval_once(trial_run *r, tb_error *err)
                      : (nv > 0 ? nv : tb_workload_size(c->wl, TB_SPLIT_VALIDATION));
     tb_status st = tb_workload_evaluate(c->wl, c->tape, TB_SPLIT_TRAIN, nt, &tr, err);
     if (st == TB_OK) st = tb_workload_evaluate(c->wl, c->tape, TB_SPLIT_VALIDATION, nv, &va, err);
+    /* the target is calibrated on the whole validation split: a subset at the target is
+     * replaced by the whole split's evaluation, which is recorded and decides */
+    if (st == TB_OK && !r->reached && isfinite(va.metric) && va.metric <= r->rec.target &&
+        va.examples < tb_workload_size(c->wl, TB_SPLIT_VALIDATION))
+        st = tb_workload_evaluate(c->wl, c->tape, TB_SPLIT_VALIDATION, 0, &va, err);
     bool test = r->opts->eval_test_examples >= 0;
     if (st == TB_OK && test)
         st = tb_workload_evaluate(c->wl, c->tape, TB_SPLIT_TEST, r->opts->eval_test_examples,
