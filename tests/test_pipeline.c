@@ -269,6 +269,55 @@ static void test_bad_configs(tb_workload *wl, tb_workload *lm)
                 "bootstrap splits only");
 }
 
+/* --augment on the autoencoder, whose target is the image: the target gets the same crop and
+ * flip as the input (it was the image before augmentation: the model learned to undo them),
+ * for every echo kind (augmenting per copy or once per fresh example). */
+static void test_augment_target(void)
+{
+    tb_workload_config wc = {0};
+    tb_workload *ae = NULL;
+    tb_error err = {0};
+    if (!CHECK_OK(tb_workload_create("fmnist_autoencoder", be, &wc, &ae, &err), &err)) return;
+    tb_example_layout l = tb_workload_layout(ae);
+    CHECK(l.target_is_input && l.image);
+    const tb_echo_kind kinds[3] = {TB_ECHO_NONE, TB_ECHO_EXAMPLE_BEFORE_AUGMENT,
+                                   TB_ECHO_EXAMPLE_AFTER_AUGMENT};
+    enum { B = 16, D = 784 };
+    float *x = malloc(B * D * sizeof(float)), *y = malloc(B * D * sizeof(float));
+    float *rx = malloc(B * D * sizeof(float)), *ry = malloc(B * D * sizeof(float));
+    tb_tape *tape = tb_test_tape(be);
+    for (int k = 0; k < 3; k++) {
+        tb_pipeline_config c = {.batch_size = B, .data_order_seed = 4, .augment_seed = 5,
+                                .augment = true, .echo = kinds[k], .echo_factor = 2};
+        tb_pipeline *p;
+        if (!CHECK_OK(tb_pipeline_create(ae, &c, &p, &err), &err)) continue;
+        bool same = true;
+        int64_t changed = 0;
+        for (int b = 0; b < 5; b++) {
+            tb_tape_reset(tape);
+            tb_batch batch;
+            if (!CHECK_OK(tb_pipeline_next(p, tape, &batch, &err), &err)) break;
+            tb_tensor_download(&batch.inputs->value, x, NULL);
+            tb_tensor_download(&batch.targets->value, y, NULL);
+            same = same && memcmp(x, y, (size_t)batch.n * D * sizeof(float)) == 0;
+            /* and the augmentation did change images */
+            CHECK_OK(tb_workload_read(ae, TB_SPLIT_TRAIN, batch.rows, batch.n, rx, ry, &err),
+                     &err);
+            for (int64_t i = 0; i < batch.n; i++)
+                changed += memcmp(x + i * D, rx + i * D, D * sizeof(float)) != 0;
+        }
+        CHECK(same);
+        CHECK(changed > 40); /* of 80: a crop of (0, 0) without a flip leaves 1 in 50 as is */
+        tb_pipeline_destroy(p);
+    }
+    tb_tape_destroy(tape);
+    free(x);
+    free(y);
+    free(rx);
+    free(ry);
+    tb_workload_destroy(ae);
+}
+
 /* Evaluation subsets: N examples spread over the split. A bootstrap validation set was filled
  * class by class, and evaluate took its first rows: 200 examples were all of class 0 (error
  * rate exactly 1 after a few steps). The official KJV test set is in corpus order: the first
@@ -386,6 +435,7 @@ int main(void)
     tb_workload_destroy(boot2);
     tb_workload_destroy(boot3);
     test_streams(off);
+    test_augment_target();
     test_echo(off);
     test_fresh_count(off);
     test_shutdown(off);

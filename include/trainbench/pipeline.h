@@ -50,7 +50,8 @@ typedef struct tb_pipeline_config {
     uint64_t augment_seed;    /* seed of TB_STREAM_AUGMENT */
     /* ---- added with the threaded pipeline (zero = off / default) ---- */
     int prefetch;             /* host batches prepared ahead: 0 = 2; < 0 = no thread */
-    bool augment;             /* image workloads only: random crop and flip */
+    bool augment;             /* image workloads only: random crop and flip (of the target
+                                 too when it is the input: layout.target_is_input) */
     int crop_padding;         /* zero padding of the random crop (0: 2 pixels) */
     bool no_flip;             /* augment without the horizontal flip */
     tb_echo_kind echo;

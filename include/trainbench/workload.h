@@ -150,6 +150,8 @@ typedef struct tb_example_layout {
     int y_ndim;               /* 0: a scalar (a class label) */
     int64_t y_shape[3];
     bool image;               /* x is [C, H, W] pixels: crop and flip apply */
+    bool target_is_input;     /* y is x itself (float, as many values: reconstruction): an
+                                 augmentation transforms y exactly as x */
 } tb_example_layout;
 
 tb_example_layout tb_workload_layout(const tb_workload *wl);

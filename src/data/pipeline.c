@@ -29,7 +29,7 @@ struct tb_pipeline {
     /* upstream state: touched only by the producer */
     int64_t *order, pos;
     tb_rng order_rng, echo_rng, shuffle_rng, aug_rng;
-    unsigned char *raw_x, *raw_y, *aug_x; /* the current fresh item and its augmentation */
+    unsigned char *raw_x, *raw_y, *aug_x, *aug_y; /* the current fresh item, augmented */
     int64_t raw_row, copies_left, fresh_pending, repeat_left;
     unsigned char *buf_x, *buf_y;         /* shuffle buffer */
     int64_t *buf_rows, buf_n;
@@ -91,15 +91,11 @@ static int64_t draw_copies(tb_pipeline *p)
     return (int64_t)k;
 }
 
-/* Random crop (zero padding) and horizontal flip of an image [C, H, W]: dy, dx, flip drawn
- * for every item, so the stream does not depend on what is enabled elsewhere. */
-static void augment(tb_pipeline *p, const float *in, float *out)
+/* One crop offset and flip applied to an image [C, H, W]. */
+static void crop_flip(const tb_example_layout *lay, int64_t dy, int64_t dx, bool flip,
+                      const float *in, float *out)
 {
-    int pad = p->cfg.crop_padding > 0 ? p->cfg.crop_padding : 2;
-    int64_t c = p->lay.x_shape[0], h = p->lay.x_shape[1], w = p->lay.x_shape[2];
-    int64_t dy = (int64_t)tb_rng_below(&p->aug_rng, (uint64_t)(2 * pad + 1)) - pad;
-    int64_t dx = (int64_t)tb_rng_below(&p->aug_rng, (uint64_t)(2 * pad + 1)) - pad;
-    bool flip = !p->cfg.no_flip && (tb_rng_u32(&p->aug_rng) & 1u);
+    int64_t c = lay->x_shape[0], h = lay->x_shape[1], w = lay->x_shape[2];
     for (int64_t ch = 0; ch < c; ch++)
         for (int64_t i = 0; i < h; i++)
             for (int64_t j = 0; j < w; j++) {
@@ -107,6 +103,24 @@ static void augment(tb_pipeline *p, const float *in, float *out)
                 out[(ch * h + i) * w + j] =
                     si >= 0 && si < h && sj >= 0 && sj < w ? in[(ch * h + si) * w + sj] : 0.0f;
             }
+}
+
+/* Random crop (zero padding) and horizontal flip of an image [C, H, W]: dy, dx, flip drawn
+ * for every item, so the stream does not depend on what is enabled elsewhere. When the target
+ * is the input itself (the autoencoder), the same crop and flip are applied to it, so that the
+ * model reconstructs what it was given, not the image before augmentation. */
+static void augment(tb_pipeline *p, const void *in_x, void *out_x, const void *in_y,
+                    void *out_y)
+{
+    int pad = p->cfg.crop_padding > 0 ? p->cfg.crop_padding : 2;
+    int64_t dy = (int64_t)tb_rng_below(&p->aug_rng, (uint64_t)(2 * pad + 1)) - pad;
+    int64_t dx = (int64_t)tb_rng_below(&p->aug_rng, (uint64_t)(2 * pad + 1)) - pad;
+    bool flip = !p->cfg.no_flip && (tb_rng_u32(&p->aug_rng) & 1u);
+    crop_flip(&p->lay, dy, dx, flip, in_x, out_x);
+    if (p->lay.target_is_input)
+        crop_flip(&p->lay, dy, dx, flip, in_y, out_y);
+    else
+        memcpy(out_y, in_y, p->yb);
 }
 
 /* The next item of the echo stage into (x, y, row). */
@@ -127,14 +141,15 @@ static void echo_item(tb_pipeline *p, unsigned char *x, unsigned char *y, int64_
             kind == TB_ECHO_EXAMPLE_BEFORE_AUGMENT || kind == TB_ECHO_EXAMPLE_AFTER_AUGMENT;
         p->copies_left = example_echo ? draw_copies(p) : 1;
         if (aug && kind != TB_ECHO_EXAMPLE_BEFORE_AUGMENT)
-            augment(p, (const float *)p->raw_x, (float *)p->aug_x);
+            augment(p, p->raw_x, p->aug_x, p->raw_y, p->aug_y);
     }
     p->copies_left--;
-    if (aug && kind == TB_ECHO_EXAMPLE_BEFORE_AUGMENT)
-        augment(p, (const float *)p->raw_x, (float *)x);
-    else
+    if (aug && kind == TB_ECHO_EXAMPLE_BEFORE_AUGMENT) {
+        augment(p, p->raw_x, x, p->raw_y, y);
+    } else {
         memcpy(x, aug ? p->aug_x : p->raw_x, p->xb);
-    memcpy(y, p->raw_y, p->yb);
+        memcpy(y, aug ? p->aug_y : p->raw_y, p->yb);
+    }
     *row = p->raw_row;
 }
 
@@ -245,6 +260,10 @@ static tb_status check_config(const tb_pipeline_config *c, const tb_example_layo
     if (c->augment && !lay->image)
         return tb_fail(err, TB_ERR_INVALID,
                        "augmentation (crop and flip) applies to image workloads only");
+    if (c->augment && lay->target_is_input &&
+        (lay->y_dtype != lay->x_dtype || tb_example_y_bytes(lay) != tb_example_x_bytes(lay)))
+        return tb_fail(err, TB_ERR_INTERNAL,
+                       "a target that is the input must have the input's type and size");
     if (c->crop_padding < 0 || c->crop_padding > 64)
         return tb_fail(err, TB_ERR_INVALID, "crop padding must be in [0, 64], got %d",
                        c->crop_padding);
@@ -282,8 +301,9 @@ tb_status tb_pipeline_create(tb_workload *wl, const tb_pipeline_config *cfg, tb_
     p->raw_x = malloc(p->xb);
     p->raw_y = malloc(p->yb);
     p->aug_x = malloc(p->xb);
+    p->aug_y = malloc(p->yb);
     p->slots = calloc((size_t)p->nslots, sizeof *p->slots);
-    bool ok = p->order && p->raw_x && p->raw_y && p->aug_x && p->slots;
+    bool ok = p->order && p->raw_x && p->raw_y && p->aug_x && p->aug_y && p->slots;
     for (int i = 0; ok && i < p->nslots; i++)
         ok = alloc_batch(&p->slots[i], p->batch, p->xb, p->yb);
     if (ok && cfg->echo == TB_ECHO_BATCH) ok = alloc_batch(&p->last, p->batch, p->xb, p->yb);
@@ -331,6 +351,7 @@ void tb_pipeline_destroy(tb_pipeline *p)
     free(p->raw_x);
     free(p->raw_y);
     free(p->aug_x);
+    free(p->aug_y);
     free(p->buf_x);
     free(p->buf_y);
     free(p->buf_rows);

@@ -65,6 +65,7 @@ tb_status tb_fmnist_source_load(tb_workload *wl, const tb_workload_config *cfg, 
                                                 d->train.width},
                                     .image = true};
     if (reconstruct) {
+        s->layout.target_is_input = true;
         s->layout.y_dtype = TB_F32;
         s->layout.y_ndim = 1;
         s->layout.y_shape[0] = d->dim;
