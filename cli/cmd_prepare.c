@@ -29,11 +29,7 @@ static const char prepare_usage[] =
 const char *tb_cli_default_cache_dir(void)
 {
     static char buf[1024];
-    const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
-    if (xdg && *xdg) snprintf(buf, sizeof buf, "%s/trainbench", xdg);
-    else if (home && *home) snprintf(buf, sizeof buf, "%s/.cache/trainbench", home);
-    else return NULL;
-    return buf;
+    return tb_default_cache_dir(buf, sizeof buf) ? buf : NULL;
 }
 
 int tb_cli_prepare(int argc, char **argv)

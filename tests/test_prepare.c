@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 static tb_backend *be;
@@ -58,6 +59,35 @@ static void test_cache(const char *dir)
     CHECK_FAILS(tb_workload_create("kjv_transformer", be, &cfg, &a, &err), TB_ERR_FORMAT, &err,
                 "checksum");
     CHECK(strstr(err.message, path) && strstr(err.message, "prepare --force"));
+    /* the command that rebuilds it names this cache directory (not the default) and the
+     * workload, and the data directory when one was given */
+    char want[1200];
+    snprintf(want, sizeof want, "`trainbench prepare --force --cache-dir %s kjv_transformer`",
+             dir);
+    CHECK(tb_test_output_has(err.message, want));
+    tb_workload_config with_data = cfg;
+    with_data.data_dir = "/usr/lib";
+    CHECK_FAILS(tb_workload_create("kjv_transformer_relu", be, &with_data, &a, &err),
+                TB_ERR_FORMAT, &err, "--data-dir /usr/lib kjv_transformer_relu`");
+    /* the default directory is left out of the command */
+    char *xdg = getenv("XDG_CACHE_HOME");
+    char saved_xdg[1024] = "";
+    if (xdg) snprintf(saved_xdg, sizeof saved_xdg, "%s", xdg);
+    setenv("XDG_CACHE_HOME", dir, 1); /* then the default is dir/trainbench */
+    char renamed[1100], def_path[1200];
+    snprintf(renamed, sizeof renamed, "%s/trainbench", dir);
+    snprintf(def_path, sizeof def_path, "%s/kjv-chars.tbcache", renamed);
+    if (mkdir(renamed, 0700) == 0 && rename(path, def_path) == 0) {
+        tb_workload_config def = {.cache_dir = renamed};
+        CHECK_FAILS(tb_workload_create("kjv_transformer", be, &def, &a, &err), TB_ERR_FORMAT,
+                    &err, "run `trainbench prepare --force kjv_transformer` to rebuild it");
+        CHECK(rename(def_path, path) == 0);
+        rmdir(renamed);
+    } else {
+        CHECK(!"cannot set up a default cache directory");
+    }
+    if (xdg) setenv("XDG_CACHE_HOME", saved_xdg, 1);
+    else unsetenv("XDG_CACHE_HOME");
     CHECK_OK(tb_workload_prepare("kjv_transformer", &cfg, false, &r, &err), &err);
     CHECK(r.rebuilt && strstr(r.reason, "corrupt"));
     /* truncated, and a bad magic number */

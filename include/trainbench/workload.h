@@ -12,6 +12,7 @@
 #define TRAINBENCH_WORKLOAD_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "trainbench/nn.h"
@@ -192,6 +193,10 @@ typedef struct tb_prepare_report {
     int64_t vocabulary;  /* vocabulary size */
     int64_t bytes;       /* cache file size */
 } tb_prepare_report;
+
+/* The default cache directory, $XDG_CACHE_HOME/trainbench or ~/.cache/trainbench, into buf.
+ * false (buf "") when neither XDG_CACHE_HOME nor HOME is set, or buf is too small. */
+bool tb_default_cache_dir(char *buf, size_t size);
 
 /* Builds the cache of the data of workload `id` in config->cache_dir from the Debian package's
  * files (config->data_dir), or checks and reuses the one there (force: rebuild anyway). A

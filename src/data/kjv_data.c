@@ -94,8 +94,9 @@ static tb_status kjv_build(void *p, tb_token_cache *out, tb_error *err)
     return TB_OK;
 }
 
-static tb_status kjv_obtain(const tb_workload_config *cfg, bool force, tb_prepare_report *rep,
-                            tb_token_cache *out, tb_error *err)
+/* id: the workload the data is for (named in the command that rebuilds a corrupt cache). */
+static tb_status kjv_obtain(const tb_workload_config *cfg, const char *id, bool force,
+                            tb_prepare_report *rep, tb_token_cache *out, tb_error *err)
 {
     kjv_ctx ctx = {cfg->data_dir ? cfg->data_dir : KJV_DEFAULT_DIR};
     char path[1024];
@@ -109,15 +110,15 @@ static tb_status kjv_obtain(const tb_workload_config *cfg, bool force, tb_prepar
     uint64_t sig;
     tb_status st = tb_source_signature(paths, 1, &sig, hint, err);
     if (st != TB_OK) return st;
-    return tb_token_cache_obtain(cfg->cache_dir, KJV_CACHE_FILE, KJV_KIND, sig, force, rep,
-                                 kjv_build, &ctx, out, err);
+    tb_token_cache_where w = {cfg->cache_dir, KJV_CACHE_FILE, KJV_KIND, id, cfg->data_dir};
+    return tb_token_cache_obtain(&w, sig, force, rep, kjv_build, &ctx, out, err);
 }
 
 tb_status tb_kjv_prepare(const tb_workload_config *cfg, bool force, tb_prepare_report *report,
                          tb_error *err)
 {
     tb_token_cache c;
-    tb_status st = kjv_obtain(cfg, force, report, &c, err);
+    tb_status st = kjv_obtain(cfg, NULL, force, report, &c, err);
     if (st == TB_OK) tb_token_cache_free(&c);
     return st;
 }
@@ -153,7 +154,7 @@ tb_status tb_kjv_source_load(tb_workload *wl, const tb_workload_config *cfg, int
     wl->src.data = d;
     wl->src.free_data = kjv_free;
     d->context = context;
-    tb_status st = kjv_obtain(cfg, false, NULL, &d->c, err);
+    tb_status st = kjv_obtain(cfg, wl->vt->info.id, false, NULL, &d->c, err);
     if (st != TB_OK) return st;
     int64_t windows = (d->c.n_tokens - 1) / context;
     d->starts = malloc((size_t)windows * sizeof *d->starts);

@@ -180,11 +180,65 @@ static tb_status cache_write(const char *dir, const char *path, uint32_t kind, u
     return TB_OK;
 }
 
-tb_status tb_token_cache_obtain(const char *cache_dir, const char *file, uint32_t kind,
-                                uint64_t sig, bool force, tb_prepare_report *report,
-                                tb_token_cache_build_fn build, void *ctx, tb_token_cache *out,
-                                tb_error *err)
+bool tb_default_cache_dir(char *buf, size_t size)
 {
+    const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
+    int n = -1;
+    if (xdg && *xdg) n = snprintf(buf, size, "%s/trainbench", xdg);
+    else if (home && *home) n = snprintf(buf, size, "%s/.cache/trainbench", home);
+    if (n < 0 || (size_t)n >= size) {
+        if (size) buf[0] = '\0';
+        return false;
+    }
+    return true;
+}
+
+/* Appends " text" to out, single-quoted for a POSIX shell unless it needs no quotes. */
+static void append_arg(char *out, size_t size, const char *text)
+{
+    size_t n = strlen(out);
+    static const char safe[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                               "0123456789/._+-=,:@";
+    bool plain = *text != '\0';
+    for (const char *q = text; *q; q++)
+        if (!strchr(safe, *q)) plain = false;
+    if (n + 1 < size) out[n++] = ' ';
+    if (!plain && n + 1 < size) out[n++] = '\'';
+    for (const char *q = text; *q && n + 5 < size; q++) {
+        if (*q == '\'' && !plain) { /* close, escaped quote, reopen */
+            memcpy(out + n, "'\\''", 4);
+            n += 4;
+        } else {
+            out[n++] = *q;
+        }
+    }
+    if (!plain && n + 1 < size) out[n++] = '\'';
+    out[n] = '\0';
+}
+
+/* `trainbench prepare --force [--cache-dir DIR] [--data-dir DIR] WORKLOAD`: the command that
+ * rebuilds w's cache, naming each directory that is not the default. */
+static void prepare_command(const tb_token_cache_where *w, char *out, size_t size)
+{
+    char def[1024];
+    snprintf(out, size, "trainbench prepare --force");
+    if (!tb_default_cache_dir(def, sizeof def) || strcmp(def, w->cache_dir) != 0) {
+        append_arg(out, size, "--cache-dir");
+        append_arg(out, size, w->cache_dir);
+    }
+    if (w->data_dir) {
+        append_arg(out, size, "--data-dir");
+        append_arg(out, size, w->data_dir);
+    }
+    if (w->workload) append_arg(out, size, w->workload);
+}
+
+tb_status tb_token_cache_obtain(const tb_token_cache_where *w, uint64_t sig, bool force,
+                                tb_prepare_report *report, tb_token_cache_build_fn build,
+                                void *ctx, tb_token_cache *out, tb_error *err)
+{
+    const char *cache_dir = w->cache_dir, *file = w->file;
+    uint32_t kind = w->kind;
     memset(out, 0, sizeof *out);
     char path[1024] = "", why[200] = "", reason[256] = "no cache directory (in memory)";
     if (cache_dir) {
@@ -193,10 +247,11 @@ tb_status tb_token_cache_obtain(const char *cache_dir, const char *file, uint32_
         if (s == CACHE_OK) {
             snprintf(reason, sizeof reason, "valid");
         } else if (s == CACHE_CORRUPT && !report) {
+            char cmd[2600];
+            prepare_command(w, cmd, sizeof cmd);
             return tb_fail(err, TB_ERR_FORMAT,
-                           "the data cache %s is corrupt (%s): run `trainbench prepare --force` "
-                           "to rebuild it",
-                           path, why);
+                           "the data cache %s is corrupt (%s): run `%s` to rebuild it", path,
+                           why, cmd);
         } else {
             snprintf(reason, sizeof reason, "%s%s", force ? "forced"
                                                     : s == CACHE_MISSING ? "missing"

@@ -33,14 +33,23 @@ tb_status tb_token_cache_index_vocab(tb_token_cache *c, tb_error *err);
 
 typedef tb_status (*tb_token_cache_build_fn)(void *ctx, tb_token_cache *out, tb_error *err);
 
-/* Gets the corpus: from cache_dir/file when valid for source signature sig, else by build()
- * (then written there, atomically). cache_dir NULL: built in memory, nothing written.
+/* Where a cache lives and what it is for: cache_dir/file, of the given kind; workload (an id
+ * whose data it holds) and data_dir (NULL: the default) make the `trainbench prepare` command
+ * that rebuilds it, named when a corrupt cache is refused. */
+typedef struct tb_token_cache_where {
+    const char *cache_dir, *file;
+    uint32_t kind;
+    const char *workload, *data_dir;
+} tb_token_cache_where;
+
+/* Gets the corpus: from w->cache_dir/w->file when valid for source signature sig, else by
+ * build() (then written there, atomically). cache_dir NULL: built in memory, nothing written.
  * prepare mode (report != NULL): a corrupt cache is rebuilt and force rebuilds anyway;
- * otherwise a corrupt cache fails with TB_ERR_FORMAT naming the file and the fix. */
-tb_status tb_token_cache_obtain(const char *cache_dir, const char *file, uint32_t kind,
-                                uint64_t sig, bool force, tb_prepare_report *report,
-                                tb_token_cache_build_fn build, void *ctx, tb_token_cache *out,
-                                tb_error *err);
+ * otherwise a corrupt cache fails with TB_ERR_FORMAT naming the file and the command that
+ * rebuilds it (with --cache-dir and --data-dir where they are not the defaults). */
+tb_status tb_token_cache_obtain(const tb_token_cache_where *w, uint64_t sig, bool force,
+                                tb_prepare_report *report, tb_token_cache_build_fn build,
+                                void *ctx, tb_token_cache *out, tb_error *err);
 
 /* A signature of source files: their sizes and modification times. Fails with TB_ERR_MISSING
  * (message: missing_hint) when a file is absent. */

@@ -229,8 +229,9 @@ static tb_status wn_build(void *p, tb_token_cache *out, tb_error *err)
     return st;
 }
 
-static tb_status wn_obtain(const tb_workload_config *cfg, bool force, tb_prepare_report *rep,
-                           tb_token_cache *out, tb_error *err)
+/* id: the workload the data is for (named in the command that rebuilds a corrupt cache). */
+static tb_status wn_obtain(const tb_workload_config *cfg, const char *id, bool force,
+                           tb_prepare_report *rep, tb_token_cache *out, tb_error *err)
 {
     const char *dir = cfg->data_dir ? cfg->data_dir : WN_DEFAULT_DIR;
     char paths[4][1024];
@@ -246,15 +247,15 @@ static tb_status wn_obtain(const tb_workload_config *cfg, bool force, tb_prepare
     uint64_t sig;
     tb_status st = tb_source_signature(pp, 4, &sig, hint, err);
     if (st != TB_OK) return st;
-    return tb_token_cache_obtain(cfg->cache_dir, WN_CACHE_FILE, WN_KIND, sig, force, rep,
-                                 wn_build, (void *)dir, out, err);
+    tb_token_cache_where w = {cfg->cache_dir, WN_CACHE_FILE, WN_KIND, id, cfg->data_dir};
+    return tb_token_cache_obtain(&w, sig, force, rep, wn_build, (void *)dir, out, err);
 }
 
 tb_status tb_wordnet_prepare(const tb_workload_config *cfg, bool force,
                              tb_prepare_report *report, tb_error *err)
 {
     tb_token_cache c;
-    tb_status st = wn_obtain(cfg, force, report, &c, err);
+    tb_status st = wn_obtain(cfg, NULL, force, report, &c, err);
     if (st == TB_OK) tb_token_cache_free(&c);
     return st;
 }
@@ -296,7 +297,7 @@ tb_status tb_wordnet_source_load(tb_workload *wl, const tb_workload_config *cfg,
     wl->src.data = d;
     wl->src.free_data = wn_free;
     d->context = context;
-    tb_status st = wn_obtain(cfg, false, NULL, &d->c, err);
+    tb_status st = wn_obtain(cfg, wl->vt->info.id, false, NULL, &d->c, err);
     if (st != TB_OK) return st;
     int64_t n = d->c.n_tokens;
     d->pos = malloc((size_t)n * sizeof *d->pos);
