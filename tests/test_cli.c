@@ -93,6 +93,13 @@ int main(void)
               "--eval-examples 100 --json -q") == 0 &&
           has("\"warmup_steps\":3,\"total_steps\":60}"));
     CHECK(run("train --help") == 0 && has("the workload's step hint"));
+    /* fresh examples are those delivered in batches, not those waiting in the shuffle buffer;
+     * a buffer larger than the training set is refused */
+    CHECK(run("train --steps 10 --shuffle-buffer 1000 --evals 0 --eval-examples 100 --json -q") ==
+              0 && has("\"examples\":1280") && has("\"fresh_examples\":1280"));
+    CHECK(run("train --steps 10 --shuffle-buffer 100000 -q") == 2 &&
+          has("shuffle buffer 100000 exceeds the 55000 training examples"));
+    CHECK(run("train --help") == 0 && has("at most the\n") && has("training examples, else"));
     CHECK(run("workloads") == 0 && has("fmnist_mlp") && has("dataset-fashion-mnist"));
     /* a workload without accuracy (reconstruction loss) reports neither NaN nor the loss twice */
     CHECK(run("train -w fmnist_autoencoder --steps 2 --evals 1 --eval-examples 100 -q") == 0 &&

@@ -218,6 +218,27 @@ static void test_fresh_count(tb_workload *wl)
     c.echo_factor = 2;
     run_stream(wl, c, 10, NULL, &fresh);
     CHECK(fresh == 160);
+    /* reads waiting in the shuffle buffer are not delivered: not counted, nor as epochs */
+    tb_pipeline_config buffered = {.batch_size = 32, .data_order_seed = 7,
+                                   .shuffle_buffer = 5000, .prefetch = -1};
+    run_stream(wl, buffered, 10, NULL, &fresh);
+    CHECK(fresh == 320);
+    tb_pipeline *p;
+    tb_tape *tape;
+    tb_error err = {0};
+    tb_tape_create(be, &tape, &err);
+    CHECK_OK(tb_pipeline_create(wl, &buffered, &p, &err), &err);
+    tb_batch b;
+    CHECK_OK(tb_pipeline_next(p, tape, &b, &err), &err);
+    CHECK(b.fresh == 32 && tb_pipeline_epoch(p) == 1);
+    tb_pipeline_destroy(p);
+    /* with example echoing a copy is not fresh: fewer fresh than delivered, never more */
+    buffered.echo = TB_ECHO_EXAMPLE_AFTER_AUGMENT;
+    buffered.echo_factor = 2;
+    buffered.shuffle_buffer = 1000;
+    run_stream(wl, buffered, 10, NULL, &fresh);
+    CHECK(fresh > 0 && fresh < 320);
+    tb_tape_destroy(tape);
 }
 
 static void test_shutdown(tb_workload *wl)
@@ -253,6 +274,10 @@ static void test_bad_configs(tb_workload *wl, tb_workload *lm)
     CHECK_FAILS(tb_pipeline_create(wl, &c, &p, &err), TB_ERR_INVALID, &err, "batch size");
     c = (tb_pipeline_config){.batch_size = 8, .shuffle_buffer = -1};
     CHECK_FAILS(tb_pipeline_create(wl, &c, &p, &err), TB_ERR_INVALID, &err, "shuffle buffer");
+    /* a buffer larger than the training split would read past an epoch before a batch */
+    c = (tb_pipeline_config){.batch_size = 8, .shuffle_buffer = 55001};
+    CHECK_FAILS(tb_pipeline_create(wl, &c, &p, &err), TB_ERR_INVALID, &err,
+                "shuffle buffer 55001 exceeds the 55000 training examples");
     c = (tb_pipeline_config){.batch_size = 8, .augment = true};
     CHECK_FAILS(tb_pipeline_create(lm, &c, &p, &err), TB_ERR_INVALID, &err, "image");
     tb_echo_kind k;

@@ -28,7 +28,9 @@ typedef struct tb_batch {
     int64_t n;        /* examples */
     tb_var *inputs;   /* e.g. images [n, C, H, W] float32 */
     tb_var *targets;  /* e.g. labels [n] int32 */
-    int64_t fresh;    /* examples read fresh from the data (not repeated by echoing) */
+    int64_t fresh;    /* examples in it read fresh from the data: first copies of reads
+                         (echo copies are not fresh; a read still in the shuffle buffer counts
+                         in the batch it reaches) */
     /* ---- added with the threaded pipeline ---- */
     const int64_t *rows; /* the training-split row of each example; valid until the next call */
 } tb_batch;
@@ -56,23 +58,25 @@ typedef struct tb_pipeline_config {
     bool no_flip;             /* augment without the horizontal flip */
     tb_echo_kind echo;
     double echo_factor;       /* mean copies per item, >= 1 (0: 1); fractional: floor or ceil */
-    int64_t shuffle_buffer;   /* examples mixed after echoing (0: none) */
+    int64_t shuffle_buffer;   /* examples mixed after echoing (0: none; at most the training
+                                 examples) */
     double upstream_delay_s;  /* artificial upstream cost per fresh example (to study echoing) */
 } tb_pipeline_config;
 
 typedef struct tb_pipeline tb_pipeline;
 
-/* A pipeline over wl's training split. Fails if batch_size is < 1 or exceeds the split. */
+/* A pipeline over wl's training split. Fails if batch_size is < 1 or exceeds the split, or
+ * the shuffle buffer exceeds the split. */
 tb_status tb_pipeline_create(tb_workload *wl, const tb_pipeline_config *config,
                              tb_pipeline **out, tb_error *err);
 void tb_pipeline_destroy(tb_pipeline *p);
 /* Delivers the next batch onto tape. Epochs reshuffle; the incomplete tail of an epoch is
  * dropped. */
 tb_status tb_pipeline_next(tb_pipeline *p, tb_tape *tape, tb_batch *out, tb_error *err);
-/* Epochs started so far (1 after the first batch). */
+/* Epochs started so far, by the fresh examples delivered (1 after the first batch). */
 int64_t tb_pipeline_epoch(const tb_pipeline *p);
-/* Examples read fresh from the data so far, counted with the batches delivered (a batch
- * carries the fresh reads made since the previous batch was formed). */
+/* Examples read fresh from the data and delivered so far: the sum of the delivered batches'
+ * fresh counts (reads still in the shuffle buffer or the queue are not counted). */
 int64_t tb_pipeline_fresh_examples(const tb_pipeline *p);
 /* Batches delivered so far. */
 int64_t tb_pipeline_batches(const tb_pipeline *p);

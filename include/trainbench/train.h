@@ -110,7 +110,9 @@ typedef struct tb_train_result {
     char backend[256];       /* tb_backend_describe */
     int64_t parameters;
     /* ---- added with the workload suite ---- */
-    int64_t fresh_examples;        /* examples read fresh by the input pipeline */
+    int64_t fresh_examples;        /* examples read fresh and delivered in the run's batches
+                                      (tb_pipeline_fresh_examples: echo copies and reads
+                                      still in the shuffle buffer are not counted) */
     int64_t evaluations;           /* validation evaluations, the final one included */
     double best_validation_metric; /* best info->metric over the evaluations */
     double time_to_target_s;       /* timed seconds at the first evaluation at or past the

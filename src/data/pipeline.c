@@ -30,9 +30,10 @@ struct tb_pipeline {
     int64_t *order, pos;
     tb_rng order_rng, echo_rng, shuffle_rng, aug_rng;
     unsigned char *raw_x, *raw_y, *aug_x, *aug_y; /* the current fresh item, augmented */
-    int64_t raw_row, copies_left, fresh_pending, repeat_left;
+    int64_t raw_row, copies_left, reads, repeat_left; /* reads: fresh reads so far */
     unsigned char *buf_x, *buf_y;         /* shuffle buffer */
     int64_t *buf_rows, buf_n;
+    bool *buf_fresh;                      /* per buffered item: the first copy of a fresh read */
     hbatch last;                          /* for batch echoing */
     /* the queue: slots[head] is the oldest; count includes a slot held by the consumer */
     hbatch *slots;
@@ -131,7 +132,7 @@ static void echo_item(tb_pipeline *p, unsigned char *x, unsigned char *y, int64_
     if (p->copies_left == 0) {
         p->raw_row = next_row(p);
         tb_workload_read(p->wl, TB_SPLIT_TRAIN, &p->raw_row, 1, p->raw_x, p->raw_y, NULL);
-        p->fresh_pending++;
+        p->reads++;
         if (p->cfg.upstream_delay_s > 0) {
             double d = p->cfg.upstream_delay_s;
             struct timespec ts = {(time_t)d, (long)((d - floor(d)) * 1e9)};
@@ -153,24 +154,35 @@ static void echo_item(tb_pipeline *p, unsigned char *x, unsigned char *y, int64_
     *row = p->raw_row;
 }
 
-/* The next item after the shuffle buffer, written to position i of batch b. */
-static void shuffled_item(tb_pipeline *p, hbatch *b, int64_t i)
+/* echo_item, and whether its item is the first copy of a fresh read: what a batch counts as
+ * fresh when the item reaches it (echo copies and items still in the buffer are not). */
+static bool echo_item_fresh(tb_pipeline *p, unsigned char *x, unsigned char *y, int64_t *row)
+{
+    int64_t reads = p->reads;
+    echo_item(p, x, y, row);
+    return p->reads != reads;
+}
+
+/* The next item after the shuffle buffer, written to position i of batch b; true if it is the
+ * first copy of a fresh read. */
+static bool shuffled_item(tb_pipeline *p, hbatch *b, int64_t i)
 {
     unsigned char *x = b->x + (size_t)i * p->xb, *y = b->y + (size_t)i * p->yb;
     int64_t size = p->cfg.shuffle_buffer;
-    if (size <= 0) {
-        echo_item(p, x, y, &b->rows[i]);
-        return;
-    }
+    if (size <= 0) return echo_item_fresh(p, x, y, &b->rows[i]);
     while (p->buf_n < size) {
         int64_t k = p->buf_n++;
-        echo_item(p, p->buf_x + (size_t)k * p->xb, p->buf_y + (size_t)k * p->yb, &p->buf_rows[k]);
+        p->buf_fresh[k] = echo_item_fresh(p, p->buf_x + (size_t)k * p->xb,
+                                          p->buf_y + (size_t)k * p->yb, &p->buf_rows[k]);
     }
     int64_t j = (int64_t)tb_rng_below(&p->shuffle_rng, (uint64_t)size);
     memcpy(x, p->buf_x + (size_t)j * p->xb, p->xb);
     memcpy(y, p->buf_y + (size_t)j * p->yb, p->yb);
     b->rows[i] = p->buf_rows[j];
-    echo_item(p, p->buf_x + (size_t)j * p->xb, p->buf_y + (size_t)j * p->yb, &p->buf_rows[j]);
+    bool fresh = p->buf_fresh[j];
+    p->buf_fresh[j] = echo_item_fresh(p, p->buf_x + (size_t)j * p->xb,
+                                      p->buf_y + (size_t)j * p->yb, &p->buf_rows[j]);
+    return fresh;
 }
 
 static void copy_batch(const tb_pipeline *p, hbatch *dst, const hbatch *src)
@@ -189,13 +201,12 @@ static void produce(tb_pipeline *p, hbatch *b)
         p->repeat_left--;
         return;
     }
+    b->fresh = 0;
     for (int64_t i = 0; i < p->batch; i++) {
         if (atomic_load(&p->stop)) return; /* shutting down: the batch is never delivered */
-        shuffled_item(p, b, i);
+        b->fresh += shuffled_item(p, b, i);
     }
     b->n = p->batch;
-    b->fresh = p->fresh_pending;
-    p->fresh_pending = 0;
     if (p->cfg.echo == TB_ECHO_BATCH) {
         p->repeat_left = draw_copies(p) - 1;
         if (p->repeat_left > 0) copy_batch(p, &p->last, b);
@@ -255,6 +266,12 @@ static tb_status check_config(const tb_pipeline_config *c, const tb_example_layo
     if (c->shuffle_buffer < 0 || c->shuffle_buffer > 10000000)
         return tb_fail(err, TB_ERR_INVALID, "shuffle buffer must be in [0, 1e7], got %lld",
                        (long long)c->shuffle_buffer);
+    if (c->shuffle_buffer > n)
+        return tb_fail(err, TB_ERR_INVALID,
+                       "shuffle buffer %lld exceeds the %lld training examples (filling it "
+                       "would read more than an epoch before the first batch): give at most "
+                       "%lld",
+                       (long long)c->shuffle_buffer, (long long)n, (long long)n);
     if (c->prefetch > 64)
         return tb_fail(err, TB_ERR_INVALID, "prefetch must be at most 64, got %d", c->prefetch);
     if (c->augment && !lay->image)
@@ -311,7 +328,8 @@ tb_status tb_pipeline_create(tb_workload *wl, const tb_pipeline_config *cfg, tb_
         p->buf_x = malloc((size_t)cfg->shuffle_buffer * p->xb);
         p->buf_y = malloc((size_t)cfg->shuffle_buffer * p->yb);
         p->buf_rows = malloc((size_t)cfg->shuffle_buffer * sizeof *p->buf_rows);
-        ok = p->buf_x && p->buf_y && p->buf_rows;
+        p->buf_fresh = malloc((size_t)cfg->shuffle_buffer * sizeof *p->buf_fresh);
+        ok = p->buf_x && p->buf_y && p->buf_rows && p->buf_fresh;
     }
     atomic_init(&p->stop, false);
     pthread_mutex_init(&p->mu, NULL);
@@ -355,6 +373,7 @@ void tb_pipeline_destroy(tb_pipeline *p)
     free(p->buf_x);
     free(p->buf_y);
     free(p->buf_rows);
+    free(p->buf_fresh);
     free(p);
 }
 
