@@ -126,8 +126,9 @@ static int common_option(int c, tb_train_config *a, tb_train_config *b, tb_study
     switch (c) {
     case 'w': a->workload = b->workload = optarg; return 0;
     case 'e':
-        if (!tb_cli_parse_double("--epochs", optarg, &dv) || dv <= 0) {
-            if (dv <= 0) tb_cli_error("--epochs: must be positive");
+        if (!tb_cli_parse_double("--epochs", optarg, &dv)) return 2;
+        if (dv <= 0) {
+            tb_cli_error("--epochs: must be positive, got %s", optarg);
             return 2;
         }
         a->epochs = b->epochs = dv;

@@ -29,8 +29,9 @@ static const char train_usage[] =
     "                            --epochs the workload's step hint (then holds its end)\n"
     "      --warmup X            linear warmup fraction of the schedule for every schedule\n"
     "                            but constant (default 0.05)\n"
-    "      --evals N             validation evaluations during the run (default 3; none in\n"
-    "                            a run ended by time: see --eval-period)\n"
+    "      --evals N             validation evaluations during the run, evenly spaced\n"
+    "                            (default 3; 0: none), then always the final one; at most\n"
+    "                            one per step; none in a run ended by time: see --eval-period\n"
     "      --eval-examples N     evaluate N examples of each split, spread evenly over it\n"
     "                            (every split-size/N-th; default: all)\n"
     "  -s, --seed N              seed of every source of variation (default 0)\n"
@@ -54,14 +55,16 @@ static const char train_usage[] =
     "                            autoencoder's target, the image, gets the same crop and flip)\n"
     "      --echo KIND           data echoing: none, example_before_augment (or example),\n"
     "                            example_after_augment, batch\n"
-    "      --echo-factor X       mean copies per item (>= 1, may be fractional)\n"
+    "      --echo-factor X       mean copies per item (>= 1, may be fractional; needs an\n"
+    "                            --echo other than none)\n"
     "      --shuffle-buffer N    examples mixed after echoing (default 0; at most the\n"
     "                            training examples, else refused)\n"
-    "      --prefetch N          batches prepared ahead by the input thread (default 2;\n"
-    "                            -1: no thread)\n"
+    "      --prefetch N          batches prepared ahead by the input thread (1 to 64,\n"
+    "                            default 2; -1: no thread, upstream runs between steps)\n"
     "      --slow-upstream S     add S seconds of upstream work per fresh example\n"
-    "      --max-time S          stop after S seconds of timed training\n"
-    "      --eval-period S       also evaluate every S timed seconds\n"
+    "      --max-time S          stop after S seconds of timed training (S > 0; default:\n"
+    "                            no time limit)\n"
+    "      --eval-period S       also evaluate every S timed seconds (S > 0; default: off)\n"
     "      --budget              --max-time, --eval-period and --stop-at-target from the\n"
     "                            workload's calibrated budget, eval period and target;\n"
     "                            without --steps or --epochs the time ends the run and the\n"
@@ -233,6 +236,7 @@ int tb_cli_train(int argc, char **argv)
 {
     tb_train_config cfg = tb_train_config_default();
     bool json = false, quiet = false, use_budget = false, length_set = false;
+    bool echo_factor_set = false;
     bool seed_set[TB_STREAM_COUNT] = {false};
     uint64_t seed_one[TB_STREAM_COUNT] = {0}, seed = 0;
     tb_error err = {0};
@@ -377,6 +381,12 @@ int tb_cli_train(int argc, char **argv)
         case OPT_ECHO_FACTOR:
             if (!tb_cli_parse_double("--echo-factor", optarg, &cfg.pipeline.echo_factor))
                 return TB_EXIT_USAGE;
+            if (!(cfg.pipeline.echo_factor >= 1 && cfg.pipeline.echo_factor <= 1000)) {
+                tb_cli_error("--echo-factor: %s is outside [1, 1000] (mean copies per item)",
+                             optarg);
+                return TB_EXIT_USAGE;
+            }
+            echo_factor_set = true;
             break;
         case OPT_SHUFFLE:
             if (!tb_cli_parse_int("--shuffle-buffer", optarg, 0, 10000000L, &lv))
@@ -385,6 +395,11 @@ int tb_cli_train(int argc, char **argv)
             break;
         case OPT_PREFETCH:
             if (!tb_cli_parse_int("--prefetch", optarg, -1, 64, &lv)) return TB_EXIT_USAGE;
+            if (lv == 0) {
+                tb_cli_error("--prefetch: 0 batches ahead leaves the input thread nothing to "
+                             "do: give 1 to 64, or -1 to run upstream without a thread");
+                return TB_EXIT_USAGE;
+            }
             cfg.pipeline.prefetch = (int)lv;
             break;
         case OPT_SLOW:
@@ -393,10 +408,20 @@ int tb_cli_train(int argc, char **argv)
             break;
         case OPT_MAX_TIME:
             if (!tb_cli_parse_double("--max-time", optarg, &cfg.max_time_s)) return TB_EXIT_USAGE;
+            if (cfg.max_time_s <= 0) {
+                tb_cli_error("--max-time: must be positive, got %s (leave it out for no time "
+                             "limit)", optarg);
+                return TB_EXIT_USAGE;
+            }
             break;
         case OPT_EVAL_PERIOD:
             if (!tb_cli_parse_double("--eval-period", optarg, &cfg.eval_period_s))
                 return TB_EXIT_USAGE;
+            if (cfg.eval_period_s <= 0) {
+                tb_cli_error("--eval-period: must be positive, got %s (leave it out for no "
+                             "evaluations by time)", optarg);
+                return TB_EXIT_USAGE;
+            }
             break;
         case OPT_BUDGET: use_budget = true; break;
         case OPT_STOP: cfg.stop_at_target = true; break;
@@ -417,6 +442,12 @@ int tb_cli_train(int argc, char **argv)
         }
     }
     if (tb_cli_no_arguments("train", argc, argv) != TB_EXIT_OK) return TB_EXIT_USAGE;
+    if (echo_factor_set && cfg.pipeline.echo == TB_ECHO_NONE) {
+        tb_cli_error("--echo-factor %g does nothing without echoing: give --echo "
+                     "example_before_augment, example_after_augment or batch",
+                     cfg.pipeline.echo_factor);
+        return TB_EXIT_USAGE;
+    }
     if (cfg.cuda_graph && cfg.backend.device != TB_DEVICE_CUDA) {
         tb_cli_error("--cuda-graph needs --device cuda (the %s backend has no CUDA graphs)",
                      tb_device_name(cfg.backend.device));

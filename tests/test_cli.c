@@ -100,6 +100,29 @@ int main(void)
     CHECK(run("train --steps 10 --shuffle-buffer 100000 -q") == 2 &&
           has("shuffle buffer 100000 exceeds the 55000 training examples"));
     CHECK(run("train --help") == 0 && has("at most the\n") && has("training examples, else"));
+    /* values that did nothing, or something else than --help says, are refused */
+    const char *refused[][2] = {
+        {"train --max-time -1 -q", "--max-time: must be positive"},
+        {"train --max-time 0 -q", "--max-time: must be positive"},
+        {"train --eval-period -1 -q", "--eval-period: must be positive"},
+        {"train --eval-period 0 -q", "--eval-period: must be positive"},
+        {"train --echo example --echo-factor 0 -q", "--echo-factor: 0 is outside [1, 1000]"},
+        {"train --echo none --echo-factor 3.7 -q", "give --echo example_before_augment"},
+        {"train --echo-factor 2 -q", "--echo-factor 2 does nothing without echoing"},
+        {"train --prefetch 0 -q", "give 1 to 64, or -1"},
+        {"variance --epochs zero -q", "--epochs: 'zero' is not a number"},
+        {"compare -A sgd -B adamw --epochs 0 -q", "--epochs: must be positive"},
+    };
+    for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++)
+        if (!CHECK(run(refused[i][0]) == 2 && has(refused[i][1])))
+            fprintf(stderr, "for: trainbench %s\n", refused[i][0]);
+    CHECK(run("train --help") == 0 && has("(1 to 64,\n") && has("S > 0; default:\n") &&
+          has("then always the final one"));
+    /* --evals N: N evaluations during the run, then the final one */
+    CHECK(run("train --steps 4 --evals 1 --eval-examples 100 --json -q") == 0 &&
+          has("\"evaluations\":2,"));
+    CHECK(run("train --steps 4 --evals 0 --eval-examples 100 --json -q") == 0 &&
+          has("\"evaluations\":1,"));
     CHECK(run("workloads") == 0 && has("fmnist_mlp") && has("dataset-fashion-mnist"));
     /* a workload without accuracy (reconstruction loss) reports neither NaN nor the loss twice */
     CHECK(run("train -w fmnist_autoencoder --steps 2 --evals 1 --eval-examples 100 -q") == 0 &&

@@ -136,11 +136,58 @@ static void test_schedule_horizon(void)
     CHECK_FAILS(tb_train(&c, &r, &err), TB_ERR_INVALID, &err, "the run has no steps");
 }
 
+/* Records the steps after which the run evaluated. */
+typedef struct eval_log {
+    int64_t steps[64];
+    int n;
+} eval_log;
+
+static void log_evals(void *user, const tb_train_progress *p)
+{
+    eval_log *l = user;
+    if (p->validation && l->n < 64) l->steps[l->n++] = p->step;
+}
+
+/* `evals` evaluations during the run, evenly spaced, then the final one: 0 and 1 differ (the
+ * old rule put the one evaluation of --evals 1 on the last step, where it was skipped). */
+static void test_evals(void)
+{
+    tb_train_config c = base();
+    c.algorithm = "sgd";
+    c.eval_examples = 100;
+    c.max_steps = 10;
+    tb_train_result r;
+    tb_error err = {0};
+    const int counts[][2] = {{1, 2}, {3, 4}, {50, 10}}; /* 0 gives 1: base() and test_cli */
+    for (int i = 0; i < 3; i++) {
+        eval_log log = {.n = 0};
+        c.evals = counts[i][0];
+        c.progress = log_evals;
+        c.progress_user = &log;
+        CHECK_OK(tb_train(&c, &r, &err), &err);
+        if (!CHECK(r.evaluations == counts[i][1] && log.n == counts[i][1] - 1))
+            fprintf(stderr, "evals %d: %lld evaluations\n", c.evals, (long long)r.evaluations);
+        if (counts[i][0] == 3) CHECK(log.steps[0] == 3 && log.steps[1] == 5 && log.steps[2] == 8);
+        if (counts[i][0] == 1) CHECK(log.steps[0] == 5);
+    }
+    c = base();
+    c.max_steps = 2;
+    c.evals = -1;
+    CHECK_FAILS(tb_train(&c, &r, &err), TB_ERR_INVALID, &err, "must not be negative");
+    c.evals = 0;
+    c.max_time_s = -1;
+    CHECK_FAILS(tb_train(&c, &r, &err), TB_ERR_INVALID, &err, "time limit");
+    c.max_time_s = 0;
+    c.eval_period_s = -1;
+    CHECK_FAILS(tb_train(&c, &r, &err), TB_ERR_INVALID, &err, "eval period");
+}
+
 int main(void)
 {
     test_learns();
     test_reproducible_and_sources();
     test_errors();
     test_schedule_horizon();
+    test_evals();
     return tb_test_finish("test_train");
 }

@@ -53,9 +53,11 @@ typedef struct tb_train_config {
      * last factor (0 for warmup_cosine, linear_decay and polynomial). */
     tb_schedule_kind schedule;
     double warmup_fraction;          /* of the schedule's steps, for warmup schedules */
-    int evals;                       /* evaluations on the validation set during the run, at
-                                        even steps (none when the run ends by time: use
-                                        eval_period_s) */
+    int evals;                       /* evaluations on the validation set during the run,
+                                        evenly spaced: the k-th after step
+                                        ceil(k * steps / (evals + 1)), at most one per step;
+                                        the final evaluation comes after them, always (none
+                                        when the run ends by time: use eval_period_s) */
     int64_t eval_examples;           /* evaluate N examples spread evenly over each split
                                         (tb_workload_evaluate's limit); 0 = all */
     const char *data_dir;            /* NULL: the Debian package's directory */
@@ -86,7 +88,7 @@ typedef struct tb_train_config {
 } tb_train_config;
 
 /* Defaults: 5 epochs, the workload's batch size, linear warmup (5%) then cosine decay,
- * 3 evaluations, all seeds 0. */
+ * 3 evaluations during the run (then the final one), all seeds 0. */
 tb_train_config tb_train_config_default(void);
 /* Sets the seed of every source of variation. */
 void tb_train_config_seed_all(tb_train_config *config, uint64_t seed);

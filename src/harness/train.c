@@ -113,6 +113,12 @@ static tb_status check_divergence(const char *what, double loss, double first, b
                    what, loss, when, TB_TRAIN_DIVERGENCE_FACTOR, first);
 }
 
+/* The step after which the k-th of n evaluations during a run of `total` steps is made. */
+static int64_t eval_step(int64_t k, int64_t n, int64_t total)
+{
+    return (int64_t)ceil((double)k * (double)total / (double)(n + 1));
+}
+
 static bool at_target(const tb_workload_info *info, double v)
 {
     return info->lower_is_better ? v <= info->validation_target : v >= info->validation_target;
@@ -154,6 +160,15 @@ tb_status tb_train(const tb_train_config *cfg, tb_train_result *res, tb_error *e
                        cfg->batch_size);
     if (!(cfg->epochs >= 0) || cfg->max_steps < 0 || cfg->eval_examples < 0)
         return tb_fail(err, TB_ERR_INVALID, "the run length must not be negative");
+    if (cfg->evals < 0)
+        return tb_fail(err, TB_ERR_INVALID, "evaluations during the run must not be negative, "
+                       "got %d", cfg->evals);
+    if (!(cfg->max_time_s >= 0 && cfg->max_time_s < INFINITY))
+        return tb_fail(err, TB_ERR_INVALID, "the time limit must be positive seconds (0: none), "
+                       "got %g", cfg->max_time_s);
+    if (!(cfg->eval_period_s >= 0 && cfg->eval_period_s < INFINITY))
+        return tb_fail(err, TB_ERR_INVALID, "the eval period must be positive seconds (0: off), "
+                       "got %g", cfg->eval_period_s);
     run r = {.cfg = cfg};
     tb_status st = setup(&r, res, err);
     const tb_workload_info *info = st == TB_OK ? tb_workload_get_info(r.wl) : NULL;
@@ -213,8 +228,10 @@ tb_status tb_train(const tb_train_config *cfg, tb_train_result *res, tb_error *e
     tb_rng dropout_rng = tb_rng_make(cfg->seeds[TB_STREAM_DROPOUT], TB_STREAM_DROPOUT);
     /* targets sampled for Fisher statistics: model-side randomness, keyed by the dropout seed */
     r.fisher_rng = tb_rng_make(cfg->seeds[TB_STREAM_DROPOUT], TB_STREAM_COUNT + 1);
-    /* evaluations by count need a known length; a run ended by time has its eval period */
-    int64_t eval_every = cfg->evals > 0 && !until_time ? (total + cfg->evals - 1) / cfg->evals : 0;
+    /* evaluations by count need a known length; a run ended by time has its eval period. The
+     * k-th of the `evals` during the run follows step ceil(k * total / (evals + 1)): evenly
+     * spaced, at most one per step, none at the last step (the final evaluation follows it). */
+    int64_t evals = cfg->evals > 0 && !until_time ? cfg->evals : 0, next_eval = 1;
     double timed = 0, last_report = -1e9;
     double next_eval_time = cfg->eval_period_s > 0 ? cfg->eval_period_s : INFINITY;
     float loss_value = NAN;
@@ -235,8 +252,12 @@ tb_status tb_train(const tb_train_config *cfg, tb_train_result *res, tb_error *e
         res->final_train_loss = loss_value;
         bool out_of_time = cfg->max_time_s > 0 && timed >= cfg->max_time_s;
         bool last = step == total || out_of_time;
-        bool eval_now = ((eval_every > 0 && step % eval_every == 0) || timed >= next_eval_time) &&
-                        !last;
+        bool by_count = false;
+        while (next_eval <= evals && eval_step(next_eval, evals, total) <= step) {
+            by_count = true;
+            next_eval++;
+        }
+        bool eval_now = (by_count || timed >= next_eval_time) && !last;
         tb_eval_metrics val;
         if (eval_now && (st = evaluate(&r, TB_SPLIT_VALIDATION, &val, err)) != TB_OK) break;
         if (eval_now) {
