@@ -24,7 +24,8 @@ static const char prepare_usage[] =
     "  -h, --help            this help\n"
     "\n"
     "A missing package fails with exit code 3 and the apt-get command that installs it;\n"
-    "corrupt data files with exit code 1 and a message naming the file.\n";
+    "data files that are there but corrupt or incomplete fail with exit code 1, naming\n"
+    "them.\n";
 
 const char *tb_cli_default_cache_dir(void)
 {

@@ -158,6 +158,59 @@ static void test_missing(void)
     rmdir(dir);
 }
 
+/* Writes n bytes of src (or of noise when src is NULL) to dir/name; n 0: the whole file. */
+static void write_file(const char *dir, const char *name, const char *src, long n)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    FILE *in = src ? fopen(src, "rb") : NULL, *out = fopen(path, "wb");
+    if (!out || (src && !in)) {
+        CHECK(!"cannot write a test data file");
+        if (in) fclose(in);
+        if (out) fclose(out);
+        return;
+    }
+    unsigned x = 12345;
+    for (long i = 0; n == 0 || i < n; i++) {
+        int c = in ? fgetc(in) : (int)((x = x * 1103515245u + 12345u) >> 16) & 0xff;
+        if (c == EOF) break;
+        fputc(c, out);
+    }
+    if (in) fclose(in);
+    fclose(out);
+}
+
+/* The Bible's files there but damaged: the message says so, names the files and the verses
+ * read, and does not send the user to install a package that is installed. */
+static void test_corrupt_bible(const char *cache)
+{
+    tb_error err = {0};
+    tb_prepare_report r;
+    const char *cases[3] = {"truncated", "noise", "no concordance"};
+    for (int k = 0; k < 3; k++) {
+        char dir[] = "/tmp/tb_test_kjv_XXXXXX";
+        if (!mkdtemp(dir)) return;
+        if (k == 0) write_file(dir, "bible.data", "/usr/lib/bible.data", 500000);
+        if (k == 1) write_file(dir, "bible.data", NULL, 1740565);
+        if (k == 2) write_file(dir, "bible.data", "/usr/lib/bible.data", 0);
+        if (k < 2) write_file(dir, "bible.data.conc", "/usr/lib/bible.data.conc", 0);
+        tb_workload_config cfg = {.data_dir = dir, .cache_dir = cache};
+        bool ok = CHECK_FAILS(tb_workload_prepare("kjv_transformer", &cfg, false, &r, &err),
+                              TB_ERR_FORMAT, &err, k < 2 ? "corrupt or incomplete" : "incomplete");
+        ok &= CHECK(strstr(err.message, dir) && strstr(err.message, "bible.data") &&
+                    !strstr(err.message, "not installed"));
+        if (k < 2) ok &= CHECK(strstr(err.message, "of the 31102 verses") != NULL);
+        else ok &= CHECK(strstr(err.message, "bible.data.conc is missing") != NULL);
+        if (!ok) fprintf(stderr, "%s bible.data: %s\n", cases[k], err.message);
+        char p[512];
+        snprintf(p, sizeof p, "%s/bible.data", dir);
+        unlink(p);
+        snprintf(p, sizeof p, "%s/bible.data.conc", dir);
+        unlink(p);
+        rmdir(dir);
+    }
+}
+
 int main(void)
 {
     be = tb_test_backend();
@@ -165,6 +218,7 @@ int main(void)
     if (!mkdtemp(dir)) return 1;
     test_cache(dir);
     test_missing();
+    test_corrupt_bible(dir);
     rmdir(dir);
     tb_backend_destroy(be);
     return tb_test_finish("test_prepare");

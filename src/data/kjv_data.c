@@ -2,10 +2,11 @@
  * as character-level language-model examples.
  *
  * `bible -p DIR -f "Gen1:1-Rev22:21"` prints one verse per line, "Ge1:1 In the beginning...";
- * the cache keeps the verse texts (reference dropped), one per line, as characters. An example
- * is a window of context + 1 characters: the input is the first `context`, the target the same
- * shifted by one. Windows start every `context` characters; every 20th window is the official
- * test set (fixed). */
+ * all 31,102 of them, or the data (bible.data and its concordance bible.data.conc) is corrupt
+ * or incomplete. The cache keeps the verse texts (reference dropped), one per line, as
+ * characters. An example is a window of context + 1 characters: the input is the first
+ * `context`, the target the same shifted by one. Windows start every `context` characters;
+ * every 20th window is the official test set (fixed). */
 #include "data/token_cache.h"
 #include "workloads/workload_impl.h"
 #include "data/path_impl.h"
@@ -14,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 
 #define KJV_DEFAULT_DIR "/usr/lib"
 #define KJV_CACHE_FILE "kjv-chars.tbcache"
@@ -21,6 +23,11 @@
 #define KJV_MISSING                                                                              \
     "the King James Bible is not installed: install the Debian packages bible-kjv-text and "     \
     "bible-kjv (apt-get install bible-kjv-text bible-kjv)"
+#define KJV_VERSES 31102 /* Gen1:1-Rev22:21 */
+/* the fix for data files that are there but damaged */
+#define KJV_REINSTALL                                                                            \
+    "the Debian package bible-kjv-text installs them in " KJV_DEFAULT_DIR                       \
+    ": apt-get install --reinstall bible-kjv-text"
 
 typedef struct kjv_ctx {
     const char *dir;
@@ -31,6 +38,15 @@ static tb_status kjv_build(void *p, tb_token_cache *out, tb_error *err)
     const kjv_ctx *ctx = p;
     if (strchr(ctx->dir, '\''))
         return tb_fail(err, TB_ERR_INVALID, "data directory %s contains a quote", ctx->dir);
+    /* without its concordance `bible` prints most verses, then crashes */
+    char conc[1100];
+    struct stat sb;
+    snprintf(conc, sizeof conc, "%s/bible.data.conc", ctx->dir);
+    if (stat(conc, &sb) != 0)
+        return tb_fail(err, TB_ERR_FORMAT,
+                       "the King James Bible data in %s is incomplete: bible.data is there but "
+                       "bible.data.conc is missing (%s)",
+                       ctx->dir, KJV_REINSTALL);
     char cmd[1200];
     snprintf(cmd, sizeof cmd, "bible -p '%s' -f 'Gen1:1-Rev22:21' 2>/dev/null", ctx->dir);
     FILE *f = popen(cmd, "r");
@@ -61,11 +77,24 @@ static tb_status kjv_build(void *p, tb_token_cache *out, tb_error *err)
     }
     int rc = pclose(f);
     if (!text) return tb_fail(err, TB_ERR_NOMEM, "out of memory reading the Bible");
-    if (rc != 0 || verses < 1000) {
+    if (rc != 0 && WIFEXITED(rc) && WEXITSTATUS(rc) == 127) { /* the shell found no `bible` */
         free(text);
-        return tb_fail(err, TB_ERR_MISSING,
-                       "`bible -p %s` failed or printed %lld verses: %s", ctx->dir,
-                       (long long)verses, KJV_MISSING);
+        return tb_fail(err, TB_ERR_MISSING, "cannot run `bible`: %s", KJV_MISSING);
+    }
+    if (rc != 0 || verses != KJV_VERSES) {
+        /* the files are there (the signature found bible.data, and the concordance is there):
+         * reading them failed, so they are damaged, not missing */
+        char how[64] = "";
+        if (rc == -1) snprintf(how, sizeof how, " and could not be waited for");
+        else if (WIFSIGNALED(rc)) snprintf(how, sizeof how, " and was killed by signal %d",
+                                           WTERMSIG(rc));
+        else if (WIFEXITED(rc) && WEXITSTATUS(rc) != 0)
+            snprintf(how, sizeof how, " and exited with status %d", WEXITSTATUS(rc));
+        free(text);
+        return tb_fail(err, TB_ERR_FORMAT,
+                       "the King James Bible data in %s (bible.data, bible.data.conc) is corrupt "
+                       "or incomplete: `bible -p %s` printed %lld of the %d verses%s (%s)",
+                       ctx->dir, ctx->dir, (long long)verses, KJV_VERSES, how, KJV_REINSTALL);
     }
     int map[256];
     int64_t n_vocab = 0;
