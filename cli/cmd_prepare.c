@@ -15,6 +15,8 @@ static const char prepare_usage[] =
     "is reused; a missing, stale (package updated) or corrupt one is rebuilt. Fashion-MNIST is\n"
     "read directly (no cache): prepare reads its four files and checks them as train does\n"
     "(headers, 28 x 28 images, 60000 + 10000 examples, labels), failing with train's error.\n"
+    "A cache is written to CACHE.tmp.PID, then renamed; such temporary files of processes no\n"
+    "longer running (a prepare killed while writing) are removed.\n"
     "\n"
     "options:\n"
     "      --cache-dir DIR   cache directory (default $XDG_CACHE_HOME/trainbench or\n"
@@ -87,6 +89,9 @@ int tb_cli_prepare(int argc, char **argv)
                    (long long)r.vocabulary, (long long)r.bytes);
         else
             printf("%-18s %s\n", ids[i], r.reason);
+        if (r.stale_temps_removed > 0)
+            printf("%-18s removed %d temporary file%s of an interrupted prepare\n", "",
+                   r.stale_temps_removed, r.stale_temps_removed > 1 ? "s" : "");
     }
     return rc;
 }

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 static tb_backend *be;
@@ -39,6 +40,26 @@ static void test_cache(const char *dir)
     snprintf(path, sizeof path, "%s", r.path);
     CHECK_OK(tb_workload_prepare("kjv_transformer_relu", &cfg, false, &r, &err), &err);
     CHECK(!r.rebuilt && strcmp(r.reason, "valid") == 0); /* reused, shared by the variants */
+    CHECK(r.stale_temps_removed == 0);
+    /* a writer killed mid-write leaves path.tmp.PID: prepare removes it once that process is
+     * gone (even when the cache is valid), and leaves a live process's and other names */
+    pid_t child = fork();
+    if (child == 0) _exit(0);
+    waitpid(child, NULL, 0); /* now no process has that PID */
+    char dead[1100], live[1100], other[1100];
+    snprintf(dead, sizeof dead, "%s.tmp.%ld", path, (long)child);
+    snprintf(live, sizeof live, "%s.tmp.%ld", path, (long)getppid());
+    snprintf(other, sizeof other, "%s.tmp.12x", path);
+    const char *temps[3] = {dead, live, other};
+    for (int i = 0; i < 3; i++) {
+        FILE *f = fopen(temps[i], "w");
+        if (f) fclose(f);
+    }
+    CHECK_OK(tb_workload_prepare("kjv_transformer", &cfg, false, &r, &err), &err);
+    CHECK(!r.rebuilt && r.stale_temps_removed == 1);
+    CHECK(access(dead, F_OK) != 0 && access(live, F_OK) == 0 && access(other, F_OK) == 0);
+    unlink(live);
+    unlink(other);
     CHECK_OK(tb_workload_prepare("kjv_transformer", &cfg, true, &r, &err), &err);
     CHECK(r.rebuilt && strcmp(r.reason, "forced") == 0);
     /* the cached and the in-memory data are the same examples */

@@ -192,6 +192,9 @@ typedef struct tb_prepare_report {
     int64_t tokens;      /* tokens in the cache */
     int64_t vocabulary;  /* vocabulary size */
     int64_t bytes;       /* cache file size */
+    /* temporary files (<cache file>.tmp.<PID>) of writers that are gone (a prepare killed
+     * while writing), removed */
+    int stale_temps_removed;
 } tb_prepare_report;
 
 /* The default cache directory, $XDG_CACHE_HOME/trainbench or ~/.cache/trainbench, into buf.
@@ -200,7 +203,8 @@ bool tb_default_cache_dir(char *buf, size_t size);
 
 /* Builds the cache of the data of workload `id` in config->cache_dir from the Debian package's
  * files (config->data_dir), or checks and reuses the one there (force: rebuild anyway). A
- * corrupt or stale cache is rebuilt. Workloads reading their files directly (Fashion-MNIST)
+ * corrupt or stale cache is rebuilt. Temporary files of the cache left by processes that are
+ * no longer running (<cache file>.tmp.<PID>; PIDs of this machine) are removed. Workloads reading their files directly (Fashion-MNIST)
  * only check that the files are there. Fails with TB_ERR_MISSING naming the package (and how
  * to install it) when the data is not installed, TB_ERR_FORMAT naming the files when they are
  * there but cannot be read as the data (corrupt or incomplete), TB_ERR_IO when the cache

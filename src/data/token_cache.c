@@ -2,7 +2,10 @@
 #include "data/token_cache.h"
 #include "data/path_impl.h"
 
+#include <ctype.h>
+#include <dirent.h>
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -154,6 +157,34 @@ static tb_status mkdirs(const char *dir, tb_error *err)
     return TB_OK;
 }
 
+/* Removes the temporary files dir/<file>.tmp.<PID> (cache_write's) of processes that are gone,
+ * e.g. a prepare killed while writing: only where no process has that PID on this machine
+ * (kill(PID, 0) fails with ESRCH). Returns how many were removed. */
+static int remove_stale_temps(const char *dir, const char *file)
+{
+    DIR *d = opendir(dir);
+    if (!d) return 0;
+    size_t len = strlen(file);
+    int removed = 0;
+    for (struct dirent *e; (e = readdir(d)) != NULL;) {
+        const char *name = e->d_name;
+        if (strncmp(name, file, len) != 0 || strncmp(name + len, ".tmp.", 5) != 0) continue;
+        const char *digits = name + len + 5;
+        char *end;
+        errno = 0;
+        long pid = strtol(digits, &end, 10);
+        if (!isdigit((unsigned char)digits[0]) || *end || errno || pid <= 0 ||
+            (long)(pid_t)pid != pid || (pid_t)pid == getpid())
+            continue;
+        if (kill((pid_t)pid, 0) == 0 || errno != ESRCH) continue; /* running (or not ours) */
+        char path[1400];
+        snprintf(path, sizeof path, "%s/%s", dir, name);
+        if (unlink(path) == 0) removed++;
+    }
+    closedir(d);
+    return removed;
+}
+
 static tb_status cache_write(const char *dir, const char *path, uint32_t kind, uint64_t sig,
                              const tb_token_cache *c, tb_error *err)
 {
@@ -241,6 +272,8 @@ tb_status tb_token_cache_obtain(const tb_token_cache_where *w, uint64_t sig, boo
     uint32_t kind = w->kind;
     memset(out, 0, sizeof *out);
     char path[1024] = "", why[200] = "", reason[256] = "no cache directory (in memory)";
+    /* prepare cleans up after interrupted writers even when the cache is valid */
+    int stale = cache_dir && report ? remove_stale_temps(cache_dir, file) : 0;
     if (cache_dir) {
         snprintf(path, sizeof path, "%.*s/%s", tb_dir_len(cache_dir), cache_dir, file);
         cache_state s = force ? CACHE_MISSING : cache_read(path, kind, sig, out, why, sizeof why);
@@ -265,12 +298,14 @@ tb_status tb_token_cache_obtain(const tb_token_cache_where *w, uint64_t sig, boo
                 snprintf(report->path, sizeof report->path, "%s", path);
                 report->rebuilt = false;
                 snprintf(report->reason, sizeof report->reason, "%s", reason);
+                report->stale_temps_removed = stale;
             }
             goto fill;
         }
     }
     tb_status st = build(ctx, out, err);
     if (st == TB_OK) st = tb_token_cache_index_vocab(out, err);
+    if (st == TB_OK && cache_dir && !report) remove_stale_temps(cache_dir, file);
     if (st == TB_OK && cache_dir) st = cache_write(cache_dir, path, kind, sig, out, err);
     if (st != TB_OK) {
         tb_token_cache_free(out);
@@ -280,6 +315,7 @@ tb_status tb_token_cache_obtain(const tb_token_cache_where *w, uint64_t sig, boo
         snprintf(report->path, sizeof report->path, "%s", path);
         report->rebuilt = true;
         snprintf(report->reason, sizeof report->reason, "%s", reason);
+        report->stale_temps_removed = stale;
     }
 fill:
     if (report) {
