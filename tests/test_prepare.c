@@ -120,6 +120,23 @@ static void test_cache(const char *dir)
     CHECK_FAILS(tb_workload_create("kjv_transformer", be, &cfg, &a, &err), TB_ERR_FORMAT, &err,
                 "magic");
     unlink(path);
+    /* a FIFO (or a directory) where the cache goes is refused, never opened: opening a FIFO
+     * for reading blocked create and prepare forever */
+    if (CHECK(mkfifo(path, 0600) == 0)) {
+        CHECK_FAILS(tb_workload_create("kjv_transformer", be, &cfg, &a, &err), TB_ERR_IO, &err,
+                    "is a FIFO, not a regular file");
+        CHECK(strstr(err.message, path) != NULL);
+        CHECK_FAILS(tb_workload_prepare("kjv_transformer", &cfg, false, &r, &err), TB_ERR_IO,
+                    &err, "is a FIFO");
+        CHECK_FAILS(tb_workload_prepare("kjv_transformer", &cfg, true, &r, &err), TB_ERR_IO,
+                    &err, "is a FIFO");
+        unlink(path);
+    }
+    if (CHECK(mkdir(path, 0700) == 0)) {
+        CHECK_FAILS(tb_workload_prepare("kjv_transformer", &cfg, false, &r, &err), TB_ERR_IO,
+                    &err, "is a directory, not a regular file");
+        rmdir(path);
+    }
     /* the cache directory cannot be created */
     tb_workload_config bad = {.cache_dir = "/proc/no/such/dir"};
     CHECK_FAILS(tb_workload_prepare("kjv_transformer", &bad, false, &r, &err), TB_ERR_IO, &err,

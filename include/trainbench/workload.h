@@ -208,7 +208,7 @@ bool tb_default_cache_dir(char *buf, size_t size);
  * only check that the files are there. Fails with TB_ERR_MISSING naming the package (and how
  * to install it) when the data is not installed, TB_ERR_FORMAT naming the files when they are
  * there but cannot be read as the data (corrupt or incomplete), TB_ERR_IO when the cache
- * cannot be written. */
+ * cannot be written or its path is not a regular file (a FIFO, a directory). */
 tb_status tb_workload_prepare(const char *id, const tb_workload_config *config, bool force,
                               tb_prepare_report *report, tb_error *err);
 

@@ -5,6 +5,7 @@
 #include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -60,18 +61,42 @@ static uint64_t checksum(const tb_token_cache *c)
     return fnv(h, c->segments, (size_t)c->n_segments * sizeof(int64_t));
 }
 
-typedef enum { CACHE_OK, CACHE_MISSING, CACHE_STALE, CACHE_CORRUPT } cache_state;
+typedef enum { CACHE_OK, CACHE_MISSING, CACHE_STALE, CACHE_CORRUPT, CACHE_NOT_FILE } cache_state;
 
-/* Reads and validates path; on CACHE_CORRUPT why says what is wrong. */
+/* What a file that is not a regular one is, for messages. */
+static const char *file_kind(mode_t mode)
+{
+    if (S_ISFIFO(mode)) return "a FIFO";
+    if (S_ISDIR(mode)) return "a directory";
+    if (S_ISSOCK(mode)) return "a socket";
+    if (S_ISCHR(mode) || S_ISBLK(mode)) return "a device";
+    return "not a regular file";
+}
+
+/* Reads and validates path; on CACHE_CORRUPT why says what is wrong, on CACHE_NOT_FILE what
+ * the path is (a FIFO, a directory...: never read, and opened without blocking). */
 static cache_state cache_read(const char *path, uint32_t kind, uint64_t sig, tb_token_cache *c,
                               char *why, size_t why_size)
 {
     memset(c, 0, sizeof *c);
-    FILE *f = fopen(path, "rb");
-    if (!f) return CACHE_MISSING;
+    /* O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer forever */
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) return CACHE_MISSING;
+    struct stat sb;
+    if (fstat(fd, &sb) == 0 && !S_ISREG(sb.st_mode)) {
+        snprintf(why, why_size, "%s", file_kind(sb.st_mode));
+        close(fd);
+        return CACHE_NOT_FILE;
+    }
+    int flags = fcntl(fd, F_GETFL);
+    if (flags != -1) fcntl(fd, F_SETFL, flags & ~O_NONBLOCK);
+    FILE *f = fdopen(fd, "rb");
+    if (!f) {
+        close(fd);
+        return CACHE_MISSING;
+    }
     header h;
     cache_state s = CACHE_CORRUPT;
-    struct stat sb;
     if (fstat(fileno(f), &sb) != 0 || fread(&h, sizeof h, 1, f) != 1) {
         snprintf(why, why_size, "truncated header");
         goto done;
@@ -276,7 +301,20 @@ tb_status tb_token_cache_obtain(const tb_token_cache_where *w, uint64_t sig, boo
     int stale = cache_dir && report ? remove_stale_temps(cache_dir, file) : 0;
     if (cache_dir) {
         snprintf(path, sizeof path, "%.*s/%s", tb_dir_len(cache_dir), cache_dir, file);
-        cache_state s = force ? CACHE_MISSING : cache_read(path, kind, sig, out, why, sizeof why);
+        /* something else than a file where the cache goes is refused, even with force: it is
+         * never opened for reading (a FIFO would block) nor replaced */
+        struct stat sb;
+        memset(&sb, 0, sizeof sb);
+        cache_state s = stat(path, &sb) == 0 && !S_ISREG(sb.st_mode) ? CACHE_NOT_FILE
+                        : force ? CACHE_MISSING
+                                : cache_read(path, kind, sig, out, why, sizeof why);
+        if (s == CACHE_NOT_FILE) {
+            if (!why[0]) snprintf(why, sizeof why, "%s", file_kind(sb.st_mode));
+            return tb_fail(err, TB_ERR_IO,
+                           "the data cache %s is %s, not a regular file: remove it, or give "
+                           "another --cache-dir",
+                           path, why);
+        }
         if (s == CACHE_OK) {
             snprintf(reason, sizeof reason, "valid");
         } else if (s == CACHE_CORRUPT && !report) {

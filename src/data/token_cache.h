@@ -44,8 +44,9 @@ typedef struct tb_token_cache_where {
 
 /* Gets the corpus: from w->cache_dir/w->file when valid for source signature sig, else by
  * build() (then written there, atomically). cache_dir NULL: built in memory, nothing written.
- * Before writing, and always in prepare mode, removes the temporary files
- * (<file>.tmp.<PID>) of processes that are gone.
+ * A path that is not a regular file (a FIFO, a directory) fails with TB_ERR_IO in every mode,
+ * without being opened for reading. Before writing, and always in prepare mode, removes the
+ * temporary files (<file>.tmp.<PID>) of processes that are gone.
  * prepare mode (report != NULL): a corrupt cache is rebuilt and force rebuilds anyway;
  * otherwise a corrupt cache fails with TB_ERR_FORMAT naming the file and the command that
  * rebuilds it (with --cache-dir and --data-dir where they are not the defaults). */
