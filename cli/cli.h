@@ -28,7 +28,8 @@ int tb_cli_export(int argc, char **argv);
 int tb_cli_print_scores(const char *db, const char *name, const char *reference,
                         bool variant_rule, bool json);
 int tb_cli_prepare(int argc, char **argv);
-/* $XDG_CACHE_HOME/trainbench or ~/.cache/trainbench (static buffer), NULL if neither is set. */
+/* tb_default_cache_dir in a static buffer: $XDG_CACHE_HOME/trainbench (absolute only) or
+ * ~/.cache/trainbench; NULL if neither is set. */
 const char *tb_cli_default_cache_dir(void);
 
 /* Maps a library status to an exit code. */

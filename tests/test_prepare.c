@@ -249,9 +249,35 @@ static void test_corrupt_bible(const char *cache)
     }
 }
 
+/* The default cache directory: XDG_CACHE_HOME when absolute, else HOME's .cache. */
+static void test_default_dir(void)
+{
+    char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
+    char saved_xdg[1024] = "", saved_home[1024] = "", buf[1024];
+    if (xdg) snprintf(saved_xdg, sizeof saved_xdg, "%s", xdg);
+    if (home) snprintf(saved_home, sizeof saved_home, "%s", home);
+    setenv("HOME", "/tmp/tb_home", 1);
+    setenv("XDG_CACHE_HOME", "/tmp/tb_xdg", 1);
+    CHECK(tb_default_cache_dir(buf, sizeof buf) && strcmp(buf, "/tmp/tb_xdg/trainbench") == 0);
+    setenv("XDG_CACHE_HOME", "relative/cache", 1); /* invalid by the XDG spec: ignored */
+    CHECK(tb_default_cache_dir(buf, sizeof buf) &&
+          strcmp(buf, "/tmp/tb_home/.cache/trainbench") == 0);
+    setenv("XDG_CACHE_HOME", "", 1);
+    CHECK(tb_default_cache_dir(buf, sizeof buf) &&
+          strcmp(buf, "/tmp/tb_home/.cache/trainbench") == 0);
+    unsetenv("HOME");
+    setenv("XDG_CACHE_HOME", "relative/cache", 1);
+    CHECK(!tb_default_cache_dir(buf, sizeof buf) && buf[0] == '\0');
+    if (xdg) setenv("XDG_CACHE_HOME", saved_xdg, 1);
+    else unsetenv("XDG_CACHE_HOME");
+    if (home) setenv("HOME", saved_home, 1);
+    else unsetenv("HOME");
+}
+
 int main(void)
 {
     be = tb_test_backend();
+    test_default_dir();
     char dir[] = "/tmp/tb_test_prepare_XXXXXX";
     if (!mkdtemp(dir)) return 1;
     test_cache(dir);

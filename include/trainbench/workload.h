@@ -197,8 +197,9 @@ typedef struct tb_prepare_report {
     int stale_temps_removed;
 } tb_prepare_report;
 
-/* The default cache directory, $XDG_CACHE_HOME/trainbench or ~/.cache/trainbench, into buf.
- * false (buf "") when neither XDG_CACHE_HOME nor HOME is set, or buf is too small. */
+/* The default cache directory, $XDG_CACHE_HOME/trainbench, or $HOME/.cache/trainbench when
+ * XDG_CACHE_HOME is unset, empty or relative (the XDG spec ignores a relative one), into buf.
+ * false (buf "") when neither gives a directory, or buf is too small. */
 bool tb_default_cache_dir(char *buf, size_t size);
 
 /* Builds the cache of the data of workload `id` in config->cache_dir from the Debian package's

@@ -240,7 +240,8 @@ bool tb_default_cache_dir(char *buf, size_t size)
 {
     const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
     int n = -1;
-    if (xdg && *xdg) n = snprintf(buf, size, "%s/trainbench", xdg);
+    /* the XDG Base Directory spec: a relative path in XDG_CACHE_HOME is invalid, ignored */
+    if (xdg && xdg[0] == '/') n = snprintf(buf, size, "%s/trainbench", xdg);
     else if (home && *home) n = snprintf(buf, size, "%s/.cache/trainbench", home);
     if (n < 0 || (size_t)n >= size) {
         if (size) buf[0] = '\0';
