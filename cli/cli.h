@@ -31,6 +31,10 @@ int tb_cli_prepare(int argc, char **argv);
 /* tb_default_cache_dir in a static buffer: $XDG_CACHE_HOME/trainbench (absolute only) or
  * ~/.cache/trainbench; NULL if neither is set. */
 const char *tb_cli_default_cache_dir(void);
+/* The cache directory of command cmd: given (--cache-dir) or the default; NULL, with the
+ * message "cmd: no cache directory ...: give --cache-dir DIR", when there is neither (every
+ * command with --cache-dir then exits 2, before any work). */
+const char *tb_cli_cache_dir(const char *cmd, const char *given);
 
 /* Maps a library status to an exit code. */
 int tb_cli_exit_code(tb_status st);

@@ -20,7 +20,9 @@ static const char prepare_usage[] =
     "\n"
     "options:\n"
     "      --cache-dir DIR   cache directory (default $XDG_CACHE_HOME/trainbench, or\n"
-    "                        ~/.cache/trainbench when XDG_CACHE_HOME is unset or relative)\n"
+    "                        ~/.cache/trainbench when XDG_CACHE_HOME is unset or relative;\n"
+    "                        with neither HOME nor XDG_CACHE_HOME, prepare and train exit 2\n"
+    "                        unless given)\n"
     "      --data-dir DIR    the package's data directory (default: where Debian installs it)\n"
     "  -f, --force           rebuild even a valid cache\n"
     "  -h, --help            this help\n"
@@ -35,9 +37,19 @@ const char *tb_cli_default_cache_dir(void)
     return tb_default_cache_dir(buf, sizeof buf) ? buf : NULL;
 }
 
+const char *tb_cli_cache_dir(const char *cmd, const char *given)
+{
+    const char *dir = given ? given : tb_cli_default_cache_dir();
+    if (!dir)
+        tb_cli_error("%s: no cache directory: neither HOME nor an absolute XDG_CACHE_HOME is "
+                     "set: give --cache-dir DIR", cmd);
+    return dir;
+}
+
 int tb_cli_prepare(int argc, char **argv)
 {
-    tb_workload_config cfg = {.cache_dir = tb_cli_default_cache_dir()};
+    tb_workload_config cfg = {0};
+    const char *cache_dir = NULL;
     bool force = false;
     struct option opts[] = {{"cache-dir", required_argument, 0, 'c'},
                             {"data-dir", required_argument, 0, 'd'},
@@ -49,17 +61,15 @@ int tb_cli_prepare(int argc, char **argv)
     int c;
     while ((c = getopt_long(argc, argv, ":fh", opts, NULL)) != -1) {
         switch (c) {
-        case 'c': cfg.cache_dir = optarg; break;
+        case 'c': cache_dir = optarg; break;
         case 'd': cfg.data_dir = optarg; break;
         case 'f': force = true; break;
         case 'h': fputs(prepare_usage, stdout); return TB_EXIT_OK;
         default: return tb_cli_option_error("prepare", c, argv);
         }
     }
-    if (!cfg.cache_dir) {
-        tb_cli_error("prepare: no HOME or XDG_CACHE_HOME: give --cache-dir");
-        return TB_EXIT_USAGE;
-    }
+    cfg.cache_dir = tb_cli_cache_dir("prepare", cache_dir);
+    if (!cfg.cache_dir) return TB_EXIT_USAGE;
     const char *ids[64];
     int n = 0;
     if (optind < argc) {

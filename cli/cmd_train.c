@@ -47,8 +47,9 @@ static const char train_usage[] =
     "                            shampoo have host-side work every step: they run eagerly\n"
     "                            and the result says why. Compiled, not yet run on a GPU\n"
     "      --data-dir DIR        the data package's directory (default: where Debian puts it)\n"
-    "      --cache-dir DIR       prepared-data cache (default ~/.cache/trainbench; see\n"
-    "                            `trainbench prepare`)\n"
+    "      --cache-dir DIR       prepared-data cache (default $XDG_CACHE_HOME/trainbench or\n"
+    "                            ~/.cache/trainbench, as `trainbench prepare`; with neither\n"
+    "                            HOME nor XDG_CACHE_HOME, train exits 2 unless given)\n"
     "      --split KIND          official (default) or bootstrap (out-of-bootstrap\n"
     "                            validation and test, stratified; varies with --seed-split)\n"
     "      --augment             random crop (padding 2) and horizontal flip (images; the\n"
@@ -453,7 +454,8 @@ int tb_cli_train(int argc, char **argv)
                      tb_device_name(cfg.backend.device));
         return TB_EXIT_USAGE;
     }
-    if (!cfg.cache_dir) cfg.cache_dir = tb_cli_default_cache_dir();
+    cfg.cache_dir = tb_cli_cache_dir("train", cfg.cache_dir);
+    if (!cfg.cache_dir) return TB_EXIT_USAGE;
     const tb_workload_info *winfo = NULL;
     for (int i = 0; i < tb_workload_count(); i++)
         if (strcmp(tb_workload_info_at(i)->id, cfg.workload) == 0) winfo = tb_workload_info_at(i);

@@ -123,6 +123,23 @@ int main(void)
           has("\"evaluations\":2,"));
     CHECK(run("train --steps 4 --evals 0 --eval-examples 100 --json -q") == 0 &&
           has("\"evaluations\":1,"));
+    /* without HOME and XDG_CACHE_HOME (or with only a relative one) neither prepare nor train
+     * has a cache directory: both exit 2 before any work, unless --cache-dir is given */
+    char *home = getenv("HOME"), *xdg = getenv("XDG_CACHE_HOME");
+    char saved_home[1024] = "", saved_xdg[1024] = "";
+    if (home) snprintf(saved_home, sizeof saved_home, "%s", home);
+    if (xdg) snprintf(saved_xdg, sizeof saved_xdg, "%s", xdg);
+    unsetenv("HOME");
+    setenv("XDG_CACHE_HOME", "relative", 1);
+    CHECK(run("prepare fmnist_mlp") == 2 && has("prepare: no cache directory") &&
+          has("give --cache-dir DIR"));
+    CHECK(run("train --steps 1 -q") == 2 && has("train: no cache directory") &&
+          has("give --cache-dir DIR") && !has("validation"));
+    CHECK(run("train --steps 1 --evals 0 --eval-examples 100 -q --cache-dir /tmp") == 0);
+    if (home) setenv("HOME", saved_home, 1);
+    if (xdg) setenv("XDG_CACHE_HOME", saved_xdg, 1);
+    else unsetenv("XDG_CACHE_HOME");
+    CHECK(run("train --help") == 0 && has("HOME nor XDG_CACHE_HOME, train exits 2"));
     CHECK(run("workloads") == 0 && has("fmnist_mlp") && has("dataset-fashion-mnist"));
     /* a workload without accuracy (reconstruction loss) reports neither NaN nor the loss twice */
     CHECK(run("train -w fmnist_autoencoder --steps 2 --evals 1 --eval-examples 100 -q") == 0 &&
