@@ -11,12 +11,13 @@ static const char prepare_usage[] =
     "usage: trainbench prepare [options] [WORKLOAD...]\n"
     "\n"
     "Turns each data package's files into a compact cache (tokenisation, vocabulary) once;\n"
-    "every run reuses it. Without WORKLOAD, prepares the data of every workload. A valid cache\n"
-    "is reused; a missing, stale (package updated) or corrupt one is rebuilt. Fashion-MNIST is\n"
-    "read directly (no cache): prepare reads its four files and checks them as train does\n"
-    "(headers, 28 x 28 images, 60000 + 10000 examples, labels), failing with train's error.\n"
-    "A cache is written to CACHE.tmp.PID, then renamed; such temporary files of processes no\n"
-    "longer running (a prepare killed while writing) are removed.\n"
+    "every run reuses it. Without WORKLOAD, prepares the data of every workload; an unknown\n"
+    "WORKLOAD exits 2 before anything is prepared. A valid cache is reused; a missing, stale\n"
+    "(package updated) or corrupt one is rebuilt. Fashion-MNIST is read directly (no cache):\n"
+    "prepare reads its four files and checks them as train does (headers, 28 x 28 images,\n"
+    "60000 + 10000 examples, labels), failing with train's error. A cache is written to\n"
+    "CACHE.tmp.PID, then renamed; such temporary files of processes no longer running (a\n"
+    "prepare killed while writing) are removed.\n"
     "\n"
     "options:\n"
     "      --cache-dir DIR   cache directory (default $XDG_CACHE_HOME/trainbench, or\n"
@@ -73,7 +74,22 @@ int tb_cli_prepare(int argc, char **argv)
     const char *ids[64];
     int n = 0;
     if (optind < argc) {
-        for (int i = optind; i < argc && n < 64; i++) ids[n++] = argv[i];
+        /* every name is checked before any work: a typo prepares nothing */
+        if (argc - optind > 64) {
+            tb_cli_error("prepare: %d workloads named, at most 64", argc - optind);
+            return TB_EXIT_USAGE;
+        }
+        for (int i = optind; i < argc; i++) {
+            bool known = false;
+            for (int j = 0; j < tb_workload_count(); j++)
+                known |= strcmp(tb_workload_info_at(j)->id, argv[i]) == 0;
+            if (!known) {
+                tb_cli_error("prepare: unknown workload '%s' (see `trainbench workloads`); "
+                             "nothing was prepared", argv[i]);
+                return TB_EXIT_USAGE;
+            }
+            ids[n++] = argv[i];
+        }
     } else { /* one workload per data package */
         for (int i = 0; i < tb_workload_count() && n < 64; i++) {
             const tb_workload_info *w = tb_workload_info_at(i);

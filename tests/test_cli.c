@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 static char out[65536];
 
@@ -140,6 +141,16 @@ int main(void)
     if (xdg) setenv("XDG_CACHE_HOME", saved_xdg, 1);
     else unsetenv("XDG_CACHE_HOME");
     CHECK(run("train --help") == 0 && has("HOME nor XDG_CACHE_HOME, train exits 2"));
+    /* every name is checked before any work: nothing is prepared for a list with a typo */
+    char cache[] = "/tmp/tb_cli_prepare_XXXXXX", args[256];
+    if (CHECK(mkdtemp(cache) != NULL)) {
+        snprintf(args, sizeof args, "prepare --cache-dir %s wordnet_sparse nosuch", cache);
+        CHECK(run(args) == 2 && has("unknown workload 'nosuch'") &&
+              has("nothing was prepared") && !has("built"));
+        snprintf(args, sizeof args, "%s/wordnet-glosses.tbcache", cache);
+        CHECK(access(args, F_OK) != 0);
+        rmdir(cache);
+    }
     CHECK(run("workloads") == 0 && has("fmnist_mlp") && has("dataset-fashion-mnist"));
     /* a workload without accuracy (reconstruction loss) reports neither NaN nor the loss twice */
     CHECK(run("train -w fmnist_autoencoder --steps 2 --evals 1 --eval-examples 100 -q") == 0 &&
