@@ -134,7 +134,7 @@ static int common_option(int c, tb_train_config *a, tb_train_config *b, tb_study
         a->epochs = b->epochs = dv;
         return 0;
     case O_STEPS:
-        if (!tb_cli_parse_int("--steps", optarg, 1, 1000000000L, &lv)) return 2;
+        if (!tb_cli_parse_int("--steps", optarg, 1, TB_TRAIN_MAX_STEPS, &lv)) return 2;
         a->max_steps = b->max_steps = lv;
         return 0;
     case 'b':

@@ -20,8 +20,8 @@ static const char train_usage[] =
     "                            e.g. --hp learning_rate=3e-4 --hp weight_decay=0\n"
     "      --lr VALUE            shorthand for --hp learning_rate=VALUE\n"
     "  -e, --epochs X            length of the run in epochs (default 5, or with --budget\n"
-    "                            none; may be fractional)\n"
-    "      --steps N             length of the run in steps (overrides --epochs)\n"
+    "                            none; may be fractional; at most 1e9 steps)\n"
+    "      --steps N             length of the run in steps (overrides --epochs; 1 to 1e9)\n"
     "  -b, --batch-size N        examples per step (default: the workload's)\n"
     "      --schedule NAME       warmup_cosine (default), constant, linear_decay, polynomial\n"
     "                            (power 2) or step (x0.1 every third of the run); it spans\n"
@@ -311,7 +311,7 @@ int tb_cli_train(int argc, char **argv)
             length_set = true;
             break;
         case OPT_STEPS:
-            if (!tb_cli_parse_int("--steps", optarg, 1, 1000000000L, &lv)) return TB_EXIT_USAGE;
+            if (!tb_cli_parse_int("--steps", optarg, 1, TB_TRAIN_MAX_STEPS, &lv)) return TB_EXIT_USAGE;
             cfg.max_steps = lv;
             length_set = true;
             break;

@@ -23,6 +23,8 @@ int main(void)
     CHECK(run("train --lr fast") == 2 && has("--lr: 'fast' is not a number"));
     CHECK(run("train --lr") == 2 && has("needs a value"));
     CHECK(run("train --epochs -1") == 2 && has("--epochs"));
+    CHECK(run("train --epochs 1e17 -q") == 2 && has("1e+17 epochs are") &&
+          has("give fewer epochs") && !has("no steps"));
     CHECK(run("train --seed-init x") == 2 && has("--seed-init: 'x'"));
     /* a name with a quote stays valid JSON */
     CHECK(run("train -w 'a\"b' --json") == 2 && has("{\"workload\":\"a\\\"b\""));

@@ -134,6 +134,10 @@ static void test_schedule_horizon(void)
 
     c.max_time_s = 0; /* neither a length nor a time limit */
     CHECK_FAILS(tb_train(&c, &r, &err), TB_ERR_INVALID, &err, "the run has no steps");
+    /* epochs whose steps do not fit are refused by name, not cast into "no steps" */
+    c.epochs = 1e17;
+    CHECK_FAILS(tb_train(&c, &r, &err), TB_ERR_INVALID, &err,
+                "1e+17 epochs are 4.29e+19 steps (429 per epoch), more than the 1000000000");
 }
 
 /* Records the steps after which the run evaluated. */

@@ -93,6 +93,10 @@ tb_train_config tb_train_config_default(void);
 /* Sets the seed of every source of variation. */
 void tb_train_config_seed_all(tb_train_config *config, uint64_t seed);
 
+/* The most steps a run's epochs may come to (tb_train refuses more, naming the epochs); also
+ * the command's limit on --steps. */
+#define TB_TRAIN_MAX_STEPS 1000000000LL
+
 /* A loss above this many times the first step's training loss is a divergence (a finite but
  * exploded loss; normal training stays near or below the untrained loss). */
 #define TB_TRAIN_DIVERGENCE_FACTOR 1e4

@@ -180,9 +180,18 @@ tb_status tb_train(const tb_train_config *cfg, tb_train_result *res, tb_error *e
     int64_t per_epoch = batch > 0 ? n_train / batch : 0;
     /* neither steps nor epochs, but a time limit: the time (or the target) ends the run */
     bool until_time = cfg->max_steps == 0 && cfg->epochs == 0 && cfg->max_time_s > 0;
+    /* epochs in steps, checked in floating point: a huge count does not fit an int64_t */
+    double epoch_steps = ceil(cfg->epochs * (double)per_epoch);
+    if (st == TB_OK && cfg->max_steps == 0 && !until_time && epoch_steps > TB_TRAIN_MAX_STEPS)
+        st = tb_fail(err, TB_ERR_INVALID,
+                     "%g epochs are %.4g steps (%lld per epoch), more than the %lld steps a run "
+                     "can take: give fewer epochs",
+                     cfg->epochs, epoch_steps, (long long)per_epoch,
+                     (long long)TB_TRAIN_MAX_STEPS);
     int64_t total = cfg->max_steps > 0 ? cfg->max_steps
                     : until_time       ? INT64_MAX
-                                       : (int64_t)ceil(cfg->epochs * (double)per_epoch);
+                    : st == TB_OK      ? (int64_t)epoch_steps
+                                       : 0;
     if (st == TB_OK && total < 1)
         st = tb_fail(err, TB_ERR_INVALID,
                      "the run has no steps (epochs %g, max steps %lld, no time limit)",
