@@ -9,8 +9,8 @@ int tb_cli_workloads(int argc, char **argv)
     if (argc > 1 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
         printf("usage: trainbench workloads\n\nLists every workload and variant with its "
                "metric, validation and test targets,\ntime budget (timed training seconds), "
-               "eval period, default batch size, Debian data\npackage and files. Targets and "
-               "budgets: docs/WORKLOADS.md.\n");
+               "eval period, default batch size, the Debian\npackages the data needs and its "
+               "files. Targets and budgets: docs/WORKLOADS.md.\n");
         return TB_EXIT_OK;
     }
     if (argc > 1) {
@@ -18,7 +18,7 @@ int tb_cli_workloads(int argc, char **argv)
         return TB_EXIT_USAGE;
     }
     printf("%-24s %-13s %8s %8s %7s %5s %5s  %s\n", "workload", "metric", "val.tgt", "test.tgt",
-           "budget", "eval", "batch", "data package");
+           "budget", "eval", "batch", "data packages");
     for (int i = 0; i < tb_workload_count(); i++) {
         const tb_workload_info *w = tb_workload_info_at(i);
         printf("%-24s %-13s %8.4g %8.4g %6.0fs %4.0fs %5d  %s\n", w->id, w->metric,

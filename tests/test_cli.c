@@ -154,6 +154,8 @@ int main(void)
         rmdir(cache);
     }
     CHECK(run("workloads") == 0 && has("fmnist_mlp") && has("dataset-fashion-mnist"));
+    /* the Bible needs its text and the program that reads it (docs/WORKLOADS.md) */
+    CHECK(has("bits_per_char") && has("  bible-kjv-text bible-kjv\n"));
     /* a workload without accuracy (reconstruction loss) reports neither NaN nor the loss twice */
     CHECK(run("train -w fmnist_autoencoder --steps 2 --evals 1 --eval-examples 100 -q") == 0 &&
           has("validation: loss ") && !has("nan") && !has(", loss"));

