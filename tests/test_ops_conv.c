@@ -146,6 +146,61 @@ static void test_conv2d_accumulates(void)
     for (int i = 0; i < 3; i++) tb_test_var_free(in[i]);
 }
 
+/* conv2d's gradients (dx, dw, db) on backends of 1, 2 and 3 threads: the same bits. Batches
+ * of 1, 5 (one image per dw chunk), 40 and 70 (2 and 3 images per chunk, the last chunk
+ * short); 16 output channels (OpenBLAS) and 32 with K = 72 (the own kernel). */
+static void conv_grads_at(int threads, const conv_case *c, float *out[3])
+{
+    tb_backend_config cfg = {.device = TB_DEVICE_CPU, .threads = threads};
+    tb_backend *be = NULL;
+    tb_error err = {0};
+    if (!CHECK_OK(tb_backend_create(&cfg, &be, &err), &err)) return;
+    tb_rng rng = tb_rng_make(11, 3);
+    const int64_t xs[4] = {c->n, c->cin, c->h, c->w}, ws[4] = {c->cout, c->cin, c->k, c->k};
+    const int64_t bs[1] = {c->cout};
+    tb_var *in[3] = {tb_test_var(be, 4, xs, &rng, -1, 1, true),
+                     tb_test_var(be, 4, ws, &rng, -1, 1, true),
+                     tb_test_var(be, 1, bs, &rng, -1, 1, true)};
+    tb_tape *t = tb_test_tape(be);
+    tb_var *loss = conv_loss(t, in, (void *)c);
+    CHECK(loss && tb_tape_backward(t, loss) == TB_OK);
+    for (int i = 0; i < 3; i++) {
+        const size_t bytes = tb_tensor_bytes(&in[i]->grad);
+        out[i] = malloc(bytes);
+        memcpy(out[i], in[i]->grad.data, bytes);
+    }
+    tb_tape_destroy(t);
+    for (int i = 0; i < 3; i++) tb_test_var_free(in[i]);
+    tb_backend_destroy(be);
+}
+
+static void test_conv2d_thread_count(void)
+{
+    static const conv_case cases[] = {
+        {1, 3, 8, 8, 16, 3, 1, 1, true},   {5, 3, 8, 8, 16, 3, 1, 1, true},
+        {40, 3, 8, 8, 16, 3, 1, 1, true},  {70, 2, 9, 7, 16, 3, 2, 1, true},
+        {40, 8, 6, 6, 32, 3, 1, 1, true},  {70, 8, 7, 7, 32, 3, 1, 1, true},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        const conv_case *c = &cases[i];
+        const size_t n[3] = {(size_t)c->n * c->cin * c->h * c->w,
+                             (size_t)c->cout * c->cin * c->k * c->k, (size_t)c->cout};
+        float *g1[3] = {0}, *g[3] = {0};
+        conv_grads_at(1, c, g1);
+        for (int threads = 2; threads <= 3; threads++) {
+            conv_grads_at(threads, c, g);
+            for (int j = 0; j < 3; j++) {
+                bool same = g1[j] && g[j] && memcmp(g1[j], g[j], n[j] * sizeof(float)) == 0;
+                if (!CHECK(same))
+                    printf("  conv2d n%d cout%d: %s gradient differs at %d threads\n", c->n,
+                           c->cout, j == 0 ? "input" : j == 1 ? "weight" : "bias", threads);
+                free(g[j]);
+            }
+        }
+        for (int j = 0; j < 3; j++) free(g1[j]);
+    }
+}
+
 /* ---- pooling --------------------------------------------------------------------------------- */
 
 typedef struct pool_case {
@@ -582,6 +637,7 @@ int main(void)
     g_be = tb_test_backend();
     test_conv2d();
     test_conv2d_accumulates();
+    test_conv2d_thread_count();
     test_pooling();
     test_maxpool_known_values();
     test_maxpool_2x2_fast_path();

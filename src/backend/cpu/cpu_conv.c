@@ -1,16 +1,20 @@
 /* cpu_conv.c: 2-D convolution (im2col + sgemm), max/avg pooling and global average
  * pooling on NCHW tensors, parallelised with OpenMP.
  *
- * Convolution is parallel over images, not inside the products: each thread takes every T-th
- * image, builds that image's im2col matrix col[K, HWo] (K = c_in kh kw) in its own slice of the
- * workspace, where it stays in the core's cache, and calls sgemm on it (OpenBLAS, which runs
- * single-threaded inside an OpenMP parallel region, or for the weight gradient the backend's
- * own kernel with the thread's gemm scratch). Per image:
+ * Convolution is parallel over images, not inside the products: each thread takes images,
+ * builds an image's im2col matrix col[K, HWo] (K = c_in kh kw) in its own slice of the
+ * workspace, where it stays in the core's cache, and calls sgemm on it (OpenBLAS, single-
+ * threaded, or for the weight gradient the backend's own kernel with the thread's gemm
+ * scratch). Per image:
  *     forward   y_b[c_out, HWo]  = w[c_out, K] col_b + bias
- *     backward  dw_t[K, c_out]  += col_b dy_b^T      (a private dw^T per thread, summed in order)
+ *     backward  dw_q[K, c_out]  += col_b dy_b^T      (q: the image's chunk, see below)
  *               col_b            = w^T dy_b, then dx_b += col2im(col_b)
- * Threads own whole images, so no two write the same dx or y element, and the sum of the
- * per-thread dw is taken in a fixed order: results depend on the thread count only. For
+ * Threads own whole images, so no two write the same dx or y element. The weight gradient is
+ * a sum over images, taken so that it has the same bits at any thread count: the images are
+ * cut into at most CONV_DW_CHUNKS chunks of consecutive images fixed by the batch size alone
+ * (conv_dw_chunk); each chunk's images are added in order, in float, into the chunk's own
+ * dw_q by whichever thread has the chunk, and the chunks' dw_q are then added in chunk order,
+ * in double. The bias gradient sums each channel over the images in order on one thread. For
  * stride 1 im2col and col2im move whole row segments instead of testing every element against
  * the padding, and for "same" geometry (output as large as the input) whole shifted planes.
  * A fresh dx (dx_acc false) is zeroed image by image just before its col2im. */
@@ -36,15 +40,32 @@ static int conv_threads(const tb_backend *be, const tb_conv_shape *s)
     return s->n < t ? (s->n > 0 ? s->n : 1) : t;
 }
 
-/* Floats of one thread's workspace slice: col[K, HWo] and a private dw^T[K, c_out]. */
-static int64_t conv_slice(const tb_conv_shape *s)
+/* The weight gradient's chunks: at most this many, of conv_dw_chunk consecutive images each
+ * (the last may be shorter). Enough chunks to balance the threads of a 16-core machine; few
+ * enough that adding their partial sums costs little next to the products (the CNN's second
+ * layer, 128 images: 32 partial sums of 144 x 32, about 150 000 additions against 116
+ * million multiply-adds in the products). */
+#define CONV_DW_CHUNKS 32
+
+/* Images per chunk: fixed by the batch size, never by the thread count. */
+static int conv_dw_chunk(const tb_conv_shape *s)
 {
-    return conv_k(s) * conv_hwo(s) + (int64_t)s->c_out * conv_k(s);
+    const int n = s->n > 0 ? s->n : 1;
+    return (n + CONV_DW_CHUNKS - 1) / CONV_DW_CHUNKS;
 }
 
+static int conv_dw_chunks(const tb_conv_shape *s)
+{
+    const int g = conv_dw_chunk(s);
+    return s->n > 0 ? (s->n + g - 1) / g : 0;
+}
+
+/* The workspace: one col[K, HWo] per thread, then one dw_q^T[K, c_out] per chunk. */
 static size_t cpu_conv2d_workspace(tb_backend *be, const tb_conv_shape *s)
 {
-    return (size_t)conv_threads(be, s) * (size_t)conv_slice(s) * sizeof(float);
+    const int64_t cols = conv_threads(be, s) * conv_k(s) * conv_hwo(s);
+    const int64_t parts = (int64_t)conv_dw_chunks(s) * s->c_out * conv_k(s);
+    return (size_t)(cols + parts) * sizeof(float);
 }
 
 /* The output columns [lo, hi) of kernel column kj whose input column lies inside the image
@@ -222,7 +243,7 @@ static void cpu_conv2d_fwd(tb_backend *be, const tb_conv_shape *s, const float *
 #pragma omp parallel num_threads(threads) if (threads > 1)
     {
         const int tid = omp_get_thread_num(), nth = omp_get_num_threads();
-        float *col = (float *)workspace + (int64_t)tid * conv_slice(s);
+        float *col = (float *)workspace + (int64_t)tid * k * hwo;
         for (int b = tid; b < s->n; b += nth) {
             float *yb = y + (int64_t)b * cout * hwo;
             if (bias)
@@ -262,38 +283,48 @@ static void cpu_conv2d_bwd(tb_backend *be, const tb_conv_shape *s, const float *
      * a step on 1 thread; its first layer, 1 -> 16, runs faster on OpenBLAS); from a caller's
      * parallel region (where every thread is thread 0) OpenBLAS */
     const bool own_dw = cout % 32 == 0 && k >= 64 && !omp_in_parallel();
-    int used = 1; /* threads the region actually ran with (fewer when nested) */
+    const int g = conv_dw_chunk(s), chunks = conv_dw_chunks(s);
+    const int64_t kc = k * cout;
+    float *parts = (float *)workspace + (int64_t)threads * k * hwo; /* [chunks][K][c_out] */
 #pragma omp parallel num_threads(threads) if (threads > 1)
     {
-        const int tid = omp_get_thread_num(), nth = omp_get_num_threads();
-        float *col = (float *)workspace + (int64_t)tid * conv_slice(s);
-        float *dw_t = col + k * hwo;
-#pragma omp single
-        used = nth;
-        if (dw) memset(dw_t, 0, (size_t)(cout * k) * sizeof(float));
-        for (int b = tid; b < s->n; b += nth) {
-            const float *dyb = dy + (int64_t)b * cout * hwo;
-            if (dw) {
-                im2col(s, x + (int64_t)b * chw, col);
-                /* dw^T [K, c_out] += col dy_b^T */
-                conv_gemm(be, own_dw, false, true, (int)k, cout, (int)hwo, col, (int)hwo, dyb,
-                          (int)hwo, 1.0f, dw_t, cout);
-            }
-            if (dx) {
-                conv_gemm(be, false, true, false, (int)k, (int)hwo, cout, w, (int)k, dyb,
-                          (int)hwo, 0.0f, col, (int)hwo);
-                /* a fresh dx is zeroed image by image, in cache, just before its col2im */
-                if (!dx_acc) memset(dx + (int64_t)b * chw, 0, (size_t)chw * sizeof(float));
-                col2im_add(s, col, dx + (int64_t)b * chw);
+        float *col = (float *)workspace + (int64_t)omp_get_thread_num() * k * hwo;
+#pragma omp for schedule(static)
+        for (int q = 0; q < chunks; q++) {
+            const int b1 = (q + 1) * g < s->n ? (q + 1) * g : s->n;
+            for (int b = q * g; b < b1; b++) {
+                const float *dyb = dy + (int64_t)b * cout * hwo;
+                if (dw) {
+                    im2col(s, x + (int64_t)b * chw, col);
+                    /* dw_q^T [K, c_out] (+)= col dy_b^T, the chunk's first image written */
+                    conv_gemm(be, own_dw, false, true, (int)k, cout, (int)hwo, col, (int)hwo,
+                              dyb, (int)hwo, b == q * g ? 0.0f : 1.0f, parts + q * kc, cout);
+                }
+                if (dx) {
+                    conv_gemm(be, false, true, false, (int)k, (int)hwo, cout, w, (int)k, dyb,
+                              (int)hwo, 0.0f, col, (int)hwo);
+                    /* a fresh dx is zeroed image by image, in cache, just before its col2im */
+                    if (!dx_acc) memset(dx + (int64_t)b * chw, 0, (size_t)chw * sizeof(float));
+                    col2im_add(s, col, dx + (int64_t)b * chw);
+                }
             }
         }
-    }
-    if (dw) {
-        /* the threads' partial sums, added in thread order */
-        for (int t = 0; t < used; t++) {
-            const float *part = (const float *)workspace + (int64_t)t * conv_slice(s) + k * hwo;
-            for (int o = 0; o < cout; o++)
-                for (int64_t i = 0; i < k; i++) dw[o * k + i] += part[i * cout + o];
+        /* dw[o, i] += the chunks' dw_q^T[i, o] in chunk order, in double; rows of K shared by
+         * the team (the for above ended with a barrier, the region's end is the next) */
+        if (dw) {
+            enum { OB = 64 };
+#pragma omp for schedule(static) nowait
+            for (int64_t i = 0; i < k; i++)
+                for (int o0 = 0; o0 < cout; o0 += OB) {
+                    const int ob = cout - o0 < OB ? cout - o0 : OB;
+                    double acc[OB];
+                    for (int o = 0; o < ob; o++) acc[o] = 0.0;
+                    for (int q = 0; q < chunks; q++) {
+                        const float *p = parts + q * kc + i * cout + o0;
+                        for (int o = 0; o < ob; o++) acc[o] += p[o];
+                    }
+                    for (int o = 0; o < ob; o++) dw[(int64_t)(o0 + o) * k + i] += (float)acc[o];
+                }
         }
     }
     uint64_t one = 2ull * (uint64_t)s->n * (uint64_t)cout * (uint64_t)hwo * (uint64_t)k;
