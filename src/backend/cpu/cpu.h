@@ -260,6 +260,43 @@ static inline void tb_cpu_sum_chunks(int64_t chunks, int64_t cols, const float *
     }
 }
 
+/* ---- scalar sums that give the same bits at any thread count ---- */
+/* A sum over n elements (a squared norm, a loss) is cut into parts of tb_cpu_part_len
+ * elements, fixed by n (and the kernel's min_len, a multiple of TB_CPU_PART_LANES): each
+ * part is summed by whichever thread has it, and the parts' sums are added in order, in double
+ * (tb_cpu_add_parts). There are at most TB_CPU_PARTS parts, so their sums fit in an array on
+ * the caller's stack. */
+#define TB_CPU_PARTS 1024
+/* Accumulators a part sums its elements into, element i into i mod TB_CPU_PART_LANES (four
+ * AVX-512 registers of doubles): vectorised without reassociation, so the compiler's choices
+ * do not reach the bits. */
+#define TB_CPU_PART_LANES 32
+
+static inline int64_t tb_cpu_part_len(int64_t n, int64_t min_len)
+{
+    int64_t len = (n + TB_CPU_PARTS - 1) / TB_CPU_PARTS;
+    len = (len + TB_CPU_PART_LANES - 1) / TB_CPU_PART_LANES * TB_CPU_PART_LANES;
+    return len > min_len ? len : min_len;
+}
+
+static inline int64_t tb_cpu_parts(int64_t n, int64_t len) { return n > 0 ? (n + len - 1) / len : 0; }
+
+/* The sum of part[0, parts) in order. */
+static inline double tb_cpu_add_parts(int64_t parts, const double *part)
+{
+    double s = 0.0;
+    for (int64_t q = 0; q < parts; q++) s += part[q];
+    return s;
+}
+
+/* The sum of acc[0, TB_CPU_PART_LANES) in order. */
+static inline double tb_cpu_add_lanes(const double *acc)
+{
+    double s = 0.0;
+    for (int l = 0; l < TB_CPU_PART_LANES; l++) s += acc[l];
+    return s;
+}
+
 void tb_cpu_register_dense(tb_backend_ops *ops);     /* cpu_dense.c: BLAS, element-wise */
 void tb_cpu_register_act(tb_backend_ops *ops);       /* cpu_act.c: activations */
 void tb_cpu_register_loss(tb_backend_ops *ops);      /* cpu_loss.c: losses, dropout */

@@ -220,13 +220,30 @@ static void cpu_strided_copy(tb_backend *be, int ndim, const int64_t *shape, flo
     }
 }
 
+/* The sum of x[i]^2 over one part, in double, lane by lane (TB_CPU_PART_LANES). */
+static double sum_squares_part(int64_t n, const float *x)
+{
+    enum { L = TB_CPU_PART_LANES };
+    double acc[L] = {0};
+    int64_t i = 0;
+    for (; i + L <= n; i += L)
+        for (int l = 0; l < L; l++) acc[l] += (double)x[i + l] * x[i + l];
+    for (int l = 0; i + l < n; l++) acc[l] += (double)x[i + l] * x[i + l];
+    return tb_cpu_add_lanes(acc);
+}
+
+/* The sum of squares in fixed parts added in order (tb_cpu_part_len): the same bits at any
+ * thread count (an OpenMP reduction adds one partial sum per thread). */
 static double cpu_sum_squares(tb_backend *be, int64_t n, const float *x)
 {
-    (void)be;
-    double s = 0;
-#pragma omp parallel for reduction(+ : s) schedule(static) if (n > 32768)
-    for (int64_t i = 0; i < n; i++) s += (double)x[i] * x[i];
-    return s;
+    double part[TB_CPU_PARTS];
+    const int64_t len = tb_cpu_part_len(n, 4096), parts = tb_cpu_parts(n, len);
+#pragma omp parallel for schedule(static) num_threads(be->threads) if (n > 32768)
+    for (int64_t q = 0; q < parts; q++) {
+        const int64_t i = q * len;
+        part[q] = sum_squares_part(n - i < len ? n - i : len, x + i);
+    }
+    return tb_cpu_add_parts(parts, part);
 }
 
 static float cpu_read_scalar(tb_backend *be, const float *x)
