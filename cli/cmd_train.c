@@ -37,7 +37,7 @@ static const char train_usage[] =
     "  -s, --seed N              seed of every source of variation (default 0)\n"
     "      --seed-SOURCE N       seed of one source: SOURCE is init, data_order, dropout,\n"
     "                            augment, split or hparam (e.g. --seed-init 7)\n"
-    "  -t, --threads N           CPU threads shared by BLAS and OpenMP (default: all cores)\n"
+    "  -t, --threads N           CPU threads of the backend's kernels (default: all cores)\n"
     "      --device NAME         cpu (default) or cuda\n"
     "      --precision P         matrix products: fp32 (default), or on cuda tf32 or bf16\n"
     "                            (bf16 operands, fp32 accumulation and master weights)\n"

@@ -6,6 +6,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <omp.h>
+
+/* OpenBLAS's process-wide thread count (declared in its cblas.h, repeated for other headers). */
+extern void openblas_set_num_threads(int num_threads);
+extern int openblas_get_num_threads(void);
+
 static tb_backend *cpu_backend(int threads)
 {
     tb_backend_config cfg = {.device = TB_DEVICE_CPU, .threads = threads};
@@ -64,8 +70,69 @@ static void test_grad_norm(void)
     }
 }
 
+/* ---- a backend's thread count is its own ----------------------------------------------------- */
+
+/* A convolution's weight gradient and the norm of 100003 gradient values on be (both above
+ * their parallel thresholds), as bytes in out[0, 432 + 2). */
+static void compute_on(tb_backend *be, float *out)
+{
+    tb_error err = {0};
+    tb_rng rng = tb_rng_make(4, TB_STREAM_INIT);
+    tb_var *x = tb_test_var(be, 4, (int64_t[]){8, 3, 16, 16}, &rng, -1, 1, false);
+    tb_var *w = tb_test_var(be, 4, (int64_t[]){16, 3, 3, 3}, &rng, -1, 1, true);
+    tb_tape *t = tb_test_tape(be);
+    tb_var *loss = tb_test_reduce(t, tb_op_conv2d(t, x, w, NULL, 1, 1));
+    CHECK(loss && tb_tape_backward(t, loss) == TB_OK);
+    memcpy(out, w->grad.data, 432 * sizeof *out);
+    tb_tape_destroy(t);
+    tb_test_var_free(x);
+    tb_test_var_free(w);
+    tb_params *p = NULL;
+    CHECK_OK(tb_params_create(be, &p, &err), &err);
+    tb_params_add(p, "w", TB_PARAM_WEIGHT, 1, (int64_t[]){100003}, &err);
+    CHECK_OK(tb_params_finalize(p, &err), &err);
+    tb_rng_fill_uniform(&rng, tb_params_grads(p), tb_params_numel(p), -1.0f, 1.0f);
+    double norm = tb_params_grad_norm(p);
+    memcpy(out + 432, &norm, sizeof norm);
+    tb_params_destroy(p);
+}
+
+/* Creating backends leaves the caller's OpenMP thread count alone (OpenBLAS's count, which its
+ * OpenMP build sets together with the caller's, included), sets OpenBLAS's to 1, and does not
+ * change how an existing backend computes. */
+static void test_backends_own_their_threads(void)
+{
+    const int caller = omp_get_max_threads();
+    /* a caller that set OpenBLAS's count (which OpenMP builds of OpenBLAS may pass on to the
+     * caller's OpenMP count), then its own OpenMP count */
+    openblas_set_num_threads(3);
+    omp_set_num_threads(1);
+    tb_backend *one = cpu_backend(1);
+    CHECK(omp_get_max_threads() == 1);
+    CHECK(openblas_get_num_threads() == 1);
+    float before[434], other[434], after[434];
+    compute_on(one, before);
+    tb_backend *two = cpu_backend(2);
+    CHECK(omp_get_max_threads() == 1);
+    CHECK(tb_backend_threads(one) == 1 && tb_backend_threads(two) == 2);
+    compute_on(two, other);
+    compute_on(one, after);
+    CHECK(memcmp(before, after, sizeof before) == 0);
+    CHECK(memcmp(before, other, sizeof before) == 0);
+    omp_set_num_threads(3);
+    tb_backend *zero = cpu_backend(0); /* all cores */
+    CHECK(omp_get_max_threads() == 3);
+    compute_on(zero, other);
+    CHECK(memcmp(before, other, sizeof before) == 0);
+    tb_backend_destroy(zero);
+    tb_backend_destroy(two);
+    tb_backend_destroy(one);
+    omp_set_num_threads(caller);
+}
+
 int main(void)
 {
     test_grad_norm();
+    test_backends_own_their_threads();
     return tb_test_finish("test_determinism");
 }

@@ -34,7 +34,7 @@ typedef enum tb_precision {
 
 typedef struct tb_backend_config {
     tb_device device;
-    int threads;      /* CPU: threads shared by BLAS and OpenMP loops; 0 = all cores */
+    int threads;      /* CPU: threads of the backend's kernels; 0 = all cores (below) */
     int device_index; /* CUDA: which GPU */
     tb_precision precision; /* zero (FP32) unless asked for */
 } tb_backend_config;
@@ -49,9 +49,20 @@ const char *tb_device_name(tb_device device);
 /* Whether this build has the code for device (CUDA needs a build with TB_WITH_CUDA). */
 bool tb_device_compiled(tb_device device);
 
-/* Creates a backend (config NULL: the zeroed config, CPU with all cores). Fails with
- * TB_ERR_UNSUPPORTED if not compiled in and TB_ERR_NO_DEVICE if the device is absent. The
- * caller destroys it after every tensor allocated on it. */
+/* Creates a backend (config NULL: the zeroed config, CPU with all cores). Fails with TB_ERR_UNSUPPORTED if not compiled in and TB_ERR_NO_DEVICE if
+ * the device is absent. The caller destroys it after every tensor allocated on it.
+ *
+ * CPU threads: every parallel region of a CPU backend's kernels runs on its own `threads`
+ * (OpenMP num_threads), whatever other backends exist, and creating one leaves the caller's
+ * OpenMP settings (omp_get_max_threads) as they were. Called from
+ * inside the caller's own parallel region, a kernel runs on that thread alone (nested regions
+ * are inactive unless the caller enabled them). One process-wide effect remains: OpenBLAS
+ * keeps a single thread count per process, and the first CPU backend created sets it to 1
+ * (openblas_set_num_threads(1)); the backend parallelises around its OpenBLAS calls itself.
+ * The caller's own OpenBLAS and LAPACK calls then run single-threaded too, and a caller that
+ * raises the count again makes the backend's OpenBLAS products (small ones, and all of them
+ * without AVX-512) and K-FAC's and Shampoo's LAPACK work threaded, whose last bits then
+ * depend on that count. */
 tb_status tb_backend_create(const tb_backend_config *config, tb_backend **out, tb_error *err);
 void tb_backend_destroy(tb_backend *be);
 

@@ -208,9 +208,8 @@ void tb_cpu_act_grad_rows(tb_act act, int m, int n, const float *x, const float 
 
 static void cpu_act_fwd(tb_backend *be, tb_act act, int64_t n, const float *x, float *y)
 {
-    (void)be;
     const int64_t chunks = (n + ACT_CHUNK - 1) / ACT_CHUNK;
-#pragma omp parallel for schedule(static) if (n > ACT_PAR)
+#pragma omp parallel for num_threads(be->threads) schedule(static) if (n > ACT_PAR)
     for (int64_t c = 0; c < chunks; c++) {
         const int64_t i = c * ACT_CHUNK;
         tb_cpu_act_fwd_range(act, n - i < ACT_CHUNK ? n - i : ACT_CHUNK, x + i, y + i);
@@ -220,9 +219,8 @@ static void cpu_act_fwd(tb_backend *be, tb_act act, int64_t n, const float *x, f
 static void cpu_act_bwd(tb_backend *be, tb_act act, int64_t n, const float *x, const float *y,
                         const float *dy, float *dx, bool dx_acc)
 {
-    (void)be;
     const int64_t chunks = (n + ACT_CHUNK - 1) / ACT_CHUNK;
-#pragma omp parallel for schedule(static) if (n > ACT_PAR)
+#pragma omp parallel for num_threads(be->threads) schedule(static) if (n > ACT_PAR)
     for (int64_t c = 0; c < chunks; c++) {
         const int64_t i = c * ACT_CHUNK;
         tb_cpu_act_bwd_range(act, n - i < ACT_CHUNK ? n - i : ACT_CHUNK, x + i,

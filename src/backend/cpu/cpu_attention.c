@@ -15,8 +15,7 @@
 static void cpu_embedding_fwd(tb_backend *be, int64_t n, int64_t dim, const float *table,
                               const int32_t *idx, float *y)
 {
-    (void)be;
-#pragma omp parallel for schedule(static) if (n * dim > 32768)
+#pragma omp parallel for num_threads(be->threads) schedule(static) if (n * dim > 32768)
     for (int64_t i = 0; i < n; i++) {
         const float *src = table + (int64_t)idx[i] * dim;
         float *dst = y + i * dim;
@@ -34,9 +33,9 @@ static void cpu_embedding_fwd(tb_backend *be, int64_t n, int64_t dim, const floa
 static void cpu_embedding_bwd(tb_backend *be, int64_t n, int64_t dim, const int32_t *idx,
                               const float *dy, float *dtable)
 {
-    (void)be;
     int64_t blocks = (dim + TB_EMB_COLS - 1) / TB_EMB_COLS;
-#pragma omp parallel for schedule(static) if (blocks > 1 && n * dim > 32768)
+#pragma omp parallel for num_threads(be->threads) schedule(static) \
+    if (blocks > 1 && n * dim > 32768)
     for (int64_t blk = 0; blk < blocks; blk++) {
         int64_t d0 = blk * TB_EMB_COLS;
         int64_t d1 = d0 + TB_EMB_COLS < dim ? d0 + TB_EMB_COLS : dim;

@@ -264,7 +264,8 @@ static void cpu_conv2d_bwd(tb_backend *be, const tb_conv_shape *s, const float *
     const int threads = conv_threads(be, s), cout = s->c_out;
     const int64_t hwo = conv_hwo(s), k = conv_k(s), chw = (int64_t)s->c_in * s->h * s->w;
     if (db) {
-#pragma omp parallel for schedule(static) if ((int64_t)s->n * cout * hwo > 32768)
+#pragma omp parallel for num_threads(be->threads) schedule(static) \
+    if ((int64_t)s->n * cout * hwo > 32768)
         for (int o = 0; o < cout; o++) {
             double acc = 0;
             for (int b = 0; b < s->n; b++) {
@@ -417,16 +418,16 @@ static void maxpool_2x2(const tb_pool_shape *s, const float *xp, float *yp, int3
 static void cpu_maxpool2d_fwd(tb_backend *be, const tb_pool_shape *s, const float *x, float *y,
                               int32_t *argmax)
 {
-    (void)be;
     const int64_t planes = (int64_t)s->n * s->c, hw = (int64_t)s->h * s->w;
     const int64_t hwo = (int64_t)s->h_out * s->w_out;
     if (pool_2x2(s)) {
-#pragma omp parallel for schedule(static) if (planes * hwo > 32768)
+#pragma omp parallel for num_threads(be->threads) schedule(static) if (planes * hwo > 32768)
         for (int64_t p = 0; p < planes; p++)
             maxpool_2x2(s, x + p * hw, y + p * hwo, argmax + p * hwo);
         return;
     }
-#pragma omp parallel for schedule(static) if (planes * hwo * s->kh * s->kw > 32768)
+#pragma omp parallel for num_threads(be->threads) schedule(static) \
+    if (planes * hwo * s->kh * s->kw > 32768)
     for (int64_t p = 0; p < planes; p++) {
         const float *xp = x + p * hw;
         float *yp = y + p * hwo;
@@ -522,18 +523,17 @@ static void maxpool_2x2_bwd_plane(const tb_pool_shape *s, const int32_t *ap, con
 static void cpu_maxpool2d_bwd(tb_backend *be, const tb_pool_shape *s, const int32_t *argmax,
                               const float *dy, float *dx, bool dx_acc)
 {
-    (void)be;
     const int64_t planes = (int64_t)s->n * s->c, hw = (int64_t)s->h * s->w;
     const int64_t hwo = (int64_t)s->h_out * s->w_out;
 #ifdef __AVX512F__
     if (pool_2x2(s) && s->h % 2 == 0 && s->w % 2 == 0) {
-#pragma omp parallel for schedule(static) if (planes * hwo > 32768)
+#pragma omp parallel for num_threads(be->threads) schedule(static) if (planes * hwo > 32768)
         for (int64_t p = 0; p < planes; p++)
             maxpool_2x2_bwd_plane(s, argmax + p * hwo, dy + p * hwo, dx + p * hw, dx_acc);
         return;
     }
 #endif
-#pragma omp parallel for schedule(static) if (planes * hwo > 32768)
+#pragma omp parallel for num_threads(be->threads) schedule(static) if (planes * hwo > 32768)
     for (int64_t p = 0; p < planes; p++) {
         float *dp = dx + p * hw;
         if (!dx_acc) memset(dp, 0, (size_t)hw * sizeof(float)); /* in cache, just before use */
@@ -546,11 +546,11 @@ static void cpu_maxpool2d_bwd(tb_backend *be, const tb_pool_shape *s, const int3
 
 static void cpu_avgpool2d_fwd(tb_backend *be, const tb_pool_shape *s, const float *x, float *y)
 {
-    (void)be;
     const int64_t planes = (int64_t)s->n * s->c, hw = (int64_t)s->h * s->w;
     const int64_t hwo = (int64_t)s->h_out * s->w_out;
     const float inv = 1.0f / (float)(s->kh * s->kw);
-#pragma omp parallel for schedule(static) if (planes * hwo * s->kh * s->kw > 32768)
+#pragma omp parallel for num_threads(be->threads) schedule(static) \
+    if (planes * hwo * s->kh * s->kw > 32768)
     for (int64_t p = 0; p < planes; p++) {
         const float *xp = x + p * hw;
         float *yp = y + p * hwo;
@@ -572,11 +572,11 @@ static void cpu_avgpool2d_fwd(tb_backend *be, const tb_pool_shape *s, const floa
 
 static void cpu_avgpool2d_bwd(tb_backend *be, const tb_pool_shape *s, const float *dy, float *dx)
 {
-    (void)be;
     const int64_t planes = (int64_t)s->n * s->c, hw = (int64_t)s->h * s->w;
     const int64_t hwo = (int64_t)s->h_out * s->w_out;
     const float inv = 1.0f / (float)(s->kh * s->kw);
-#pragma omp parallel for schedule(static) if (planes * hwo * s->kh * s->kw > 32768)
+#pragma omp parallel for num_threads(be->threads) schedule(static) \
+    if (planes * hwo * s->kh * s->kw > 32768)
     for (int64_t p = 0; p < planes; p++) {
         float *dp = dx + p * hw;
         const float *gp = dy + p * hwo;
@@ -597,8 +597,7 @@ static void cpu_avgpool2d_bwd(tb_backend *be, const tb_pool_shape *s, const floa
 
 static void cpu_gap_fwd(tb_backend *be, int64_t nc, int64_t hw, const float *x, float *y)
 {
-    (void)be;
-#pragma omp parallel for schedule(static) if (nc * hw > 32768)
+#pragma omp parallel for num_threads(be->threads) schedule(static) if (nc * hw > 32768)
     for (int64_t i = 0; i < nc; i++) {
         const float *xp = x + i * hw;
         double acc = 0;
@@ -609,9 +608,8 @@ static void cpu_gap_fwd(tb_backend *be, int64_t nc, int64_t hw, const float *x, 
 
 static void cpu_gap_bwd(tb_backend *be, int64_t nc, int64_t hw, const float *dy, float *dx)
 {
-    (void)be;
     const float inv = 1.0f / (float)hw;
-#pragma omp parallel for schedule(static) if (nc * hw > 32768)
+#pragma omp parallel for num_threads(be->threads) schedule(static) if (nc * hw > 32768)
     for (int64_t i = 0; i < nc; i++) {
         float g = dy[i] * inv;
         float *dp = dx + i * hw;

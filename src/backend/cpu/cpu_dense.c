@@ -107,11 +107,20 @@ static void cpu_linear_wgrad(tb_backend *be, int rows, int in, int out, const fl
              dw, in, db);
 }
 
+/* One product: gemm_run (the own kernel, split across the threads when large); several: one
+ * per thread at a time, each single-threaded OpenBLAS (the products are independent: distinct
+ * C). Either way each element's sum has one order at any thread count. */
 static void cpu_gemm_batched(tb_backend *be, bool ta, bool tb, int m, int n, int k, float alpha,
                              const float *a, int lda, int64_t sa, const float *b, int ldb,
                              int64_t sb, float beta, float *c, int ldc, int64_t sc, int batch)
 {
+    if (batch == 1) {
+        gemm_run(be, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, NULL, c, ldc, NULL);
+        return;
+    }
     be->gemm_flops += 2ull * (uint64_t)m * (uint64_t)n * (uint64_t)k * (uint64_t)batch;
+    const int64_t size = (int64_t)m * n * k * batch;
+#pragma omp parallel for schedule(static) num_threads(be->threads) if (size >= GEMM_OWN_MIN)
     for (int i = 0; i < batch; i++)
         cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans,
                     tb ? CblasTrans : CblasNoTrans, m, n, k, alpha, a + i * sa, lda, b + i * sb,
@@ -120,29 +129,25 @@ static void cpu_gemm_batched(tb_backend *be, bool ta, bool tb, int m, int n, int
 
 static void cpu_fill(tb_backend *be, float *x, int64_t n, float v)
 {
-    (void)be;
-#pragma omp parallel for simd schedule(static) if (n > 32768)
+#pragma omp parallel for simd num_threads(be->threads) schedule(static) if (n > 32768)
     for (int64_t i = 0; i < n; i++) x[i] = v;
 }
 
 static void cpu_scale(tb_backend *be, float *x, int64_t n, float a)
 {
-    (void)be;
-#pragma omp parallel for simd schedule(static) if (n > 32768)
+#pragma omp parallel for simd num_threads(be->threads) schedule(static) if (n > 32768)
     for (int64_t i = 0; i < n; i++) x[i] *= a;
 }
 
 static void cpu_axpy(tb_backend *be, int64_t n, float a, const float *x, float *y)
 {
-    (void)be;
-#pragma omp parallel for simd schedule(static) if (n > 32768)
+#pragma omp parallel for simd num_threads(be->threads) schedule(static) if (n > 32768)
     for (int64_t i = 0; i < n; i++) y[i] += a * x[i];
 }
 
 static void cpu_add(tb_backend *be, int64_t n, const float *a, const float *b, float *y)
 {
-    (void)be;
-#pragma omp parallel for simd schedule(static) if (n > 32768)
+#pragma omp parallel for simd num_threads(be->threads) schedule(static) if (n > 32768)
     for (int64_t i = 0; i < n; i++) y[i] = a[i] + b[i];
 }
 
@@ -157,14 +162,14 @@ static void cpu_bias_grad(tb_backend *be, int64_t rows, int64_t cols, const floa
     if (!part) {
         enum { BLOCK = 256 };
         const int64_t blocks = (cols + BLOCK - 1) / BLOCK;
-#pragma omp parallel for schedule(static) if (rows * cols > 32768)
+#pragma omp parallel for num_threads(be->threads) schedule(static) if (rows * cols > 32768)
         for (int64_t blk = 0; blk < blocks; blk++) {
             const int64_t c0 = blk * BLOCK, w = cols - c0 < BLOCK ? cols - c0 : BLOCK;
             tb_cpu_col_sums(rows, w, dy + c0, cols, db + c0);
         }
         return;
     }
-#pragma omp parallel if (rows * cols > 32768)
+#pragma omp parallel num_threads(be->threads) if (rows * cols > 32768)
     {
 #pragma omp for schedule(static)
         for (int64_t ch = 0; ch < chunks; ch++) {
@@ -185,7 +190,6 @@ static void cpu_strided_copy(tb_backend *be, int ndim, const int64_t *shape, flo
                              const int64_t *dst_stride, const float *src,
                              const int64_t *src_stride, bool accumulate)
 {
-    (void)be;
     if (ndim == 0) {
         *dst = accumulate ? *dst + *src : *src;
         return;
@@ -194,7 +198,7 @@ static void cpu_strided_copy(tb_backend *be, int ndim, const int64_t *shape, flo
     int64_t outer = 1;
     for (int d = 0; d < ndim - 1; d++) outer *= shape[d];
     const int64_t inner = shape[ndim - 1], ds = dst_stride[ndim - 1], ss = src_stride[ndim - 1];
-#pragma omp parallel for schedule(static) if (outer * inner > 32768)
+#pragma omp parallel for num_threads(be->threads) schedule(static) if (outer * inner > 32768)
     for (int64_t o = 0; o < outer; o++) {
         int64_t rem = o, doff = 0, soff = 0;
         for (int d = ndim - 2; d >= 0; d--) {

@@ -9,9 +9,9 @@ static void cpu_softmax_xent_fwd(tb_backend *be, int n, int c, const float *logi
                                  const int32_t *labels, float smoothing, float *probs,
                                  float *loss)
 {
-    (void)be;
     double total = 0;
-#pragma omp parallel for reduction(+ : total) schedule(static) if (n * c > 16384)
+#pragma omp parallel for num_threads(be->threads) reduction(+ : total) schedule(static) \
+    if (n * c > 16384)
     for (int i = 0; i < n; i++) {
         const float *z = logits + (int64_t)i * c;
         float *p = probs + (int64_t)i * c;
@@ -48,9 +48,8 @@ static void cpu_softmax_xent_bwd(tb_backend *be, int n, int c, const float *prob
                                  const int32_t *labels, float smoothing, const float *dloss,
                                  float *dlogits, bool dx_acc)
 {
-    (void)be;
     const float scale = *dloss / (float)n, off = smoothing / (float)c;
-#pragma omp parallel for schedule(static) if (n * c > 16384)
+#pragma omp parallel for num_threads(be->threads) schedule(static) if (n * c > 16384)
     for (int i = 0; i < n; i++) {
         const float *p = probs + (int64_t)i * c;
         float *d = dlogits + (int64_t)i * c;
@@ -68,9 +67,8 @@ static void cpu_softmax_xent_bwd(tb_backend *be, int n, int c, const float *prob
 static void cpu_mse_fwd(tb_backend *be, int64_t n, const float *pred, const float *target,
                         float *loss)
 {
-    (void)be;
     double s = 0;
-#pragma omp parallel for reduction(+ : s) schedule(static) if (n > 32768)
+#pragma omp parallel for num_threads(be->threads) reduction(+ : s) schedule(static) if (n > 32768)
     for (int64_t i = 0; i < n; i++) {
         double d = (double)pred[i] - target[i];
         s += d * d;
@@ -81,18 +79,17 @@ static void cpu_mse_fwd(tb_backend *be, int64_t n, const float *pred, const floa
 static void cpu_mse_bwd(tb_backend *be, int64_t n, const float *pred, const float *target,
                         const float *dloss, float *dpred)
 {
-    (void)be;
     const float scale = 2.0f * *dloss / (float)n;
-#pragma omp parallel for simd schedule(static) if (n > 32768)
+#pragma omp parallel for simd num_threads(be->threads) schedule(static) if (n > 32768)
     for (int64_t i = 0; i < n; i++) dpred[i] += scale * (pred[i] - target[i]);
 }
 
 static void cpu_bce_fwd(tb_backend *be, int64_t n, const float *logits, const float *target,
                         float *loss)
 {
-    (void)be;
     double s = 0;
-#pragma omp parallel for simd reduction(+ : s) schedule(static) if (n > 16384)
+#pragma omp parallel for simd num_threads(be->threads) reduction(+ : s) schedule(static) \
+    if (n > 16384)
     for (int64_t i = 0; i < n; i++) {
         /* stable: max(z,0) - z t + log(1 + exp(-|z|)), each term in float, summed in double */
         const float z = logits[i], az = z < 0.0f ? -z : z;
@@ -105,9 +102,8 @@ static void cpu_bce_fwd(tb_backend *be, int64_t n, const float *logits, const fl
 static void cpu_bce_bwd(tb_backend *be, int64_t n, const float *logits, const float *target,
                         const float *dloss, float *dlogits)
 {
-    (void)be;
     const float scale = *dloss / (float)n;
-#pragma omp parallel for simd schedule(static) if (n > 16384)
+#pragma omp parallel for simd num_threads(be->threads) schedule(static) if (n > 16384)
     for (int64_t i = 0; i < n; i++) {
         dlogits[i] += scale * (tb_cpu_sigmoidf(logits[i]) - target[i]);
     }
@@ -116,11 +112,10 @@ static void cpu_bce_bwd(tb_backend *be, int64_t n, const float *logits, const fl
 static void cpu_dropout_fwd(tb_backend *be, int64_t n, float p, const uint32_t key[2],
                             uint64_t *counter_ptr, const float *x, float *y, float *mask)
 {
-    (void)be;
     const uint64_t counter = *counter_ptr;
     *counter_ptr += (uint64_t)((n + 3) / 4);
     const float keep_scale = p < 1.0f ? 1.0f / (1.0f - p) : 0.0f;
-#pragma omp parallel for schedule(static) if (n > 16384)
+#pragma omp parallel for num_threads(be->threads) schedule(static) if (n > 16384)
     for (int64_t blk = 0; blk < (n + 3) / 4; blk++) {
         uint32_t bits[4];
         tb_philox4x32(key, counter + (uint64_t)blk, bits);
@@ -137,8 +132,7 @@ static void cpu_dropout_fwd(tb_backend *be, int64_t n, float p, const uint32_t k
 static void cpu_dropout_bwd(tb_backend *be, int64_t n, const float *mask, const float *dy,
                             float *dx)
 {
-    (void)be;
-#pragma omp parallel for simd schedule(static) if (n > 32768)
+#pragma omp parallel for simd num_threads(be->threads) schedule(static) if (n > 32768)
     for (int64_t i = 0; i < n; i++) dx[i] += dy[i] * mask[i];
 }
 

@@ -16,9 +16,8 @@ static void cpu_batchnorm_fwd_train(tb_backend *be, int64_t n, int64_t c, int64_
                                     float *running_var, bool relu, float *y, float *mean,
                                     float *invstd)
 {
-    (void)be;
     const int64_t count = n * hw;
-#pragma omp parallel for schedule(static) if (n * c * hw > NORM_PAR)
+#pragma omp parallel for num_threads(be->threads) schedule(static) if (n * c * hw > NORM_PAR)
     for (int64_t ch = 0; ch < c; ch++) {
         /* One pass for both sums, of x - K and its squares (float partial sums over one
          * plane, vectorised, accumulated in double), instead of a pass for the mean and one
@@ -86,8 +85,8 @@ static void cpu_batchnorm_fwd_eval(tb_backend *be, int64_t n, int64_t c, int64_t
                                    float eps, const float *running_mean,
                                    const float *running_var, float *y)
 {
-    (void)be;
-#pragma omp parallel for collapse(2) schedule(static) if (n * c * hw > NORM_PAR)
+#pragma omp parallel for num_threads(be->threads) collapse(2) schedule(static) \
+    if (n * c * hw > NORM_PAR)
     for (int64_t b = 0; b < n; b++)
         for (int64_t ch = 0; ch < c; ch++) {
             float r = 1.0f / sqrtf(running_var[ch] + eps);
@@ -109,10 +108,9 @@ static void cpu_batchnorm_bwd(tb_backend *be, int64_t n, int64_t c, int64_t hw, 
                               const float *relu_beta, const float *dy, float *dx, bool dx_acc,
                               float *dgamma, float *dbeta)
 {
-    (void)be;
     const double count = (double)(n * hw);
     const bool relu = relu_beta != NULL;
-#pragma omp parallel for schedule(static) if (n * c * hw > NORM_PAR)
+#pragma omp parallel for num_threads(be->threads) schedule(static) if (n * c * hw > NORM_PAR)
     for (int64_t ch = 0; ch < c; ch++) {
         const float m = mean[ch], r = invstd[ch];
         /* the forward pass's scale and shift (cpu_batchnorm_fwd_train) */
@@ -164,8 +162,7 @@ static void cpu_batchnorm_bwd_eval(tb_backend *be, int64_t n, int64_t c, int64_t
                                    const float *running_mean, const float *running_var,
                                    const float *dy, float *dx, float *dgamma, float *dbeta)
 {
-    (void)be;
-#pragma omp parallel for schedule(static) if (n * c * hw > NORM_PAR)
+#pragma omp parallel for num_threads(be->threads) schedule(static) if (n * c * hw > NORM_PAR)
     for (int64_t ch = 0; ch < c; ch++) {
         const float m = running_mean[ch], r = 1.0f / sqrtf(running_var[ch] + eps);
         const float k = gamma[ch] * r;
@@ -197,8 +194,7 @@ static void cpu_layernorm_fwd(tb_backend *be, int64_t rows, int64_t cols, const 
                               const float *gamma, const float *beta, float eps, float *y,
                               float *mean, float *rstd)
 {
-    (void)be;
-#pragma omp parallel for schedule(static) if (rows * cols > NORM_PAR)
+#pragma omp parallel for num_threads(be->threads) schedule(static) if (rows * cols > NORM_PAR)
     for (int64_t r = 0; r < rows; r++) {
         const float *xp = x + r * cols;
         float *yp = y + r * cols;
@@ -254,11 +250,12 @@ static inline void ln_row_bwd(int64_t cols, const float *xp, const float *gp, co
 }
 
 /* dgamma/dbeta by a second pass over x and dy: column blocks, rows in order. */
-static void ln_param_grads_2pass(int64_t rows, int64_t cols, const float *x, const float *mean,
-                                 const float *rstd, const float *dy, float *dgamma, float *dbeta)
+static void ln_param_grads_2pass(const tb_backend *be, int64_t rows, int64_t cols,
+                                 const float *x, const float *mean, const float *rstd,
+                                 const float *dy, float *dgamma, float *dbeta)
 {
     const int64_t blocks = (cols + LN_COL_BLOCK - 1) / LN_COL_BLOCK;
-#pragma omp parallel for schedule(static) if (rows * cols > NORM_PAR)
+#pragma omp parallel for num_threads(be->threads) schedule(static) if (rows * cols > NORM_PAR)
     for (int64_t blk = 0; blk < blocks; blk++) {
         const int64_t j0 = blk * LN_COL_BLOCK;
         const int64_t j1 = j0 + LN_COL_BLOCK < cols ? j0 + LN_COL_BLOCK : cols;
@@ -293,15 +290,15 @@ static void cpu_layernorm_bwd(tb_backend *be, int64_t rows, int64_t cols, const 
     float *part = params ? tb_cpu_sum_scratch(be, chunks * 2 * cols) : NULL; /* [chunks][2][cols] */
     if (!part) {
         if (dx) {
-#pragma omp parallel for schedule(static) if (rows * cols > NORM_PAR)
+#pragma omp parallel for num_threads(be->threads) schedule(static) if (rows * cols > NORM_PAR)
             for (int64_t r = 0; r < rows; r++)
                 ln_row_bwd(cols, x + r * cols, dy + r * cols, gamma, mean[r], rstd[r],
                            dx + r * cols, dx_acc, NULL, NULL);
         }
-        if (params) ln_param_grads_2pass(rows, cols, x, mean, rstd, dy, dgamma, dbeta);
+        if (params) ln_param_grads_2pass(be, rows, cols, x, mean, rstd, dy, dgamma, dbeta);
         return;
     }
-#pragma omp parallel if (rows * cols > NORM_PAR)
+#pragma omp parallel num_threads(be->threads) if (rows * cols > NORM_PAR)
     {
 #pragma omp for schedule(static)
         for (int64_t ch = 0; ch < chunks; ch++) {

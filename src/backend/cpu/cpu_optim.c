@@ -6,14 +6,13 @@
 static void cpu_sgd_update(tb_backend *be, int64_t n, float *w, const float *g, float *v,
                            const float *lr_ptr, float momentum, bool nesterov, float wd)
 {
-    (void)be;
     const float lr = *lr_ptr;
     if (momentum == 0.0f) {
-#pragma omp parallel for simd schedule(static) if (n > 32768)
+#pragma omp parallel for simd num_threads(be->threads) schedule(static) if (n > 32768)
         for (int64_t i = 0; i < n; i++) w[i] -= lr * (g[i] + wd * w[i]);
         return;
     }
-#pragma omp parallel for simd schedule(static) if (n > 32768)
+#pragma omp parallel for simd num_threads(be->threads) schedule(static) if (n > 32768)
     for (int64_t i = 0; i < n; i++) {
         float gi = g[i] + wd * w[i];
         float vi = momentum * v[i] + gi;
@@ -25,10 +24,9 @@ static void cpu_sgd_update(tb_backend *be, int64_t n, float *w, const float *g, 
 static void cpu_adam_update(tb_backend *be, int64_t n, float *w, const float *g, float *m,
                             float *v, const tb_adam_coefs *c, float *dir)
 {
-    (void)be;
     const float b1 = c->beta1, b2 = c->beta2, eps = c->eps, l2 = c->l2, decay = c->decay;
     const float c_m = c->c_m, c_g = c->c_g, inv_bc2 = c->inv_bc2;
-#pragma omp parallel for simd schedule(static) if (n > 32768)
+#pragma omp parallel for simd num_threads(be->threads) schedule(static) if (n > 32768)
     for (int64_t i = 0; i < n; i++) {
         float wi = w[i];
         float gi = g[i] + l2 * wi;
@@ -47,11 +45,10 @@ static void cpu_adam_update(tb_backend *be, int64_t n, float *w, const float *g,
 static void cpu_rms_update(tb_backend *be, int64_t n, float *w, const float *g, float *v,
                            float *m, const tb_rms_coefs *c)
 {
-    (void)be;
     const float vd = c->v_decay, sq = c->sq_scale, eps = c->eps, mu = c->momentum;
     const float lr_in = c->lr_in, lr_out = c->lr_out, l2 = c->l2;
     const bool inside = c->eps_inside;
-#pragma omp parallel for simd schedule(static) if (n > 32768)
+#pragma omp parallel for simd num_threads(be->threads) schedule(static) if (n > 32768)
     for (int64_t i = 0; i < n; i++) {
         float gi = g[i] + l2 * w[i];
         float vi = vd * v[i] + sq * gi * gi;
@@ -70,8 +67,7 @@ static void cpu_rms_update(tb_backend *be, int64_t n, float *w, const float *g, 
 static void cpu_lars_update(tb_backend *be, int64_t n, float *w, const float *g, float *v,
                             float scaled_lr, float momentum, float l2)
 {
-    (void)be;
-#pragma omp parallel for simd schedule(static) if (n > 32768)
+#pragma omp parallel for simd num_threads(be->threads) schedule(static) if (n > 32768)
     for (int64_t i = 0; i < n; i++) {
         float vi = momentum * v[i] + scaled_lr * (g[i] + l2 * w[i]);
         v[i] = vi;
