@@ -54,9 +54,12 @@ bool tb_device_compiled(tb_device device);
  *
  * CPU threads: every parallel region of a CPU backend's kernels runs on its own `threads`
  * (OpenMP num_threads), whatever other backends exist, and creating one leaves the caller's
- * OpenMP settings (omp_get_max_threads) as they were. Called from
+ * OpenMP settings (omp_get_max_threads) as they were. Its results have the same bits at any
+ * thread count (with AVX-512; docs/ENGINE.md says what may differ without it). Called from
  * inside the caller's own parallel region, a kernel runs on that thread alone (nested regions
- * are inactive unless the caller enabled them). One process-wide effect remains: OpenBLAS
+ * are inactive unless the caller enabled them) and takes paths that need no scratch of the
+ * backend's threads (OpenBLAS for products, layer norm's two-pass gradients), whose last bits
+ * may differ from a call outside it. One process-wide effect remains: OpenBLAS
  * keeps a single thread count per process, and the first CPU backend created sets it to 1
  * (openblas_set_num_threads(1)); the backend parallelises around its OpenBLAS calls itself.
  * The caller's own OpenBLAS and LAPACK calls then run single-threaded too, and a caller that

@@ -261,9 +261,9 @@ static inline void tb_cpu_sum_chunks(int64_t chunks, int64_t cols, const float *
 }
 
 /* ---- scalar sums that give the same bits at any thread count ---- */
-/* A sum over n elements (a squared norm, a loss) is cut into parts of tb_cpu_part_len
- * elements, fixed by n (and the kernel's min_len, a multiple of TB_CPU_PART_LANES): each
- * part is summed by whichever thread has it, and the parts' sums are added in order, in double
+/* A sum over n elements or rows (a squared norm, a loss) is cut into parts of tb_cpu_part_len
+ * of them, fixed by n (and the kernel's smallest part, min_len): each part is summed by
+ * whichever thread has it, and the parts' sums are added in order, in double
  * (tb_cpu_add_parts). There are at most TB_CPU_PARTS parts, so their sums fit in an array on
  * the caller's stack. */
 #define TB_CPU_PARTS 1024

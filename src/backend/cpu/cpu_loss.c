@@ -5,43 +5,54 @@
 
 #include "trainbench/rng.h"
 
+/* One row of the softmax cross-entropy: probs p = softmax(z), and the row's loss
+ * (1 - smoothing) (-log p_y) + smoothing mean_j (-log p_j), in double. */
+static double xent_row(int c, const float *z, int32_t label, float smoothing, float *p)
+{
+    float zmax = z[0];
+#pragma omp simd reduction(max : zmax)
+    for (int j = 1; j < c; j++) zmax = z[j] > zmax ? z[j] : zmax;
+    /* float partial sums over blocks of 256 classes (vectorised), added in double */
+    double sum = 0, sum_z = 0;
+    for (int j0 = 0; j0 < c; j0 += 256) {
+        const int j1 = j0 + 256 < c ? j0 + 256 : c;
+        float s = 0, sz = 0;
+#pragma omp simd reduction(+ : s, sz)
+        for (int j = j0; j < j1; j++) {
+            p[j] = tb_cpu_expf(z[j] - zmax);
+            s += p[j];
+            sz += z[j] - zmax;
+        }
+        sum += s;
+        sum_z += sz;
+    }
+    double log_sum = log(sum);
+    float inv = (float)(1.0 / sum);
+#pragma omp simd
+    for (int j = 0; j < c; j++) p[j] *= inv;
+    /* -log p_y = log_sum - (z_y - zmax); the smoothed part averages -log p over classes */
+    double nll = log_sum - (z[label] - zmax);
+    double uniform = log_sum - sum_z / c;
+    return (1.0 - smoothing) * nll + smoothing * uniform;
+}
+
+/* The mean of the rows' losses: rows in fixed parts (tb_cpu_part_len, at least 16 rows) added
+ * in order, so the same bits at any thread count. */
 static void cpu_softmax_xent_fwd(tb_backend *be, int n, int c, const float *logits,
                                  const int32_t *labels, float smoothing, float *probs,
                                  float *loss)
 {
-    double total = 0;
-#pragma omp parallel for num_threads(be->threads) reduction(+ : total) schedule(static) \
-    if (n * c > 16384)
-    for (int i = 0; i < n; i++) {
-        const float *z = logits + (int64_t)i * c;
-        float *p = probs + (int64_t)i * c;
-        float zmax = z[0];
-#pragma omp simd reduction(max : zmax)
-        for (int j = 1; j < c; j++) zmax = z[j] > zmax ? z[j] : zmax;
-        /* float partial sums over blocks of 256 classes (vectorised), added in double */
-        double sum = 0, sum_z = 0;
-        for (int j0 = 0; j0 < c; j0 += 256) {
-            const int j1 = j0 + 256 < c ? j0 + 256 : c;
-            float s = 0, sz = 0;
-#pragma omp simd reduction(+ : s, sz)
-            for (int j = j0; j < j1; j++) {
-                p[j] = tb_cpu_expf(z[j] - zmax);
-                s += p[j];
-                sz += z[j] - zmax;
-            }
-            sum += s;
-            sum_z += sz;
-        }
-        double log_sum = log(sum);
-        float inv = (float)(1.0 / sum);
-#pragma omp simd
-        for (int j = 0; j < c; j++) p[j] *= inv;
-        /* -log p_y = log_sum - (z_y - zmax); the smoothed part averages -log p over classes */
-        double nll = log_sum - (z[labels[i]] - zmax);
-        double uniform = log_sum - sum_z / c;
-        total += (1.0 - smoothing) * nll + smoothing * uniform;
+    double part[TB_CPU_PARTS];
+    const int64_t len = tb_cpu_part_len(n, 16), parts = tb_cpu_parts(n, len);
+#pragma omp parallel for num_threads(be->threads) schedule(static) if (n * c > 16384)
+    for (int64_t q = 0; q < parts; q++) {
+        const int64_t i1 = (q + 1) * len < n ? (q + 1) * len : n;
+        double s = 0;
+        for (int64_t i = q * len; i < i1; i++)
+            s += xent_row(c, logits + i * c, labels[i], smoothing, probs + i * c);
+        part[q] = s;
     }
-    *loss = (float)(total / n);
+    *loss = (float)(tb_cpu_add_parts(parts, part) / n);
 }
 
 static void cpu_softmax_xent_bwd(tb_backend *be, int n, int c, const float *probs,
@@ -64,16 +75,36 @@ static void cpu_softmax_xent_bwd(tb_backend *be, int n, int c, const float *prob
     }
 }
 
+/* The sums of squared differences over one part, in double, lane by lane. */
+static double mse_part(int64_t n, const float *pred, const float *target)
+{
+    enum { L = TB_CPU_PART_LANES };
+    double acc[L] = {0};
+    int64_t i = 0;
+    for (; i + L <= n; i += L)
+        for (int l = 0; l < L; l++) {
+            const double d = (double)pred[i + l] - target[i + l];
+            acc[l] += d * d;
+        }
+    for (int l = 0; i + l < n; l++) {
+        const double d = (double)pred[i + l] - target[i + l];
+        acc[l] += d * d;
+    }
+    return tb_cpu_add_lanes(acc);
+}
+
+/* In fixed parts added in order (tb_cpu_part_len): the same bits at any thread count. */
 static void cpu_mse_fwd(tb_backend *be, int64_t n, const float *pred, const float *target,
                         float *loss)
 {
-    double s = 0;
-#pragma omp parallel for num_threads(be->threads) reduction(+ : s) schedule(static) if (n > 32768)
-    for (int64_t i = 0; i < n; i++) {
-        double d = (double)pred[i] - target[i];
-        s += d * d;
+    double part[TB_CPU_PARTS];
+    const int64_t len = tb_cpu_part_len(n, 4096), parts = tb_cpu_parts(n, len);
+#pragma omp parallel for num_threads(be->threads) schedule(static) if (n > 32768)
+    for (int64_t q = 0; q < parts; q++) {
+        const int64_t i = q * len;
+        part[q] = mse_part(n - i < len ? n - i : len, pred + i, target + i);
     }
-    *loss = (float)(s / (double)n);
+    *loss = (float)(tb_cpu_add_parts(parts, part) / (double)n);
 }
 
 static void cpu_mse_bwd(tb_backend *be, int64_t n, const float *pred, const float *target,
@@ -84,19 +115,37 @@ static void cpu_mse_bwd(tb_backend *be, int64_t n, const float *pred, const floa
     for (int64_t i = 0; i < n; i++) dpred[i] += scale * (pred[i] - target[i]);
 }
 
+/* The stable logistic loss max(z, 0) - z t + log(1 + exp(-|z|)) of one element, in float. */
+static inline float bce_term(float z, float t)
+{
+    const float az = z < 0.0f ? -z : z;
+    return (z > 0.0f ? z : 0.0f) - z * t + tb_cpu_log1pf_unit(tb_cpu_expf(-az));
+}
+
+/* The sum of one part's terms, in double, lane by lane. */
+static double bce_part(int64_t n, const float *logits, const float *target)
+{
+    enum { L = TB_CPU_PART_LANES };
+    double acc[L] = {0};
+    int64_t i = 0;
+    for (; i + L <= n; i += L)
+        for (int l = 0; l < L; l++) acc[l] += (double)bce_term(logits[i + l], target[i + l]);
+    for (int l = 0; i + l < n; l++) acc[l] += (double)bce_term(logits[i + l], target[i + l]);
+    return tb_cpu_add_lanes(acc);
+}
+
+/* In fixed parts added in order (tb_cpu_part_len): the same bits at any thread count. */
 static void cpu_bce_fwd(tb_backend *be, int64_t n, const float *logits, const float *target,
                         float *loss)
 {
-    double s = 0;
-#pragma omp parallel for simd num_threads(be->threads) reduction(+ : s) schedule(static) \
-    if (n > 16384)
-    for (int64_t i = 0; i < n; i++) {
-        /* stable: max(z,0) - z t + log(1 + exp(-|z|)), each term in float, summed in double */
-        const float z = logits[i], az = z < 0.0f ? -z : z;
-        s += (double)((z > 0.0f ? z : 0.0f) - z * target[i] +
-                      tb_cpu_log1pf_unit(tb_cpu_expf(-az)));
+    double part[TB_CPU_PARTS];
+    const int64_t len = tb_cpu_part_len(n, 4096), parts = tb_cpu_parts(n, len);
+#pragma omp parallel for num_threads(be->threads) schedule(static) if (n > 16384)
+    for (int64_t q = 0; q < parts; q++) {
+        const int64_t i = q * len;
+        part[q] = bce_part(n - i < len ? n - i : len, logits + i, target + i);
     }
-    *loss = (float)(s / (double)n);
+    *loss = (float)(tb_cpu_add_parts(parts, part) / (double)n);
 }
 
 static void cpu_bce_bwd(tb_backend *be, int64_t n, const float *logits, const float *target,
