@@ -55,6 +55,8 @@ static double peak_rss_mb(void)
     return (double)ru.ru_maxrss / 1024.0;
 }
 
+extern void openblas_set_num_threads(int num_threads);
+
 static int sgemm_ceiling(int n, int threads, int repeats)
 {
     tb_backend_config cfg = {.device = TB_DEVICE_CPU, .threads = threads};
@@ -64,6 +66,9 @@ static int sgemm_ceiling(int n, int threads, int repeats)
         fprintf(stderr, "bench_step: %s\n", err.message);
         return 1;
     }
+    /* the backend runs OpenBLAS single-threaded (backend.h); the ceiling is OpenBLAS's own
+     * threaded sgemm at the backend's thread count */
+    openblas_set_num_threads(tb_backend_threads(be));
     float *a = malloc((size_t)n * n * sizeof(float)), *b = malloc((size_t)n * n * sizeof(float));
     float *c = malloc((size_t)n * n * sizeof(float));
     tb_rng rng = tb_rng_make(1, 0);
