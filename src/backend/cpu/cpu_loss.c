@@ -93,18 +93,27 @@ static double mse_part(int64_t n, const float *pred, const float *target)
     return tb_cpu_add_lanes(acc);
 }
 
-/* In fixed parts added in order (tb_cpu_part_len): the same bits at any thread count. */
-static void cpu_mse_fwd(tb_backend *be, int64_t n, const float *pred, const float *target,
-                        float *loss)
+/* The mean over n elements of an element-wise loss whose sum over a part is sum_part: in fixed
+ * parts added in order (tb_cpu_part_len), on the backend's threads above par elements: the
+ * same bits at any thread count. */
+static float mean_in_parts(const tb_backend *be, int64_t n, int64_t par,
+                           double (*sum_part)(int64_t, const float *, const float *),
+                           const float *a, const float *b)
 {
     double part[TB_CPU_PARTS];
     const int64_t len = tb_cpu_part_len(n, 4096), parts = tb_cpu_parts(n, len);
-#pragma omp parallel for num_threads(be->threads) schedule(static) if (n > 32768)
+#pragma omp parallel for num_threads(be->threads) schedule(static) if (n > par)
     for (int64_t q = 0; q < parts; q++) {
         const int64_t i = q * len;
-        part[q] = mse_part(n - i < len ? n - i : len, pred + i, target + i);
+        part[q] = sum_part(n - i < len ? n - i : len, a + i, b + i);
     }
-    *loss = (float)(tb_cpu_add_parts(parts, part) / (double)n);
+    return (float)(tb_cpu_add_parts(parts, part) / (double)n);
+}
+
+static void cpu_mse_fwd(tb_backend *be, int64_t n, const float *pred, const float *target,
+                        float *loss)
+{
+    *loss = mean_in_parts(be, n, 32768, mse_part, pred, target);
 }
 
 static void cpu_mse_bwd(tb_backend *be, int64_t n, const float *pred, const float *target,
@@ -134,18 +143,10 @@ static double bce_part(int64_t n, const float *logits, const float *target)
     return tb_cpu_add_lanes(acc);
 }
 
-/* In fixed parts added in order (tb_cpu_part_len): the same bits at any thread count. */
 static void cpu_bce_fwd(tb_backend *be, int64_t n, const float *logits, const float *target,
                         float *loss)
 {
-    double part[TB_CPU_PARTS];
-    const int64_t len = tb_cpu_part_len(n, 4096), parts = tb_cpu_parts(n, len);
-#pragma omp parallel for num_threads(be->threads) schedule(static) if (n > 16384)
-    for (int64_t q = 0; q < parts; q++) {
-        const int64_t i = q * len;
-        part[q] = bce_part(n - i < len ? n - i : len, logits + i, target + i);
-    }
-    *loss = (float)(tb_cpu_add_parts(parts, part) / (double)n);
+    *loss = mean_in_parts(be, n, 16384, bce_part, logits, target);
 }
 
 static void cpu_bce_bwd(tb_backend *be, int64_t n, const float *logits, const float *target,
