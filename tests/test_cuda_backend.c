@@ -416,9 +416,9 @@ static void c_embedding(run *r)
     float *table = in_f(r, vocab * dim, -1, 1), *dy = in_f(r, n * dim, -1, 1);
     int32_t *idx = in_i(r, n, (int32_t)vocab);
     float *y = out_f(r, n * dim, "embedding y");
-    r->ops->embedding_fwd(r->be, n, dim, table, idx, y);
+    r->ops->embedding_fwd(r->be, n, dim, vocab, table, idx, y);
     float *dt = out_f(r, vocab * dim, "embedding dtable");
-    r->ops->embedding_bwd(r->be, n, dim, idx, dy, dt);
+    r->ops->embedding_bwd(r->be, n, dim, vocab, idx, dy, dt);
 }
 
 static void c_attention(run *r)

@@ -436,7 +436,7 @@ static void test_embedding_bwd_large(void)
     for (int i = 0; i < N; i++)
         for (int d = 0; d < D; d++)
             want[idx[i] * D + d] += dy[(size_t)i * D + d];
-    be->ops.embedding_bwd(be, N, D, idx, dy, dt);
+    be->ops.embedding_bwd(be, N, D, V, idx, dy, dt);
     double worst = 0;
     for (int i = 0; i < V * D; i++)
         worst = fmax(worst, fabs(dt[i] - want[i]));
@@ -445,6 +445,34 @@ static void test_embedding_bwd_large(void)
     free(dy);
     free(dt);
     free(want);
+    tb_backend_destroy(be);
+}
+
+/* The kernels' own contract, for a replayed CUDA graph where the op's host check cannot run: an
+ * index outside the table gives a NaN row forward and sends no gradient backward, touching no
+ * memory outside the table (ASan would see it). */
+static void test_embedding_kernel_out_of_range(void)
+{
+    tb_backend *be = tb_test_backend();
+    enum { V = 5, D = 3, N = 4 };
+    float table[V * D], y[N * D], dy[N * D], dt[V * D] = {0};
+    for (int i = 0; i < V * D; i++)
+        table[i] = (float)i;
+    for (int i = 0; i < N * D; i++)
+        dy[i] = 1.0f;
+    const int32_t idx[N] = {2, V, -1, 4};
+    be->ops.embedding_fwd(be, N, D, V, table, idx, y);
+    be->ops.embedding_bwd(be, N, D, V, idx, dy, dt);
+    for (int d = 0; d < D; d++) {
+        CHECK_NEAR(y[0 * D + d], table[2 * D + d], 0.0);
+        CHECK(isnan(y[1 * D + d]) && isnan(y[2 * D + d]));
+        CHECK_NEAR(y[3 * D + d], table[4 * D + d], 0.0);
+    }
+    float total = 0;
+    for (int i = 0; i < V * D; i++)
+        total += dt[i];
+    CHECK_NEAR(total, 2.0 * D, 0.0); /* rows 2 and 4 only */
+    CHECK_NEAR(dt[2 * D] + dt[4 * D], 2.0, 0.0);
     tb_backend_destroy(be);
 }
 
@@ -536,6 +564,7 @@ int main(void)
     test_embedding_forward_and_grad();
     test_embedding_bwd_large();
     test_embedding_bad_index();
+    test_embedding_kernel_out_of_range();
     test_attention_bad_shapes();
     return tb_test_finish("test_ops_attention");
 }

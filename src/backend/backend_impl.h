@@ -250,11 +250,14 @@ typedef struct tb_backend_ops {
                           const float *dy, float *dx, bool dx_acc, float *dgamma,
                           float *dbeta);
 
-    /* ---- embedding: y[i,:] = table[idx[i],:]; indices are checked by the op ---- */
-    void (*embedding_fwd)(tb_backend *be, int64_t n, int64_t dim, const float *table,
-                          const int32_t *idx, float *y);
-    void (*embedding_bwd)(tb_backend *be, int64_t n, int64_t dim, const int32_t *idx,
-                          const float *dy, float *dtable);
+    /* ---- embedding: y[i,:] = table[idx[i],:] for a table of `vocab` rows ----
+     * The op checks indices on the host, except inside a replayed CUDA graph, where nothing is
+     * read back: there a kernel must not read or write past the table. An index outside
+     * [0, vocab) gives a row of NaN forward (so the loss shows it) and no gradient backward. */
+    void (*embedding_fwd)(tb_backend *be, int64_t n, int64_t dim, int64_t vocab,
+                          const float *table, const int32_t *idx, float *y);
+    void (*embedding_bwd)(tb_backend *be, int64_t n, int64_t dim, int64_t vocab,
+                          const int32_t *idx, const float *dy, float *dtable);
 
     /* ---- causal multi-head self-attention core ----
      * qkv [B,T,3C] holds q, k, v side by side (C = heads * head_dim); y [B,T,C].

@@ -9,7 +9,8 @@ static void embedding_backward(tb_tape *t, tb_node *n)
 {
     float *dtable = tb_var_grad(t, n->in[0]);
     if (!dtable) return;
-    tb_tape_ops(t)->embedding_bwd(tb_tape_be(t), n->iattr[0], n->iattr[1], n->in[1]->value.data,
+    tb_tape_ops(t)->embedding_bwd(tb_tape_be(t), n->iattr[0], n->iattr[1],
+                                  n->in[0]->value.shape[0], n->in[1]->value.data,
                                   n->out->grad.data, dtable);
 }
 
@@ -35,7 +36,8 @@ tb_var *tb_op_embedding(tb_tape *t, tb_var *table, tb_var *idx)
     tb_var *y = tb_tape_output(t, TB_F32, idx->value.ndim + 1, shape, 1, ins);
     if (!y) return NULL;
     if (n > 0 && dim > 0)
-        k->embedding_fwd(tb_tape_be(t), n, dim, table->value.data, idx->value.data, y->value.data);
+        k->embedding_fwd(tb_tape_be(t), n, dim, vocab, table->value.data, idx->value.data,
+                         y->value.data);
     tb_node *node = tb_tape_record(t, "embedding", embedding_backward, y, 2, ins);
     if (node) {
         node->iattr[0] = n;

@@ -11,14 +11,20 @@
 
 /* ---- embedding ------------------------------------------------------------------------------ */
 
-/* y[i, :] = table[idx[i], :]; indices were checked by the op. */
-static void cpu_embedding_fwd(tb_backend *be, int64_t n, int64_t dim, const float *table,
-                              const int32_t *idx, float *y)
+/* y[i, :] = table[idx[i], :]. The op checked the indices; an index outside the table gives a
+ * row of NaN all the same, as the CUDA kernels do in a graph replay (backend_impl.h). */
+static void cpu_embedding_fwd(tb_backend *be, int64_t n, int64_t dim, int64_t vocab,
+                              const float *table, const int32_t *idx, float *y)
 {
 #pragma omp parallel for num_threads(be->threads) schedule(static) if (n * dim > 32768)
     for (int64_t i = 0; i < n; i++) {
-        const float *src = table + (int64_t)idx[i] * dim;
         float *dst = y + i * dim;
+        if (idx[i] < 0 || idx[i] >= vocab) {
+            for (int64_t d = 0; d < dim; d++)
+                dst[d] = NAN;
+            continue;
+        }
+        const float *src = table + (int64_t)idx[i] * dim;
         for (int64_t d = 0; d < dim; d++)
             dst[d] = src[d];
     }
@@ -30,8 +36,8 @@ static void cpu_embedding_fwd(tb_backend *be, int64_t n, int64_t dim, const floa
 /* dtable[idx[i], :] += dy[i, :]. Rows repeat, so threads split the embedding dimension into
  * column blocks: each block is owned by one thread, which visits every i in order. No two
  * threads write the same element and the summation order is fixed (deterministic). */
-static void cpu_embedding_bwd(tb_backend *be, int64_t n, int64_t dim, const int32_t *idx,
-                              const float *dy, float *dtable)
+static void cpu_embedding_bwd(tb_backend *be, int64_t n, int64_t dim, int64_t vocab,
+                              const int32_t *idx, const float *dy, float *dtable)
 {
     int64_t blocks = (dim + TB_EMB_COLS - 1) / TB_EMB_COLS;
 #pragma omp parallel for num_threads(be->threads) schedule(static) \
@@ -40,6 +46,7 @@ static void cpu_embedding_bwd(tb_backend *be, int64_t n, int64_t dim, const int3
         int64_t d0 = blk * TB_EMB_COLS;
         int64_t d1 = d0 + TB_EMB_COLS < dim ? d0 + TB_EMB_COLS : dim;
         for (int64_t i = 0; i < n; i++) {
+            if (idx[i] < 0 || idx[i] >= vocab) continue; /* no row to send it to */
             float *dst = dtable + (int64_t)idx[i] * dim;
             const float *src = dy + i * dim;
             for (int64_t d = d0; d < d1; d++)

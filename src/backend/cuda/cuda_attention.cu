@@ -8,21 +8,27 @@
 
 /* ---- embedding ------------------------------------------------------------------------------ */
 
-static void cuda_embedding_fwd(tb_backend *be, int64_t n, int64_t dim, const float *table,
-                               const int32_t *idx, float *y)
+/* The op checks indices on the host, except in a graph replay: an index outside [0, vocab)
+ * gives a row of NaN there (the loss shows it) instead of a read past the table. */
+static void cuda_embedding_fwd(tb_backend *be, int64_t n, int64_t dim, int64_t vocab,
+                               const float *table, const int32_t *idx, float *y)
 {
     tb_cuda_for_each(be, n * dim, [=] __device__(int64_t e) {
-        y[e] = table[(int64_t)idx[e / dim] * dim + e % dim];
+        const int32_t row = idx[e / dim];
+        y[e] = row >= 0 && row < vocab ? table[(int64_t)row * dim + e % dim] : NAN;
     });
 }
 
 /* dtable[idx[i], :] += dy[i, :]. One thread per column visits every i in order: no two threads
  * write the same element and the summation order is fixed (deterministic, as on the CPU). */
-static void cuda_embedding_bwd(tb_backend *be, int64_t n, int64_t dim, const int32_t *idx,
-                               const float *dy, float *dtable)
+static void cuda_embedding_bwd(tb_backend *be, int64_t n, int64_t dim, int64_t vocab,
+                               const int32_t *idx, const float *dy, float *dtable)
 {
     tb_cuda_for_each(be, dim, [=] __device__(int64_t d) {
-        for (int64_t i = 0; i < n; i++) dtable[(int64_t)idx[i] * dim + d] += dy[i * dim + d];
+        for (int64_t i = 0; i < n; i++) {
+            const int32_t row = idx[i];
+            if (row >= 0 && row < vocab) dtable[(int64_t)row * dim + d] += dy[i * dim + d];
+        }
     });
 }
 
