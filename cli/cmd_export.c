@@ -5,6 +5,8 @@
 #include <getopt.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 static const char export_usage[] =
     "usage: trainbench export [options]\n"
@@ -20,8 +22,57 @@ static const char export_usage[] =
     "      --name NAME        only this benchmark (default: all; one the store lacks is an\n"
     "                         error)\n"
     "      --format FORMAT    csv (default) or jsonl\n"
-    "  -o, --output FILE      write to FILE (default: stdout)\n"
+    "  -o, --output FILE      write to FILE (default: stdout): a regular file is written\n"
+    "                         whole or not at all (a temporary file renamed into place);\n"
+    "                         the store itself is refused\n"
     "  -h, --help             this help\n";
+
+/* Is `path` the store `db` (or one of SQLite's files beside it)? Compared by device and inode,
+ * so another name for the same file counts. */
+static bool is_store_file(const char *db, const char *path)
+{
+    struct stat out;
+    if (stat(path, &out) != 0) return false;
+    const char *suffix[] = {"", "-wal", "-shm", "-journal"};
+    for (size_t i = 0; i < sizeof suffix / sizeof *suffix; i++) {
+        char name[4096];
+        struct stat st;
+        if (snprintf(name, sizeof name, "%s%s", db, suffix[i]) >= (int)sizeof name) continue;
+        if (stat(name, &st) == 0 && st.st_dev == out.st_dev && st.st_ino == out.st_ino)
+            return true;
+    }
+    return false;
+}
+
+/* Writes the export to `output`. A regular file (or a new one) is written beside it under a
+ * temporary name and renamed over it only when complete, so a failure leaves the old file (or
+ * none); anything else (a pipe, /dev/stdout) is written in place. */
+static tb_status export_to_file(tb_store *store, const char *name, tb_export_format format,
+                                const char *db, const char *output, tb_error *err)
+{
+    if (is_store_file(db, output))
+        return tb_fail(err, TB_ERR_INVALID,
+                       "refusing to write the export over the results store %s (-o %s)", db,
+                       output);
+    struct stat st;
+    bool in_place = stat(output, &st) == 0 && !S_ISREG(st.st_mode);
+    char tmp[4096];
+    if (!in_place &&
+        snprintf(tmp, sizeof tmp, "%s.tmp.%ld", output, (long)getpid()) >= (int)sizeof tmp)
+        return tb_fail(err, TB_ERR_INVALID, "output path too long: %s", output);
+    const char *path = in_place ? output : tmp;
+    FILE *f = fopen(path, "w");
+    if (!f) return tb_fail(err, TB_ERR_IO, "cannot write %s: %s", output, strerror(errno));
+    tb_status s = tb_store_export(store, name, format, f, err);
+    if (fclose(f) != 0 && s == TB_OK)
+        s = tb_fail(err, TB_ERR_IO, "cannot write %s: %s", output, strerror(errno));
+    if (!in_place) {
+        if (s == TB_OK && rename(tmp, output) != 0)
+            s = tb_fail(err, TB_ERR_IO, "cannot write %s: %s", output, strerror(errno));
+        if (s != TB_OK) remove(tmp);
+    }
+    return s;
+}
 
 int tb_cli_export(int argc, char **argv)
 {
@@ -63,15 +114,8 @@ int tb_cli_export(int argc, char **argv)
         tb_cli_error("%s", err.message);
         return tb_cli_exit_code(st);
     }
-    FILE *f = output ? fopen(output, "w") : stdout;
-    if (!f) {
-        tb_cli_error("cannot write %s: %s", output, strerror(errno));
-        tb_store_close(store);
-        return TB_EXIT_FAILURE;
-    }
-    st = tb_store_export(store, name, format, f, &err);
-    if (output && fclose(f) != 0 && st == TB_OK)
-        st = tb_fail(&err, TB_ERR_IO, "cannot write %s: %s", output, strerror(errno));
+    st = output ? export_to_file(store, name, format, db, output, &err)
+                : tb_store_export(store, name, format, stdout, &err);
     tb_store_close(store);
     if (st != TB_OK) {
         tb_cli_error("%s", err.message);

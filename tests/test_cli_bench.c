@@ -2,6 +2,7 @@
  * values, a malformed search space, a tiny real benchmark, its resume, score and exports. */
 #include "testutil.h"
 
+#include <sqlite3.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -13,6 +14,36 @@ static char out[65536];
 static int run(const char *args) { return tb_test_run_cli(args, out, sizeof out); }
 
 static bool has(const char *needle) { return tb_test_output_has(out, needle); }
+
+/* Runs SQL on a database file (as another program would). */
+static bool sql(const char *path, const char *statements)
+{
+    sqlite3 *db = NULL;
+    bool ok = sqlite3_open(path, &db) == SQLITE_OK &&
+              sqlite3_exec(db, statements, NULL, NULL, NULL) == SQLITE_OK;
+    sqlite3_close(db);
+    return ok;
+}
+
+static bool link_file(const char *from, const char *to) { return link(from, to) == 0; }
+
+static long file_size(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0 ? (long)st.st_size : -1;
+}
+
+/* Does the file hold exactly `text`? */
+static bool file_is(const char *path, const char *text)
+{
+    char buf[256] = "";
+    FILE *f = fopen(path, "r");
+    if (!f) return false;
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = 0;
+    return strcmp(buf, text) == 0;
+}
 
 int main(void)
 {
@@ -97,6 +128,43 @@ int main(void)
     CHECK(run(args) == 0 && has("global_step,preemption_count") && has("tiny,sgd,fmnist_mlp,self"));
     snprintf(args, sizeof args, "export --db %s --format jsonl", db);
     CHECK(run(args) == 0 && has("\"machine\":{\"cpu\"") && has("\"code_version\""));
+
+    /* -o is never the store itself, under any name; a failed export leaves the old file */
+    char link[400], csv[400], other[400];
+    snprintf(link, sizeof link, "%s/same.db", dir);
+    CHECK(link_file(db, link));
+    snprintf(args, sizeof args, "export --db %s -o %s", db, db);
+    CHECK(run(args) == 2 && has("refusing to write the export over the results store"));
+    snprintf(args, sizeof args, "export --db %s -o %s", db, link);
+    CHECK(run(args) == 2 && has("refusing to write the export over the results store"));
+    snprintf(args, sizeof args, "score --db %s --json", db);
+    CHECK(run(args) == 0 && has("\"benchmark\":\"tiny\""));
+    snprintf(csv, sizeof csv, "%s/out.csv", dir);
+    f = fopen(csv, "w");
+    fputs("old export\n", f);
+    fclose(f);
+    snprintf(args, sizeof args, "export --db %s --name nope -o %s", db, csv);
+    CHECK(run(args) == 2 && file_is(csv, "old export\n"));
+    snprintf(args, sizeof args, "export --db %s -o %s", db, csv);
+    CHECK(run(args) == 0 && !file_is(csv, "old export\n"));
+
+    /* a store of another schema is refused by name and left as it was */
+    snprintf(other, sizeof other, "%s/v2.db", dir);
+    snprintf(args, sizeof args, "cp %s %s", db, other);
+    CHECK(system(args) == 0 &&
+          sql(other, "UPDATE meta SET value='2' WHERE key='schema_version'"));
+    const long before = file_size(other);
+    snprintf(args, sizeof args, "score --db %s", other);
+    CHECK(run(args) == 1 && has("a trainbench results store of another schema") &&
+          has("schema version 2; this build reads version 1"));
+    snprintf(args, sizeof args, "bench --db %s --name tiny -s sgd -w fmnist_mlp", other);
+    CHECK(run(args) == 1 && has("schema version 2"));
+    CHECK(file_size(other) == before);
+    /* the right version but a table of another build's columns */
+    CHECK(sql(other, "UPDATE meta SET value='1' WHERE key='schema_version';"
+                     "ALTER TABLE trials DROP COLUMN submission_spec"));
+    snprintf(args, sizeof args, "export --db %s", other);
+    CHECK(run(args) == 1 && has("no column trials.submission_spec"));
 
     snprintf(args, sizeof args, "rm -rf %s", dir);
     CHECK(system(args) == 0);

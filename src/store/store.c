@@ -32,7 +32,7 @@ static const char schema[] =
     "  validation_examples INTEGER, test_loss REAL, test_accuracy REAL, test_error REAL,"
     "  test_examples INTEGER, PRIMARY KEY(trial_id, idx));"
     "INSERT OR IGNORE INTO meta(key, value) VALUES('format', 'trainbench-store'),"
-    "  ('schema_version', '1');";
+    "  ('schema_version', '1');"; /* TB_STORE_SCHEMA_VERSION */
 
 static const char *status_names[] = {"planned", "running", "done", "failed"};
 
@@ -66,8 +66,71 @@ tb_status tb_store_exec(tb_store *s, const char *sql, tb_error *err)
     return TB_OK;
 }
 
-/* What the database holds: 1 a trainbench store (its format row), 0 nothing at all (a new
- * file), -1 something else (other tables, or no readable schema: sets why). */
+#define TB_STORE_SCHEMA_VERSION "1"
+
+/* The first column of schema's tables (`table`, or any of them) that `db` lacks: "" when it has
+ * them all. The reference is the schema itself, created in memory, so the check cannot drift
+ * from the CREATE statements above. Returns false if the check could not run (sets why). */
+static bool missing_column(sqlite3 *db, char *missing, size_t cap, char *why, size_t why_cap)
+{
+    sqlite3 *ref = NULL;
+    sqlite3_stmt *cols = NULL, *has = NULL;
+    bool ok = sqlite3_open(":memory:", &ref) == SQLITE_OK &&
+              sqlite3_exec(ref, schema, NULL, NULL, NULL) == SQLITE_OK &&
+              sqlite3_prepare_v2(ref,
+                                 "SELECT m.name, p.name FROM sqlite_master m, "
+                                 "pragma_table_info(m.name) p WHERE m.type = 'table'",
+                                 -1, &cols, NULL) == SQLITE_OK &&
+              sqlite3_prepare_v2(db,
+                                 "SELECT count(*) FROM pragma_table_info(?1) WHERE name = ?2",
+                                 -1, &has, NULL) == SQLITE_OK;
+    missing[0] = '\0';
+    while (ok && !missing[0] && sqlite3_step(cols) == SQLITE_ROW) {
+        const char *table = (const char *)sqlite3_column_text(cols, 0),
+                   *column = (const char *)sqlite3_column_text(cols, 1);
+        sqlite3_reset(has);
+        sqlite3_bind_text(has, 1, table, -1, SQLITE_TRANSIENT);
+        sqlite3_bind_text(has, 2, column, -1, SQLITE_TRANSIENT);
+        ok = sqlite3_step(has) == SQLITE_ROW;
+        if (ok && sqlite3_column_int(has, 0) == 0)
+            snprintf(missing, cap, "%s.%s", table, column);
+    }
+    if (!ok) snprintf(why, why_cap, "%s", sqlite3_errmsg(has ? db : ref ? ref : db));
+    sqlite3_finalize(has);
+    sqlite3_finalize(cols);
+    sqlite3_close(ref);
+    return ok;
+}
+
+/* A store's schema version and tables against this build's: true if they match (else sets why,
+ * before anything is written to the file). */
+static bool schema_is_current(sqlite3 *db, char *why, size_t cap)
+{
+    sqlite3_stmt *q = NULL;
+    char version[64] = "none";
+    if (sqlite3_prepare_v2(db, "SELECT value FROM meta WHERE key='schema_version'", -1, &q,
+                           NULL) == SQLITE_OK &&
+        sqlite3_step(q) == SQLITE_ROW && sqlite3_column_text(q, 0))
+        snprintf(version, sizeof version, "%s", (const char *)sqlite3_column_text(q, 0));
+    sqlite3_finalize(q);
+    if (strcmp(version, TB_STORE_SCHEMA_VERSION) != 0) {
+        snprintf(why, cap, "schema version %s; this build reads version %s", version,
+                 TB_STORE_SCHEMA_VERSION);
+        return false;
+    }
+    char missing[160];
+    if (!missing_column(db, missing, sizeof missing, why, cap)) return false;
+    if (missing[0]) {
+        snprintf(why, cap, "schema version %s but no column %s: written by another build",
+                 version, missing);
+        return false;
+    }
+    return true;
+}
+
+/* What the database holds: 1 a trainbench store (its format row) of this build's schema, 0
+ * nothing at all (a new file), -2 a store of another schema, -1 something else (other tables,
+ * or no readable schema). Sets why for -1 and -2. */
 static int store_kind(sqlite3 *db, char *why, size_t cap)
 {
     sqlite3_stmt *q = NULL;
@@ -86,12 +149,13 @@ static int store_kind(sqlite3 *db, char *why, size_t cap)
     if (rc == SQLITE_OK) rc = sqlite3_step(q);
     if (rc == SQLITE_ROW && sqlite3_column_text(q, 0) &&
         strcmp((const char *)sqlite3_column_text(q, 0), "trainbench-store") == 0)
-        kind = 1;
+        kind = 2; /* a store: its schema is checked below */
     else if (rc == SQLITE_ROW || rc == SQLITE_DONE || sqlite3_errcode(db) == SQLITE_ERROR)
         snprintf(why, cap, "a SQLite database without trainbench's tables"); /* no meta table */
     else
         snprintf(why, cap, "%s", sqlite3_errmsg(db)); /* malformed, unreadable */
     sqlite3_finalize(q);
+    if (kind == 2) kind = schema_is_current(db, why, cap) ? 1 : -2;
     return kind;
 }
 
@@ -147,15 +211,17 @@ static tb_status open_store(const char *path, bool writable, tb_store **out, tb_
     /* another connection creating the store at this moment (a benchmark starting while a
      * reader polls) can make the first read fail as busy before the busy handler applies:
      * try again for up to the busy timeout */
-    for (int tries = 0; kind < 0 && tries < 600; tries++) {
+    for (int tries = 0; kind == -1 && tries < 600; tries++) {
         const int code = sqlite3_errcode(s->db) & 0xff;
         if (code != SQLITE_BUSY && code != SQLITE_LOCKED) break;
         sqlite3_sleep(50);
         kind = store_kind(s->db, why, sizeof why);
     }
-    if (kind < 0 && !writable && (sqlite3_errcode(s->db) & 0xff) == SQLITE_READONLY) {
-        /* a store in WAL mode whose directory this user cannot write: SQLite cannot create
-         * the shared-memory file a reader needs, so read the file as it is (immutable) */
+    const int code = sqlite3_errcode(s->db) & 0xff;
+    if (kind == -1 && !writable && (code == SQLITE_READONLY || code == SQLITE_CANTOPEN)) {
+        /* a store in WAL mode whose directory this user cannot write, or on a read-only file
+         * system: SQLite cannot create the shared-memory file a reader needs, so read the file
+         * as it is (immutable) */
         sqlite3_close(s->db);
         s->db = NULL;
         char uri[sizeof s->path * 3 + 32];
@@ -165,7 +231,12 @@ static tb_status open_store(const char *path, bool writable, tb_store **out, tb_
             kind = store_kind(s->db, why, sizeof why);
     }
     tb_status st = TB_OK;
-    if (kind < 0 || (kind == 0 && !writable))
+    if (kind == -2)
+        st = tb_fail(err, TB_ERR_FORMAT,
+                     "%s is a trainbench results store of another schema (%s): read it with the "
+                     "build that wrote it, or start a new store with another --db",
+                     path, why);
+    else if (kind < 0 || (kind == 0 && !writable))
         st = tb_fail(err, TB_ERR_FORMAT, "%s is not a trainbench results store (%s)", path,
                      kind == 0 ? "an empty database" : why);
     if (st == TB_OK && writable) {
