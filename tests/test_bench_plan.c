@@ -326,6 +326,13 @@ static void test_one_run_at_a_time(void)
     snprintf(want, sizeof want, "being run by process %d", (int)pid);
     CHECK_FAILS(tb_bench_run(db, &s, NULL, NULL, &sum, &err), TB_ERR_IO, &err, want);
     printf("second run: %s\n", err.message);
+    /* the same store under another name (a symbolic link) is the same lock */
+    char alias[320];
+    snprintf(alias, sizeof alias, "%s.alias", db);
+    unlink(alias);
+    CHECK(symlink(db, alias) == 0);
+    CHECK_FAILS(tb_bench_run(alias, &s, NULL, NULL, &sum, &err), TB_ERR_IO, &err, want);
+    unlink(alias);
     /* another benchmark in the same store is not held up */
     tb_bench_spec other = small_spec(subs, 1);
     other.name = "u";

@@ -1,6 +1,9 @@
 /* benchmark.c: planning a benchmark into the store (trials, their hyperparameter points and
  * seeds, before anything runs) and executing it: every unfinished trial in a child process,
  * finished ones reused. Also the presets, the code version and the machine facts. */
+/* realpath */
+#define _XOPEN_SOURCE 700
+
 #include "trainbench/benchmark.h"
 
 #include "trainbench/tune.h"
@@ -8,24 +11,12 @@
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-
-#ifndef TB_GIT_VERSION
-#define TB_GIT_VERSION "unknown"
-#endif
-#ifndef TB_VERSION
-#define TB_VERSION "0"
-#endif
-
-const char *tb_code_version(void)
-{
-    return strcmp(TB_GIT_VERSION, "unknown") == 0 || !TB_GIT_VERSION[0] ? TB_VERSION
-                                                                         : TB_GIT_VERSION;
-}
 
 void tb_machine_facts(const char *blas, int threads, char *buf, size_t cap)
 {
@@ -342,8 +333,14 @@ static tb_status bench_lock(const char *store_path, const char *name, int *fd_ou
                             tb_error *err)
 {
     *fd_out = -1; /* store_path is a file's: tb_store_open refused anything else */
-    char path[1100];
-    snprintf(path, sizeof path, "%s-lock", store_path);
+    /* the lock belongs to the file, not to the name it was given: through a symbolic link (or
+     * ./x against x) two runs must meet at one lock (hard links, which SQLite itself does not
+     * support, are not followed) */
+    char real[PATH_MAX], path[PATH_MAX + 8];
+    if (!realpath(store_path, real))
+        return tb_fail(err, TB_ERR_IO, "cannot resolve the results store path %s: %s",
+                       store_path, strerror(errno));
+    snprintf(path, sizeof path, "%s-lock", real);
     int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
     if (fd < 0)
         return tb_fail(err, TB_ERR_IO, "cannot open the benchmark lock %s: %s", path,
