@@ -160,7 +160,7 @@ static int run_command(int argc, char **argv)
     if (strcmp(cmd, "score") == 0) return tb_cli_score(argc - 1, argv + 1);
     if (strcmp(cmd, "export") == 0) return tb_cli_export(argc - 1, argv + 1);
     if (strcmp(cmd, "version") == 0 || strcmp(cmd, "--version") == 0) {
-        printf("trainbench %s\n", TB_VERSION);
+        printf("trainbench %s (code %s)\n", TB_VERSION, tb_code_version());
         return TB_EXIT_OK;
     }
     tb_cli_error("unknown command '%s' (try `trainbench --help`)", cmd);

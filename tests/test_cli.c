@@ -174,6 +174,6 @@ int main(void)
           has("\"steps\":40,") && has("\"reached_target\":false"));
     CHECK(run("train --help") == 0 && has("a subset at the target is confirmed"));
     CHECK(run("algorithms") == 0 && has("adamw") && has("beta2") && has("nesterov"));
-    CHECK(run("version") == 0 && has("trainbench "));
+    CHECK(run("version") == 0 && has("trainbench ") && has("(code "));
     return tb_test_finish("test_cli");
 }
