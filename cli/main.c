@@ -2,6 +2,7 @@
 #include "cli.h"
 #include "blas_kernels.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <math.h>
 #include <stdarg.h>
@@ -27,7 +28,8 @@ static const char usage[] =
     "  export       export a results store as CSV or JSON lines\n"
     "  version      print the version\n"
     "\n"
-    "`trainbench <command> --help` describes a command's options.\n"
+    "`trainbench <command> --help` (or `trainbench help <command>`) describes a command's\n"
+    "options.\n"
     "\n"
     "exit codes: 0 success, 1 failure, 2 bad usage or value, 3 data or device missing,\n"
     "            4 training diverged\n";
@@ -104,7 +106,8 @@ bool tb_cli_parse_u64(const char *opt, const char *text, uint64_t *out)
     char *end;
     errno = 0;
     unsigned long long v = strtoull(text, &end, 10);
-    if (!*text || *end || errno || text[0] == '-') {
+    /* strtoull skips leading white space and accepts a sign: ' -1' would be 2^64 - 1 */
+    if (!*text || *end || errno || !isdigit((unsigned char)text[0])) {
         tb_cli_error("%s: '%s' is not a non-negative whole number", opt, text);
         return false;
     }
@@ -144,6 +147,12 @@ bool tb_cli_parse_double(const char *opt, const char *text, double *out)
 
 static int run_command(int argc, char **argv)
 {
+    if (argc == 3 && strcmp(argv[1], "help") == 0 && argv[2][0] != '-') {
+        /* `trainbench help CMD` is `trainbench CMD --help` */
+        char help[] = "--help";
+        char *args[] = {argv[0], argv[2], help, NULL};
+        return run_command(3, args);
+    }
     if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 ||
         strcmp(argv[1], "help") == 0) {
         fputs(usage, argc < 2 ? stderr : stdout);

@@ -175,5 +175,8 @@ int main(void)
     CHECK(run("train --help") == 0 && has("a subset at the target is confirmed"));
     CHECK(run("algorithms") == 0 && has("adamw") && has("beta2") && has("nesterov"));
     CHECK(run("version") == 0 && has("trainbench ") && has("(code "));
+    CHECK(run("help export") == 0 && has("usage: trainbench export"));
+    CHECK(run("help nope") == 2 && has("unknown command 'nope'"));
+    CHECK(run("train --seed ' -1'") == 2 && has("' -1' is not a non-negative whole number"));
     return tb_test_finish("test_cli");
 }

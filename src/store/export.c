@@ -18,7 +18,7 @@ tb_status tb_export_format_parse(const char *name, tb_export_format *out, tb_err
 
 static void csv_text(FILE *f, const char *s)
 {
-    bool quote = strpbrk(s, ",\"\n") != NULL;
+    bool quote = strpbrk(s, ",\"\r\n") != NULL;
     if (!quote) {
         fputs(s, f);
         return;
