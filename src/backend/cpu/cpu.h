@@ -264,7 +264,7 @@ static inline void tb_cpu_sum_chunks(int64_t chunks, int64_t cols, const float *
 /* A sum over n elements or rows (a squared norm, a loss) is cut into parts of tb_cpu_part_len
  * of them, fixed by n (and the kernel's smallest part, min_len): each part is summed by
  * whichever thread has it, and the parts' sums are added in order, in double
- * (tb_cpu_add_parts). There are at most TB_CPU_PARTS parts, so their sums fit in an array on
+ * (tb_cpu_sum_in_parts). There are at most TB_CPU_PARTS parts, so their sums fit in an array on
  * the caller's stack. */
 #define TB_CPU_PARTS 1024
 /* Accumulators a part sums its elements into, element i into i mod TB_CPU_PART_LANES (four
@@ -281,13 +281,15 @@ static inline int64_t tb_cpu_part_len(int64_t n, int64_t min_len)
 
 static inline int64_t tb_cpu_parts(int64_t n, int64_t len) { return n > 0 ? (n + len - 1) / len : 0; }
 
-/* The sum of part[0, parts) in order. */
-static inline double tb_cpu_add_parts(int64_t parts, const double *part)
-{
-    double s = 0.0;
-    for (int64_t q = 0; q < parts; q++) s += part[q];
-    return s;
-}
+/* One part's sum: elements (or rows) [i0, i1) of the operands behind ctx. */
+typedef double (*tb_cpu_part_sum)(const void *ctx, int64_t i0, int64_t i1);
+
+/* The sum over n elements or rows in parts of tb_cpu_part_len(n, min_len), each summed by
+ * part_sum on whichever thread has it (on the backend's threads if parallel), the parts' sums
+ * added in order: the same bits at any thread count (an OpenMP reduction would add one partial
+ * sum per thread). In cpu_dense.c. */
+double tb_cpu_sum_in_parts(const tb_backend *be, int64_t n, int64_t min_len, bool parallel,
+                           tb_cpu_part_sum part_sum, const void *ctx);
 
 /* The sum of acc[0, TB_CPU_PART_LANES) in order. */
 static inline double tb_cpu_add_lanes(const double *acc)

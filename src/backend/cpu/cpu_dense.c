@@ -224,10 +224,25 @@ static void cpu_strided_copy(tb_backend *be, int ndim, const int64_t *shape, flo
     }
 }
 
+double tb_cpu_sum_in_parts(const tb_backend *be, int64_t n, int64_t min_len, bool parallel,
+                           tb_cpu_part_sum part_sum, const void *ctx)
+{
+    double part[TB_CPU_PARTS];
+    const int64_t len = tb_cpu_part_len(n, min_len), parts = tb_cpu_parts(n, len);
+#pragma omp parallel for schedule(static) num_threads(be->threads) if (parallel)
+    for (int64_t q = 0; q < parts; q++)
+        part[q] = part_sum(ctx, q * len, (q + 1) * len < n ? (q + 1) * len : n);
+    double s = 0.0;
+    for (int64_t q = 0; q < parts; q++) s += part[q];
+    return s;
+}
+
 /* The sum of x[i]^2 over one part, in double, lane by lane (TB_CPU_PART_LANES). */
-static double sum_squares_part(int64_t n, const float *x)
+static double sum_squares_part(const void *ctx, int64_t i0, int64_t i1)
 {
     enum { L = TB_CPU_PART_LANES };
+    const float *x = (const float *)ctx + i0;
+    const int64_t n = i1 - i0;
     double acc[L] = {0};
     int64_t i = 0;
     for (; i + L <= n; i += L)
@@ -236,18 +251,9 @@ static double sum_squares_part(int64_t n, const float *x)
     return tb_cpu_add_lanes(acc);
 }
 
-/* The sum of squares in fixed parts added in order (tb_cpu_part_len): the same bits at any
- * thread count (an OpenMP reduction adds one partial sum per thread). */
 static double cpu_sum_squares(tb_backend *be, int64_t n, const float *x)
 {
-    double part[TB_CPU_PARTS];
-    const int64_t len = tb_cpu_part_len(n, 4096), parts = tb_cpu_parts(n, len);
-#pragma omp parallel for schedule(static) num_threads(be->threads) if (n > 32768)
-    for (int64_t q = 0; q < parts; q++) {
-        const int64_t i = q * len;
-        part[q] = sum_squares_part(n - i < len ? n - i : len, x + i);
-    }
-    return tb_cpu_add_parts(parts, part);
+    return tb_cpu_sum_in_parts(be, n, 4096, n > 32768, sum_squares_part, x);
 }
 
 static float cpu_read_scalar(tb_backend *be, const float *x)

@@ -36,23 +36,34 @@ static double xent_row(int c, const float *z, int32_t label, float smoothing, fl
     return (1.0 - smoothing) * nll + smoothing * uniform;
 }
 
-/* The mean of the rows' losses: rows in fixed parts (tb_cpu_part_len, at least 16 rows) added
- * in order, so the same bits at any thread count. */
+/* The rows of one softmax cross-entropy and where their probabilities go. */
+typedef struct {
+    int c;
+    const float *logits;
+    const int32_t *labels;
+    float smoothing;
+    float *probs;
+} xent_rows;
+
+static double xent_part(const void *ctx, int64_t i0, int64_t i1)
+{
+    const xent_rows *r = ctx;
+    double s = 0;
+    for (int64_t i = i0; i < i1; i++)
+        s += xent_row(r->c, r->logits + i * r->c, r->labels[i], r->smoothing,
+                      r->probs + i * r->c);
+    return s;
+}
+
+/* The mean of the rows' losses, rows in fixed parts of at least 16 (tb_cpu_sum_in_parts): the
+ * same bits at any thread count. */
 static void cpu_softmax_xent_fwd(tb_backend *be, int n, int c, const float *logits,
                                  const int32_t *labels, float smoothing, float *probs,
                                  float *loss)
 {
-    double part[TB_CPU_PARTS];
-    const int64_t len = tb_cpu_part_len(n, 16), parts = tb_cpu_parts(n, len);
-#pragma omp parallel for num_threads(be->threads) schedule(static) if (n * c > 16384)
-    for (int64_t q = 0; q < parts; q++) {
-        const int64_t i1 = (q + 1) * len < n ? (q + 1) * len : n;
-        double s = 0;
-        for (int64_t i = q * len; i < i1; i++)
-            s += xent_row(c, logits + i * c, labels[i], smoothing, probs + i * c);
-        part[q] = s;
-    }
-    *loss = (float)(tb_cpu_add_parts(parts, part) / n);
+    const xent_rows rows = {c, logits, labels, smoothing, probs};
+    *loss = (float)(tb_cpu_sum_in_parts(be, n, 16, (int64_t)n * c > 16384, xent_part, &rows) /
+                    n);
 }
 
 static void cpu_softmax_xent_bwd(tb_backend *be, int n, int c, const float *probs,
@@ -75,10 +86,17 @@ static void cpu_softmax_xent_bwd(tb_backend *be, int n, int c, const float *prob
     }
 }
 
+/* Two operands of an element-wise loss. */
+typedef struct {
+    const float *a, *b;
+} pair;
+
 /* The sums of squared differences over one part, in double, lane by lane. */
-static double mse_part(int64_t n, const float *pred, const float *target)
+static double mse_part(const void *ctx, int64_t i0, int64_t i1)
 {
     enum { L = TB_CPU_PART_LANES };
+    const float *pred = ((const pair *)ctx)->a + i0, *target = ((const pair *)ctx)->b + i0;
+    const int64_t n = i1 - i0;
     double acc[L] = {0};
     int64_t i = 0;
     for (; i + L <= n; i += L)
@@ -93,21 +111,13 @@ static double mse_part(int64_t n, const float *pred, const float *target)
     return tb_cpu_add_lanes(acc);
 }
 
-/* The mean over n elements of an element-wise loss whose sum over a part is sum_part: in fixed
- * parts added in order (tb_cpu_part_len), on the backend's threads above par elements: the
- * same bits at any thread count. */
-static float mean_in_parts(const tb_backend *be, int64_t n, int64_t par,
-                           double (*sum_part)(int64_t, const float *, const float *),
+/* The mean over n elements of an element-wise loss whose sum over a part is part_sum, in fixed
+ * parts of at least 4096 (tb_cpu_sum_in_parts), on the backend's threads above par elements. */
+static float mean_in_parts(const tb_backend *be, int64_t n, int64_t par, tb_cpu_part_sum part_sum,
                            const float *a, const float *b)
 {
-    double part[TB_CPU_PARTS];
-    const int64_t len = tb_cpu_part_len(n, 4096), parts = tb_cpu_parts(n, len);
-#pragma omp parallel for num_threads(be->threads) schedule(static) if (n > par)
-    for (int64_t q = 0; q < parts; q++) {
-        const int64_t i = q * len;
-        part[q] = sum_part(n - i < len ? n - i : len, a + i, b + i);
-    }
-    return (float)(tb_cpu_add_parts(parts, part) / (double)n);
+    const pair ab = {a, b};
+    return (float)(tb_cpu_sum_in_parts(be, n, 4096, n > par, part_sum, &ab) / (double)n);
 }
 
 static void cpu_mse_fwd(tb_backend *be, int64_t n, const float *pred, const float *target,
@@ -132,9 +142,11 @@ static inline float bce_term(float z, float t)
 }
 
 /* The sum of one part's terms, in double, lane by lane. */
-static double bce_part(int64_t n, const float *logits, const float *target)
+static double bce_part(const void *ctx, int64_t i0, int64_t i1)
 {
     enum { L = TB_CPU_PART_LANES };
+    const float *logits = ((const pair *)ctx)->a + i0, *target = ((const pair *)ctx)->b + i0;
+    const int64_t n = i1 - i0;
     double acc[L] = {0};
     int64_t i = 0;
     for (; i + L <= n; i += L)
