@@ -291,6 +291,28 @@ static void test_batchnorm_running_stats(void)
     tb_tensor_download(&f.rv, v, NULL);
     CHECK_NEAR(m[0], 2.5, 1e-6);
     CHECK_NEAR(v[0], 5.0 / 3.0, 1e-6);
+    /* frozen (the Fisher pass of curvature optimizers): normalised by the batch as in
+     * training, with and without the fused ReLU, and the running statistics stay as they were */
+    for (int relu = 0; relu < 2; relu++) {
+        tb_tape_reset(t);
+        tb_tape_set_freeze_running_stats(t, true);
+        CHECK(tb_tape_freezes_running_stats(t));
+        float m0[2], v0[2];
+        tb_tensor_download(&f.rm, m0, NULL);
+        tb_tensor_download(&f.rv, v0, NULL);
+        y = relu ? tb_op_batchnorm_act(t, TB_RELU, x, g, b, &f.rm, &f.rv, 0.1f, 1e-5f)
+                 : tb_op_batchnorm(t, x, g, b, &f.rm, &f.rv, 0.1f, 1e-5f);
+        tb_tensor_download(&f.rm, m, NULL);
+        tb_tensor_download(&f.rv, v, NULL);
+        CHECK(memcmp(m, m0, sizeof m) == 0 && memcmp(v, v0, sizeof v) == 0);
+        if (CHECK(y != NULL)) {
+            float hy[8];
+            tb_tensor_download(&y->value, hy, NULL);
+            CHECK_NEAR(hy[0], relu ? 0.0 : -1.5 / sqrt(1.25 + 1e-5), 1e-5);
+            CHECK_NEAR(hy[7], 3.0 / sqrt(3.0 + 1e-5), 1e-5);
+        }
+        tb_tape_set_freeze_running_stats(t, false);
+    }
     bn_fixture_free(&f);
 }
 

@@ -67,6 +67,13 @@ void tb_tape_set_grad_enabled(tb_tape *tape, bool enabled);
  * hold the input's whole gradient. Curvature statistics read layer output gradients after the
  * pass (tb_fisher_pass turns this on); it costs a copy per residual. */
 void tb_tape_set_keep_grads(tb_tape *tape, bool keep);
+/* Whether training-mode batch norm leaves its running mean and variance as they are (default
+ * false: it updates them). It still normalises by the batch's statistics and back-propagates
+ * as in training. For extra passes that must not change the model, such as the Fisher pass of
+ * curvature optimizers (tb_fisher_pass turns this on), so that the moving averages see one
+ * update per training step. */
+void tb_tape_set_freeze_running_stats(tb_tape *tape, bool freeze);
+bool tb_tape_freezes_running_stats(const tb_tape *tape);
 tb_status tb_tape_status(const tb_tape *tape);
 const tb_error *tb_tape_error(const tb_tape *tape);
 tb_backend *tb_tape_backend(const tb_tape *tape);

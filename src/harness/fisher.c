@@ -1,7 +1,9 @@
 /* fisher.c: how a trainer feeds curvature optimizers (K-FAC, EKFAC): it attaches the
  * workload's layers once, and on the steps the optimizer asks for statistics it runs an extra
  * forward/backward pass with targets sampled from the model (the true Fisher) before the
- * training pass. Optimizers without curvature ignore both. */
+ * training pass. The Fisher pass normalises as a training pass does but leaves batch norm's
+ * running statistics alone (the training pass updates them). Optimizers without curvature
+ * ignore both. */
 #include "harness/fisher.h"
 
 #include "trainbench/curvature.h"
@@ -24,8 +26,11 @@ tb_status tb_fisher_pass(tb_optimizer *opt, tb_workload *wl, tb_tape *tape, tb_p
     int mark = tb_tape_mark(tape);
     tb_params_zero_grad(params);
     tb_tape_set_keep_grads(tape, true); /* the statistics read the layers' output gradients */
+    /* the training pass that follows updates batch norm's moving averages, once a step */
+    tb_tape_set_freeze_running_stats(tape, true);
     tb_var *out = tb_workload_forward(wl, tape, inputs, dropout);
     tb_var *loss = tb_workload_fisher_loss(wl, tape, out, fisher);
+    tb_tape_set_freeze_running_stats(tape, false);
     if (!loss || tb_tape_backward(tape, loss) != TB_OK) {
         tb_tape_set_keep_grads(tape, false);
         return tb_fail(err, tb_tape_status(tape), "Fisher pass: %s",

@@ -9,7 +9,8 @@
 tb_status tb_fisher_attach(tb_optimizer *opt, tb_workload *wl, tb_error *err);
 /* If opt wants Fisher statistics this step: a forward pass on inputs, a backward pass of the
  * loss against targets sampled from the model (drawn from `fisher`), the statistics update;
- * then the tape is rewound and the gradients zeroed, ready for the training pass. */
+ * then the tape is rewound and the gradients zeroed, ready for the training pass. The model is
+ * left as it was: batch norm's running statistics are frozen during the pass. */
 tb_status tb_fisher_pass(tb_optimizer *opt, tb_workload *wl, tb_tape *tape, tb_params *params,
                          tb_var *inputs, tb_rng *fisher, tb_rng *dropout, tb_error *err);
 

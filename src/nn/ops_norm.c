@@ -89,9 +89,16 @@ static tb_var *batchnorm(tb_tape *t, tb_var *x, tb_var *gamma, tb_var *beta,
     if (!y || !s0 || !s1) return NULL;
     tb_backend *be = tb_tape_be(t);
     if (training) {
+        float *rm = running_mean->data, *rv = running_var->data;
+        if (tb_tape_freezes_running_stats(t)) { /* the kernel updates copies, dropped after */
+            rm = tb_tape_scratch(t, (size_t)C * sizeof(float));
+            rv = tb_tape_scratch(t, (size_t)C * sizeof(float));
+            if (!rm || !rv) return NULL;
+            k->copy(be, rm, running_mean->data, (size_t)C * sizeof(float));
+            k->copy(be, rv, running_var->data, (size_t)C * sizeof(float));
+        }
         k->batchnorm_fwd_train(be, N, C, HW, x->value.data, gamma->value.data, beta->value.data,
-                               eps, momentum, running_mean->data, running_var->data, relu,
-                               y->value.data, s0, s1);
+                               eps, momentum, rm, rv, relu, y->value.data, s0, s1);
     } else {
         k->batchnorm_fwd_eval(be, N, C, HW, x->value.data, gamma->value.data, beta->value.data,
                               eps, running_mean->data, running_var->data, y->value.data);

@@ -17,6 +17,7 @@ struct tb_tape {
     int n_nodes, cap_nodes;
     bool training, grad_enabled;
     bool keep_grads; /* no input takes over an output's gradient buffer */
+    bool freeze_stats; /* training-mode batch norm leaves its running statistics alone */
     /* a backward pass ran and nodes it visited are still recorded (their gradients are
      * complete: running them again would add them once more); backward_nodes counts them */
     bool backward_ran;
@@ -134,6 +135,11 @@ void tb_tape_set_keep_grads(tb_tape *t, bool keep)
 {
     if (t) t->keep_grads = keep;
 }
+void tb_tape_set_freeze_running_stats(tb_tape *t, bool freeze)
+{
+    if (t) t->freeze_stats = freeze;
+}
+bool tb_tape_freezes_running_stats(const tb_tape *t) { return t && t->freeze_stats; }
 static const tb_error no_tape = {TB_ERR_INVALID, "the tape is NULL"};
 tb_status tb_tape_status(const tb_tape *t) { return t ? t->err.status : no_tape.status; }
 const tb_error *tb_tape_error(const tb_tape *t) { return t ? &t->err : &no_tape; }
