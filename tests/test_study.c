@@ -101,6 +101,12 @@ static void test_compare_divergence_and_errors(void)
     c.b = short_run("sgd");
     tb_hparams_set(&c.b.hparams, "momentun", 0.9, NULL);
     CHECK_FAILS(tb_compare_run(&c, &r, &err), TB_ERR_INVALID, &err, "momentun");
+    /* a value in range that cannot work in float32 is refused here too, before training (it
+     * failed every run at step 1 and lost every pair as a divergence) */
+    c.b = short_run("kfac");
+    tb_hparams_set(&c.b.hparams, "damping", 1e-300, NULL);
+    CHECK_FAILS(tb_compare_run(&c, &r, &err), TB_ERR_INVALID, &err,
+                "side B: kfac: damping = 1e-300 is below float32's smallest normal number");
     c.b = short_run("sgd");
     c.a.workload = "fmnist_mpl";
     CHECK_FAILS(tb_compare_run(&c, &r, &err), TB_ERR_INVALID, &err,

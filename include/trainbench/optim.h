@@ -64,8 +64,8 @@ const tb_optimizer_info *tb_optimizer_info_at(int i);
 const tb_optimizer_info *tb_optimizer_find(const char *name);
 
 /* Creates the optimizer `name` over params with hyperparameters hp (missing ones take their
- * defaults; hp may be NULL). Unknown names, unknown hyperparameters and values outside their range fail with
- * TB_ERR_INVALID and a message naming them. */
+ * defaults; hp may be NULL). Fails with TB_ERR_INVALID and a message naming the cause for
+ * everything tb_optimizer_check_hparams refuses, and for parameters not finalized. */
 tb_status tb_optimizer_create(const char *name, tb_params *params, const tb_hparams *hp,
                               tb_optimizer **out, tb_error *err);
 void tb_optimizer_destroy(tb_optimizer *opt);
@@ -94,9 +94,21 @@ tb_status tb_optimizer_step_prepare(tb_optimizer *opt, double lr_scale, tb_error
 /* Queues the update with the values of the last prepare (TB_ERR_INVALID before any). */
 tb_status tb_optimizer_step_queue(tb_optimizer *opt, tb_error *err);
 
-/* Checks hp against specs (unknown names, ranges) without creating anything. */
+/* Checks hp against specs without creating anything: unknown names, values that are not
+ * finite, flags other than 0 or 1, values outside their range, and values that float32 (in
+ * which the updates run) rounds onto a bound the range excludes, e.g. beta2 = 0.99999999,
+ * which is 1 in float32, so that 1 - beta2 would be 0. */
 tb_status tb_hparams_validate(const tb_hparams *hp, const tb_hparam_spec *specs, int n_specs,
                               const char *algorithm, tb_error *err);
+/* Everything tb_optimizer_create checks of hp for the algorithm `name` (hp may be NULL),
+ * without parameters: an unknown algorithm, tb_hparams_validate, then each algorithm's own
+ * checks of values in range that would still produce 0/0 or an infinity: an epsilon or a
+ * damping below float32's smallest normal number (about 1.18e-38; Adam's family, LAMB,
+ * RMSProp, Adagrad, K-FAC, EKFAC, Shampoo), nadamw's beta1 derived from a one_minus_beta1 so
+ * small that beta1 is 1 in float32, and names that disagree. TB_ERR_INVALID with a message
+ * naming the algorithm, the hyperparameter, its value and why. Studies and benchmarks call it
+ * when they are planned, before any training. */
+tb_status tb_optimizer_check_hparams(const char *name, const tb_hparams *hp, tb_error *err);
 
 /* ---- learning-rate schedules ----------------------------------------------------------------- */
 /* Every kind but constant starts with a linear warmup, factor step / warmup_steps for steps

@@ -176,7 +176,8 @@ static char *spec_json(const tb_bench_spec *s, const char *const *wls, int n_wl,
 }
 
 /* One value of a built-in's search-space dimension against what the baseline accepts: its
- * own warmup_fraction and batch_size, or one of the optimizer's hyperparameters in range. */
+ * own warmup_fraction and batch_size, or one of the optimizer's hyperparameters as
+ * tb_optimizer_check_hparams accepts it (the others at their defaults). */
 static tb_status check_dimension(const tb_optimizer_info *info, const char *source,
                                  const char *name, double value, tb_error *err)
 {
@@ -208,7 +209,7 @@ static tb_status check_dimension(const tb_optimizer_info *info, const char *sour
     }
     tb_hparams one = {0};
     tb_status st = tb_hparams_set(&one, name, value, err);
-    if (st == TB_OK) st = tb_hparams_validate(&one, info->hparams, info->n_hparams, info->name, err);
+    if (st == TB_OK) st = tb_optimizer_check_hparams(info->name, &one, err);
     if (st != TB_OK) tb_error_prefix(err, "%s: dimension '%s'", source, name);
     return st;
 }

@@ -116,8 +116,9 @@ static tb_study_metric selection_metric(tb_study_metric m)
 }
 
 /* The checks of a configuration that tb_train would make only after loading data (workload,
- * algorithm, hyperparameter names and ranges): done before any training, so a typo in B's
- * algorithm fails at once instead of after A's runs. */
+ * algorithm, hyperparameters as tb_optimizer_check_hparams: names, ranges, values that break
+ * in float32): done before any training, so a typo in B's algorithm fails at once instead of
+ * after A's runs. */
 static tb_status check_base(const tb_train_config *c, tb_error *err)
 {
     if (!c->workload || !c->algorithm)
@@ -126,17 +127,7 @@ static tb_status check_base(const tb_train_config *c, tb_error *err)
     for (int i = 0; i < tb_workload_count() && !known; i++)
         known = strcmp(tb_workload_info_at(i)->id, c->workload) == 0;
     if (!known) return tb_fail(err, TB_ERR_INVALID, "unknown workload '%s'", c->workload);
-    const tb_optimizer_info *info = tb_optimizer_find(c->algorithm);
-    if (!info) {
-        char names[512] = "";
-        for (int i = 0; i < tb_optimizer_count(); i++) {
-            strncat(names, i ? ", " : "", sizeof names - strlen(names) - 1);
-            strncat(names, tb_optimizer_info_at(i)->name, sizeof names - strlen(names) - 1);
-        }
-        return tb_fail(err, TB_ERR_INVALID, "unknown algorithm '%s' (known: %s)", c->algorithm,
-                       names);
-    }
-    return tb_hparams_validate(&c->hparams, info->hparams, info->n_hparams, c->algorithm, err);
+    return tb_optimizer_check_hparams(c->algorithm, &c->hparams, err);
 }
 
 void tb_variance_study_free(tb_variance_study *s)

@@ -61,29 +61,45 @@ static adam_kind kind_of(const tb_optimizer *opt)
     return ADAM;
 }
 
-/* nadamw: beta1 and one_minus_beta1 name one value; resolve whichever was given. */
-static tb_status resolve_beta1(tb_optimizer *opt, tb_error *err)
+/* The moments' update computes 1 - beta in float32, and epsilon keeps sqrt(v_hat) + epsilon
+ * from 0 where a gradient has always been 0 (the ranges refuse a beta that float32 rounds
+ * to 1 when it is given; nadamw_check a beta1 derived from one_minus_beta1). */
+static tb_status adam_check(const char *algorithm, tb_hparams *hp, const tb_hparams *given,
+                            tb_error *err)
 {
-    bool has_b1 = tb_hparams_has(&opt->given, "beta1");
-    bool has_omb1 = tb_hparams_has(&opt->given, "one_minus_beta1");
-    double b1 = tb_opt_hp(opt, "beta1"), omb1 = tb_opt_hp(opt, "one_minus_beta1");
+    (void)given;
+    return tb_opt_check_guard(hp, algorithm, "epsilon",
+                              "sqrt(v_hat) + epsilon would be 0 for a parameter whose gradients "
+                              "have been 0, and the update 0/0 = NaN",
+                              err);
+}
+
+/* nadamw: beta1 and one_minus_beta1 name one value; resolve whichever was given. */
+static tb_status nadamw_check(const char *algorithm, tb_hparams *hp, const tb_hparams *given,
+                              tb_error *err)
+{
+    bool has_b1 = tb_hparams_has(given, "beta1");
+    bool has_omb1 = tb_hparams_has(given, "one_minus_beta1");
+    double b1 = tb_hparams_get(hp, "beta1", 0), omb1 = tb_hparams_get(hp, "one_minus_beta1", 0);
     if (has_b1 && has_omb1 && fabs((1.0 - omb1) - b1) > 1e-12)
         return tb_fail(err, TB_ERR_INVALID,
                        "nadamw: beta1 = %g and one_minus_beta1 = %g disagree (give one of them)",
                        b1, omb1);
+    if (has_omb1 && (float)(1.0 - omb1) == 1.0f)
+        return tb_fail(err, TB_ERR_INVALID,
+                       "nadamw: one_minus_beta1 = %g makes beta1 = %.10g, which is 1 in float32, "
+                       "in which the update runs (1 - beta1 would be 0: the first moment would "
+                       "never move); one_minus_beta1 must be greater than %g",
+                       omb1, 1.0 - omb1, 0x1p-25);
     if (has_omb1)
-        tb_hparams_set(&opt->hp, "beta1", 1.0 - omb1, NULL);
+        tb_hparams_set(hp, "beta1", 1.0 - omb1, NULL);
     else
-        tb_hparams_set(&opt->hp, "one_minus_beta1", 1.0 - b1, NULL);
-    return TB_OK;
+        tb_hparams_set(hp, "one_minus_beta1", 1.0 - b1, NULL);
+    return adam_check(algorithm, hp, given, err);
 }
 
 static tb_status adam_init(tb_optimizer *opt, tb_error *err)
 {
-    if (kind_of(opt) == NADAMW) {
-        tb_status st = resolve_beta1(opt, err);
-        if (st != TB_OK) return st;
-    }
     int64_t n = tb_params_numel(opt->params);
     adam_state *s = calloc(1, sizeof *s);
     if (!s) return tb_fail(err, TB_ERR_NOMEM, "%s: cannot allocate its state",
@@ -156,9 +172,10 @@ static void adam_destroy(tb_optimizer *opt)
     free(s);
 }
 
-#define ADAM_VTABLE(var, name, summary, specs)                                              \
+#define ADAM_VTABLE(var, name, summary, specs, check_fn)                                    \
     const tb_optimizer_vtable var = {                                                       \
         .info = {name, summary, specs, (int)(sizeof specs / sizeof *specs)},                \
+        .check = check_fn,                                                                  \
         .init = adam_init,                                                                  \
         .prepare = adam_prepare,                                                            \
         .queue = adam_queue,                                                                \
@@ -166,12 +183,12 @@ static void adam_destroy(tb_optimizer *opt)
     }
 
 ADAM_VTABLE(tb_optim_adam, "adam", "Adam with L2 weight decay in the gradient (torch.optim.Adam)",
-            adam_hparams);
+            adam_hparams, adam_check);
 ADAM_VTABLE(tb_optim_adamw, "adamw", "Adam with decoupled weight decay (Loshchilov & Hutter 2019)",
-            adamw_hparams);
+            adamw_hparams, adam_check);
 ADAM_VTABLE(tb_optim_nadam, "nadam",
             "Adam with a Nesterov numerator (Choi et al.); L2 decay; optional torch mu schedule",
-            nadam_hparams);
+            nadam_hparams, adam_check);
 ADAM_VTABLE(tb_optim_nadamw, "nadamw",
             "AlgoPerf NAdamW: Nesterov numerator, decoupled decay, bias correction",
-            nadamw_hparams);
+            nadamw_hparams, nadamw_check);

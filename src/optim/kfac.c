@@ -70,13 +70,6 @@ bool tb_kfac_is_scale_step(const tb_optimizer *opt, int64_t t)
 
 static tb_status kfac_init_common(tb_optimizer *opt, bool ekfac, tb_error *err)
 {
-    const char *ints[] = {"cov_interval", "inv_interval", "scale_interval"};
-    for (int i = 0; i < (ekfac ? 3 : 2); i++) {
-        double v = tb_opt_hp(opt, ints[i]);
-        if (v != floor(v))
-            return tb_fail(err, TB_ERR_INVALID, "%s: %s = %g must be a whole number of steps",
-                           opt->vt->info.name, ints[i], v);
-    }
     tb_kfac_state *s = calloc(1, sizeof *s);
     if (!s) return tb_fail(err, TB_ERR_NOMEM, "%s: cannot allocate state", opt->vt->info.name);
     opt->state = s;
@@ -422,6 +415,7 @@ static tb_status kfac_step(tb_optimizer *opt, double lr, tb_error *err)
 const tb_optimizer_vtable tb_optim_kfac = {
     .info = {"kfac", "K-FAC: Kronecker-factored natural gradient for dense and conv layers",
              kfac_hparams, (int)(sizeof kfac_hparams / sizeof *kfac_hparams)},
+    .check = tb_kfac_check,
     .init = kfac_init,
     .step = kfac_step,
     .graph_blocker = "factor inverses (eigenbases) are recomputed on the host every "
@@ -435,6 +429,7 @@ const tb_optimizer_vtable tb_optim_kfac = {
 const tb_optimizer_vtable tb_optim_ekfac = {
     .info = {"ekfac", "EKFAC: K-FAC eigenbasis with per-coordinate rescaling",
              ekfac_hparams, (int)(sizeof ekfac_hparams / sizeof *ekfac_hparams)},
+    .check = tb_kfac_check,
     .init = ekfac_init,
     .step = kfac_step,
     .graph_blocker = "factor inverses (eigenbases) are recomputed on the host every "

@@ -39,6 +39,11 @@ bool tb_kfac_is_cov_step(const tb_optimizer *opt, int64_t t);
 bool tb_kfac_is_inv_step(const tb_optimizer *opt, int64_t t);
 bool tb_kfac_is_scale_step(const tb_optimizer *opt, int64_t t);
 
+/* The hyperparameter check of both algorithms (whole intervals, damping at least float32's
+ * smallest normal number). kfac_limits.c. */
+tb_status tb_kfac_check(const char *algorithm, tb_hparams *hp, const tb_hparams *given,
+                        tb_error *err);
+
 /* Reads the layer's a and g of the last backward and updates A and G (when factors) and
  * EKFAC's S in the current eigenbasis (when scale). kfac_stats.c. */
 tb_status tb_kfac_layer_stats(tb_optimizer *opt, tb_kfac_layer *L, bool factors, bool scale,

@@ -15,6 +15,16 @@ static const tb_hparam_spec lamb_hparams[] = {
     {"weight_decay", 0.01, 0.0, 1e6, false, false, false, "decay added to the direction"},
 };
 
+static tb_status lamb_check(const char *algorithm, tb_hparams *hp, const tb_hparams *given,
+                            tb_error *err)
+{
+    (void)given;
+    return tb_opt_check_guard(hp, algorithm, "epsilon",
+                              "sqrt(v_hat) + epsilon would be 0 for a parameter whose gradients "
+                              "have been 0, and the update 0/0 = NaN",
+                              err);
+}
+
 /* State: m, v, and a scratch buffer for the direction u (n floats each). */
 static tb_status lamb_init(tb_optimizer *opt, tb_error *err)
 {
@@ -56,6 +66,7 @@ static void lamb_destroy(tb_optimizer *opt) { tb_backend_free(opt->be, opt->stat
 const tb_optimizer_vtable tb_optim_lamb = {
     .info = {"lamb", "LAMB: Adam direction plus decay, rescaled per layer by ||w|| / ||u||",
              lamb_hparams, (int)(sizeof lamb_hparams / sizeof *lamb_hparams)},
+    .check = lamb_check,
     .init = lamb_init,
     .step = lamb_step,
     .graph_blocker = "per-layer trust ratios read weight and update norms back to the host "

@@ -8,6 +8,12 @@
 
 typedef struct tb_optimizer_vtable {
     tb_optimizer_info info;
+    /* Optional: the algorithm's own checks of a complete set (every spec'd name present, names
+     * and ranges already checked; `given` holds only what the caller gave), for values in
+     * range that would produce 0/0 or an infinity; may resolve aliases in hp (nadamw's
+     * one_minus_beta1). Runs before init, and when a study or a benchmark is planned. */
+    tb_status (*check)(const char *algorithm, tb_hparams *hp, const tb_hparams *given,
+                       tb_error *err);
     /* Allocates state; hp is already validated and complete (every spec'd name present). */
     tb_status (*init)(tb_optimizer *opt, tb_error *err);
     /* One update at learning rate lr (opt->step already counts it). Algorithms that split
@@ -44,6 +50,17 @@ static inline double tb_opt_hp(const tb_optimizer *opt, const char *name)
 {
     return tb_hparams_get(&opt->hp, name, 0.0);
 }
+
+/* float32's smallest normal number: the least epsilon or damping an algorithm accepts. */
+#define TB_OPT_GUARD_MIN 0x1p-126
+
+/* TB_ERR_INVALID when hp's `name`, a guard that keeps a denominator (or a matrix to invert)
+ * away from 0, is below TB_OPT_GUARD_MIN: in float32 it would be 0 or subnormal (which a
+ * backend may flush to 0), and the update 0/0 = NaN or infinite where the statistic it guards
+ * is 0 (a parameter whose gradient has always been 0). The message names algorithm, name and
+ * value, then `why` (a clause: what would be 0 or overflow). */
+tb_status tb_opt_check_guard(const tb_hparams *hp, const char *algorithm, const char *name,
+                             const char *why, tb_error *err);
 
 /* Whether weight decay applies to a parameter of this kind (not biases or norm parameters). */
 static inline bool tb_param_decays(tb_param_kind kind)

@@ -115,8 +115,29 @@ tb_status tb_hparams_validate(const tb_hparams *hp, const tb_hparam_spec *specs,
             return tb_fail(err, TB_ERR_INVALID, "%s: %s = %g is outside %c%g, %g%c", algorithm,
                            spec->name, v, spec->min_open ? '(' : '[', spec->min, spec->max,
                            spec->max_open ? ')' : ']');
+        /* below an excluded upper bound in double, but float32 rounds it onto the bound
+         * (beta2 = 0.99999999 is 1 in float32: 1 - beta2 would be 0). Values that round to an
+         * excluded 0 are each algorithm's check (an epsilon, a damping: tb_opt_check_guard). */
+        if (spec->max_open && (double)(float)v == spec->max)
+            return tb_fail(err, TB_ERR_INVALID,
+                           "%s: %s = %.10g is %g in float32, in which the updates run, outside "
+                           "its range %c%g, %g%c%s%s%s",
+                           algorithm, spec->name, v, spec->max, spec->min_open ? '(' : '[',
+                           spec->min, spec->max, spec->max_open ? ')' : ']',
+                           spec->max == 1.0 ? " (1 - " : "", spec->max == 1.0 ? spec->name : "",
+                           spec->max == 1.0 ? " would be 0)" : "");
     }
     return TB_OK;
+}
+
+tb_status tb_opt_check_guard(const tb_hparams *hp, const char *algorithm, const char *name,
+                             const char *why, tb_error *err)
+{
+    double v = tb_hparams_get(hp, name, 0.0);
+    if (v >= TB_OPT_GUARD_MIN) return TB_OK;
+    return tb_fail(err, TB_ERR_INVALID,
+                   "%s: %s = %g is below float32's smallest normal number %g: %s", algorithm,
+                   name, v, TB_OPT_GUARD_MIN, why);
 }
 
 /* ---- registry ------------------------------------------------------------------------------- */
@@ -141,13 +162,11 @@ const tb_optimizer_info *tb_optimizer_find(const char *name)
     return vt ? &vt->info : NULL;
 }
 
-tb_status tb_optimizer_create(const char *name, tb_params *params, const tb_hparams *hp,
-                              tb_optimizer **out, tb_error *err)
+/* The algorithm `name` (NULL with a message naming the known ones if there is none) and its
+ * complete, checked hyperparameter set in *full: the given values, defaults for the rest. */
+static const tb_optimizer_vtable *checked_hparams(const char *name, const tb_hparams *hp,
+                                                  tb_hparams *full, tb_error *err)
 {
-    if (!name || !out)
-        return tb_fail(err, TB_ERR_INVALID, "optimizer_create: %s is NULL",
-                       name ? "out" : "the algorithm's name");
-    if (!params) return tb_fail(err, TB_ERR_INVALID, "optimizer_create: params is NULL");
     const tb_optimizer_vtable *vt = find_vtable(name);
     if (!vt) {
         char known[512] = "";
@@ -155,10 +174,47 @@ tb_status tb_optimizer_create(const char *name, tb_params *params, const tb_hpar
             strncat(known, i ? ", " : "", sizeof known - strlen(known) - 1);
             strncat(known, registry[i]->info.name, sizeof known - strlen(known) - 1);
         }
-        return tb_fail(err, TB_ERR_INVALID, "unknown algorithm '%s' (known: %s)", name, known);
+        tb_fail(err, TB_ERR_INVALID, "unknown algorithm '%s' (known: %s)", name, known);
+        return NULL;
     }
-    tb_status st = tb_hparams_validate(hp, vt->info.hparams, vt->info.n_hparams, name, err);
-    if (st != TB_OK) return st;
+    if (tb_hparams_validate(hp, vt->info.hparams, vt->info.n_hparams, name, err) != TB_OK)
+        return NULL;
+    memset(full, 0, sizeof *full);
+    for (int i = 0; i < vt->info.n_hparams; i++) {
+        const tb_hparam_spec *s = &vt->info.hparams[i];
+        tb_hparams_set(full, s->name, tb_hparams_get(hp, s->name, s->default_value), NULL);
+    }
+    const tb_hparams none = {0};
+    if (vt->check && vt->check(name, full, hp ? hp : &none, err) != TB_OK) return NULL;
+    return vt;
+}
+
+tb_status tb_optimizer_check_hparams(const char *name, const tb_hparams *hp, tb_error *err)
+{
+    if (!name)
+        return tb_fail(err, TB_ERR_INVALID, "optimizer_check_hparams: the algorithm's name is "
+                       "NULL");
+    tb_hparams full;
+    tb_error own = {0};
+    if (checked_hparams(name, hp, &full, &own)) return TB_OK;
+    if (err) *err = own;
+    return own.status;
+}
+
+tb_status tb_optimizer_create(const char *name, tb_params *params, const tb_hparams *hp,
+                              tb_optimizer **out, tb_error *err)
+{
+    if (!name || !out)
+        return tb_fail(err, TB_ERR_INVALID, "optimizer_create: %s is NULL",
+                       name ? "out" : "the algorithm's name");
+    if (!params) return tb_fail(err, TB_ERR_INVALID, "optimizer_create: params is NULL");
+    tb_hparams full;
+    tb_error own = {0};
+    const tb_optimizer_vtable *vt = checked_hparams(name, hp, &full, &own);
+    if (!vt) {
+        if (err) *err = own;
+        return own.status;
+    }
     if (!tb_params_values(params))
         return tb_fail(err, TB_ERR_INVALID, "%s: parameters are not finalized", name);
     tb_optimizer *opt = calloc(1, sizeof *opt);
@@ -167,11 +223,8 @@ tb_status tb_optimizer_create(const char *name, tb_params *params, const tb_hpar
     opt->params = params;
     opt->be = tb_params_backend(params);
     if (hp) opt->given = *hp;
-    for (int i = 0; i < vt->info.n_hparams; i++) {
-        const tb_hparam_spec *s = &vt->info.hparams[i];
-        tb_hparams_set(&opt->hp, s->name, tb_hparams_get(hp, s->name, s->default_value), NULL);
-    }
-    st = vt->init(opt, err);
+    opt->hp = full;
+    tb_status st = vt->init(opt, err);
     if (st != TB_OK) {
         tb_optimizer_destroy(opt);
         return st;

@@ -30,6 +30,24 @@ static const tb_hparam_spec adagrad_hparams[] = {
 
 static bool is_adagrad(const tb_optimizer *opt) { return opt->vt == &tb_optim_adagrad; }
 
+/* Epsilon keeps the denominator from 0 where v (or G) is 0: torch-style v and a zero
+ * initial_accumulator start there, and TF-style v decays to it under zero gradients. */
+static tb_status rms_check(const char *algorithm, tb_hparams *hp, const tb_hparams *given,
+                           tb_error *err)
+{
+    (void)given;
+    const char *why =
+        tb_hparams_has(hp, "initial_accumulator")
+            ? "sqrt(G) + epsilon would be 0 while G is (initial_accumulator 0, zero gradients), "
+              "and the update 0/0 = NaN"
+        : tb_hparams_get(hp, "torch_style", 0) != 0.0
+            ? "sqrt(v) + epsilon would be 0 while v is (it starts at 0), and the update "
+              "0/0 = NaN"
+            : "sqrt(v + epsilon) would be 0 once v has decayed to 0 under zero gradients, and "
+              "the update 0/0 = NaN";
+    return tb_opt_check_guard(hp, algorithm, "epsilon", why, err);
+}
+
 /* State: v (n floats), then for rmsprop the momentum buffer m (n floats), on the device; the
  * step's coefficients in the step block: [0] for parameters without L2 decay, [1] with. */
 typedef struct rms_state {
@@ -107,6 +125,7 @@ static void rms_destroy(tb_optimizer *opt)
 const tb_optimizer_vtable tb_optim_rmsprop = {
     .info = {"rmsprop", "RMSProp, TF style (v0 = 1, eps inside sqrt) with momentum; or torch's",
              rmsprop_hparams, (int)(sizeof rmsprop_hparams / sizeof *rmsprop_hparams)},
+    .check = rms_check,
     .init = rms_init,
     .prepare = rms_prepare,
     .queue = rms_queue,
@@ -116,6 +135,7 @@ const tb_optimizer_vtable tb_optim_rmsprop = {
 const tb_optimizer_vtable tb_optim_adagrad = {
     .info = {"adagrad", "Adagrad with a TF-style initial accumulator",
              adagrad_hparams, (int)(sizeof adagrad_hparams / sizeof *adagrad_hparams)},
+    .check = rms_check,
     .init = rms_init,
     .prepare = rms_prepare,
     .queue = rms_queue,

@@ -85,16 +85,31 @@ static void shampoo_destroy(tb_optimizer *opt)
     free(s);
 }
 
-static tb_status shampoo_init(tb_optimizer *opt, tb_error *err)
+/* Whole numbers where they count steps or sizes; epsilon lambda_max is what the inverse roots
+ * of a block's statistics add before the -1/4 power, so below float32's smallest normal
+ * number the roots (used in float32) overflow along directions the statistics have not
+ * seen. */
+static tb_status shampoo_check(const char *algorithm, tb_hparams *hp, const tb_hparams *given,
+                               tb_error *err)
 {
+    (void)given;
     const char *ints[] = {"block_size", "start_preconditioning_step", "precondition_interval",
                           "max_preconditioner_dim"};
     for (int i = 0; i < 4; i++) {
-        double v = tb_opt_hp(opt, ints[i]);
+        double v = tb_hparams_get(hp, ints[i], 1);
         if (v != floor(v))
-            return tb_fail(err, TB_ERR_INVALID, "shampoo: %s = %g must be a whole number",
+            return tb_fail(err, TB_ERR_INVALID, "%s: %s = %g must be a whole number", algorithm,
                            ints[i], v);
     }
+    return tb_opt_check_guard(hp, algorithm, "epsilon",
+                              "the inverse roots (X + epsilon lambda_max(X) I)^(-1/4) of the "
+                              "statistics X, used in float32, would overflow along directions "
+                              "X has not seen",
+                              err);
+}
+
+static tb_status shampoo_init(tb_optimizer *opt, tb_error *err)
+{
     int bs = (int)tb_opt_hp(opt, "block_size");
     int maxdim = (int)fmin(tb_opt_hp(opt, "max_preconditioner_dim"), 1e9);
     sh_state *s = calloc(1, sizeof *s);
@@ -259,6 +274,7 @@ static tb_status shampoo_step(tb_optimizer *opt, double lr, tb_error *err)
 const tb_optimizer_vtable tb_optim_shampoo = {
     .info = {"shampoo", "Blocked Shampoo with SGD grafting and Nesterov momentum",
              shampoo_hparams, (int)(sizeof shampoo_hparams / sizeof *shampoo_hparams)},
+    .check = shampoo_check,
     .init = shampoo_init,
     .step = shampoo_step,
     .graph_blocker = "inverse roots are recomputed on the host every precondition_interval "
