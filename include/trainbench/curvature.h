@@ -57,8 +57,11 @@ static inline tb_layer_ref tb_layer_conv(tb_conv_layer *c)
 /* Tells a curvature optimizer the n layers to precondition (copied; layers may be NULL when
  * n is 0; call once, before the first step). Every layer's weight (and bias) must be a parameter of the optimizer's tb_params,
  * and no layer may be listed twice. Optimizers without curvature accept and ignore the call.
- * Fails with TB_ERR_INVALID naming the layer's parameter otherwise; a failed call attaches
- * none of the layers, so it may be retried (a failed step does not count as the first). */
+ * Fails with TB_ERR_INVALID naming the layer's parameter otherwise, and for a layer whose
+ * factor side (inputs + 1 for a bias, or outputs) exceeds the hyperparameter max_factor_dim
+ * (default 4096), before allocating anything, with the factor's size and the memory it would
+ * take; a failed call attaches none of the layers, so it may be retried (a failed step does
+ * not count as the first). */
 tb_status tb_optimizer_set_layers(tb_optimizer *opt, const tb_layer_ref *layers, int n,
                                   tb_error *err);
 

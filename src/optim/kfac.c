@@ -38,7 +38,10 @@
          "L2 added to the preconditioned direction (weights only)"},                           \
         {"kl_clip", 1e-3, 0.0, 1e6, false, false, false, "KL clipping constant; 0 = off"},     \
         {"empirical_fisher", 0.0, 0.0, 1.0, false, false, true,                                \
-         "1: statistics from the training backward (empirical Fisher)"}
+         "1: statistics from the training backward (empirical Fisher)"},                       \
+        {"max_factor_dim", 4096, 1, 1e9, false, false, false,                                  \
+         "largest factor side (a layer's inputs +1, or outputs); larger layers are refused, "   \
+         "integer"}
 
 static const tb_hparam_spec kfac_hparams[] = {KFAC_COMMON_HPARAMS};
 static const tb_hparam_spec ekfac_hparams[] = {
@@ -163,11 +166,13 @@ static tb_status kfac_set_layers(tb_optimizer *opt, const tb_layer_ref *refs, in
                 st = tb_fail(err, TB_ERR_INVALID, "%s: layer '%s' is listed twice", name,
                              L->pw->name);
         if (st != TB_OK) break;
-        allocated = i + 1;
         const tb_tensor *wv = &w->value;
         L->dout = (int)wv->shape[0];
         L->in = (int)(tb_tensor_numel(wv) / wv->shape[0]);
         L->din = L->in + (L->pb ? 1 : 0);
+        st = tb_kfac_check_layer(opt, L->pw->name, L->din, L->dout, err);
+        if (st != TB_OK) break;
+        allocated = i + 1;
         size_t dd = (size_t)L->dout * L->din * sizeof(float);
         size_t aa = (size_t)L->din * L->din * sizeof(float);
         size_t gg = (size_t)L->dout * L->dout * sizeof(float);

@@ -39,10 +39,15 @@ bool tb_kfac_is_cov_step(const tb_optimizer *opt, int64_t t);
 bool tb_kfac_is_inv_step(const tb_optimizer *opt, int64_t t);
 bool tb_kfac_is_scale_step(const tb_optimizer *opt, int64_t t);
 
-/* The hyperparameter check of both algorithms (whole intervals, damping at least float32's
- * smallest normal number). kfac_limits.c. */
+/* The hyperparameter check of both algorithms (whole intervals and max_factor_dim, damping
+ * at least float32's smallest normal number). kfac_limits.c. */
 tb_status tb_kfac_check(const char *algorithm, tb_hparams *hp, const tb_hparams *given,
                         tb_error *err);
+/* TB_ERR_INVALID when a layer with din factor inputs (+1 for a bias) and dout outputs has a
+ * factor side above max_factor_dim, naming the layer, the factor's size, the memory its
+ * factors would take and the work of a refresh. kfac_limits.c. */
+tb_status tb_kfac_check_layer(const tb_optimizer *opt, const char *layer, int din, int dout,
+                              tb_error *err);
 
 /* Reads the layer's a and g of the last backward and updates A and G (when factors) and
  * EKFAC's S in the current eigenbasis (when scale). kfac_stats.c. */
