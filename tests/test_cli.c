@@ -55,6 +55,14 @@ int main(void)
     CHECK(run("train -w fmnist_mlp_narrow -a sgd --lr 1e5 --schedule constant --steps 2 "
               "--evals 0 --eval-examples 100 --json -q") == 4 &&
           has("\"diverged\":true") && has("at step 2") && !has("nan"));
+    /* a numeric failure inside a step is a divergence: exit 4, and the JSON agrees */
+    CHECK(run("train -w fmnist_mlp_narrow -a kfac --hp damping=1e-36 --steps 2 --evals 0 "
+              "--eval-examples 100 --json -q") == 4 &&
+          has("\"status\":\"numeric\"") && has("\"diverged\":true") &&
+          has("the run diverged at step 1: kfac: damping = 1e-36"));
+    /* a damping that cannot work in float32 is refused before training: exit 2, named */
+    CHECK(run("train -a kfac --hp damping=1e-300 --steps 2 -q") == 2 &&
+          has("damping = 1e-300 is below float32's smallest normal number"));
     /* non-finite numbers are written as null: JSON has no NaN */
     CHECK(run("train -a sgd --hp momentum=nan --steps 1 --json -q") == 2 &&
           has("\"hparams\":{\"momentum\":null}"));

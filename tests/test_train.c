@@ -84,6 +84,18 @@ static void test_errors(void)
     CHECK_FAILS(tb_train(&c, &r, &err), TB_ERR_NUMERIC, &err, "times the first step's");
     CHECK(r.diverged && r.steps < 40);
 
+    /* a step that fails on a number that is not finite (K-FAC: A + pi sqrt(1e-36) I is still
+     * singular in double) is a divergence too: the result says so (it said diverged = false
+     * while the status said numeric) and the message gives the step */
+    c = base();
+    c.workload = "fmnist_mlp_narrow";
+    c.algorithm = "kfac";
+    c.max_steps = 2;
+    tb_hparams_set(&c.hparams, "damping", 1e-36, NULL);
+    CHECK_FAILS(tb_train(&c, &r, &err), TB_ERR_NUMERIC, &err,
+                "the run diverged at step 1: kfac: damping = 1e-36");
+    CHECK(r.diverged && r.steps == 0 && strstr(err.message, "increase damping"));
+
     c = base();
     c.data_dir = "/nonexistent/fashion";
     CHECK_FAILS(tb_train(&c, &r, &err), TB_ERR_MISSING, &err, "dataset-fashion-mnist");

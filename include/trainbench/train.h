@@ -6,8 +6,10 @@
  * Divergence: a run diverges when a step's training loss is NaN or infinite, or, when the first
  * step's training loss (the untrained model's) is positive, more than
  * TB_TRAIN_DIVERGENCE_FACTOR times that loss; the final validation loss is checked the same
- * way, so an update that blows up on the last step is caught too. Such a run stops with
- * TB_ERR_NUMERIC and is reported as diverged. */
+ * way, so an update that blows up on the last step is caught too. A step that fails on a NaN
+ * or an infinity in its own numbers (TB_ERR_NUMERIC: a gradient, the Fisher pass's logits, an
+ * optimizer's trust ratio or factor inverse; the update is then not applied) diverges too.
+ * Such a run stops with TB_ERR_NUMERIC and is reported as diverged. */
 #ifndef TRAINBENCH_TRAIN_H
 #define TRAINBENCH_TRAIN_H
 
@@ -137,8 +139,10 @@ typedef struct tb_train_result {
 } tb_train_result;
 
 /* Runs the training. On divergence returns TB_ERR_NUMERIC with result->diverged set and the
- * loss, the step and the rule broken in the message; result holds what was measured until then
- * (the diverging step is not counted in steps or final_train_loss). */
+ * step and what diverged (the loss and the rule broken, or the number that was not finite) in
+ * the message; result->diverged is set exactly when it returns TB_ERR_NUMERIC. result holds
+ * what was measured until then (the diverging step is not counted in steps or
+ * final_train_loss). */
 tb_status tb_train(const tb_train_config *config, tb_train_result *result, tb_error *err);
 
 #ifdef __cplusplus

@@ -113,6 +113,16 @@ static tb_status check_divergence(const char *what, double loss, double first, b
                    what, loss, when, TB_TRAIN_DIVERGENCE_FACTOR, first);
 }
 
+/* A step that failed with TB_ERR_NUMERIC: a NaN or an infinity in the step's own numbers (a
+ * gradient, an optimizer's trust ratio or factor inverse, the Fisher pass's logits), found
+ * before the update. That is the run diverging too (trainbench/train.h): marked so, with the
+ * step in the message. */
+static tb_status numeric_failure(int64_t step, tb_train_result *res, tb_error *err)
+{
+    res->diverged = true;
+    return tb_error_prefix(err, "the run diverged at step %lld", (long long)step);
+}
+
 /* The step after which the k-th of n evaluations during a run of `total` steps is made. */
 static int64_t eval_step(int64_t k, int64_t n, int64_t total)
 {
@@ -251,6 +261,7 @@ tb_status tb_train(const tb_train_config *cfg, tb_train_result *res, tb_error *e
         st = tb_step_runner_step(r.runner, r.pipe, tb_schedule_factor(&sched, step),
                                  &dropout_rng, &loss_value, NULL, err);
         res->graph_replays = tb_step_runner_replays(r.runner);
+        if (st == TB_ERR_NUMERIC) st = numeric_failure(step, res, err);
         if (st != TB_OK) break;
         if (step == 1) first_loss = loss_value;
         st = check_divergence("the training loss", loss_value, first_loss, false, step, res, err);
@@ -299,6 +310,7 @@ tb_status tb_train(const tb_train_config *cfg, tb_train_result *res, tb_error *e
                               res->steps, res, err);
     if (st == TB_OK) st = note_validation(&r, info, &res->validation, timed, res, err);
     if (st == TB_OK) st = evaluate(&r, TB_SPLIT_TEST, &res->test, err);
+    res->diverged |= st == TB_ERR_NUMERIC; /* the status and the result always agree */
     run_free(&r);
     return st;
 }
