@@ -327,15 +327,17 @@ static void test_missing_data(void)
 
 /* A submission's own error is its trial's failure, recorded with a reason, whatever its
  * status: one returned without a message (it had been recorded as a trial that "missed the
- * target"), and a TB_ERR_MISSING of its own (it had stopped the benchmark as missing data,
- * on every rerun). */
+ * target"), a TB_ERR_MISSING of its own (it had stopped the benchmark as missing data, on
+ * every rerun), and the TB_ERR_NUMERIC of an optimizer step over a NaN gradient, a divergence
+ * (the step had written NaN weights and returned TB_OK). */
 static void test_submission_errors(void)
 {
     const char *crash = getenv("TB_CRASH_SUBMISSION");
     if (!crash) return; /* test_crash_isolated reports it */
-    const char *modes[2] = {"silent", "missing"};
-    const char *reasons[2] = {"returned invalid without a message", "its lookup table"};
-    for (int m = 0; m < 2; m++) {
+    const char *modes[3] = {"silent", "missing", "nan"};
+    const char *reasons[3] = {"returned invalid without a message", "its lookup table",
+                              "sgd: step 1: the gradient of"};
+    for (int m = 0; m < 3; m++) {
         char db[256];
         temp_path(db, sizeof db, modes[m]);
         setenv("TB_CRASHER_FAIL", modes[m], 1);
@@ -353,7 +355,8 @@ static void test_submission_errors(void)
         for (int i = 0; i < n; i++)
             if (strcmp(t[i].submission, "crasher") == 0)
                 CHECK(t[i].status == TB_TRIAL_FAILED && strstr(t[i].reason, reasons[m]) &&
-                      strstr(t[i].reason, "update_params at step"));
+                      strstr(t[i].reason, "update_params at step") &&
+                      (m < 2 || strncmp(t[i].reason, "diverged: update_params", 23) == 0));
         free(t);
         tb_store_close(store);
         remove_store(db);

@@ -1,10 +1,14 @@
-/* test_optim_numeric.c: what every optimizer refuses rather than writing NaN or infinite
- * weights: hyperparameters in range that break in float32 (a beta or a momentum that rounds
- * to 1, an epsilon or a damping below float32's smallest normal number), refused when the
- * optimizer is created and when a study is planned, naming the value and why. */
+/* test_optim_numeric.c: what every optimizer refuses or reports rather than writing NaN or
+ * infinite weights: hyperparameters in range that break in float32 (a beta or a momentum that
+ * rounds to 1, an epsilon or a damping below float32's smallest normal number), refused when
+ * the optimizer is created and when a study is planned, naming the value and why; a step with a
+ * NaN or infinite gradient, which fails with TB_ERR_NUMERIC naming the parameter and leaves
+ * the weights and the step count as they were, for every registered algorithm; LARS and LAMB
+ * trust ratios that overflow float32, refused the same way. */
 #include "testutil.h"
 
 #include <float.h>
+#include <stdlib.h>
 #include <string.h>
 
 static tb_backend *be;
@@ -105,10 +109,87 @@ static void test_float_refusals(void)
     tb_params_destroy(p);
 }
 
+/* ---- non-finite gradients ------------------------------------------------------------------- */
+
+static bool same_values(tb_params *p, const float *before)
+{
+    return memcmp(tb_params_values(p), before, (size_t)tb_params_numel(p) * sizeof(float)) == 0;
+}
+
+/* Every registered algorithm, a NaN in the bias's gradient and then an infinity in the
+ * weight's: TB_ERR_NUMERIC naming the parameter and the step, the weights bit for bit as they
+ * were, the step not counted. */
+static void test_nonfinite_gradients(void)
+{
+    tb_error err = {0};
+    for (int a = 0; a < tb_optimizer_count(); a++) {
+        const char *name = tb_optimizer_info_at(a)->name;
+        tb_params *p = make_params();
+        tb_optimizer *opt = NULL;
+        if (!CHECK_OK(tb_optimizer_create(name, p, NULL, &opt, &err), &err)) continue;
+        int64_t n = tb_params_numel(p);
+        float *before = malloc((size_t)n * sizeof *before);
+        memcpy(before, tb_params_values(p), (size_t)n * sizeof *before);
+        float *gb = tb_params_get(p, 1)->var.grad.data, *gw = tb_params_get(p, 0)->var.grad.data;
+        gb[2] = NAN;
+        if (!CHECK_FAILS(tb_optimizer_step(opt, 1.0, &err), TB_ERR_NUMERIC, &err,
+                         "step 1: the gradient of 'b' is not finite"))
+            printf("  %s\n", name);
+        CHECK(strstr(err.message, "not applied") && strncmp(err.message, name, strlen(name)) == 0);
+        CHECK(same_values(p, before) && tb_optimizer_steps(opt) == 0);
+        gb[2] = 0.0f;
+        gw[4] = -INFINITY;
+        CHECK_FAILS(tb_optimizer_step(opt, 0.5, &err), TB_ERR_NUMERIC, &err,
+                    "the gradient of 'w' is not finite");
+        CHECK(same_values(p, before) && tb_optimizer_steps(opt) == 0);
+        free(before);
+        tb_optimizer_destroy(opt);
+        tb_params_destroy(p);
+    }
+}
+
+/* ---- trust ratios that overflow float32 ------------------------------------------------------ */
+
+/* LARS: eeta ||w|| / ||g|| with ||w|| ~ 1e10 and ||g|| ~ 1e-30 times lr 1e6 is ~1e52, infinite in
+ * float32; LAMB: epsilon 1e12 next to gradients of 1e-30 makes ||u|| ~ 1e-42, and lr ||w|| /
+ * ||u|| overflows. Both refuse the step before any weight moves. */
+static void test_trust_overflow(void)
+{
+    tb_error err = {0};
+    const char *algs[2] = {"lars", "lamb"};
+    for (int k = 0; k < 2; k++) {
+        tb_params *p = make_params();
+        tb_param *w = tb_params_get(p, 0);
+        float *v = w->var.value.data, *g = w->var.grad.data;
+        for (int j = 0; j < 6; j++) {
+            v[j] = 1e10f;
+            g[j] = 1e-30f;
+        }
+        tb_hparams hp = {0};
+        tb_hparams_set(&hp, "learning_rate", k ? 1.0 : 1e6, NULL);
+        tb_hparams_set(&hp, "weight_decay", 0.0, NULL);
+        tb_hparams_set(&hp, k ? "epsilon" : "eeta", k ? 1e12 : 1e6, NULL);
+        tb_optimizer *opt = NULL;
+        if (!CHECK_OK(tb_optimizer_create(algs[k], p, &hp, &opt, &err), &err)) continue;
+        int64_t n = tb_params_numel(p);
+        float *before = malloc((size_t)n * sizeof *before);
+        memcpy(before, tb_params_values(p), (size_t)n * sizeof *before);
+        CHECK_FAILS(tb_optimizer_step(opt, 1.0, &err), TB_ERR_NUMERIC, &err,
+                    "'w': the trust ratio");
+        CHECK(strstr(err.message, "not finite in float32") && strstr(err.message, "not updated"));
+        CHECK(same_values(p, before) && tb_optimizer_steps(opt) == 0);
+        free(before);
+        tb_optimizer_destroy(opt);
+        tb_params_destroy(p);
+    }
+}
+
 int main(void)
 {
     be = tb_test_backend();
     test_float_refusals();
+    test_nonfinite_gradients();
+    test_trust_overflow();
     tb_backend_destroy(be);
     return tb_test_finish("test_optim_numeric");
 }

@@ -71,7 +71,13 @@ tb_status tb_optimizer_create(const char *name, tb_params *params, const tb_hpar
 void tb_optimizer_destroy(tb_optimizer *opt);
 /* One update with the current gradients; lr_scale multiplies the base learning rate (the
  * schedule's factor at this step). Counts steps from 1; a step that fails is not counted
- * (tb_optimizer_steps is as before it, and the next call takes the same step number). */
+ * (tb_optimizer_steps is as before it, and the next call takes the same step number).
+ * Numbers that are not finite fail with TB_ERR_NUMERIC (a divergence) and leave the
+ * parameters as they were: a gradient with a NaN or an infinity (found by one sum of squares
+ * over all gradients, in double, before anything is written; the message names the first
+ * such parameter), or an update direction the algorithm computed (a LARS or LAMB trust
+ * ratio, a K-FAC, EKFAC or Shampoo preconditioned gradient) that is not finite in float32.
+ * Statistics an algorithm keeps (K-FAC's factors, LAMB's moments) may have moved. */
 tb_status tb_optimizer_step(tb_optimizer *opt, double lr_scale, tb_error *err);
 const tb_optimizer_info *tb_optimizer_get_info(const tb_optimizer *opt);
 /* The value in effect for a hyperparameter (given or default). */

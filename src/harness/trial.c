@@ -229,7 +229,10 @@ tb_status tb_trial_execute(const char *store_path, int64_t trial_id,
             char reason[600];
             if (tst == TB_OK) snprintf(reason, sizeof reason, "%s",
                                        r.reached ? "reached the target" : "missed the target");
-            else if (tst == TB_ERR_NUMERIC) snprintf(reason, sizeof reason, "%s", terr.message);
+            else if (tst == TB_ERR_NUMERIC) /* a loss, a gradient or an update not finite */
+                snprintf(reason, sizeof reason, "%s%s",
+                         strncmp(terr.message, "diverged", 8) == 0 ? "" : "diverged: ",
+                         terr.message);
             else snprintf(reason, sizeof reason, "%s: %s", tb_status_name(tst), terr.message);
             st = tb_store_trial_finish(r.store, trial_id,
                                        tst == TB_OK ? TB_TRIAL_DONE : TB_TRIAL_FAILED, reason,

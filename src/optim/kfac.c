@@ -396,16 +396,19 @@ static tb_status kfac_step(tb_optimizer *opt, double lr, tb_error *err)
     }
     float nu = 1.0f;
     if (kl_clip > 0.0 && vg > 0.0) nu = (float)fmin(1.0, sqrt(kl_clip / vg));
-    if (!isfinite(vg) || !isfinite(nu))
-        return tb_fail(err, TB_ERR_NUMERIC,
-                       "%s: step %lld: preconditioned gradient is not finite (damping = %g: too "
-                       "small a damping, or a diverging run)",
-                       name, (long long)t, tb_opt_hp(opt, "damping"));
     for (int i = 0; i < s->n_layers; i++) {
         tb_kfac_layer *L = &s->layers[i];
         if (nu != 1.0f) be->ops.scale(be, L->delta, (int64_t)L->dout * L->din, nu);
         unpack_dir(be, L, L->delta, s->dir + L->pw->offset, L->pb ? s->dir + L->pb->offset : NULL);
     }
+    /* the whole direction, checked before any parameter moves (with kl_clip = 0 nothing
+     * else would catch a preconditioned gradient that overflowed) */
+    if (!isfinite(vg) || !isfinite(nu) ||
+        !isfinite(be->ops.sum_squares(be, tb_params_numel(opt->params), s->dir)))
+        return tb_fail(err, TB_ERR_NUMERIC,
+                       "%s: step %lld: preconditioned gradient is not finite (damping = %g: too "
+                       "small a damping, or a diverging run); the weights were not updated",
+                       name, (long long)t, tb_opt_hp(opt, "damping"));
     float mu = (float)tb_opt_hp(opt, "momentum"), wd = (float)tb_opt_hp(opt, "weight_decay");
     const float lr_f = (float)lr;
     for (int i = 0; i < tb_params_count(opt->params); i++) {

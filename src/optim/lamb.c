@@ -6,6 +6,7 @@
 #include "optim/optim_impl.h"
 
 #include <math.h>
+#include <stdlib.h>
 
 static const tb_hparam_spec lamb_hparams[] = {
     {"learning_rate", 1e-3, 0.0, 1e6, true, false, false, "step size"},
@@ -25,19 +26,35 @@ static tb_status lamb_check(const char *algorithm, tb_hparams *hp, const tb_hpar
                               err);
 }
 
-/* State: m, v, and a scratch buffer for the direction u (n floats each). */
+/* State: m, v, and a scratch buffer for the direction u (device, n floats each); each
+ * parameter's step size lr * ratio of the current step (host). */
+typedef struct lamb_state {
+    float *m, *v, *u;
+    double *alpha;
+} lamb_state;
+
 static tb_status lamb_init(tb_optimizer *opt, tb_error *err)
 {
-    opt->state = tb_opt_alloc_state(opt, 3 * tb_params_numel(opt->params), 0.0f, err);
-    return opt->state ? TB_OK : TB_ERR_NOMEM;
+    lamb_state *s = calloc(1, sizeof *s);
+    if (!s) return tb_fail(err, TB_ERR_NOMEM, "lamb: cannot allocate its state");
+    opt->state = s;
+    int64_t n = tb_params_numel(opt->params);
+    s->alpha = calloc((size_t)tb_params_count(opt->params) + 1, sizeof *s->alpha);
+    if (!s->alpha) return tb_fail(err, TB_ERR_NOMEM, "lamb: cannot allocate its state");
+    s->m = tb_opt_alloc_state(opt, 3 * n, 0.0f, err);
+    if (!s->m) return TB_ERR_NOMEM;
+    s->v = s->m + n;
+    s->u = s->v + n;
+    return TB_OK;
 }
 
+/* Two sweeps: the moments, directions and trust ratios of every parameter, then (when every
+ * step size is finite in float32) the steps, so that a trust ratio that overflows leaves the
+ * weights as they were. */
 static tb_status lamb_step(tb_optimizer *opt, double lr, tb_error *err)
 {
-    (void)err;
+    lamb_state *s = opt->state;
     tb_backend *be = opt->be;
-    int64_t total = tb_params_numel(opt->params);
-    float *m = opt->state, *v = m + total, *u = v + total;
     double t = (double)opt->step, b1 = tb_opt_hp(opt, "beta1"), b2 = tb_opt_hp(opt, "beta2");
     double wd = tb_opt_hp(opt, "weight_decay");
     tb_adam_coefs c = {.beta1 = (float)b1, .beta2 = (float)b2,
@@ -49,19 +66,38 @@ static tb_status lamb_step(tb_optimizer *opt, double lr, tb_error *err)
         int64_t n = tb_tensor_numel(&p->var.value), o = p->offset;
         bool layerwise = tb_param_decays(p->kind);
         c.decay = layerwise ? (float)(1.0 - wd) : 1.0f; /* so u = r + wd w */
-        be->ops.adam_update(be, n, p->var.value.data, p->var.grad.data, m + o, v + o, &c, u + o);
-        double ratio = 1.0;
+        be->ops.adam_update(be, n, p->var.value.data, p->var.grad.data, s->m + o, s->v + o, &c,
+                            s->u + o);
+        double wn = 1.0, un = 1.0;
         if (layerwise) {
-            double wn = sqrt(be->ops.sum_squares(be, n, p->var.value.data));
-            double un = sqrt(be->ops.sum_squares(be, n, u + o));
-            if (wn > 0.0 && un > 0.0) ratio = wn / un;
+            wn = sqrt(be->ops.sum_squares(be, n, p->var.value.data));
+            un = sqrt(be->ops.sum_squares(be, n, s->u + o));
         }
-        be->ops.axpy(be, n, (float)(-lr * ratio), u + o, p->var.value.data);
+        double ratio = wn > 0.0 && un > 0.0 ? wn / un : 1.0;
+        s->alpha[i] = -lr * ratio;
+        if (!isfinite(un) || !isfinite((float)s->alpha[i]))
+            return tb_fail(err, TB_ERR_NUMERIC,
+                           "lamb: step %lld: '%s': the trust ratio ||w|| / ||u|| = %g / %g times "
+                           "the learning rate %g is not finite in float32; the weights were not "
+                           "updated",
+                           (long long)opt->step, p->name, wn, un, lr);
+    }
+    for (int i = 0; i < tb_params_count(opt->params); i++) {
+        tb_param *p = tb_params_get(opt->params, i);
+        be->ops.axpy(be, tb_tensor_numel(&p->var.value), (float)s->alpha[i], s->u + p->offset,
+                     p->var.value.data);
     }
     return TB_OK;
 }
 
-static void lamb_destroy(tb_optimizer *opt) { tb_backend_free(opt->be, opt->state); }
+static void lamb_destroy(tb_optimizer *opt)
+{
+    lamb_state *s = opt->state;
+    if (!s) return;
+    tb_backend_free(opt->be, s->m);
+    free(s->alpha);
+    free(s);
+}
 
 const tb_optimizer_vtable tb_optim_lamb = {
     .info = {"lamb", "LAMB: Adam direction plus decay, rescaled per layer by ||w|| / ||u||",

@@ -248,9 +248,34 @@ static bool lr_scale_ok(double lr_scale, tb_error *err)
     return false;
 }
 
+/* TB_ERR_NUMERIC naming the first parameter whose gradient holds a NaN or an infinity, before
+ * step opt->step + 1 writes anything. One sum of squares over the flat gradient buffer: summed
+ * in double, it is finite exactly when every gradient is (a float32 square is below 1.2e77);
+ * the parameters are searched only when it is not. */
+static tb_status check_gradients(tb_optimizer *opt, tb_error *err)
+{
+    if (isfinite(tb_params_grad_norm(opt->params))) return TB_OK;
+    const char *which = "a padding element";
+    for (int i = 0; i < tb_params_count(opt->params); i++) {
+        tb_param *p = tb_params_get(opt->params, i);
+        if (!isfinite(opt->be->ops.sum_squares(opt->be, tb_tensor_numel(&p->var.grad),
+                                               p->var.grad.data))) {
+            which = p->name;
+            break;
+        }
+    }
+    return tb_fail(err, TB_ERR_NUMERIC,
+                   "%s: step %lld: the gradient of '%s' is not finite (NaN or infinity); the "
+                   "update was not applied",
+                   opt->vt->info.name, (long long)opt->step + 1, which);
+}
+
 tb_status tb_optimizer_step(tb_optimizer *opt, double lr_scale, tb_error *err)
 {
     if (!opt) return tb_fail(err, TB_ERR_INVALID, "optimizer_step: the optimizer is NULL");
+    if (!lr_scale_ok(lr_scale, err)) return TB_ERR_INVALID;
+    tb_status gst = check_gradients(opt, err);
+    if (gst != TB_OK) return gst;
     if (opt->vt->prepare) {
         tb_status st = tb_optimizer_step_prepare(opt, lr_scale, err);
         return st == TB_OK ? tb_optimizer_step_queue(opt, err) : st;

@@ -255,19 +255,25 @@ static tb_status shampoo_step(tb_optimizer *opt, double lr, tb_error *err)
                 be->ops.strided_copy(be, 2, shape, db, st2, gb, st2, false);
             }
         }
-        if (graft && precond && q->m > 0) {
-            double ng = be->ops.sum_squares(be, numel, g), nd = be->ops.sum_squares(be, numel, d);
+        if (precond && q->m > 0) {
+            double nd = be->ops.sum_squares(be, numel, d);
             if (!isfinite(nd))
                 return tb_fail(err, TB_ERR_NUMERIC,
-                               "shampoo: step %lld: preconditioned gradient of '%s' is not finite",
-                               (long long)t, p->name);
-            if (nd > 0.0) be->ops.scale(be, d, numel, (float)sqrt(ng / nd));
+                               "shampoo: step %lld: preconditioned gradient of '%s' is not finite "
+                               "(epsilon = %g); the weights were not updated",
+                               (long long)t, p->name, tb_opt_hp(opt, "epsilon"));
+            if (graft && nd > 0.0)
+                be->ops.scale(be, d, numel, (float)sqrt(be->ops.sum_squares(be, numel, g) / nd));
         }
-        const float lr_f = (float)lr;
-        be->ops.sgd_update(be, numel, p->var.value.data, d, s->mom + p->offset, &lr_f, mu,
-                           nesterov, 0.0f);
     }
     if (refresh) s->have_roots = true;
+    /* every direction is finite: now the parameters move */
+    const float lr_f = (float)lr;
+    for (int i = 0; i < s->n_ps; i++) {
+        tb_param *p = s->ps[i].p;
+        be->ops.sgd_update(be, tb_tensor_numel(&p->var.value), p->var.value.data,
+                           s->d + p->offset, s->mom + p->offset, &lr_f, mu, nesterov, 0.0f);
+    }
     return TB_OK;
 }
 

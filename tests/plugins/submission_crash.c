@@ -2,7 +2,9 @@
  * in update_params at step `crash_step` (default 3), or, with hang = 1, never returns. With
  * the environment variable TB_CRASHER_FAIL it returns an error there instead: "silent" an
  * error status without filling err, "missing" TB_ERR_MISSING through api->fail (a failure of
- * the submission, not missing data of the benchmark's). */
+ * the submission, not missing data of the benchmark's), "nan" what an sgd step over a NaN
+ * gradient returns (TB_ERR_NUMERIC: a divergence). */
+#include <math.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,6 +45,15 @@ static tb_status update(const tb_submission_api *api, tb_trial_ctx *c, void *st,
     if (fail && step >= (int64_t)api->hparam(hp, "crash_step", 3)) {
         if (strcmp(fail, "missing") == 0)
             return api->fail(err, TB_ERR_MISSING, "crasher: its lookup table is missing");
+        if (strcmp(fail, "nan") == 0 && api->on_host(c)) {
+            tb_optimizer *opt = NULL;
+            tb_status s = api->optimizer_create(c, "sgd", NULL, &opt, err);
+            api->grads(c)[0] = NAN;
+            if (s == TB_OK) s = api->optimizer_step(opt, 1.0, err);
+            api->optimizer_destroy(opt);
+            report->loss = 1.0;
+            return s;
+        }
         return TB_ERR_INVALID; /* err left empty */
     }
     if (step >= (int64_t)api->hparam(hp, "crash_step", 3)) {
