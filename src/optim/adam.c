@@ -63,9 +63,9 @@ static adam_kind kind_of(const tb_optimizer *opt)
 
 /* The moments' update computes 1 - beta in float32, and epsilon keeps sqrt(v_hat) + epsilon
  * from 0 where a gradient has always been 0 (the ranges refuse a beta that float32 rounds
- * to 1 when it is given; nadamw_check a beta1 derived from one_minus_beta1). */
-static tb_status adam_check(const char *algorithm, tb_hparams *hp, const tb_hparams *given,
-                            tb_error *err)
+ * to 1 when it is given; nadamw_check a beta1 derived from one_minus_beta1). LAMB's too. */
+tb_status tb_adam_check(const char *algorithm, tb_hparams *hp, const tb_hparams *given,
+                        tb_error *err)
 {
     (void)given;
     return tb_opt_check_guard(hp, algorithm, "epsilon",
@@ -95,7 +95,7 @@ static tb_status nadamw_check(const char *algorithm, tb_hparams *hp, const tb_hp
         tb_hparams_set(hp, "beta1", 1.0 - omb1, NULL);
     else
         tb_hparams_set(hp, "one_minus_beta1", 1.0 - b1, NULL);
-    return adam_check(algorithm, hp, given, err);
+    return tb_adam_check(algorithm, hp, given, err);
 }
 
 static tb_status adam_init(tb_optimizer *opt, tb_error *err)
@@ -183,12 +183,12 @@ static void adam_destroy(tb_optimizer *opt)
     }
 
 ADAM_VTABLE(tb_optim_adam, "adam", "Adam with L2 weight decay in the gradient (torch.optim.Adam)",
-            adam_hparams, adam_check);
+            adam_hparams, tb_adam_check);
 ADAM_VTABLE(tb_optim_adamw, "adamw", "Adam with decoupled weight decay (Loshchilov & Hutter 2019)",
-            adamw_hparams, adam_check);
+            adamw_hparams, tb_adam_check);
 ADAM_VTABLE(tb_optim_nadam, "nadam",
             "Adam with a Nesterov numerator (Choi et al.); L2 decay; optional torch mu schedule",
-            nadam_hparams, adam_check);
+            nadam_hparams, tb_adam_check);
 ADAM_VTABLE(tb_optim_nadamw, "nadamw",
             "AlgoPerf NAdamW: Nesterov numerator, decoupled decay, bias correction",
             nadamw_hparams, nadamw_check);

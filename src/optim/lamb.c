@@ -16,16 +16,6 @@ static const tb_hparam_spec lamb_hparams[] = {
     {"weight_decay", 0.01, 0.0, 1e6, false, false, false, "decay added to the direction"},
 };
 
-static tb_status lamb_check(const char *algorithm, tb_hparams *hp, const tb_hparams *given,
-                            tb_error *err)
-{
-    (void)given;
-    return tb_opt_check_guard(hp, algorithm, "epsilon",
-                              "sqrt(v_hat) + epsilon would be 0 for a parameter whose gradients "
-                              "have been 0, and the update 0/0 = NaN",
-                              err);
-}
-
 /* State: m, v, and a scratch buffer for the direction u (device, n floats each); each
  * parameter's step size lr * ratio of the current step (host). */
 typedef struct lamb_state {
@@ -102,7 +92,7 @@ static void lamb_destroy(tb_optimizer *opt)
 const tb_optimizer_vtable tb_optim_lamb = {
     .info = {"lamb", "LAMB: Adam direction plus decay, rescaled per layer by ||w|| / ||u||",
              lamb_hparams, (int)(sizeof lamb_hparams / sizeof *lamb_hparams)},
-    .check = lamb_check,
+    .check = tb_adam_check, /* epsilon as Adam's */
     .init = lamb_init,
     .step = lamb_step,
     .graph_blocker = "per-layer trust ratios read weight and update norms back to the host "

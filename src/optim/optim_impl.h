@@ -96,6 +96,11 @@ static inline void *tb_opt_alloc_step(tb_optimizer *opt, size_t bytes, tb_error 
     return p;
 }
 
+/* The check of Adam's family (adam.c): epsilon, added to sqrt(v_hat), at least
+ * TB_OPT_GUARD_MIN. LAMB's direction is Adam's and uses it too. */
+tb_status tb_adam_check(const char *algorithm, tb_hparams *hp, const tb_hparams *given,
+                        tb_error *err);
+
 extern const tb_optimizer_vtable tb_optim_sgd;
 extern const tb_optimizer_vtable tb_optim_momentum;
 extern const tb_optimizer_vtable tb_optim_nesterov;
