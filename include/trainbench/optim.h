@@ -77,7 +77,8 @@ void tb_optimizer_destroy(tb_optimizer *opt);
  * over all gradients, in double, before anything is written; the message names the first
  * such parameter), or an update direction the algorithm computed (a LARS or LAMB trust
  * ratio, a K-FAC, EKFAC or Shampoo preconditioned gradient) that is not finite in float32.
- * Statistics an algorithm keeps (K-FAC's factors, LAMB's moments) may have moved. */
+ * Statistics an algorithm keeps (K-FAC's factors, LAMB's moments) may have moved. Inside a
+ * CUDA graph capture nothing can be read back, and the gradients are not checked. */
 tb_status tb_optimizer_step(tb_optimizer *opt, double lr_scale, tb_error *err);
 const tb_optimizer_info *tb_optimizer_get_info(const tb_optimizer *opt);
 /* The value in effect for a hyperparameter (given or default). */

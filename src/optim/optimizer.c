@@ -251,10 +251,12 @@ static bool lr_scale_ok(double lr_scale, tb_error *err)
 /* TB_ERR_NUMERIC naming the first parameter whose gradient holds a NaN or an infinity, before
  * step opt->step + 1 writes anything. One sum of squares over the flat gradient buffer: summed
  * in double, it is finite exactly when every gradient is (a float32 square is below 1.2e77);
- * the parameters are searched only when it is not. */
+ * the parameters are searched only when it is not. Inside a CUDA graph capture nothing can
+ * be read back: no check (as for tb_optimizer_step_queue). */
 static tb_status check_gradients(tb_optimizer *opt, tb_error *err)
 {
-    if (isfinite(tb_params_grad_norm(opt->params))) return TB_OK;
+    if (tb_backend_capturing(opt->be) || isfinite(tb_params_grad_norm(opt->params)))
+        return TB_OK;
     const char *which = "a padding element";
     for (int i = 0; i < tb_params_count(opt->params); i++) {
         tb_param *p = tb_params_get(opt->params, i);
