@@ -138,7 +138,9 @@ typedef struct tb_train_result {
     tb_schedule schedule;          /* the learning-rate schedule the run used (its horizon) */
 } tb_train_result;
 
-/* Runs the training. On divergence returns TB_ERR_NUMERIC with result->diverged set and the
+/* Runs the training. Negative or non-finite run settings and the algorithm's hyperparameters
+ * (tb_optimizer_check_hparams) are checked before any data is loaded: TB_ERR_INVALID naming
+ * them. On divergence returns TB_ERR_NUMERIC with result->diverged set and the
  * step and what diverged (the loss and the rule broken, or the number that was not finite) in
  * the message; result->diverged is set exactly when it returns TB_ERR_NUMERIC. result holds
  * what was measured until then (the diverging step is not counted in steps or

@@ -179,6 +179,10 @@ tb_status tb_train(const tb_train_config *cfg, tb_train_result *res, tb_error *e
     if (!(cfg->eval_period_s >= 0 && cfg->eval_period_s < INFINITY))
         return tb_fail(err, TB_ERR_INVALID, "the eval period must be positive seconds (0: off), "
                        "got %g", cfg->eval_period_s);
+    /* the algorithm and its hyperparameters before the data is loaded: a bad value fails at
+     * once (tb_optimizer_create checks them again) */
+    tb_status hst = tb_optimizer_check_hparams(cfg->algorithm, &cfg->hparams, err);
+    if (hst != TB_OK) return hst;
     run r = {.cfg = cfg};
     tb_status st = setup(&r, res, err);
     const tb_workload_info *info = st == TB_OK ? tb_workload_get_info(r.wl) : NULL;
