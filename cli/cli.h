@@ -28,6 +28,39 @@ int tb_cli_export(int argc, char **argv);
 int tb_cli_print_scores(const char *db, const char *name, const char *reference,
                         bool variant_rule, bool json);
 int tb_cli_prepare(int argc, char **argv);
+
+/* ---- options several commands share (options.c): one rule each --------------------------
+ * getopt_long codes of the long-only shared options (the commands' own start at 1000). */
+enum {
+    TB_OPT_DATA_DIR = 900,
+    TB_OPT_CACHE_DIR,
+    TB_OPT_DEVICE,
+    TB_OPT_PRECISION,
+    TB_OPT_STEPS,
+    TB_OPT_EVAL_EXAMPLES,
+    TB_OPT_SPLIT,
+};
+
+/* The data options of every command that loads data (prepare, train, variance, compare,
+ * bench), with their help lines. */
+#define TB_CLI_DATA_OPTIONS                                                                     \
+    {"data-dir", required_argument, 0, TB_OPT_DATA_DIR},                                        \
+        {"cache-dir", required_argument, 0, TB_OPT_CACHE_DIR}
+#define TB_CLI_DATA_HELP                                                                        \
+    "      --data-dir DIR        the data package's directory (default: where Debian\n"        \
+    "                            installs it)\n"                                               \
+    "      --cache-dir DIR       prepared-data cache (default $XDG_CACHE_HOME/trainbench,\n"   \
+    "                            or ~/.cache/trainbench when XDG_CACHE_HOME is unset or\n"    \
+    "                            relative; with neither HOME nor XDG_CACHE_HOME the\n"        \
+    "                            command exits 2 unless given)\n"
+typedef struct tb_cli_data {
+    const char *data_dir, *cache_dir; /* NULL: the defaults */
+} tb_cli_data;
+/* getopt_long's result c if it is a data option: true, with optarg stored in d. */
+bool tb_cli_data_option(int c, tb_cli_data *d);
+/* After the options: d->cache_dir given or the default (tb_cli_cache_dir); false, with the
+ * message printed, when there is neither. */
+bool tb_cli_data_finish(const char *cmd, tb_cli_data *d);
 /* tb_default_cache_dir in a static buffer: $XDG_CACHE_HOME/trainbench (absolute only) or
  * ~/.cache/trainbench; NULL if neither is set. */
 const char *tb_cli_default_cache_dir(void);
@@ -35,6 +68,40 @@ const char *tb_cli_default_cache_dir(void);
  * message "cmd: no cache directory ...: give --cache-dir DIR", when there is neither (every
  * command with --cache-dir then exits 2, before any work). */
 const char *tb_cli_cache_dir(const char *cmd, const char *given);
+
+/* -t, --threads N of every command that trains: 1 to TB_CLI_THREADS_MAX (0 is refused: leave
+ * the option out for all cores); --device NAME: cpu or cuda. Both print the error. */
+#define TB_CLI_THREADS_MAX 4096
+bool tb_cli_parse_threads(const char *text, int *out);
+bool tb_cli_parse_device(const char *text, tb_device *out);
+#define TB_CLI_THREADS_HELP                                                                     \
+    "  -t, --threads N           CPU threads of the backend's kernels (1 to 4096; default:\n" \
+    "                            all cores)\n"
+#define TB_CLI_DEVICE_HELP                                                                      \
+    "      --device NAME         cpu (default) or cuda\n"
+#define TB_CLI_PRECISION_HELP                                                                   \
+    "      --precision P         matrix products: fp32 (default), or on cuda tf32 or bf16\n"  \
+    "                            (bf16 operands, fp32 accumulation and master weights)\n"
+/* --eval-examples N: 1 to TB_CLI_EVAL_EXAMPLES_MAX examples of each split. */
+#define TB_CLI_EVAL_EXAMPLES_MAX 1000000000L
+bool tb_cli_parse_eval_examples(const char *text, int64_t *out);
+
+/* The options of the commands that train (train, variance, compare): workload, length,
+ * batch size, backend, evaluation subset, split and data. tb_cli_run_option takes getopt's
+ * result c and applies it to every config of cfgs[0..n) (compare's two sides get the same
+ * value): 0 handled, 1 not a run option, 2 a bad value (the message printed). */
+#define TB_CLI_RUN_OPTIONS                                                                      \
+    {"workload", required_argument, 0, 'w'}, {"epochs", required_argument, 0, 'e'},            \
+        {"steps", required_argument, 0, TB_OPT_STEPS},                                          \
+        {"batch-size", required_argument, 0, 'b'},                                              \
+        {"eval-examples", required_argument, 0, TB_OPT_EVAL_EXAMPLES},                          \
+        {"split", required_argument, 0, TB_OPT_SPLIT}, {"threads", required_argument, 0, 't'}, \
+        {"device", required_argument, 0, TB_OPT_DEVICE},                                        \
+        {"precision", required_argument, 0, TB_OPT_PRECISION}, TB_CLI_DATA_OPTIONS
+int tb_cli_run_option(int c, tb_train_config *const *cfgs, int n);
+/* After the options: every config's cache directory given or the default; false, with the
+ * message printed, when there is neither. */
+bool tb_cli_run_finish(const char *cmd, tb_train_config *const *cfgs, int n);
 
 /* Maps a library status to an exit code. */
 int tb_cli_exit_code(tb_status st);

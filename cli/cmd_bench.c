@@ -45,13 +45,14 @@ static const char bench_usage[] =
     "                            score with --variant-rule\n"
     "      --run-to-budget       do not stop a trial at the target\n"
     "      --seed N              seeds every trial's sources of variation (default 0)\n"
-    "  -t, --threads N           CPU threads per trial (default: all cores)\n"
+    TB_CLI_THREADS_HELP
+    TB_CLI_DEVICE_HELP
     "      --timeout SECONDS     wall-clock limit of one trial's process (default\n"
     "                            3 x budget + 120 s); a trial past it is killed and failed;\n"
     "                            not below the budget (x1.5 self-tuning)\n"
     "      --search-spaces DIR   where the built-ins' <name>.json search spaces are\n"
     "                            (default: the source tree's search_spaces/)\n"
-    "      --data-dir DIR        Fashion-MNIST directory\n"
+    TB_CLI_DATA_HELP
     "      --json                print the score table as JSON on stdout\n"
     "  -q, --quiet               no line per trial\n"
     "  -h, --help                this help\n"
@@ -62,8 +63,8 @@ static const char bench_usage[] =
 
 enum {
     OPT_DB = 1000, OPT_PRESET, OPT_NAME, OPT_RULESET, OPT_STUDIES, OPT_TRIALS, OPT_BUDGET,
-    OPT_EVAL_PERIOD, OPT_EVAL_EXAMPLES, OPT_FULL_TARGETS, OPT_VARIANTS, OPT_RUN_TO_BUDGET, OPT_SEED,
-    OPT_TIMEOUT, OPT_SPACES, OPT_DATA, OPT_JSON,
+    OPT_EVAL_PERIOD, OPT_FULL_TARGETS, OPT_VARIANTS, OPT_RUN_TO_BUDGET, OPT_SEED,
+    OPT_TIMEOUT, OPT_SPACES, OPT_JSON,
 };
 
 static void show_trial(void *user, const tb_bench_event *e)
@@ -121,12 +122,15 @@ int tb_cli_bench(int argc, char **argv)
     int n_subs = 0, n_wls = 0;
     bool json = false, quiet = false, full_targets = false, variants = false;
     /* values given on the command line override the preset's */
-    long studies = -1, trials = -1, threads = 0, eval_examples = -1;
+    long studies = -1, trials = -1;
+    int threads = 0;
+    int64_t eval_examples = -1;
     double budget = -1, eval_period = -1, timeout = 0;
     bool run_to_budget = false;
     uint64_t seed = 0;
     tb_ruleset ruleset = TB_RULESET_EXTERNAL;
-    const char *spaces = TB_SEARCH_SPACE_DIR, *data_dir = NULL;
+    const char *spaces = TB_SEARCH_SPACE_DIR;
+    tb_cli_data data = {0};
     struct option opts[] = {
         {"db", required_argument, 0, OPT_DB},
         {"preset", required_argument, 0, OPT_PRESET},
@@ -138,15 +142,16 @@ int tb_cli_bench(int argc, char **argv)
         {"trials", required_argument, 0, OPT_TRIALS},
         {"budget", required_argument, 0, OPT_BUDGET},
         {"eval-period", required_argument, 0, OPT_EVAL_PERIOD},
-        {"eval-examples", required_argument, 0, OPT_EVAL_EXAMPLES},
+        {"eval-examples", required_argument, 0, TB_OPT_EVAL_EXAMPLES},
         {"full-targets", no_argument, 0, OPT_FULL_TARGETS},
         {"variants", no_argument, 0, OPT_VARIANTS},
         {"run-to-budget", no_argument, 0, OPT_RUN_TO_BUDGET},
         {"seed", required_argument, 0, OPT_SEED},
         {"threads", required_argument, 0, 't'},
+        {"device", required_argument, 0, TB_OPT_DEVICE},
         {"timeout", required_argument, 0, OPT_TIMEOUT},
         {"search-spaces", required_argument, 0, OPT_SPACES},
-        {"data-dir", required_argument, 0, OPT_DATA},
+        TB_CLI_DATA_OPTIONS,
         {"json", no_argument, 0, OPT_JSON},
         {"quiet", no_argument, 0, 'q'},
         {"help", no_argument, 0, 'h'},
@@ -156,6 +161,7 @@ int tb_cli_bench(int argc, char **argv)
     opterr = 0;
     int c;
     while ((c = getopt_long(argc, argv, ":s:w:t:qh", opts, NULL)) != -1) {
+        if (tb_cli_data_option(c, &data)) continue;
         switch (c) {
         case OPT_DB:
             if (!tb_cli_check_db(optarg)) return TB_EXIT_USAGE;
@@ -190,9 +196,8 @@ int tb_cli_bench(int argc, char **argv)
             if (eval_period <= 0)
                 return tb_cli_error("--eval-period: must be positive"), TB_EXIT_USAGE;
             break;
-        case OPT_EVAL_EXAMPLES:
-            if (!tb_cli_parse_int("--eval-examples", optarg, 1, 100000000L, &eval_examples))
-                return TB_EXIT_USAGE;
+        case TB_OPT_EVAL_EXAMPLES:
+            if (!tb_cli_parse_eval_examples(optarg, &eval_examples)) return TB_EXIT_USAGE;
             break;
         case OPT_FULL_TARGETS: full_targets = true; break;
         case OPT_VARIANTS: variants = true; break;
@@ -201,7 +206,10 @@ int tb_cli_bench(int argc, char **argv)
             if (!tb_cli_parse_u64("--seed", optarg, &seed)) return TB_EXIT_USAGE;
             break;
         case 't':
-            if (!tb_cli_parse_int("--threads", optarg, 1, 4096, &threads)) return TB_EXIT_USAGE;
+            if (!tb_cli_parse_threads(optarg, &threads)) return TB_EXIT_USAGE;
+            break;
+        case TB_OPT_DEVICE:
+            if (!tb_cli_parse_device(optarg, &spec.trial.device)) return TB_EXIT_USAGE;
             break;
         case OPT_TIMEOUT:
             if (!tb_cli_parse_double("--timeout", optarg, &timeout)) return TB_EXIT_USAGE;
@@ -210,7 +218,6 @@ int tb_cli_bench(int argc, char **argv)
                                     "3 x budget + 120 s)"), TB_EXIT_USAGE;
             break;
         case OPT_SPACES: spaces = optarg; break;
-        case OPT_DATA: data_dir = optarg; break;
         case OPT_JSON: json = true; break;
         case 'q': quiet = true; break;
         case 'h': fputs(bench_usage, stdout); return TB_EXIT_OK;
@@ -218,6 +225,7 @@ int tb_cli_bench(int argc, char **argv)
         }
     }
     if (tb_cli_no_arguments("bench", argc, argv) != TB_EXIT_OK) return TB_EXIT_USAGE;
+    if (!tb_cli_data_finish("bench", &data)) return TB_EXIT_USAGE;
     if (variants && n_wls > 0) {
         char named[512] = "";
         for (int i = 0; i < tb_bench_workload_count(); i++) {
@@ -260,9 +268,10 @@ int tb_cli_bench(int argc, char **argv)
     spec.run_to_budget = run_to_budget;
     spec.seed = seed;
     spec.search_space_dir = spaces;
-    spec.trial.threads = (int)threads;
+    spec.trial.threads = threads;
     spec.trial.timeout_s = timeout;
-    spec.trial.data_dir = data_dir;
+    spec.trial.data_dir = data.data_dir;
+    spec.trial.cache_dir = data.cache_dir;
     if (timeout > 0 && check_timeout(&spec, timeout) != TB_EXIT_OK) return TB_EXIT_USAGE;
 
     tb_bench_summary sum;

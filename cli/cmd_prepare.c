@@ -1,5 +1,4 @@
-/* cmd_prepare.c: `trainbench prepare`: builds the prepared-data caches of the workloads, and
- * the default cache directory every command shares. */
+/* cmd_prepare.c: `trainbench prepare`: builds the prepared-data caches of the workloads. */
 #include "cli.h"
 
 #include <getopt.h>
@@ -20,40 +19,20 @@ static const char prepare_usage[] =
     "prepare killed while writing) are removed.\n"
     "\n"
     "options:\n"
-    "      --cache-dir DIR   cache directory (default $XDG_CACHE_HOME/trainbench, or\n"
-    "                        ~/.cache/trainbench when XDG_CACHE_HOME is unset or relative;\n"
-    "                        with neither HOME nor XDG_CACHE_HOME, prepare and train exit 2\n"
-    "                        unless given)\n"
-    "      --data-dir DIR    the package's data directory (default: where Debian installs it)\n"
-    "  -f, --force           rebuild even a valid cache\n"
-    "  -h, --help            this help\n"
+    TB_CLI_DATA_HELP
+    "  -f, --force               rebuild even a valid cache\n"
+    "  -h, --help                this help\n"
     "\n"
     "A missing package fails with exit code 3 and the apt-get command that installs it;\n"
     "data files that are there but corrupt or incomplete fail with exit code 1, naming\n"
     "them.\n";
 
-const char *tb_cli_default_cache_dir(void)
-{
-    static char buf[1024];
-    return tb_default_cache_dir(buf, sizeof buf) ? buf : NULL;
-}
-
-const char *tb_cli_cache_dir(const char *cmd, const char *given)
-{
-    const char *dir = given ? given : tb_cli_default_cache_dir();
-    if (!dir)
-        tb_cli_error("%s: no cache directory: neither HOME nor an absolute XDG_CACHE_HOME is "
-                     "set: give --cache-dir DIR", cmd);
-    return dir;
-}
-
 int tb_cli_prepare(int argc, char **argv)
 {
     tb_workload_config cfg = {0};
-    const char *cache_dir = NULL;
+    tb_cli_data data = {0};
     bool force = false;
-    struct option opts[] = {{"cache-dir", required_argument, 0, 'c'},
-                            {"data-dir", required_argument, 0, 'd'},
+    struct option opts[] = {TB_CLI_DATA_OPTIONS,
                             {"force", no_argument, 0, 'f'},
                             {"help", no_argument, 0, 'h'},
                             {0, 0, 0, 0}};
@@ -61,16 +40,16 @@ int tb_cli_prepare(int argc, char **argv)
     opterr = 0;
     int c;
     while ((c = getopt_long(argc, argv, ":fh", opts, NULL)) != -1) {
+        if (tb_cli_data_option(c, &data)) continue;
         switch (c) {
-        case 'c': cache_dir = optarg; break;
-        case 'd': cfg.data_dir = optarg; break;
         case 'f': force = true; break;
         case 'h': fputs(prepare_usage, stdout); return TB_EXIT_OK;
         default: return tb_cli_option_error("prepare", c, argv);
         }
     }
-    cfg.cache_dir = tb_cli_cache_dir("prepare", cache_dir);
-    if (!cfg.cache_dir) return TB_EXIT_USAGE;
+    if (!tb_cli_data_finish("prepare", &data)) return TB_EXIT_USAGE;
+    cfg.data_dir = data.data_dir;
+    cfg.cache_dir = data.cache_dir;
     const char *ids[64];
     int n = 0;
     if (optind < argc) {

@@ -10,6 +10,19 @@
 
 #include "trainbench/study.h"
 
+/* The help of the options both commands take. */
+#define STUDY_SHARED_HELP                                                                       \
+    TB_CLI_THREADS_HELP                                                                         \
+    TB_CLI_DEVICE_HELP                                                                          \
+    TB_CLI_PRECISION_HELP                                                                       \
+    "      --eval-examples N     evaluate N examples of each split, spread evenly over it\n"  \
+    "      --split KIND          official (default) or bootstrap: a new bootstrap training\n" \
+    "                            set with out-of-bootstrap validation/test per split seed\n"  \
+    TB_CLI_DATA_HELP                                                                            \
+    "      --json                print the result as JSON on stdout\n"                        \
+    "  -q, --quiet               no progress lines\n"                                         \
+    "  -h, --help                this help\n"
+
 static const char variance_usage[] =
     "usage: trainbench variance [options]\n"
     "\n"
@@ -35,13 +48,7 @@ static const char variance_usage[] =
     "                            test_error, test_loss (not time_to_target: a missed target\n"
     "                            has no finite time to take a std of; compare accepts it)\n"
     "  -s, --seed N              master seed of the study (default 0)\n"
-    "  -t, --threads N           CPU threads (default: all cores)\n"
-    "      --eval-examples N     evaluate N examples of each split, spread evenly over it\n"
-    "      --split KIND          official (default) or bootstrap: a new bootstrap training\n"
-    "                            set with out-of-bootstrap validation/test per split seed\n"
-    "      --json                print the result as JSON on stdout\n"
-    "  -q, --quiet               no progress lines\n"
-    "  -h, --help                this help\n";
+    STUDY_SHARED_HELP;
 
 static const char compare_usage[] =
     "usage: trainbench compare -A NAME -B NAME [options]\n"
@@ -70,7 +77,9 @@ static const char compare_usage[] =
     "                            its search space, best by the validation metric, then the\n"
     "                            pairs retrain that configuration (N + pairs runs per side)\n"
     "      --space-a FILE        A's search space (AlgoPerf JSON; default\n"
-    "                            search_spaces/<algorithm>.json); --space-b FILE for B\n"
+    "                            <search spaces>/<algorithm>.json); --space-b FILE for B\n"
+    "      --search-spaces DIR   where the built-ins' <name>.json search spaces are\n"
+    "                            (default: the source tree's search_spaces/), as bench\n"
     "      --ideal               the ideal estimator: a new search for every pair, on that\n"
     "                            pair's seeds (pairs x N runs per side)\n"
     "  -m, --metric NAME         validation (default: the workload's metric), test,\n"
@@ -81,13 +90,7 @@ static const char compare_usage[] =
     "                            a divergence, counts as +inf)\n"
     "      --gamma X             smallest meaningful P(A>B) (default 0.75)\n"
     "  -s, --seed N              master seed (default 0)\n"
-    "  -t, --threads N           CPU threads (default: all cores)\n"
-    "      --eval-examples N     evaluate N examples of each split, spread evenly over it\n"
-    "      --split KIND          official (default) or bootstrap: a new bootstrap training\n"
-    "                            set with out-of-bootstrap validation/test per split seed\n"
-    "      --json                print the result as JSON on stdout\n"
-    "  -q, --quiet               no progress lines\n"
-    "  -h, --help                this help\n";
+    STUDY_SHARED_HELP;
 
 static void show_run(void *user, const char *group, int index, int total,
                      const tb_train_result *r, const tb_error *err)
@@ -101,8 +104,8 @@ static void show_run(void *user, const char *group, int index, int total,
         fprintf(stderr, "[%d/%d] %-10s failed: %s\n", index, total, group, err->message);
 }
 
-enum { O_LR = 2000, O_STEPS, O_SOURCES, O_EVAL, O_JSON, O_HPA, O_HPB, O_LRA, O_LRB, O_GAMMA,
-       O_SPLIT, O_SEARCH, O_SPACE_A, O_SPACE_B, O_IDEAL };
+enum { O_LR = 2000, O_SOURCES, O_JSON, O_HPA, O_HPB, O_LRA, O_LRB, O_GAMMA, O_SEARCH, O_SPACE_A,
+       O_SPACE_B, O_SPACES, O_IDEAL };
 
 /* The whole of a search-space file, or NULL with a message. Caller frees. */
 static char *read_space(const char *path)
@@ -119,31 +122,15 @@ static char *read_space(const char *path)
     return buf;
 }
 
-/* Options both commands share; returns 0 if handled, 1 if not ours, 2 on a usage error. */
-static int common_option(int c, tb_train_config *a, tb_train_config *b, tb_study_metric *metric,
+/* Options both commands share (tb_cli_run_option's, the metric and the seed) for the configs
+ * cfgs[0..n); returns 0 if handled, 1 if not ours, 2 on a usage error. */
+static int common_option(int c, tb_train_config *const *cfgs, int n, tb_study_metric *metric,
                          uint64_t *seed)
 {
-    long lv;
-    double dv;
+    int r = tb_cli_run_option(c, cfgs, n);
+    if (r != 1) return r;
     tb_error err = {0};
     switch (c) {
-    case 'w': a->workload = b->workload = optarg; return 0;
-    case 'e':
-        if (!tb_cli_parse_double("--epochs", optarg, &dv)) return 2;
-        if (dv <= 0) {
-            tb_cli_error("--epochs: must be positive, got %s", optarg);
-            return 2;
-        }
-        a->epochs = b->epochs = dv;
-        return 0;
-    case O_STEPS:
-        if (!tb_cli_parse_int("--steps", optarg, 1, TB_TRAIN_MAX_STEPS, &lv)) return 2;
-        a->max_steps = b->max_steps = lv;
-        return 0;
-    case 'b':
-        if (!tb_cli_parse_int("--batch-size", optarg, 1, 1000000L, &lv)) return 2;
-        a->batch_size = b->batch_size = (int)lv;
-        return 0;
     case 'm':
         if (tb_study_metric_parse(optarg, metric, &err) != TB_OK) {
             tb_cli_error("--metric: %s", err.message);
@@ -151,21 +138,6 @@ static int common_option(int c, tb_train_config *a, tb_train_config *b, tb_study
         }
         return 0;
     case 's': return tb_cli_parse_u64("--seed", optarg, seed) ? 0 : 2;
-    case 't':
-        if (!tb_cli_parse_int("--threads", optarg, 0, 4096, &lv)) return 2;
-        a->backend.threads = b->backend.threads = (int)lv;
-        return 0;
-    case O_EVAL:
-        if (!tb_cli_parse_int("--eval-examples", optarg, 1, 1000000000L, &lv)) return 2;
-        a->eval_examples = b->eval_examples = lv;
-        return 0;
-    case O_SPLIT:
-        if (tb_split_kind_parse(optarg, &a->split_kind, &err) != TB_OK) {
-            tb_cli_error("--split: %s", err.message);
-            return 2;
-        }
-        b->split_kind = a->split_kind;
-        return 0;
     }
     return 1;
 }
@@ -205,18 +177,15 @@ int tb_cli_variance(int argc, char **argv)
     cfg.sources[0] = TB_STREAM_INIT;
     cfg.sources[1] = TB_STREAM_DATA_ORDER;
     cfg.sources[2] = TB_STREAM_SPLIT;
-    tb_train_config unused = cfg.base;
+    tb_train_config *const cfgs[1] = {&cfg.base};
     bool json = false, quiet = false;
     struct option opts[] = {
-        {"workload", required_argument, 0, 'w'},  {"algorithm", required_argument, 0, 'a'},
-        {"hp", required_argument, 0, 'p'},        {"lr", required_argument, 0, O_LR},
-        {"epochs", required_argument, 0, 'e'},    {"steps", required_argument, 0, O_STEPS},
-        {"batch-size", required_argument, 0, 'b'}, {"runs", required_argument, 0, 'n'},
+        TB_CLI_RUN_OPTIONS,
+        {"algorithm", required_argument, 0, 'a'}, {"hp", required_argument, 0, 'p'},
+        {"lr", required_argument, 0, O_LR},       {"runs", required_argument, 0, 'n'},
         {"sources", required_argument, 0, O_SOURCES}, {"metric", required_argument, 0, 'm'},
-        {"seed", required_argument, 0, 's'},      {"threads", required_argument, 0, 't'},
-        {"eval-examples", required_argument, 0, O_EVAL}, {"json", no_argument, 0, O_JSON},
-        {"split", required_argument, 0, O_SPLIT}, {"quiet", no_argument, 0, 'q'},
-        {"help", no_argument, 0, 'h'},
+        {"seed", required_argument, 0, 's'},      {"json", no_argument, 0, O_JSON},
+        {"quiet", no_argument, 0, 'q'},           {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0},
     };
     optind = 1;
@@ -224,7 +193,7 @@ int tb_cli_variance(int argc, char **argv)
     int c;
     long lv;
     while ((c = getopt_long(argc, argv, ":w:a:p:e:b:n:m:s:t:qh", opts, NULL)) != -1) {
-        int r = common_option(c, &cfg.base, &unused, &cfg.metric, &cfg.seed);
+        int r = common_option(c, cfgs, 1, &cfg.metric, &cfg.seed);
         if (r == 2) return TB_EXIT_USAGE;
         if (r == 0) continue;
         switch (c) {
@@ -262,6 +231,7 @@ int tb_cli_variance(int argc, char **argv)
         }
     }
     if (tb_cli_no_arguments("variance", argc, argv) != TB_EXIT_OK) return TB_EXIT_USAGE;
+    if (!tb_cli_run_finish("variance", cfgs, 1)) return TB_EXIT_USAGE;
     if (!quiet) {
         cfg.on_run = show_run;
         cfg.user = &cfg.metric;
@@ -330,19 +300,19 @@ int tb_cli_compare(int argc, char **argv)
     cfg.pab = tb_pab_options_default();
     bool json = false, quiet = false;
     const char *space_a = NULL, *space_b = NULL;
+    const char *spaces = TB_SEARCH_SPACE_DIR;
+    tb_train_config *const cfgs[2] = {&cfg.a, &cfg.b};
     struct option opts[] = {
+        TB_CLI_RUN_OPTIONS,
         {"algorithm-a", required_argument, 0, 'A'}, {"algorithm-b", required_argument, 0, 'B'},
         {"hp-a", required_argument, 0, O_HPA},      {"hp-b", required_argument, 0, O_HPB},
         {"lr-a", required_argument, 0, O_LRA},      {"lr-b", required_argument, 0, O_LRB},
-        {"workload", required_argument, 0, 'w'},    {"epochs", required_argument, 0, 'e'},
-        {"steps", required_argument, 0, O_STEPS},   {"batch-size", required_argument, 0, 'b'},
         {"pairs", required_argument, 0, 'n'},       {"metric", required_argument, 0, 'm'},
         {"gamma", required_argument, 0, O_GAMMA},   {"seed", required_argument, 0, 's'},
-        {"threads", required_argument, 0, 't'},     {"eval-examples", required_argument, 0, O_EVAL},
         {"json", no_argument, 0, O_JSON},           {"quiet", no_argument, 0, 'q'},
-        {"split", required_argument, 0, O_SPLIT},   {"help", no_argument, 0, 'h'},
-        {"search", required_argument, 0, O_SEARCH}, {"space-a", required_argument, 0, O_SPACE_A},
-        {"space-b", required_argument, 0, O_SPACE_B}, {"ideal", no_argument, 0, O_IDEAL},
+        {"help", no_argument, 0, 'h'},              {"search", required_argument, 0, O_SEARCH},
+        {"space-a", required_argument, 0, O_SPACE_A}, {"space-b", required_argument, 0, O_SPACE_B},
+        {"search-spaces", required_argument, 0, O_SPACES}, {"ideal", no_argument, 0, O_IDEAL},
         {0, 0, 0, 0},
     };
     optind = 1;
@@ -351,7 +321,7 @@ int tb_cli_compare(int argc, char **argv)
     long lv;
     double dv;
     while ((c = getopt_long(argc, argv, ":A:B:w:e:b:n:m:s:t:qh", opts, NULL)) != -1) {
-        int r = common_option(c, &cfg.a, &cfg.b, &cfg.metric, &cfg.seed);
+        int r = common_option(c, cfgs, 2, &cfg.metric, &cfg.seed);
         if (r == 2) return TB_EXIT_USAGE;
         if (r == 0) continue;
         switch (c) {
@@ -379,6 +349,7 @@ int tb_cli_compare(int argc, char **argv)
             break;
         case O_SPACE_A: space_a = optarg; break;
         case O_SPACE_B: space_b = optarg; break;
+        case O_SPACES: spaces = optarg; break;
         case O_IDEAL: cfg.ideal = true; break;
         case O_JSON: json = true; break;
         case 'q': quiet = true; break;
@@ -387,6 +358,7 @@ int tb_cli_compare(int argc, char **argv)
         }
     }
     if (tb_cli_no_arguments("compare", argc, argv) != TB_EXIT_OK) return TB_EXIT_USAGE;
+    if (!tb_cli_run_finish("compare", cfgs, 2)) return TB_EXIT_USAGE;
     if (!cfg.a.algorithm || !cfg.b.algorithm) {
         tb_cli_error("compare: give both algorithms: -A NAME -B NAME");
         return TB_EXIT_USAGE;
@@ -400,8 +372,8 @@ int tb_cli_compare(int argc, char **argv)
     char *text_a = NULL, *text_b = NULL;
     if (cfg.search_trials > 0) {
         char pa[1024], pb[1024];
-        snprintf(pa, sizeof pa, "%s/%s.json", TB_SEARCH_SPACE_DIR, cfg.a.algorithm);
-        snprintf(pb, sizeof pb, "%s/%s.json", TB_SEARCH_SPACE_DIR, cfg.b.algorithm);
+        snprintf(pa, sizeof pa, "%s/%s.json", spaces, cfg.a.algorithm);
+        snprintf(pb, sizeof pb, "%s/%s.json", spaces, cfg.b.algorithm);
         text_a = read_space(space_a ? space_a : pa);
         text_b = text_a ? read_space(space_b ? space_b : pb) : NULL;
         if (!text_a || !text_b) {

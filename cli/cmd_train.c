@@ -37,19 +37,15 @@ static const char train_usage[] =
     "  -s, --seed N              seed of every source of variation (default 0)\n"
     "      --seed-SOURCE N       seed of one source: SOURCE is init, data_order, dropout,\n"
     "                            augment, split or hparam (e.g. --seed-init 7)\n"
-    "  -t, --threads N           CPU threads of the backend's kernels (default: all cores)\n"
-    "      --device NAME         cpu (default) or cuda\n"
-    "      --precision P         matrix products: fp32 (default), or on cuda tf32 or bf16\n"
-    "                            (bf16 operands, fp32 accumulation and master weights)\n"
+    TB_CLI_THREADS_HELP
+    TB_CLI_DEVICE_HELP
+    TB_CLI_PRECISION_HELP
     "      --cuda-graph          cuda only: after 2 eager warm-up steps, capture one whole\n"
     "                            step (forward, backward, update) as a CUDA graph and replay\n"
     "                            it; an error with --device cpu. lars, lamb, kfac, ekfac and\n"
     "                            shampoo have host-side work every step: they run eagerly\n"
     "                            and the result says why. Compiled, not yet run on a GPU\n"
-    "      --data-dir DIR        the data package's directory (default: where Debian puts it)\n"
-    "      --cache-dir DIR       prepared-data cache (default $XDG_CACHE_HOME/trainbench or\n"
-    "                            ~/.cache/trainbench, as `trainbench prepare`; with neither\n"
-    "                            HOME nor XDG_CACHE_HOME, train exits 2 unless given)\n"
+    TB_CLI_DATA_HELP
     "      --split KIND          official (default) or bootstrap (out-of-bootstrap\n"
     "                            validation and test, stratified; varies with --seed-split)\n"
     "      --augment             random crop (padding 2) and horizontal flip (images; the\n"
@@ -233,8 +229,7 @@ static void print_profile(const tb_train_result *r)
            r->train_time_s > 0 && rest > 0 ? 100.0 * rest / r->train_time_s : 0.0);
 }
 
-enum { OPT_LR = 1000, OPT_EVAL_EXAMPLES, OPT_STEPS, OPT_SCHEDULE, OPT_WARMUP, OPT_EVALS,
-       OPT_DEVICE, OPT_DATA, OPT_JSON, OPT_PRECISION, OPT_CACHE, OPT_SPLIT, OPT_AUGMENT, OPT_ECHO,
+enum { OPT_LR = 1000, OPT_SCHEDULE, OPT_WARMUP, OPT_EVALS, OPT_JSON, OPT_AUGMENT, OPT_ECHO,
        OPT_ECHO_FACTOR, OPT_SHUFFLE, OPT_PREFETCH, OPT_SLOW, OPT_MAX_TIME, OPT_EVAL_PERIOD,
        OPT_BUDGET, OPT_STOP, OPT_CUDA_GRAPH, OPT_PROFILE, OPT_SEED_BASE };
 
@@ -247,17 +242,13 @@ int tb_cli_train(int argc, char **argv)
     uint64_t seed_one[TB_STREAM_COUNT] = {0}, seed = 0;
     tb_error err = {0};
     struct option opts[] = {
-        {"workload", required_argument, 0, 'w'},
+        TB_CLI_RUN_OPTIONS,
         {"algorithm", required_argument, 0, 'a'},
         {"hp", required_argument, 0, 'p'},
         {"lr", required_argument, 0, OPT_LR},
-        {"epochs", required_argument, 0, 'e'},
-        {"steps", required_argument, 0, OPT_STEPS},
-        {"batch-size", required_argument, 0, 'b'},
         {"schedule", required_argument, 0, OPT_SCHEDULE},
         {"warmup", required_argument, 0, OPT_WARMUP},
         {"evals", required_argument, 0, OPT_EVALS},
-        {"eval-examples", required_argument, 0, OPT_EVAL_EXAMPLES},
         {"seed", required_argument, 0, 's'},
         {"seed-init", required_argument, 0, OPT_SEED_BASE + TB_STREAM_INIT},
         {"seed-data_order", required_argument, 0, OPT_SEED_BASE + TB_STREAM_DATA_ORDER},
@@ -265,15 +256,9 @@ int tb_cli_train(int argc, char **argv)
         {"seed-augment", required_argument, 0, OPT_SEED_BASE + TB_STREAM_AUGMENT},
         {"seed-split", required_argument, 0, OPT_SEED_BASE + TB_STREAM_SPLIT},
         {"seed-hparam", required_argument, 0, OPT_SEED_BASE + TB_STREAM_HPARAM},
-        {"threads", required_argument, 0, 't'},
-        {"device", required_argument, 0, OPT_DEVICE},
-        {"precision", required_argument, 0, OPT_PRECISION},
         {"cuda-graph", no_argument, 0, OPT_CUDA_GRAPH},
-        {"data-dir", required_argument, 0, OPT_DATA},
         {"json", no_argument, 0, OPT_JSON},
         {"profile", no_argument, 0, OPT_PROFILE},
-        {"cache-dir", required_argument, 0, OPT_CACHE},
-        {"split", required_argument, 0, OPT_SPLIT},
         {"augment", no_argument, 0, OPT_AUGMENT},
         {"echo", required_argument, 0, OPT_ECHO},
         {"echo-factor", required_argument, 0, OPT_ECHO_FACTOR},
@@ -293,9 +278,15 @@ int tb_cli_train(int argc, char **argv)
     int c;
     long lv;
     double dv;
+    tb_train_config *const cfgs[1] = {&cfg};
     while ((c = getopt_long(argc, argv, ":w:a:p:e:b:s:t:qh", opts, NULL)) != -1) {
+        int r = tb_cli_run_option(c, cfgs, 1);
+        if (r == 2) return TB_EXIT_USAGE;
+        if (r == 0) {
+            length_set |= c == 'e' || c == TB_OPT_STEPS;
+            continue;
+        }
         switch (c) {
-        case 'w': cfg.workload = optarg; break;
         case 'a': cfg.algorithm = optarg; break;
         case 'p':
             if (tb_hparams_parse_assignment(&cfg.hparams, optarg, &err) != TB_OK) {
@@ -306,23 +297,6 @@ int tb_cli_train(int argc, char **argv)
         case OPT_LR:
             if (!tb_cli_parse_double("--lr", optarg, &dv)) return TB_EXIT_USAGE;
             tb_hparams_set(&cfg.hparams, "learning_rate", dv, NULL);
-            break;
-        case 'e':
-            if (!tb_cli_parse_double("--epochs", optarg, &cfg.epochs)) return TB_EXIT_USAGE;
-            if (cfg.epochs <= 0) {
-                tb_cli_error("--epochs: must be positive, got %s", optarg);
-                return TB_EXIT_USAGE;
-            }
-            length_set = true;
-            break;
-        case OPT_STEPS:
-            if (!tb_cli_parse_int("--steps", optarg, 1, TB_TRAIN_MAX_STEPS, &lv)) return TB_EXIT_USAGE;
-            cfg.max_steps = lv;
-            length_set = true;
-            break;
-        case 'b':
-            if (!tb_cli_parse_int("--batch-size", optarg, 1, 1000000L, &lv)) return TB_EXIT_USAGE;
-            cfg.batch_size = (int)lv;
             break;
         case OPT_SCHEDULE:
             if (tb_schedule_parse(optarg, &cfg.schedule, &err) != TB_OK) {
@@ -342,41 +316,12 @@ int tb_cli_train(int argc, char **argv)
             if (!tb_cli_parse_int("--evals", optarg, 0, 100000L, &lv)) return TB_EXIT_USAGE;
             cfg.evals = (int)lv;
             break;
-        case OPT_EVAL_EXAMPLES:
-            if (!tb_cli_parse_int("--eval-examples", optarg, 1, 1000000000L, &lv))
-                return TB_EXIT_USAGE;
-            cfg.eval_examples = lv;
-            break;
         case 's':
             if (!tb_cli_parse_u64("--seed", optarg, &seed)) return TB_EXIT_USAGE;
             break;
-        case 't':
-            if (!tb_cli_parse_int("--threads", optarg, 0, 4096, &lv)) return TB_EXIT_USAGE;
-            cfg.backend.threads = (int)lv;
-            break;
-        case OPT_DEVICE:
-            if (tb_device_parse(optarg, &cfg.backend.device, &err) != TB_OK) {
-                tb_cli_error("--device: %s", err.message);
-                return TB_EXIT_USAGE;
-            }
-            break;
-        case OPT_PRECISION:
-            if (tb_precision_parse(optarg, &cfg.backend.precision, &err) != TB_OK) {
-                tb_cli_error("--precision: %s", err.message);
-                return TB_EXIT_USAGE;
-            }
-            break;
         case OPT_CUDA_GRAPH: cfg.cuda_graph = true; break;
         case OPT_PROFILE: cfg.profile = true; break;
-        case OPT_DATA: cfg.data_dir = optarg; break;
         case OPT_JSON: json = true; break;
-        case OPT_CACHE: cfg.cache_dir = optarg; break;
-        case OPT_SPLIT:
-            if (tb_split_kind_parse(optarg, &cfg.split_kind, &err) != TB_OK) {
-                tb_cli_error("--split: %s", err.message);
-                return TB_EXIT_USAGE;
-            }
-            break;
         case OPT_AUGMENT: cfg.pipeline.augment = true; break;
         case OPT_ECHO:
             if (tb_echo_kind_parse(optarg, &cfg.pipeline.echo, &err) != TB_OK) {
@@ -459,8 +404,7 @@ int tb_cli_train(int argc, char **argv)
                      tb_device_name(cfg.backend.device));
         return TB_EXIT_USAGE;
     }
-    cfg.cache_dir = tb_cli_cache_dir("train", cfg.cache_dir);
-    if (!cfg.cache_dir) return TB_EXIT_USAGE;
+    if (!tb_cli_run_finish("train", cfgs, 1)) return TB_EXIT_USAGE;
     const tb_workload_info *winfo = NULL;
     for (int i = 0; i < tb_workload_count(); i++)
         if (strcmp(tb_workload_info_at(i)->id, cfg.workload) == 0) winfo = tb_workload_info_at(i);

@@ -150,7 +150,8 @@ int main(void)
     if (home) setenv("HOME", saved_home, 1);
     if (xdg) setenv("XDG_CACHE_HOME", saved_xdg, 1);
     else unsetenv("XDG_CACHE_HOME");
-    CHECK(run("train --help") == 0 && has("HOME nor XDG_CACHE_HOME, train exits 2"));
+    CHECK(run("train --help") == 0 && has("HOME nor XDG_CACHE_HOME the\n") &&
+          has("command exits 2 unless given"));
     /* every name is checked before any work: nothing is prepared for a list with a typo */
     char cache[] = "/tmp/tb_cli_prepare_XXXXXX", args[256];
     if (CHECK(mkdtemp(cache) != NULL)) {

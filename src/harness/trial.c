@@ -102,7 +102,8 @@ static tb_status setup(trial_run *r, tb_error *err)
     tb_status st = tb_backend_create(&bc, &c->be, err);
     if (st != TB_OK) return st;
     tb_workload_config wc = {.data_dir = r->opts->data_dir,
-                             .split_seed = r->rec.seeds[TB_STREAM_SPLIT]};
+                             .split_seed = r->rec.seeds[TB_STREAM_SPLIT],
+                             .cache_dir = r->opts->cache_dir};
     st = tb_workload_create(r->rec.workload, c->be, &wc, &c->wl, err);
     if (st != TB_OK) return st;
     const char *metric = tb_workload_get_info(c->wl)->metric;
