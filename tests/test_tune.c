@@ -1,6 +1,7 @@
 /* test_tune.c: the Halton sequence (known points of an unscrambled base, coverage of every
  * interval, low discrepancy), search-space mapping, sampling and parsing, including malformed
- * JSON and bad ranges rejected with messages that name the cause. */
+ * JSON and bad ranges rejected with messages that name the cause; the default search space of
+ * every built-in algorithm, accepted by its optimizer across its ranges. */
 #include "testutil.h"
 
 #include <stdlib.h>
@@ -164,14 +165,70 @@ static void test_malformed(void)
                 "expected an object");
     CHECK_FAILS(tb_search_space_load("/nonexistent/space.json", &s, &err), TB_ERR_IO, &err,
                 "/nonexistent/space.json");
-    /* the shipped search spaces parse */
-    const char *names[2] = {"sgd", "adamw"};
-    for (int i = 0; i < 2; i++) {
+}
+
+/* Creates optimizer `name` with the point hp (less the baseline's own warmup_fraction and
+ * batch_size, as the built-in submissions do) over two small tensors; false, printing the
+ * point, if the optimizer refuses it. */
+static bool optimizer_accepts(tb_backend *be, const char *name, const tb_hparams *hp)
+{
+    tb_params *p = NULL;
+    tb_error err = {0};
+    int64_t sw[2] = {4, 3}, sb = 4;
+    tb_params_create(be, &p, NULL);
+    tb_params_add(p, "w", TB_PARAM_WEIGHT, 2, sw, NULL);
+    tb_params_add(p, "b", TB_PARAM_BIAS, 1, &sb, NULL);
+    tb_params_finalize(p, NULL);
+    tb_hparams opt_hp = {0};
+    for (int i = 0; i < hp->count; i++)
+        if (strcmp(hp->names[i], TB_HP_WARMUP_FRACTION) != 0 &&
+            strcmp(hp->names[i], "batch_size") != 0)
+            tb_hparams_set(&opt_hp, hp->names[i], hp->values[i], NULL);
+    tb_optimizer *opt = NULL;
+    bool ok = CHECK_OK(tb_optimizer_create(name, p, &opt_hp, &opt, &err), &err);
+    if (!ok)
+        for (int i = 0; i < hp->count; i++)
+            fprintf(stderr, "  %s: %s = %g\n", name, hp->names[i], hp->values[i]);
+    tb_optimizer_destroy(opt);
+    tb_params_destroy(p);
+    return ok;
+}
+
+/* Every built-in algorithm has a default search space (search_spaces/<name>.json: bench and
+ * compare --search read it), it parses, and the optimizer accepts the points at both ends of
+ * every range (each dimension at 0 and just below 1 with the others in the middle, and every
+ * dimension at once at either end) and every feasible point. */
+static void test_builtin_spaces(void)
+{
+    tb_backend *be = tb_test_backend();
+    for (int i = 0; i < tb_optimizer_count(); i++) {
+        const char *name = tb_optimizer_info_at(i)->name;
         char path[512];
-        snprintf(path, sizeof path, "%s/search_spaces/%s.json", TB_SOURCE_DIR, names[i]);
-        CHECK_OK(tb_search_space_load(path, &s, &err), &err);
+        snprintf(path, sizeof path, "%s/search_spaces/%s.json", TB_SOURCE_DIR, name);
+        tb_search_space *s = NULL;
+        tb_error err = {0};
+        if (!CHECK_OK(tb_search_space_load(path, &s, &err), &err)) continue;
+        int dims = tb_search_space_dims(s);
+        CHECK(dims > 0 && dims <= TB_HPARAMS_MAX);
+        double u[TB_HPARAMS_MAX];
+        tb_hparams hp;
+        /* 0 and 1 - 2^-40 are the ends; the quarters reach every point of a list of up to 4 */
+        const double at[] = {0.0, 0.25, 0.5, 0.75, 1.0 - 0x1p-40};
+        for (int d = 0; d < dims; d++)
+            for (size_t k = 0; k < sizeof at / sizeof at[0]; k++) {
+                for (int j = 0; j < dims; j++) u[j] = j == d ? at[k] : 0.5;
+                tb_search_space_map(s, u, &hp);
+                CHECK(hp.count == dims);
+                optimizer_accepts(be, name, &hp);
+            }
+        for (int end = 0; end < 2; end++) {
+            for (int j = 0; j < dims; j++) u[j] = end ? 1.0 - 0x1p-40 : 0.0;
+            tb_search_space_map(s, u, &hp);
+            optimizer_accepts(be, name, &hp);
+        }
         tb_search_space_destroy(s);
     }
+    tb_backend_destroy(be);
 }
 
 int main(void)
@@ -181,5 +238,6 @@ int main(void)
     test_halton_discrepancy();
     test_space();
     test_malformed();
+    test_builtin_spaces();
     return tb_test_finish("test_tune");
 }
