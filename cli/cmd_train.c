@@ -157,10 +157,19 @@ static void print_json(const tb_train_config *c, const tb_train_result *r, tb_st
         tb_cli_json_text(r->graph_note);
         printf("\"}");
     }
+    /* every hyperparameter the run used, and which took defaults; the given ones alone when
+     * they are invalid (then the run did not start) */
+    const tb_hparams *hp = r->hparams.count > 0 ? &r->hparams : &c->hparams;
     printf(",\"hparams\":{");
-    for (int i = 0; i < c->hparams.count; i++)
-        print_json_field(i == 0, c->hparams.names[i], "%.17g", c->hparams.values[i]);
-    printf("},\"seeds\":{");
+    for (int i = 0; i < hp->count; i++)
+        print_json_field(i == 0, hp->names[i], "%.17g", hp->values[i]);
+    printf("},\"default_hparams\":[");
+    for (int i = 0; i < r->default_hparams.count; i++) {
+        printf("%s\"", i ? "," : "");
+        tb_cli_json_text(r->default_hparams.names[i]);
+        putchar('"');
+    }
+    printf("],\"seeds\":{");
     for (int i = 0; i < TB_STREAM_COUNT; i++)
         printf("%s\"%s\":%llu", i ? "," : "", tb_stream_name((tb_stream)i),
                (unsigned long long)c->seeds[i]);
@@ -205,6 +214,23 @@ static void print_json(const tb_train_config *c, const tb_train_result *r, tb_st
         printf("],");
     }
     printf("\"backend\":\"%s\"}\n", r->backend);
+}
+
+/* "hparams:    a=1, b=2; defaults: c=3, d=4": the given values, then the defaults. */
+static void print_hparams(const tb_train_result *r)
+{
+    printf("hparams:   ");
+    int printed = 0;
+    for (int pass = 0; pass < 2; pass++)
+        for (int i = 0, k = 0; i < r->hparams.count; i++) {
+            const char *name = r->hparams.names[i];
+            if (tb_hparams_has(&r->default_hparams, name) != (pass == 1)) continue;
+            const char *sep = k ? "," : pass && printed ? ";" : "";
+            printf("%s%s %s=%g", sep, pass && !k ? " defaults:" : "", name, r->hparams.values[i]);
+            k++;
+            printed++;
+        }
+    putchar('\n');
 }
 
 /* Where the training steps went: per op, forward and backward, and the rest of the timed
@@ -445,6 +471,7 @@ int tb_cli_train(int argc, char **argv)
         else if (winfo)
             printf("target:     validation %s %.4g not reached (best %.4f)\n", mn,
                    winfo->validation_target, res.best_validation_metric);
+        print_hparams(&res);
         printf("input:      %lld fresh examples read\n", (long long)res.fresh_examples);
         printf("backend:    %s\n", res.backend);
         if (cfg.cuda_graph && res.graph_note[0])

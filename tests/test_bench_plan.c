@@ -89,8 +89,9 @@ static void test_seeds_exact(void)
         lines += buf[i] == '\n';
         commas += buf[i] == ',';
     }
-    CHECK(lines == 2 && commas == 2 * 24);
-    CHECK(buf && strstr(buf, "\nraw,sgd,fmnist_mlp,external,0,0,planned,{},,0,,,"));
+    CHECK(lines == 2 && commas == 2 * 26);
+    /* ... its hyperparameters in effect empty: it has not started */
+    CHECK(buf && strstr(buf, "\nraw,sgd,fmnist_mlp,external,0,0,planned,{},,,,0,,,"));
     free(buf);
     tb_store_close(store);
 
@@ -174,6 +175,32 @@ static int count_benchmarks(const char *db)
     return n;
 }
 
+/* The trial of sgd's space below recorded every hyperparameter it ran with: the point's
+ * (learning_rate, momentum, warmup_fraction, batch_size), the optimizer's defaults (nesterov,
+ * weight_decay), those marked as defaults. */
+static void check_resolved(const char *db)
+{
+    tb_store *store;
+    tb_error err = {0};
+    tb_trial_record *t = NULL;
+    int n = 0;
+    if (!CHECK_OK(tb_store_open_readonly(db, &store, &err), &err)) return;
+    CHECK_OK(tb_store_trials(store, NULL, &t, &n, &err), &err);
+    if (CHECK(n == 1)) {
+        const tb_hparams *r = &t[0].resolved_hparams, *d = &t[0].default_hparams;
+        CHECK(r->count == 6 && d->count == 2);
+        CHECK(tb_hparams_get(r, "learning_rate", 0) == tb_hparams_get(&t[0].hparams,
+                                                                       "learning_rate", -1));
+        CHECK(tb_hparams_get(r, "nesterov", 0) == 1 && tb_hparams_get(r, "weight_decay", 1) == 0);
+        CHECK(tb_hparams_get(r, "warmup_fraction", 0) == 0.05 &&
+              tb_hparams_get(r, "batch_size", 0) == 64);
+        CHECK(tb_hparams_has(d, "nesterov") && tb_hparams_has(d, "weight_decay") &&
+              !tb_hparams_has(d, "learning_rate") && !tb_hparams_has(d, "batch_size"));
+    }
+    free(t);
+    tb_store_close(store);
+}
+
 /* A built-in's search space is checked against its optimizer when the benchmark is planned:
  * a dimension it does not have or a value outside its range is refused naming the dimension,
  * and nothing is planned; a malformed space is a bad value as well. */
@@ -219,6 +246,7 @@ static void test_search_space_checked(void)
                     " \"batch_size\": {\"feasible_points\": [64]}}");
     CHECK_OK(tb_bench_run(db, &s, NULL, NULL, &sum, &err), &err);
     CHECK(sum.planned == 1 && sum.ran == 1);
+    check_resolved(db);
     /* the same space reformatted: the same spec, the trial reused */
     write_text(sgd, "{\n  \"learning_rate\": {\"min\": 0.02, \"max\": 0.2, \"scaling\": \"log\"},\n"
                     "  \"momentum\": {\"feasible_points\": [0.9]},\n"
@@ -260,6 +288,60 @@ static void sql(const char *db, const char *text)
     CHECK(ok);
     sqlite3_free(msg);
     sqlite3_close(h);
+}
+
+/* A store of schema 1 (before the trials' resolved and default hyperparameters) is read as it
+ * is (the new columns empty, not an error), and a writable open adds the columns. */
+static void test_schema_1_store(void)
+{
+    char db[300];
+    store_path(db, sizeof db, "schema1");
+    tb_error err = {0};
+    tb_store *store;
+    if (!CHECK_OK(tb_store_open(db, &store, &err), &err)) return;
+    tb_trial_record t;
+    memset(&t, 0, sizeof t);
+    snprintf(t.benchmark, sizeof t.benchmark, "old");
+    snprintf(t.submission, sizeof t.submission, "sgd");
+    snprintf(t.workload, sizeof t.workload, "fmnist_mlp");
+    snprintf(t.ruleset, sizeof t.ruleset, "external");
+    tb_hparams_set(&t.hparams, "learning_rate", 0.1, NULL);
+    CHECK_OK(tb_store_plan_trial(store, &t, &err), &err);
+    tb_store_close(store);
+    sql(db, "ALTER TABLE trials DROP COLUMN resolved_hparams;"
+            "ALTER TABLE trials DROP COLUMN default_hparams;"
+            "UPDATE meta SET value='1' WHERE key='schema_version'");
+    tb_trial_record *rows = NULL;
+    int n = 0;
+    if (CHECK_OK(tb_store_open_readonly(db, &store, &err), &err)) {
+        CHECK_OK(tb_store_trials(store, "old", &rows, &n, &err), &err);
+        CHECK(n == 1 && rows && rows[0].hparams.count == 1 && rows[0].resolved_hparams.count == 0);
+        free(rows);
+        FILE *f = tmpfile();
+        CHECK_OK(tb_store_export(store, "old", TB_EXPORT_JSONL, f, &err), &err);
+        char line[4096] = "";
+        rewind(f);
+        CHECK(fgets(line, sizeof line, f) != NULL);
+        CHECK(strstr(line, "\"resolved_hparams\":null,\"default_hparams\":null") != NULL);
+        fclose(f);
+        tb_store_close(store);
+    }
+    if (CHECK_OK(tb_store_open(db, &store, &err), &err)) {
+        tb_hparams resolved = {0}, defaults = {0};
+        tb_hparams_set(&resolved, "learning_rate", 0.1, NULL);
+        tb_hparams_set(&resolved, "momentum", 0.9, NULL);
+        tb_hparams_set(&defaults, "momentum", 0.9, NULL);
+        CHECK_OK(tb_store_trial_hparams(store, t.id, &resolved, &defaults, &err), &err);
+        tb_trial_record back;
+        CHECK_OK(tb_store_trial_get(store, t.id, &back, &err), &err);
+        CHECK(back.resolved_hparams.count == 2 && back.default_hparams.count == 1 &&
+              tb_hparams_get(&back.resolved_hparams, "momentum", 0) == 0.9);
+        /* a restart forgets them until the trial records them again */
+        CHECK_OK(tb_store_trial_start(store, t.id, "v", "{}", &err), &err);
+        CHECK_OK(tb_store_trial_get(store, t.id, &back, &err), &err);
+        CHECK(back.resolved_hparams.count == 0 && back.hparams.count == 1);
+        tb_store_close(store);
+    }
 }
 
 /* A results store that fails while a trial runs in its child process (a full disk: here an
@@ -389,6 +471,7 @@ int main(void)
     test_search_space_checked();
     test_store_failure_in_trial();
     test_one_run_at_a_time();
+    test_schema_1_store();
     char cmd[200];
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
     CHECK(system(cmd) == 0);

@@ -63,6 +63,14 @@ int main(void)
     /* a damping that cannot work in float32 is refused before training: exit 2, named */
     CHECK(run("train -a kfac --hp damping=1e-300 --steps 2 -q") == 2 &&
           has("damping = 1e-300 is below float32's smallest normal number"));
+    /* the result lists every hyperparameter the run used, given and defaults, and marks the
+     * defaults (it listed only the given ones) */
+    CHECK(run("train -a adamw --lr 0.01 --steps 1 --evals 0 --eval-examples 100 --json -q") ==
+              0 && has("\"hparams\":{\"learning_rate\":0.01") && has(",\"epsilon\":1e-08,") &&
+          has("\"default_hparams\":[\"beta1\",\"beta2\",\"epsilon\",\"weight_decay\"]"));
+    CHECK(run("train -a sgd --hp nesterov=0 --steps 1 --evals 0 --eval-examples 100 -q") == 0 &&
+          has("hparams:    nesterov=0; defaults: learning_rate=0.1, momentum=0.9, "
+              "weight_decay=0\n"));
     /* non-finite numbers are written as null: JSON has no NaN */
     CHECK(run("train -a sgd --hp momentum=nan --steps 1 --json -q") == 2 &&
           has("\"hparams\":{\"momentum\":null}"));

@@ -128,6 +128,15 @@ int main(void)
     CHECK(run(args) == 0 && has("global_step,preemption_count") && has("tiny,sgd,fmnist_mlp,self"));
     snprintf(args, sizeof args, "export --db %s --format jsonl", db);
     CHECK(run(args) == 0 && has("\"machine\":{\"cpu\"") && has("\"code_version\""));
+    /* the hyperparameters the trial ran with: self-tuning gives none, so all are defaults
+     * (the optimizer's, then the baseline's own) */
+    CHECK(has("\"hparams\":{},\"resolved_hparams\":{\"learning_rate\":0.1,\"momentum\":0.9,"
+              "\"nesterov\":1,\"weight_decay\":0,\"warmup_fraction\":0,\"batch_size\":128},"
+              "\"default_hparams\":[\"learning_rate\",\"momentum\",\"nesterov\",\"weight_decay\","
+              "\"warmup_fraction\",\"batch_size\"]"));
+    snprintf(args, sizeof args, "export --db %s --format csv", db);
+    CHECK(run(args) == 0 && has("trial_status,hparams,resolved_hparams,default_hparams,") &&
+          has("self,0,0,done,{},\"{\"\"learning_rate\"\":0.1,"));
 
     /* -o is never the store itself, under any name; a failed export leaves the old file */
     char link[400], csv[400], other[400];
@@ -152,16 +161,16 @@ int main(void)
     snprintf(other, sizeof other, "%s/v2.db", dir);
     snprintf(args, sizeof args, "cp %s %s", db, other);
     CHECK(system(args) == 0 &&
-          sql(other, "UPDATE meta SET value='2' WHERE key='schema_version'"));
+          sql(other, "UPDATE meta SET value='3' WHERE key='schema_version'"));
     const long before = file_size(other);
     snprintf(args, sizeof args, "score --db %s", other);
     CHECK(run(args) == 1 && has("a trainbench results store of another schema") &&
-          has("schema version 2; this build reads version 1"));
+          has("schema version 3; this build reads versions 1 and 2"));
     snprintf(args, sizeof args, "bench --db %s --name tiny -s sgd -w fmnist_mlp", other);
-    CHECK(run(args) == 1 && has("schema version 2"));
+    CHECK(run(args) == 1 && has("schema version 3"));
     CHECK(file_size(other) == before);
     /* the right version but a table of another build's columns */
-    CHECK(sql(other, "UPDATE meta SET value='1' WHERE key='schema_version';"
+    CHECK(sql(other, "UPDATE meta SET value='2' WHERE key='schema_version';"
                      "ALTER TABLE trials DROP COLUMN submission_spec"));
     snprintf(args, sizeof args, "export --db %s", other);
     CHECK(run(args) == 1 && has("no column trials.submission_spec"));

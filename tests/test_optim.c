@@ -127,6 +127,53 @@ static void test_validation(void)
     tb_params_destroy(p);
 }
 
+/* tb_hparams_resolve: every hyperparameter an algorithm runs with, in the registry's order,
+ * given values and defaults (marked), aliases derived from a given name (not defaults); the
+ * values an optimizer created from the same point uses. */
+static void test_resolve(void)
+{
+    tb_error err = {0};
+    tb_hparams given = {0}, out, defaults;
+    tb_hparams_set(&given, "learning_rate", 0.01, NULL);
+    CHECK_OK(tb_hparams_resolve("adamw", &given, &out, &defaults, &err), &err);
+    const tb_optimizer_info *info = tb_optimizer_find("adamw");
+    CHECK(out.count == info->n_hparams && defaults.count == info->n_hparams - 1);
+    for (int i = 0; i < out.count && i < info->n_hparams; i++) {
+        CHECK(strcmp(out.names[i], info->hparams[i].name) == 0);
+        bool lr = strcmp(out.names[i], "learning_rate") == 0;
+        CHECK(out.values[i] == (lr ? 0.01 : info->hparams[i].default_value));
+        CHECK(tb_hparams_has(&defaults, out.names[i]) == !lr);
+    }
+    /* nadamw's beta1 follows a given one_minus_beta1: derived, not a default */
+    given = (tb_hparams){0};
+    tb_hparams_set(&given, "one_minus_beta1", 0.05, NULL);
+    CHECK_OK(tb_hparams_resolve("nadamw", &given, &out, &defaults, &err), &err);
+    CHECK_NEAR(tb_hparams_get(&out, "beta1", 0), 0.95, 1e-15);
+    CHECK(!tb_hparams_has(&defaults, "beta1") && !tb_hparams_has(&defaults, "one_minus_beta1") &&
+          tb_hparams_has(&defaults, "beta2"));
+    const float z[3] = {0};
+    tb_params *p = make_params(z, z, z, z);
+    tb_optimizer *opt = NULL;
+    CHECK_OK(tb_optimizer_create("nadamw", p, &given, &opt, &err), &err);
+    for (int i = 0; i < out.count; i++)
+        CHECK(tb_optimizer_hparam(opt, out.names[i]) == out.values[i]);
+    tb_optimizer_destroy(opt);
+    tb_params_destroy(p);
+    /* no values: all defaults; a bad one or an unknown algorithm: empty, as create fails */
+    CHECK_OK(tb_hparams_resolve("sgd", NULL, &out, &defaults, &err), &err);
+    CHECK(out.count == 4 && defaults.count == 4 && tb_hparams_get(&out, "nesterov", 0) == 1);
+    tb_hparams_set(&given, "beta1", 0.5, NULL);
+    CHECK_FAILS(tb_hparams_resolve("nadamw", &given, &out, &defaults, &err), TB_ERR_INVALID,
+                &err, "disagree");
+    CHECK(out.count == 0 && defaults.count == 0);
+    CHECK_FAILS(tb_hparams_resolve("adamax", NULL, &out, NULL, &err), TB_ERR_INVALID, &err,
+                "unknown algorithm 'adamax'");
+    CHECK_FAILS(tb_hparams_resolve(NULL, NULL, &out, NULL, &err), TB_ERR_INVALID, &err,
+                "name is NULL");
+    CHECK_FAILS(tb_hparams_resolve("sgd", NULL, NULL, NULL, &err), TB_ERR_INVALID, &err,
+                "out is NULL");
+}
+
 /* NULL arguments to hyperparameter, optimizer, schedule and curvature calls fail with
  * TB_ERR_INVALID naming the argument (most of them segfaulted). */
 static void test_null_arguments(void)
@@ -208,6 +255,7 @@ int main(void)
     test_sgd_closed_form();
     test_adamw_closed_form();
     test_validation();
+    test_resolve();
     test_schedule();
     test_null_arguments();
     tb_backend_destroy(be);

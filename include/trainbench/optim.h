@@ -101,6 +101,16 @@ tb_status tb_optimizer_step_prepare(tb_optimizer *opt, double lr_scale, tb_error
 /* Queues the update with the values of the last prepare (TB_ERR_INVALID before any). */
 tb_status tb_optimizer_step_queue(tb_optimizer *opt, tb_error *err);
 
+/* The hyperparameters algorithm `name` runs with for the values `given` (NULL: none), as
+ * tb_optimizer_create uses them: into *out every one it has, in the registry's order, the
+ * given value or its default, aliases settled (nadamw's beta1 from a given one_minus_beta1 and
+ * the other way round); into *defaults (may be NULL) those that took their default (neither
+ * given nor derived from a given alias). Fails as tb_optimizer_create does for an unknown
+ * algorithm, an unknown or out-of-range hyperparameter or a contradiction (TB_ERR_INVALID;
+ * *out and *defaults are then empty). Creates nothing. */
+tb_status tb_hparams_resolve(const char *name, const tb_hparams *given, tb_hparams *out,
+                             tb_hparams *defaults, tb_error *err);
+
 /* Checks hp against specs without creating anything: unknown names, values that are not
  * finite, flags other than 0 or 1, values outside their range, and values that float32 (in
  * which the updates run) rounds onto a bound the range excludes, e.g. beta2 = 0.99999999,

@@ -57,6 +57,14 @@ typedef struct tb_trial_record {
     int64_t steps;
     char code_version[64];
     char machine[512];          /* JSON: cpu, cores, threads, blas */
+    /* ---- added with resolved hyperparameters (store schema 2) ---- */
+    /* The hyperparameters in effect, recorded when the trial starts: the point's values and
+     * the defaults of everything else trainbench sees (a built-in's optimizer and its own
+     * warmup_fraction and batch_size; the optimizers an external submission creates through
+     * the API, whose own defaults it does not see); default_hparams: those that took their
+     * defaults. Both empty for a trial not started (or started by an older trainbench). */
+    tb_hparams resolved_hparams;
+    tb_hparams default_hparams;
 } tb_trial_record;
 
 typedef struct tb_eval_record {
@@ -111,7 +119,11 @@ tb_status tb_store_trial_start(tb_store *store, int64_t id, const char *code_ver
                                const char *machine_json, tb_error *err);
 tb_status tb_store_add_eval(tb_store *store, int64_t trial_id, const tb_eval_record *e,
                             tb_error *err);
-/* Records the outcome (status done or failed) of a trial. */
+/* Records the hyperparameters a started trial runs with: every value in effect, and which
+ * of them took defaults (see tb_trial_record). */
+tb_status tb_store_trial_hparams(tb_store *store, int64_t id, const tb_hparams *resolved,
+                                 const tb_hparams *defaults, tb_error *err);
+/* Records the outcome (status done or failed) of a trial; reason may be NULL (none). */
 tb_status tb_store_trial_finish(tb_store *store, int64_t id, tb_trial_status status,
                                 const char *reason, bool reached, double time_to_target,
                                 double submission_time, int64_t steps, tb_error *err);

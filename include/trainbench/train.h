@@ -136,6 +136,12 @@ typedef struct tb_train_result {
     int profile_ops;               /* entries in profile */
     /* ---- added with budgeted runs' schedules ---- */
     tb_schedule schedule;          /* the learning-rate schedule the run used (its horizon) */
+    /* ---- added with resolved hyperparameters ---- */
+    tb_hparams hparams;            /* every hyperparameter of the algorithm as the run used
+                                      it (tb_hparams_resolve): the values of config->hparams
+                                      and the defaults of the others; empty when the
+                                      algorithm or a value given is invalid */
+    tb_hparams default_hparams;    /* those of hparams that took their defaults */
 } tb_train_result;
 
 /* Runs the training. Negative or non-finite run settings and the algorithm's hyperparameters

@@ -58,6 +58,14 @@ static tb_status baseline_init(const tb_submission_api *api, tb_trial_ctx *c,
         free(s);
         return st;
     }
+    /* the baseline's own hyperparameters in effect (the optimizer's are noted by the API) */
+    tb_hparams own = {0}, own_defaults = {0};
+    tb_hparams_set(&own, TB_HP_WARMUP_FRACTION, warmup, NULL);
+    tb_hparams_set(&own, "batch_size", baseline_batch_size(api, c, hp), NULL);
+    for (int i = 0; i < own.count; i++)
+        if (!tb_hparams_has(hp, own.names[i]))
+            tb_hparams_set(&own_defaults, own.names[i], own.values[i], NULL);
+    tb_trial_note_hparams(c, &own, &own_defaults);
     *state = s;
     return TB_OK;
 }

@@ -149,6 +149,11 @@ static tb_status train(trial_run *r, tb_error *err)
     tb_status st = s->init_optimizer_state(&tb_trial_api, c, &r->rec.hparams, &r->state, err);
     r->t_sub += tb_monotonic_s() - t0;
     if (st != TB_OK) return submission_error(r, st, err, "init_optimizer_state");
+    /* the hyperparameters in effect: the point's, and the defaults of the optimizers and of a
+     * built-in baseline (untimed) */
+    tb_trial_note_hparams(c, &r->rec.hparams, NULL);
+    st = tb_store_trial_hparams(r->store, r->rec.id, &c->resolved, &c->defaults, err);
+    if (st != TB_OK) return st;
     double last_eval = 0;
     for (;;) {
         t0 = tb_monotonic_s();

@@ -58,10 +58,23 @@ static tb_status api_next_batch(tb_trial_ctx *c, tb_batch *out, tb_error *err)
     return tb_pipeline_next(c->pipe, c->tape, out, err);
 }
 
+void tb_trial_note_hparams(tb_trial_ctx *c, const tb_hparams *values, const tb_hparams *defaults)
+{
+    for (int i = 0; i < values->count; i++) {
+        tb_hparams_set(&c->resolved, values->names[i], values->values[i], NULL);
+        if (tb_hparams_has(defaults, values->names[i]))
+            tb_hparams_set(&c->defaults, values->names[i], values->values[i], NULL);
+    }
+}
+
 static tb_status api_optimizer_create(tb_trial_ctx *c, const char *name, const tb_hparams *hp,
                                       tb_optimizer **out, tb_error *err)
 {
-    return tb_optimizer_create(name, tb_workload_params(c->wl), hp, out, err);
+    tb_status st = tb_optimizer_create(name, tb_workload_params(c->wl), hp, out, err);
+    tb_hparams values, defaults;
+    if (st == TB_OK && tb_hparams_resolve(name, hp, &values, &defaults, NULL) == TB_OK)
+        tb_trial_note_hparams(c, &values, &defaults);
+    return st;
 }
 
 static tb_status api_fail(tb_error *err, tb_status st, const char *message)

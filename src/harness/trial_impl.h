@@ -12,7 +12,15 @@ struct tb_trial_ctx {
     tb_pipeline *pipe;
     tb_rng dropout;
     int64_t step_hint;
+    /* the hyperparameters in effect, as far as trainbench sees them: every one of the
+     * optimizers created through the API (given or default) and a built-in baseline's own;
+     * which of them took defaults */
+    tb_hparams resolved, defaults;
 };
+
+/* Adds values (those of them in defaults also to c->defaults) to what the trial records as
+ * its hyperparameters in effect. */
+void tb_trial_note_hparams(tb_trial_ctx *c, const tb_hparams *values, const tb_hparams *defaults);
 
 /* The table handed to every submission call. */
 extern const tb_submission_api tb_trial_api;

@@ -38,8 +38,7 @@ struct tb_optimizer {
     const tb_optimizer_vtable *vt;
     tb_params *params;
     tb_backend *be;
-    tb_hparams hp; /* every hyperparameter of the algorithm, defaults filled in */
-    tb_hparams given; /* only those the caller gave (for aliases such as one_minus_beta1) */
+    tb_hparams hp; /* every hyperparameter of the algorithm, defaults filled in (resolved) */
     int64_t step;  /* number of completed steps */
     bool prepared; /* a step's per-step values have been prepared (split steps) */
     void *state;

@@ -189,6 +189,32 @@ static const tb_optimizer_vtable *checked_hparams(const char *name, const tb_hpa
     return vt;
 }
 
+tb_status tb_hparams_resolve(const char *name, const tb_hparams *given, tb_hparams *out,
+                             tb_hparams *defaults, tb_error *err)
+{
+    if (!name || !out)
+        return tb_fail(err, TB_ERR_INVALID, "hparams_resolve: %s is NULL",
+                       name ? "out" : "the algorithm's name");
+    memset(out, 0, sizeof *out);
+    if (defaults) memset(defaults, 0, sizeof *defaults);
+    tb_error own = {0};
+    const tb_optimizer_vtable *vt = checked_hparams(name, given, out, &own);
+    if (!vt) {
+        memset(out, 0, sizeof *out);
+        if (err) *err = own;
+        return own.status;
+    }
+    /* a default is a value neither given nor derived from a given alias (the check settles
+     * aliases: nadamw's beta1 from a given one_minus_beta1) */
+    for (int i = 0; defaults && i < vt->info.n_hparams; i++) {
+        const tb_hparam_spec *s = &vt->info.hparams[i];
+        if (!tb_hparams_has(given, s->name) &&
+            tb_hparams_get(out, s->name, s->default_value) == s->default_value)
+            tb_hparams_set(defaults, s->name, s->default_value, NULL);
+    }
+    return TB_OK;
+}
+
 tb_status tb_optimizer_check_hparams(const char *name, const tb_hparams *hp, tb_error *err)
 {
     if (!name)
@@ -222,7 +248,6 @@ tb_status tb_optimizer_create(const char *name, tb_params *params, const tb_hpar
     opt->vt = vt;
     opt->params = params;
     opt->be = tb_params_backend(params);
-    if (hp) opt->given = *hp;
     opt->hp = full;
     tb_status st = vt->init(opt, err);
     if (st != TB_OK) {

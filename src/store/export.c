@@ -1,6 +1,6 @@
 /* export.c: the results store as CSV (one row per eval, AlgoPerf's eval_measurements.csv
- * columns after the trial's keys; one row with empty eval columns for a trial without evals)
- * or JSON lines (one object per trial with its evals). */
+ * columns after the trial's keys and hyperparameters; one row with empty eval columns for a
+ * trial without evals) or JSON lines (one object per trial with its evals). */
 #include "store/store_impl.h"
 
 #include <cjson/cJSON.h>
@@ -37,26 +37,56 @@ static void csv_real(FILE *f, double v)
     else fputc(',', f);
 }
 
+static void json_real(cJSON *o, const char *k, double v)
+{
+    if (isfinite(v)) cJSON_AddNumberToObject(o, k, v);
+    else cJSON_AddNullToObject(o, k);
+}
+
 static const char csv_header[] =
-    "benchmark,submission,workload,ruleset,study,trial,trial_status,hparams,"
+    "benchmark,submission,workload,ruleset,study,trial,trial_status,hparams,resolved_hparams,"
+    "default_hparams,"
     "global_step,preemption_count,score,total_duration,accumulated_submission_time,"
     "accumulated_eval_time,accumulated_logging_time,train/accuracy,train/loss,"
     "validation/accuracy,validation/loss,validation/error_rate,validation/num_examples,"
     "test/accuracy,test/loss,test/error_rate,test/num_examples\n";
 
-static void csv_keys(FILE *f, const tb_trial_record *t, const char *hp)
+static void csv_keys(FILE *f, const tb_trial_record *t, char *const hp[3])
 {
     csv_text(f, t->benchmark);
     fputc(',', f);
     csv_text(f, t->submission);
     fprintf(f, ",%s,%s,%d,%d,%s,", t->workload, t->ruleset, t->study, t->trial,
             tb_trial_status_name(t->status));
-    csv_text(f, hp ? hp : "{}");
+    csv_text(f, hp[0] ? hp[0] : "{}");
+    for (int i = 1; i < 3; i++) {
+        fputc(',', f);
+        csv_text(f, hp[i] ? hp[i] : "");
+    }
+}
+
+/* The hyperparameters a trial ran with, {"name": value, ...}, and the names of those that took
+ * defaults, ["name", ...], as JSON text (malloc'ed; NULL for a trial that has not started). */
+static char *resolved_json(const tb_trial_record *t)
+{
+    return t->resolved_hparams.count ? tb_store_hparams_json(&t->resolved_hparams) : NULL;
+}
+
+static char *defaults_json(const tb_trial_record *t)
+{
+    if (t->resolved_hparams.count == 0) return NULL;
+    cJSON *a = cJSON_CreateArray();
+    for (int i = 0; i < t->default_hparams.count; i++)
+        cJSON_AddItemToArray(a, cJSON_CreateString(t->default_hparams.names[i]));
+    char *text = cJSON_PrintUnformatted(a);
+    cJSON_Delete(a);
+    return text;
 }
 
 static void csv_trial(FILE *f, const tb_trial_record *t, const tb_eval_record *ev, int n)
 {
-    char *hp = tb_store_hparams_json(&t->hparams);
+    /* the point, the values in effect, the names that took defaults */
+    char *hp[3] = {tb_store_hparams_json(&t->hparams), resolved_json(t), defaults_json(t)};
     int preemptions = t->attempts > 0 ? t->attempts - 1 : 0;
     if (n == 0) {
         /* a trial without evals (failed before its first, or not run yet) still has its row:
@@ -84,13 +114,7 @@ static void csv_trial(FILE *f, const tb_trial_record *t, const tb_eval_record *e
         csv_real(f, e->test_error);
         fprintf(f, ",%lld\n", (long long)e->test_examples);
     }
-    free(hp);
-}
-
-static void json_real(cJSON *o, const char *k, double v)
-{
-    if (isfinite(v)) cJSON_AddNumberToObject(o, k, v);
-    else cJSON_AddNullToObject(o, k);
+    for (int i = 0; i < 3; i++) free(hp[i]);
 }
 
 static void jsonl_trial(FILE *f, const tb_trial_record *t, const tb_eval_record *ev, int n)
@@ -106,6 +130,14 @@ static void jsonl_trial(FILE *f, const tb_trial_record *t, const tb_eval_record 
     char *hp = tb_store_hparams_json(&t->hparams);
     char *seeds = tb_store_seeds_json(t->seeds);
     cJSON_AddItemToObject(o, "hparams", cJSON_Parse(hp ? hp : "{}"));
+    char *resolved[2] = {resolved_json(t), defaults_json(t)};
+    const char *keys[2] = {"resolved_hparams", "default_hparams"};
+    for (int i = 0; i < 2; i++) {
+        cJSON *x = resolved[i] ? cJSON_Parse(resolved[i]) : NULL;
+        if (x) cJSON_AddItemToObject(o, keys[i], x);
+        else cJSON_AddNullToObject(o, keys[i]);
+        free(resolved[i]);
+    }
     /* raw: exact integers (cJSON's doubles would round seeds above 2^53) */
     cJSON_AddItemToObject(o, "seeds", cJSON_CreateRaw(seeds ? seeds : "{}"));
     free(hp);

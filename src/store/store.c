@@ -23,6 +23,7 @@ static const char schema[] =
     "  time_to_target REAL, submission_time REAL NOT NULL DEFAULT 0,"
     "  steps INTEGER NOT NULL DEFAULT 0, code_version TEXT NOT NULL DEFAULT '',"
     "  machine TEXT NOT NULL DEFAULT '', started TEXT, finished TEXT,"
+    "  resolved_hparams TEXT, default_hparams TEXT,"
     "  UNIQUE(benchmark, submission, workload, ruleset, study, trial));"
     "CREATE TABLE IF NOT EXISTS evals("
     "  trial_id INTEGER NOT NULL REFERENCES trials(id), idx INTEGER NOT NULL,"
@@ -32,7 +33,38 @@ static const char schema[] =
     "  validation_examples INTEGER, test_loss REAL, test_accuracy REAL, test_error REAL,"
     "  test_examples INTEGER, PRIMARY KEY(trial_id, idx));"
     "INSERT OR IGNORE INTO meta(key, value) VALUES('format', 'trainbench-store'),"
-    "  ('schema_version', '1');"; /* TB_STORE_SCHEMA_VERSION */
+    "  ('schema_version', '2');"; /* TB_STORE_SCHEMA_VERSION */
+
+/* Schema 1 (before resolved hyperparameters) to 2: the two columns the trials table gained. */
+static const char schema_2_columns[] =
+    "ALTER TABLE trials ADD COLUMN resolved_hparams TEXT;"
+    "ALTER TABLE trials ADD COLUMN default_hparams TEXT;"
+    "UPDATE meta SET value='2' WHERE key='schema_version';";
+
+/* Whether the trials table has schema 2's columns. */
+static bool has_schema_2(sqlite3 *db)
+{
+    sqlite3_stmt *q = NULL;
+    bool ok = sqlite3_prepare_v2(db, "SELECT resolved_hparams, default_hparams FROM trials "
+                                     "LIMIT 0", -1, &q, NULL) == SQLITE_OK;
+    sqlite3_finalize(q);
+    return ok;
+}
+
+/* Brings a writable store to schema 2, in a transaction that checks again (two processes may
+ * open an old store at once). */
+static tb_status upgrade_schema(tb_store *s, tb_error *err)
+{
+    if (has_schema_2(s->db)) return TB_OK;
+    tb_status st = tb_store_exec(s, "BEGIN IMMEDIATE", err);
+    if (st != TB_OK) return st;
+    if (!has_schema_2(s->db)) st = tb_store_exec(s, schema_2_columns, err);
+    if (st != TB_OK) {
+        tb_store_exec(s, "ROLLBACK", NULL);
+        return st;
+    }
+    return tb_store_exec(s, "COMMIT", err);
+}
 
 static const char *status_names[] = {"planned", "running", "done", "failed"};
 
@@ -46,6 +78,11 @@ static tb_trial_status status_parse(const char *s)
     for (int i = 0; i < 4; i++)
         if (s && strcmp(s, status_names[i]) == 0) return (tb_trial_status)i;
     return TB_TRIAL_FAILED;
+}
+
+tb_status tb_store_null(tb_error *err, const char *fn, const char *what)
+{
+    return tb_fail(err, TB_ERR_INVALID, "%s: %s is NULL", fn, what);
 }
 
 tb_status tb_store_sql_fail(tb_store *s, tb_error *err, const char *what)
@@ -66,12 +103,17 @@ tb_status tb_store_exec(tb_store *s, const char *sql, tb_error *err)
     return TB_OK;
 }
 
-#define TB_STORE_SCHEMA_VERSION "1"
+#define TB_STORE_SCHEMA_VERSION "2"
+/* Schema 1 lacks these columns of schema 2: a writable open adds them (upgrade_schema), a
+ * read-only one reads NULL for them. */
+static const char *const schema_2_only[] = {"trials.resolved_hparams", "trials.default_hparams"};
 
-/* The first column of schema's tables (`table`, or any of them) that `db` lacks: "" when it has
- * them all. The reference is the schema itself, created in memory, so the check cannot drift
- * from the CREATE statements above. Returns false if the check could not run (sets why). */
-static bool missing_column(sqlite3 *db, char *missing, size_t cap, char *why, size_t why_cap)
+/* The first "table.column" of schema's tables that `db` lacks, other than the n_excused names
+ * in excused: "" when it has them all. The reference is the schema itself, created in memory,
+ * so the check cannot drift from the CREATE statements above. Returns false if the check could
+ * not run (sets why). */
+static bool missing_column(sqlite3 *db, const char *const *excused, size_t n_excused,
+                           char *missing, size_t cap, char *why, size_t why_cap)
 {
     sqlite3 *ref = NULL;
     sqlite3_stmt *cols = NULL, *has = NULL;
@@ -92,8 +134,11 @@ static bool missing_column(sqlite3 *db, char *missing, size_t cap, char *why, si
         sqlite3_bind_text(has, 1, table, -1, SQLITE_TRANSIENT);
         sqlite3_bind_text(has, 2, column, -1, SQLITE_TRANSIENT);
         ok = sqlite3_step(has) == SQLITE_ROW;
-        if (ok && sqlite3_column_int(has, 0) == 0)
+        if (ok && sqlite3_column_int(has, 0) == 0) {
             snprintf(missing, cap, "%s.%s", table, column);
+            for (size_t i = 0; i < n_excused; i++)
+                if (strcmp(missing, excused[i]) == 0) missing[0] = '\0';
+        }
     }
     if (!ok) snprintf(why, why_cap, "%s", sqlite3_errmsg(has ? db : ref ? ref : db));
     sqlite3_finalize(has);
@@ -113,13 +158,17 @@ static bool schema_is_current(sqlite3 *db, char *why, size_t cap)
         sqlite3_step(q) == SQLITE_ROW && sqlite3_column_text(q, 0))
         snprintf(version, sizeof version, "%s", (const char *)sqlite3_column_text(q, 0));
     sqlite3_finalize(q);
-    if (strcmp(version, TB_STORE_SCHEMA_VERSION) != 0) {
-        snprintf(why, cap, "schema version %s; this build reads version %s", version,
+    /* schema 1 is read as it is and upgraded when opened to write */
+    const bool v1 = strcmp(version, "1") == 0;
+    if (!v1 && strcmp(version, TB_STORE_SCHEMA_VERSION) != 0) {
+        snprintf(why, cap, "schema version %s; this build reads versions 1 and %s", version,
                  TB_STORE_SCHEMA_VERSION);
         return false;
     }
     char missing[160];
-    if (!missing_column(db, missing, sizeof missing, why, cap)) return false;
+    if (!missing_column(db, schema_2_only, v1 ? sizeof schema_2_only / sizeof *schema_2_only : 0,
+                        missing, sizeof missing, why, cap))
+        return false;
     if (missing[0]) {
         snprintf(why, cap, "schema version %s but no column %s: written by another build",
                  version, missing);
@@ -242,7 +291,10 @@ static tb_status open_store(const char *path, bool writable, tb_store **out, tb_
     if (st == TB_OK && writable) {
         st = tb_store_exec(s, "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;", err);
         if (st == TB_OK) st = tb_store_exec(s, schema, err);
+        if (st == TB_OK) st = upgrade_schema(s, err);
     }
+    /* a store of schema 1 opened read-only reads its trials without the new columns */
+    if (st == TB_OK) s->schema_2 = has_schema_2(s->db);
     if (st != TB_OK) {
         tb_store_close(s);
         return st;
@@ -416,7 +468,7 @@ char *tb_store_hparams_json(const tb_hparams *hp)
 static void hparams_from_json(const char *text, tb_hparams *hp)
 {
     memset(hp, 0, sizeof *hp);
-    cJSON *o = cJSON_Parse(text);
+    cJSON *o = text ? cJSON_Parse(text) : NULL;
     for (const cJSON *v = o ? o->child : NULL; v; v = v->next)
         if (cJSON_IsNumber(v)) tb_hparams_set(hp, v->string, v->valuedouble, NULL);
     cJSON_Delete(o);
@@ -449,10 +501,19 @@ static void seeds_from_json(const char *text, uint64_t *seeds)
 }
 
 /* ---- trials ---------------------------------------------------------------------------------- */
-#define TRIAL_COLUMNS                                                                           \
+#define TRIAL_COLUMNS_1                                                                         \
     "id, benchmark, submission, submission_spec, workload, ruleset, study, trial, hparams, "    \
     "seeds, metric, target, budget_s, eval_period_s, stop_at_target, status, reason, attempts, " \
-    "reached, time_to_target, submission_time, steps, code_version, machine"
+    "reached, time_to_target, submission_time, steps, code_version, machine, "
+
+/* SELECT <the columns read_trial reads> FROM trials <rest> into sql (schema 1: NULL for the
+ * columns of schema 2). */
+static const char *select_trials(const tb_store *s, const char *rest, char *sql, size_t cap)
+{
+    snprintf(sql, cap, "SELECT " TRIAL_COLUMNS_1 "%s FROM trials %s",
+             s->schema_2 ? "resolved_hparams, default_hparams" : "NULL, NULL", rest);
+    return sql;
+}
 
 static void copy_text(char *dst, size_t cap, sqlite3_stmt *q, int col)
 {
@@ -488,6 +549,8 @@ static void read_trial(sqlite3_stmt *q, tb_trial_record *t)
     t->steps = sqlite3_column_int64(q, 21);
     copy_text(t->code_version, sizeof t->code_version, q, 22);
     copy_text(t->machine, sizeof t->machine, q, 23);
+    hparams_from_json((const char *)sqlite3_column_text(q, 24), &t->resolved_hparams);
+    hparams_from_json((const char *)sqlite3_column_text(q, 25), &t->default_hparams);
 }
 
 tb_status tb_store_plan_trial(tb_store *s, tb_trial_record *t, tb_error *err)
@@ -542,9 +605,9 @@ tb_status tb_store_trials(tb_store *s, const char *benchmark, tb_trial_record **
     *out = NULL;
     *n = 0;
     sqlite3_stmt *q = NULL;
-    const char *sql = benchmark
-                          ? "SELECT " TRIAL_COLUMNS " FROM trials WHERE benchmark=? ORDER BY id"
-                          : "SELECT " TRIAL_COLUMNS " FROM trials ORDER BY id";
+    char buf[1024];
+    const char *sql = select_trials(s, benchmark ? "WHERE benchmark=? ORDER BY id" : "ORDER BY id",
+                                    buf, sizeof buf);
     if (sqlite3_prepare_v2(s->db, sql, -1, &q, NULL))
         return tb_store_sql_fail(s, err, "reading trials");
     if (benchmark) sqlite3_bind_text(q, 1, benchmark, -1, SQLITE_TRANSIENT);
@@ -567,9 +630,10 @@ tb_status tb_store_trials(tb_store *s, const char *benchmark, tb_trial_record **
 
 tb_status tb_store_trial_get(tb_store *s, int64_t id, tb_trial_record *out, tb_error *err)
 {
+    if (!s || !out) return tb_store_null(err, "store_trial_get", s ? "out" : "the store");
     sqlite3_stmt *q = NULL;
-    if (sqlite3_prepare_v2(s->db, "SELECT " TRIAL_COLUMNS " FROM trials WHERE id=?", -1, &q,
-                           NULL))
+    char sql[1024];
+    if (sqlite3_prepare_v2(s->db, select_trials(s, "WHERE id=?", sql, sizeof sql), -1, &q, NULL))
         return tb_store_sql_fail(s, err, "reading a trial");
     sqlite3_bind_int64(q, 1, id);
     int rc = sqlite3_step(q);
@@ -598,7 +662,8 @@ tb_status tb_store_trial_start(tb_store *s, int64_t id, const char *code_version
                                 "UPDATE trials SET status='running', attempts=attempts+1, "
                                 "reason='', reached=0, time_to_target=NULL, submission_time=0, "
                                 "steps=0, code_version=?, machine=?, started=datetime('now'), "
-                                "finished=NULL WHERE id=?", -1, &q, NULL);
+                                "finished=NULL, resolved_hparams=NULL, default_hparams=NULL "
+                                "WHERE id=?", -1, &q, NULL);
     if (rc == SQLITE_OK) {
         sqlite3_bind_text(q, 1, code_version, -1, SQLITE_TRANSIENT);
         sqlite3_bind_text(q, 2, machine, -1, SQLITE_TRANSIENT);
@@ -645,6 +710,29 @@ tb_status tb_store_add_eval(tb_store *s, int64_t trial_id, const tb_eval_record 
     int rc = sqlite3_step(q); /* autocommit: one transaction per eval */
     sqlite3_finalize(q);
     return rc == SQLITE_DONE ? TB_OK : tb_store_sql_fail(s, err, "recording an eval");
+}
+
+tb_status tb_store_trial_hparams(tb_store *s, int64_t id, const tb_hparams *resolved,
+                                 const tb_hparams *defaults, tb_error *err)
+{
+    if (!s || !resolved || !defaults)
+        return tb_store_null(err, "store_trial_hparams",
+                             !s ? "the store" : !resolved ? "resolved" : "defaults");
+    sqlite3_stmt *q = NULL;
+    if (sqlite3_prepare_v2(s->db,
+                           "UPDATE trials SET resolved_hparams=?, default_hparams=? WHERE id=?",
+                           -1, &q, NULL))
+        return tb_store_sql_fail(s, err, "recording a trial's hyperparameters");
+    char *values = tb_store_hparams_json(resolved), *dflt = tb_store_hparams_json(defaults);
+    sqlite3_bind_text(q, 1, values ? values : "{}", -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(q, 2, dflt ? dflt : "{}", -1, SQLITE_TRANSIENT);
+    sqlite3_bind_int64(q, 3, id);
+    int rc = sqlite3_step(q);
+    sqlite3_finalize(q);
+    free(values);
+    free(dflt);
+    return rc == SQLITE_DONE ? TB_OK
+                             : tb_store_sql_fail(s, err, "recording a trial's hyperparameters");
 }
 
 tb_status tb_store_trial_finish(tb_store *s, int64_t id, tb_trial_status status,

@@ -5,12 +5,16 @@
 #include "trainbench/store.h"
 
 #include <sqlite3.h>
+#include <stdbool.h>
 
 struct tb_store {
     sqlite3 *db;
     char path[1024];
+    bool schema_2; /* the trials table has the resolved and default hyperparameters */
 };
 
+/* TB_ERR_INVALID "fn: what is NULL". */
+tb_status tb_store_null(tb_error *err, const char *fn, const char *what);
 tb_status tb_store_sql_fail(tb_store *s, tb_error *err, const char *what);
 tb_status tb_store_exec(tb_store *s, const char *sql, tb_error *err);
 /* JSON text (malloc'ed) of a hyperparameter point / of the seeds by stream name. */
