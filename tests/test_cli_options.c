@@ -97,8 +97,8 @@ static void test_data_options(void)
         if (!CHECK(run(cmd) == 2 && has(name) && has("give --cache-dir DIR")))
             fprintf(stderr, "for: trainbench %s\n", cmd);
     }
-    CHECK(run("variance --sources init --runs 2 --steps 1 --eval-examples 100 -q --cache-dir /tmp") ==
-          0);
+    CHECK(run("variance --sources init --runs 2 --steps 1 --eval-examples 100 -q "
+              "--cache-dir /tmp") == 0);
     if (home) setenv("HOME", saved_home, 1);
     if (xdg) setenv("XDG_CACHE_HOME", saved_xdg, 1);
 }
