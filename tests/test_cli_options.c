@@ -129,8 +129,6 @@ int main(void)
     test_one_rule();
     test_data_options();
     test_search_spaces_dir();
-    char args[512];
-    snprintf(args, sizeof args, "rm -f %s %s-wal %s-shm %s-lock", db, db, db, db);
-    CHECK(system(args) == 0);
+    tb_test_remove_store(db);
     return tb_test_finish("test_cli_options");
 }

@@ -327,3 +327,13 @@ int tb_test_count_trials(const char *db, const char *bench, tb_trial_status want
     tb_store_close(store);
     return k;
 }
+
+void tb_test_remove_store(const char *path)
+{
+    static const char *const suffixes[] = {"", "-wal", "-shm", "-lock"};
+    for (size_t i = 0; i < sizeof suffixes / sizeof *suffixes; i++) {
+        char p[1100];
+        snprintf(p, sizeof p, "%s%s", path, suffixes[i]);
+        unlink(p);
+    }
+}

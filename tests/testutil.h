@@ -92,6 +92,8 @@ int tb_test_bench_in_child(const char *db, const tb_bench_spec *s);
 int tb_test_count_trials(const char *db, const char *bench, tb_trial_status want,
                          int *with_evals);
 int tb_test_run_cli(const char *args, char *out, size_t cap);
+/* Removes a results store's file and its -wal, -shm and -lock files (those there). */
+void tb_test_remove_store(const char *path);
 /* Whether out contains needle; prints out when not. */
 bool tb_test_output_has(const char *out, const char *needle);
 

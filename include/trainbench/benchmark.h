@@ -130,7 +130,8 @@ typedef struct tb_bench_summary {
 
 /* Plans spec into the store at store_path (idempotent: a second call with the same spec adds
  * nothing; a different spec under the same name is refused) and runs every trial that is not
- * finished, each in a child process, reporting each to progress (optional). The run holds a
+ * finished, each in a child process, reporting each to progress (optional; summary may be
+ * NULL too). The run holds a
  * lock on the benchmark (<store_path>-lock) throughout: while another process runs the same
  * benchmark of the same store, it fails at once (TB_ERR_IO naming that process). store_path
  * must be a file ("" and ":memory:" fail with TB_ERR_INVALID). */
@@ -140,7 +141,8 @@ tb_status tb_bench_run(const char *store_path, const tb_bench_spec *spec,
 
 /* The code version compiled in (git describe at configure time, or the package version). */
 const char *tb_code_version(void);
-/* Machine facts as one JSON object (cpu model, cores, threads, blas): written to buf. */
+/* Machine facts as one JSON object (cpu model, cores, threads, blas: backend_description,
+ * NULL for none): written to buf. */
 void tb_machine_facts(const char *backend_description, int threads, char *buf, size_t cap);
 
 #ifdef __cplusplus

@@ -201,7 +201,8 @@ tb_status tb_pab_unpaired(const double *a, int64_t na, const double *b, int64_t 
 tb_verdict tb_pab_decide(tb_interval ci, double gamma);
 
 /* Writes one human sentence about r into buf (at most cap bytes, always NUL-terminated when
- * cap > 0), e.g. "adamw better than sgd: P(A>B) = 0.83, 95% CI [0.65, 0.94], 30 pairs" or
+ * cap > 0; buf NULL: nothing written; r NULL: an empty sentence), e.g. "adamw better than
+ * sgd: P(A>B) = 0.83, 95% CI [0.65, 0.94], 30 pairs" or
  * "not significant: need about 39 more pairs (49 in all ...) ...". name_a / name_b may be
  * NULL ("A", "B"). Returns the length the full sentence needs (as snprintf). */
 int tb_pab_describe(const tb_pab_result *r, const char *name_a, const char *name_b, char *buf,

@@ -10,7 +10,12 @@
  * argument, a tape op or other call that returns a tb_var returns NULL (recording the failure
  * on the tape when there is one), and destroy and free functions accept NULL. Plain queries
  * and kernels without a status (tb_tensor_numel, tb_rng_*, tb_backend_alloc...) need valid
- * pointers. err itself may always be NULL. */
+ * pointers. The harness's calls (data.h, pipeline.h, step.h, workload.h, train.h, study.h,
+ * store.h, score.h, stats.h, tune.h, submission.h, benchmark.h) check every pointer: those
+ * with a status fail with TB_ERR_INVALID naming it, those that build on a tape as tape ops do,
+ * and queries and writers given a NULL object return an empty answer (NULL, "", 0, false,
+ * -1 for a class, NaN for a number, a zeroed struct) or do nothing. err itself may always be
+ * NULL. */
 #ifndef TRAINBENCH_STATUS_H
 #define TRAINBENCH_STATUS_H
 

@@ -23,7 +23,8 @@ extern "C" {
 
 typedef struct tb_search_space tb_search_space;
 
-/* Parses JSON text. `source` names it in messages (a file name or "sgd's search space").
+/* Parses JSON text. `source` names it in messages (a file name or "sgd's search space"; NULL:
+ * "search space").
  * Malformed JSON fails with TB_ERR_FORMAT and the position; a range with min > max, a log
  * range that is not positive, an unknown scaling or key, an empty feasible list or a
  * non-numeric value fail with TB_ERR_INVALID naming the hyperparameter. Free with
@@ -39,7 +40,7 @@ int tb_search_space_dims(const tb_search_space *space);
 /* Points of an explicit list; 0 for a space of ranges. */
 int tb_search_space_list_size(const tb_search_space *space);
 /* The point of u in [0,1)^dims: linear min + u (max - min); log min exp(u ln(max/min));
- * feasible points feasible[floor(u n)]. */
+ * feasible points feasible[floor(u n)]. A NULL space or u leaves *out empty. */
 void tb_search_space_map(const tb_search_space *space, const double *u, tb_hparams *out);
 
 /* Draws `studies` x `trials` points: for a space of ranges, studies*trials distinct Halton

@@ -92,8 +92,8 @@ typedef struct tb_workload_config {
 
 typedef struct tb_workload tb_workload;
 
-/* Loads the data and declares the model. Fails with TB_ERR_MISSING (naming the package) when
- * the data is not installed, TB_ERR_FORMAT when a file is corrupt. */
+/* Loads the data and declares the model (config NULL: the defaults). Fails with TB_ERR_MISSING
+ * (naming the package) when the data is not installed, TB_ERR_FORMAT when a file is corrupt. */
 tb_status tb_workload_create(const char *id, tb_backend *be, const tb_workload_config *config,
                              tb_workload **out, tb_error *err);
 void tb_workload_destroy(tb_workload *wl);
@@ -179,9 +179,10 @@ bool tb_workload_upload(tb_workload *wl, tb_tape *tape, int64_t n, const void *x
                         tb_var **inputs, tb_var **targets);
 
 /* ---- layers for curvature methods --------------------------------------------------------- */
-/* Writes up to max of the model's linear and conv layers, in forward order, to out (which may
- * be NULL when max is 0) and returns how many the model has. Their input/output fields
- * refer to the latest forward pass. Embeddings, norms and attention are not layers here. */
+/* Writes up to max of the model's linear and conv layers, in forward order, to out (out NULL:
+ * none written) and returns how many the model has (0 for a NULL workload). Their
+ * input/output fields refer to the latest forward pass. Embeddings, norms and attention are
+ * not layers here. */
 int tb_workload_layers(tb_workload *wl, tb_layer_ref *out, int max);
 
 /* ---- the prepared-data cache --------------------------------------------------------------- */
@@ -204,7 +205,8 @@ typedef struct tb_prepare_report {
 bool tb_default_cache_dir(char *buf, size_t size);
 
 /* Builds the cache of the data of workload `id` in config->cache_dir from the Debian package's
- * files (config->data_dir), or checks and reuses the one there (force: rebuild anyway). A
+ * files (config->data_dir), or checks and reuses the one there (force: rebuild anyway); config
+ * NULL means the defaults and report may be NULL. A
  * corrupt or stale cache is rebuilt. Temporary files of the cache left by processes that are
  * no longer running (<cache file>.tmp.<PID>; PIDs of this machine) are removed. Workloads reading their files directly (Fashion-MNIST)
  * only check that the files are there. Fails with TB_ERR_MISSING naming the package (and how

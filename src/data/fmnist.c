@@ -69,6 +69,7 @@ static tb_status read_part(const char *dir, const char *name, int ndim, char *pa
 
 tb_status tb_fmnist_files(const char *dir, int64_t *bytes, tb_error *err)
 {
+    if (!bytes) return tb_fail(err, TB_ERR_INVALID, "tb_fmnist_files: bytes is NULL");
     if (!dir) dir = TB_FMNIST_DEFAULT_DIR;
     static const char *const files[4] = {"train-images-idx3-ubyte.gz",
                                          "train-labels-idx1-ubyte.gz",
@@ -99,6 +100,7 @@ tb_status tb_fmnist_load_n(const char *dir, const char *split, int64_t want_n,
 {
     if (!out) return tb_fail(err, TB_ERR_INVALID, "tb_fmnist_load: out is NULL");
     memset(out, 0, sizeof *out);
+    if (!split) return tb_fail(err, TB_ERR_INVALID, "tb_fmnist_load: split is NULL");
     if (!dir) dir = TB_FMNIST_DEFAULT_DIR;
     const char *prefix;
     if (split && strcmp(split, "train") == 0)
@@ -108,7 +110,7 @@ tb_status tb_fmnist_load_n(const char *dir, const char *split, int64_t want_n,
     else
         return tb_fail(err, TB_ERR_INVALID,
                        "Fashion-MNIST has no split \"%s\" (the splits are train and test)",
-                       split ? split : "(null)");
+                       split);
     if (!is_dir(dir)) return not_found(err, dir, "");
 
     char images_name[64], labels_name[64];

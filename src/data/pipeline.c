@@ -60,6 +60,8 @@ const char *tb_echo_kind_name(tb_echo_kind kind)
 
 tb_status tb_echo_kind_parse(const char *name, tb_echo_kind *out, tb_error *err)
 {
+    if (!name || !out)
+        return tb_fail(err, TB_ERR_INVALID, "echo_kind_parse: %s is NULL", name ? "out" : "name");
     if (strcmp(name, "none") == 0) *out = TB_ECHO_NONE;
     else if (strcmp(name, "example") == 0 || strcmp(name, "example_before_augment") == 0)
         *out = TB_ECHO_EXAMPLE_BEFORE_AUGMENT;
@@ -293,6 +295,9 @@ static tb_status check_config(const tb_pipeline_config *c, const tb_example_layo
 tb_status tb_pipeline_create(tb_workload *wl, const tb_pipeline_config *cfg, tb_pipeline **out,
                              tb_error *err)
 {
+    if (!wl || !cfg || !out)
+        return tb_fail(err, TB_ERR_INVALID, "pipeline_create: %s is NULL",
+                       !wl ? "the workload" : !cfg ? "config" : "out");
     int64_t n = tb_workload_size(wl, TB_SPLIT_TRAIN);
     tb_example_layout lay = tb_workload_layout(wl);
     tb_status st = check_config(cfg, &lay, n, err);
@@ -379,6 +384,9 @@ void tb_pipeline_destroy(tb_pipeline *p)
 
 tb_status tb_pipeline_next(tb_pipeline *p, tb_tape *tape, tb_batch *out, tb_error *err)
 {
+    if (!p || !tape || !out)
+        return tb_fail(err, TB_ERR_INVALID, "pipeline_next: %s is NULL",
+                       !p ? "the pipeline" : !tape ? "the tape" : "out");
     pthread_mutex_lock(&p->mu);
     if (p->held) { /* give back the slot of the previous batch */
         p->head = (p->head + 1) % p->nslots;
@@ -410,7 +418,7 @@ tb_status tb_pipeline_next(tb_pipeline *p, tb_tape *tape, tb_batch *out, tb_erro
 
 int64_t tb_pipeline_epoch(const tb_pipeline *p)
 {
-    return p->per_epoch ? (p->fresh_delivered + p->per_epoch - 1) / p->per_epoch : 0;
+    return p && p->per_epoch ? (p->fresh_delivered + p->per_epoch - 1) / p->per_epoch : 0;
 }
-int64_t tb_pipeline_fresh_examples(const tb_pipeline *p) { return p->fresh_delivered; }
-int64_t tb_pipeline_batches(const tb_pipeline *p) { return p->batches; }
+int64_t tb_pipeline_fresh_examples(const tb_pipeline *p) { return p ? p->fresh_delivered : 0; }
+int64_t tb_pipeline_batches(const tb_pipeline *p) { return p ? p->batches : 0; }

@@ -238,6 +238,7 @@ static tb_status cache_write(const char *dir, const char *path, uint32_t kind, u
 
 bool tb_default_cache_dir(char *buf, size_t size)
 {
+    if (!buf) return false;
     const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
     int n = -1;
     /* the XDG Base Directory spec: a relative path in XDG_CACHE_HOME is invalid, ignored */

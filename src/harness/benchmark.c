@@ -20,6 +20,7 @@
 
 void tb_machine_facts(const char *blas, int threads, char *buf, size_t cap)
 {
+    if (!buf || cap == 0) return;
     char model[256] = "unknown";
     FILE *f = fopen("/proc/cpuinfo", "r");
     char line[512];
@@ -62,6 +63,9 @@ tb_bench_spec tb_bench_spec_default(void)
 
 tb_status tb_bench_preset(const char *preset, tb_bench_spec *s, tb_error *err)
 {
+    if (!preset || !s)
+        return tb_fail(err, TB_ERR_INVALID, "bench_preset: %s is NULL",
+                       preset ? "the spec" : "the preset's name");
     if (strcmp(preset, "quick") == 0) {
         s->ruleset = TB_RULESET_EXTERNAL;
         s->studies = 2;
@@ -373,6 +377,15 @@ static tb_status bench_lock(const char *store_path, const char *name, int *fd_ou
 
 static tb_status check_spec(const tb_bench_spec *s, tb_error *err)
 {
+    if (!s) return tb_fail(err, TB_ERR_INVALID, "bench_run: the spec is NULL");
+    if (!s->submissions && s->n_submissions > 0)
+        return tb_fail(err, TB_ERR_INVALID, "bench_run: spec->submissions is NULL");
+    for (int i = 0; s->submissions && i < s->n_submissions; i++)
+        if (!s->submissions[i])
+            return tb_fail(err, TB_ERR_INVALID, "bench_run: submission %d is NULL", i);
+    for (int i = 0; s->workloads && i < s->n_workloads; i++)
+        if (!s->workloads[i])
+            return tb_fail(err, TB_ERR_INVALID, "bench_run: workload %d is NULL", i);
     if (!s->name || !s->name[0] || strlen(s->name) >= 64)
         return tb_fail(err, TB_ERR_INVALID, "a benchmark needs a name (under 64 characters)");
     if (s->n_submissions < 1)
@@ -391,6 +404,7 @@ tb_status tb_bench_run(const char *store_path, const tb_bench_spec *s,
 {
     tb_bench_summary sum = {0};
     if (summary) *summary = sum;
+    if (!store_path) return tb_fail(err, TB_ERR_INVALID, "bench_run: the store's path is NULL");
     tb_status st = check_spec(s, err);
     if (st != TB_OK) return st;
     /* the workloads */

@@ -28,6 +28,9 @@ tb_status tb_trial_run_isolated(const char *store_path, int64_t trial_id,
                                 const tb_submission_ref *sub, const tb_trial_options *opts,
                                 tb_error *err)
 {
+    if (!store_path || !sub || !opts)
+        return tb_fail(err, TB_ERR_INVALID, "trial_run_isolated: %s is NULL",
+                       !store_path ? "the store's path" : !sub ? "the submission" : "opts");
     tb_store *store;
     tb_status st = tb_store_open(store_path, &store, err);
     if (st != TB_OK) return st;

@@ -43,9 +43,12 @@ tb_status tb_step_runner_create(tb_tape *tape, tb_params *params, tb_optimizer *
                                 const tb_step_config *config, tb_step_runner **out,
                                 tb_error *err)
 {
-    if (!tape || !params || !opt || !config || !config->loss)
-        return tb_fail(err, TB_ERR_INVALID, "step runner: tape, parameters, optimizer and a "
-                       "loss function are required");
+    if (!tape || !params || !opt || !config || !config->loss || !out)
+        return tb_fail(err, TB_ERR_INVALID,
+                       "step_runner_create: %s is NULL (tape, parameters, optimizer and a loss "
+                       "function are required)",
+                       !tape ? "the tape" : !params ? "params" : !opt ? "the optimizer"
+                       : !config ? "config" : !config->loss ? "config->loss" : "out");
     if (config->warmup_steps < 0)
         return tb_fail(err, TB_ERR_INVALID, "step runner: warmup_steps = %d is negative",
                        config->warmup_steps);
@@ -85,9 +88,9 @@ void tb_step_runner_destroy(tb_step_runner *r)
     free(r);
 }
 
-bool tb_step_runner_graphed(const tb_step_runner *r) { return r->graph; }
-int64_t tb_step_runner_replays(const tb_step_runner *r) { return r->replays; }
-const char *tb_step_runner_note(const tb_step_runner *r) { return r->note; }
+bool tb_step_runner_graphed(const tb_step_runner *r) { return r && r->graph; }
+int64_t tb_step_runner_replays(const tb_step_runner *r) { return r ? r->replays : 0; }
+const char *tb_step_runner_note(const tb_step_runner *r) { return r ? r->note : ""; }
 
 /* The loss of the batch on the tape, or NULL with err filled (naming the step). */
 static tb_var *build_loss(tb_step_runner *r, const tb_batch *b, tb_rng *dropout, int64_t step,
@@ -204,6 +207,9 @@ static tb_status replay_step(tb_step_runner *r, const tb_batch *b, double lr_sca
 tb_status tb_step_runner_step(tb_step_runner *r, tb_pipeline *pipe, double lr_scale,
                               tb_rng *dropout, float *loss, int64_t *batch_n, tb_error *err)
 {
+    if (!r || !pipe)
+        return tb_fail(err, TB_ERR_INVALID, "step_runner_step: %s is NULL",
+                       r ? "the pipeline" : "the runner");
     int64_t step = r->steps + 1;
     if (loss) *loss = NAN;
     tb_tape_reset(r->tape);

@@ -20,6 +20,9 @@ const char *tb_study_metric_name(tb_study_metric m)
 
 tb_status tb_study_metric_parse(const char *name, tb_study_metric *out, tb_error *err)
 {
+    if (!name || !out)
+        return tb_fail(err, TB_ERR_INVALID, "study_metric_parse: %s is NULL",
+                       name ? "out" : "name");
     for (int i = 0; i < N_METRICS; i++)
         if (strcmp(name, metric_names[i]) == 0) {
             *out = (tb_study_metric)i;
@@ -33,6 +36,7 @@ tb_status tb_study_metric_parse(const char *name, tb_study_metric *out, tb_error
 
 double tb_study_metric_value(tb_study_metric m, const tb_train_result *r)
 {
+    if (!r) return NAN;
     switch (m) {
     case TB_METRIC_VALIDATION: return r->validation.metric;
     case TB_METRIC_TEST: return r->test.metric;
@@ -47,6 +51,9 @@ double tb_study_metric_value(tb_study_metric m, const tb_train_result *r)
 
 tb_status tb_study_prepare_config(tb_study_metric m, tb_train_config *c, tb_error *err)
 {
+    if (!c || !c->workload)
+        return tb_fail(err, TB_ERR_INVALID, "study_prepare_config: %s is NULL",
+                       c ? "config->workload" : "config");
     if (m != TB_METRIC_TIME_TO_TARGET) return TB_OK;
     const tb_workload_info *w = NULL;
     for (int i = 0; i < tb_workload_count(); i++)
@@ -122,7 +129,8 @@ static tb_study_metric selection_metric(tb_study_metric m)
 static tb_status check_base(const tb_train_config *c, tb_error *err)
 {
     if (!c->workload || !c->algorithm)
-        return tb_fail(err, TB_ERR_INVALID, "a study needs a workload and an algorithm");
+        return tb_fail(err, TB_ERR_INVALID, "the %s is NULL (a study needs a workload and an "
+                       "algorithm)", c->workload ? "algorithm" : "workload");
     bool known = false;
     for (int i = 0; i < tb_workload_count() && !known; i++)
         known = strcmp(tb_workload_info_at(i)->id, c->workload) == 0;
@@ -140,6 +148,9 @@ void tb_variance_study_free(tb_variance_study *s)
 tb_status tb_variance_study_run(const tb_variance_study_config *cfg, tb_variance_study *out,
                                 tb_error *err)
 {
+    if (!cfg || !out)
+        return tb_fail(err, TB_ERR_INVALID, "variance_study_run: %s is NULL",
+                       cfg ? "out" : "config");
     memset(out, 0, sizeof *out);
     tb_status st = check_base(&cfg->base, err);
     if (st != TB_OK) return st;
@@ -330,6 +341,8 @@ static tb_status summarize_finite(const double *x, int64_t n, tb_summary *out, t
 
 tb_status tb_compare_run(const tb_compare_config *cfg, tb_compare_result *out, tb_error *err)
 {
+    if (!cfg || !out)
+        return tb_fail(err, TB_ERR_INVALID, "compare_run: %s is NULL", cfg ? "out" : "config");
     memset(out, 0, sizeof *out);
     tb_status st = check_base(&cfg->a, err);
     if (st != TB_OK) return tb_error_prefix(err, "side A");
@@ -338,9 +351,12 @@ tb_status tb_compare_run(const tb_compare_config *cfg, tb_compare_result *out, t
     if (cfg->pairs < 2)
         return tb_fail(err, TB_ERR_INVALID, "a comparison needs at least 2 pairs, got %d",
                        cfg->pairs);
-    if (cfg->search_trials < 0 || (cfg->search_trials > 0 && (!cfg->space_a || !cfg->space_b)))
-        return tb_fail(err, TB_ERR_INVALID, "a search needs a search space for each side and "
-                       "at least 1 trial");
+    if (cfg->search_trials < 0)
+        return tb_fail(err, TB_ERR_INVALID, "a search needs at least 1 trial, got %d",
+                       cfg->search_trials);
+    if (cfg->search_trials > 0 && (!cfg->space_a || !cfg->space_b))
+        return tb_fail(err, TB_ERR_INVALID, "a search needs a search space for each side: "
+                       "%s is NULL", cfg->space_a ? "space_b" : "space_a");
     int64_t need; /* the P(A>B) options, checked now rather than after the trainings */
     st = tb_sign_test_sample_size(cfg->pab.alpha, cfg->pab.beta, cfg->pab.gamma, &need, err);
     if (st != TB_OK) return st;

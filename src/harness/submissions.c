@@ -175,6 +175,9 @@ static tb_status load_library(tb_submission_ref *r, const char *spec, tb_error *
 tb_status tb_submission_load(const char *spec, const char *search_space_dir,
                              tb_submission_ref **out, tb_error *err)
 {
+    if (!spec || !out)
+        return tb_fail(err, TB_ERR_INVALID, "submission_load: %s is NULL",
+                       spec ? "out" : "the spec");
     *out = NULL;
     tb_submission_ref *r = calloc(1, sizeof *r);
     if (!r) return tb_fail(err, TB_ERR_NOMEM, "out of memory");
@@ -223,8 +226,11 @@ void tb_submission_unload(tb_submission_ref *r)
     free(r);
 }
 
-const tb_submission *tb_submission_get(const tb_submission_ref *r) { return r->sub; }
-const char *tb_submission_ref_name(const tb_submission_ref *r) { return r->name; }
-const char *tb_submission_ref_spec(const tb_submission_ref *r) { return r->spec; }
-bool tb_submission_ref_external(const tb_submission_ref *r) { return r->library != NULL; }
-const char *tb_submission_ref_search_space(const tb_submission_ref *r) { return r->search_space; }
+const tb_submission *tb_submission_get(const tb_submission_ref *r) { return r ? r->sub : NULL; }
+const char *tb_submission_ref_name(const tb_submission_ref *r) { return r ? r->name : ""; }
+const char *tb_submission_ref_spec(const tb_submission_ref *r) { return r ? r->spec : ""; }
+bool tb_submission_ref_external(const tb_submission_ref *r) { return r && r->library != NULL; }
+const char *tb_submission_ref_search_space(const tb_submission_ref *r)
+{
+    return r ? r->search_space : NULL;
+}

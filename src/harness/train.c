@@ -28,7 +28,7 @@ tb_train_config tb_train_config_default(void)
 
 void tb_train_config_seed_all(tb_train_config *c, uint64_t seed)
 {
-    for (int i = 0; i < TB_STREAM_COUNT; i++) c->seeds[i] = seed;
+    for (int i = 0; c && i < TB_STREAM_COUNT; i++) c->seeds[i] = seed;
 }
 
 typedef struct run {
@@ -162,7 +162,12 @@ static tb_status note_validation(run *r, const tb_workload_info *info, const tb_
 
 tb_status tb_train(const tb_train_config *cfg, tb_train_result *res, tb_error *err)
 {
+    if (!cfg || !res)
+        return tb_fail(err, TB_ERR_INVALID, "train: %s is NULL", cfg ? "the result" : "config");
     memset(res, 0, sizeof *res);
+    if (!cfg->workload || !cfg->algorithm)
+        return tb_fail(err, TB_ERR_INVALID, "train: config->%s is NULL",
+                       cfg->workload ? "algorithm" : "workload");
     res->validation.loss = res->test.loss = NAN;
     res->best_validation_metric = res->time_to_target_s = res->final_train_loss = NAN;
     if (cfg->batch_size < 0)

@@ -200,6 +200,9 @@ tb_status tb_trial_execute(const char *store_path, int64_t trial_id,
                            const tb_submission_ref *ref, const tb_trial_options *opts,
                            tb_error *err)
 {
+    if (!store_path || !ref || !opts)
+        return tb_fail(err, TB_ERR_INVALID, "trial_execute: %s is NULL",
+                       !store_path ? "the store's path" : !ref ? "the submission" : "opts");
     trial_run r;
     memset(&r, 0, sizeof r);
     r.opts = opts;

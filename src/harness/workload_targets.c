@@ -31,7 +31,7 @@ static double quick_target(const tb_workload_info *w)
 
 static bool fill(const tb_workload_info *w, tb_bench_workload *out)
 {
-    if (!w) return false;
+    if (!w || !out) return false;
     memset(out, 0, sizeof *out);
     out->workload = w->id;
     out->metric = w->metric;
@@ -66,6 +66,8 @@ const char *tb_ruleset_name(tb_ruleset r)
 
 tb_status tb_ruleset_parse(const char *name, tb_ruleset *out, tb_error *err)
 {
+    if (!name || !out)
+        return tb_fail(err, TB_ERR_INVALID, "ruleset_parse: %s is NULL", name ? "out" : "name");
     if (strcmp(name, "external") == 0 || strcmp(name, "external_tuning") == 0)
         *out = TB_RULESET_EXTERNAL;
     else if (strcmp(name, "self") == 0 || strcmp(name, "self_tuning") == 0)

@@ -14,7 +14,7 @@ static int cmp_double(const void *a, const void *b)
 
 double tb_score_median(const double *x, int n)
 {
-    if (n < 1) return NAN;
+    if (!x || n < 1) return NAN;
     double *c = malloc((size_t)n * sizeof *c);
     if (!c) return NAN;
     memcpy(c, x, (size_t)n * sizeof *c);
@@ -42,6 +42,9 @@ static double ratio_of(double t, double best, double tau_max)
 tb_status tb_score_compute(int n_subs, int n_wl, const double *times, const int *variant_of,
                            double tau_max, double *ratios, double *scores, tb_error *err)
 {
+    if (!times || !ratios || !scores)
+        return tb_fail(err, TB_ERR_INVALID, "score_compute: %s is NULL",
+                       !times ? "times" : !ratios ? "ratios" : "scores");
     if (n_subs < 1 || n_wl < 1)
         return tb_fail(err, TB_ERR_INVALID, "scoring needs a submission and a workload");
     if (!(tau_max > 1))
@@ -95,6 +98,7 @@ tb_status tb_score_compute(int n_subs, int n_wl, const double *times, const int 
 
 double tb_score_profile(const double *ratios, const bool *counted, int n_wl, double tau)
 {
+    if (!ratios) return NAN;
     int n = 0, k = 0;
     for (int w = 0; w < n_wl; w++) {
         if (counted && !counted[w]) continue;
@@ -107,6 +111,7 @@ double tb_score_profile(const double *ratios, const bool *counted, int n_wl, dou
 double tb_score_speedup(const double *t_ref, const double *t_sub, const double *budgets,
                         int n_wl)
 {
+    if (!t_ref || !t_sub || !budgets) return NAN;
     double sum = 0;
     for (int w = 0; w < n_wl; w++) {
         double a = isfinite(t_ref[w]) ? t_ref[w] : budgets[w] + 1.0;

@@ -45,8 +45,13 @@ static int index_of_wl(const tb_score_table *t, const char *name)
 tb_status tb_score_store(tb_store *store, const tb_score_options *o, tb_score_table **out,
                          tb_error *err)
 {
+    if (!store || !out)
+        return tb_fail(err, TB_ERR_INVALID, "score_store: %s is NULL",
+                       store ? "out" : "the store");
     *out = NULL;
-    if (!o || !o->benchmark) return tb_fail(err, TB_ERR_INVALID, "scoring needs a benchmark name");
+    if (!o || !o->benchmark)
+        return tb_fail(err, TB_ERR_INVALID, "score_store: %s is NULL (scoring needs a benchmark "
+                       "name)", o ? "options->benchmark" : "options");
     tb_trial_record *tr;
     int n;
     tb_status st = tb_store_trials(store, o->benchmark, &tr, &n, err);
@@ -176,6 +181,7 @@ static void fmt_time(char *buf, size_t cap, double x)
 
 void tb_score_table_write_text(const tb_score_table *t, FILE *f)
 {
+    if (!t || !f) return;
     fprintf(f, "benchmark %s (%s tuning): time to target (median over studies of each study's "
                "fastest trial)\n\n", t->benchmark, t->ruleset);
     fprintf(f, "%-24s", "submission");
@@ -216,6 +222,7 @@ static void json_num(cJSON *o, const char *k, double v)
 
 void tb_score_table_write_json(const tb_score_table *t, FILE *f)
 {
+    if (!t || !f) return;
     cJSON *o = cJSON_CreateObject();
     cJSON_AddStringToObject(o, "benchmark", t->benchmark);
     cJSON_AddStringToObject(o, "ruleset", t->ruleset);

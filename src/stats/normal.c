@@ -49,6 +49,7 @@ double tb_normal_quantile(double p)
 
 tb_status tb_normal_quantile_checked(double p, double *out, tb_error *err)
 {
+    if (!out) return tb_fail(err, TB_ERR_INVALID, "normal quantile: out is NULL");
     if (!(p > 0.0 && p < 1.0))
         return tb_fail(err, TB_ERR_INVALID, "normal quantile: probability %g is outside (0, 1)", p);
     *out = tb_normal_quantile(p);

@@ -52,6 +52,8 @@ static tb_status check_pairs(const double *a, const double *b, int64_t n, tb_dir
 {
     if (n < 1)
         return tb_fail(err, TB_ERR_INVALID, "P(A>B): no pairs to compare (n = %lld)", (long long)n);
+    if (!a || !b)
+        return tb_fail(err, TB_ERR_INVALID, "P(A>B): the results of %s are NULL", a ? "B" : "A");
     if (direction != TB_HIGHER_IS_BETTER && direction != TB_LOWER_IS_BETTER)
         return tb_fail(err, TB_ERR_INVALID, "P(A>B): unknown direction %d", (int)direction);
     if (ties != TB_TIES_HALF && ties != TB_TIES_STRICT)
@@ -69,6 +71,7 @@ tb_status tb_pab_estimate(const double *a, const double *b, int64_t n, tb_direct
                           tb_ties ties, double *p, int64_t *wins, int64_t *n_ties, int64_t *losses,
                           tb_error *err)
 {
+    if (!p) return tb_fail(err, TB_ERR_INVALID, "P(A>B): p is NULL");
     tb_status st = check_pairs(a, b, n, direction, ties, err);
     if (st != TB_OK) return st;
     int64_t w = 0, t = 0, l = 0;
@@ -111,6 +114,7 @@ tb_verdict tb_pab_decide(tb_interval ci, double gamma)
 tb_status tb_pab_paired(const double *a, const double *b, int64_t n, const tb_pab_options *opts,
                         tb_pab_result *out, tb_error *err)
 {
+    if (!out) return tb_fail(err, TB_ERR_INVALID, "P(A>B): out is NULL");
     tb_status st = check_options(opts, err);
     if (st != TB_OK) return st;
     tb_pab_result r = {0};
@@ -154,6 +158,7 @@ static int64_t critical_count(int64_t n, double alpha)
 tb_status tb_sign_test_sample_size(double alpha, double beta, double gamma, int64_t *n,
                                    tb_error *err)
 {
+    if (!n) return tb_fail(err, TB_ERR_INVALID, "runs needed: n is NULL");
     if (!(alpha >= TB_STATS_ALPHA_MIN && alpha < 1.0))
         return tb_fail(err, TB_ERR_INVALID, "runs needed: alpha %g (test size) is outside [1e-10, 1)",
                        alpha);
@@ -198,6 +203,9 @@ tb_status tb_pab_unpaired(const double *a, int64_t na, const double *b, int64_t 
                           const tb_pab_options *opts, tb_rng *rng, tb_pab_result *out,
                           tb_error *err)
 {
+    if (!a || !b)
+        return tb_fail(err, TB_ERR_INVALID, "P(A>B): the results of %s are NULL", a ? "B" : "A");
+    if (!out) return tb_fail(err, TB_ERR_INVALID, "P(A>B): out is NULL");
     if (na < 1 || nb < 1)
         return tb_fail(err, TB_ERR_INVALID, "P(A>B): %s has no results (%lld and %lld runs)",
                        na < 1 ? "A" : "B", (long long)na, (long long)nb);
@@ -241,6 +249,8 @@ done:
 int tb_pab_describe(const tb_pab_result *r, const char *name_a, const char *name_b, char *buf,
                     size_t cap)
 {
+    if (!buf) cap = 0; /* the length it would need */
+    if (!r) return snprintf(buf, cap, "%s", "");
     const char *A = name_a ? name_a : "A", *B = name_b ? name_b : "B";
     char tail[256];
     snprintf(tail, sizeof tail, "P(%s>%s) = %.3f, %g%% CI [%.3f, %.3f], %lld pairs", A, B, r->p,

@@ -10,6 +10,7 @@
 
 tb_status tb_stats_check_finite(const double *x, int64_t n, const char *what, tb_error *err)
 {
+    if (!x && n > 0) return tb_fail(err, TB_ERR_INVALID, "%s: the values are NULL", what);
     for (int64_t i = 0; i < n; i++)
         if (!isfinite(x[i]))
             return tb_fail(err, TB_ERR_INVALID, "%s: value %lld is %g (need a finite number)", what,
@@ -74,6 +75,7 @@ tb_interval tb_stats_percentile_interval(double *replicates, int64_t k, double a
 
 double tb_quantile_sorted(const double *sorted, int64_t n, double p)
 {
+    if (!sorted || n < 1) return NAN;
     double h = (double)(n - 1) * p;
     int64_t lo = (int64_t)floor(h);
     if (lo >= n - 1) return sorted[n - 1];
@@ -84,6 +86,7 @@ double tb_quantile_sorted(const double *sorted, int64_t n, double p)
 
 tb_status tb_quantile(const double *x, int64_t n, double p, double *out, tb_error *err)
 {
+    if (!out) return tb_fail(err, TB_ERR_INVALID, "quantile: out is NULL");
     if (n < 1)
         return tb_fail(err, TB_ERR_INVALID, "quantile: empty sample (n = %lld)", (long long)n);
     if (!(p >= 0.0 && p <= 1.0))
@@ -117,6 +120,7 @@ static tb_status check_interval_input(const double *x, int64_t n, double alpha, 
 tb_status tb_mean_interval(const double *x, int64_t n, double alpha, tb_interval *ci,
                            tb_error *err)
 {
+    if (!ci) return tb_fail(err, TB_ERR_INVALID, "mean interval: ci is NULL");
     tb_status st = check_interval_input(x, n, alpha, "mean", err);
     if (st != TB_OK) return st;
     double mean, std;
@@ -129,6 +133,7 @@ tb_status tb_mean_interval(const double *x, int64_t n, double alpha, tb_interval
 tb_status tb_std_interval(const double *x, int64_t n, double alpha, tb_interval *ci,
                           tb_error *err)
 {
+    if (!ci) return tb_fail(err, TB_ERR_INVALID, "std interval: ci is NULL");
     tb_status st = check_interval_input(x, n, alpha, "std", err);
     if (st != TB_OK) return st;
     double mean, std;
@@ -164,6 +169,7 @@ tb_status tb_bootstrap_ci(const double *x, int64_t n, tb_statistic stat,
                           const tb_bootstrap_options *opts, tb_rng *rng, tb_interval *ci,
                           tb_error *err)
 {
+    if (!ci) return tb_fail(err, TB_ERR_INVALID, "bootstrap: ci is NULL");
     if (stat != TB_STAT_MEAN && stat != TB_STAT_MEDIAN)
         return tb_fail(err, TB_ERR_INVALID,
                        "bootstrap: unknown statistic %d (mean or median; tb_std_interval gives "
@@ -204,6 +210,7 @@ tb_status tb_bootstrap_ci(const double *x, int64_t n, tb_statistic stat,
 tb_status tb_summarize(const double *x, int64_t n, const tb_bootstrap_options *boot, tb_rng *rng,
                        tb_summary *out, tb_error *err)
 {
+    if (!out) return tb_fail(err, TB_ERR_INVALID, "summary: out is NULL");
     if (n < 1)
         return tb_fail(err, TB_ERR_INVALID, "summary: empty sample (n = %lld)", (long long)n);
     tb_status st = tb_stats_check_finite(x, n, "summary", err);

@@ -10,7 +10,9 @@ tb_status tb_variance_decompose(const tb_variation_group *groups, int n_groups,
                                 const char *reference, double alpha, tb_variance_row *out,
                                 tb_error *err)
 {
-    if (n_groups < 1 || !groups)
+    if (!groups || !out)
+        return tb_fail(err, TB_ERR_INVALID, "variance: %s is NULL", groups ? "out" : "groups");
+    if (n_groups < 1)
         return tb_fail(err, TB_ERR_INVALID, "variance: no groups of results (%d)", n_groups);
     if (!reference) reference = "all";
     if (!(alpha >= TB_STATS_ALPHA_MIN && alpha < 1.0))
@@ -19,7 +21,10 @@ tb_status tb_variance_decompose(const tb_variation_group *groups, int n_groups,
     for (int g = 0; g < n_groups; g++) {
         const tb_variation_group *grp = &groups[g];
         if (!grp->name) return tb_fail(err, TB_ERR_INVALID, "variance: group %d has no name", g);
-        if (grp->n < 2 || !grp->values)
+        if (!grp->values)
+            return tb_fail(err, TB_ERR_INVALID, "variance: the values of source '%s' are NULL",
+                           grp->name);
+        if (grp->n < 2)
             return tb_fail(err, TB_ERR_INVALID,
                            "variance: source '%s' has %lld results (need at least 2)", grp->name,
                            (long long)grp->n);
@@ -59,8 +64,10 @@ tb_status tb_gap_versus_sources(const double *a, int64_t na, const double *b, in
     if (na < 1 || nb < 1)
         return tb_fail(err, TB_ERR_INVALID, "gap: %s has no results (%lld and %lld runs)",
                        na < 1 ? "A" : "B", (long long)na, (long long)nb);
-    if (n_rows < 0 || (n_rows > 0 && (!rows || !out)))
-        return tb_fail(err, TB_ERR_INVALID, "gap: bad list of %d sources", n_rows);
+    if (!gap || (n_rows > 0 && (!rows || !out)))
+        return tb_fail(err, TB_ERR_INVALID, "gap: %s is NULL",
+                       !gap ? "gap" : !rows ? "rows" : "out");
+    if (n_rows < 0) return tb_fail(err, TB_ERR_INVALID, "gap: bad list of %d sources", n_rows);
     tb_status st = tb_stats_check_finite(a, na, "gap: results of A", err);
     if (st == TB_OK) st = tb_stats_check_finite(b, nb, "gap: results of B", err);
     if (st != TB_OK) return st;

@@ -10,6 +10,7 @@
 
 tb_status tb_export_format_parse(const char *name, tb_export_format *out, tb_error *err)
 {
+    if (!name || !out) return tb_store_null(err, "export_format_parse", name ? "out" : "name");
     if (strcmp(name, "csv") == 0) *out = TB_EXPORT_CSV;
     else if (strcmp(name, "jsonl") == 0 || strcmp(name, "json") == 0) *out = TB_EXPORT_JSONL;
     else return tb_fail(err, TB_ERR_INVALID, "unknown export format '%s' (csv or jsonl)", name);
@@ -186,6 +187,7 @@ static void jsonl_trial(FILE *f, const tb_trial_record *t, const tb_eval_record 
 tb_status tb_store_export(tb_store *s, const char *benchmark, tb_export_format format, FILE *f,
                           tb_error *err)
 {
+    if (!s || !f) return tb_store_null(err, "store_export", s ? "the file" : "the store");
     tb_trial_record *trials;
     int n;
     tb_status st = tb_store_trials(s, benchmark, &trials, &n, err);

@@ -223,12 +223,13 @@ static void immutable_uri(const char *path, char *uri, size_t cap)
 
 static tb_status open_store(const char *path, bool writable, tb_store **out, tb_error *err)
 {
+    if (!path || !out) return tb_store_null(err, "store_open", path ? "out" : "path");
     *out = NULL;
-    if (!path || !path[0] || strcmp(path, ":memory:") == 0 || path[0] == ':')
+    if (!path[0] || strcmp(path, ":memory:") == 0 || path[0] == ':')
         return tb_fail(err, TB_ERR_INVALID,
                        "results store: '%s' must be a file path (an in-memory store would not "
                        "outlive the command, nor be seen by a trial's process)",
-                       path ? path : "");
+                       path);
     if (!writable && access(path, F_OK) != 0)
         return tb_fail(err, TB_ERR_INVALID, "results store %s does not exist", path);
     tb_store *s = calloc(1, sizeof *s);
@@ -322,12 +323,20 @@ void tb_store_close(tb_store *s)
 
 tb_status tb_store_begin(tb_store *s, tb_error *err)
 {
+    if (!s) return tb_store_null(err, "store_begin", "the store");
     return tb_store_exec(s, "BEGIN IMMEDIATE", err);
 }
 
-tb_status tb_store_commit(tb_store *s, tb_error *err) { return tb_store_exec(s, "COMMIT", err); }
+tb_status tb_store_commit(tb_store *s, tb_error *err)
+{
+    if (!s) return tb_store_null(err, "store_commit", "the store");
+    return tb_store_exec(s, "COMMIT", err);
+}
 
-void tb_store_rollback(tb_store *s) { tb_store_exec(s, "ROLLBACK", NULL); }
+void tb_store_rollback(tb_store *s)
+{
+    if (s) tb_store_exec(s, "ROLLBACK", NULL);
+}
 
 /* Whether the number tokens after "key": in two texts differ (integers such as seeds beyond
  * 2^53 that cJSON's doubles see as equal). */
@@ -370,6 +379,9 @@ static void spec_differences(const char *a_text, const char *b_text, char *buf, 
 
 tb_status tb_store_put_benchmark(tb_store *s, const char *name, const char *spec, tb_error *err)
 {
+    if (!s || !name || !spec)
+        return tb_store_null(err, "store_put_benchmark",
+                             !s ? "the store" : !name ? "name" : "spec");
     sqlite3_stmt *q = NULL;
     if (sqlite3_prepare_v2(s->db, "SELECT spec FROM benchmarks WHERE name=?", -1, &q, NULL))
         return tb_store_sql_fail(s, err, "reading benchmarks");
@@ -409,6 +421,8 @@ tb_status tb_store_put_benchmark(tb_store *s, const char *name, const char *spec
 
 tb_status tb_store_benchmarks(tb_store *s, char ***names, int *n, tb_error *err)
 {
+    if (!s || !names || !n)
+        return tb_store_null(err, "store_benchmarks", !s ? "the store" : !names ? "names" : "n");
     *names = NULL;
     *n = 0;
     sqlite3_stmt *q = NULL;
@@ -443,7 +457,7 @@ void tb_store_benchmark_list(tb_store *s, char *buf, size_t cap)
 {
     char **names = NULL;
     int n = 0;
-    if (cap == 0) return;
+    if (!buf || cap == 0) return;
     buf[0] = 0;
     if (tb_store_benchmarks(s, &names, &n, NULL) != TB_OK) n = 0;
     for (int i = 0; i < n; i++) {
@@ -459,7 +473,8 @@ void tb_store_benchmark_list(tb_store *s, char *buf, size_t cap)
 char *tb_store_hparams_json(const tb_hparams *hp)
 {
     cJSON *o = cJSON_CreateObject();
-    for (int i = 0; i < hp->count; i++) cJSON_AddNumberToObject(o, hp->names[i], hp->values[i]);
+    for (int i = 0; hp && i < hp->count; i++)
+        cJSON_AddNumberToObject(o, hp->names[i], hp->values[i]);
     char *text = cJSON_PrintUnformatted(o);
     cJSON_Delete(o);
     return text;
@@ -555,6 +570,7 @@ static void read_trial(sqlite3_stmt *q, tb_trial_record *t)
 
 tb_status tb_store_plan_trial(tb_store *s, tb_trial_record *t, tb_error *err)
 {
+    if (!s || !t) return tb_store_null(err, "store_plan_trial", s ? "the trial" : "the store");
     sqlite3_stmt *q = NULL;
     if (sqlite3_prepare_v2(s->db,
                            "INSERT OR IGNORE INTO trials(benchmark, submission, submission_spec, "
@@ -602,6 +618,8 @@ tb_status tb_store_plan_trial(tb_store *s, tb_trial_record *t, tb_error *err)
 tb_status tb_store_trials(tb_store *s, const char *benchmark, tb_trial_record **out, int *n,
                           tb_error *err)
 {
+    if (!s || !out || !n)
+        return tb_store_null(err, "store_trials", !s ? "the store" : !out ? "out" : "n");
     *out = NULL;
     *n = 0;
     sqlite3_stmt *q = NULL;
@@ -647,6 +665,9 @@ tb_status tb_store_trial_get(tb_store *s, int64_t id, tb_trial_record *out, tb_e
 tb_status tb_store_trial_start(tb_store *s, int64_t id, const char *code_version,
                                const char *machine, tb_error *err)
 {
+    if (!s || !code_version || !machine)
+        return tb_store_null(err, "store_trial_start",
+                             !s ? "the store" : !code_version ? "code_version" : "machine");
     tb_status st = tb_store_exec(s, "BEGIN IMMEDIATE", err);
     if (st != TB_OK) return st;
     sqlite3_stmt *q = NULL;
@@ -688,6 +709,7 @@ static void bind_real(sqlite3_stmt *q, int i, double v)
 tb_status tb_store_add_eval(tb_store *s, int64_t trial_id, const tb_eval_record *e,
                             tb_error *err)
 {
+    if (!s || !e) return tb_store_null(err, "store_add_eval", s ? "the eval" : "the store");
     sqlite3_stmt *q = NULL;
     if (sqlite3_prepare_v2(s->db,
                            "INSERT OR REPLACE INTO evals VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
@@ -739,6 +761,7 @@ tb_status tb_store_trial_finish(tb_store *s, int64_t id, tb_trial_status status,
                                 const char *reason, bool reached, double ttt, double sub_time,
                                 int64_t steps, tb_error *err)
 {
+    if (!s) return tb_store_null(err, "store_trial_finish", "the store");
     sqlite3_stmt *q = NULL;
     if (sqlite3_prepare_v2(s->db,
                            "UPDATE trials SET status=?, reason=?, reached=?, time_to_target=?, "
@@ -765,6 +788,8 @@ static double col_real(sqlite3_stmt *q, int c)
 tb_status tb_store_evals(tb_store *s, int64_t trial_id, tb_eval_record **out, int *n,
                          tb_error *err)
 {
+    if (!s || !out || !n)
+        return tb_store_null(err, "store_evals", !s ? "the store" : !out ? "out" : "n");
     *out = NULL;
     *n = 0;
     sqlite3_stmt *q = NULL;

@@ -48,6 +48,7 @@ double tb_radical_inverse(uint64_t i, int base, const int *perm)
 tb_status tb_halton(int n, int dims, int skip, bool scramble, uint64_t seed, double *out,
                     tb_error *err)
 {
+    if (!out && n > 0) return tb_fail(err, TB_ERR_INVALID, "halton: out is NULL");
     if (n < 0 || skip < 0 || dims < 1 || dims > MAX_DIMS)
         return tb_fail(err, TB_ERR_INVALID,
                        "Halton: need n >= 0, skip >= 0 and 1 <= dims <= %d (got n %d, dims %d, "

@@ -155,6 +155,9 @@ static void line_col(const char *text, size_t off, int *line, int *col)
 tb_status tb_search_space_parse(const char *json, const char *source, tb_search_space **out,
                                 tb_error *err)
 {
+    if (!json || !out)
+        return tb_fail(err, TB_ERR_INVALID, "search_space_parse: %s is NULL",
+                       json ? "out" : "the JSON text");
     *out = NULL;
     const char *src = source ? source : "search space";
     const char *end = NULL;
@@ -200,6 +203,8 @@ tb_status tb_search_space_parse(const char *json, const char *source, tb_search_
 
 tb_status tb_search_space_load(const char *path, tb_search_space **out, tb_error *err)
 {
+    if (!path || !out)
+        return tb_fail(err, TB_ERR_INVALID, "search_space_load: %s is NULL", path ? "out" : "path");
     *out = NULL;
     FILE *f = fopen(path, "rb");
     if (!f) return tb_fail(err, TB_ERR_IO, "cannot open search space %s: %s", path, strerror(errno));
@@ -232,12 +237,14 @@ tb_status tb_search_space_load(const char *path, tb_search_space **out, tb_error
     return st;
 }
 
-int tb_search_space_dims(const tb_search_space *s) { return s->n_dims; }
-int tb_search_space_list_size(const tb_search_space *s) { return s->n_list; }
+int tb_search_space_dims(const tb_search_space *s) { return s ? s->n_dims : 0; }
+int tb_search_space_list_size(const tb_search_space *s) { return s ? s->n_list : 0; }
 
 void tb_search_space_map(const tb_search_space *s, const double *u, tb_hparams *out)
 {
+    if (!out) return;
     memset(out, 0, sizeof *out);
+    if (!s || !u) return;
     for (int i = 0; i < s->n_dims; i++) {
         const dim *d = &s->dims[i];
         double x = u[i], v;
@@ -259,6 +266,9 @@ void tb_search_space_map(const tb_search_space *s, const double *u, tb_hparams *
 tb_status tb_search_space_sample(const tb_search_space *s, int studies, int trials,
                                  uint64_t seed, tb_hparams *out, tb_error *err)
 {
+    if (!s || !out)
+        return tb_fail(err, TB_ERR_INVALID, "search_space_sample: %s is NULL",
+                       s ? "out" : "the search space");
     if (studies < 1 || trials < 1)
         return tb_fail(err, TB_ERR_INVALID, "need at least one study and one trial (got %d, %d)",
                        studies, trials);

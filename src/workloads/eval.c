@@ -8,8 +8,16 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* A NULL argument of a call that builds on a tape: the tape's failure naming it (none on a
+ * NULL tape), and NULL. */
+static tb_var *null_arg(tb_tape *tape, const char *fn, const char *what)
+{
+    return tb_tape_fail(tape, TB_ERR_INVALID, "%s: %s is NULL", fn, what);
+}
+
 size_t tb_example_x_bytes(const tb_example_layout *l)
 {
+    if (!l) return 0;
     int64_t n = 1;
     for (int i = 0; i < l->x_ndim; i++) n *= l->x_shape[i];
     return (size_t)n * tb_dtype_size(l->x_dtype);
@@ -17,6 +25,7 @@ size_t tb_example_x_bytes(const tb_example_layout *l)
 
 size_t tb_example_y_bytes(const tb_example_layout *l)
 {
+    if (!l) return 0;
     int64_t n = 1;
     for (int i = 0; i < l->y_ndim; i++) n *= l->y_shape[i];
     return (size_t)n * tb_dtype_size(l->y_dtype);
@@ -25,6 +34,9 @@ size_t tb_example_y_bytes(const tb_example_layout *l)
 tb_status tb_workload_example_ids(const tb_workload *wl, tb_split split, const int64_t *rows,
                                   int64_t n, int64_t *ids, tb_error *err)
 {
+    if (!wl || (!rows && n > 0) || (!ids && n > 0))
+        return tb_fail(err, TB_ERR_INVALID, "workload_example_ids: %s is NULL",
+                       !wl ? "the workload" : !rows ? "rows" : "ids");
     if (split < TB_SPLIT_TRAIN || split > TB_SPLIT_TEST)
         return tb_fail(err, TB_ERR_INVALID, "unknown split %d", (int)split);
     int64_t size = wl->split_n[split];
@@ -39,13 +51,16 @@ tb_status tb_workload_example_ids(const tb_workload *wl, tb_split split, const i
 
 int32_t tb_workload_example_class(const tb_workload *wl, int64_t id)
 {
-    if (!wl->src.classes_of || id < 0 || id >= wl->src.n) return -1;
+    if (!wl || !wl->src.classes_of || id < 0 || id >= wl->src.n) return -1;
     return wl->src.classes_of[id];
 }
 
 tb_status tb_workload_read(const tb_workload *wl, tb_split split, const int64_t *rows, int64_t n,
                            void *x, void *y, tb_error *err)
 {
+    if (!wl || (n > 0 && (!rows || !x || !y)))
+        return tb_fail(err, TB_ERR_INVALID, "workload_read: %s is NULL",
+                       !wl ? "the workload" : !rows ? "rows" : !x ? "x" : "y");
     if (split < TB_SPLIT_TRAIN || split > TB_SPLIT_TEST)
         return tb_fail(err, TB_ERR_INVALID, "unknown split %d", (int)split);
     size_t xb = tb_example_x_bytes(&wl->src.layout), yb = tb_example_y_bytes(&wl->src.layout);
@@ -77,6 +92,12 @@ bool tb_workload_upload(tb_workload *wl, tb_tape *tape, int64_t n, const void *x
                         tb_var **inputs, tb_var **targets)
 {
     if (tb_tape_status(tape) != TB_OK) return false;
+    const char *missing = !wl ? "the workload" : !x ? "x" : !y ? "y" : !inputs ? "inputs"
+                          : !targets ? "targets" : NULL;
+    if (missing) {
+        null_arg(tape, "workload_upload", missing);
+        return false;
+    }
     const tb_example_layout *l = &wl->src.layout;
     int64_t xs[4] = {n}, ys[4] = {n};
     for (int i = 0; i < l->x_ndim; i++) xs[i + 1] = l->x_shape[i];
@@ -93,6 +114,12 @@ bool tb_workload_gather(tb_workload *wl, tb_tape *tape, tb_split split, const in
                         int64_t n, tb_var **inputs, tb_var **targets)
 {
     if (tb_tape_status(tape) != TB_OK) return false;
+    const char *missing = !wl ? "the workload" : !rows && n > 0 ? "rows" : !inputs ? "inputs"
+                          : !targets ? "targets" : NULL;
+    if (missing) {
+        null_arg(tape, "workload_gather", missing);
+        return false;
+    }
     if (!tb_workload_stage(wl, n)) {
         tb_tape_fail(tape, TB_ERR_NOMEM, "out of memory for a batch of %lld", (long long)n);
         return false;
@@ -107,18 +134,27 @@ bool tb_workload_gather(tb_workload *wl, tb_tape *tape, tb_split split, const in
 
 tb_var *tb_workload_forward(tb_workload *wl, tb_tape *tape, tb_var *inputs, tb_rng *dropout)
 {
+    if (tb_tape_status(tape) != TB_OK) return NULL;
+    if (!wl || !inputs)
+        return null_arg(tape, "workload_forward", wl ? "inputs" : "the workload");
     return wl->vt->forward(wl, tape, inputs, dropout);
 }
 
 tb_var *tb_workload_loss_fn(tb_workload *wl, tb_tape *tape, tb_var *outputs, tb_var *targets)
 {
+    if (tb_tape_status(tape) != TB_OK) return NULL;
+    if (!wl || !outputs || !targets)
+        return null_arg(tape, "workload_loss_fn",
+                        !wl ? "the workload" : !outputs ? "outputs" : "targets");
     if (wl->vt->loss) return wl->vt->loss(wl, tape, outputs, targets);
     return tb_op_softmax_xent(tape, outputs, targets, 0.0f);
 }
 
 tb_var *tb_workload_fisher_loss(tb_workload *wl, tb_tape *tape, tb_var *outputs, tb_rng *rng)
 {
-    if (!outputs || tb_tape_status(tape) != TB_OK) return NULL;
+    if (tb_tape_status(tape) != TB_OK) return NULL;
+    if (!wl || !outputs)
+        return null_arg(tape, "workload_fisher_loss", wl ? "outputs" : "the workload");
     if (!rng) return tb_tape_fail(tape, TB_ERR_INVALID, "Fisher loss: no random stream given");
     if (outputs->value.ndim < 1 || tb_tensor_numel(&outputs->value) == 0) {
         char buf[96];
@@ -146,6 +182,8 @@ tb_var *tb_workload_loss(tb_workload *wl, tb_tape *tape, const int64_t *idx, int
                          tb_rng *dropout)
 {
     tb_var *x, *y;
+    if (tb_tape_status(tape) != TB_OK) return NULL;
+    if (!idx && n > 0) return null_arg(tape, "workload_loss", "idx");
     if (!tb_workload_gather(wl, tape, TB_SPLIT_TRAIN, idx, n, &x, &y)) return NULL;
     return tb_workload_loss_fn(wl, tape, tb_workload_forward(wl, tape, x, dropout), y);
 }
@@ -173,6 +211,9 @@ int64_t tb_eval_subset_row(int64_t size, int64_t n, int64_t k)
 tb_status tb_workload_evaluate(tb_workload *wl, tb_tape *tape, tb_split split, int64_t limit,
                                tb_eval_metrics *out, tb_error *err)
 {
+    if (!wl || !tape || !out)
+        return tb_fail(err, TB_ERR_INVALID, "workload_evaluate: %s is NULL",
+                       !wl ? "the workload" : !tape ? "the tape" : "out");
     if (split < TB_SPLIT_TRAIN || split > TB_SPLIT_TEST)
         return tb_fail(err, TB_ERR_INVALID, "unknown split %d", (int)split);
     /* a subset is spread evenly over the split, not its first rows: the official test sets of

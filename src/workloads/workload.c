@@ -35,6 +35,8 @@ const char *tb_split_kind_name(tb_split_kind kind)
 
 tb_status tb_split_kind_parse(const char *name, tb_split_kind *out, tb_error *err)
 {
+    if (!name || !out)
+        return tb_fail(err, TB_ERR_INVALID, "split_kind_parse: %s is NULL", name ? "out" : "name");
     if (strcmp(name, "official") == 0) *out = TB_SPLITS_OFFICIAL;
     else if (strcmp(name, "bootstrap") == 0) *out = TB_SPLITS_BOOTSTRAP;
     else
@@ -52,6 +54,10 @@ const tb_workload_info *tb_workload_info_at(int i)
 
 static const tb_workload_vtable *find(const char *id, tb_error *err)
 {
+    if (!id) {
+        tb_fail(err, TB_ERR_INVALID, "workload: the id is NULL");
+        return NULL;
+    }
     for (int i = 0; i < N_REGISTRY; i++)
         if (strcmp(registry[i]->info.id, id) == 0) return registry[i];
     char known[512] = "";
@@ -68,6 +74,9 @@ tb_status tb_workload_create(const char *id, tb_backend *be, const tb_workload_c
 {
     const tb_workload_vtable *vt = find(id, err);
     if (!vt) return TB_ERR_INVALID;
+    if (!be || !out)
+        return tb_fail(err, TB_ERR_INVALID, "workload_create: %s is NULL",
+                       be ? "out" : "the backend");
     tb_workload_config cfg = {0};
     if (config) cfg = *config;
     tb_workload *wl = calloc(1, sizeof *wl);
@@ -109,20 +118,29 @@ void tb_workload_destroy(tb_workload *wl)
     free(wl);
 }
 
-const tb_workload_info *tb_workload_get_info(const tb_workload *wl) { return &wl->vt->info; }
-tb_params *tb_workload_params(tb_workload *wl) { return wl->params; }
+const tb_workload_info *tb_workload_get_info(const tb_workload *wl)
+{
+    return wl ? &wl->vt->info : NULL;
+}
+tb_params *tb_workload_params(tb_workload *wl) { return wl ? wl->params : NULL; }
 
 int64_t tb_workload_size(const tb_workload *wl, tb_split split)
 {
-    return split >= 0 && split <= 2 ? wl->split_n[split] : 0;
+    return wl && split >= 0 && split <= 2 ? wl->split_n[split] : 0;
 }
 
 tb_status tb_workload_init(tb_workload *wl, tb_rng *rng, tb_error *err)
 {
+    if (!wl || !rng)
+        return tb_fail(err, TB_ERR_INVALID, "workload_init: %s is NULL",
+                       wl ? "rng" : "the workload");
     return wl->vt->init_model(wl, rng, err);
 }
 
-tb_example_layout tb_workload_layout(const tb_workload *wl) { return wl->src.layout; }
+tb_example_layout tb_workload_layout(const tb_workload *wl)
+{
+    return wl ? wl->src.layout : (tb_example_layout){0};
+}
 
 tb_status tb_workload_add_layer(tb_workload *wl, tb_layer_kind kind, const char *name,
                                 void *layer, tb_error *err)
@@ -140,7 +158,8 @@ tb_status tb_workload_add_layer(tb_workload *wl, tb_layer_kind kind, const char 
 
 int tb_workload_layers(tb_workload *wl, tb_layer_ref *out, int max)
 {
-    for (int i = 0; i < wl->n_layers && i < max; i++) out[i] = wl->layers[i];
+    if (!wl) return 0;
+    for (int i = 0; out && i < wl->n_layers && i < max; i++) out[i] = wl->layers[i];
     return wl->n_layers;
 }
 
