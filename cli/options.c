@@ -50,12 +50,17 @@ bool tb_cli_parse_threads(const char *text, int *out)
     return true;
 }
 
+/* Whether a library parser succeeded (st); prints "opt: <its message>" when not. */
+static bool parsed(const char *opt, tb_status st, const tb_error *err)
+{
+    if (st != TB_OK) tb_cli_error("%s: %s", opt, err->message);
+    return st == TB_OK;
+}
+
 bool tb_cli_parse_device(const char *text, tb_device *out)
 {
     tb_error err = {0};
-    if (tb_device_parse(text, out, &err) == TB_OK) return true;
-    tb_cli_error("--device: %s", err.message);
-    return false;
+    return parsed("--device", tb_device_parse(text, out, &err), &err);
 }
 
 bool tb_cli_parse_eval_examples(const char *text, int64_t *out)
@@ -125,20 +130,15 @@ int tb_cli_run_option(int c, tb_train_config *const *cfgs, int n)
         if (!tb_cli_parse_device(optarg, &v.device)) return 2;
         break;
     case TB_OPT_PRECISION:
-        if (tb_precision_parse(optarg, &v.precision, &err) != TB_OK) {
-            tb_cli_error("--precision: %s", err.message);
+        if (!parsed("--precision", tb_precision_parse(optarg, &v.precision, &err), &err))
             return 2;
-        }
         break;
     case TB_OPT_EVAL_EXAMPLES:
         if (!tb_cli_parse_eval_examples(optarg, &examples)) return 2;
         v.l = (long)examples;
         break;
     case TB_OPT_SPLIT:
-        if (tb_split_kind_parse(optarg, &v.split, &err) != TB_OK) {
-            tb_cli_error("--split: %s", err.message);
-            return 2;
-        }
+        if (!parsed("--split", tb_split_kind_parse(optarg, &v.split, &err), &err)) return 2;
         break;
     default: return 1;
     }

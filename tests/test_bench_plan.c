@@ -43,6 +43,18 @@ static char *spec_text(const char *db, const char *name)
     return text;
 }
 
+/* A trial of sgd on fmnist_mlp under external tuning in benchmark `name`, to plan by hand. */
+static tb_trial_record sgd_trial(const char *name)
+{
+    tb_trial_record t;
+    memset(&t, 0, sizeof t);
+    snprintf(t.benchmark, sizeof t.benchmark, "%s", name);
+    snprintf(t.submission, sizeof t.submission, "sgd");
+    snprintf(t.workload, sizeof t.workload, "fmnist_mlp");
+    snprintf(t.ruleset, sizeof t.ruleset, "external");
+    return t;
+}
+
 /* Seeds above 2^53 (where doubles lose integers) are kept exactly. */
 static void test_seeds_exact(void)
 {
@@ -52,12 +64,7 @@ static void test_seeds_exact(void)
     tb_store *store;
     CHECK_OK(tb_store_open(db, &store, &err), &err);
     /* the store: a planned trial's seeds read back bit for bit */
-    tb_trial_record t;
-    memset(&t, 0, sizeof t);
-    snprintf(t.benchmark, sizeof t.benchmark, "raw");
-    snprintf(t.submission, sizeof t.submission, "sgd");
-    snprintf(t.workload, sizeof t.workload, "fmnist_mlp");
-    snprintf(t.ruleset, sizeof t.ruleset, "external");
+    tb_trial_record t = sgd_trial("raw");
     snprintf(t.metric, sizeof t.metric, "error_rate");
     t.budget_s = 1;
     t.eval_period_s = 1;
@@ -299,12 +306,7 @@ static void test_schema_1_store(void)
     tb_error err = {0};
     tb_store *store;
     if (!CHECK_OK(tb_store_open(db, &store, &err), &err)) return;
-    tb_trial_record t;
-    memset(&t, 0, sizeof t);
-    snprintf(t.benchmark, sizeof t.benchmark, "old");
-    snprintf(t.submission, sizeof t.submission, "sgd");
-    snprintf(t.workload, sizeof t.workload, "fmnist_mlp");
-    snprintf(t.ruleset, sizeof t.ruleset, "external");
+    tb_trial_record t = sgd_trial("old");
     tb_hparams_set(&t.hparams, "learning_rate", 0.1, NULL);
     CHECK_OK(tb_store_plan_trial(store, &t, &err), &err);
     tb_store_close(store);
