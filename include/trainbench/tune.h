@@ -15,6 +15,7 @@
 #include <stdint.h>
 
 #include "trainbench/optim.h"
+#include "trainbench/rng.h"
 #include "trainbench/status.h"
 
 #ifdef __cplusplus
@@ -64,6 +65,84 @@ tb_status tb_halton(int n, int dims, int skip, bool scramble, uint64_t seed, dou
                     tb_error *err);
 /* The base of dimension d (0-based) for a `dims`-dimensional sequence, as tb_halton uses. */
 int tb_halton_base(int d, int dims);
+
+/* ---- Gaussian processes (gp.c, gp_fit.c; ALGORITHMS.md item 9) ------------------------------
+ * A GP over points x in the unit cube of a search space (log-scaled dimensions are already
+ * log there: tb_search_space_map's u) with a constant mean, a Matern-5/2 kernel with one
+ * lengthscale per dimension (ARD) and Gaussian observation noise. Outputs are to be minimised;
+ * errors are best warped with tb_gp_warp_error first. Fitting standardises the outputs (all
+ * tasks pooled) and returns the parameters in the outputs' own units. Every computation is
+ * plain C on the calling thread (no BLAS or OpenMP: a benchmark's parent process, which forks
+ * trials, uses it) and deterministic. */
+#define TB_GP_MAX_DIMS TB_HPARAMS_MAX
+
+typedef struct tb_gp_params {
+    int dims;
+    double mean;                         /* constant prior mean */
+    double amplitude;                    /* signal variance: k(x, x) */
+    double lengthscales[TB_GP_MAX_DIMS]; /* in unit-cube coordinates */
+    double noise;                        /* observation noise variance */
+} tb_gp_params;
+
+/* The observations of one task (one objective function): n points x (n x dims, row-major)
+ * with outputs y. */
+typedef struct tb_gp_task {
+    const double *x;
+    const double *y;
+    int n;
+} tb_gp_task;
+
+/* The warp ALGORITHMS.md gives for error rates, -log(err + 1e-10), with its sign turned so that
+ * lower stays better: log(err + 1e-10). */
+double tb_gp_warp_error(double err);
+
+/* The parameters as one vector theta of tb_gp_theta_count(dims) = dims + 3 numbers: mean,
+ * log amplitude, log lengthscale 1..dims, log noise (the coordinates of tb_gp_nll's gradient). */
+int tb_gp_theta_count(int dims);
+void tb_gp_theta_pack(const tb_gp_params *p, double *theta);
+void tb_gp_theta_unpack(int dims, const double *theta, tb_gp_params *p);
+
+/* The negative log marginal likelihood averaged over tasks (HyperBO's NLL objective; one task:
+ * the usual one), -1/T sum_i log N(y_i | mean, K_i + noise I), and its gradient with respect to
+ * theta (grad may be NULL). TB_ERR_NUMERIC when a covariance is not positive definite even
+ * with jitter; TB_ERR_INVALID for bad parameters (non-positive amplitude, lengthscale or
+ * noise, dims outside [1, TB_GP_MAX_DIMS]) or a task without points. */
+tb_status tb_gp_nll(const tb_gp_params *p, const tb_gp_task *tasks, int n_tasks, double *nll,
+                    double *grad, tb_error *err);
+
+typedef struct tb_gp_fit_options {
+    int restarts;     /* starts of the optimiser (0: 4): the first at the middle of the box,
+                         the others drawn from seed */
+    int max_iters;    /* L-BFGS iterations per start (0: 80) */
+    uint64_t seed;
+    double min_noise; /* lower bound of the noise variance in standardised units (0: 1e-6) */
+} tb_gp_fit_options;
+
+/* Fits the parameters by maximising the marginal likelihood averaged over tasks (one task: the
+ * usual type-II maximum likelihood; several: HyperBO's pre-training, which shares mean, kernel
+ * and noise across tasks). Multi-start L-BFGS over the log parameters, each bounded to a box
+ * in standardised units (amplitude [0.02, 50], lengthscales [0.02, 20], noise [min_noise, 1],
+ * mean [-5, 5]). Needs at least 2 observations in all (TB_ERR_INVALID otherwise); non-finite
+ * outputs are refused. opts may be NULL (defaults). */
+tb_status tb_gp_fit(const tb_gp_task *tasks, int n_tasks, int dims,
+                    const tb_gp_fit_options *opts, tb_gp_params *out, tb_error *err);
+
+/* A GP with fixed parameters conditioned on one task's data (data->n may be 0: the prior).
+ * Copies what it needs. Free with tb_gp_destroy. */
+typedef struct tb_gp tb_gp;
+tb_status tb_gp_create(const tb_gp_params *p, const tb_gp_task *data, tb_gp **out,
+                       tb_error *err);
+void tb_gp_destroy(tb_gp *gp);
+const tb_gp_params *tb_gp_get_params(const tb_gp *gp);
+/* Posterior mean and variance of the latent function (without the noise) at x. */
+void tb_gp_predict(const tb_gp *gp, const double *x, double *mean, double *var);
+/* One joint draw of the latent function at m points x (m x dims) from the posterior, into out
+ * (m values), using rng. TB_ERR_NUMERIC if the covariance cannot be factored. */
+tb_status tb_gp_sample(const tb_gp *gp, const double *x, int m, tb_rng *rng, double *out,
+                       tb_error *err);
+/* Expected improvement below best of a normal N(mean, var) (minimisation):
+ * (best - mean) Phi(z) + sd phi(z), z = (best - mean) / sd; max(best - mean, 0) when var = 0. */
+double tb_gp_expected_improvement(double mean, double var, double best);
 
 #ifdef __cplusplus
 }
