@@ -144,6 +144,25 @@ tb_status tb_gp_sample(const tb_gp *gp, const double *x, int m, tb_rng *rng, dou
  * (best - mean) Phi(z) + sd phi(z), z = (best - mean) / sd; max(best - mean, 0) when var = 0. */
 double tb_gp_expected_improvement(double mean, double var, double best);
 
+/* ---- Bayesian optimisation (bo.c) ----------------------------------------------------------- */
+typedef struct tb_bo_options {
+    /* NULL: the GP's parameters are fitted to the data (type-II maximum likelihood, `fit`);
+     * else HyperBO: these (pre-trained) parameters, conditioned on the data as they are */
+    const tb_gp_params *prior;
+    tb_gp_fit_options fit;
+    int candidates; /* quasi-random candidates of the acquisition search (0: 1000) */
+    uint64_t seed;  /* of the candidates and the fit's starts */
+} tb_bo_options;
+
+/* The next point of a minimisation in [0, 1]^dims: the one that maximises expected
+ * improvement below the best observed y under the GP given the n observations x (n x dims),
+ * y. The search scores scrambled Halton candidates and perturbations of the best observed
+ * points, then refines the best few by coordinate steps. Deterministic: the same data, options
+ * and seed give the same point. Needs n >= 2 (n >= 1 with a prior) and finite y; ei (may be
+ * NULL) receives the expected improvement of the point. opts may be NULL (defaults). */
+tb_status tb_bo_suggest(int dims, const double *x, const double *y, int n,
+                        const tb_bo_options *opts, double *next, double *ei, tb_error *err);
+
 #ifdef __cplusplus
 }
 #endif
