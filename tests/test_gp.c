@@ -2,7 +2,8 @@
  * data, the marginal likelihood's analytic gradient matches finite differences (one task and
  * several), expected improvement is zero where the variance is zero and the mean is worse,
  * joint posterior draws have the posterior's mean and variance, a fit recovers a lengthscale
- * that tells a relevant dimension from an irrelevant one, and bad input is refused. */
+ * that tells a relevant dimension from an irrelevant one, pre-training on tasks drawn from a
+ * known GP recovers its parameters (HyperBO), and bad input is refused. */
 #include "testutil.h"
 
 #include <stdlib.h>
@@ -188,6 +189,39 @@ static void test_fit(void)
     tb_gp_destroy(gp);
 }
 
+/* HyperBO's pre-training: tasks drawn from one known GP (each its own function at its own
+ * points); the fit of the NLL averaged over tasks recovers the GP's parameters. */
+static void test_pretrain_recovers(void)
+{
+    enum { TASKS = 16, N = 25, D = 2 };
+    tb_gp_params truth = {.dims = D, .mean = 1.0, .amplitude = 0.5, .noise = 0.01};
+    truth.lengthscales[0] = 0.2;
+    truth.lengthscales[1] = 0.5;
+    static double x[TASKS][N * D], y[TASKS][N];
+    tb_gp_task tasks[TASKS];
+    tb_rng rng = tb_rng_make(6, 0);
+    tb_error err = {0};
+    tb_gp *prior = NULL;
+    if (!CHECK_OK(tb_gp_create(&truth, NULL, &prior, &err), &err)) return;
+    for (int t = 0; t < TASKS; t++) {
+        for (int i = 0; i < N * D; i++) x[t][i] = tb_rng_uniform(&rng);
+        CHECK_OK(tb_gp_sample(prior, x[t], N, &rng, y[t], &err), &err);
+        for (int i = 0; i < N; i++) y[t][i] += sqrt(truth.noise) * tb_rng_normal(&rng);
+        tasks[t] = (tb_gp_task){x[t], y[t], N};
+    }
+    tb_gp_destroy(prior);
+    tb_gp_params p;
+    if (!CHECK_OK(tb_gp_fit(tasks, TASKS, D, NULL, &p, &err), &err)) return;
+    printf("  pre-trained on %d tasks x %d points: mean %.3f (1), amplitude %.3f (0.5), "
+           "lengthscales %.3f %.3f (0.2 0.5), noise %.4f (0.01)\n", TASKS, N, p.mean,
+           p.amplitude, p.lengthscales[0], p.lengthscales[1], p.noise);
+    CHECK_NEAR(p.mean, truth.mean, 0.35);
+    CHECK_NEAR(p.amplitude / truth.amplitude, 1, 0.4);
+    CHECK_NEAR(p.lengthscales[0] / truth.lengthscales[0], 1, 0.25);
+    CHECK_NEAR(p.lengthscales[1] / truth.lengthscales[1], 1, 0.25);
+    CHECK(p.noise > truth.noise / 2 && p.noise < truth.noise * 2);
+}
+
 static void test_bad_input(void)
 {
     tb_error err = {0};
@@ -217,6 +251,7 @@ int main(void)
     test_expected_improvement();
     test_sample();
     test_fit();
+    test_pretrain_recovers();
     test_bad_input();
     return tb_test_finish("test_gp");
 }
