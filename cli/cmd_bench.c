@@ -44,6 +44,22 @@ static const char bench_usage[] =
     "                            default workloads only; with -w name the variants);\n"
     "                            score with --variant-rule\n"
     "      --run-to-budget       do not stop a trial at the target\n"
+    "      --sampler NAME        how external tuning picks trial points: halton (default;\n"
+    "                            every point planned up front, AlgoPerf's quasi-random\n"
+    "                            search) or gp (Bayesian optimisation: a study's first\n"
+    "                            --gp-initial points from the same Halton sequence, then\n"
+    "                            each next one the point of largest expected improvement\n"
+    "                            under a Gaussian process fitted to the study's finished\n"
+    "                            trials; a study's trials run in turn, and a failed trial\n"
+    "                            counts as the worst finished one; see docs/TUNING.md)\n"
+    "      --gp-initial N        gp: Halton points per study before the first BO point\n"
+    "                            (default 3, or 1 with a prior)\n"
+    "      --prior-from-store    gp: pre-train the GP (mean, kernel, noise; HyperBO) on this\n"
+    "                            submission's finished trials of the other workloads in the\n"
+    "                            store when the benchmark is planned, and use it as the prior\n"
+    "                            of every study (kept in the store for resumed runs)\n"
+    "      --prior-workload ID   gp: pre-train on this workload's trials only (repeatable;\n"
+    "                            implies --prior-from-store)\n"
     "      --seed N              seeds every trial's sources of variation (default 0)\n"
     TB_CLI_THREADS_HELP
     TB_CLI_DEVICE_HELP
@@ -59,12 +75,14 @@ static const char bench_usage[] =
     "\n"
     "examples:\n"
     "  trainbench bench --preset quick --db results.db\n"
-    "  trainbench bench --preset quick -s sgd -s build/submission_example.so --name mine\n";
+    "  trainbench bench --preset quick -s sgd -s build/submission_example.so --name mine\n"
+    "  trainbench bench -w fmnist_mlp -s adamw --studies 1 --trials 8 --sampler gp --name bo\n";
 
 enum {
     OPT_DB = 1000, OPT_PRESET, OPT_NAME, OPT_RULESET, OPT_STUDIES, OPT_TRIALS, OPT_BUDGET,
     OPT_EVAL_PERIOD, OPT_FULL_TARGETS, OPT_VARIANTS, OPT_RUN_TO_BUDGET, OPT_SEED,
-    OPT_TIMEOUT, OPT_SPACES, OPT_JSON,
+    OPT_TIMEOUT, OPT_SPACES, OPT_JSON, OPT_SAMPLER, OPT_GP_INITIAL, OPT_PRIOR,
+    OPT_PRIOR_WORKLOAD,
 };
 
 static void show_trial(void *user, const tb_bench_event *e)
@@ -118,8 +136,11 @@ int tb_cli_bench(int argc, char **argv)
     tb_bench_spec spec = tb_bench_spec_default();
     tb_error err = {0};
     const char *db = "results.db", *preset = "quick", *name = NULL;
-    const char *subs[64], *wls[64];
-    int n_subs = 0, n_wls = 0;
+    const char *subs[64], *wls[64], *prior_wls[64];
+    int n_subs = 0, n_wls = 0, n_prior_wls = 0;
+    tb_bench_sampler sampler = TB_SAMPLER_HALTON;
+    long gp_initial = 0;
+    bool prior = false;
     bool json = false, quiet = false, full_targets = false, variants = false;
     /* values given on the command line override the preset's */
     long studies = -1, trials = -1;
@@ -146,6 +167,10 @@ int tb_cli_bench(int argc, char **argv)
         {"full-targets", no_argument, 0, OPT_FULL_TARGETS},
         {"variants", no_argument, 0, OPT_VARIANTS},
         {"run-to-budget", no_argument, 0, OPT_RUN_TO_BUDGET},
+        {"sampler", required_argument, 0, OPT_SAMPLER},
+        {"gp-initial", required_argument, 0, OPT_GP_INITIAL},
+        {"prior-from-store", no_argument, 0, OPT_PRIOR},
+        {"prior-workload", required_argument, 0, OPT_PRIOR_WORKLOAD},
         {"seed", required_argument, 0, OPT_SEED},
         {"threads", required_argument, 0, 't'},
         {"device", required_argument, 0, TB_OPT_DEVICE},
@@ -202,6 +227,20 @@ int tb_cli_bench(int argc, char **argv)
         case OPT_FULL_TARGETS: full_targets = true; break;
         case OPT_VARIANTS: variants = true; break;
         case OPT_RUN_TO_BUDGET: run_to_budget = true; break;
+        case OPT_SAMPLER:
+            if (tb_bench_sampler_parse(optarg, &sampler, &err) != TB_OK)
+                return tb_cli_error("--sampler: %s", err.message), TB_EXIT_USAGE;
+            break;
+        case OPT_GP_INITIAL:
+            if (!tb_cli_parse_int("--gp-initial", optarg, 1, 1000, &gp_initial))
+                return TB_EXIT_USAGE;
+            break;
+        case OPT_PRIOR: prior = true; break;
+        case OPT_PRIOR_WORKLOAD:
+            if (n_prior_wls == 64) return tb_cli_error("too many prior workloads"), TB_EXIT_USAGE;
+            prior_wls[n_prior_wls++] = optarg;
+            prior = true;
+            break;
         case OPT_SEED:
             if (!tb_cli_parse_u64("--seed", optarg, &seed)) return TB_EXIT_USAGE;
             break;
@@ -243,6 +282,16 @@ int tb_cli_bench(int argc, char **argv)
                      named);
         return TB_EXIT_USAGE;
     }
+    if (sampler != TB_SAMPLER_GP && (gp_initial > 0 || prior)) {
+        tb_cli_error("%s is a setting of the gp sampler: add --sampler gp",
+                     gp_initial > 0 ? "--gp-initial" : "a prior (--prior-from-store, "
+                                                       "--prior-workload)");
+        return TB_EXIT_USAGE;
+    }
+    if (sampler == TB_SAMPLER_GP && ruleset == TB_RULESET_SELF) {
+        tb_cli_error("--sampler gp tunes from search spaces: not with --ruleset self");
+        return TB_EXIT_USAGE;
+    }
     if (tb_bench_preset(preset, &spec, &err) != TB_OK) {
         tb_cli_error("--preset: %s", err.message);
         return TB_EXIT_USAGE;
@@ -267,6 +316,11 @@ int tb_cli_bench(int argc, char **argv)
     spec.include_variants = variants;
     spec.run_to_budget = run_to_budget;
     spec.seed = seed;
+    spec.sampler = sampler;
+    spec.gp_initial = (int)gp_initial;
+    spec.gp_prior = prior;
+    spec.prior_workloads = n_prior_wls ? prior_wls : NULL;
+    spec.n_prior_workloads = n_prior_wls;
     spec.search_space_dir = spaces;
     spec.trial.threads = threads;
     spec.trial.timeout_s = timeout;

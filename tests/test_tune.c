@@ -231,6 +231,43 @@ static void test_builtin_spaces(void)
     tb_backend_destroy(be);
 }
 
+/* tb_search_space_unmap inverts tb_search_space_map; feasible points map to their bin's
+ * middle; dimension descriptions; a missing dimension is refused. */
+static void test_unmap(void)
+{
+    tb_error err = {0};
+    tb_search_space *s = NULL;
+    CHECK_OK(tb_search_space_parse("{\"lr\": {\"min\": 1e-4, \"max\": 1e-1, \"scaling\": \"log\"},"
+                                   " \"wd\": {\"min\": 0.0, \"max\": 0.5},"
+                                   " \"bs\": {\"feasible_points\": [32, 64, 128, 256]},"
+                                   " \"b1\": {\"feasible_points\": [0.9]}}", "t", &s, &err),
+             &err);
+    if (!s) return;
+    const double u[4] = {0.3, 0.75, 0.6, 0.1};
+    tb_hparams hp;
+    tb_search_space_map(s, u, &hp);
+    double back[4];
+    CHECK(tb_search_space_unmap(s, &hp, back));
+    CHECK_NEAR(back[0], 0.3, 1e-12);
+    CHECK_NEAR(back[1], 0.75, 1e-12);
+    CHECK_NEAR(back[2], 2.5 / 4, 1e-15); /* 128: the third of four bins */
+    CHECK_NEAR(back[3], 0.5, 1e-15);
+    /* outside the range: outside [0, 1] */
+    tb_hparams_set(&hp, "lr", 1.0, &err);
+    CHECK(tb_search_space_unmap(s, &hp, back) && back[0] > 1);
+    tb_search_dim d;
+    CHECK(tb_search_space_dim(s, 0, &d) && strcmp(d.name, "lr") == 0 &&
+          d.scaling == TB_SCALING_LOG && d.min == 1e-4 && d.max == 1e-1);
+    CHECK(tb_search_space_dim(s, 2, &d) && d.scaling == TB_SCALING_DISCRETE &&
+          d.n_feasible == 4 && d.min == 32 && d.max == 256);
+    CHECK(!tb_search_space_dim(s, 4, &d));
+    CHECK(tb_search_space_dim_varies(s, 2) && !tb_search_space_dim_varies(s, 3));
+    tb_hparams partial = {0};
+    tb_hparams_set(&partial, "lr", 0.01, &err);
+    CHECK(!tb_search_space_unmap(s, &partial, back));
+    tb_search_space_destroy(s);
+}
+
 int main(void)
 {
     test_radical_inverse();
@@ -239,5 +276,6 @@ int main(void)
     test_space();
     test_malformed();
     test_builtin_spaces();
+    test_unmap();
     return tb_test_finish("test_tune");
 }

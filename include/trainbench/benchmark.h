@@ -88,6 +88,32 @@ tb_status tb_trial_run_isolated(const char *store_path, int64_t trial_id,
                                 const tb_submission_ref *sub, const tb_trial_options *opts,
                                 tb_error *err);
 
+/* ---- samplers of the external-tuning ruleset ------------------------------------------------ */
+typedef enum tb_bench_sampler {
+    TB_SAMPLER_HALTON = 0, /* every trial's point planned up front: the scrambled Halton
+                              sequence (AlgoPerf's quasi-random search) */
+    TB_SAMPLER_GP = 1,     /* Bayesian optimisation: a study's first points from the same
+                              Halton sequence, then each next point the one that maximises
+                              expected improvement under a GP given the study's finished
+                              trials, chosen when its turn comes */
+} tb_bench_sampler;
+
+const char *tb_bench_sampler_name(tb_bench_sampler s);
+tb_status tb_bench_sampler_parse(const char *name, tb_bench_sampler *out, tb_error *err);
+
+/* What the gp sampler minimises for a finished trial, one scale for every workload: a trial
+ * that reached its target scores log(time to target / budget) (<= 0: faster is better), one
+ * that missed it log(best validation metric / target) (> 0: closer is better), so that a trial
+ * scores below 0 exactly when it reached the target. NaN for a failed trial or one without a
+ * finite validation metric (evals: the trial's, in order). */
+double tb_trial_objective(const tb_trial_record *t, const tb_eval_record *evals, int n_evals);
+/* tb_trial_objective of each of trials[0..n) (its evals read from store) into y. A failed
+ * trial (diverged, crashed, killed) or one without a finite objective is kept at the worst
+ * finite objective of the n (ALGORITHMS.md: diverged trials are kept, flagged) and flagged in
+ * imputed (may be NULL); when none is finite, every y is NaN. */
+tb_status tb_trial_objectives(tb_store *store, const tb_trial_record *trials, int n, double *y,
+                              bool *imputed, tb_error *err);
+
 /* ---- a benchmark ---------------------------------------------------------------------------- */
 typedef struct tb_bench_spec {
     const char *name;                  /* the benchmark's name in the store */
@@ -107,6 +133,17 @@ typedef struct tb_bench_spec {
     const char *search_space_dir;      /* where built-ins' <name>.json search spaces live */
     tb_trial_options trial;
     bool include_variants;             /* with workloads NULL: the held-out variants too */
+    /* how external tuning picks each trial's point (a gp study's trials run one after another
+       and depend on the results before them) */
+    tb_bench_sampler sampler;
+    int gp_initial;                    /* gp: Halton points per study before the first BO
+                                          point (0: 3, or 1 with a prior) */
+    /* gp: HyperBO. Pre-train the GP's mean, kernel and noise on the finished trials of the same
+       submission on other workloads in the store (each benchmark x workload a task), when the
+       benchmark is planned; the prior is stored with the plan and a resumed run uses it */
+    bool gp_prior;
+    const char *const *prior_workloads; /* NULL: every other workload with finished trials */
+    int n_prior_workloads;
 } tb_bench_spec;
 
 /* Zeroed spec with 1 study of 1 trial, external tuning. */

@@ -127,6 +127,17 @@ tb_status tb_store_trial_hparams(tb_store *store, int64_t id, const tb_hparams *
 tb_status tb_store_trial_finish(tb_store *store, int64_t id, tb_trial_status status,
                                 const char *reason, bool reached, double time_to_target,
                                 double submission_time, int64_t steps, tb_error *err);
+/* Sets the hyperparameters of a trial that was planned without them (a sampler that chooses
+ * a trial's point when its turn comes, after the trials before it: bench's gp sampler). */
+tb_status tb_store_trial_set_hparams(tb_store *store, int64_t id, const tb_hparams *hp,
+                                     tb_error *err);
+/* The pre-trained GP prior (JSON text) a benchmark planned for a submission on a workload, kept
+ * so that a resumed run uses the same one: put refuses to replace one (TB_ERR_INVALID); get
+ * sets *json to NULL when there is none, else to malloc'ed text the caller frees. */
+tb_status tb_store_put_prior(tb_store *store, const char *benchmark, const char *submission,
+                             const char *workload, const char *json, tb_error *err);
+tb_status tb_store_get_prior(tb_store *store, const char *benchmark, const char *submission,
+                             const char *workload, char **json, tb_error *err);
 /* Reads one trial by id. */
 tb_status tb_store_trial_get(tb_store *store, int64_t id, tb_trial_record *out, tb_error *err);
 /* The evals of a trial in order; *out malloc'ed, caller frees. */

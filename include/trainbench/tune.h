@@ -44,6 +44,33 @@ int tb_search_space_list_size(const tb_search_space *space);
  * feasible points feasible[floor(u n)]. A NULL space or u leaves *out empty. */
 void tb_search_space_map(const tb_search_space *space, const double *u, tb_hparams *out);
 
+/* One dimension of a space of ranges, as parsed (pointers into the space). */
+typedef enum tb_search_scaling {
+    TB_SCALING_LINEAR = 0,
+    TB_SCALING_LOG = 1,
+    TB_SCALING_DISCRETE = 2, /* a list of feasible points */
+} tb_search_scaling;
+
+typedef struct tb_search_dim {
+    const char *name;
+    tb_search_scaling scaling;
+    double min, max;        /* ranges; for feasible points their smallest and largest */
+    const double *feasible; /* feasible points in the file's order (NULL for ranges) */
+    int n_feasible;
+} tb_search_dim;
+
+/* Dimension i (0-based) of a space of ranges; false when there is none. */
+bool tb_search_space_dim(const tb_search_space *space, int i, tb_search_dim *out);
+/* Whether dimension i can take more than one value (a range with min < max, or two or more
+ * feasible points): what a model of the objective can learn from. */
+bool tb_search_space_dim_varies(const tb_search_space *space, int i);
+/* The inverse of tb_search_space_map: the unit point u of the values in hp (linear
+ * (v - min) / (max - min), log the same of the logs, 0.5 for a range with min = max;
+ * a feasible point k of n: (k + 0.5) / n, the nearest one for a value that is not feasible).
+ * Values outside a range give u outside [0, 1]. False (u untouched past the dimension) when hp
+ * lacks a dimension or a value is not finite (or not positive for a log range). */
+bool tb_search_space_unmap(const tb_search_space *space, const tb_hparams *hp, double *u);
+
 /* Draws `studies` x `trials` points: for a space of ranges, studies*trials distinct Halton
  * points (seeded by seed), split into studies in the sequence's shuffled order; for an
  * explicit list, each study takes `trials` points of the list without replacement in an order
@@ -91,6 +118,10 @@ typedef struct tb_gp_task {
     const double *y;
     int n;
 } tb_gp_task;
+
+/* Checks p: dims in [1, TB_GP_MAX_DIMS], a finite mean, a positive finite amplitude and
+ * lengthscales, a non-negative finite noise (TB_ERR_INVALID naming the bad one). */
+tb_status tb_gp_params_check(const tb_gp_params *p, tb_error *err);
 
 /* The warp ALGORITHMS.md gives for error rates, -log(err + 1e-10), with its sign turned so that
  * lower stays better: log(err + 1e-10). */

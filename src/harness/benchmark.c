@@ -4,9 +4,7 @@
 /* realpath */
 #define _XOPEN_SOURCE 700
 
-#include "trainbench/benchmark.h"
-
-#include "trainbench/tune.h"
+#include "harness/bench_impl.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -94,7 +92,7 @@ tb_status tb_bench_preset(const char *preset, tb_bench_spec *s, tb_error *err)
 }
 
 /* ---- seeds ------------------------------------------------------------------------------------- */
-static uint64_t mix(uint64_t x)
+uint64_t tb_bench_mix(uint64_t x)
 {
     x += 0x9E3779B97F4A7C15ull;
     x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
@@ -102,12 +100,14 @@ static uint64_t mix(uint64_t x)
     return x ^ (x >> 31);
 }
 
-static uint64_t hash_text(const char *s)
+uint64_t tb_bench_hash(const char *s)
 {
     uint64_t h = 1469598103934665603ull;
     for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ull;
     return h;
 }
+
+uint64_t tb_bench_points_seed(const tb_bench_spec *s) { return tb_bench_mix(s->seed ^ 0x4850ull); }
 
 /* Seeds of a trial: one per source, from the benchmark seed, the workload, the study and the
  * trial, not the submission: every submission sees the same inits and data orders (common
@@ -115,11 +115,12 @@ static uint64_t hash_text(const char *s)
 static void trial_seeds(uint64_t seed, const char *workload, int study, int trial,
                         uint64_t *out)
 {
-    uint64_t base = mix(seed ^ mix(hash_text(workload) ^ mix(((uint64_t)study << 32) |
-                                                            (uint32_t)trial)));
+    const uint64_t which = ((uint64_t)study << 32) | (uint32_t)trial;
+    uint64_t base =
+        tb_bench_mix(seed ^ tb_bench_mix(tb_bench_hash(workload) ^ tb_bench_mix(which)));
     /* derived seeds keep 53 bits (as they always had); the benchmark seed is used whole: the
      * store and the exports write every seed as an exact integer */
-    for (int i = 0; i < TB_STREAM_COUNT; i++) out[i] = mix(base + (uint64_t)i) >> 11;
+    for (int i = 0; i < TB_STREAM_COUNT; i++) out[i] = tb_bench_mix(base + (uint64_t)i) >> 11;
     out[TB_STREAM_SPLIT] = seed;
     out[TB_STREAM_HPARAM] = seed;
 }
@@ -131,7 +132,8 @@ static void search_space_hash(const char *text, char *buf, size_t cap)
 {
     cJSON *o = cJSON_Parse(text);
     char *canon = o ? cJSON_PrintUnformatted(o) : NULL;
-    snprintf(buf, cap, "fnv1a64:%016llx", (unsigned long long)hash_text(canon ? canon : text));
+    snprintf(buf, cap, "fnv1a64:%016llx",
+             (unsigned long long)tb_bench_hash(canon ? canon : text));
     free(canon);
     cJSON_Delete(o);
 }
@@ -164,6 +166,16 @@ static char *spec_json(const tb_bench_spec *s, const char *const *wls, int n_wl,
     cJSON_AddNumberToObject(o, "timeout_s", s->trial.timeout_s);
     cJSON_AddNumberToObject(o, "threads", s->trial.threads);
     cJSON_AddStringToObject(o, "device", tb_device_name(s->trial.device));
+    if (s->sampler != TB_SAMPLER_HALTON) { /* (absent for halton: older specs stay valid) */
+        cJSON_AddStringToObject(o, "sampler", tb_bench_sampler_name(s->sampler));
+        cJSON_AddNumberToObject(o, "gp_initial", tb_bench_gp_initial(s));
+        cJSON_AddBoolToObject(o, "gp_prior", s->gp_prior);
+        if (s->gp_prior && s->prior_workloads) {
+            cJSON *pw = cJSON_AddArrayToObject(o, "prior_workloads");
+            for (int i = 0; i < s->n_prior_workloads; i++)
+                cJSON_AddItemToArray(pw, cJSON_CreateString(s->prior_workloads[i]));
+        }
+    }
     if (s->ruleset == TB_RULESET_EXTERNAL) {
         /* the points each trial trains with come from these */
         cJSON *spaces = cJSON_AddObjectToObject(o, "search_spaces");
@@ -252,51 +264,62 @@ static tb_status check_search_space(const tb_optimizer_info *info, const char *t
     return st;
 }
 
+/* The parsed search space of a submission under external tuning, checked (a built-in's
+ * against its optimizer); the caller destroys it. */
+static tb_status load_space(const tb_bench_spec *s, const tb_submission_ref *ref,
+                            tb_search_space **space, tb_error *err)
+{
+    *space = NULL;
+    const char *text = tb_submission_ref_search_space(ref);
+    if (!text && tb_submission_ref_external(ref))
+        return tb_fail(err, TB_ERR_INVALID,
+                       "submission library %s sets no default_search_space, which the "
+                       "external-tuning ruleset samples its trials from: set one, or run it "
+                       "with --ruleset self", tb_submission_ref_spec(ref));
+    if (!text)
+        return tb_fail(err, TB_ERR_MISSING,
+                       "submission %s has no search space for the external-tuning ruleset "
+                       "(expected %s/%s.json)", tb_submission_ref_name(ref),
+                       s->search_space_dir ? s->search_space_dir : "<search space dir>",
+                       tb_submission_ref_name(ref));
+    char source[200];
+    snprintf(source, sizeof source, "search space of %s", tb_submission_ref_name(ref));
+    tb_status st = tb_search_space_parse(text, source, space, err);
+    if (st == TB_ERR_FORMAT) { /* malformed JSON: a bad value, like a bad range */
+        st = TB_ERR_INVALID;
+        if (err) err->status = st;
+    }
+    /* a built-in's space is checked against its optimizer (an external submission reads its
+     * hyperparameters itself) */
+    const tb_optimizer_info *info =
+        tb_submission_ref_external(ref) ? NULL : tb_optimizer_find(tb_submission_ref_name(ref));
+    if (st == TB_OK && info) st = check_search_space(info, text, source, err);
+    if (st == TB_OK && s->sampler == TB_SAMPLER_GP)
+        st = tb_bench_gp_check(*space, tb_submission_ref_name(ref), err);
+    if (st != TB_OK) {
+        tb_search_space_destroy(*space);
+        *space = NULL;
+    }
+    return st;
+}
+
 static tb_status plan_submission(tb_store *store, const tb_bench_spec *s,
                                  const tb_submission_ref *ref, const char *const *wls, int n_wl,
                                  tb_error *err)
 {
     bool self = s->ruleset == TB_RULESET_SELF;
+    bool gp = !self && s->sampler == TB_SAMPLER_GP;
     int trials = self ? 1 : s->trials;
     int n = s->studies * trials;
     tb_hparams *points = calloc((size_t)n, sizeof *points);
     if (!points) return tb_fail(err, TB_ERR_NOMEM, "planning: out of memory");
     tb_status st = TB_OK;
-    if (!self) {
-        const char *text = tb_submission_ref_search_space(ref);
-        if (!text && tb_submission_ref_external(ref)) {
-            st = tb_fail(err, TB_ERR_INVALID,
-                         "submission library %s sets no default_search_space, which the "
-                         "external-tuning ruleset samples its trials from: set one, or run it "
-                         "with --ruleset self", tb_submission_ref_spec(ref));
-        } else if (!text) {
-            st = tb_fail(err, TB_ERR_MISSING,
-                         "submission %s has no search space for the external-tuning ruleset "
-                         "(expected %s/%s.json)", tb_submission_ref_name(ref),
-                         s->search_space_dir ? s->search_space_dir : "<search space dir>",
-                         tb_submission_ref_name(ref));
-        } else {
-            char source[200];
-            snprintf(source, sizeof source, "search space of %s", tb_submission_ref_name(ref));
-            tb_search_space *space = NULL;
-            st = tb_search_space_parse(text, source, &space, err);
-            if (st == TB_ERR_FORMAT) { /* malformed JSON: a bad value, like a bad range */
-                st = TB_ERR_INVALID;
-                if (err) err->status = st;
-            }
-            /* a built-in's space is checked against its optimizer (an external submission
-             * reads its hyperparameters itself) */
-            const tb_optimizer_info *info =
-                tb_submission_ref_external(ref) ? NULL
-                                                : tb_optimizer_find(tb_submission_ref_name(ref));
-            if (st == TB_OK && info) st = check_search_space(info, text, source, err);
-            if (st == TB_OK) {
-                st = tb_search_space_sample(space, s->studies, trials, mix(s->seed ^ 0x4850ull),
-                                            points, err);
-                if (st != TB_OK) tb_error_prefix(err, "%s", source);
-            }
-            tb_search_space_destroy(space);
-        }
+    tb_search_space *space = NULL;
+    if (!self) st = load_space(s, ref, &space, err);
+    if (st == TB_OK && !self) {
+        st = tb_search_space_sample(space, s->studies, trials, tb_bench_points_seed(s), points,
+                                    err);
+        if (st != TB_OK) tb_error_prefix(err, "search space of %s", tb_submission_ref_name(ref));
     }
     for (int w = 0; st == TB_OK && w < n_wl; w++) {
         tb_bench_workload bwv;
@@ -313,7 +336,8 @@ static tb_status plan_submission(tb_store *store, const tb_bench_spec *s,
             snprintf(t.ruleset, sizeof t.ruleset, "%s", tb_ruleset_name(s->ruleset));
             t.study = k / trials;
             t.trial = k % trials;
-            t.hparams = points[k];
+            /* the gp sampler chooses a study's later points when their turn comes */
+            if (!gp || t.trial < tb_bench_gp_initial(s)) t.hparams = points[k];
             trial_seeds(s->seed, wls[w], t.study, t.trial, t.seeds);
             snprintf(t.metric, sizeof t.metric, "%s", bw->metric);
             t.target = s->quick_targets ? bw->quick_target : bw->target;
@@ -323,7 +347,10 @@ static tb_status plan_submission(tb_store *store, const tb_bench_spec *s,
             t.stop_at_target = !s->run_to_budget;
             st = tb_store_plan_trial(store, &t, err);
         }
+        if (st == TB_OK && gp && s->gp_prior)
+            st = tb_bench_gp_prior(store, s, tb_submission_ref_name(ref), space, wls[w], err);
     }
+    tb_search_space_destroy(space);
     free(points);
     return st;
 }
@@ -351,7 +378,7 @@ static tb_status bench_lock(const char *store_path, const char *name, int *fd_ou
         return tb_fail(err, TB_ERR_IO, "cannot open the benchmark lock %s: %s", path,
                        strerror(errno));
     struct flock lk = {.l_type = F_WRLCK, .l_whence = SEEK_SET,
-                       .l_start = (off_t)(hash_text(name) >> 24), .l_len = 1};
+                       .l_start = (off_t)(tb_bench_hash(name) >> 24), .l_len = 1};
     if (fcntl(fd, F_SETLK, &lk) == 0) {
         *fd_out = fd;
         return TB_OK;
@@ -395,6 +422,25 @@ static tb_status check_spec(const tb_bench_spec *s, tb_error *err)
                        s->studies, s->trials);
     if (s->budget_s < 0 || s->eval_period_s < 0)
         return tb_fail(err, TB_ERR_INVALID, "budget and eval period must not be negative");
+    if (s->sampler != TB_SAMPLER_HALTON && s->sampler != TB_SAMPLER_GP)
+        return tb_fail(err, TB_ERR_INVALID, "unknown sampler %d", (int)s->sampler);
+    if (s->sampler == TB_SAMPLER_GP && s->ruleset == TB_RULESET_SELF)
+        return tb_fail(err, TB_ERR_INVALID,
+                       "the gp sampler tunes from search spaces (external tuning); the "
+                       "self-tuning ruleset has none");
+    if (s->sampler != TB_SAMPLER_GP && (s->gp_prior || s->gp_initial != 0))
+        return tb_fail(err, TB_ERR_INVALID,
+                       "a GP prior and initial points are settings of the gp sampler");
+    if (s->gp_initial < 0 || s->gp_initial > 1000)
+        return tb_fail(err, TB_ERR_INVALID, "gp initial points must be in [0, 1000] (got %d)",
+                       s->gp_initial);
+    if (s->prior_workloads && !s->gp_prior)
+        return tb_fail(err, TB_ERR_INVALID, "prior workloads are named without a prior");
+    for (int i = 0; s->prior_workloads && i < s->n_prior_workloads; i++)
+        if (!tb_bench_workload_find(s->prior_workloads[i], &(tb_bench_workload){0}))
+            return tb_fail(err, TB_ERR_INVALID,
+                           "prior workload '%s' is not a workload (see `trainbench workloads`)",
+                           s->prior_workloads[i]);
     return TB_OK;
 }
 
@@ -455,15 +501,30 @@ tb_status tb_bench_run(const char *store_path, const tb_bench_spec *s,
     if (st == TB_OK) st = tb_store_trials(store, s->name, &trials, &n, err);
     tb_store_close(store);
     sum.planned = n;
-    /* execution */
+    /* execution; the gp sampler's search spaces at hand for the points it chooses */
+    const bool gp = s->sampler == TB_SAMPLER_GP && s->ruleset == TB_RULESET_EXTERNAL;
+    tb_search_space **spaces = calloc((size_t)s->n_submissions, sizeof *spaces);
+    if (!spaces && st == TB_OK) st = tb_fail(err, TB_ERR_NOMEM, "out of memory");
+    for (int j = 0; gp && st == TB_OK && j < s->n_submissions; j++)
+        st = load_space(s, refs[j], &spaces[j], err);
     for (int i = 0; st == TB_OK && i < n; i++) {
         tb_trial_record *t = &trials[i];
         const tb_submission_ref *ref = NULL;
+        const tb_search_space *space = NULL;
         for (int j = 0; j < s->n_submissions; j++)
-            if (strcmp(tb_submission_ref_name(refs[j]), t->submission) == 0) ref = refs[j];
+            if (strcmp(tb_submission_ref_name(refs[j]), t->submission) == 0) {
+                ref = refs[j];
+                space = spaces[j];
+            }
         bool reused = t->status == TB_TRIAL_DONE || t->status == TB_TRIAL_FAILED;
         if (!reused && ref) {
-            st = tb_trial_run_isolated(store_path, t->id, ref, &s->trial, err);
+            tb_store *ps; /* a gp study's next point, from the trials finished before it */
+            if (gp && t->hparams.count == 0 &&
+                (st = tb_store_open(store_path, &ps, err)) == TB_OK) {
+                st = tb_bench_gp_point(ps, s, space, t, err);
+                tb_store_close(ps);
+            }
+            if (st == TB_OK) st = tb_trial_run_isolated(store_path, t->id, ref, &s->trial, err);
             tb_store *rs;
             if (st == TB_OK && (st = tb_store_open(store_path, &rs, err)) == TB_OK) {
                 st = tb_store_trial_get(rs, t->id, t, err);
@@ -480,6 +541,8 @@ tb_status tb_bench_run(const char *store_path, const tb_bench_spec *s,
         }
     }
     free(trials);
+    for (int j = 0; spaces && j < s->n_submissions; j++) tb_search_space_destroy(spaces[j]);
+    free(spaces);
     if (lock_fd >= 0) close(lock_fd);
     for (int i = 0; i < s->n_submissions; i++) tb_submission_unload(refs[i]);
     free(refs);

@@ -32,6 +32,9 @@ static const char schema[] =
     "  validation_loss REAL, validation_accuracy REAL, validation_error REAL,"
     "  validation_examples INTEGER, test_loss REAL, test_accuracy REAL, test_error REAL,"
     "  test_examples INTEGER, PRIMARY KEY(trial_id, idx));"
+    "CREATE TABLE IF NOT EXISTS priors(benchmark TEXT NOT NULL, submission TEXT NOT NULL,"
+    "  workload TEXT NOT NULL, params TEXT NOT NULL,"
+    "  PRIMARY KEY(benchmark, submission, workload));"
     "INSERT OR IGNORE INTO meta(key, value) VALUES('format', 'trainbench-store'),"
     "  ('schema_version', '2');"; /* TB_STORE_SCHEMA_VERSION */
 

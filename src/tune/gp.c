@@ -19,7 +19,7 @@ struct tb_gp {
 
 double tb_gp_warp_error(double err) { return log(err + 1e-10); }
 
-tb_status tb_gp_check_params(const tb_gp_params *p, tb_error *err)
+tb_status tb_gp_params_check(const tb_gp_params *p, tb_error *err)
 {
     if (p->dims < 1 || p->dims > TB_GP_MAX_DIMS)
         return tb_fail(err, TB_ERR_INVALID, "a Gaussian process needs 1 to %d dimensions, got %d",
@@ -120,7 +120,7 @@ tb_status tb_gp_create(const tb_gp_params *p, const tb_gp_task *data, tb_gp **ou
                        tb_error *err)
 {
     *out = NULL;
-    tb_status st = tb_gp_check_params(p, err);
+    tb_status st = tb_gp_params_check(p, err);
     if (st != TB_OK) return st;
     const int n = data ? data->n : 0, d = p->dims;
     if (n < 0) return tb_fail(err, TB_ERR_INVALID, "Gaussian process: %d observations", n);

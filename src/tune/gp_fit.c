@@ -84,7 +84,7 @@ static tb_status task_nll(const tb_gp_params *p, const tb_gp_task *t, double *wo
 tb_status tb_gp_nll(const tb_gp_params *p, const tb_gp_task *tasks, int n_tasks, double *nll,
                     double *grad, tb_error *err)
 {
-    tb_status st = tb_gp_check_params(p, err);
+    tb_status st = tb_gp_params_check(p, err);
     if (st != TB_OK) return st;
     if (n_tasks < 1) return tb_fail(err, TB_ERR_INVALID, "Gaussian process: no tasks");
     int max_n = 0;

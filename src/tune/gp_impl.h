@@ -7,10 +7,6 @@
 
 #include <stdbool.h>
 
-/* Checks p: dims in [1, TB_GP_MAX_DIMS], positive finite amplitude, lengthscales and noise
- * (noise may be 0), finite mean. */
-tb_status tb_gp_check_params(const tb_gp_params *p, tb_error *err);
-
 /* Matern-5/2 with ARD: amplitude (1 + sqrt5 r + 5/3 r^2) exp(-sqrt5 r), r the distance
  * scaled by the lengthscales. */
 double tb_gp_kernel(const tb_gp_params *p, const double *a, const double *b);

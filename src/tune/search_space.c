@@ -263,6 +263,57 @@ void tb_search_space_map(const tb_search_space *s, const double *u, tb_hparams *
     }
 }
 
+bool tb_search_space_dim(const tb_search_space *s, int i, tb_search_dim *out)
+{
+    if (i < 0 || i >= s->n_dims) return false;
+    const dim *d = &s->dims[i];
+    *out = (tb_search_dim){.name = d->name, .min = d->min, .max = d->max,
+                           .feasible = d->feasible, .n_feasible = d->n_feasible};
+    out->scaling = d->kind == DIM_LINEAR ? TB_SCALING_LINEAR
+                   : d->kind == DIM_LOG  ? TB_SCALING_LOG
+                                         : TB_SCALING_DISCRETE;
+    if (d->kind == DIM_DISCRETE) {
+        out->min = out->max = d->feasible[0];
+        for (int k = 1; k < d->n_feasible; k++) {
+            out->min = fmin(out->min, d->feasible[k]);
+            out->max = fmax(out->max, d->feasible[k]);
+        }
+    }
+    return true;
+}
+
+bool tb_search_space_dim_varies(const tb_search_space *s, int i)
+{
+    if (i < 0 || i >= s->n_dims) return false;
+    const dim *d = &s->dims[i];
+    return d->kind == DIM_DISCRETE ? d->n_feasible > 1 : d->min < d->max;
+}
+
+bool tb_search_space_unmap(const tb_search_space *s, const tb_hparams *hp, double *u)
+{
+    for (int i = 0; i < s->n_dims; i++) {
+        const dim *d = &s->dims[i];
+        int j = 0;
+        while (j < hp->count && strcmp(hp->names[j], d->name) != 0) j++;
+        if (j == hp->count || !isfinite(hp->values[j])) return false;
+        double v = hp->values[j];
+        if (d->kind == DIM_DISCRETE) {
+            int k = 0;
+            for (int c = 1; c < d->n_feasible; c++)
+                if (fabs(d->feasible[c] - v) < fabs(d->feasible[k] - v)) k = c;
+            u[i] = (k + 0.5) / d->n_feasible;
+        } else if (!(d->min < d->max)) {
+            u[i] = 0.5;
+        } else if (d->kind == DIM_LOG) {
+            if (!(v > 0)) return false;
+            u[i] = (log(v) - log(d->min)) / (log(d->max) - log(d->min));
+        } else {
+            u[i] = (v - d->min) / (d->max - d->min);
+        }
+    }
+    return true;
+}
+
 tb_status tb_search_space_sample(const tb_search_space *s, int studies, int trials,
                                  uint64_t seed, tb_hparams *out, tb_error *err)
 {

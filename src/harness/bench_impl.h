@@ -1,0 +1,30 @@
+/* bench_impl.h: internals shared by the benchmark's files (not public): seed mixing, and the
+ * gp sampler's steps that planning and execution call. */
+#ifndef TRAINBENCH_BENCH_IMPL_H
+#define TRAINBENCH_BENCH_IMPL_H
+
+#include "trainbench/benchmark.h"
+#include "trainbench/tune.h"
+
+/* splitmix64's finaliser, and FNV-1a of a text: the benchmark's seed derivations. */
+uint64_t tb_bench_mix(uint64_t x);
+uint64_t tb_bench_hash(const char *text);
+/* The seed of the Halton points of a benchmark's studies (every submission's). */
+uint64_t tb_bench_points_seed(const tb_bench_spec *s);
+
+/* Halton points per study before the gp sampler's first BO point. */
+int tb_bench_gp_initial(const tb_bench_spec *s);
+/* Checks that the gp sampler can tune from space (a space of ranges with a dimension that
+ * varies), naming the submission. */
+tb_status tb_bench_gp_check(const tb_search_space *space, const char *submission,
+                            tb_error *err);
+/* With s->gp_prior: pre-trains the prior of submission on workload from the store's other
+ * workloads and records it, unless the store holds it already. TB_ERR_MISSING when there is
+ * nothing to pre-train on. */
+tb_status tb_bench_gp_prior(tb_store *store, const tb_bench_spec *s, const char *submission,
+                            const tb_search_space *space, const char *workload, tb_error *err);
+/* Chooses the point of trial t (planned without one), records it in the store and in t. */
+tb_status tb_bench_gp_point(tb_store *store, const tb_bench_spec *s,
+                            const tb_search_space *space, tb_trial_record *t, tb_error *err);
+
+#endif
