@@ -194,6 +194,30 @@ typedef struct tb_bo_options {
 tb_status tb_bo_suggest(int dims, const double *x, const double *y, int n,
                         const tb_bo_options *opts, double *next, double *ei, tb_error *err);
 
+/* ---- search-space utility (utility.c; Ariafar et al., AISTATS 2022) ------------------------
+ * U(S; b) = E_{f ~ GP posterior} E_{x_1..b ~ Unif(S)} [u(min_j f(x_j))], by Monte Carlo: each
+ * draw takes max(budgets) points of S and one joint posterior sample of f at them (Cholesky of
+ * its covariance), and scores every budget b on the first b of them (so the estimates of a
+ * space at two budgets share their draws, and the best value cannot grow with b). */
+
+/* Writes one point drawn uniformly from a candidate space, in the GP's coordinates, to x. */
+typedef void (*tb_utility_draw_fn)(void *user, tb_rng *rng, double *x);
+
+typedef struct tb_utility {
+    int budget;
+    double expected_best; /* E[min_j f(x_j)] over b points (u = -value) */
+    double std_error;     /* its Monte Carlo standard error */
+    double p_below;       /* P(min_j f(x_j) < threshold) (u = 1[best < threshold]) */
+} tb_utility;
+
+/* Estimates the utility of the space `draw` samples from at each of budgets[0..n_budgets)
+ * (each >= 1, at most 1024) with `draws` Monte Carlo draws (>= 2) from rng seed; out has
+ * n_budgets entries. TB_ERR_INVALID for bad budgets or draws; TB_ERR_NUMERIC if a posterior
+ * covariance cannot be factored. */
+tb_status tb_gp_utility(const tb_gp *gp, tb_utility_draw_fn draw, void *user,
+                        const int *budgets, int n_budgets, int draws, double threshold,
+                        uint64_t seed, tb_utility *out, tb_error *err);
+
 #ifdef __cplusplus
 }
 #endif
