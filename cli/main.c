@@ -26,6 +26,7 @@ static const char usage[] =
     "  bench        plan and run a time-to-result benchmark (resumes when run again)\n"
     "  score        score the benchmarks in a results store\n"
     "  export       export a results store as CSV or JSON lines\n"
+    "  utility      score candidate search spaces against a store's trials, by budget\n"
     "  version      print the version\n"
     "\n"
     "`trainbench <command> --help` (or `trainbench help <command>`) describes a command's\n"
@@ -168,6 +169,7 @@ static int run_command(int argc, char **argv)
     if (strcmp(cmd, "bench") == 0) return tb_cli_bench(argc - 1, argv + 1);
     if (strcmp(cmd, "score") == 0) return tb_cli_score(argc - 1, argv + 1);
     if (strcmp(cmd, "export") == 0) return tb_cli_export(argc - 1, argv + 1);
+    if (strcmp(cmd, "utility") == 0) return tb_cli_utility(argc - 1, argv + 1);
     if (strcmp(cmd, "version") == 0 || strcmp(cmd, "--version") == 0) {
         printf("trainbench %s (code %s)\n", TB_VERSION, tb_code_version());
         return TB_EXIT_OK;

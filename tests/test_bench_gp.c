@@ -13,38 +13,6 @@
 
 static char dir[] = "/tmp/tb_test_bench_gp_XXXXXX";
 
-/* A trial of benchmark `bench` planned with hp (NULL: none), then (unless want is planned)
- * started and finished: one eval with validation error `err_rate`, reached when ttt >= 0. */
-static int64_t add_trial(tb_store *store, const char *bench, const char *wl, int study,
-                         int trial, const tb_hparams *hp, tb_trial_status want, double err_rate,
-                         double ttt)
-{
-    tb_error err = {0};
-    tb_trial_record t;
-    memset(&t, 0, sizeof t);
-    snprintf(t.benchmark, sizeof t.benchmark, "%s", bench);
-    snprintf(t.submission, sizeof t.submission, "sgd");
-    snprintf(t.submission_spec, sizeof t.submission_spec, "sgd");
-    snprintf(t.workload, sizeof t.workload, "%s", wl);
-    snprintf(t.ruleset, sizeof t.ruleset, "external");
-    snprintf(t.metric, sizeof t.metric, "error_rate");
-    t.study = study;
-    t.trial = trial;
-    if (hp) t.hparams = *hp;
-    t.target = 0.2;
-    t.budget_s = 10;
-    t.eval_period_s = 1;
-    t.stop_at_target = true;
-    CHECK_OK(tb_store_plan_trial(store, &t, &err), &err);
-    if (want == TB_TRIAL_PLANNED) return t.id;
-    tb_store_trial_start(store, t.id, "test", "{}", &err);
-    tb_eval_record e = {.validation_error = err_rate, .validation_loss = 1.0};
-    tb_store_add_eval(store, t.id, &e, &err);
-    CHECK_OK(tb_store_trial_finish(store, t.id, want, want == TB_TRIAL_FAILED ? "diverged" : "",
-                                   ttt >= 0, ttt, 10, 100, &err), &err);
-    return t.id;
-}
-
 /* A smooth synthetic result of a point of sgd's space: missed targets, best at
  * u = (0.7, *, *, 0.4) in the space's unit coordinates. */
 static double synthetic_error(const tb_search_space *space, const tb_hparams *hp)
@@ -107,8 +75,9 @@ static void test_next_point(void)
             tb_trial_status want = k >= 3 ? TB_TRIAL_PLANNED
                                    : (st == 1 || k == 1) ? TB_TRIAL_FAILED
                                                          : TB_TRIAL_DONE;
-            ids[st][k] = add_trial(store, "g", "fmnist_mlp", st, k, k < 3 ? &pts[st * 6 + k] : NULL,
-                                   want, synthetic_error(space, &pts[st * 6 + k]), -1);
+            ids[st][k] = tb_test_add_trial(store, "g", "sgd", "fmnist_mlp", st, k,
+                                           k < 3 ? &pts[st * 6 + k] : NULL, want,
+                                           synthetic_error(space, &pts[st * 6 + k]), -1);
         }
     /* the failed trial is kept at the worst objective of the study, flagged */
     tb_trial_record tr[3];
@@ -163,8 +132,9 @@ static void test_prior(void)
     const char *others[2] = {"fmnist_cnn", "fmnist_autoencoder"};
     for (int w = 0; w < 2; w++)
         for (int k = 0; k < 8; k++)
-            add_trial(store, "old", others[w], 0, k, &pts[w * 8 + k], TB_TRIAL_DONE,
-                      synthetic_error(space, &pts[w * 8 + k]) * (1 + 0.1 * w), -1);
+            tb_test_add_trial(store, "old", "sgd", others[w], 0, k, &pts[w * 8 + k],
+                              TB_TRIAL_DONE,
+                              synthetic_error(space, &pts[w * 8 + k]) * (1 + 0.1 * w), -1);
     static const char *subs[1] = {"sgd"};
     tb_bench_spec s = tb_test_bench_spec(subs, 1, 1, 100);
     s.name = "new";
@@ -197,10 +167,11 @@ static void test_prior(void)
     /* with the prior, one finished trial is enough for a BO point */
     tb_hparams first[4];
     CHECK_OK(tb_search_space_sample(space, 1, 4, tb_bench_points_seed(&s), first, &err), &err);
-    add_trial(store, "new", "fmnist_mlp", 0, 0, &first[0], TB_TRIAL_DONE,
-              synthetic_error(space, &first[0]), -1);
+    tb_test_add_trial(store, "new", "sgd", "fmnist_mlp", 0, 0, &first[0], TB_TRIAL_DONE,
+                      synthetic_error(space, &first[0]), -1);
     tb_trial_record t;
-    int64_t id = add_trial(store, "new", "fmnist_mlp", 0, 1, NULL, TB_TRIAL_PLANNED, 0, -1);
+    int64_t id =
+        tb_test_add_trial(store, "new", "sgd", "fmnist_mlp", 0, 1, NULL, TB_TRIAL_PLANNED, 0, -1);
     tb_store_trial_get(store, id, &t, &err);
     CHECK_OK(tb_bench_gp_point(store, &s, space, &t, &err), &err);
     CHECK(t.hparams.count == 4 && memcmp(&t.hparams, &first[1], sizeof t.hparams) != 0);

@@ -337,3 +337,33 @@ void tb_test_remove_store(const char *path)
         unlink(p);
     }
 }
+
+int64_t tb_test_add_trial(tb_store *store, const char *bench, const char *submission,
+                          const char *workload, int study, int trial, const tb_hparams *hp,
+                          tb_trial_status want, double err_rate, double ttt)
+{
+    tb_error err = {0};
+    tb_trial_record t;
+    memset(&t, 0, sizeof t);
+    snprintf(t.benchmark, sizeof t.benchmark, "%s", bench);
+    snprintf(t.submission, sizeof t.submission, "%s", submission);
+    snprintf(t.submission_spec, sizeof t.submission_spec, "%s", submission);
+    snprintf(t.workload, sizeof t.workload, "%s", workload);
+    snprintf(t.ruleset, sizeof t.ruleset, "external");
+    snprintf(t.metric, sizeof t.metric, "error_rate");
+    t.study = study;
+    t.trial = trial;
+    if (hp) t.hparams = *hp;
+    t.target = 0.2;
+    t.budget_s = 10;
+    t.eval_period_s = 1;
+    t.stop_at_target = true;
+    CHECK_OK(tb_store_plan_trial(store, &t, &err), &err);
+    if (want == TB_TRIAL_PLANNED) return t.id;
+    tb_eval_record e = {.validation_error = err_rate, .validation_loss = 1.0};
+    CHECK_OK(tb_store_trial_start(store, t.id, "test", "{}", &err), &err);
+    CHECK_OK(tb_store_add_eval(store, t.id, &e, &err), &err);
+    CHECK_OK(tb_store_trial_finish(store, t.id, want, want == TB_TRIAL_FAILED ? "diverged" : "",
+                                   ttt >= 0, ttt, 10, 100, &err), &err);
+    return t.id;
+}

@@ -94,6 +94,13 @@ int tb_test_count_trials(const char *db, const char *bench, tb_trial_status want
 int tb_test_run_cli(const char *args, char *out, size_t cap);
 /* Removes a results store's file and its -wal, -shm and -lock files (those there). */
 void tb_test_remove_store(const char *path);
+/* A synthetic trial (no training) of submission on workload in benchmark bench, planned with
+ * hp (NULL: without a point) and, unless want is TB_TRIAL_PLANNED, finished with that status
+ * and one eval of validation error err_rate: target 0.2 in error_rate, budget 10 s, reached
+ * at ttt seconds when ttt >= 0. Returns its id (checks that the store took it). */
+int64_t tb_test_add_trial(tb_store *store, const char *bench, const char *submission,
+                          const char *workload, int study, int trial, const tb_hparams *hp,
+                          tb_trial_status want, double err_rate, double ttt);
 /* Whether out contains needle; prints out when not. */
 bool tb_test_output_has(const char *out, const char *needle);
 

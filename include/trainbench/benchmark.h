@@ -17,6 +17,7 @@
 #include "trainbench/status.h"
 #include "trainbench/store.h"
 #include "trainbench/submission.h"
+#include "trainbench/tune.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -113,6 +114,39 @@ double tb_trial_objective(const tb_trial_record *t, const tb_eval_record *evals,
  * imputed (may be NULL); when none is finite, every y is NaN. */
 tb_status tb_trial_objectives(tb_store *store, const tb_trial_record *trials, int n, double *y,
                               bool *imputed, tb_error *err);
+
+/* ---- search-space utility of a store's trials (Ariafar et al., AISTATS 2022) ------------------
+ * Fits a GP to the objectives (tb_trial_objective) of one submission's finished trials on one
+ * workload, then scores candidate search spaces with tb_gp_utility: the expected best
+ * objective of b points drawn uniformly from each space, and the probability that the best
+ * reaches the target (objective below 0). The GP's coordinates are shared by the spaces: per
+ * dimension its values (their logs where a space scales it by log) mapped linearly from the
+ * smallest to the largest value the spaces and the trials reach. */
+typedef struct tb_space_utility_spec {
+    const char *workload;
+    const char *submission; /* NULL: the only submission with finished trials on it */
+    const char *benchmark;  /* NULL: the trials of every benchmark in the store */
+    const tb_search_space *const *spaces; /* spaces of ranges, all with the same dimensions */
+    int n_spaces;
+    const int *budgets;
+    int n_budgets;
+    int draws;              /* Monte Carlo draws per space (0: 1000) */
+    uint64_t seed;
+} tb_space_utility_spec;
+
+typedef struct tb_space_utility_info {
+    char submission[128]; /* whose trials */
+    int trials;           /* finished trials the GP was fitted to */
+    int imputed;          /* of them, failed ones kept at the worst objective */
+    int skipped;          /* finished trials left out: a dimension missing from their point */
+} tb_space_utility_info;
+
+/* Fills out (n_spaces x n_budgets, space-major) and info (may be NULL). TB_ERR_INVALID for a
+ * bad spec (spaces whose dimensions differ, a list of points, no dimension that varies,
+ * several submissions on the workload and none named), TB_ERR_MISSING when there are fewer
+ * than 2 finished trials to fit to. */
+tb_status tb_space_utility(tb_store *store, const tb_space_utility_spec *spec, tb_utility *out,
+                           tb_space_utility_info *info, tb_error *err);
 
 /* ---- a benchmark ---------------------------------------------------------------------------- */
 typedef struct tb_bench_spec {

@@ -28,13 +28,13 @@ tb_status tb_gp_utility(const tb_gp *gp, tb_utility_draw_fn draw, void *user,
     double *x = malloc((size_t)m * dims * sizeof *x);
     double *f = malloc((size_t)m * sizeof *f);
     double *sum = calloc((size_t)n_budgets * 3, sizeof *sum); /* best, best^2, hits */
-    tb_status st = x && f && sum ? TB_OK
-                                 : tb_fail(err, TB_ERR_NOMEM, "search-space utility: out of memory");
+    tb_status st = TB_OK;
+    if (!x || !f || !sum) st = tb_fail(err, TB_ERR_NOMEM, "search-space utility: out of memory");
     tb_rng rng = tb_rng_make(seed, 0x7574ull);
     for (int r = 0; st == TB_OK && r < draws; r++) {
         for (int j = 0; j < m; j++) draw(user, &rng, x + (size_t)j * dims);
         st = tb_gp_sample(gp, x, m, &rng, f, err);
-        for (int j = 1; st == TB_OK && j < m; j++) f[j] = fmin(f[j], f[j - 1]); /* running best */
+        for (int j = 1; st == TB_OK && j < m; j++) f[j] = fmin(f[j], f[j - 1]); /* best so far */
         for (int i = 0; st == TB_OK && i < n_budgets; i++) {
             double best = f[budgets[i] - 1];
             sum[3 * i] += best;
