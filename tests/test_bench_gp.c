@@ -48,16 +48,28 @@ static void test_objective(void)
     CHECK(isnan(tb_trial_objective(&t, e, 3)));
 }
 
-static void test_next_point(void)
+/* A new store <dir>/<tag>.db and sgd's search space; false (both closed) if either fails. */
+static bool fixture(const char *tag, tb_store **store, tb_search_space **space)
 {
     char db[300];
-    snprintf(db, sizeof db, "%s/point.db", dir);
+    snprintf(db, sizeof db, "%s/%s.db", dir, tag);
     tb_error err = {0};
-    tb_store *store = NULL;
-    tb_search_space *space = NULL;
-    if (!CHECK_OK(tb_store_open(db, &store, &err), &err)) return;
-    CHECK_OK(tb_search_space_load(TB_SOURCE_DIR "/search_spaces/sgd.json", &space, &err), &err);
-    if (!space) return;
+    *store = NULL;
+    *space = NULL;
+    if (CHECK_OK(tb_store_open(db, store, &err), &err) &&
+        CHECK_OK(tb_search_space_load(TB_SOURCE_DIR "/search_spaces/sgd.json", space, &err),
+                 &err))
+        return true;
+    tb_store_close(*store);
+    return false;
+}
+
+static void test_next_point(void)
+{
+    tb_error err = {0};
+    tb_store *store;
+    tb_search_space *space;
+    if (!fixture("point", &store, &space)) return;
     static const char *subs[1] = {"sgd"};
     tb_bench_spec s = tb_test_bench_spec(subs, 1, 1, 100);
     s.name = "g";
@@ -118,14 +130,10 @@ done:
 
 static void test_prior(void)
 {
-    char db[300];
-    snprintf(db, sizeof db, "%s/prior.db", dir);
     tb_error err = {0};
-    tb_store *store = NULL;
-    tb_search_space *space = NULL;
-    if (!CHECK_OK(tb_store_open(db, &store, &err), &err)) return;
-    CHECK_OK(tb_search_space_load(TB_SOURCE_DIR "/search_spaces/sgd.json", &space, &err), &err);
-    if (!space) return;
+    tb_store *store;
+    tb_search_space *space;
+    if (!fixture("prior", &store, &space)) return;
     /* an earlier benchmark of sgd on two other workloads */
     tb_hparams pts[16];
     CHECK_OK(tb_search_space_sample(space, 2, 8, 5, pts, &err), &err);

@@ -110,6 +110,18 @@ static void test_gradient(void)
     CHECK_NEAR(f12, 0.5 * (f1 + f2), 1e-10);
 }
 
+/* A 1-D GP (mean 0, amplitude 1) conditioned on n points; NULL (a failed check) if it fails. */
+static tb_gp *gp_1d(const double *x, const double *y, int n, double lengthscale, double noise)
+{
+    tb_gp_params p = {.dims = 1, .mean = 0, .amplitude = 1, .noise = noise};
+    p.lengthscales[0] = lengthscale;
+    tb_gp_task data = {x, y, n};
+    tb_gp *gp = NULL;
+    tb_error err = {0};
+    CHECK_OK(tb_gp_create(&p, &data, &gp, &err), &err);
+    return gp;
+}
+
 static void test_expected_improvement(void)
 {
     /* variance zero: the improvement is certain */
@@ -123,12 +135,7 @@ static void test_expected_improvement(void)
     CHECK_NEAR(tb_gp_expected_improvement(0.0, 4.0, 0.0), 2.0 / sqrt(2 * 3.14159265358979), 1e-12);
     /* at a noise-free observation worse than the best: zero */
     double x[3] = {0.1, 0.5, 0.9}, y[3] = {1.0, -1.0, 2.0};
-    tb_gp_params p = {.dims = 1, .mean = 0, .amplitude = 1, .noise = 0};
-    p.lengthscales[0] = 0.2;
-    tb_gp_task data = {x, y, 3};
-    tb_gp *gp = NULL;
-    tb_error err = {0};
-    CHECK_OK(tb_gp_create(&p, &data, &gp, &err), &err);
+    tb_gp *gp = gp_1d(x, y, 3, 0.2, 0);
     if (!gp) return;
     double m, v;
     tb_gp_predict(gp, &x[2], &m, &v);
@@ -139,12 +146,8 @@ static void test_expected_improvement(void)
 static void test_sample(void)
 {
     double x[2] = {0.2, 0.7}, y[2] = {1.0, -0.5};
-    tb_gp_params p = {.dims = 1, .mean = 0, .amplitude = 1, .noise = 0.01};
-    p.lengthscales[0] = 0.3;
-    tb_gp_task data = {x, y, 2};
-    tb_gp *gp = NULL;
+    tb_gp *gp = gp_1d(x, y, 2, 0.3, 0.01);
     tb_error err = {0};
-    CHECK_OK(tb_gp_create(&p, &data, &gp, &err), &err);
     if (!gp) return;
     enum { M = 3, DRAWS = 4000 };
     double at[M] = {0.2, 0.45, 0.95}, f[M], sum[M] = {0}, sum2[M] = {0};
