@@ -110,6 +110,20 @@ tb_status tb_store_exec(tb_store *s, const char *sql, tb_error *err)
 /* Schema 1 lacks these columns of schema 2: a writable open adds them (upgrade_schema), a
  * read-only one reads NULL for them. */
 static const char *const schema_2_only[] = {"trials.resolved_hparams", "trials.default_hparams"};
+/* Tables added to a schema version after it was released: a store without one gets it when
+ * opened to write (CREATE TABLE IF NOT EXISTS), and reads that need it find it empty there. */
+static const char *const added_tables[] = {"priors"};
+
+static bool table_exists(sqlite3 *db, const char *table)
+{
+    sqlite3_stmt *q = NULL;
+    bool found = sqlite3_prepare_v2(db, "SELECT 1 FROM sqlite_master WHERE type = 'table' AND "
+                                        "name = ?1", -1, &q, NULL) == SQLITE_OK &&
+                 sqlite3_bind_text(q, 1, table, -1, SQLITE_TRANSIENT) == SQLITE_OK &&
+                 sqlite3_step(q) == SQLITE_ROW;
+    sqlite3_finalize(q);
+    return found;
+}
 
 /* The first "table.column" of schema's tables that `db` lacks, other than the n_excused names
  * in excused: "" when it has them all. The reference is the schema itself, created in memory,
@@ -133,6 +147,10 @@ static bool missing_column(sqlite3 *db, const char *const *excused, size_t n_exc
     while (ok && !missing[0] && sqlite3_step(cols) == SQLITE_ROW) {
         const char *table = (const char *)sqlite3_column_text(cols, 0),
                    *column = (const char *)sqlite3_column_text(cols, 1);
+        bool added = false;
+        for (size_t i = 0; i < sizeof added_tables / sizeof *added_tables; i++)
+            added = added || strcmp(table, added_tables[i]) == 0;
+        if (added && !table_exists(db, table)) continue;
         sqlite3_reset(has);
         sqlite3_bind_text(has, 1, table, -1, SQLITE_TRANSIENT);
         sqlite3_bind_text(has, 2, column, -1, SQLITE_TRANSIENT);
