@@ -101,6 +101,38 @@ tb_status tb_optimizer_step_prepare(tb_optimizer *opt, double lr_scale, tb_error
 /* Queues the update with the values of the last prepare (TB_ERR_INVALID before any). */
 tb_status tb_optimizer_step_queue(tb_optimizer *opt, tb_error *err);
 
+/* ---- the preconditioner and the stability threshold (sharpness diagnostics) ---------------
+ * A step of the diagonal methods is  w -= lr * direction / P  with P a per-value diagonal:
+ * sgd, momentum and nesterov P = 1; adam, adamw, nadam and nadamw P = sqrt(v_hat) + epsilon
+ * with v_hat = v / (1 - beta2^t); rmsprop sqrt(v + epsilon) (TF style) or sqrt(v) + epsilon
+ * (torch_style); adagrad sqrt(G) + epsilon. LARS and LAMB (per-layer trust ratios computed
+ * from the step), K-FAC, EKFAC and Shampoo (Kronecker-factored) have no diagonal P. */
+/* NULL when the optimizer has a diagonal preconditioner; otherwise one line saying why not. */
+const char *tb_optimizer_preconditioner_blocker(const tb_optimizer *opt);
+/* Writes P of the latest step to p (host memory, tb_params_numel(params) floats, the flat
+ * buffers' layout, padding included), computed from the optimizer's state exactly as its
+ * update kernel computes the denominator (the same float operations on the same values,
+ * epsilon and bias correction included). Fails with TB_ERR_UNSUPPORTED (naming the reason)
+ * for optimizers without one, TB_ERR_INVALID for NULL arguments or, for the adaptive methods,
+ * before the first step (there is no latest step; sgd's P = 1 always is). */
+tb_status tb_optimizer_preconditioner(const tb_optimizer *opt, float *p, tb_error *err);
+/* The stability threshold of the optimizer's step at learning rate lr = learning_rate *
+ * lr_scale: on a quadratic with Hessian H and P frozen, the step is stable iff the largest
+ * eigenvalue of P^-1 H is below it (Cohen et al. 2022, weight decay left out):
+ *   gradient descent (momentum 0), adagrad      2 / lr
+ *   heavy ball (sgd nesterov=0, momentum, rmsprop with momentum mu)   (2 + 2 mu) / lr
+ *   nesterov                                    (2 + 2 mu) / ((1 + 2 mu) lr)
+ *   adam, adamw (EMA momentum beta1)            (2 + 2 beta1) / ((1 - beta1) lr): 38/lr at 0.9
+ *   nadam, nadamw (numerator beta1 m + (1 - beta1) g)
+ *                                               (2 + 2 beta1) / ((1 - beta1)(1 + 2 beta1) lr)
+ * The Adam family's bias correction of m (1/(1 - beta1^t), within 1% of 1 after 44 steps at
+ * beta1 = 0.9) is left out, as in the paper's 38/lr. TB_ERR_UNSUPPORTED for optimizers
+ * without a diagonal P and for nadam with momentum_decay > 0 (its momentum changes every
+ * step); TB_ERR_INVALID for NULL arguments or an lr_scale that is not finite and >= 0 (0, a
+ * step of size 0, is stable at any sharpness: +infinity). */
+tb_status tb_optimizer_stability_threshold(const tb_optimizer *opt, double lr_scale, double *out,
+                                           tb_error *err);
+
 /* The hyperparameters algorithm `name` runs with for the values `given` (NULL: none), as
  * tb_optimizer_create uses them: into *out every one it has, in the registry's order, the
  * given value or its default, aliases settled (nadamw's beta1 from a given one_minus_beta1 and

@@ -163,6 +163,37 @@ static void adam_queue(tb_optimizer *opt)
     }
 }
 
+/* P of the latest step, sqrt(v inv_bc2) + eps: the kernel's float expression on the second
+ * moments it stored and the coefficients it read (adam_update). */
+static tb_status adam_preconditioner(const tb_optimizer *opt, float *p, tb_error *err)
+{
+    const adam_state *s = opt->state;
+    if (opt->step < 1)
+        return tb_fail(err, TB_ERR_INVALID, "%s: no step taken yet, so no preconditioner (P is "
+                       "that of the latest step)", opt->vt->info.name);
+    int64_t n = tb_params_numel(opt->params);
+    tb_backend_download(opt->be, p, s->v, (size_t)n * sizeof *p);
+    const float inv_bc2 = s->c[0].inv_bc2, eps = s->c[0].eps;
+    for (int64_t i = 0; i < n; i++) p[i] = sqrtf(p[i] * inv_bc2) + eps;
+    return TB_OK;
+}
+
+/* Along an eigenvector of P^-1 H (eigenvalue a) with P frozen, the step is
+ * x -= lr (alpha m + gamma a x) with m = beta1 m + (1 - beta1) a x: Adam alpha = 1, gamma = 0;
+ * the Nesterov numerator alpha = beta1, gamma = 1 - beta1. Its characteristic polynomial
+ * (z - 1)(z - beta1) + lr a ((alpha (1 - beta1) + gamma) z - gamma beta1) has a root at -1 when
+ * lr a = 2 (1 + beta1) / (alpha (1 - beta1) + gamma (1 + beta1)), and both inside the unit
+ * circle below that. */
+static double adam_stability(const tb_optimizer *opt, double lr)
+{
+    adam_kind kind = kind_of(opt);
+    double b1 = tb_opt_hp(opt, "beta1");
+    if (kind == NADAM && tb_opt_hp(opt, "momentum_decay") > 0.0) return NAN;
+    bool nesterov = kind == NADAM || kind == NADAMW;
+    double alpha = nesterov ? b1 : 1.0, gamma = nesterov ? 1.0 - b1 : 0.0;
+    return 2.0 * (1.0 + b1) / (lr * (alpha * (1.0 - b1) + gamma * (1.0 + b1)));
+}
+
 static void adam_destroy(tb_optimizer *opt)
 {
     adam_state *s = opt->state;
@@ -180,6 +211,8 @@ static void adam_destroy(tb_optimizer *opt)
         .prepare = adam_prepare,                                                            \
         .queue = adam_queue,                                                                \
         .destroy = adam_destroy,                                                            \
+        .preconditioner = adam_preconditioner,                                              \
+        .stability = adam_stability,                                                        \
     }
 
 ADAM_VTABLE(tb_optim_adam, "adam", "Adam with L2 weight decay in the gradient (torch.optim.Adam)",

@@ -432,6 +432,8 @@ const tb_optimizer_vtable tb_optim_kfac = {
     .set_layers = kfac_set_layers,
     .wants_fisher = kfac_wants_fisher,
     .update_fisher = kfac_update_fisher,
+    .no_preconditioner = "it preconditions each layer with Kronecker factors of its curvature, "
+                         "a full matrix per layer, not a per-value diagonal",
 };
 
 const tb_optimizer_vtable tb_optim_ekfac = {
@@ -446,4 +448,6 @@ const tb_optimizer_vtable tb_optim_ekfac = {
     .set_layers = kfac_set_layers,
     .wants_fisher = kfac_wants_fisher,
     .update_fisher = kfac_update_fisher,
+    .no_preconditioner = "it preconditions each layer with Kronecker factors of its curvature, "
+                         "a full matrix per layer, not a per-value diagonal",
 };

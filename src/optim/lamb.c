@@ -98,4 +98,6 @@ const tb_optimizer_vtable tb_optim_lamb = {
     .graph_blocker = "per-layer trust ratios read weight and update norms back to the host "
                      "every step",
     .destroy = lamb_destroy,
+    .no_preconditioner = "its per-layer trust ratio is computed from each step's update and "
+                         "not kept, so its P is not known after the step",
 };

@@ -85,4 +85,6 @@ const tb_optimizer_vtable tb_optim_lars = {
     .graph_blocker = "per-layer trust ratios read weight and gradient norms back to the host "
                      "every step",
     .destroy = lars_destroy,
+    .no_preconditioner = "its per-layer trust ratio is computed from each step's gradient and "
+                         "not kept, so its P is not known after the step",
 };

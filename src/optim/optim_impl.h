@@ -32,6 +32,15 @@ typedef struct tb_optimizer_vtable {
     tb_status (*set_layers)(tb_optimizer *opt, const tb_layer_ref *layers, int n, tb_error *err);
     bool (*wants_fisher)(const tb_optimizer *opt);
     tb_status (*update_fisher)(tb_optimizer *opt, tb_error *err);
+    /* Optional, for sharpness diagnostics (tb_optimizer_preconditioner): writes to p (host,
+     * tb_params_numel floats) the diagonal P the latest step divided its direction by, in the
+     * kernel's own float expression. NULL where the step has no diagonal P; no_preconditioner
+     * then says why. */
+    tb_status (*preconditioner)(const tb_optimizer *opt, float *p, tb_error *err);
+    const char *no_preconditioner;
+    /* The largest eigenvalue of P^-1 H for which the step at learning rate lr is stable on a
+     * quadratic with P frozen (tb_optimizer_stability_threshold); NaN when not known. */
+    double (*stability)(const tb_optimizer *opt, double lr);
 } tb_optimizer_vtable;
 
 struct tb_optimizer {

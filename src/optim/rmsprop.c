@@ -8,6 +8,7 @@
  * Optional L2 weight decay (added to the gradient) on weights and embeddings only. */
 #include "optim/optim_impl.h"
 
+#include <math.h>
 #include <stdlib.h>
 
 static const tb_hparam_spec rmsprop_hparams[] = {
@@ -113,6 +114,29 @@ static void rms_queue(tb_optimizer *opt)
     }
 }
 
+/* P of the latest step: the kernel's denominator d (rms_update) on the v it stored. */
+static tb_status rms_preconditioner(const tb_optimizer *opt, float *p, tb_error *err)
+{
+    const rms_state *s = opt->state;
+    if (opt->step < 1)
+        return tb_fail(err, TB_ERR_INVALID, "%s: no step taken yet, so no preconditioner (P is "
+                       "that of the latest step)", opt->vt->info.name);
+    int64_t n = tb_params_numel(opt->params);
+    tb_backend_download(opt->be, p, s->v, (size_t)n * sizeof *p);
+    const float eps = s->c[0].eps;
+    const bool inside = s->c[0].eps_inside;
+    for (int64_t i = 0; i < n; i++) p[i] = inside ? sqrtf(p[i] + eps) : sqrtf(p[i]) + eps;
+    return TB_OK;
+}
+
+/* Heavy ball on the preconditioned gradient (the learning rate inside the buffer or outside
+ * it gives the same iteration): (2 + 2 mu) / lr; adagrad has no momentum, 2 / lr. */
+static double rms_stability(const tb_optimizer *opt, double lr)
+{
+    double mu = is_adagrad(opt) ? 0.0 : tb_opt_hp(opt, "momentum");
+    return (2.0 + 2.0 * mu) / lr;
+}
+
 static void rms_destroy(tb_optimizer *opt)
 {
     rms_state *s = opt->state;
@@ -130,6 +154,8 @@ const tb_optimizer_vtable tb_optim_rmsprop = {
     .prepare = rms_prepare,
     .queue = rms_queue,
     .destroy = rms_destroy,
+    .preconditioner = rms_preconditioner,
+    .stability = rms_stability,
 };
 
 const tb_optimizer_vtable tb_optim_adagrad = {
@@ -140,4 +166,6 @@ const tb_optimizer_vtable tb_optim_adagrad = {
     .prepare = rms_prepare,
     .queue = rms_queue,
     .destroy = rms_destroy,
+    .preconditioner = rms_preconditioner,
+    .stability = rms_stability,
 };

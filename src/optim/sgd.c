@@ -43,18 +43,42 @@ static tb_status sgd_prepare(tb_optimizer *opt, double lr, tb_error *err)
     return TB_OK;
 }
 
+/* "sgd" says so in its hyperparameter; "nesterov" is, "momentum" is not. */
+static bool is_nesterov(const tb_optimizer *opt)
+{
+    return tb_hparams_has(&opt->hp, "nesterov") ? tb_opt_hp(opt, "nesterov") != 0.0
+                                                : opt->vt == &tb_optim_nesterov;
+}
+
 static void sgd_queue(tb_optimizer *opt)
 {
     sgd_state *s = opt->state;
     float mu = (float)tb_opt_hp(opt, "momentum"), wd = (float)tb_opt_hp(opt, "weight_decay");
-    bool nesterov = tb_hparams_has(&opt->hp, "nesterov") ? tb_opt_hp(opt, "nesterov") != 0.0
-                                                         : opt->vt == &tb_optim_nesterov;
+    bool nesterov = is_nesterov(opt);
     for (int i = 0; i < tb_params_count(opt->params); i++) {
         tb_param *p = tb_params_get(opt->params, i);
         int64_t n = tb_tensor_numel(&p->var.value);
         opt->be->ops.sgd_update(opt->be, n, p->var.value.data, p->var.grad.data, s->v + p->offset,
                                 s->lr, mu, nesterov, tb_param_decays(p->kind) ? wd : 0.0f);
     }
+}
+
+/* P = 1: the step divides by nothing. */
+static tb_status sgd_preconditioner(const tb_optimizer *opt, float *p, tb_error *err)
+{
+    (void)err;
+    int64_t n = tb_params_numel(opt->params);
+    for (int64_t i = 0; i < n; i++) p[i] = 1.0f;
+    return TB_OK;
+}
+
+/* On a quadratic, v = mu v + a x, x -= lr v (heavy ball) or lr (a x + mu v) (Nesterov) has
+ * the characteristic polynomial (z - 1)(z - mu) + lr a ((1 + c mu) z - c mu), c = 1 for
+ * Nesterov and 0 for heavy ball; its root crosses -1 at lr a = (2 + 2 mu) / (1 + 2 c mu). */
+static double sgd_stability(const tb_optimizer *opt, double lr)
+{
+    double mu = tb_opt_hp(opt, "momentum");
+    return (2.0 + 2.0 * mu) / ((is_nesterov(opt) ? 1.0 + 2.0 * mu : 1.0) * lr);
 }
 
 static void sgd_destroy(tb_optimizer *opt)
@@ -73,6 +97,8 @@ const tb_optimizer_vtable tb_optim_sgd = {
     .prepare = sgd_prepare,
     .queue = sgd_queue,
     .destroy = sgd_destroy,
+    .preconditioner = sgd_preconditioner,
+    .stability = sgd_stability,
 };
 
 const tb_optimizer_vtable tb_optim_momentum = {
@@ -82,6 +108,8 @@ const tb_optimizer_vtable tb_optim_momentum = {
     .prepare = sgd_prepare,
     .queue = sgd_queue,
     .destroy = sgd_destroy,
+    .preconditioner = sgd_preconditioner,
+    .stability = sgd_stability,
 };
 
 const tb_optimizer_vtable tb_optim_nesterov = {
@@ -91,4 +119,6 @@ const tb_optimizer_vtable tb_optim_nesterov = {
     .prepare = sgd_prepare,
     .queue = sgd_queue,
     .destroy = sgd_destroy,
+    .preconditioner = sgd_preconditioner,
+    .stability = sgd_stability,
 };

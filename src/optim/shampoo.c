@@ -286,4 +286,6 @@ const tb_optimizer_vtable tb_optim_shampoo = {
     .graph_blocker = "inverse roots are recomputed on the host every precondition_interval "
                      "steps and grafting reads norms back every step",
     .destroy = shampoo_destroy,
+    .no_preconditioner = "it preconditions each block with inverse roots of Kronecker "
+                         "factors, full matrices, not a per-value diagonal",
 };
