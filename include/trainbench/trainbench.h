@@ -20,6 +20,7 @@
 #include "trainbench/optim.h"
 #include "trainbench/pipeline.h"
 #include "trainbench/rng.h"
+#include "trainbench/sharpness.h"
 #include "trainbench/stats.h"
 #include "trainbench/step.h"
 #include "trainbench/status.h"
