@@ -1,5 +1,6 @@
 /* cmd_train.c: `trainbench train`: one run, progress on a terminal, a result at the end. */
 #include "cli.h"
+#include "train_sharpness.h"
 
 #include <getopt.h>
 #include <math.h>
@@ -73,6 +74,25 @@ static const char train_usage[] =
     "                            evaluation of the whole split, and only that one counts)\n"
     "      --profile             time every op's forward and backward and print where the\n"
     "                            training steps went (synchronises per op: slower run)\n"
+    "      --sharpness-every N   after every N-th step, untimed: the sharpness lambda_1(H)\n"
+    "                            and the preconditioned sharpness lambda_1(P^-1 H) (P: the\n"
+    "                            optimizer's diagonal preconditioner at that step, epsilon\n"
+    "                            and bias correction included) of the training loss on a\n"
+    "                            fixed batch, beside the step's stability threshold (38/lr\n"
+    "                            for adam at beta1 0.9; docs/CURVATURE.md). A line on stderr\n"
+    "                            each, and every one in --json. Cost, K Lanczos steps per\n"
+    "                            quantity: 2K gradient evaluations of the batch each, 4K\n"
+    "                            per measurement (2K for sgd, momentum and nesterov, whose\n"
+    "                            P is 1). Not for lars, lamb, kfac, ekfac, shampoo (no\n"
+    "                            diagonal P)\n"
+    "      --sharpness-iters K   Lanczos steps per quantity (1 to 256, default 20)\n"
+    "      --sharpness-batch B   examples in the fixed batch, spread evenly over the\n"
+    "                            training split (default: the run's batch size)\n"
+    "      --sharpness-fd-scale X\n"
+    "                            relative step of the central differences: Hessian-vector\n"
+    "                            products from gradients at theta +- r u, r = X max(||theta||,\n"
+    "                            1) (default 1e-3, at most 0.1). Models with ReLU or max-pool\n"
+    "                            kinks give values that depend on it: compare two\n"
     "      --json                print the result as one JSON object on stdout\n"
     "  -q, --quiet               no progress display\n"
     "  -h, --help                this help\n"
@@ -140,7 +160,8 @@ static void print_json_field(bool first, const char *name, const char *fmt, doub
 }
 
 static void print_json(const tb_train_config *c, const tb_train_result *r, tb_status st,
-                       const tb_error *err)
+                       const tb_error *err, int64_t sharpness_batch,
+                       const tb_cli_sharpness_log *sharpness)
 {
     printf("{\"workload\":\"");
     tb_cli_json_text(c->workload);
@@ -213,6 +234,7 @@ static void print_json(const tb_train_config *c, const tb_train_result *r, tb_st
         }
         printf("],");
     }
+    tb_cli_sharpness_json(c, r, sharpness_batch, sharpness);
     printf("\"backend\":\"%s\"}\n", r->backend);
 }
 
@@ -257,7 +279,8 @@ static void print_profile(const tb_train_result *r)
 
 enum { OPT_LR = 1000, OPT_SCHEDULE, OPT_WARMUP, OPT_EVALS, OPT_JSON, OPT_AUGMENT, OPT_ECHO,
        OPT_ECHO_FACTOR, OPT_SHUFFLE, OPT_PREFETCH, OPT_SLOW, OPT_MAX_TIME, OPT_EVAL_PERIOD,
-       OPT_BUDGET, OPT_STOP, OPT_CUDA_GRAPH, OPT_PROFILE, OPT_SEED_BASE };
+       OPT_BUDGET, OPT_STOP, OPT_CUDA_GRAPH, OPT_PROFILE, OPT_SHARP_EVERY, OPT_SHARP_ITERS,
+       OPT_SHARP_BATCH, OPT_SHARP_FD, OPT_SEED_BASE };
 
 int tb_cli_train(int argc, char **argv)
 {
@@ -285,6 +308,10 @@ int tb_cli_train(int argc, char **argv)
         {"cuda-graph", no_argument, 0, OPT_CUDA_GRAPH},
         {"json", no_argument, 0, OPT_JSON},
         {"profile", no_argument, 0, OPT_PROFILE},
+        {"sharpness-every", required_argument, 0, OPT_SHARP_EVERY},
+        {"sharpness-iters", required_argument, 0, OPT_SHARP_ITERS},
+        {"sharpness-batch", required_argument, 0, OPT_SHARP_BATCH},
+        {"sharpness-fd-scale", required_argument, 0, OPT_SHARP_FD},
         {"augment", no_argument, 0, OPT_AUGMENT},
         {"echo", required_argument, 0, OPT_ECHO},
         {"echo-factor", required_argument, 0, OPT_ECHO_FACTOR},
@@ -347,6 +374,29 @@ int tb_cli_train(int argc, char **argv)
             break;
         case OPT_CUDA_GRAPH: cfg.cuda_graph = true; break;
         case OPT_PROFILE: cfg.profile = true; break;
+        case OPT_SHARP_EVERY:
+            if (!tb_cli_parse_int("--sharpness-every", optarg, 1, TB_TRAIN_MAX_STEPS, &lv))
+                return TB_EXIT_USAGE;
+            cfg.sharpness_every = lv;
+            break;
+        case OPT_SHARP_ITERS:
+            if (!tb_cli_parse_int("--sharpness-iters", optarg, 1, TB_LANCZOS_MAX_ITERS, &lv))
+                return TB_EXIT_USAGE;
+            cfg.sharpness_iters = (int)lv;
+            break;
+        case OPT_SHARP_BATCH:
+            if (!tb_cli_parse_int("--sharpness-batch", optarg, 1, 1000000L, &lv))
+                return TB_EXIT_USAGE;
+            cfg.sharpness_batch = lv;
+            break;
+        case OPT_SHARP_FD:
+            if (!tb_cli_parse_double("--sharpness-fd-scale", optarg, &cfg.sharpness_fd_scale))
+                return TB_EXIT_USAGE;
+            if (!(cfg.sharpness_fd_scale > 0 && cfg.sharpness_fd_scale <= 0.1)) {
+                tb_cli_error("--sharpness-fd-scale: %s is outside (0, 0.1]", optarg);
+                return TB_EXIT_USAGE;
+            }
+            break;
         case OPT_JSON: json = true; break;
         case OPT_AUGMENT: cfg.pipeline.augment = true; break;
         case OPT_ECHO:
@@ -425,6 +475,14 @@ int tb_cli_train(int argc, char **argv)
                      cfg.pipeline.echo_factor);
         return TB_EXIT_USAGE;
     }
+    if ((cfg.sharpness_iters > 0 || cfg.sharpness_batch > 0 || cfg.sharpness_fd_scale > 0) &&
+        cfg.sharpness_every == 0) {
+        tb_cli_error("--sharpness-%s does nothing without --sharpness-every N",
+                     cfg.sharpness_iters > 0   ? "iters"
+                     : cfg.sharpness_batch > 0 ? "batch"
+                                               : "fd-scale");
+        return TB_EXIT_USAGE;
+    }
     if (cfg.cuda_graph && cfg.backend.device != TB_DEVICE_CUDA) {
         tb_cli_error("--cuda-graph needs --device cuda (the %s backend has no CUDA graphs)",
                      tb_device_name(cfg.backend.device));
@@ -449,6 +507,11 @@ int tb_cli_train(int argc, char **argv)
         cfg.progress = show_progress;
         cfg.progress_user = &ps;
     }
+    tb_cli_sharpness_log sharp = {.print = !quiet, .tty = ps.tty};
+    if (cfg.sharpness_every > 0) {
+        cfg.on_sharpness = tb_cli_sharpness_record;
+        cfg.sharpness_user = &sharp;
+    }
     if (!quiet && !json)
         fprintf(stderr, "training %s with %s%s\n", cfg.workload, cfg.algorithm,
                 ps.tty ? "" : " (progress is shown on a terminal only)");
@@ -457,7 +520,11 @@ int tb_cli_train(int argc, char **argv)
     /* a run ended early (time, target, error) leaves its progress line: clear it */
     if (!quiet && ps.tty) fputs("\r\033[K", stderr);
     if (json) {
-        print_json(&cfg, &res, st, &err);
+        int64_t batch = cfg.batch_size > 0 ? cfg.batch_size
+                        : winfo                ? winfo->default_batch_size
+                                               : 0;
+        print_json(&cfg, &res, st, &err, cfg.sharpness_batch > 0 ? cfg.sharpness_batch : batch,
+                   &sharp);
     } else if (st == TB_OK) {
         printf("%s with %s: %lld steps, %lld examples in %.1f s of training (%.0f examples/s)\n",
                cfg.workload, cfg.algorithm, (long long)res.steps, (long long)res.examples,
@@ -480,7 +547,9 @@ int tb_cli_train(int argc, char **argv)
             printf("graph:      %lld of %lld steps replayed from one captured CUDA graph\n",
                    (long long)res.graph_replays, (long long)res.steps);
         if (cfg.profile) print_profile(&res);
+        tb_cli_sharpness_summary(&cfg, &res);
     }
+    tb_cli_sharpness_free(&sharp);
     if (st != TB_OK) tb_cli_error("%s", err.message);
     return tb_cli_exit_code(st);
 }

@@ -79,6 +79,27 @@ int main(void)
           has("profile:") && has("linear") && has("rest (update, input)"));
     CHECK(run("train --steps 5 --evals 1 --eval-examples 200 -q --json --profile") == 0 &&
           has("\"profile\":[{\"op\":\"") && has("\"calls\":"));
+    /* sharpness: its cost in --help; settings that do nothing or cannot be measured refused;
+     * every measurement in the JSON, a line on stderr each, a summary in text */
+    CHECK(run("train --help") == 0 && has("--sharpness-every N") &&
+          has("2K gradient") && has("--sharpness-iters K"));
+    CHECK(run("train --sharpness-iters 5 -q") == 2 &&
+          has("--sharpness-iters does nothing without --sharpness-every"));
+    CHECK(run("train --sharpness-every 0 -q") == 2 && has("--sharpness-every"));
+    CHECK(run("train --sharpness-every 5 --sharpness-iters 0 -q") == 2 &&
+          has("--sharpness-iters"));
+    CHECK(run("train --sharpness-every 5 --sharpness-fd-scale 0 -q") == 2 &&
+          has("outside (0, 0.1]"));
+    CHECK(run("train -w fmnist_mlp_narrow -a lars --steps 2 --sharpness-every 1 -q") == 2 &&
+          has("lars has none"));
+    CHECK(run("train -w fmnist_mlp_narrow -a adam --steps 2 -b 16 --evals 0 --eval-examples 100 "
+              "--sharpness-every 2 --sharpness-iters 2 --sharpness-batch 16 --json") == 0 &&
+          has("\"sharpness\":{\"every\":2,\"batch\":16") && has("\"lambda_max\":") &&
+          has("\"preconditioned_max\":") && has("  step 2  sharpness ") && !has("nan"));
+    CHECK(run("train -w fmnist_mlp_narrow -a momentum --steps 2 -b 16 --evals 0 "
+              "--schedule constant --eval-examples 100 --sharpness-every 1 "
+              "--sharpness-iters 2 -q") == 0 &&
+          has("sharpness:  2 measurements") && has("stability threshold 38 at lr 0.1"));
     /* studies: configuration errors exit 2 before any training */
     CHECK(run("compare -A adamw -B sgdd -q") == 2 && has("side B: unknown algorithm 'sgdd'"));
     CHECK(run("compare -A adamw -B sgd --hp-b momentun=0.9 -q") == 2 && has("momentun"));

@@ -378,16 +378,16 @@ static void test_frozen_statistics(void)
     memcpy(rm0, rm->value.data, sizeof rm0);
     memcpy(rv0, rv->value.data, sizeof rv0);
     tb_tape *t = tb_test_tape(be);
-    CHECK(!tb_tape_frozen_stats(t));
-    tb_tape_set_frozen_stats(t, true);
-    CHECK(tb_tape_frozen_stats(t) && tb_tape_training(t));
+    CHECK(!tb_tape_freezes_running_stats(t));
+    tb_tape_set_freeze_running_stats(t, true);
+    CHECK(tb_tape_freezes_running_stats(t) && tb_tape_training(t));
     tb_var *y = tb_op_batchnorm(t, x, g, b, &rm->value, &rv->value, 0.1f, 1e-5f);
     CHECK(y != NULL && tb_tape_backward(t, tb_test_reduce(t, y)) == TB_OK);
     memcpy(y_frozen, y->value.data, sizeof y_frozen);
     CHECK(memcmp(rm0, rm->value.data, sizeof rm0) == 0);
     CHECK(memcmp(rv0, rv->value.data, sizeof rv0) == 0);
     tb_tape_reset(t);
-    tb_tape_set_frozen_stats(t, false); /* the same pass updates them */
+    tb_tape_set_freeze_running_stats(t, false); /* the same pass updates them */
     y = tb_op_batchnorm(t, x, g, b, &rm->value, &rv->value, 0.1f, 1e-5f);
     CHECK(y != NULL);
     memcpy(y_free, y->value.data, sizeof y_free);

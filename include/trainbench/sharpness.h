@@ -67,7 +67,7 @@ tb_status tb_lanczos(int64_t n, tb_linop_fn op, void *user, int iterations, uint
 /* Computes the gradient of the loss at the parameters' current values into their gradient
  * buffers (tb_params_grads), replacing what was there. It must be a deterministic function of
  * the parameters: a fixed batch, batch norm with the batch's statistics but no update of the
- * running averages (tb_tape_set_frozen_stats), the same dropout masks every call. */
+ * running averages (tb_tape_set_freeze_running_stats), the same dropout masks every call. */
 typedef tb_status (*tb_grad_fn)(void *user, tb_error *err);
 
 /* The default of r / max(||theta||, 1) (see tb_hvp_begin). */

@@ -20,6 +20,7 @@
 #include "trainbench/optim.h"
 #include "trainbench/pipeline.h"
 #include "trainbench/rng.h"
+#include "trainbench/sharpness.h"
 #include "trainbench/step.h"
 #include "trainbench/workload.h"
 
@@ -38,6 +39,8 @@ typedef struct tb_train_progress {
 } tb_train_progress;
 
 typedef void (*tb_train_progress_fn)(void *user, const tb_train_progress *progress);
+/* Called after each sharpness measurement (see tb_train_config.sharpness_every). */
+typedef void (*tb_train_sharpness_fn)(void *user, const tb_sharpness *measurement);
 
 typedef struct tb_train_config {
     const char *workload;
@@ -87,6 +90,24 @@ typedef struct tb_train_config {
     /* Time every op's forward and backward (tb_tape_set_profiling) into result->profile. The
      * backend is synchronised around each op, which slows the run: profile, then measure. */
     bool profile;
+    /* ---- added with sharpness diagnostics (trainbench/sharpness.h) ---- */
+    /* After every sharpness_every-th step (0: never), untimed: the sharpness lambda_1(H) and
+     * the preconditioned sharpness lambda_1(P^-1 H) of the training loss on a fixed batch
+     * (sharpness_batch examples of the training split spread evenly over it, 0: the run's
+     * batch size; taken once), by sharpness_iters Lanczos steps each (0: 20), with the
+     * optimizer's stability threshold at the step's learning rate. 4 x sharpness_iters
+     * gradient evaluations of that batch per measurement (2 x when P = 1: sgd, momentum,
+     * nesterov). Batch norm normalises with the batch's statistics and updates no running
+     * average; the parameters and gradients are restored bit for bit, so the run is the same
+     * as without (the results are those of an unmeasured run). The optimizer needs a diagonal
+     * preconditioner (not lars, lamb, kfac, ekfac, shampoo: TB_ERR_INVALID). */
+    int64_t sharpness_every;
+    int sharpness_iters;
+    int64_t sharpness_batch;
+    double sharpness_fd_scale; /* the central differences' relative step (0: 1e-3; see
+                                  tb_hvp_begin) */
+    tb_train_sharpness_fn on_sharpness; /* optional; called after each measurement */
+    void *sharpness_user;
 } tb_train_config;
 
 /* Defaults: 5 epochs, the workload's batch size, linear warmup (5%) then cosine decay,
@@ -142,6 +163,10 @@ typedef struct tb_train_result {
                                       and the defaults of the others; empty when the
                                       algorithm or a value given is invalid */
     tb_hparams default_hparams;    /* those of hparams that took their defaults */
+    /* ---- added with sharpness diagnostics (config->sharpness_every) ---- */
+    int64_t sharpness_measurements;
+    double sharpness_time_s;       /* untimed seconds they took */
+    tb_sharpness sharpness;        /* the latest (when sharpness_measurements > 0) */
 } tb_train_result;
 
 /* Runs the training. Negative or non-finite run settings and the algorithm's hyperparameters

@@ -5,6 +5,7 @@
 #include "trainbench/pipeline.h"
 
 #include "harness/fisher.h"
+#include "harness/sharpness_probe.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -40,11 +41,13 @@ typedef struct run {
     tb_optimizer *opt;
     tb_pipeline *pipe;
     tb_step_runner *runner;
+    tb_sharpness_probe *probe; /* sharpness_every > 0 */
     tb_rng fisher_rng;
 } run;
 
 static void run_free(run *r)
 {
+    tb_sharpness_probe_destroy(r->probe);
     tb_step_runner_destroy(r->runner);
     tb_pipeline_destroy(r->pipe);
     tb_optimizer_destroy(r->opt);
@@ -123,6 +126,23 @@ static tb_status numeric_failure(int64_t step, tb_train_result *res, tb_error *e
     return tb_error_prefix(err, "the run diverged at step %lld", (long long)step);
 }
 
+/* One sharpness measurement (untimed) after the step just taken at learning-rate factor
+ * lr_scale: into the result, then to the caller's callback. */
+static tb_status measure_sharpness(run *r, double lr_scale, tb_train_result *res, tb_error *err)
+{
+    double t0 = tb_monotonic_s();
+    tb_sharpness s;
+    tb_status st = tb_sharpness_probe_measure(r->probe, lr_scale, &s, err);
+    if (st != TB_OK)
+        return tb_error_prefix(err, "sharpness after step %lld",
+                               (long long)tb_optimizer_steps(r->opt));
+    res->sharpness_time_s += tb_monotonic_s() - t0;
+    res->sharpness_measurements++;
+    res->sharpness = s;
+    if (r->cfg->on_sharpness) r->cfg->on_sharpness(r->cfg->sharpness_user, &s);
+    return TB_OK;
+}
+
 /* The step after which the k-th of n evaluations during a run of `total` steps is made. */
 static int64_t eval_step(int64_t k, int64_t n, int64_t total)
 {
@@ -181,6 +201,12 @@ tb_status tb_train(const tb_train_config *cfg, tb_train_result *res, tb_error *e
     if (!(cfg->max_time_s >= 0 && cfg->max_time_s < INFINITY))
         return tb_fail(err, TB_ERR_INVALID, "the time limit must be positive seconds (0: none), "
                        "got %g", cfg->max_time_s);
+    if (cfg->sharpness_every < 0 || cfg->sharpness_iters < 0 || cfg->sharpness_batch < 0 ||
+        !(cfg->sharpness_fd_scale >= 0 && cfg->sharpness_fd_scale < INFINITY))
+        return tb_fail(err, TB_ERR_INVALID, "sharpness settings must not be negative (every "
+                       "%lld, iterations %d, batch %lld, relative step %g)",
+                       (long long)cfg->sharpness_every, cfg->sharpness_iters,
+                       (long long)cfg->sharpness_batch, cfg->sharpness_fd_scale);
     if (!(cfg->eval_period_s >= 0 && cfg->eval_period_s < INFINITY))
         return tb_fail(err, TB_ERR_INVALID, "the eval period must be positive seconds (0: off), "
                        "got %g", cfg->eval_period_s);
@@ -232,6 +258,11 @@ tb_status tb_train(const tb_train_config *cfg, tb_train_result *res, tb_error *e
     if (st == TB_OK && tb_step_runner_graphed(r.runner))
         st = tb_tape_create(r.be, &r.eval_tape, err);
     if (st == TB_OK && cfg->profile) tb_tape_set_profiling(r.tape, true);
+    if (st == TB_OK && cfg->sharpness_every > 0)
+        st = tb_sharpness_probe_create(
+            r.wl, r.opt, cfg->sharpness_batch > 0 ? cfg->sharpness_batch : batch,
+            cfg->sharpness_iters > 0 ? cfg->sharpness_iters : TB_SHARPNESS_DEFAULT_ITERS,
+            cfg->sharpness_fd_scale, cfg->seeds[TB_STREAM_DROPOUT], &r.probe, err);
     if (st == TB_OK && cfg->cuda_graph) {
         snprintf(res->graph_note, sizeof res->graph_note, "%s", tb_step_runner_note(r.runner));
         if (res->graph_note[0]) tb_log(cfg->logger, TB_LOG_INFO, "%s", res->graph_note);
@@ -296,6 +327,9 @@ tb_status tb_train(const tb_train_config *cfg, tb_train_result *res, tb_error *e
             if ((st = note_validation(&r, info, &val, timed, res, err)) != TB_OK) break;
             while (next_eval_time <= timed) next_eval_time += cfg->eval_period_s;
         }
+        if (r.probe && step % cfg->sharpness_every == 0 &&
+            (st = measure_sharpness(&r, tb_schedule_factor(&sched, step), res, err)) != TB_OK)
+            break;
         if (cfg->progress && (eval_now || timed - last_report >= cfg->progress_every_s ||
                               step == total)) {
             double eta = until_time ? fmax(cfg->max_time_s - timed, 0.0)
