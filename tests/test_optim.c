@@ -9,17 +9,7 @@ static tb_backend *be;
 /* params: "w" (weight, 3 values) and "b" (bias, 2 values) with given values and grads */
 static tb_params *make_params(const float *w, const float *b, const float *gw, const float *gb)
 {
-    tb_params *p;
-    tb_params_create(be, &p, NULL);
-    int64_t s3 = 3, s2 = 2;
-    tb_var *vw = tb_params_add(p, "w", TB_PARAM_WEIGHT, 1, &s3, NULL);
-    tb_var *vb = tb_params_add(p, "b", TB_PARAM_BIAS, 1, &s2, NULL);
-    tb_params_finalize(p, NULL);
-    memcpy(vw->value.data, w, 3 * sizeof(float));
-    memcpy(vb->value.data, b, 2 * sizeof(float));
-    memcpy(vw->grad.data, gw, 3 * sizeof(float));
-    memcpy(vb->grad.data, gb, 2 * sizeof(float));
-    return p;
+    return tb_test_params_wb(be, w, b, gw, gb);
 }
 
 static float *val(tb_params *p, int i) { return tb_params_get(p, i)->var.value.data; }

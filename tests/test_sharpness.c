@@ -403,16 +403,8 @@ static void test_frozen_statistics(void)
 /* params "w" [3] (weight) and "b" [2] (bias) with values 1, -2, 3, 0.5, -0.5 */
 static tb_params *small_params(void)
 {
-    tb_params *p;
-    tb_params_create(be, &p, NULL);
-    int64_t s3 = 3, s2 = 2;
-    tb_var *w = tb_params_add(p, "w", TB_PARAM_WEIGHT, 1, &s3, NULL);
-    tb_var *b = tb_params_add(p, "b", TB_PARAM_BIAS, 1, &s2, NULL);
-    tb_params_finalize(p, NULL);
-    const float wv[3] = {1, -2, 3}, bv[2] = {0.5f, -0.5f};
-    memcpy(w->value.data, wv, sizeof wv);
-    memcpy(b->value.data, bv, sizeof bv);
-    return p;
+    const float w[3] = {1, -2, 3}, b[2] = {0.5f, -0.5f};
+    return tb_test_params_wb(be, w, b, NULL, NULL);
 }
 
 /* Sets the gradients to scale * (0.1, -0.2, 0.3 | 1, -1). */

@@ -229,6 +229,22 @@ tb_tape *tb_test_tape(tb_backend *be)
     return t;
 }
 
+tb_params *tb_test_params_wb(tb_backend *be, const float *w, const float *b, const float *gw,
+                             const float *gb)
+{
+    tb_params *p;
+    tb_params_create(be, &p, NULL);
+    int64_t s3 = 3, s2 = 2;
+    tb_var *vw = tb_params_add(p, "w", TB_PARAM_WEIGHT, 1, &s3, NULL);
+    tb_var *vb = tb_params_add(p, "b", TB_PARAM_BIAS, 1, &s2, NULL);
+    tb_params_finalize(p, NULL);
+    memcpy(vw->value.data, w, 3 * sizeof(float));
+    memcpy(vb->value.data, b, 2 * sizeof(float));
+    if (gw) memcpy(vw->grad.data, gw, 3 * sizeof(float));
+    if (gb) memcpy(vb->grad.data, gb, 2 * sizeof(float));
+    return p;
+}
+
 int tb_test_run_cli(const char *args, char *out, size_t cap)
 {
     const char *bin = getenv("TB_BINARY");

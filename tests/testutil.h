@@ -66,6 +66,10 @@ bool tb_gradcheck(const char *name, tb_backend *be, tb_test_loss_fn fn, void *ct
 float *tb_test_host_copy(const tb_var *v);
 /* A new tape on be; aborts the test if it cannot be created. */
 tb_tape *tb_test_tape(tb_backend *be);
+/* Parameters "w" (a weight of 3 values) and "b" (a bias of 2) on be, with values w and b and
+ * gradients gw and gb (NULL: left zero). Free with tb_params_destroy. */
+tb_params *tb_test_params_wb(tb_backend *be, const float *w, const float *b, const float *gw,
+                             const float *gb);
 
 /* ctest's exit code for a skipped test (SKIP_RETURN_CODE). */
 #define TB_TEST_SKIP 77

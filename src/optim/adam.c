@@ -168,11 +168,9 @@ static void adam_queue(tb_optimizer *opt)
 static tb_status adam_preconditioner(const tb_optimizer *opt, float *p, tb_error *err)
 {
     const adam_state *s = opt->state;
-    if (opt->step < 1)
-        return tb_fail(err, TB_ERR_INVALID, "%s: no step taken yet, so no preconditioner (P is "
-                       "that of the latest step)", opt->vt->info.name);
+    tb_status st = tb_opt_latest_state(opt, s->v, p, err);
+    if (st != TB_OK) return st;
     int64_t n = tb_params_numel(opt->params);
-    tb_backend_download(opt->be, p, s->v, (size_t)n * sizeof *p);
     const float inv_bc2 = s->c[0].inv_bc2, eps = s->c[0].eps;
     for (int64_t i = 0; i < n; i++) p[i] = sqrtf(p[i] * inv_bc2) + eps;
     return TB_OK;

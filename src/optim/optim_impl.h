@@ -109,6 +109,12 @@ static inline void *tb_opt_alloc_step(tb_optimizer *opt, size_t bytes, tb_error 
 tb_status tb_adam_check(const char *algorithm, tb_hparams *hp, const tb_hparams *given,
                         tb_error *err);
 
+/* For the preconditioners of adaptive methods: copies per-value state (a device buffer of
+ * tb_params_numel values, e.g. the second moments) to host p; TB_ERR_INVALID naming the
+ * algorithm before its first step, when there is no latest step's P. (precond.c) */
+tb_status tb_opt_latest_state(const tb_optimizer *opt, const float *state, float *p,
+                              tb_error *err);
+
 extern const tb_optimizer_vtable tb_optim_sgd;
 extern const tb_optimizer_vtable tb_optim_momentum;
 extern const tb_optimizer_vtable tb_optim_nesterov;

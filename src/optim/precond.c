@@ -13,6 +13,16 @@ const char *tb_optimizer_preconditioner_blocker(const tb_optimizer *opt)
                                       : "its step has no diagonal preconditioner";
 }
 
+tb_status tb_opt_latest_state(const tb_optimizer *opt, const float *state, float *p,
+                              tb_error *err)
+{
+    if (opt->step < 1)
+        return tb_fail(err, TB_ERR_INVALID, "%s: no step taken yet, so no preconditioner (P is "
+                       "that of the latest step)", opt->vt->info.name);
+    tb_backend_download(opt->be, p, state, (size_t)tb_params_numel(opt->params) * sizeof *p);
+    return TB_OK;
+}
+
 /* TB_ERR_UNSUPPORTED naming the optimizer and why, or TB_OK. */
 static tb_status check_diagonal(const tb_optimizer *opt, tb_error *err)
 {

@@ -118,11 +118,9 @@ static void rms_queue(tb_optimizer *opt)
 static tb_status rms_preconditioner(const tb_optimizer *opt, float *p, tb_error *err)
 {
     const rms_state *s = opt->state;
-    if (opt->step < 1)
-        return tb_fail(err, TB_ERR_INVALID, "%s: no step taken yet, so no preconditioner (P is "
-                       "that of the latest step)", opt->vt->info.name);
+    tb_status st = tb_opt_latest_state(opt, s->v, p, err);
+    if (st != TB_OK) return st;
     int64_t n = tb_params_numel(opt->params);
-    tb_backend_download(opt->be, p, s->v, (size_t)n * sizeof *p);
     const float eps = s->c[0].eps;
     const bool inside = s->c[0].eps_inside;
     for (int64_t i = 0; i < n; i++) p[i] = inside ? sqrtf(p[i] + eps) : sqrtf(p[i]) + eps;
