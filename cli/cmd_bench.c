@@ -25,7 +25,8 @@ static const char bench_usage[] =
     "      --name NAME           benchmark name in the store (default: the preset's name)\n"
     "  -s, --submission SPEC     an optimizer name (built-in baseline, e.g. sgd, adamw) or a\n"
     "                            path to a submission library (.so); repeatable (default: sgd\n"
-    "                            and adamw)\n"
+    "                            and adamw); a library that crashes while loading is\n"
+    "                            skipped and reported, the others run\n"
     "  -w, --workload ID         repeatable (default: every base workload; --variants adds\n"
     "                            the held-out variants)\n"
     "      --ruleset NAME        external (tuned from the search space; default) or self\n"
@@ -334,7 +335,11 @@ int tb_cli_bench(int argc, char **argv)
         tb_cli_error("%s", err.message);
         return tb_cli_exit_code(st);
     }
-    fprintf(stderr, "%d trials: %d run now, %d reused from %s, %d failed\n\n", sum.planned,
+    fprintf(stderr, "%d trials: %d run now, %d reused from %s, %d failed\n", sum.planned,
             sum.ran, sum.reused, db, sum.failed);
+    if (sum.skipped)
+        fprintf(stderr, "%d submission%s skipped, not scored: %s\n", sum.skipped,
+                sum.skipped > 1 ? "s" : "", sum.skipped_reasons);
+    fputc('\n', stderr);
     return tb_cli_print_scores(db, spec.name, NULL, false, json);
 }

@@ -1,5 +1,6 @@
 /* test_bench.c: the benchmark executor on real short trials: an external submission that
- * segfaults is a failed trial with the signal recorded while the others finish; a hanging one
+ * segfaults is a failed trial with the signal recorded while the others finish, one that
+ * crashes while loading is skipped; a hanging one
  * is killed at its wall-clock limit; a benchmark killed with SIGKILL in the middle of a trial
  * resumes with nothing finished lost or rerun and the interrupted trial rerun; export; missing
  * data stops the benchmark without failing the trial; a target in bits per character. */
@@ -364,9 +365,37 @@ static void test_submission_errors(void)
     unsetenv("TB_CRASHER_FAIL");
 }
 
+/* A submission library that crashes while loading is skipped, with its path and the signal,
+ * and the other submissions run (it had killed the benchmark's process); with none left the
+ * run fails. */
+static void test_load_crash(void)
+{
+    const char *crash = getenv("TB_CRASH_SUBMISSION");
+    if (!crash) return; /* test_crash_isolated reports it */
+    char db[256];
+    temp_path(db, sizeof db, "loadcrash");
+    setenv("TB_CRASHER_LOAD", "segv", 1);
+    const char *subs[2] = {crash, "sgd"};
+    tb_bench_spec s = small_spec(subs, 2);
+    tb_bench_summary sum;
+    tb_error err = {0};
+    CHECK_OK(tb_bench_run(db, &s, NULL, NULL, &sum, &err), &err);
+    CHECK(sum.skipped == 1 && sum.planned == 1 && sum.ran == 1 && sum.failed == 0);
+    CHECK(strstr(sum.skipped_reasons, crash) && strstr(sum.skipped_reasons, "signal 11"));
+    CHECK(tb_test_count_trials(db, "t", TB_TRIAL_DONE, NULL) == 1);
+    s = small_spec(subs, 1);
+    s.name = "only_crash";
+    CHECK_FAILS(tb_bench_run(db, &s, NULL, NULL, &sum, &err), TB_ERR_CRASHED, &err,
+                "no submission left to run");
+    CHECK(sum.skipped == 1 && sum.planned == 0);
+    unsetenv("TB_CRASHER_LOAD");
+    remove_store(db);
+}
+
 int main(void)
 {
     test_submission_errors();
+    test_load_crash();
     test_missing_data();
     test_target_metric();
     test_target_on_subset();

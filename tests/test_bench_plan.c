@@ -1,6 +1,7 @@
 /* test_bench_plan.c: what a benchmark plans and keeps: seeds above 2^53 held exactly from the
  * spec through the store to the exports; submission libraries named without '/' loaded from
- * the current directory, never searched for; built-ins' search spaces checked against their
+ * the current directory, never searched for, and one that crashes while loading caught;
+ * built-ins' search spaces checked against their
  * optimizer before anything is planned, and part of the spec with the per-trial timeout; a
  * store failing inside a trial's process reported as the benchmark's error, the trial rerun;
  * one run of a benchmark at a time. */
@@ -157,6 +158,28 @@ static void test_library_path(void)
     CHECK_FAILS(tb_submission_load("junk.so", NULL, &ref, &err), TB_ERR_INVALID, &err,
                 "cannot load submission library ./junk.so");
     CHECK(chdir(here) == 0);
+}
+
+/* A library that crashes while loading (here its entry point) is caught in a probe process
+ * and reported with its path and the signal; a table without a required field names it. */
+static void test_library_defects(void)
+{
+    const char *crash = getenv("TB_CRASH_SUBMISSION");
+    CHECK(crash != NULL);
+    if (!crash) return;
+    tb_error err = {0};
+    tb_submission_ref *ref = NULL;
+    setenv("TB_CRASHER_LOAD", "segv", 1);
+    CHECK_FAILS(tb_submission_load(crash, NULL, &ref, &err), TB_ERR_CRASHED, &err,
+                "crashed while loading");
+    CHECK(ref == NULL && strstr(err.message, crash) && strstr(err.message, "signal 11"));
+    setenv("TB_CRASHER_LOAD", "noupdate", 1);
+    CHECK_FAILS(tb_submission_load(crash, NULL, &ref, &err), TB_ERR_INVALID, &err,
+                "lacks update_params");
+    unsetenv("TB_CRASHER_LOAD");
+    CHECK_OK(tb_submission_load(crash, NULL, &ref, &err), &err);
+    CHECK(ref && strcmp(tb_submission_ref_name(ref), "crasher") == 0);
+    tb_submission_unload(ref);
 }
 
 static void write_text(const char *path, const char *text)
@@ -470,6 +493,7 @@ int main(void)
     }
     test_seeds_exact();
     test_library_path();
+    test_library_defects();
     test_search_space_checked();
     test_store_failure_in_trial();
     test_one_run_at_a_time();

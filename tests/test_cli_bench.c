@@ -93,6 +93,33 @@ int main(void)
         int rc = system(cmd);
         CHECK(WIFEXITED(rc) && WEXITSTATUS(rc) == 2);
     }
+    /* a library that crashes while loading is named with the signal; alone, nothing runs */
+    const char *crash = getenv("TB_CRASH_SUBMISSION");
+    CHECK(crash != NULL);
+    if (crash) {
+        setenv("TB_CRASHER_LOAD", "segv", 1);
+        snprintf(args, sizeof args, "bench --db %s -s %s -w fmnist_mlp", db, crash);
+        CHECK(run(args) == 1 && has("crashed while loading") && has("signal 11") &&
+              has(crash) && has("no submission left to run"));
+        unsetenv("TB_CRASHER_LOAD");
+    }
+    /* what a submission prints on stdout (a constructor, the entry point, update_params)
+     * goes to stderr: bench --json prints one JSON object on stdout and nothing else */
+    if (crash && bin) {
+        setenv("TB_CRASHER_STDOUT", "1", 1);
+        char cmd[1500];
+        snprintf(cmd, sizeof cmd,
+                 "%s bench --db %s/noisy.db -s %s -w fmnist_mlp --ruleset self --budget 0.3 "
+                 "--eval-period 0.1 --eval-examples 200 --threads 2 --json 2>/dev/null", bin, dir,
+                 crash);
+        FILE *p = popen(cmd, "r");
+        size_t n = p ? fread(out, 1, sizeof out - 1, p) : 0;
+        out[n] = 0;
+        CHECK(p && pclose(p) == 0);
+        unsetenv("TB_CRASHER_STDOUT");
+        CHECK(out[0] == '{' && !strstr(out, "crasher-noise") && strchr(out, '\n') == out + n - 1 &&
+              has("\"name\":\"crasher\""));
+    }
     snprintf(args, sizeof args, "bench --db %s -s sgd --search-spaces %s", db, spaces);
     CHECK(run(args) == 2 && has("malformed JSON at line 2"));
     f = fopen(path, "w");

@@ -84,6 +84,7 @@ tb_status tb_trial_execute(const char *store_path, int64_t trial_id,
  * When the child could not record an outcome because the store failed (tb_trial_execute's
  * error: a full disk, an I/O error), returns that error (its status, the trial named) and
  * leaves the trial unfinished, so that the benchmark stops and a rerun retries the trial.
+ * The child's stdout goes to stderr (a submission's prints never reach the caller's stdout).
  * The calling process must not have started threads (OpenMP, BLAS) before. */
 tb_status tb_trial_run_isolated(const char *store_path, int64_t trial_id,
                                 const tb_submission_ref *sub, const tb_trial_options *opts,
@@ -197,12 +198,18 @@ typedef void (*tb_bench_progress_fn)(void *user, const tb_bench_event *event);
 
 typedef struct tb_bench_summary {
     int planned, reused, ran, failed;
+    int skipped;                /* submission libraries that crashed while loading */
+    char skipped_reasons[1024]; /* their reasons (library, signal), "; "-separated */
 } tb_bench_summary;
 
 /* Plans spec into the store at store_path (idempotent: a second call with the same spec adds
  * nothing; a different spec under the same name is refused) and runs every trial that is not
  * finished, each in a child process, reporting each to progress (optional; summary may be
- * NULL too). The run holds a
+ * NULL too). A submission
+ * library that crashes while loading (tb_submission_load's TB_ERR_CRASHED) is skipped: no
+ * trials of it are planned, it is counted in summary->skipped with its reason, and the
+ * others run (when none is left, the run fails with TB_ERR_CRASHED). Any other submission
+ * that cannot be loaded stops the run before anything is planned. The run holds a
  * lock on the benchmark (<store_path>-lock) throughout: while another process runs the same
  * benchmark of the same store, it fails at once (TB_ERR_IO naming that process). store_path
  * must be a file ("" and ":memory:" fail with TB_ERR_INVALID). */

@@ -37,6 +37,8 @@ typedef enum tb_status {
     TB_ERR_UNSUPPORTED, /* a feature this build or backend does not have */
     TB_ERR_NO_DEVICE,   /* a device (e.g. a GPU) was asked for and none is present */
     TB_ERR_INTERNAL,    /* a bug: please report it */
+    TB_ERR_CRASHED,     /* code trainbench ran on a user's behalf (a submission library)
+                           crashed or hung, in a process of its own */
 } tb_status;
 
 #define TB_ERROR_MESSAGE_MAX 512

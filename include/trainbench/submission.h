@@ -110,11 +110,16 @@ typedef struct tb_submission_ref tb_submission_ref;
 
 /* Resolves `spec`: an optimizer name (a built-in baseline) or a path to a shared library
  * (anything containing '/' or ending in ".so"), loaded with dlopen (RTLD_NOW | RTLD_LOCAL)
- * and checked for its entry point and ABI version. search_space_dir may be NULL (no default
- * search spaces for built-ins). The ref owns the library handle, the names and the search
- * space text; free with tb_submission_unload. Fails with TB_ERR_INVALID naming the spec when
- * unknown or when the library cannot be loaded (with dlerror's text): a bad value given by
- * the user. */
+ * and checked for its entry point, ABI version and required fields. A library is loaded
+ * first in a probe child process (fork), so that one that crashes in its ELF constructors or
+ * its entry point does not take the caller with it, and its prints (there and while it is
+ * loaded here) go to stderr. search_space_dir may be NULL (no default search spaces for
+ * built-ins). The ref owns the library handle, the names and the search space text; free
+ * with tb_submission_unload. Fails with TB_ERR_INVALID naming the spec when unknown or when
+ * the library is refused (not loadable, with dlerror's text; no entry point; another ABI; a
+ * required field missing, named): a bad value given by the user; with TB_ERR_CRASHED naming
+ * the library and the signal (or exit status) when it crashed, exited or hung while loading
+ * in the probe: the submission's failure. The caller must not have started threads. */
 tb_status tb_submission_load(const char *spec, const char *search_space_dir,
                              tb_submission_ref **out, tb_error *err);
 void tb_submission_unload(tb_submission_ref *ref);

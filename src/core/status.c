@@ -18,6 +18,7 @@ const char *tb_status_name(tb_status status)
     case TB_ERR_UNSUPPORTED: return "unsupported";
     case TB_ERR_NO_DEVICE: return "no-device";
     case TB_ERR_INTERNAL: return "internal";
+    case TB_ERR_CRASHED: return "crashed";
     }
     return "unknown";
 }

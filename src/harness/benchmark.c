@@ -141,7 +141,7 @@ static void search_space_hash(const char *text, char *buf, size_t cap)
 /* The spec of a benchmark as stored: everything that changes a trial's outcome, so that a run
  * whose settings differ is refused instead of reusing trials planned and run with others. */
 static char *spec_json(const tb_bench_spec *s, const char *const *wls, int n_wl,
-                       tb_submission_ref *const *refs)
+                       tb_submission_ref *const *refs, int n_refs)
 {
     cJSON *o = cJSON_CreateObject();
     cJSON *subs = cJSON_AddArrayToObject(o, "submissions");
@@ -179,7 +179,7 @@ static char *spec_json(const tb_bench_spec *s, const char *const *wls, int n_wl,
     if (s->ruleset == TB_RULESET_EXTERNAL) {
         /* the points each trial trains with come from these */
         cJSON *spaces = cJSON_AddObjectToObject(o, "search_spaces");
-        for (int i = 0; i < s->n_submissions; i++) {
+        for (int i = 0; i < n_refs; i++) {
             const char *text = tb_submission_ref_search_space(refs[i]);
             char hash[40] = "none";
             if (text) search_space_hash(text, hash, sizeof hash);
@@ -444,6 +444,15 @@ static tb_status check_spec(const tb_bench_spec *s, tb_error *err)
     return TB_OK;
 }
 
+/* A submission skipped for crashing while loading: counted, its reason appended. */
+static void skip_note(tb_bench_summary *sum, const char *reason)
+{
+    size_t n = strlen(sum->skipped_reasons);
+    snprintf(sum->skipped_reasons + n, sizeof sum->skipped_reasons - n, "%s%s",
+             sum->skipped ? "; " : "", reason);
+    sum->skipped++;
+}
+
 tb_status tb_bench_run(const char *store_path, const tb_bench_spec *s,
                        tb_bench_progress_fn progress, void *user, tb_bench_summary *summary,
                        tb_error *err)
@@ -472,26 +481,40 @@ tb_status tb_bench_run(const char *store_path, const tb_bench_spec *s,
             return tb_fail(err, TB_ERR_INVALID,
                            "workload '%s' has no benchmark settings (target, budget); known: "
                            "see `trainbench workloads`", wls[w]);
-    /* the submissions, loaded once in this process (children inherit them) */
+    /* the submissions, loaded once in this process (children inherit them); one that
+     * crashes while loading (caught in a probe process) is skipped, reported in the summary */
     tb_submission_ref **refs = calloc((size_t)s->n_submissions, sizeof *refs);
     if (!refs) return tb_fail(err, TB_ERR_NOMEM, "out of memory");
+    int n_refs = 0;
     for (int i = 0; st == TB_OK && i < s->n_submissions; i++) {
-        st = tb_submission_load(s->submissions[i], s->search_space_dir, &refs[i], err);
-        for (int j = 0; st == TB_OK && j < i; j++)
-            if (strcmp(tb_submission_ref_name(refs[i]), tb_submission_ref_name(refs[j])) == 0)
-                st = tb_fail(err, TB_ERR_INVALID, "submission '%s' is given twice",
-                             tb_submission_ref_name(refs[i]));
+        tb_error lerr = {0};
+        st = tb_submission_load(s->submissions[i], s->search_space_dir, &refs[n_refs], &lerr);
+        if (st == TB_ERR_CRASHED) {
+            skip_note(&sum, lerr.message);
+            st = TB_OK;
+            continue;
+        }
+        if (st != TB_OK) {
+            if (err) *err = lerr;
+            break;
+        }
+        const char *name = tb_submission_ref_name(refs[n_refs++]);
+        for (int j = 0; st == TB_OK && j < n_refs - 1; j++)
+            if (strcmp(name, tb_submission_ref_name(refs[j])) == 0)
+                st = tb_fail(err, TB_ERR_INVALID, "submission '%s' is given twice", name);
     }
+    if (st == TB_OK && n_refs == 0)
+        st = tb_fail(err, TB_ERR_CRASHED, "no submission left to run: %s", sum.skipped_reasons);
     /* the store first (a file that is not one leaves no lock file behind), then the lock */
     tb_store *store = NULL;
     if (st == TB_OK) st = tb_store_open(store_path, &store, err);
     int lock_fd = -1; /* held until the run ends */
     if (st == TB_OK) st = bench_lock(store_path, s->name, &lock_fd, err);
     /* the plan, written before anything runs */
-    char *spec = st == TB_OK ? spec_json(s, wls, n_wl, refs) : NULL;
+    char *spec = st == TB_OK ? spec_json(s, wls, n_wl, refs, n_refs) : NULL;
     bool in_tx = st == TB_OK && (st = tb_store_begin(store, err)) == TB_OK;
     if (st == TB_OK) st = tb_store_put_benchmark(store, s->name, spec ? spec : "{}", err);
-    for (int i = 0; st == TB_OK && i < s->n_submissions; i++)
+    for (int i = 0; st == TB_OK && i < n_refs; i++)
         st = plan_submission(store, s, refs[i], wls, n_wl, err);
     if (in_tx && st == TB_OK) st = tb_store_commit(store, err);
     else if (in_tx) tb_store_rollback(store);
@@ -505,13 +528,13 @@ tb_status tb_bench_run(const char *store_path, const tb_bench_spec *s,
     const bool gp = s->sampler == TB_SAMPLER_GP && s->ruleset == TB_RULESET_EXTERNAL;
     tb_search_space **spaces = calloc((size_t)s->n_submissions, sizeof *spaces);
     if (!spaces && st == TB_OK) st = tb_fail(err, TB_ERR_NOMEM, "out of memory");
-    for (int j = 0; gp && st == TB_OK && j < s->n_submissions; j++)
+    for (int j = 0; gp && st == TB_OK && j < n_refs; j++)
         st = load_space(s, refs[j], &spaces[j], err);
     for (int i = 0; st == TB_OK && i < n; i++) {
         tb_trial_record *t = &trials[i];
         const tb_submission_ref *ref = NULL;
         const tb_search_space *space = NULL;
-        for (int j = 0; j < s->n_submissions; j++)
+        for (int j = 0; j < n_refs; j++)
             if (strcmp(tb_submission_ref_name(refs[j]), t->submission) == 0) {
                 ref = refs[j];
                 space = spaces[j];
@@ -541,10 +564,10 @@ tb_status tb_bench_run(const char *store_path, const tb_bench_spec *s,
         }
     }
     free(trials);
-    for (int j = 0; spaces && j < s->n_submissions; j++) tb_search_space_destroy(spaces[j]);
+    for (int j = 0; spaces && j < n_refs; j++) tb_search_space_destroy(spaces[j]);
     free(spaces);
     if (lock_fd >= 0) close(lock_fd);
-    for (int i = 0; i < s->n_submissions; i++) tb_submission_unload(refs[i]);
+    for (int i = 0; i < n_refs; i++) tb_submission_unload(refs[i]);
     free(refs);
     if (summary) *summary = sum;
     return st;

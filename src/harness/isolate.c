@@ -3,10 +3,12 @@
  * store through its own connection (SQLite's WAL keeps committed rows whatever happens to it)
  * and dies with its parent (PR_SET_PDEATHSIG), so killing the benchmark leaves no orphans. When
  * the child cannot record an outcome because the store failed (a full disk), its error comes
- * back through a pipe and is the benchmark's error, not the submission's failure. */
-#define _GNU_SOURCE /* strsignal, pipe2 */
+ * back through a pipe and is the benchmark's error, not the submission's failure. The child's
+ * stdout is its stderr: what a submission prints never mixes into the caller's output (the
+ * score table of `bench --json`). */
+#define _GNU_SOURCE /* pipe2 */
 #include "trainbench/benchmark.h"
-#include "core/clock.h"
+#include "harness/child.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -17,7 +19,6 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 /* The exit status of a trial process that could not start or record an outcome (its error is
@@ -57,6 +58,8 @@ tb_status tb_trial_run_isolated(const char *store_path, int64_t trial_id,
         close(fds[0]);
         prctl(PR_SET_PDEATHSIG, SIGKILL);
         if (getppid() != parent) _exit(3); /* the parent died before prctl */
+        /* the submission's prints go to stderr: stdout is the caller's (bench --json) */
+        dup2(STDERR_FILENO, STDOUT_FILENO);
         tb_error cerr = {0};
         tb_status cst = tb_trial_execute(store_path, trial_id, sub, opts, &cerr);
         if (cst != TB_OK) {
@@ -70,24 +73,8 @@ tb_status tb_trial_run_isolated(const char *store_path, int64_t trial_id,
     close(fds[1]);
     /* never block on it: a process the submission started could hold the write end */
     fcntl(fds[0], F_SETFL, O_NONBLOCK);
-    double t0 = tb_monotonic_s();
-    int wstatus = 0;
-    bool timed_out = false;
-    for (;;) {
-        pid_t w = waitpid(pid, &wstatus, WNOHANG);
-        if (w == pid) break;
-        if (w < 0 && errno != EINTR) {
-            kill(pid, SIGKILL);
-            waitpid(pid, &wstatus, 0);
-            break;
-        }
-        if (!timed_out && tb_monotonic_s() - t0 > limit) {
-            timed_out = true;
-            kill(pid, SIGKILL);
-        }
-        struct timespec ts = {0, 20 * 1000 * 1000};
-        nanosleep(&ts, NULL);
-    }
+    int wstatus;
+    bool timed_out = tb_child_wait(pid, limit, &wstatus);
     tb_error child_err = {0};
     bool child_failed = WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == CHILD_NO_OUTCOME &&
                         read(fds[0], &child_err, sizeof child_err) == (ssize_t)sizeof child_err &&
@@ -117,10 +104,11 @@ tb_status tb_trial_run_isolated(const char *store_path, int64_t trial_id,
             snprintf(reason, sizeof reason,
                      "timed out: the trial process ran past its %g s wall-clock limit and "
                      "was killed", limit);
-        else if (WIFSIGNALED(wstatus))
-            snprintf(reason, sizeof reason, "crashed: killed by signal %d (%s)",
-                     WTERMSIG(wstatus), strsignal(WTERMSIG(wstatus)));
-        else
+        else if (WIFSIGNALED(wstatus)) {
+            char how[128];
+            tb_child_describe(wstatus, how, sizeof how);
+            snprintf(reason, sizeof reason, "crashed: %s", how);
+        } else
             snprintf(reason, sizeof reason,
                      "crashed: the trial process exited with status %d without an outcome",
                      WIFEXITED(wstatus) ? WEXITSTATUS(wstatus) : -1);

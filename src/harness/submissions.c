@@ -3,6 +3,7 @@
 #include "trainbench/submission.h"
 
 #include "harness/fisher.h"
+#include "harness/library.h"
 #include "harness/trial_impl.h"
 
 #include <dlfcn.h>
@@ -140,32 +141,10 @@ static tb_status load_library(tb_submission_ref *r, const char *spec, tb_error *
     if (access(path, F_OK) != 0)
         return tb_fail(err, TB_ERR_INVALID, "submission library %s does not exist (%s)", path,
                        strerror(errno));
-    r->library = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-    if (!r->library)
-        return tb_fail(err, TB_ERR_INVALID, "cannot load submission library %s: %s", path,
-                       dlerror());
-    void *sym = dlsym(r->library, TB_SUBMISSION_ENTRY_NAME);
-    if (!sym)
-        return tb_fail(err, TB_ERR_INVALID,
-                       "submission library %s does not export %s() (see docs/SUBMISSIONS.md)",
-                       spec, TB_SUBMISSION_ENTRY_NAME);
-    tb_submission_entry_fn entry;
-    memcpy(&entry, &sym, sizeof entry); /* object pointer to function pointer (POSIX) */
-    r->sub = entry(TB_SUBMISSION_ABI_VERSION);
-    if (!r->sub)
-        return tb_fail(err, TB_ERR_INVALID,
-                       "submission library %s does not support submission ABI version %d", spec,
-                       TB_SUBMISSION_ABI_VERSION);
+    /* a crash in its constructors or entry point is caught in a probe process */
+    tb_status st = tb_library_open(path, spec, &r->library, &r->sub, err);
+    if (st != TB_OK) return st;
     const tb_submission *s = r->sub;
-    if (s->abi_version != TB_SUBMISSION_ABI_VERSION)
-        return tb_fail(err, TB_ERR_INVALID,
-                       "submission library %s was built for ABI version %d, this trainbench has %d",
-                       spec, s->abi_version, TB_SUBMISSION_ABI_VERSION);
-    if (!s->name || !s->name[0] || !s->get_batch_size || !s->init_optimizer_state ||
-        !s->update_params)
-        return tb_fail(err, TB_ERR_INVALID,
-                       "submission library %s lacks a name, get_batch_size, "
-                       "init_optimizer_state or update_params", spec);
     snprintf(r->name, sizeof r->name, "%s", s->name);
     if (s->default_search_space && !(r->search_space = strdup(s->default_search_space)))
         return tb_fail(err, TB_ERR_NOMEM, "out of memory");

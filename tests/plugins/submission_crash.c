@@ -3,14 +3,42 @@
  * the environment variable TB_CRASHER_FAIL it returns an error there instead: "silent" an
  * error status without filling err, "missing" TB_ERR_MISSING through api->fail (a failure of
  * the submission, not missing data of the benchmark's), "nan" what an sgd step over a NaN
- * gradient returns (TB_ERR_NUMERIC: a divergence). */
+ * gradient returns (TB_ERR_NUMERIC: a divergence). More defects, by environment variable:
+ *   TB_CRASHER_LOAD=segv      tb_submission_entry segfaults (the library crashes when loaded)
+ *   TB_CRASHER_LOAD=noupdate  its table lacks update_params
+ *   TB_CRASHER_STDOUT=1       prints to stdout in an ELF constructor, in the entry point and
+ *                             in every update_params */
 #include <math.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "trainbench/submission.h"
+
+static bool env_set(const char *name, const char *value)
+{
+    const char *v = getenv(name);
+    return v && strcmp(v, value) == 0;
+}
+
+/* a segmentation fault with the default action, so that it kills the process in sanitizer
+ * builds too (ASan would otherwise catch it and exit(1)) */
+static void segfault(void)
+{
+    signal(SIGSEGV, SIG_DFL);
+    raise(SIGSEGV);
+}
+
+static void noise(const char *where)
+{
+    if (!env_set("TB_CRASHER_STDOUT", "1")) return;
+    printf("crasher-noise: %s\n", where);
+    fflush(stdout);
+}
+
+__attribute__((constructor)) static void on_load(void) { noise("constructor"); }
 
 static int get_batch_size(const tb_submission_api *api, tb_trial_ctx *c, const tb_hparams *hp)
 {
@@ -38,7 +66,7 @@ static tb_status update(const tb_submission_api *api, tb_trial_ctx *c, void *st,
     (void)st;
     (void)batch;
     (void)err;
-    (void)c;
+    noise("update_params");
     if (api->hparam(hp, "hang", 0) > 0)
         for (;;) pause();
     const char *fail = getenv("TB_CRASHER_FAIL");
@@ -56,12 +84,7 @@ static tb_status update(const tb_submission_api *api, tb_trial_ctx *c, void *st,
         }
         return TB_ERR_INVALID; /* err left empty */
     }
-    if (step >= (int64_t)api->hparam(hp, "crash_step", 3)) {
-        /* the crash: a segmentation fault with the default action, so that it kills the
-         * process in sanitizer builds too (ASan would otherwise catch it and exit(1)) */
-        signal(SIGSEGV, SIG_DFL);
-        raise(SIGSEGV);
-    }
+    if (step >= (int64_t)api->hparam(hp, "crash_step", 3)) segfault();
     report->loss = 1.0;
     return TB_OK;
 }
@@ -79,7 +102,17 @@ static const tb_submission submission = {
     .default_search_space = "[{\"crash_step\": 3}, {\"crash_step\": 2}]",
 };
 
+static const tb_submission no_update = {
+    .name = "crasher",
+    .abi_version = TB_SUBMISSION_ABI_VERSION,
+    .get_batch_size = get_batch_size,
+    .init_optimizer_state = init_state,
+};
+
 const tb_submission *tb_submission_entry(int abi_version)
 {
-    return abi_version == TB_SUBMISSION_ABI_VERSION ? &submission : NULL;
+    noise("entry");
+    if (env_set("TB_CRASHER_LOAD", "segv")) segfault();
+    if (abi_version != TB_SUBMISSION_ABI_VERSION) return NULL;
+    return env_set("TB_CRASHER_LOAD", "noupdate") ? &no_update : &submission;
 }

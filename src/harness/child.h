@@ -1,0 +1,19 @@
+/* child.h: waiting for a child process under a wall-clock limit, and saying how it ended
+ * (internal to the harness: trial processes, library probes). */
+#ifndef TRAINBENCH_HARNESS_CHILD_H
+#define TRAINBENCH_HARNESS_CHILD_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+/* Waits for child `pid` (polling every 20 ms, never blocking on it), and SIGKILLs it once
+ * limit_s seconds have passed since the call. Writes its wait status to *wstatus and returns
+ * whether it was killed for passing the limit. */
+bool tb_child_wait(pid_t pid, double limit_s, int *wstatus);
+
+/* How a child ended, from its wait status: "killed by signal 11 (Segmentation fault)" or
+ * "exited with status 3". */
+void tb_child_describe(int wstatus, char *buf, size_t cap);
+
+#endif
