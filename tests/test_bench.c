@@ -1,6 +1,6 @@
 /* test_bench.c: the benchmark executor on real short trials: an external submission that
  * segfaults is a failed trial with the signal recorded while the others finish, one that
- * crashes while loading is skipped; a hanging one
+ * crashes while loading is skipped, one that writes NaN weights diverges; a hanging one
  * is killed at its wall-clock limit; a benchmark killed with SIGKILL in the middle of a trial
  * resumes with nothing finished lost or rerun and the interrupted trial rerun; export; missing
  * data stops the benchmark without failing the trial; a target in bits per character. */
@@ -392,10 +392,39 @@ static void test_load_crash(void)
     remove_store(db);
 }
 
+/* NaN weights behind a finite reported loss: the eval's validation loss is NaN and the trial
+ * fails as diverged (it had been recorded as done, "missed the target"). */
+static void test_nan_weights(void)
+{
+    const char *crash = getenv("TB_CRASH_SUBMISSION");
+    if (!crash) return;
+    char db[256];
+    temp_path(db, sizeof db, "nan");
+    setenv("TB_CRASHER_NAN", "1", 1);
+    const char *subs[1] = {crash};
+    tb_bench_spec s = small_spec(subs, 1);
+    tb_bench_summary sum;
+    tb_error err = {0};
+    CHECK_OK(tb_bench_run(db, &s, NULL, NULL, &sum, &err), &err);
+    unsetenv("TB_CRASHER_NAN");
+    CHECK(sum.ran == 1 && sum.failed == 1);
+    tb_store *store;
+    tb_trial_record *t = NULL;
+    int n = 0;
+    CHECK_OK(tb_store_open_readonly(db, &store, &err), &err);
+    CHECK_OK(tb_store_trials(store, "t", &t, &n, &err), &err);
+    CHECK(n == 1 && t[0].status == TB_TRIAL_FAILED &&
+          strstr(t[0].reason, "diverged: validation loss nan"));
+    free(t);
+    tb_store_close(store);
+    remove_store(db);
+}
+
 int main(void)
 {
     test_submission_errors();
     test_load_crash();
+    test_nan_weights();
     test_missing_data();
     test_target_metric();
     test_target_on_subset();

@@ -2,8 +2,9 @@
  * selection, update_params and prepare_for_eval are timed; evals are not. Evals happen when
  * the eval period (in submission seconds) has passed and at the end; the trial stops at the
  * validation target (unless run to the budget), at the budget, when the submission ends
- * training, or at divergence (a failed trial, recorded). Every eval is written to the store
- * as soon as it is measured. */
+ * training, or at divergence (a failed trial, recorded): a training loss or an eval's
+ * validation loss that is not finite. Every eval is written to the store as soon as it is
+ * measured. */
 #include "trainbench/benchmark.h"
 #include "core/clock.h"
 
@@ -85,6 +86,12 @@ static tb_status eval_once(trial_run *r, tb_error *err)
     st = tb_store_add_eval(r->store, r->rec.id, &e, err);
     if (st != TB_OK) return st;
     r->evals++;
+    /* weights that are no longer finite while the reported training loss was: the
+     * divergence is seen here (as `trainbench train`'s final validation does) */
+    if (!isfinite(va.loss))
+        return tb_fail(err, TB_ERR_NUMERIC,
+                       "diverged: validation loss %g at step %lld (not finite, though the "
+                       "training loss reported was)", va.loss, (long long)r->step);
     /* the target is in the workload's own metric (error rate, loss in nats, bits per
      * character), which setup checked is the one the trial was planned with */
     double m = va.metric;

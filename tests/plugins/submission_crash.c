@@ -6,6 +6,8 @@
  * gradient returns (TB_ERR_NUMERIC: a divergence). More defects, by environment variable:
  *   TB_CRASHER_LOAD=segv      tb_submission_entry segfaults (the library crashes when loaded)
  *   TB_CRASHER_LOAD=noupdate  its table lacks update_params
+ *   TB_CRASHER_NAN=1          update_params writes NaN weights and reports a finite loss, and
+ *                             never crashes
  *   TB_CRASHER_STDOUT=1       prints to stdout in an ELF constructor, in the entry point and
  *                             in every update_params */
 #include <math.h>
@@ -67,6 +69,13 @@ static tb_status update(const tb_submission_api *api, tb_trial_ctx *c, void *st,
     (void)batch;
     (void)err;
     noise("update_params");
+    if (env_set("TB_CRASHER_NAN", "1")) {
+        float *w = api->values(c);
+        int64_t n = api->numel(c);
+        for (int64_t i = 0; i < n; i++) w[i] = NAN;
+        report->loss = 1.0;
+        return TB_OK;
+    }
     if (api->hparam(hp, "hang", 0) > 0)
         for (;;) pause();
     const char *fail = getenv("TB_CRASHER_FAIL");
