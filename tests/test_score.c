@@ -148,6 +148,70 @@ static void test_store_table(void)
     unlink(path);
 }
 
+/* One finished trial of benchmark "v" (time: seconds to target, INFINITY for a miss). */
+static void put_trial(tb_store *store, const char *sub, const char *wl, double time)
+{
+    tb_error err = {0};
+    tb_trial_record t;
+    memset(&t, 0, sizeof t);
+    snprintf(t.benchmark, sizeof t.benchmark, "v");
+    snprintf(t.submission, sizeof t.submission, "%s", sub);
+    snprintf(t.workload, sizeof t.workload, "%s", wl);
+    snprintf(t.ruleset, sizeof t.ruleset, "external");
+    snprintf(t.metric, sizeof t.metric, "error_rate");
+    t.budget_s = 15;
+    CHECK_OK(tb_store_plan_trial(store, &t, &err), &err);
+    CHECK_OK(tb_store_trial_start(store, t.id, "v", "{}", &err), &err);
+    CHECK_OK(tb_store_trial_finish(store, t.id, TB_TRIAL_DONE, "", isfinite(time), time, 15, 10,
+                                   &err), &err);
+}
+
+/* With the variant rule the score, the profile and the speedup count the same workloads: not
+ * the variant, and a's base time (reached first, but its variant was 5x slower than b's) as a
+ * miss, marked in the text and the JSON. The profile had counted all three workloads and the
+ * speedup had averaged over them with a's raw base time (1.357 for b instead of 2). */
+static void test_store_variant_rule(void)
+{
+    char path[] = "/tmp/tb_test_score_XXXXXX";
+    fresh_path(path);
+    tb_error err = {0};
+    tb_store *store;
+    CHECK_OK(tb_store_open(path, &store, &err), &err);
+    const char *wls[3] = {"fmnist_mlp", "fmnist_mlp_tanh", "fmnist_cnn"};
+    double times[2][3] = {{2, 10, 3}, {4, 2, 3}};
+    for (int s = 0; s < 2; s++)
+        for (int w = 0; w < 3; w++) put_trial(store, s ? "b" : "a", wls[w], times[s][w]);
+    tb_score_options o = {"v", NULL, true, 0};
+    tb_score_table *t;
+    CHECK_OK(tb_score_store(store, &o, &t, &err), &err);
+    tb_store_close(store);
+    unlink(path);
+    if (!t) return;
+    CHECK(t->n_wl == 3 && strcmp(t->wls[1], "fmnist_mlp_tanh") == 0);
+    CHECK(t->counted[0] && !t->counted[1] && t->counted[2]);
+    CHECK(t->disqualified[0] && !t->disqualified[3]);
+    CHECK_NEAR(t->score[0], 0.5, 1e-12);
+    CHECK_NEAR(t->score[1], 1.0, 1e-12);
+    CHECK_NEAR(t->speedup[1], sqrt(16.0 / 4.0 * 1.0), 1e-12); /* a's base: budget + 1 s */
+    char *text = NULL, *json = NULL;
+    size_t n;
+    FILE *f = open_memstream(&text, &n);
+    tb_score_table_write_text(t, f);
+    fclose(f);
+    f = open_memstream(&json, &n);
+    tb_score_table_write_json(t, f);
+    fclose(f);
+    CHECK(strstr(text, "2.0 s* (1/1 studies)") && strstr(text, "variants (fmnist_mlp_tanh)"));
+    CHECK(strstr(json, "\"fmnist_mlp_tanh\":{") &&
+          strstr(strstr(json, "\"fmnist_mlp_tanh\":{"), "\"counted\":false"));
+    CHECK(strstr(json, "\"disqualified\":true"));
+    /* a at tau = 1: one of the two counted workloads (fmnist_cnn) */
+    CHECK(strstr(json, "\"profile\":[[1,0.5]"));
+    free(text);
+    free(json);
+    tb_score_table_destroy(t);
+}
+
 static sqlite3_int64 count_objects(const char *path)
 {
     sqlite3 *db = NULL;
@@ -231,6 +295,7 @@ int main(void)
     test_closed_form();
     test_median_and_speedup();
     test_variant_rule();
+    test_store_variant_rule();
     test_store_table();
     return tb_test_finish("test_score");
 }

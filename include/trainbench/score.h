@@ -62,15 +62,21 @@ typedef struct tb_score_table {
     int *studies_reached;   /* studies whose fastest trial reached the target */
     int *trials, *trials_failed, *trials_unfinished;
     double *ratio;
+    bool *disqualified;     /* a reached base time the variant rule voids (scored as a miss) */
+    /* [w] */
+    bool *counted;          /* in the score, profile and speedup: every workload, or with the
+                               variant rule every one but the held-out variants */
     /* [s] */
     double *score;
-    double *speedup;        /* over the reference */
+    double *speedup;        /* over the reference, on the counted workloads (a miss or a
+                               disqualified time as budget + 1 s) */
     char reference[128];
     double tau_max;
     bool variant_rule;
 } tb_score_table;
 
-/* Builds the score table of one benchmark in store. Free with tb_score_table_destroy. Fails
+/* Builds the score table of one benchmark in store: the score, the profile (JSON) and the
+ * speedup all count the same workloads (`counted`). Free with tb_score_table_destroy. Fails
  * with TB_ERR_INVALID naming the benchmark if the store has no trials of it, and naming the
  * reference and listing the benchmark's submissions if the reference is not one of them. */
 tb_status tb_score_store(tb_store *store, const tb_score_options *options,

@@ -1,11 +1,10 @@
 /* score_table.c: the score table of one benchmark in a results store: per trial the time to
  * target, per study the fastest trial (by time), per workload the median over studies, then
- * ratios, scores and speedups; written for a terminal or as JSON. */
+ * ratios, scores and speedups, all over the same counted workloads (score_write.c writes it). */
 #include "trainbench/score.h"
 
 #include "trainbench/benchmark.h"
 
-#include <cjson/cJSON.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,6 +24,8 @@ void tb_score_table_destroy(tb_score_table *t)
     free(t->ratio);
     free(t->score);
     free(t->speedup);
+    free(t->counted);
+    free(t->disqualified);
     free(t);
 }
 
@@ -40,6 +41,48 @@ static int index_of_wl(const tb_score_table *t, const char *name)
     for (int i = 0; i < t->n_wl; i++)
         if (strcmp(t->wls[i], name) == 0) return i;
     return -1;
+}
+
+/* What the variant rule leaves: the workloads counted (all without it; with it every
+ * workload but the held-out variants, which only gate their base) and the base times it voids
+ * (reached, but the submission's variant was missed or slower than tau_max times the fastest
+ * variant time: tb_score_compute then scored that base as a miss). */
+static void mark_variants(tb_score_table *t, const int *variant_of)
+{
+    for (int w = 0; w < t->n_wl; w++) t->counted[w] = !variant_of || variant_of[w] < 0;
+    for (int w = 0; variant_of && w < t->n_wl; w++) {
+        int b = variant_of[w];
+        for (int s = 0; b >= 0 && s < t->n_subs; s++) {
+            size_t c = (size_t)s * (size_t)t->n_wl;
+            if (!isfinite(t->ratio[c + (size_t)w]) && isfinite(t->time[c + (size_t)b]))
+                t->disqualified[c + (size_t)b] = true;
+        }
+    }
+}
+
+/* The speedups over submission ref (NaN for every one if ref < 0) on the counted workloads, a
+ * voided base time counted as a miss, as the score counts them. */
+static tb_status speedups(tb_score_table *t, int ref, tb_error *err)
+{
+    double *a = malloc((size_t)t->n_wl * sizeof *a), *b = malloc((size_t)t->n_wl * sizeof *b);
+    double *budgets = malloc((size_t)t->n_wl * sizeof *budgets);
+    tb_status st = a && b && budgets ? TB_OK : tb_fail(err, TB_ERR_NOMEM, "scoring: out of memory");
+    for (int s = 0; st == TB_OK && s < t->n_subs; s++) {
+        int n = 0;
+        for (int w = 0; ref >= 0 && w < t->n_wl; w++) {
+            if (!t->counted[w]) continue;
+            size_t cr = (size_t)ref * (size_t)t->n_wl + (size_t)w;
+            size_t cs = (size_t)s * (size_t)t->n_wl + (size_t)w;
+            a[n] = t->disqualified[cr] ? INFINITY : t->time[cr];
+            b[n] = t->disqualified[cs] ? INFINITY : t->time[cs];
+            budgets[n++] = t->budgets[w];
+        }
+        t->speedup[s] = n ? tb_score_speedup(a, b, budgets, n) : NAN;
+    }
+    free(a);
+    free(b);
+    free(budgets);
+    return st;
 }
 
 tb_status tb_score_store(tb_store *store, const tb_score_options *o, tb_score_table **out,
@@ -109,11 +152,13 @@ tb_status tb_score_store(tb_store *store, const tb_score_options *o, tb_score_ta
     t->trials_unfinished = calloc(cells, sizeof(int));
     t->score = calloc((size_t)t->n_subs, sizeof(double));
     t->speedup = calloc((size_t)t->n_subs, sizeof(double));
+    t->counted = calloc((size_t)t->n_wl, sizeof(bool));
+    t->disqualified = calloc(cells, sizeof(bool));
     double *study_best = malloc(cells * (size_t)max_study * sizeof(double));
     int *variant_of = malloc((size_t)t->n_wl * sizeof(int));
     if (!t->budgets || !t->time || !t->ratio || !t->studies || !t->studies_reached ||
         !t->trials || !t->trials_failed || !t->trials_unfinished || !t->score || !t->speedup ||
-        !study_best || !variant_of) {
+        !t->counted || !t->disqualified || !study_best || !variant_of) {
         free(tr);
         free(study_best);
         free(variant_of);
@@ -156,112 +201,16 @@ tb_status tb_score_store(tb_store *store, const tb_score_options *o, tb_score_ta
     }
     st = tb_score_compute(t->n_subs, t->n_wl, t->time, o->variant_rule ? variant_of : NULL,
                           t->tau_max, t->ratio, t->score, err);
+    if (st == TB_OK) mark_variants(t, o->variant_rule ? variant_of : NULL);
     free(variant_of);
     int ref = o->reference ? index_of_sub(t, o->reference) : 0;
     snprintf(t->reference, sizeof t->reference, "%s",
              ref >= 0 ? t->subs[ref] : (o->reference ? o->reference : ""));
-    for (int s = 0; s < t->n_subs; s++)
-        t->speedup[s] = ref < 0 ? NAN
-                                : tb_score_speedup(t->time + (size_t)ref * (size_t)t->n_wl,
-                                                   t->time + (size_t)s * (size_t)t->n_wl,
-                                                   t->budgets, t->n_wl);
+    if (st == TB_OK) st = speedups(t, ref, err);
     if (st != TB_OK) {
         tb_score_table_destroy(t);
         return st;
     }
     *out = t;
     return TB_OK;
-}
-
-static void fmt_time(char *buf, size_t cap, double x)
-{
-    if (isfinite(x)) snprintf(buf, cap, "%.1f s", x);
-    else snprintf(buf, cap, "miss");
-}
-
-void tb_score_table_write_text(const tb_score_table *t, FILE *f)
-{
-    if (!t || !f) return;
-    fprintf(f, "benchmark %s (%s tuning): time to target (median over studies of each study's "
-               "fastest trial)\n\n", t->benchmark, t->ruleset);
-    fprintf(f, "%-24s", "submission");
-    for (int w = 0; w < t->n_wl; w++) fprintf(f, "  %-28s", t->wls[w]);
-    fprintf(f, "  %7s  %9s\n", "score", "speedup");
-    for (int s = 0; s < t->n_subs; s++) {
-        fprintf(f, "%-24s", t->subs[s]);
-        for (int w = 0; w < t->n_wl; w++) {
-            size_t c = (size_t)s * (size_t)t->n_wl + (size_t)w;
-            char tm[32], cell[64];
-            fmt_time(tm, sizeof tm, t->time[c]);
-            int n = snprintf(cell, sizeof cell, "%s (%d/%d studies", tm, t->studies_reached[c],
-                             t->studies[c]);
-            if (t->trials_failed[c])
-                n += snprintf(cell + n, sizeof cell - (size_t)n, ", %d failed",
-                              t->trials_failed[c]);
-            if (t->trials_unfinished[c])
-                n += snprintf(cell + n, sizeof cell - (size_t)n, ", %d unfinished",
-                              t->trials_unfinished[c]);
-            snprintf(cell + n, sizeof cell - (size_t)n, ")");
-            fprintf(f, "  %-28s", cell);
-        }
-        if (isfinite(t->speedup[s])) fprintf(f, "  %7.3f  %8.2fx\n", t->score[s], t->speedup[s]);
-        else fprintf(f, "  %7.3f  %9s\n", t->score[s], "-");
-    }
-    fprintf(f, "\nscore: AlgoPerf benchmark score, sum_w max(0, %g - r_w) / (n (%g - 1)), r = "
-               "time / fastest time (1 = fastest everywhere, 0 = never within %gx)\n",
-            t->tau_max, t->tau_max, t->tau_max);
-    fprintf(f, "speedup: geometric mean of %s's time / this time (a miss counts as budget + 1 s)"
-               "%s\n", t->reference, t->variant_rule ? "; variant rule on" : "");
-}
-
-static void json_num(cJSON *o, const char *k, double v)
-{
-    if (isfinite(v)) cJSON_AddNumberToObject(o, k, v);
-    else cJSON_AddNullToObject(o, k);
-}
-
-void tb_score_table_write_json(const tb_score_table *t, FILE *f)
-{
-    if (!t || !f) return;
-    cJSON *o = cJSON_CreateObject();
-    cJSON_AddStringToObject(o, "benchmark", t->benchmark);
-    cJSON_AddStringToObject(o, "ruleset", t->ruleset);
-    cJSON_AddNumberToObject(o, "tau_max", t->tau_max);
-    cJSON_AddBoolToObject(o, "variant_rule", t->variant_rule);
-    cJSON_AddStringToObject(o, "reference", t->reference);
-    cJSON *subs = cJSON_AddArrayToObject(o, "submissions");
-    for (int s = 0; s < t->n_subs; s++) {
-        cJSON *x = cJSON_CreateObject();
-        cJSON_AddStringToObject(x, "name", t->subs[s]);
-        json_num(x, "score", t->score[s]);
-        json_num(x, "speedup", t->speedup[s]);
-        cJSON *wl = cJSON_AddObjectToObject(x, "workloads");
-        for (int w = 0; w < t->n_wl; w++) {
-            size_t c = (size_t)s * (size_t)t->n_wl + (size_t)w;
-            cJSON *y = cJSON_AddObjectToObject(wl, t->wls[w]);
-            json_num(y, "time_to_target", t->time[c]);
-            json_num(y, "ratio", t->ratio[c]);
-            cJSON_AddNumberToObject(y, "studies", t->studies[c]);
-            cJSON_AddNumberToObject(y, "studies_reached", t->studies_reached[c]);
-            cJSON_AddNumberToObject(y, "trials", t->trials[c]);
-            cJSON_AddNumberToObject(y, "trials_failed", t->trials_failed[c]);
-            cJSON_AddNumberToObject(y, "trials_unfinished", t->trials_unfinished[c]);
-            cJSON_AddNumberToObject(y, "budget_s", t->budgets[w]);
-        }
-        cJSON *prof = cJSON_AddArrayToObject(x, "profile");
-        for (int k = 0; k <= 12; k++) { /* rho(tau) at tau = 1, 1.25, ..., tau_max */
-            double tau = 1 + (t->tau_max - 1) * k / 12.0;
-            cJSON *p = cJSON_CreateArray();
-            cJSON_AddItemToArray(p, cJSON_CreateNumber(tau));
-            cJSON_AddItemToArray(p, cJSON_CreateNumber(tb_score_profile(
-                                        t->ratio + (size_t)s * (size_t)t->n_wl, NULL, t->n_wl,
-                                        tau)));
-            cJSON_AddItemToArray(prof, p);
-        }
-        cJSON_AddItemToArray(subs, x);
-    }
-    char *text = cJSON_PrintUnformatted(o);
-    if (text) fprintf(f, "%s\n", text);
-    free(text);
-    cJSON_Delete(o);
 }

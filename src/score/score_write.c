@@ -1,0 +1,120 @@
+/* score_write.c: a score table written for a terminal (aligned columns, footnotes) or as one
+ * JSON object. */
+#include "trainbench/score.h"
+
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void fmt_time(char *buf, size_t cap, double x)
+{
+    if (isfinite(x)) snprintf(buf, cap, "%.1f s", x);
+    else snprintf(buf, cap, "miss");
+}
+
+/* What the variant rule did, under the table: the variants that gate and are not counted, and
+ * what a starred time means. */
+static void write_variant_note(const tb_score_table *t, FILE *f)
+{
+    char gates[512] = "";
+    for (int w = 0; w < t->n_wl; w++)
+        if (!t->counted[w]) {
+            strncat(gates, gates[0] ? ", " : "", sizeof gates - strlen(gates) - 1);
+            strncat(gates, t->wls[w], sizeof gates - strlen(gates) - 1);
+        }
+    fprintf(f, "variant rule on: a base workload counts only if its held-out variant is reached "
+               "within %gx of the fastest variant time; the variants (%s) gate and are not "
+               "counted; * marks a reached base time that does not count, a miss for the score, "
+               "the profile and the speedup\n", t->tau_max, gates[0] ? gates : "none here");
+}
+
+void tb_score_table_write_text(const tb_score_table *t, FILE *f)
+{
+    if (!t || !f) return;
+    fprintf(f, "benchmark %s (%s tuning): time to target (median over studies of each study's "
+               "fastest trial)\n\n", t->benchmark, t->ruleset);
+    fprintf(f, "%-24s", "submission");
+    for (int w = 0; w < t->n_wl; w++) fprintf(f, "  %-28s", t->wls[w]);
+    fprintf(f, "  %7s  %9s\n", "score", "speedup");
+    for (int s = 0; s < t->n_subs; s++) {
+        fprintf(f, "%-24s", t->subs[s]);
+        for (int w = 0; w < t->n_wl; w++) {
+            size_t c = (size_t)s * (size_t)t->n_wl + (size_t)w;
+            char tm[32], cell[64];
+            fmt_time(tm, sizeof tm, t->time[c]);
+            int n = snprintf(cell, sizeof cell, "%s%s (%d/%d studies", tm,
+                             t->disqualified[c] ? "*" : "", t->studies_reached[c], t->studies[c]);
+            if (t->trials_failed[c])
+                n += snprintf(cell + n, sizeof cell - (size_t)n, ", %d failed",
+                              t->trials_failed[c]);
+            if (t->trials_unfinished[c])
+                n += snprintf(cell + n, sizeof cell - (size_t)n, ", %d unfinished",
+                              t->trials_unfinished[c]);
+            snprintf(cell + n, sizeof cell - (size_t)n, ")");
+            fprintf(f, "  %-28s", cell);
+        }
+        if (isfinite(t->speedup[s])) fprintf(f, "  %7.3f  %8.2fx\n", t->score[s], t->speedup[s]);
+        else fprintf(f, "  %7.3f  %9s\n", t->score[s], "-");
+    }
+    fprintf(f, "\nscore: AlgoPerf benchmark score, sum_w max(0, %g - r_w) / (n (%g - 1)), r = "
+               "time / fastest time (1 = fastest everywhere, 0 = never within %gx)\n",
+            t->tau_max, t->tau_max, t->tau_max);
+    fprintf(f, "speedup: geometric mean of %s's time / this time (a miss counts as budget + 1 s)"
+               "\n", t->reference);
+    if (t->variant_rule) write_variant_note(t, f);
+}
+
+static void json_num(cJSON *o, const char *k, double v)
+{
+    if (isfinite(v)) cJSON_AddNumberToObject(o, k, v);
+    else cJSON_AddNullToObject(o, k);
+}
+
+void tb_score_table_write_json(const tb_score_table *t, FILE *f)
+{
+    if (!t || !f) return;
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "benchmark", t->benchmark);
+    cJSON_AddStringToObject(o, "ruleset", t->ruleset);
+    cJSON_AddNumberToObject(o, "tau_max", t->tau_max);
+    cJSON_AddBoolToObject(o, "variant_rule", t->variant_rule);
+    cJSON_AddStringToObject(o, "reference", t->reference);
+    cJSON *subs = cJSON_AddArrayToObject(o, "submissions");
+    for (int s = 0; s < t->n_subs; s++) {
+        cJSON *x = cJSON_CreateObject();
+        cJSON_AddStringToObject(x, "name", t->subs[s]);
+        json_num(x, "score", t->score[s]);
+        json_num(x, "speedup", t->speedup[s]);
+        cJSON *wl = cJSON_AddObjectToObject(x, "workloads");
+        for (int w = 0; w < t->n_wl; w++) {
+            size_t c = (size_t)s * (size_t)t->n_wl + (size_t)w;
+            cJSON *y = cJSON_AddObjectToObject(wl, t->wls[w]);
+            json_num(y, "time_to_target", t->time[c]);
+            json_num(y, "ratio", t->ratio[c]);
+            cJSON_AddNumberToObject(y, "studies", t->studies[c]);
+            cJSON_AddNumberToObject(y, "studies_reached", t->studies_reached[c]);
+            cJSON_AddNumberToObject(y, "trials", t->trials[c]);
+            cJSON_AddNumberToObject(y, "trials_failed", t->trials_failed[c]);
+            cJSON_AddNumberToObject(y, "trials_unfinished", t->trials_unfinished[c]);
+            cJSON_AddNumberToObject(y, "budget_s", t->budgets[w]);
+            cJSON_AddBoolToObject(y, "counted", t->counted[w]);
+            cJSON_AddBoolToObject(y, "disqualified", t->disqualified[c]);
+        }
+        cJSON *prof = cJSON_AddArrayToObject(x, "profile");
+        for (int k = 0; k <= 12; k++) { /* rho(tau) at tau = 1, 1.25, ..., tau_max */
+            double tau = 1 + (t->tau_max - 1) * k / 12.0;
+            cJSON *p = cJSON_CreateArray();
+            cJSON_AddItemToArray(p, cJSON_CreateNumber(tau));
+            cJSON_AddItemToArray(p, cJSON_CreateNumber(tb_score_profile(
+                                        t->ratio + (size_t)s * (size_t)t->n_wl, t->counted,
+                                        t->n_wl, tau)));
+            cJSON_AddItemToArray(prof, p);
+        }
+        cJSON_AddItemToArray(subs, x);
+    }
+    char *text = cJSON_PrintUnformatted(o);
+    if (text) fprintf(f, "%s\n", text);
+    free(text);
+    cJSON_Delete(o);
+}
