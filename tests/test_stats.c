@@ -307,7 +307,8 @@ static void test_ties_and_direction(void)
     CHECK(w == 1 && t == 1 && l == 1);
 
     /* All tied: exactly 0.5, the interval of 15 out of 30 around it, not significant (strict:
-     * 0 out of 30, which would say B better: why ties count 1/2 by default). */
+     * 0 out of 30, whose interval alone would say B better: tied pairs carry no information,
+     * so with no untied pair the verdict is not significant under either rule). */
     double same[30];
     for (int i = 0; i < 30; i++)
         same[i] = 0.9;
@@ -319,7 +320,55 @@ static void test_ties_and_direction(void)
     CHECK(r.ci.lo > 0.3 && r.ci.lo < 0.35);
     o.ties = TB_TIES_STRICT;
     CHECK_OK(tb_pab_paired(same, same, 30, &o, &r, &err), &err);
-    CHECK(r.p == 0.0 && r.ci.lo == 0.0 && r.verdict == TB_VERDICT_B_BETTER);
+    CHECK(r.p == 0.0 && r.ci.lo == 0.0 && r.verdict == TB_VERDICT_NOT_SIGNIFICANT);
+    char msg[512];
+    tb_pab_describe(&r, "adamw", "adamw", msg, sizeof msg);
+    CHECK(strstr(msg, "no difference seen: all 30 pairs tied") && !strstr(msg, "better than"));
+    o.ties = TB_TIES_HALF;
+    CHECK_OK(tb_pab_paired(same, same, 30, &o, &r, &err), &err);
+    tb_pab_describe(&r, "adamw", "adamw", msg, sizeof msg);
+    CHECK(strstr(msg, "all 30 pairs tied") && !strstr(msg, "more pairs ("));
+    /* one untied pair among ties: the advice says it assumes none */
+    double one[30];
+    for (int i = 0; i < 30; i++)
+        one[i] = i ? 0.9 : 1.0;
+    CHECK_OK(tb_pab_paired(one, same, 30, &o, &r, &err), &err);
+    tb_pab_describe(&r, NULL, NULL, msg, sizeof msg);
+    CHECK(r.verdict == TB_VERDICT_NOT_SIGNIFICANT && strstr(msg, "if no pair ties"));
+}
+
+/* The sentence prints the interval with decimals enough not to show it as a point: 99999 wins
+ * in 100000 pairs is an interval below 1 (it had printed "CI [1.000, 1.000]"). */
+static void test_describe_digits(void)
+{
+    enum { N = 100000 };
+    double *a = malloc(N * sizeof *a), *b = malloc(N * sizeof *b);
+    if (!CHECK(a && b)) return;
+    for (int i = 0; i < N; i++) {
+        a[i] = i ? 1.0 : -1.0;
+        b[i] = 0.0;
+    }
+    tb_pab_options o = tb_pab_options_default();
+    tb_pab_result r;
+    tb_error err = {0};
+    CHECK_OK(tb_pab_paired(a, b, N, &o, &r, &err), &err);
+    CHECK(r.wins == N - 1 && r.ci.lo < r.ci.hi && r.ci.hi < 1.0);
+    char msg[512];
+    tb_pab_describe(&r, NULL, NULL, msg, sizeof msg);
+    const char *ci = strstr(msg, "CI [");
+    double lo = NAN, hi = NAN, p = NAN;
+    CHECK(ci && sscanf(ci, "CI [%lf, %lf]", &lo, &hi) == 2);
+    CHECK(sscanf(strstr(msg, "= "), "= %lf", &p) == 1);
+    CHECK(lo < hi && hi < 1.0 && p < 1.0);
+    CHECK(fabs(lo - r.ci.lo) < 1e-6 && fabs(hi - r.ci.hi) < 1e-6);
+    /* ordinary intervals keep three decimals */
+    CHECK_OK(tb_pab_paired(a, b, 30, &o, &r, &err), &err);
+    tb_pab_describe(&r, NULL, NULL, msg, sizeof msg);
+    ci = strstr(msg, "CI [");
+    /* 29/30, and [0.xxx, 0.xxx] */
+    CHECK(strstr(msg, "= 0.967,") && ci && ci[9] == ',' && ci[16] == ']');
+    free(a);
+    free(b);
 }
 
 static void test_decision_rule(void)
@@ -702,6 +751,7 @@ int main(void)
     test_ties_and_direction();
     test_decision_rule();
     test_pab_paired_and_describe();
+    test_describe_digits();
     test_coverage_simulation();
     test_gaussian_pab();
     test_variance();

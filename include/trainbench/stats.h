@@ -158,7 +158,8 @@ typedef struct tb_pab_result {
     int64_t wins, ties, losses; /* pairs where A was better, equal, worse */
     double p;                   /* the estimate p_hat = (wins + ties/2) / n (or wins / n) */
     tb_interval ci;             /* exact (Clopper-Pearson) interval at level 1 - alpha */
-    tb_verdict verdict;         /* tb_pab_decide(ci, gamma) */
+    tb_verdict verdict;         /* tb_pab_decide(ci, gamma); not significant when every
+                                   pair tied */
     int64_t runs_needed;        /* tb_sign_test_sample_size(alpha, beta, gamma) */
     int64_t more_runs;          /* max(0, runs_needed - n) */
     double alpha, beta, gamma;  /* as used */
@@ -178,7 +179,9 @@ tb_status tb_pab_estimate(const double *a, const double *b, int64_t n, tb_direct
  * [BetaInv(alpha/2; x, n-x+1), BetaInv(1-alpha/2; x+1, n-x)] (0 for x = 0, 1 for x = n). Its
  * excluding 0.5 is the exact two-sided sign test at size alpha: with every pair a win, 5
  * pairs are never significant at alpha = 0.05 and 6 are. Then applies the decision rule and
- * tb_sign_test_sample_size. Deterministic (no resampling). Fails with TB_ERR_INVALID for the
+ * tb_sign_test_sample_size; when every pair tied the verdict is not significant whatever the
+ * interval (tied pairs carry no information: under TB_TIES_STRICT identical results would
+ * otherwise be "B better"). Deterministic (no resampling). Fails with TB_ERR_INVALID for the
  * reasons of tb_pab_estimate or an option out of range (named). */
 tb_status tb_pab_paired(const double *a, const double *b, int64_t n, const tb_pab_options *opts,
                         tb_pab_result *out, tb_error *err);
@@ -201,10 +204,11 @@ tb_status tb_pab_unpaired(const double *a, int64_t na, const double *b, int64_t 
 tb_verdict tb_pab_decide(tb_interval ci, double gamma);
 
 /* Writes one human sentence about r into buf (at most cap bytes, always NUL-terminated when
- * cap > 0; buf NULL: nothing written; r NULL: an empty sentence), e.g. "adamw better than
- * sgd: P(A>B) = 0.83, 95% CI [0.65, 0.94], 30 pairs" or
- * "not significant: need about 39 more pairs (49 in all ...) ...". name_a / name_b may be
- * NULL ("A", "B"). Returns the length the full sentence needs (as snprintf). */
+ * cap > 0; buf NULL: nothing written; r NULL: an empty sentence), e.g. "adamw better than sgd: P(A>B) = 0.833, 95% CI [0.653, 0.944], 30 pairs",
+ * "not significant: need about 39 more pairs (49 in all ...) ..." or, when every pair tied,
+ * "no difference seen: all 10 pairs tied ...". Numbers get 3 decimals, more (up to 12) where
+ * 3 would print the interval as a point or a value inside (0, 1) as 0 or 1. name_a / name_b
+ * may be NULL ("A", "B"). Returns the length the full sentence needs (as snprintf). */
 int tb_pab_describe(const tb_pab_result *r, const char *name_a, const char *name_b, char *buf,
                     size_t cap);
 

@@ -6,6 +6,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 const char *tb_verdict_name(tb_verdict verdict)
 {
@@ -128,7 +129,10 @@ tb_status tb_pab_paired(const double *a, const double *b, int64_t n, const tb_pa
     r.alpha = opts->alpha;
     r.beta = opts->beta;
     r.gamma = opts->gamma;
-    r.verdict = tb_pab_decide(r.ci, opts->gamma);
+    /* tied pairs say nothing about which side is better: with no other pair there is no
+     * evidence either way (strict ties would otherwise make identical results "B better") */
+    r.verdict = r.wins + r.losses > 0 ? tb_pab_decide(r.ci, opts->gamma)
+                                      : TB_VERDICT_NOT_SIGNIFICANT;
     st = tb_sign_test_sample_size(opts->alpha, opts->beta, opts->gamma, &r.runs_needed, err);
     if (st != TB_OK) {
         tb_error_prefix(err, "P(A>B)");
@@ -246,6 +250,26 @@ done:
     return st;
 }
 
+/* Decimals (3 to 12) enough that the interval's ends print apart when they differ and that no
+ * value inside (0, 1) prints as 0 or 1: 99999 wins of 100000 is not "[1.000, 1.000]". */
+static int decimals_for(const tb_pab_result *r)
+{
+    const double v[3] = {r->ci.lo, r->p, r->ci.hi};
+    int d = 3;
+    for (; d < 12; d++) {
+        char s[3][40];
+        bool ok = true;
+        for (int i = 0; i < 3; i++) {
+            snprintf(s[i], sizeof s[i], "%.*f", d, v[i]);
+            double shown = strtod(s[i], NULL);
+            if (v[i] > 0 && v[i] < 1 && (shown == 0 || shown == 1)) ok = false;
+        }
+        if (r->ci.lo < r->ci.hi && strcmp(s[0], s[2]) == 0) ok = false;
+        if (ok) break;
+    }
+    return d;
+}
+
 int tb_pab_describe(const tb_pab_result *r, const char *name_a, const char *name_b, char *buf,
                     size_t cap)
 {
@@ -253,8 +277,9 @@ int tb_pab_describe(const tb_pab_result *r, const char *name_a, const char *name
     if (!r) return snprintf(buf, cap, "%s", "");
     const char *A = name_a ? name_a : "A", *B = name_b ? name_b : "B";
     char tail[256];
-    snprintf(tail, sizeof tail, "P(%s>%s) = %.3f, %g%% CI [%.3f, %.3f], %lld pairs", A, B, r->p,
-             100.0 * (1.0 - r->alpha), r->ci.lo, r->ci.hi, (long long)r->n);
+    int d = decimals_for(r);
+    snprintf(tail, sizeof tail, "P(%s>%s) = %.*f, %g%% CI [%.*f, %.*f], %lld pairs", A, B, d,
+             r->p, 100.0 * (1.0 - r->alpha), d, r->ci.lo, d, r->ci.hi, (long long)r->n);
     switch (r->verdict) {
     case TB_VERDICT_A_BETTER:
         return snprintf(buf, cap, "%s better than %s: %s", A, B, tail);
@@ -267,13 +292,22 @@ int tb_pab_describe(const tb_pab_result *r, const char *name_a, const char *name
                         A, B, tail, 1.0 - r->gamma, r->gamma);
     case TB_VERDICT_NOT_SIGNIFICANT:
     default:
+        if (r->wins + r->losses == 0)
+            return snprintf(buf, cap,
+                            "no difference seen: all %lld pairs tied (identical results?), and "
+                            "tied pairs carry no information on which is better, so more pairs "
+                            "of the same kind would not decide: %s",
+                            (long long)r->n, tail);
         if (r->more_runs > 0)
             return snprintf(buf, cap,
                             "not significant: need about %lld more pairs (%lld in all: the "
                             "exact sign test at alpha = %g then detects P >= %g with power "
-                            "%g): %s",
+                            "%g%s): %s",
                             (long long)r->more_runs, (long long)r->runs_needed, r->alpha,
-                            r->gamma, 1.0 - r->beta, tail);
+                            r->gamma, 1.0 - r->beta,
+                            r->ties > 0 ? " if no pair ties; tied pairs carry no information, "
+                                          "so more are needed with ties" : "",
+                            tail);
         return snprintf(buf, cap,
                         "not significant with %lld pairs, already the %lld the sign test needs "
                         "to detect P >= %g with power %g: any difference is likely smaller "
