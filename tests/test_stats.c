@@ -212,6 +212,12 @@ static void test_summaries(void)
     CHECK_OK(tb_summarize(huge, 2, NULL, NULL, &s, &err), &err);
     CHECK_NEAR(s.mean / 1.6e308, 1.0, 1e-15);
     CHECK_NEAR(s.std / (0.1e308 * sqrt(2.0)), 1.0, 1e-13);
+    /* ... nor the quartiles between ends of opposite sign (q1 was inf): sorted -1e308, 1e308,
+     * 1.7e308, h = 0.5 for q1 (halfway: 0), 1.5 for q3 (halfway: 1.35e308) */
+    const double wide[3] = {1e308, 1.7e308, -1e308};
+    CHECK_OK(tb_summarize(wide, 3, NULL, NULL, &s, &err), &err);
+    CHECK(fabs(s.q1) < 1e293 && s.median == 1e308);
+    CHECK_NEAR(s.q3 / 1.35e308, 1.0, 1e-15);
 
     /* Normal-theory intervals. The mean's is Student t: 4 -+ t_{0.975,4} sqrt(12.5 / 5). */
     tb_interval ci;

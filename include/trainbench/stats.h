@@ -48,9 +48,10 @@ typedef struct tb_interval {
     double lo, hi;
 } tb_interval;
 
-/* The type-7 quantile of an ascending sorted[0..n), n >= 1, p in [0, 1]: with h = (n-1) p,
- * sorted[floor h] + (h - floor h)(sorted[floor h + 1] - sorted[floor h]). No checks (the
- * caller guarantees sortedness and ranges); never fails. */
+/* The type-7 quantile of an ascending sorted[0..n), n >= 1, p in [0, 1]: with h = (n-1) p
+ * and f = h - floor h, (1 - f) sorted[floor h] + f sorted[floor h + 1] (in this form, which
+ * does not overflow for finite values; between the two, equal to them when they are equal).
+ * No checks (the caller guarantees sortedness and ranges); never fails. */
 double tb_quantile_sorted(const double *sorted, int64_t n, double p);
 
 /* The type-7 quantile of x[0..n) (any order; x is not modified). Fails with TB_ERR_INVALID for

@@ -80,8 +80,12 @@ double tb_quantile_sorted(const double *sorted, int64_t n, double p)
     int64_t lo = (int64_t)floor(h);
     if (lo >= n - 1) return sorted[n - 1];
     if (lo < 0) return sorted[0];
-    double frac = h - (double)lo;
-    return sorted[lo] + frac * (sorted[lo + 1] - sorted[lo]);
+    double frac = h - (double)lo, x0 = sorted[lo], x1 = sorted[lo + 1];
+    if (frac == 0.0 || x0 == x1) return x0;
+    /* weighted ends, not x0 + frac (x1 - x0): the difference overflows for ends of opposite
+     * sign near DBL_MAX (q1 of {-1e308, 1e308, 1.7e308} was inf); rounding kept inside */
+    double q = (1.0 - frac) * x0 + frac * x1;
+    return q < x0 ? x0 : q > x1 ? x1 : q;
 }
 
 tb_status tb_quantile(const double *x, int64_t n, double p, double *out, tb_error *err)
