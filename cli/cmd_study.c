@@ -1,6 +1,7 @@
 /* cmd_study.c: `trainbench variance` and `trainbench compare`: many runs, honest statistics. */
 #include "cli.h"
 
+#include <errno.h>
 #include <getopt.h>
 #include <math.h>
 #include <stdio.h>
@@ -41,12 +42,14 @@ static const char variance_usage[] =
     "  -e, --epochs X            length of each run (default 1); or --steps N\n"
     "  -b, --batch-size N        examples per step (default: the workload's)\n"
     "  -n, --runs N              runs per source (default 5, at least 2)\n"
-    "      --sources LIST        comma-separated sources to vary one at a time, each once\n"
-    "                            (default init,data_order,split; also dropout, augment)\n"
+    "      --sources LIST        comma-separated sources to vary one at a time, each once,\n"
+    "                            at least one (default init,data_order,split; also\n"
+    "                            dropout, augment)\n"
     "  -m, --metric NAME         validation (default: the workload's metric on the\n"
     "                            validation split), test, validation_error, validation_loss,\n"
     "                            test_error, test_loss (not time_to_target: a missed target\n"
-    "                            has no finite time to take a std of; compare accepts it)\n"
+    "                            has no finite time to take a std of; compare accepts it);\n"
+    "                            the error rates only for workloads that classify\n"
     "  -s, --seed N              master seed of the study (default 0)\n"
     STUDY_SHARED_HELP;
 
@@ -87,7 +90,8 @@ static const char compare_usage[] =
     "                            or time_to_target (runs stop at the workload's\n"
     "                            target within its budget, judged on the whole\n"
     "                            validation split even with --eval-examples; a miss, or\n"
-    "                            a divergence, counts as +inf)\n"
+    "                            a divergence, counts as +inf); the error rates only for\n"
+    "                            workloads that classify\n"
     "      --gamma X             smallest meaningful P(A>B) (default 0.75)\n"
     "  -s, --seed N              master seed (default 0)\n"
     STUDY_SHARED_HELP;
@@ -112,11 +116,16 @@ static char *read_space(const char *path)
 {
     FILE *f = fopen(path, "rb");
     if (!f) {
-        tb_cli_error("cannot open search space %s", path);
+        tb_cli_error("cannot open search space %s: %s", path, strerror(errno));
         return NULL;
     }
     char *buf = malloc(1 << 20);
     size_t n = buf ? fread(buf, 1, (1 << 20) - 1, f) : 0;
+    if (buf && ferror(f)) { /* a directory, an I/O error */
+        tb_cli_error("cannot read search space %s: %s", path, strerror(errno));
+        free(buf);
+        buf = NULL;
+    }
     fclose(f);
     if (buf) buf[n] = '\0';
     return buf;
@@ -222,6 +231,11 @@ int tb_cli_variance(int argc, char **argv)
                     }
                 cfg.sources[cfg.n_sources++] = s; /* distinct, so at most TB_STREAM_COUNT */
             }
+            if (cfg.n_sources == 0) {
+                tb_cli_error("--sources: the list is empty: name one or more of init, "
+                             "data_order, split, dropout, augment");
+                return TB_EXIT_USAGE;
+            }
             break;
         }
         case O_JSON: json = true; break;
@@ -274,13 +288,20 @@ int tb_cli_variance(int argc, char **argv)
                cfg.base.algorithm, tb_study_metric_name(cfg.metric), cfg.runs);
         printf("%-12s %4s %10s %10s %23s %11s\n", "source", "n", "mean", "std",
                "std 95% CI", "std / all");
+        bool undefined = false;
         for (int g = 0; g < study.n_groups; g++) {
             const tb_variance_row *r = &study.rows[g];
-            printf("%-12s %4lld %10.4f %10.4f   [%8.4f, %8.4f] %10.0f%%\n", r->name,
-                   (long long)r->n, r->mean, r->std, r->std_ci.lo, r->std_ci.hi,
-                   100 * r->std_share);
+            printf("%-12s %4lld %10.4f %10.4f   [%8.4f, %8.4f] ", r->name, (long long)r->n,
+                   r->mean, r->std, r->std_ci.lo, r->std_ci.hi);
+            if (isfinite(r->std_share)) printf("%10.0f%%\n", 100 * r->std_share);
+            else printf("%11s\n", "-");
+            undefined |= !isfinite(r->std_share);
         }
         printf("(std intervals: chi-square, exact if the results are normally distributed)\n");
+        if (undefined)
+            printf("(std / all: - where it is undefined: every \"all\" run gave the same "
+                   "value, std 0; a coarse metric, e.g. an error rate on few --eval-examples, "
+                   "does that)\n");
         for (int g = 0; g < study.n_groups; g++)
             if (study.failed[g] > 0)
                 printf("%s: %lld of %d runs diverged and are left out\n", study.names[g],
@@ -374,8 +395,10 @@ int tb_cli_compare(int argc, char **argv)
         char pa[1024], pb[1024];
         snprintf(pa, sizeof pa, "%s/%s.json", spaces, cfg.a.algorithm);
         snprintf(pb, sizeof pb, "%s/%s.json", spaces, cfg.b.algorithm);
-        text_a = read_space(space_a ? space_a : pa);
-        text_b = text_a ? read_space(space_b ? space_b : pb) : NULL;
+        cfg.space_a_source = space_a ? space_a : pa;
+        cfg.space_b_source = space_b ? space_b : pb;
+        text_a = read_space(cfg.space_a_source);
+        text_b = text_a ? read_space(cfg.space_b_source) : NULL;
         if (!text_a || !text_b) {
             free(text_a);
             return TB_EXIT_USAGE;

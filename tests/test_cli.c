@@ -112,7 +112,33 @@ int main(void)
     CHECK(run("compare -A adamw -B sgd --search 2 --space-b /tmp/tb_test_cli_space.json -q") == 2 &&
           has("search space of sgd") && has("learning_rat"));
     remove("/tmp/tb_test_cli_space.json");
+    /* a search-space file is named in its errors, with the reason; malformed JSON exits 2, as
+     * in bench (it said "sgd: malformed JSON at line 1, column 1" and exited 1) */
+    FILE *bad = fopen("/tmp/tb_test_cli_bad.json", "w");
+    CHECK(bad != NULL);
+    if (bad) {
+        fputs("root:x:0:0:root:/root:/bin/bash\n", bad);
+        fclose(bad);
+    }
+    CHECK(run("compare -A adamw -B sgd --search 2 --space-b /tmp/tb_test_cli_bad.json -q") == 2 &&
+          has("search space /tmp/tb_test_cli_bad.json (sgd): malformed JSON at line 1"));
+    remove("/tmp/tb_test_cli_bad.json");
+    CHECK(run("compare -A adamw -B sgd --search 2 --space-b /nonexistent/s.json -q") == 2 &&
+          has("cannot open search space /nonexistent/s.json: No such file or directory"));
+    CHECK(run("compare -A adamw -B sgd --search 2 --space-b /tmp -q") == 2 &&
+          has("cannot read search space /tmp: Is a directory"));
     CHECK(run("variance --sources init,init -q") == 2 && has("'init' is listed twice"));
+    CHECK(run("variance --sources '' -q") == 2 && has("--sources: the list is empty"));
+    /* an error rate of a workload that does not classify is refused before any training */
+    CHECK(run("variance -w fmnist_autoencoder -m validation_error") == 2 &&
+          has("fmnist_autoencoder has no error rate") && !has("[1/"));
+    CHECK(run("compare -A sgd -B adamw -w fmnist_autoencoder -m test_error") == 2 &&
+          has("fmnist_autoencoder has no error rate") && !has("[1/"));
+    /* a share of an "all" std of 0 is undefined, shown as "-" (it printed -nan% and inf%):
+     * with this seed both "all" runs misclassify the one example evaluated */
+    CHECK(run("variance -w fmnist_mlp --steps 1 -n 2 --sources hparam -m validation_error "
+              "--eval-examples 1 --threads 2 -q -s 3") == 0 &&
+          has("(std / all: - where it is undefined") && !has("nan") && !has("inf"));
     CHECK(run("variance -m time_to_target -q") == 2 && has("cannot use time_to_target"));
     CHECK(run("compare --help") == 0 && has("Clopper-Pearson") && !has("Noether"));
     /* a side that diverges loses its pairs; the text says so, the JSON has null, not inf */

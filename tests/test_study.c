@@ -114,6 +114,24 @@ static void test_compare_divergence_and_errors(void)
     c.a = short_run("adamw");
     c.pab.gamma = 0.5 + 1e-9;
     CHECK_FAILS(tb_compare_run(&c, &r, &err), TB_ERR_INVALID, &err, "too close to 0.5");
+    c.pab = tb_pab_options_default();
+    /* an error rate of a workload that does not classify (it failed after the first run) */
+    c.metric = TB_METRIC_TEST_ERROR;
+    c.a.workload = c.b.workload = "fmnist_autoencoder";
+    CHECK_FAILS(tb_compare_run(&c, &r, &err), TB_ERR_INVALID, &err,
+                "workload fmnist_autoencoder has no error rate");
+    c.metric = TB_METRIC_VALIDATION;
+    c.a = short_run("adamw");
+    c.b = short_run("sgd");
+    /* a malformed search space is a bad value (it was TB_ERR_FORMAT), named by its file */
+    c.search_trials = 1;
+    c.space_a = "{\"learning_rate\": {\"min\": 0.001, \"max\": 0.1, \"scaling\": \"log\"}}";
+    c.space_b = "learning_rate = 0.1";
+    c.space_b_source = "spaces/sgd.txt";
+    CHECK_FAILS(tb_compare_run(&c, &r, &err), TB_ERR_INVALID, &err,
+                "search space spaces/sgd.txt (B): malformed JSON at line 1");
+    c.search_trials = 0;
+    c.space_a = c.space_b = c.space_b_source = NULL;
     CHECK(runs == 0);
     /* Any failure but a divergence stops the study at the run that failed. */
     c.pab = tb_pab_options_default();
@@ -183,6 +201,15 @@ static void test_variance_study(void)
     c.metric = TB_METRIC_TIME_TO_TARGET;
     CHECK_FAILS(tb_variance_study_run(&c, &s, &err), TB_ERR_INVALID, &err,
                 "cannot use time_to_target");
+    c.metric = TB_METRIC_VALIDATION_ERROR;
+    c.base.workload = "fmnist_autoencoder";
+    c.on_run = count_run;
+    int runs = 0;
+    c.user = &runs;
+    CHECK_FAILS(tb_variance_study_run(&c, &s, &err), TB_ERR_INVALID, &err,
+                "workload fmnist_autoencoder has no error rate");
+    CHECK(runs == 0); /* refused before training (it was after the first run) */
+    c.base.workload = "fmnist_mlp";
     c.metric = TB_METRIC_VALIDATION;
     c.base.algorithm = "adamax";
     CHECK_FAILS(tb_variance_study_run(&c, &s, &err), TB_ERR_INVALID, &err,

@@ -91,6 +91,7 @@ static void test_one(const char *id, const char *cache)
     CHECK(m.examples == 32 && isfinite(m.loss) && isfinite(m.metric));
     bool classify = tb_workload_layout(wl).y_dtype == TB_I32;
     CHECK(classify == !isnan(m.accuracy));
+    CHECK(classify == !info->no_error_rate); /* studies refuse error metrics before training */
     if (strcmp(info->metric, "error_rate") == 0) CHECK(m.metric == m.error_rate);
     else if (strcmp(info->metric, "bits_per_char") == 0)
         CHECK_NEAR(m.metric, m.loss / log(2), 1e-9);

@@ -36,7 +36,9 @@ tb_status tb_study_metric_parse(const char *name, tb_study_metric *out, tb_error
 /* The metric's value in a result (all of these are lower-is-better). */
 double tb_study_metric_value(tb_study_metric m, const tb_train_result *r);
 /* Sets what a run needs for metric m: for time to target, the workload's budget, eval period
- * and stop-at-target (unless the config already sets a budget). */
+ * and stop-at-target (unless the config already sets a budget). Fails with TB_ERR_INVALID for
+ * an unknown workload, or an error-rate metric on a workload without one (the autoencoder),
+ * so that a study refuses it before any training. */
 tb_status tb_study_prepare_config(tb_study_metric m, tb_train_config *c, tb_error *err);
 
 /* The seed a source gets in run `index` of a study with master seed `seed` (index 0 is the
@@ -95,6 +97,8 @@ typedef struct tb_compare_config {
      * every pair runs its own search on its own seeds instead (IdealEst(k)): pairs x trials
      * trainings per side instead of pairs + trials. */
     const char *space_a, *space_b;
+    const char *space_a_source, *space_b_source; /* where each space came from (its file),
+                                                    for messages; NULL: "<name>'s search space" */
     int search_trials;
     bool ideal;
     uint64_t seed;          /* master seed: pair i uses tb_study_seed(seed, s, i + 1) for every

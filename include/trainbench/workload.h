@@ -49,6 +49,8 @@ typedef struct tb_workload_info {
     int64_t step_hint;         /* steps a baseline needs, roughly (for step-based schedules) */
     const char *data_source;   /* files the data comes from */
     const char *loss_desc;     /* the training loss, in words */
+    bool no_error_rate;        /* its targets are not classes (reconstruction): accuracy and
+                                  error rate are NaN */
 } tb_workload_info;
 
 int tb_workload_count(void);

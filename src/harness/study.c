@@ -49,16 +49,26 @@ double tb_study_metric_value(tb_study_metric m, const tb_train_result *r)
     return NAN;
 }
 
+/* An error-rate metric asked of a workload that does not classify. */
+static tb_status no_error_rate(const char *workload, const char *where, tb_error *err)
+{
+    return tb_fail(err, TB_ERR_INVALID,
+                   "%s%sworkload %s has no error rate (it does not classify): use a loss or "
+                   "its own metric (-m validation)", where, where[0] ? ": " : "", workload);
+}
+
 tb_status tb_study_prepare_config(tb_study_metric m, tb_train_config *c, tb_error *err)
 {
     if (!c || !c->workload)
         return tb_fail(err, TB_ERR_INVALID, "study_prepare_config: %s is NULL",
                        c ? "config->workload" : "config");
-    if (m != TB_METRIC_TIME_TO_TARGET) return TB_OK;
     const tb_workload_info *w = NULL;
     for (int i = 0; i < tb_workload_count(); i++)
         if (strcmp(tb_workload_info_at(i)->id, c->workload) == 0) w = tb_workload_info_at(i);
     if (!w) return tb_fail(err, TB_ERR_INVALID, "unknown workload '%s'", c->workload);
+    if ((m == TB_METRIC_VALIDATION_ERROR || m == TB_METRIC_TEST_ERROR) && w->no_error_rate)
+        return no_error_rate(c->workload, "", err);
+    if (m != TB_METRIC_TIME_TO_TARGET) return TB_OK;
     c->stop_at_target = true;
     if (c->max_time_s <= 0) c->max_time_s = w->max_runtime_s;
     if (c->eval_period_s <= 0) c->eval_period_s = w->eval_period_s;
@@ -99,11 +109,11 @@ static tb_status run_two(const tb_train_config *cfg, tb_study_metric m, tb_study
     }
     double v = tb_study_metric_value(m, &r);
     const bool error_metric = m == TB_METRIC_VALIDATION_ERROR || m == TB_METRIC_TEST_ERROR;
-    if (isnan(v) && error_metric && isnan(r.validation.accuracy)) /* finished: no classes */
-        return tb_fail(err, TB_ERR_INVALID,
-                       "%s, run %d: workload %s has no error rate (it does not classify): "
-                       "compare a loss or its own metric (-m validation)", group, index,
-                       cfg->workload);
+    if (isnan(v) && error_metric && isnan(r.validation.accuracy)) { /* finished: no classes */
+        char where[96];
+        snprintf(where, sizeof where, "%s, run %d", group, index);
+        return no_error_rate(cfg->workload, where, err);
+    }
     if (isnan(v) || (isinf(v) && m != TB_METRIC_TIME_TO_TARGET)) return TB_ERR_NUMERIC;
     *value = v;
     if (other) {
@@ -239,10 +249,18 @@ void tb_compare_result_free(tb_compare_result *r)
  * search, study i + 1 for pair i's search of the ideal estimator; studies get distinct points
  * (tb_search_space_sample). */
 static tb_status draw_points(const tb_compare_config *cfg, const char *name,
-                             const char *space_json, tb_hparams **out, tb_error *err)
+                             const char *space_json, const char *source, tb_hparams **out,
+                             tb_error *err)
 {
+    char src[512];
+    if (source) snprintf(src, sizeof src, "search space %s (%s)", source, name);
+    else snprintf(src, sizeof src, "%s's search space", name);
     tb_search_space *space = NULL;
-    tb_status st = tb_search_space_parse(space_json, name, &space, err);
+    tb_status st = tb_search_space_parse(space_json, src, &space, err);
+    if (st == TB_ERR_FORMAT) { /* malformed JSON: a bad value, as a bad range (as in bench) */
+        st = TB_ERR_INVALID;
+        if (err) err->status = st;
+    }
     if (st != TB_OK) return st;
     int studies = cfg->ideal ? cfg->pairs + 1 : 1;
     *out = calloc((size_t)studies * (size_t)cfg->search_trials, sizeof **out);
@@ -377,8 +395,9 @@ tb_status tb_compare_run(const tb_compare_config *cfg, tb_compare_result *out, t
     tb_hparams *pts_a = NULL, *pts_b = NULL;
     const int T = cfg->search_trials;
     if (searching) {
-        st = draw_points(cfg, na, cfg->space_a, &pts_a, err);
-        if (st == TB_OK) st = draw_points(cfg, nb, cfg->space_b, &pts_b, err);
+        st = draw_points(cfg, na, cfg->space_a, cfg->space_a_source, &pts_a, err);
+        if (st == TB_OK)
+            st = draw_points(cfg, nb, cfg->space_b, cfg->space_b_source, &pts_b, err);
         const int points = (cfg->ideal ? cfg->pairs + 1 : 1) * T;
         if (st == TB_OK) st = check_points(&base_a, na, pts_a, points, err);
         if (st == TB_OK) st = check_points(&base_b, nb, pts_b, points, err);

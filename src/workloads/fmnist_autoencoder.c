@@ -137,7 +137,7 @@ const tb_workload_vtable tb_workload_fmnist_autoencoder = {
              "Fashion-MNIST, autoencoder 784-1000-500-250-30-250-500-1000-784, tanh",
              "dataset-fashion-mnist", "loss", 128, "fmnist_autoencoder", "", true,
              AE_VAL_TARGET, AE_TEST_TARGET, AE_BUDGET, 5.0, 2000, FMNIST_SOURCE,
-             "sigmoid cross-entropy on pixels, mean over pixels"},
+             "sigmoid cross-entropy on pixels, mean over pixels", true},
     AE_COMMON,
     .options = &base_opts,
 };
@@ -146,7 +146,7 @@ const tb_workload_vtable tb_workload_fmnist_autoencoder_relu = {
     .info = {"fmnist_autoencoder_relu", "Fashion-MNIST, autoencoder as base with ReLU",
              "dataset-fashion-mnist", "loss", 128, "fmnist_autoencoder", "ReLU activations",
              true, AE_RELU_VAL_TARGET, AE_RELU_TEST_TARGET, AE_RELU_BUDGET, 5.0, 2000,
-             FMNIST_SOURCE, "sigmoid cross-entropy on pixels, mean over pixels"},
+             FMNIST_SOURCE, "sigmoid cross-entropy on pixels, mean over pixels", true},
     AE_COMMON,
     .options = &relu_opts,
 };
@@ -156,7 +156,7 @@ const tb_workload_vtable tb_workload_fmnist_autoencoder_mse = {
              "dataset-fashion-mnist", "loss", 128, "fmnist_autoencoder",
              "squared error of sigmoid outputs", true, AE_MSE_VAL_TARGET, AE_MSE_TEST_TARGET,
              AE_MSE_BUDGET, 5.0, 2000, FMNIST_SOURCE,
-             "squared error of sigmoid(outputs) against pixels, mean over pixels"},
+             "squared error of sigmoid(outputs) against pixels, mean over pixels", true},
     AE_COMMON,
     .options = &mse_opts,
 };
