@@ -1,14 +1,45 @@
 /* child.c: waiting for a child process under a wall-clock limit, and how it ended. */
-#define _GNU_SOURCE /* strsignal */
+#define _GNU_SOURCE /* strsignal, pipe2 */
 #include "harness/child.h"
 #include "core/clock.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <time.h>
+#include <unistd.h>
+
+pid_t tb_child_fork(int *fd)
+{
+    int fds[2];
+    if (pipe2(fds, O_CLOEXEC) != 0) return -1;
+    pid_t parent = getpid();
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid < 0) {
+        int e = errno;
+        close(fds[0]);
+        close(fds[1]);
+        errno = e;
+        return -1;
+    }
+    if (pid == 0) {
+        close(fds[0]);
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (getppid() != parent) _exit(3); /* the parent died before prctl */
+        dup2(STDERR_FILENO, STDOUT_FILENO);
+        *fd = fds[1];
+        return 0;
+    }
+    close(fds[1]);
+    fcntl(fds[0], F_SETFL, O_NONBLOCK);
+    *fd = fds[0];
+    return pid;
+}
 
 bool tb_child_wait(pid_t pid, double limit_s, int *wstatus)
 {

@@ -6,18 +6,14 @@
  * back through a pipe and is the benchmark's error, not the submission's failure. The child's
  * stdout is its stderr: what a submission prints never mixes into the caller's output (the
  * score table of `bench --json`). */
-#define _GNU_SOURCE /* pipe2 */
 #include "trainbench/benchmark.h"
 #include "harness/child.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <math.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -41,45 +37,30 @@ tb_status tb_trial_run_isolated(const char *store_path, int64_t trial_id,
     if (st != TB_OK) return st;
     double limit = opts->timeout_s > 0 ? opts->timeout_s : 3.0 * rec.budget_s + 120.0;
 
-    /* the child's error, when it could not record an outcome, comes back through a pipe */
-    int fds[2];
-    if (pipe2(fds, O_CLOEXEC) != 0)
-        return tb_fail(err, TB_ERR_IO, "cannot start a trial process: pipe: %s", strerror(errno));
-    pid_t parent = getpid();
-    fflush(NULL);
-    pid_t pid = fork();
-    if (pid < 0) {
-        int e = errno;
-        close(fds[0]);
-        close(fds[1]);
-        return tb_fail(err, TB_ERR_IO, "cannot start a trial process: %s", strerror(e));
-    }
+    /* the child's error, when it could not record an outcome, comes back through a pipe;
+     * its stdout is stderr: the submission's prints stay off the caller's (bench --json) */
+    int fd;
+    pid_t pid = tb_child_fork(&fd);
+    if (pid < 0)
+        return tb_fail(err, TB_ERR_IO, "cannot start a trial process: %s", strerror(errno));
     if (pid == 0) {
-        close(fds[0]);
-        prctl(PR_SET_PDEATHSIG, SIGKILL);
-        if (getppid() != parent) _exit(3); /* the parent died before prctl */
-        /* the submission's prints go to stderr: stdout is the caller's (bench --json) */
-        dup2(STDERR_FILENO, STDOUT_FILENO);
         tb_error cerr = {0};
         tb_status cst = tb_trial_execute(store_path, trial_id, sub, opts, &cerr);
         if (cst != TB_OK) {
             cerr.status = cst;
             /* one write of a few hundred bytes: atomic, and the pipe holds it */
-            ssize_t wrote = write(fds[1], &cerr, sizeof cerr);
+            ssize_t wrote = write(fd, &cerr, sizeof cerr);
             (void)wrote;
         }
         _exit(cst == TB_OK ? 0 : CHILD_NO_OUTCOME);
     }
-    close(fds[1]);
-    /* never block on it: a process the submission started could hold the write end */
-    fcntl(fds[0], F_SETFL, O_NONBLOCK);
     int wstatus;
     bool timed_out = tb_child_wait(pid, limit, &wstatus);
     tb_error child_err = {0};
     bool child_failed = WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == CHILD_NO_OUTCOME &&
-                        read(fds[0], &child_err, sizeof child_err) == (ssize_t)sizeof child_err &&
+                        read(fd, &child_err, sizeof child_err) == (ssize_t)sizeof child_err &&
                         child_err.status != TB_OK;
-    close(fds[0]);
+    close(fd);
     if (child_failed) {
         /* the trial could not run or record its outcome (the results store failed: a full
          * disk, an I/O error; its data or device is missing): an error of the benchmark, not

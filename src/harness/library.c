@@ -1,17 +1,13 @@
 /* library.c: opening an external submission's shared library so that a crash in it cannot take
  * the caller down: its ELF constructors and its entry point run first in a probe child
  * process, which reports back through a pipe; only a library that loaded there is loaded here. */
-#define _GNU_SOURCE /* pipe2 */
 #include "harness/library.h"
 #include "harness/child.h"
 
 #include <dlfcn.h>
 #include <errno.h>
-#include <fcntl.h>
-#include <signal.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -65,42 +61,26 @@ static tb_status open_checked(const char *path, const char *spec, void **handle,
  * exited or hung instead of answering. */
 static tb_status probe(const char *path, const char *spec, tb_error *err)
 {
-    int fds[2];
-    if (pipe2(fds, O_CLOEXEC) != 0)
-        return tb_fail(err, TB_ERR_IO, "cannot probe submission library %s: pipe: %s", spec,
+    int fd;
+    pid_t pid = tb_child_fork(&fd);
+    if (pid < 0)
+        return tb_fail(err, TB_ERR_IO, "cannot probe submission library %s: %s", spec,
                        strerror(errno));
-    pid_t parent = getpid();
-    fflush(NULL);
-    pid_t pid = fork();
-    if (pid < 0) {
-        int e = errno;
-        close(fds[0]);
-        close(fds[1]);
-        return tb_fail(err, TB_ERR_IO, "cannot probe submission library %s: fork: %s", spec,
-                       strerror(e));
-    }
-    if (pid == 0) {
-        close(fds[0]);
-        prctl(PR_SET_PDEATHSIG, SIGKILL);
-        if (getppid() != parent) _exit(3); /* the parent died before prctl */
-        dup2(STDERR_FILENO, STDOUT_FILENO); /* the library's prints: not on the caller's stdout */
+    if (pid == 0) { /* its stdout is stderr: the library's prints stay off the caller's */
         tb_error cerr = {0};
         void *handle = NULL;
         const tb_submission *s;
         cerr.status = open_checked(path, spec, &handle, &s, &cerr);
         /* one write of a few hundred bytes: atomic, and the pipe holds it */
-        ssize_t wrote = write(fds[1], &cerr, sizeof cerr);
+        ssize_t wrote = write(fd, &cerr, sizeof cerr);
         _exit(wrote == (ssize_t)sizeof cerr ? 0 : 4);
     }
-    close(fds[1]);
-    /* never block on it: a process the library started could hold the write end */
-    fcntl(fds[0], F_SETFL, O_NONBLOCK);
     int wstatus;
     bool timed_out = tb_child_wait(pid, PROBE_LIMIT_S, &wstatus);
     tb_error cerr = {0};
     bool answered = WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 0 &&
-                    read(fds[0], &cerr, sizeof cerr) == (ssize_t)sizeof cerr;
-    close(fds[0]);
+                    read(fd, &cerr, sizeof cerr) == (ssize_t)sizeof cerr;
+    close(fd);
     if (answered) {
         cerr.message[sizeof cerr.message - 1] = 0;
         return cerr.status == TB_OK ? TB_OK : tb_fail(err, cerr.status, "%s", cerr.message);
