@@ -182,15 +182,6 @@ static void test_library_defects(void)
     tb_submission_unload(ref);
 }
 
-static void write_text(const char *path, const char *text)
-{
-    FILE *f = fopen(path, "w");
-    CHECK(f != NULL);
-    if (!f) return;
-    fputs(text, f);
-    fclose(f);
-}
-
 static int count_benchmarks(const char *db)
 {
     tb_store *store;
@@ -262,7 +253,7 @@ static void test_search_space_checked(void)
         {"{\"learning_rate\": {\"min\": 0.01,\n \"max\": 0.1", "malformed JSON"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        write_text(sgd, bad[i].space);
+        tb_test_write_text(sgd, bad[i].space);
         CHECK_FAILS(tb_bench_run(db, &s, NULL, NULL, &sum, &err), TB_ERR_INVALID, &err,
                     bad[i].needle);
         CHECK(strstr(err.message, "search space of sgd") != NULL);
@@ -270,7 +261,7 @@ static void test_search_space_checked(void)
     }
 
     /* a valid space (with the baseline's own hyperparameters) plans and runs */
-    write_text(sgd, "{\"learning_rate\": {\"min\": 0.02, \"max\": 0.2, \"scaling\": \"log\"},"
+    tb_test_write_text(sgd, "{\"learning_rate\": {\"min\": 0.02, \"max\": 0.2, \"scaling\": \"log\"},"
                     " \"momentum\": {\"feasible_points\": [0.9]},"
                     " \"warmup_fraction\": {\"feasible_points\": [0.05]},"
                     " \"batch_size\": {\"feasible_points\": [64]}}");
@@ -278,21 +269,21 @@ static void test_search_space_checked(void)
     CHECK(sum.planned == 1 && sum.ran == 1);
     check_resolved(db);
     /* the same space reformatted: the same spec, the trial reused */
-    write_text(sgd, "{\n  \"learning_rate\": {\"min\": 0.02, \"max\": 0.2, \"scaling\": \"log\"},\n"
+    tb_test_write_text(sgd, "{\n  \"learning_rate\": {\"min\": 0.02, \"max\": 0.2, \"scaling\": \"log\"},\n"
                     "  \"momentum\": {\"feasible_points\": [0.9]},\n"
                     "  \"warmup_fraction\": {\"feasible_points\": [0.05]},\n"
                     "  \"batch_size\": {\"feasible_points\": [64]}\n}\n");
     CHECK_OK(tb_bench_run(db, &s, NULL, NULL, &sum, &err), &err);
     CHECK(sum.reused == 1 && sum.ran == 0);
     /* an edited space is another spec: refused, naming what differs */
-    write_text(sgd, "{\"learning_rate\": {\"min\": 0.02, \"max\": 0.3, \"scaling\": \"log\"},"
+    tb_test_write_text(sgd, "{\"learning_rate\": {\"min\": 0.02, \"max\": 0.3, \"scaling\": \"log\"},"
                     " \"momentum\": {\"feasible_points\": [0.9]},"
                     " \"warmup_fraction\": {\"feasible_points\": [0.05]},"
                     " \"batch_size\": {\"feasible_points\": [64]}}");
     CHECK_FAILS(tb_bench_run(db, &s, NULL, NULL, &sum, &err), TB_ERR_INVALID, &err,
                 "differs in: search_spaces)");
     /* so are another per-trial timeout and another thread count */
-    write_text(sgd, "{\"learning_rate\": {\"min\": 0.02, \"max\": 0.2, \"scaling\": \"log\"},"
+    tb_test_write_text(sgd, "{\"learning_rate\": {\"min\": 0.02, \"max\": 0.2, \"scaling\": \"log\"},"
                     " \"momentum\": {\"feasible_points\": [0.9]},"
                     " \"warmup_fraction\": {\"feasible_points\": [0.05]},"
                     " \"batch_size\": {\"feasible_points\": [64]}}");

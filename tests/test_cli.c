@@ -103,23 +103,14 @@ int main(void)
     /* studies: configuration errors exit 2 before any training */
     CHECK(run("compare -A adamw -B sgdd -q") == 2 && has("side B: unknown algorithm 'sgdd'"));
     CHECK(run("compare -A adamw -B sgd --hp-b momentun=0.9 -q") == 2 && has("momentun"));
-    FILE *space = fopen("/tmp/tb_test_cli_space.json", "w");
-    CHECK(space != NULL);
-    if (space) {
-        fputs("{\"learning_rat\": {\"min\": 0.01, \"max\": 0.1, \"scaling\": \"log\"}}", space);
-        fclose(space);
-    }
+    tb_test_write_text("/tmp/tb_test_cli_space.json",
+               "{\"learning_rat\": {\"min\": 0.01, \"max\": 0.1, \"scaling\": \"log\"}}");
     CHECK(run("compare -A adamw -B sgd --search 2 --space-b /tmp/tb_test_cli_space.json -q") == 2 &&
           has("search space of sgd") && has("learning_rat"));
     remove("/tmp/tb_test_cli_space.json");
     /* a search-space file is named in its errors, with the reason; malformed JSON exits 2, as
      * in bench (it said "sgd: malformed JSON at line 1, column 1" and exited 1) */
-    FILE *bad = fopen("/tmp/tb_test_cli_bad.json", "w");
-    CHECK(bad != NULL);
-    if (bad) {
-        fputs("root:x:0:0:root:/root:/bin/bash\n", bad);
-        fclose(bad);
-    }
+    tb_test_write_text("/tmp/tb_test_cli_bad.json", "root:x:0:0:root:/root:/bin/bash\n");
     CHECK(run("compare -A adamw -B sgd --search 2 --space-b /tmp/tb_test_cli_bad.json -q") == 2 &&
           has("search space /tmp/tb_test_cli_bad.json (sgd): malformed JSON at line 1"));
     remove("/tmp/tb_test_cli_bad.json");

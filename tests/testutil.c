@@ -258,6 +258,15 @@ int tb_test_run_cli(const char *args, char *out, size_t cap)
     return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
+void tb_test_write_text(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "w");
+    CHECK(f != NULL);
+    if (!f) return;
+    fputs(text, f);
+    fclose(f);
+}
+
 bool tb_test_output_has(const char *out, const char *needle)
 {
     bool ok = strstr(out, needle) != NULL;

@@ -107,5 +107,7 @@ int64_t tb_test_add_trial(tb_store *store, const char *bench, const char *submis
                           tb_trial_status want, double err_rate, double ttt);
 /* Whether out contains needle; prints out when not. */
 bool tb_test_output_has(const char *out, const char *needle);
+/* Writes text to the file at path (a failed check when it cannot be created). */
+void tb_test_write_text(const char *path, const char *text);
 
 #endif
