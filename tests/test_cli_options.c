@@ -46,7 +46,7 @@ static void test_one_rule(void)
             if (!CHECK(run(args) == 2 && has(bad[k][1])))
                 fprintf(stderr, "for: trainbench %s\n", args);
         }
-        snprintf(args, sizeof args, "%s --help", strtok(strcpy(buf, cmd), " "));
+        snprintf(args, sizeof args, "%.*s --help", (int)strcspn(cmd, " "), cmd);
         if (!CHECK(run(args) == 0 && has("(1 to 4096; default:") && has("--device NAME")))
             fprintf(stderr, "for: trainbench %s\n", args);
     }
