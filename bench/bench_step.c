@@ -3,7 +3,8 @@
  *   bench_step --workload fmnist_mlp --algorithm sgd --threads 2 --steps 200 --warmup 20
  *   bench_step --workload fmnist_cnn --device cuda --cuda-graph
  *
- * Times whole training steps (input pipeline, forward, backward, update) after a warm-up, and
+ * Times whole training steps (input pipeline, forward, backward, update) after a warm-up
+ * (tb_throughput_run: one window of --steps steps, as `trainbench hw` times its windows), and
  * reports examples/s, ms/step, achieved GEMM FLOP/s of the step and peak resident memory.
  * --device cuda runs on the GPU; --cuda-graph (cuda only) captures one step as a CUDA graph
  * during the warm-up and replays it for the timed steps (tb_step_runner; an optimizer with
@@ -26,7 +27,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <time.h>
 
 #include <cblas.h>
@@ -39,20 +39,6 @@ static double now_s(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static double cpu_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static double peak_rss_mb(void)
-{
-    struct rusage ru;
-    getrusage(RUSAGE_SELF, &ru);
-    return (double)ru.ru_maxrss / 1024.0;
 }
 
 extern void openblas_set_num_threads(int num_threads);
@@ -92,38 +78,28 @@ static int sgemm_ceiling(int n, int threads, int repeats)
 }
 
 /* The per-op table: ms per step forward, backward, and share of the step. */
-static void print_profile(const tb_tape *tape, double total_s, int steps)
+static void print_profile(const tb_throughput_result *r)
 {
-    tb_op_profile ops[64];
-    int n = tb_tape_profile(tape, ops, 64);
-    double ops_s = 0;
+    double ops_s = 0, total_s = r->timed_s;
+    int64_t steps = r->steps;
     fprintf(stderr, "%-26s %7s %10s %10s %7s\n", "op", "calls", "fwd ms", "bwd ms", "share");
-    for (int i = 0; i < n && i < 64; i++) {
-        double tot = ops[i].forward_s + ops[i].backward_s;
+    for (int i = 0; i < r->profile_ops; i++) {
+        const tb_op_profile *op = &r->profile[i];
+        double tot = op->forward_s + op->backward_s;
         ops_s += tot;
-        fprintf(stderr, "%-26s %7.1f %10.3f %10.3f %6.1f%%\n", ops[i].name,
-                (double)ops[i].calls / steps, 1e3 * ops[i].forward_s / steps,
-                1e3 * ops[i].backward_s / steps, 100.0 * tot / total_s);
+        fprintf(stderr, "%-26s %7.1f %10.3f %10.3f %6.1f%%\n", op->name,
+                (double)op->calls / steps, 1e3 * op->forward_s / steps,
+                1e3 * op->backward_s / steps, 100.0 * tot / total_s);
     }
     double rest = total_s - ops_s;
     fprintf(stderr, "%-26s %7s %10.3f %10s %6.1f%%\n", "rest (update, input, zero)", "",
             1e3 * rest / steps, "", 100.0 * rest / total_s);
 }
 
-/* The step's model: the workload's forward pass and loss. */
-static tb_var *step_loss(void *user, tb_tape *tape, const tb_batch *b, tb_rng *dropout,
-                         tb_error *err)
-{
-    (void)err;
-    tb_workload *wl = user;
-    return tb_workload_loss_fn(wl, tape, tb_workload_forward(wl, tape, b->inputs, dropout),
-                               b->targets);
-}
-
 static void usage(FILE *f)
 {
     fprintf(f, "usage: bench_step [--workload ID] [--algorithm NAME] [--threads N]\n"
-               "                  [--steps N] [--warmup N] [--batch-size N]\n"
+               "                  [--steps N] [--warmup N (>= 1)] [--batch-size N]\n"
                "                  [--device cpu|cuda] [--cuda-graph] [--profile]\n"
                "                  [--width-scale W] [--depth-scale D]\n"
                "                  [--precision fp32|tf32|bf16] [--peak-tflops P]\n"
@@ -186,77 +162,44 @@ int main(int argc, char **argv)
         fprintf(stderr, "bench_step: --cuda-graph needs --device cuda\n");
         return 2;
     }
-    if (cuda_graph && warmup < 3) {
-        fprintf(stderr, "bench_step: --cuda-graph needs --warmup 3 or more (2 eager steps and "
-                        "the captured one)\n");
-        return 2;
-    }
 
-    tb_backend_config bc = {.device = device, .threads = threads, .precision = precision};
-    tb_backend *be = NULL;
-    tb_workload *wl = NULL;
-    tb_tape *tape = NULL;
-    tb_optimizer *opt = NULL;
-    tb_pipeline *pipe = NULL;
-    tb_step_runner *runner = NULL;
-    tb_status st = tb_backend_create(&bc, &be, &err);
-    tb_workload_config wc = {.width_scale = width_scale, .depth_scale = depth_scale};
-    if (st == TB_OK) st = tb_workload_create(workload, be, &wc, &wl, &err);
-    tb_rng init = tb_rng_make(0, TB_STREAM_INIT), drop = tb_rng_make(0, TB_STREAM_DROPOUT);
-    if (st == TB_OK) st = tb_workload_init(wl, &init, &err);
-    if (st == TB_OK) st = tb_tape_create(be, &tape, &err);
+    /* one window of exactly `steps` steps after the warm-up; no loss read back, so a device's
+     * steps are not waited for one by one */
+    tb_throughput_config tc = tb_throughput_config_default();
+    tc.workload = workload;
+    tc.algorithm = algorithm;
+    tb_hparams_set(&tc.hparams, "learning_rate", 0.01, NULL);
+    tc.backend = (tb_backend_config){.device = device, .threads = threads, .precision = precision};
+    tc.data.width_scale = width_scale;
+    tc.data.depth_scale = depth_scale;
+    tc.batch_size = batch;
+    tc.warmup_steps = warmup;
+    tc.window_steps = steps;
+    tc.cuda_graph = cuda_graph;
+    tc.profile = profile;
+    tb_throughput_result *r = calloc(1, sizeof *r);
+    tb_status st = r ? tb_throughput_run(&tc, r, &err)
+                     : tb_fail(&err, TB_ERR_NOMEM, "cannot allocate the result");
     if (st == TB_OK) {
-        tb_hparams hp = {0};
-        tb_hparams_set(&hp, "learning_rate", 0.01, NULL);
-        st = tb_optimizer_create(algorithm, tb_workload_params(wl), &hp, &opt, &err);
-    }
-    if (batch <= 0 && wl) batch = tb_workload_get_info(wl)->default_batch_size;
-    tb_pipeline_config pc = {.batch_size = batch};
-    if (st == TB_OK) st = tb_pipeline_create(wl, &pc, &pipe, &err);
-    tb_step_config sc = {.loss = step_loss, .user = wl, .cuda_graph = cuda_graph};
-    if (st == TB_OK) st = tb_step_runner_create(tape, tb_workload_params(wl), opt, &sc, &runner,
-                                                &err);
-    double t0 = 0, c0 = 0;
-    uint64_t flops0 = 0, step_flops = 0; /* the products of the first (eager) step */
-    for (int i = 0; st == TB_OK && i < warmup + steps; i++) {
-        if (i == warmup) {
-            tb_backend_sync(be);
-            t0 = now_s();
-            c0 = cpu_s();
-            flops0 = tb_backend_gemm_flops(be);
-            if (profile) tb_tape_set_profiling(tape, true);
-        }
-        uint64_t f = tb_backend_gemm_flops(be);
-        /* no loss read back: a throughput run does not wait for the device each step */
-        st = tb_step_runner_step(runner, pipe, 1.0, &drop, NULL, NULL, &err);
-        if (i == 0) step_flops = tb_backend_gemm_flops(be) - f;
-    }
-    if (st == TB_OK) {
-        tb_backend_sync(be);
-        double dt = now_s() - t0, cpu = cpu_s() - c0;
-        double flops = (double)(tb_backend_gemm_flops(be) - flops0);
+        double dt = r->timed_s;
         printf("{\"workload\":\"%s\",\"algorithm\":\"%s\",\"threads\":%d,\"batch_size\":%d,"
-               "\"steps\":%d,\"examples_per_s\":%.1f,\"ms_per_step\":%.3f,\"cpu_ms_per_step\":%.3f,"
-               "\"gemm_gflops\":%.1f,\"model_tflops\":%.3f,\"mfu\":%.4f,\"parameters\":%lld,"
-               "\"peak_rss_mb\":%.1f,\"cuda_graph\":%s,\"graph_replays\":%lld,"
-               "\"graph_note\":\"%s\",\"backend\":\"%s\"}\n",
-               workload, algorithm, threads, batch, steps, (double)steps * batch / dt,
-               1e3 * dt / steps, 1e3 * cpu / steps, flops / dt / 1e9,
-               (double)step_flops * steps / dt / 1e12,
-               peak_tflops > 0 ? (double)step_flops * steps / dt / 1e12 / peak_tflops : 0.0,
-               (long long)tb_params_trainable(tb_workload_params(wl)), peak_rss_mb(),
-               tb_step_runner_graphed(runner) ? "true" : "false",
-               (long long)tb_step_runner_replays(runner), tb_step_runner_note(runner),
-               tb_backend_describe(be));
-        if (profile) print_profile(tape, dt, steps);
+               "\"steps\":%lld,\"examples_per_s\":%.1f,\"ms_per_step\":%.3f,"
+               "\"cpu_ms_per_step\":%.3f,\"gemm_gflops\":%.1f,\"model_tflops\":%.3f,"
+               "\"mfu\":%.4f,\"parameters\":%lld,\"peak_rss_mb\":%.1f,\"cuda_graph\":%s,"
+               "\"graph_replays\":%lld,\"graph_note\":\"%s\",\"backend\":\"%s\"}\n",
+               workload, algorithm, threads, r->batch_size, (long long)r->steps,
+               (double)r->examples / dt, r->ms_per_step, r->cpu_ms_per_step,
+               (double)r->gemm_flops / dt / 1e9,
+               (double)r->step_gemm_flops * (double)r->steps / dt / 1e12,
+               peak_tflops > 0
+                   ? (double)r->step_gemm_flops * (double)r->steps / dt / 1e12 / peak_tflops
+                   : 0.0,
+               (long long)r->parameters, r->peak_rss_mb, r->graphed ? "true" : "false",
+               (long long)r->graph_replays, r->graph_note, r->backend);
+        if (profile) print_profile(r);
     } else {
         fprintf(stderr, "bench_step: %s\n", err.message);
     }
-    tb_step_runner_destroy(runner);
-    tb_pipeline_destroy(pipe);
-    tb_optimizer_destroy(opt);
-    tb_tape_destroy(tape);
-    tb_workload_destroy(wl);
-    tb_backend_destroy(be);
-    return st == TB_OK ? 0 : 1;
+    free(r);
+    return st == TB_OK ? 0 : st == TB_ERR_INVALID ? 2 : 1;
 }

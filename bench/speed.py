@@ -134,7 +134,7 @@ def main():
                          "round counts (default: 3)")
     ap.add_argument("--steps", type=at_least(1), default=60,
                     help="timed training steps per run (default: 60)")
-    ap.add_argument("--warmup", type=at_least(0), default=10,
+    ap.add_argument("--warmup", type=at_least(1), default=10,
                     help="untimed steps before them (default: 10)")
     ap.add_argument("--device", default="cpu", choices=["cpu", "cuda"],
                     help="where both sides train (cuda: one thread count, no sgemm ceiling)")

@@ -64,6 +64,11 @@ void tb_step_runner_destroy(tb_step_runner *r);
 tb_status tb_step_runner_step(tb_step_runner *r, tb_pipeline *pipe, double lr_scale,
                               tb_rng *dropout, float *loss, int64_t *batch_n, tb_error *err);
 
+/* The training loss of the last step, read back now (waiting for the device): for a caller
+ * that passes no loss pointer to the steps, to check the loss now and then without waiting
+ * every step. TB_ERR_INVALID before the first step. */
+tb_status tb_step_runner_last_loss(tb_step_runner *r, float *loss, tb_error *err);
+
 /* Whether steps after the warm-up are captured and replayed (graph mode asked for and
  * possible). */
 bool tb_step_runner_graphed(const tb_step_runner *r);

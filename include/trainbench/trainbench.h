@@ -32,5 +32,6 @@
 #include "trainbench/store.h"
 #include "trainbench/score.h"
 #include "trainbench/benchmark.h"
+#include "trainbench/throughput.h"
 
 #endif

@@ -36,6 +36,7 @@ struct tb_step_runner {
     const void *cap_x, *cap_y;
     int64_t cap_n;
     const float *cap_loss;
+    const float *last_loss; /* the last step's loss on the device (valid until the next step) */
     char note[320];
 };
 
@@ -89,6 +90,18 @@ void tb_step_runner_destroy(tb_step_runner *r)
 }
 
 bool tb_step_runner_graphed(const tb_step_runner *r) { return r && r->graph; }
+
+tb_status tb_step_runner_last_loss(tb_step_runner *r, float *loss, tb_error *err)
+{
+    if (!r || !loss)
+        return tb_fail(err, TB_ERR_INVALID, "step_runner_last_loss: %s is NULL",
+                       r ? "loss" : "the runner");
+    *loss = NAN;
+    if (!r->last_loss)
+        return tb_fail(err, TB_ERR_INVALID, "step runner: no step has run yet, so no loss");
+    tb_backend_download(r->be, loss, r->last_loss, sizeof *loss); /* waits for the step */
+    return tb_backend_check(r->be, err);
+}
 int64_t tb_step_runner_replays(const tb_step_runner *r) { return r ? r->replays : 0; }
 const char *tb_step_runner_note(const tb_step_runner *r) { return r ? r->note : ""; }
 
@@ -119,6 +132,7 @@ static tb_status eager_step(tb_step_runner *r, const tb_batch *b, double lr_scal
     tb_var *loss = build_loss(r, b, dropout, step, err);
     tb_params_end_grads(r->params);
     if (!loss) return err->status;
+    r->last_loss = loss->value.data;
     if (!loss_out) return tb_optimizer_step(r->opt, lr_scale, err); /* nothing read back */
     float value = NAN;
     tb_status st = tb_tensor_download(&loss->value, &value, err);
@@ -133,6 +147,7 @@ static tb_status finish_graph_step(tb_step_runner *r, tb_rng *dropout, float *lo
                                    tb_error *err)
 {
     float value = NAN;
+    r->last_loss = r->cap_loss;
     tb_backend_download(r->be, &value, r->cap_loss, sizeof value); /* waits for the step */
     tb_status st = tb_backend_check(r->be, err);
     if (st != TB_OK) return tb_error_prefix(err, "step %lld (cuda graph)", (long long)r->steps + 1);
