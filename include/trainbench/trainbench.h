@@ -33,5 +33,6 @@
 #include "trainbench/score.h"
 #include "trainbench/benchmark.h"
 #include "trainbench/throughput.h"
+#include "trainbench/hardware.h"
 
 #endif

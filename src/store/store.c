@@ -125,17 +125,18 @@ static bool table_exists(sqlite3 *db, const char *table)
     return found;
 }
 
-/* The first "table.column" of schema's tables that `db` lacks, other than the n_excused names
- * in excused: "" when it has them all. The reference is the schema itself, created in memory,
- * so the check cannot drift from the CREATE statements above. Returns false if the check could
- * not run (sets why). */
-static bool missing_column(sqlite3 *db, const char *const *excused, size_t n_excused,
-                           char *missing, size_t cap, char *why, size_t why_cap)
+/* The first "table.column" of the tables of `tables` (CREATE statements) that `db` lacks, other
+ * than the n_excused names in excused and the tables of added_tables that it lacks whole: ""
+ * when it has them all. The reference is the statements themselves, run in memory, so the check
+ * cannot drift from them. Returns false if the check could not run (sets why). */
+bool tb_store_missing_column(sqlite3 *db, const char *tables, const char *const *excused,
+                             size_t n_excused, char *missing, size_t cap, char *why,
+                             size_t why_cap)
 {
     sqlite3 *ref = NULL;
     sqlite3_stmt *cols = NULL, *has = NULL;
     bool ok = sqlite3_open(":memory:", &ref) == SQLITE_OK &&
-              sqlite3_exec(ref, schema, NULL, NULL, NULL) == SQLITE_OK &&
+              sqlite3_exec(ref, tables, NULL, NULL, NULL) == SQLITE_OK &&
               sqlite3_prepare_v2(ref,
                                  "SELECT m.name, p.name FROM sqlite_master m, "
                                  "pragma_table_info(m.name) p WHERE m.type = 'table'",
@@ -187,8 +188,9 @@ static bool schema_is_current(sqlite3 *db, char *why, size_t cap)
         return false;
     }
     char missing[160];
-    if (!missing_column(db, schema_2_only, v1 ? sizeof schema_2_only / sizeof *schema_2_only : 0,
-                        missing, sizeof missing, why, cap))
+    if (!tb_store_missing_column(db, schema, schema_2_only,
+                                 v1 ? sizeof schema_2_only / sizeof *schema_2_only : 0, missing,
+                                 sizeof missing, why, cap))
         return false;
     if (missing[0]) {
         snprintf(why, cap, "schema version %s but no column %s: written by another build",

@@ -17,6 +17,13 @@ struct tb_store {
 tb_status tb_store_null(tb_error *err, const char *fn, const char *what);
 tb_status tb_store_sql_fail(tb_store *s, tb_error *err, const char *what);
 tb_status tb_store_exec(tb_store *s, const char *sql, tb_error *err);
+/* The first column of the tables created by `tables` (CREATE statements) that db lacks, as
+ * "table.column" into missing ("" when none), other than the n_excused names of excused (and
+ * tables that were added within a schema version, absent whole); false (with why) if the check
+ * could not run. */
+bool tb_store_missing_column(sqlite3 *db, const char *tables, const char *const *excused,
+                             size_t n_excused, char *missing, size_t cap, char *why,
+                             size_t why_cap);
 /* JSON text (malloc'ed) of a hyperparameter point / of the seeds by stream name. */
 char *tb_store_hparams_json(const tb_hparams *hp);
 char *tb_store_seeds_json(const uint64_t *seeds);

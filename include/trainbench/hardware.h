@@ -1,0 +1,163 @@
+/* hardware.h: the hardware suite (`trainbench hw`, docs/HARDWARE.md): how fast this machine
+ * trains the workloads, each as a ratio to a reference machine's figures, and a score.
+ *
+ * Each workload trains with its fixed reference algorithm (tb_hw_settings) on its real data;
+ * tb_throughput_run times it (warm-up, then timed windows, the validation check). The
+ * reference file (JSON, data/hw_reference.json in the repository) holds the reference
+ * machine's examples/s per workload and configuration, the weights, and where the figures
+ * came from; a run's ratio is its examples/s over the reference's, so 1.0 means "as fast as
+ * the reference machine". The score of a configuration is the weighted geometric mean of its
+ * workloads' ratios, with an interval propagated from the windows' standard errors; a failed
+ * workload counts as 0, which makes the score 0 (the geometric mean of the workloads that
+ * passed is given beside it). Nothing here prints. */
+#ifndef TRAINBENCH_HARDWARE_H
+#define TRAINBENCH_HARDWARE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "trainbench/backend.h"
+#include "trainbench/optim.h"
+#include "trainbench/status.h"
+#include "trainbench/store.h"
+#include "trainbench/throughput.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- the suite ---------------------------------------------------------------------------- */
+
+/* The training algorithm and hyperparameters of `workload` in the suite: its base workload's
+ * calibration baseline (docs/WORKLOADS.md). TB_ERR_INVALID naming the workload when there is
+ * no such workload, or no settings for its base. */
+tb_status tb_hw_settings(const char *workload, const char **algorithm, tb_hparams *hparams,
+                         tb_error *err);
+/* The suite's default workloads: the base workloads, in their order. Writes up to cap ids and
+ * returns how many there are. */
+int tb_hw_default_workloads(const char **ids, int cap);
+
+/* ---- the reference file ------------------------------------------------------------------- */
+
+#define TB_HW_MAX_REFERENCE 32 /* workloads in a reference file */
+#define TB_HW_MAX_FIGURES 8    /* configurations per workload */
+
+typedef struct tb_hw_figure {
+    tb_device device;
+    int threads;           /* CPU threads (1 on a GPU) */
+    double examples_per_s;
+    double sem_pct;        /* as measured; not used in the ratio's interval (the reference
+                              figures define the unit) */
+} tb_hw_figure;
+
+typedef struct tb_hw_ref_workload {
+    char workload[64];
+    char algorithm[32];    /* what the figures were measured with: a run with another
+                              algorithm or batch size has no ratio */
+    int batch_size;
+    double weight;         /* > 0; 1 when the file gives none */
+    int n_figures;
+    tb_hw_figure figures[TB_HW_MAX_FIGURES];
+} tb_hw_ref_workload;
+
+typedef struct tb_hw_reference {
+    char path[512];
+    char date[32], commit[64], cpu[160], command[256], note[512];
+    int cores;             /* the reference machine's cores: its "all cores" configuration */
+    int n;
+    tb_hw_ref_workload workloads[TB_HW_MAX_REFERENCE];
+} tb_hw_reference;
+
+/* Reads a reference file. TB_ERR_IO when it cannot be read, TB_ERR_FORMAT naming the file and
+ * the field when it is not a valid reference (format "trainbench-hw-reference", version 1;
+ * date, commit, cpu, cores and command; workloads with algorithm, batch_size, figures of
+ * positive examples/s; no workload twice). */
+tb_status tb_hw_reference_load(const char *path, tb_hw_reference *out, tb_error *err);
+
+/* Writes ref as a reference file at path (what tb_hw_reference_load reads; ref->path is not
+ * written). TB_ERR_IO naming the path when it cannot be written. */
+tb_status tb_hw_reference_write(const tb_hw_reference *ref, const char *path, tb_error *err);
+
+/* The reference workload and figure a run compares with, or NULL with why (e.g. "no reference
+ * figure for wordnet_sparse at 4 threads"). The workload's entry must have the run's algorithm
+ * and batch size; its figure is the one at the run's device and thread count, else, for a run
+ * on all of this machine's cores (cores_here) or on a GPU, the CPU figure at all of the
+ * reference machine's cores (the two machines at their best). */
+const tb_hw_figure *tb_hw_reference_find(const tb_hw_reference *ref, const char *workload,
+                                         const char *algorithm, int batch_size,
+                                         tb_device device, int threads, int cores_here,
+                                         const tb_hw_ref_workload **entry, char *why,
+                                         size_t cap);
+
+/* ---- the score ---------------------------------------------------------------------------- */
+
+typedef struct tb_hw_item {
+    bool failed;           /* counts as ratio 0 */
+    double ratio;          /* examples/s over the reference's (> 0) */
+    double rel_sem;        /* the examples/s' standard error over its mean (sem_pct / 100) */
+    int windows;           /* the observations behind rel_sem (>= 2 for an interval) */
+    double weight;         /* > 0 */
+} tb_hw_item;
+
+typedef struct tb_hw_score {
+    int items, failed;
+    double score;          /* weighted geometric mean of the ratios; 0 if any failed */
+    double low, high;      /* its interval at `level` (NaN where a sem is unknown) */
+    double df;             /* Welch-Satterthwaite degrees of freedom of the interval */
+    /* over the workloads that passed, their weights renormalised (NaN when none passed;
+       equal to score, low, high when none failed) */
+    double passed_score, passed_low, passed_high;
+} tb_hw_score;
+
+/* The score of items[0..n) with its interval at level (e.g. 0.95): ln(score) = sum a_i
+ * ln(r_i), a_i = w_i / sum w; its variance sum a_i^2 rel_sem_i^2 (delta method), and the
+ * interval score * exp(+-t sd) with Student's t at the Welch-Satterthwaite degrees of freedom
+ * (windows - 1 per item). TB_ERR_INVALID for no items, a weight <= 0, a passed item's ratio
+ * <= 0 or not finite, a level outside (0, 1). */
+tb_status tb_hw_score_compute(const tb_hw_item *items, int n, double level, tb_hw_score *out,
+                              tb_error *err);
+
+/* ---- the results store -------------------------------------------------------------------- */
+
+/* One hardware run (a `trainbench hw` command). */
+typedef struct tb_hw_run_record {
+    const char *code_version;     /* tb_code_version */
+    const char *machine;          /* tb_machine_facts (JSON) */
+    const tb_throughput_config *settings; /* warm-up, windows, window, time limit, seed */
+    const char *reference;        /* the reference file's path, date and commit in words */
+} tb_hw_run_record;
+
+/* One workload in one configuration. */
+typedef struct tb_hw_result_record {
+    const char *workload, *algorithm;
+    tb_device device;
+    int threads;
+    const tb_throughput_result *result;
+    bool failed;
+    const char *reason;           /* why it failed, or why it has no ratio; "" otherwise */
+    double ratio;                 /* NaN: no reference figure */
+} tb_hw_result_record;
+
+/* One configuration's score. */
+typedef struct tb_hw_score_record {
+    const char *config;           /* "cpu, 2 threads", "cuda" */
+    double level;
+    const tb_hw_score *score;
+} tb_hw_score_record;
+
+/* Creates the store's hardware tables if needed and checks their columns: TB_ERR_FORMAT when
+ * they exist with other columns (written by another build). The other tables and the store's
+ * schema version are untouched, so a store stays readable by builds without these tables. */
+tb_status tb_store_hw_tables(tb_store *store, tb_error *err);
+/* Records one run, its results and scores in one transaction (tables created if needed);
+ * *run_id (optional) gets the run's id. */
+tb_status tb_store_add_hw_run(tb_store *store, const tb_hw_run_record *run,
+                              const tb_hw_result_record *results, int n_results,
+                              const tb_hw_score_record *scores, int n_scores, int64_t *run_id,
+                              tb_error *err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
