@@ -27,6 +27,8 @@ static const char usage[] =
     "  score        score the benchmarks in a results store\n"
     "  export       export a results store as CSV or JSON lines\n"
     "  utility      score candidate search spaces against a store's trials, by budget\n"
+    "  hw           the hardware suite: throughput of the workloads, ratios to a reference\n"
+    "               machine and a score (docs/HARDWARE.md)\n"
     "  version      print the version\n"
     "\n"
     "`trainbench <command> --help` (or `trainbench help <command>`) describes a command's\n"
@@ -170,6 +172,7 @@ static int run_command(int argc, char **argv)
     if (strcmp(cmd, "score") == 0) return tb_cli_score(argc - 1, argv + 1);
     if (strcmp(cmd, "export") == 0) return tb_cli_export(argc - 1, argv + 1);
     if (strcmp(cmd, "utility") == 0) return tb_cli_utility(argc - 1, argv + 1);
+    if (strcmp(cmd, "hw") == 0) return tb_cli_hw(argc - 1, argv + 1);
     if (strcmp(cmd, "version") == 0 || strcmp(cmd, "--version") == 0) {
         printf("trainbench %s (code %s)\n", TB_VERSION, tb_code_version());
         return TB_EXIT_OK;

@@ -1,0 +1,50 @@
+/* hw.h: the parts of `trainbench hw`: cmd_hw.c parses and runs, hw_output.c prints. */
+#ifndef TRAINBENCH_CLI_HW_H
+#define TRAINBENCH_CLI_HW_H
+
+#include "trainbench/trainbench.h"
+
+#define HW_MAX_WORKLOADS 32
+#define HW_MAX_CONFIGS 8
+
+/* One workload in one configuration. */
+typedef struct hw_row {
+    const char *workload, *algorithm;
+    int config;                /* index into hw_run.configs */
+    int batch_size;            /* the workload's default */
+    tb_throughput_result res;
+    bool failed;
+    char reason[512];          /* why it failed (a tb_error message fits) */
+    double ratio;              /* examples/s over the reference's; NaN: no reference figure */
+    double reference_examples_per_s;
+    double weight;             /* the reference file's */
+    char note[256];            /* why there is no ratio */
+} hw_row;
+
+/* A device and thread count, and its score. */
+typedef struct hw_config {
+    tb_device device;
+    int threads;
+    char label[32];            /* "cpu, 2 threads", "cuda" */
+    bool scored;               /* some workload of it has a reference figure */
+    tb_hw_score score;
+} hw_config;
+
+typedef struct hw_run {
+    tb_throughput_config settings; /* warm-up, windows, time limit, seed, data */
+    const tb_hw_reference *ref;
+    double level;              /* of the score's interval */
+    int cores;                 /* of this machine */
+    hw_config configs[HW_MAX_CONFIGS];
+    int n_configs;
+    hw_row *rows;
+    int n_rows;
+    char machine[1024];        /* tb_machine_facts */
+} hw_run;
+
+/* The terminal table and the scores, on stdout. */
+void tb_cli_hw_print_table(const hw_run *run);
+/* The whole run as one JSON object on stdout. */
+void tb_cli_hw_print_json(const hw_run *run);
+
+#endif
