@@ -44,8 +44,9 @@ static const char hw_usage[] =
     "      --lr X                replace the reference learning rate (for checks: the\n"
     "                            examples/s do not depend on it, the validation check does)\n"
     "  -s, --seed N              seed of every source of variation (default 0)\n"
-    "      --reference FILE      the reference machine's figures and the weights (default\n"
-    "                            " TB_HW_REFERENCE ")\n"
+    "      --reference FILE      the reference machine's figures and the weights, or none\n"
+    "                            (no ratios, no score); default:\n"
+    "                            " TB_HW_REFERENCE "\n"
     "      --save-reference FILE write this run's figures as a reference file (runs that\n"
     "                            passed only), to make this machine the reference\n"
     "      --db FILE             record the run in a results store (tables hw_runs,\n"
@@ -278,14 +279,16 @@ typedef struct progress {
     double per_run_s;          /* the estimate of a run not yet started */
 } progress;
 
+/* The progress line; p NULL: the run is starting (data, model, warm-up). */
 static void show_progress(void *user, const tb_throughput_progress *p)
 {
     progress *s = user;
     int left = s->total - s->index - 1;
     double per = s->index > 0 ? s->done_s / s->index : s->per_run_s;
-    double eta = p->eta_s + left * per;
+    double eta = (p ? p->eta_s : per) + left * per + 0.5;
     fprintf(stderr, "\r\033[K[%d/%d] %s, %s: ", s->index + 1, s->total, s->workload, s->config);
-    if (p->window == 0) fprintf(stderr, "warm-up done (%lld steps)", (long long)p->steps);
+    if (!p) fputs("data, model, warm-up", stderr);
+    else if (p->window == 0) fprintf(stderr, "warm-up done (%lld steps)", (long long)p->steps);
     else fprintf(stderr, "window %d/%d  %.0f examples/s", p->window, p->windows,
                  p->examples_per_s);
     fprintf(stderr, "  ETA %dm%02ds", (int)(eta / 60), (int)fmod(eta, 60));
@@ -315,6 +318,7 @@ static int run_rows(const hw_options *o, hw_run *run)
         if (pg.tty) {
             tc.progress = show_progress;
             tc.progress_user = &pg;
+            show_progress(&pg, NULL);
         }
         tb_error err = {0};
         tb_status st = tb_throughput_run(&tc, &r->res, &err);
@@ -374,7 +378,7 @@ static double load_average(void)
 
 /* Writes this run's passed figures as a reference file; an exit code. */
 static int save_reference(const hw_run *run, const char *path, const char *command,
-                          double load)
+                          double load_start, double load_end)
 {
     tb_hw_reference *ref = calloc(1, sizeof *ref);
     if (!ref) return TB_EXIT_FAILURE;
@@ -386,8 +390,8 @@ static int save_reference(const hw_run *run, const char *path, const char *comma
              cpu ? cpu + 7 : "unknown");
     ref->cores = run->cores;
     snprintf(ref->command, sizeof ref->command, "%s", command);
-    snprintf(ref->note, sizeof ref->note, "one-minute load average %.2f on %d cores when the "
-             "run ended", load, run->cores);
+    snprintf(ref->note, sizeof ref->note, "one-minute load average %.2f at the start of the "
+             "run and %.2f at its end, on %d cores", load_start, load_end, run->cores);
     for (int i = 0; i < run->n_rows; i++) {
         const hw_row *r = &run->rows[i];
         if (r->failed) continue;
@@ -449,8 +453,11 @@ static int record(const hw_run *run, const char *db)
             scores[n_scores++] = (tb_hw_score_record){run->configs[c].label, run->level,
                                                       &run->configs[c].score};
     char reference[1024];
-    snprintf(reference, sizeof reference, "%s (measured %s at %s on %s)", run->ref->path,
-             run->ref->date, run->ref->commit, run->ref->cpu);
+    if (run->ref->n == 0)
+        snprintf(reference, sizeof reference, "none");
+    else
+        snprintf(reference, sizeof reference, "%s (measured %s at %s on %s)", run->ref->path,
+                 run->ref->date, run->ref->commit, run->ref->cpu);
     tb_hw_run_record rec = {tb_code_version(), run->machine, &run->settings, reference};
     tb_error err = {0};
     tb_status st = res ? tb_store_add_hw_run(store, &rec, res, run->n_rows, scores, n_scores,
@@ -481,7 +488,9 @@ int tb_cli_hw(int argc, char **argv)
     rc = plan_rows(&o, &run);
     tb_hw_reference *ref = calloc(1, sizeof *ref);
     tb_error err = {0};
-    if (rc == TB_EXIT_OK && (!ref || tb_hw_reference_load(o.reference, ref, &err) != TB_OK)) {
+    if (ref && strcmp(o.reference, "none") == 0)
+        snprintf(ref->path, sizeof ref->path, "none"); /* no figures: no ratio, no score */
+    else if (rc == TB_EXIT_OK && (!ref || tb_hw_reference_load(o.reference, ref, &err) != TB_OK)) {
         tb_cli_error("--reference: %s", ref ? err.message : "out of memory");
         rc = TB_EXIT_USAGE;
     }
@@ -491,6 +500,7 @@ int tb_cli_hw(int argc, char **argv)
         rc = open_store(o.db, &store);
         tb_store_close(store);
     }
+    double load_start = load_average();
     if (rc == TB_EXIT_OK) rc = run_rows(&o, &run);
     if (rc == TB_EXIT_OK) {
         /* the last configuration's backend: all cores by default */
@@ -501,7 +511,8 @@ int tb_cli_hw(int argc, char **argv)
         else tb_cli_hw_print_table(&run);
         if (o.db) rc = record(&run, o.db);
         if (rc == TB_EXIT_OK && o.save_reference)
-            rc = save_reference(&run, o.save_reference, command, load_average());
+            rc = save_reference(&run, o.save_reference, command, load_start,
+                                load_average());
     }
     bool failed = false;
     for (int i = 0; rc == TB_EXIT_OK && i < run.n_rows; i++) failed |= run.rows[i].failed;

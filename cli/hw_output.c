@@ -54,14 +54,18 @@ void tb_cli_hw_print_table(const hw_run *run)
                r->failed ? r->reason : "");
         notes |= !isfinite(r->ratio);
     }
-    for (int i = 0; notes && i < run->n_rows; i++)
+    for (int i = 0; notes && run->ref->n > 0 && i < run->n_rows; i++)
         if (!isfinite(run->rows[i].ratio))
             printf("no ratio: %s, %s: %s\n", run->rows[i].workload,
                    run->configs[run->rows[i].config].label, run->rows[i].note);
-    for (int c = 0; c < run->n_configs; c++) print_score_line(run, &run->configs[c]);
     const tb_hw_reference *ref = run->ref;
-    printf("reference: %s, measured %s at %s on %s (%d cores)%s%s\n", ref->path, ref->date,
-           ref->commit, ref->cpu, ref->cores, ref->note[0] ? "; " : "", ref->note);
+    for (int c = 0; ref->n > 0 && c < run->n_configs; c++)
+        print_score_line(run, &run->configs[c]);
+    if (ref->n == 0)
+        printf("reference: none (no ratios, no score)\n");
+    else
+        printf("reference: %s, measured %s at %s on %s (%d cores)%s%s\n", ref->path, ref->date,
+               ref->commit, ref->cpu, ref->cores, ref->note[0] ? "; " : "", ref->note);
     const tb_throughput_config *c = &run->settings;
     printf("settings: %d warm-up steps, %d windows of >= %g s and >= %lld step%s, time limit "
            "%g s per run; peak MB: the process's resident peak\n", c->warmup_steps, c->windows,

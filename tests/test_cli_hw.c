@@ -97,6 +97,8 @@ int main(void)
     CHECK(run_tiny("") == 0 && has("workload") && has("examples/s") && has("sem%") &&
           has("fmnist_mlp") && has("cpu, 1 thread") && has(" ok") &&
           has("score, cpu, 1 thread: ") && has("reference: ") && has("abc1234"));
+    CHECK(run_tiny("--reference none") == 0 && has("reference: none (no ratios, no score)") &&
+          !strstr(out, "score, "));
     /* the JSON: the ratio is the examples/s over the reference's 1000 */
     CHECK(run_tiny("--json") == 0 && has("\"status\":\"ok\"") && has("\"windows\":2") &&
           has("\"steps\":4") && has("\"reference_examples_per_s\":1000.00") &&
