@@ -220,6 +220,35 @@ static void test_reference_find(void)
     free(ref);
 }
 
+/* The repository's reference file: valid, and measured with the suite's settings, at 1 and 2
+ * threads, for every default workload (else a changed setting was not remeasured). */
+static void test_repository_reference(void)
+{
+    tb_error err = {0};
+    tb_hw_reference *ref = calloc(1, sizeof *ref);
+    CHECK_OK(tb_hw_reference_load(TB_SOURCE_DIR "/data/hw_reference.json", ref, &err), &err);
+    const char *ids[16];
+    int n = tb_hw_default_workloads(ids, 16);
+    CHECK(n == 5);
+    for (int i = 0; i < n && i < 16; i++) {
+        const char *alg;
+        tb_hparams hp;
+        CHECK_OK(tb_hw_settings(ids[i], &alg, &hp, &err), &err);
+        int batch = 0;
+        for (int k = 0; k < tb_workload_count(); k++)
+            if (strcmp(tb_workload_info_at(k)->id, ids[i]) == 0)
+                batch = tb_workload_info_at(k)->default_batch_size;
+        char why[256] = "";
+        for (int t = 1; t <= 2; t++) {
+            bool found = tb_hw_reference_find(ref, ids[i], alg, batch, TB_DEVICE_CPU, t, 64,
+                                              NULL, why, sizeof why) != NULL;
+            if (!found) printf("  %s at %d threads: %s\n", ids[i], t, why);
+            CHECK(found);
+        }
+    }
+    free(ref);
+}
+
 static void test_settings(void)
 {
     tb_error err = {0};
@@ -388,6 +417,7 @@ int main(void)
     test_score();
     test_reference_load();
     test_reference_find();
+    test_repository_reference();
     test_settings();
     test_throughput();
     test_store();
