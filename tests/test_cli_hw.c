@@ -93,25 +93,13 @@ int main(void)
     int rc = run(args);
     CHECK(rc == 0 || (rc == 3 && (has("no CUDA device") || has("built without cuda"))));
 
-    /* a tiny run: the table */
-    CHECK(run_tiny("") == 0 && has("workload") && has("examples/s") && has("sem%") &&
-          has("fmnist_mlp") && has("cpu, 1 thread") && has(" ok") &&
-          has("score, cpu, 1 thread: ") && has("reference: ") && has("abc1234"));
-    CHECK(run_tiny("--reference none") == 0 && has("reference: none (no ratios, no score)") &&
-          !strstr(out, "score, "));
-    /* the JSON: the ratio is the examples/s over the reference's 1000 */
-    CHECK(run_tiny("--json") == 0 && has("\"status\":\"ok\"") && has("\"windows\":2") &&
-          has("\"steps\":4") && has("\"reference_examples_per_s\":1000.00") &&
-          has("\"scores\":[{\"config\":\"cpu, 1 thread\""));
-    double eps = json_number("examples_per_s"), ratio = json_number("ratio");
-    CHECK(eps > 0 && fabs(ratio - eps / 1000.0) < 1e-3 * ratio + 1e-4);
-    CHECK(fabs(json_number("score") - ratio) < 1e-3 * ratio + 1e-4); /* one workload */
-
-    /* the record in a results store */
+    /* a tiny run: the table, and its record in a results store */
     remove_store();
     char extra[256];
     snprintf(extra, sizeof extra, "--db %s", db_path);
-    CHECK(run_tiny(extra) == 0);
+    CHECK(run_tiny(extra) == 0 && has("workload") && has("examples/s") && has("sem%") &&
+          has("fmnist_mlp") && has("cpu, 1 thread") && has(" ok") &&
+          has("score, cpu, 1 thread: ") && has("reference: ") && has("abc1234"));
     CHECK(query_int("SELECT count(*) FROM hw_runs") == 1);
     CHECK(query_int("SELECT count(*) FROM hw_runs WHERE code_version <> '' AND "
                     "machine LIKE '{\"cpu\":%' AND windows = 2 AND window_steps = 2") == 1);
@@ -120,35 +108,46 @@ int main(void)
                     "examples_per_s > 0 AND ratio > 0") == 1);
     CHECK(query_int("SELECT count(*) FROM hw_scores WHERE config = 'cpu, 1 thread' AND "
                     "score > 0") == 1);
-    /* a second run adds to it; the store stays readable by the other commands */
-    CHECK(run_tiny(extra) == 0 && query_int("SELECT count(*) FROM hw_runs") == 2);
+    /* the store stays readable by the other commands */
     snprintf(args, sizeof args, "export --db %s --format jsonl", db_path);
     CHECK(run(args) == 0 && !strstr(out, "another schema"));
 
-    /* a run failing its validation check: failed with its reason, ratio and score 0, exit 1 */
-    CHECK(run_tiny("--lr 1e4") == 1 && has("failed: the training loss") &&
-          has("score, cpu, 1 thread: 0 (1 of 1 workloads failed"));
-    CHECK(run_tiny("--lr 1e4 --json") == 1 && has("\"status\":\"failed\"") &&
-          has("\"reason\":\"the training loss") && has("\"ratio\":0.0000") &&
-          has("\"score\":0.0000"));
-    snprintf(extra, sizeof extra, "--lr 1e4 --db %s", db_path);
-    CHECK(run_tiny(extra) == 1);
-    CHECK(query_int("SELECT count(*) FROM hw_results WHERE status = 'failed' AND ratio = 0 AND "
-                    "reason LIKE 'the training loss%'") == 1);
-    remove_store();
-
-    /* --save-reference: this run's figures, readable as a reference */
-    snprintf(extra, sizeof extra, "--save-reference %s", saved_path);
-    CHECK(run_tiny(extra) == 0);
+    /* the JSON (the ratio is the examples/s over the reference's 1000), and --save-reference:
+     * this run's figures, readable as a reference */
+    snprintf(extra, sizeof extra, "--json --save-reference %s", saved_path);
+    CHECK(run_tiny(extra) == 0 && has("\"status\":\"ok\"") && has("\"windows\":2") &&
+          has("\"steps\":4") && has("\"reference_examples_per_s\":1000.00") &&
+          has("\"scores\":[{\"config\":\"cpu, 1 thread\""));
+    double eps = json_number("examples_per_s"), ratio = json_number("ratio");
+    CHECK(eps > 0 && fabs(ratio - eps / 1000.0) < 1e-3 * ratio + 1e-4);
+    CHECK(fabs(json_number("score") - ratio) < 1e-3 * ratio + 1e-4); /* one workload */
     tb_hw_reference *ref = calloc(1, sizeof *ref);
     tb_error err = {0};
     CHECK_OK(tb_hw_reference_load(saved_path, ref, &err), &err);
     CHECK(ref->n == 1 && strcmp(ref->workloads[0].workload, "fmnist_mlp") == 0 &&
           ref->workloads[0].n_figures == 1 && ref->workloads[0].figures[0].threads == 1 &&
-          ref->workloads[0].figures[0].examples_per_s > 0 && strstr(ref->command, "hw -w") &&
-          strstr(ref->command, "--save-reference") && strstr(ref->note, "load average"));
+          fabs(ref->workloads[0].figures[0].examples_per_s - eps) < 1e-4 * eps &&
+          strstr(ref->command, "hw -w") && strstr(ref->command, "--save-reference") &&
+          strstr(ref->note, "load average"));
     free(ref);
     remove(saved_path);
+
+    /* no reference: no ratios, no score */
+    CHECK(run_tiny("--reference none") == 0 && has("reference: none (no ratios, no score)") &&
+          !strstr(out, "score, "));
+
+    /* a run failing its validation check: failed with its reason, ratio and score 0, exit 1,
+     * recorded as such (a second run in the store) */
+    CHECK(run_tiny("--lr 1e4") == 1 && has("failed: the training loss") &&
+          has("score, cpu, 1 thread: 0 (1 of 1 workloads failed"));
+    snprintf(extra, sizeof extra, "--lr 1e4 --json --db %s", db_path);
+    CHECK(run_tiny(extra) == 1 && has("\"status\":\"failed\"") &&
+          has("\"reason\":\"the training loss") && has("\"ratio\":0.0000") &&
+          has("\"score\":0.0000"));
+    CHECK(query_int("SELECT count(*) FROM hw_runs") == 2);
+    CHECK(query_int("SELECT count(*) FROM hw_results WHERE run_id = 2 AND status = 'failed' AND "
+                    "ratio = 0 AND reason LIKE 'the training loss%'") == 1);
+    remove_store();
     remove(ref_path);
     return tb_test_finish("test_cli_hw");
 }

@@ -33,7 +33,7 @@ static double cpu_s(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-/* Resets the process's peak resident memory (Linux 4.0+); false where that is not possible. */
+/* Resets the process's peak resident memory (Linux 4.0+; elsewhere nothing happens). */
 static void peak_rss_reset(void)
 {
     FILE *f = fopen("/proc/self/clear_refs", "w");
@@ -150,7 +150,7 @@ static tb_status step(run *r, int64_t *n, tb_error *err)
     return st;
 }
 
-/* Reads the last step's loss into the result; false (with the reason) if it is not finite. */
+/* Reads the last step's loss into the result; *finite false (with the reason) if it is not. */
 static tb_status read_loss(run *r, bool *finite, tb_error *err)
 {
     float loss;
