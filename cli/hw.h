@@ -42,7 +42,20 @@ typedef struct hw_run {
     char machine[1024];        /* tb_machine_facts */
 } hw_run;
 
-/* The terminal table and the scores, on stdout. */
+/* hw_results.c: the ratios to the reference file and each configuration's score. */
+void tb_cli_hw_score(hw_run *run);
+/* The one-minute load average (NaN where unknown). */
+double tb_cli_hw_load_average(void);
+/* Writes the runs that passed as a reference file at path; an exit code. */
+int tb_cli_hw_save_reference(const hw_run *run, const char *path, const char *command,
+                             double load_start, double load_end);
+/* Opens the results store db with its hardware tables checked (*out NULL on failure, with
+ * the error printed); an exit code. */
+int tb_cli_hw_open_store(const char *db, tb_store **out);
+/* Records the run in the results store db; an exit code. */
+int tb_cli_hw_record(const hw_run *run, const char *db);
+
+/* hw_output.c: the terminal table and the scores, on stdout. */
 void tb_cli_hw_print_table(const hw_run *run);
 /* The whole run as one JSON object on stdout. */
 void tb_cli_hw_print_json(const hw_run *run);
