@@ -285,6 +285,15 @@ tb_status tb_throughput_run(const tb_throughput_config *c, tb_throughput_result 
         report(&r, 0, 0, 0);
         st = windows(&r, &finite, err);
     }
+    if (st == TB_ERR_NUMERIC && c->check_loss) {
+        /* a step that found a NaN or an infinity in its own numbers (a gradient) and stopped
+         * before the update: the run did not train, as with a loss that is not finite */
+        snprintf(res->reason, sizeof res->reason,
+                 "the training loss has a gradient that is not finite (after %lld steps): %.120s",
+                 (long long)r.steps, err ? err->message : "numeric failure");
+        finite = false;
+        st = TB_OK;
+    }
     if (r.runner) {
         res->graphed = tb_step_runner_graphed(r.runner);
         res->graph_replays = tb_step_runner_replays(r.runner);
