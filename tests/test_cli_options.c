@@ -15,6 +15,19 @@ static bool has(const char *needle) { return tb_test_output_has(out, needle); }
 
 static char db[64];
 
+/* Makes directory dir (a mkdtemp template) and writes text into dir/name, whose path goes to
+ * path; false if either fails. */
+static bool file_in_temp_dir(char *dir, const char *name, const char *text, char *path,
+                             size_t cap)
+{
+    if (!CHECK(mkdtemp(dir) != NULL)) return false;
+    snprintf(path, cap, "%s/%s", dir, name);
+    FILE *f = fopen(path, "w");
+    if (!CHECK(f != NULL)) return false;
+    fputs(text, f);
+    return CHECK(fclose(f) == 0);
+}
+
 /* The commands that train, each with an algorithm that does not exist: options are checked
  * first, so the checks below never train (and fail fast where an option is not checked). */
 static const char *training_commands(int i, char *buf, size_t cap)
@@ -73,13 +86,7 @@ static void test_data_options(void)
     /* the cache directory reaches the runs (and bench's trials): a corrupt cache there is
      * named (found before any data is read, so this is quick) */
     char cache[] = "/tmp/tb_cli_options_cache_XXXXXX", path[128], corrupt[160];
-    if (!CHECK(mkdtemp(cache) != NULL)) return;
-    snprintf(path, sizeof path, "%s/wordnet-glosses.tbcache", cache);
-    FILE *f = fopen(path, "w");
-    if (CHECK(f != NULL)) {
-        fputs("junk", f);
-        fclose(f);
-    }
+    if (!file_in_temp_dir(cache, "wordnet-glosses.tbcache", "junk", path, sizeof path)) return;
     snprintf(corrupt, sizeof corrupt, "the data cache %s is corrupt", path);
     snprintf(args, sizeof args,
              "variance -w wordnet_sparse --cache-dir %s --steps 1 --runs 2 -q", cache);
@@ -120,13 +127,9 @@ static void test_data_options(void)
 static void test_search_spaces_dir(void)
 {
     char dir[] = "/tmp/tb_cli_options_XXXXXX", path[128], args[1024];
-    if (!CHECK(mkdtemp(dir) != NULL)) return;
-    snprintf(path, sizeof path, "%s/sgd.json", dir);
-    FILE *f = fopen(path, "w");
-    if (CHECK(f != NULL)) {
-        fputs("{\"learning_rat\": {\"min\": 0.01, \"max\": 0.1}}", f);
-        fclose(f);
-    }
+    if (!file_in_temp_dir(dir, "sgd.json", "{\"learning_rat\": {\"min\": 0.01, \"max\": 0.1}}",
+                          path, sizeof path))
+        return;
     snprintf(args, sizeof args,
              "compare -A adamw -B sgd --search 2 --search-spaces %s --space-a "
              "%s/search_spaces/adamw.json -q", dir, TB_SOURCE_DIR);
