@@ -391,8 +391,8 @@ int tb_cli_compare(int argc, char **argv)
         return TB_EXIT_USAGE;
     }
     char *text_a = NULL, *text_b = NULL;
+    char pa[1024], pb[1024]; /* the default space files; named in messages during the run */
     if (cfg.search_trials > 0) {
-        char pa[1024], pb[1024];
         snprintf(pa, sizeof pa, "%s/%s.json", spaces, cfg.a.algorithm);
         snprintf(pb, sizeof pb, "%s/%s.json", spaces, cfg.b.algorithm);
         cfg.space_a_source = space_a ? space_a : pa;
