@@ -210,13 +210,12 @@ tb_status tb_train(const tb_train_config *cfg, tb_train_result *res, tb_error *e
     if (!(cfg->eval_period_s >= 0 && cfg->eval_period_s < INFINITY))
         return tb_fail(err, TB_ERR_INVALID, "the eval period must be positive seconds (0: off), "
                        "got %g", cfg->eval_period_s);
-    /* the algorithm and its hyperparameters before the data is loaded: a bad value fails at
-     * once (tb_optimizer_create checks them again) */
-    tb_status hst = tb_optimizer_check_hparams(cfg->algorithm, &cfg->hparams, err);
+    /* the algorithm and its hyperparameters, checked before the data is loaded (a bad value
+     * fails at once; tb_optimizer_create checks them again), and what the run will use, given
+     * and defaults, in one pass (tb_hparams_resolve runs tb_optimizer_check_hparams' checks) */
+    tb_status hst = tb_hparams_resolve(cfg->algorithm, &cfg->hparams, &res->hparams,
+                                       &res->default_hparams, err);
     if (hst != TB_OK) return hst;
-    /* what the run will use, also when it fails before the optimizer exists (an invalid
-     * algorithm or value fails where the optimizer is created, after the data is loaded) */
-    tb_hparams_resolve(cfg->algorithm, &cfg->hparams, &res->hparams, &res->default_hparams, NULL);
     run r = {.cfg = cfg};
     tb_status st = setup(&r, res, err);
     const tb_workload_info *info = st == TB_OK ? tb_workload_get_info(r.wl) : NULL;
