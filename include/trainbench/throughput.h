@@ -8,8 +8,8 @@
  * read, so a device's queued work is counted in the window that queued it. Windows follow one
  * another without a gap: their times add up to the timed time.
  *
- * With check_loss the run reads the training loss back after step 1 (the untrained model's)
- * and after the last step of every window, and the run passes its validation check when every
+ * With check_loss the run reads the training loss back after step 1 (the untrained model's),
+ * at the end of the warm-up and after the last step of every window, and the run passes its validation check when every
  * loss read is finite and the last one is below the first. A loss that is not finite stops the
  * run. Nothing here prints. */
 #ifndef TRAINBENCH_THROUGHPUT_H

@@ -281,6 +281,9 @@ tb_status tb_throughput_run(const tb_throughput_config *c, tb_throughput_result 
             if (c->check_loss) st = read_loss(&r, &finite, err);
         }
     }
+    /* the warm-up's last loss: a run that diverged there stops before its windows */
+    if (st == TB_OK && finite && c->check_loss && c->warmup_steps > 1)
+        st = read_loss(&r, &finite, err);
     if (st == TB_OK && finite) {
         report(&r, 0, 0, 0);
         st = windows(&r, &finite, err);
