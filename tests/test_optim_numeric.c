@@ -148,6 +148,37 @@ static void test_nonfinite_gradients(void)
     }
 }
 
+/* tb_params_grads_finite over 300001 gradients (many parts, on the backend's threads when it
+ * has several): finite values of every kind pass (the largest floats, subnormals, -0); a NaN,
+ * +inf or -inf fails wherever it is: the first, a part's edge, the last element. */
+static void test_grads_finite(void)
+{
+    tb_params *p;
+    tb_params_create(be, &p, NULL);
+    const int64_t n = 300001;
+    tb_params_add(p, "big", TB_PARAM_WEIGHT, 1, &n, NULL);
+    if (!CHECK(tb_params_finalize(p, NULL) == TB_OK)) return;
+    float *g = tb_params_grads(p);
+    for (int64_t i = 0; i < n; i++) g[i] = (float)(i % 7) - 3.0f;
+    g[10] = FLT_MAX;
+    g[11] = -FLT_MAX;
+    g[12] = FLT_TRUE_MIN;
+    g[13] = -0.0f;
+    CHECK(tb_params_grads_finite(p));
+    const float bad[3] = {NAN, INFINITY, -INFINITY};
+    const int64_t at[5] = {0, 4095, 4096, 150000, n - 1};
+    for (int b = 0; b < 3; b++)
+        for (int k = 0; k < 5; k++) {
+            const float keep = g[at[k]];
+            g[at[k]] = bad[b];
+            if (!CHECK(!tb_params_grads_finite(p)))
+                printf("  %g at %lld passed\n", (double)bad[b], (long long)at[k]);
+            g[at[k]] = keep;
+        }
+    CHECK(tb_params_grads_finite(p) && tb_params_grads_finite(NULL));
+    tb_params_destroy(p);
+}
+
 /* ---- trust ratios that overflow float32 ------------------------------------------------------ */
 
 /* LARS: eeta ||w|| / ||g|| with ||w|| ~ 1e10 and ||g|| ~ 1e-30 times lr 1e6 is ~1e52, infinite in
@@ -189,6 +220,7 @@ int main(void)
     be = tb_test_backend();
     test_float_refusals();
     test_nonfinite_gradients();
+    test_grads_finite();
     test_trust_overflow();
     tb_backend_destroy(be);
     return tb_test_finish("test_optim_numeric");

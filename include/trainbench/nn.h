@@ -266,6 +266,9 @@ void tb_params_begin_grads(tb_params *params);
 void tb_params_end_grads(tb_params *params);
 /* Global L2 norm of all gradients. */
 double tb_params_grad_norm(tb_params *params);
+/* Whether every gradient is finite (no NaN, no infinity; true without parameters): one read
+ * of the gradients, cheaper than the norm. */
+bool tb_params_grads_finite(tb_params *params);
 
 /* Initialisation on the host, then copied to the device; draws from rng (not NULL). */
 tb_status tb_init_normal(tb_var *v, tb_rng *rng, float mean, float std, tb_error *err);

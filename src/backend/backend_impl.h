@@ -167,6 +167,10 @@ typedef struct tb_backend_ops {
                          bool accumulate);
     /* Sum of squares of x[0..n), accumulated in double, returned to the host (synchronises). */
     double (*sum_squares)(tb_backend *be, int64_t n, const float *x);
+    /* Whether every x[0..n) is finite (no NaN, no infinity), returned to the host
+     * (synchronises). One read of x in float: cheaper than sum_squares, for the check before
+     * every optimizer step. */
+    bool (*all_finite)(tb_backend *be, int64_t n, const float *x);
     /* Copies a device scalar to the host (synchronises). */
     float (*read_scalar)(tb_backend *be, const float *x);
 

@@ -166,6 +166,11 @@ double tb_params_grad_norm(tb_params *p)
     return p && p->grads ? sqrt(p->be->ops.sum_squares(p->be, p->numel, p->grads)) : 0.0;
 }
 
+bool tb_params_grads_finite(tb_params *p)
+{
+    return !p || !p->grads || p->be->ops.all_finite(p->be, p->numel, p->grads);
+}
+
 /* ---- initialisation --------------------------------------------------------------------------- */
 
 static tb_status init_with(tb_var *v, tb_rng *rng, int kind, float a, float b, tb_error *err)

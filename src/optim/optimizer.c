@@ -274,19 +274,18 @@ static bool lr_scale_ok(double lr_scale, tb_error *err)
 }
 
 /* TB_ERR_NUMERIC naming the first parameter whose gradient holds a NaN or an infinity, before
- * step opt->step + 1 writes anything. One sum of squares over the flat gradient buffer: summed
- * in double, it is finite exactly when every gradient is (a float32 square is below 1.2e77);
- * the parameters are searched only when it is not. Inside a CUDA graph capture nothing can
- * be read back: no check (as for tb_optimizer_step_queue). */
+ * step opt->step + 1 writes anything. One read of the flat gradient buffer in float
+ * (all_finite; on the MLP's 1.86 M gradients from L3, 0.145 ms at 2 threads against 0.165
+ * for the sum of squares in double it replaced); the parameters are searched only when it
+ * fails. Inside a CUDA graph capture nothing can be read back: no check (as for
+ * tb_optimizer_step_queue). */
 static tb_status check_gradients(tb_optimizer *opt, tb_error *err)
 {
-    if (tb_backend_capturing(opt->be) || isfinite(tb_params_grad_norm(opt->params)))
-        return TB_OK;
+    if (tb_backend_capturing(opt->be) || tb_params_grads_finite(opt->params)) return TB_OK;
     const char *which = "a padding element";
     for (int i = 0; i < tb_params_count(opt->params); i++) {
         tb_param *p = tb_params_get(opt->params, i);
-        if (!isfinite(opt->be->ops.sum_squares(opt->be, tb_tensor_numel(&p->var.grad),
-                                               p->var.grad.data))) {
+        if (!opt->be->ops.all_finite(opt->be, tb_tensor_numel(&p->var.grad), p->var.grad.data)) {
             which = p->name;
             break;
         }

@@ -256,6 +256,22 @@ static double cpu_sum_squares(tb_backend *be, int64_t n, const float *x)
     return tb_cpu_sum_in_parts(be, n, 4096, n > 32768, sum_squares_part, x);
 }
 
+/* 1 when x[i0..i1) holds a NaN or an infinity, else 0: x 0 is 0 (or -0) for a finite x and
+ * NaN otherwise, and a sum of zeros stays zero (one float pass, no conversion to double). */
+static double nonfinite_part(const void *ctx, int64_t i0, int64_t i1)
+{
+    const float *x = ctx;
+    float acc = 0.0f;
+#pragma omp simd reduction(+ : acc)
+    for (int64_t i = i0; i < i1; i++) acc += x[i] * 0.0f;
+    return acc == 0.0f ? 0.0 : 1.0;
+}
+
+static bool cpu_all_finite(tb_backend *be, int64_t n, const float *x)
+{
+    return tb_cpu_sum_in_parts(be, n, 4096, n > 32768, nonfinite_part, x) == 0.0;
+}
+
 static float cpu_read_scalar(tb_backend *be, const float *x)
 {
     (void)be;
@@ -275,5 +291,6 @@ void tb_cpu_register_dense(tb_backend_ops *ops)
     ops->bias_grad = cpu_bias_grad;
     ops->strided_copy = cpu_strided_copy;
     ops->sum_squares = cpu_sum_squares;
+    ops->all_finite = cpu_all_finite;
     ops->read_scalar = cpu_read_scalar;
 }

@@ -151,6 +151,19 @@ static double cuda_sum_squares(tb_backend *be, int64_t n, const float *x)
     return out;
 }
 
+static bool cuda_all_finite(tb_backend *be, int64_t n, const float *x)
+{
+    tb_cuda *cu = tb_cu(be);
+    if (tb_cuda_refused_in_capture(be, "all_finite (a value read back)")) return false;
+    tb_cuda_reduce(be, n, [=] __device__(int64_t i) { return isfinite(x[i]) ? 0.0 : 1.0; }, 1.0,
+                   NULL, cu->result);
+    double out = 0;
+    tb_cuda_check(be, cudaMemcpyAsync(&out, cu->result, sizeof out, cudaMemcpyDeviceToHost,
+                                      cu->stream));
+    tb_cuda_check(be, cudaStreamSynchronize(cu->stream));
+    return out == 0.0;
+}
+
 static float cuda_read_scalar(tb_backend *be, const float *x)
 {
     tb_cuda *cu = tb_cu(be);
@@ -172,5 +185,6 @@ void tb_cuda_register_dense(tb_backend_ops *ops)
     ops->act_bwd = cuda_act_bwd;
     ops->strided_copy = cuda_strided_copy;
     ops->sum_squares = cuda_sum_squares;
+    ops->all_finite = cuda_all_finite;
     ops->read_scalar = cuda_read_scalar;
 }
