@@ -105,6 +105,11 @@ int tb_cli_run_option(int c, tb_train_config *const *cfgs, int n);
  * message printed, when there is neither. */
 bool tb_cli_run_finish(const char *cmd, tb_train_config *const *cfgs, int n);
 
+/* The end of a command run with --dist (d from tb_dist_init): prints err's failure (rank 0;
+ * another rank only a failure that may be its own, prefixed with its rank), then finalises
+ * d, or for a failure the other ranks may not share (exit code 1) ends the whole job
+ * (tb_dist_abort). Returns the exit code. */
+int tb_cli_dist_finish(tb_dist *d, tb_status st, const tb_error *err);
 /* Maps a library status to an exit code. */
 int tb_cli_exit_code(tb_status st);
 /* Parses a whole non-negative integer / finite number; prints an error naming the option. */

@@ -93,6 +93,16 @@ static const char train_usage[] =
     "                            products from gradients at theta +- r u, r = X max(||theta||,\n"
     "                            1) (default 1e-3, at most 0.1). Models with ReLU or max-pool\n"
     "                            kinks give values that depend on it: compare two\n"
+    "      --dist                data-parallel across the ranks of an MPI job: run as\n"
+    "                            `mpirun -np W trainbench train --dist ...`; each rank\n"
+    "                            trains on its 1/W of every batch (--batch-size is the\n"
+    "                            global batch and must divide by W) and the gradients are\n"
+    "                            averaged before each update, so every rank holds the same\n"
+    "                            weights (checked at the end); rank 0 evaluates, decides\n"
+    "                            when to stop and alone prints. cpu only; not with\n"
+    "                            --cuda-graph, --sharpness-every, kfac or ekfac. Batch norm\n"
+    "                            uses each shard's statistics (docs/DISTRIBUTED.md).\n"
+    "                            Without a launcher: one process, as without --dist\n"
     "      --json                print the result as one JSON object on stdout\n"
     "  -q, --quiet               no progress display\n"
     "  -h, --help                this help\n"
@@ -235,6 +245,7 @@ static void print_json(const tb_train_config *c, const tb_train_result *r, tb_st
         printf("],");
     }
     tb_cli_sharpness_json(c, r, sharpness_batch, sharpness);
+    if (c->dist) printf("\"ranks\":%d,", tb_dist_size(c->dist));
     printf("\"backend\":\"%s\"}\n", r->backend);
 }
 
@@ -280,13 +291,13 @@ static void print_profile(const tb_train_result *r)
 enum { OPT_LR = 1000, OPT_SCHEDULE, OPT_WARMUP, OPT_EVALS, OPT_JSON, OPT_AUGMENT, OPT_ECHO,
        OPT_ECHO_FACTOR, OPT_SHUFFLE, OPT_PREFETCH, OPT_SLOW, OPT_MAX_TIME, OPT_EVAL_PERIOD,
        OPT_BUDGET, OPT_STOP, OPT_CUDA_GRAPH, OPT_PROFILE, OPT_SHARP_EVERY, OPT_SHARP_ITERS,
-       OPT_SHARP_BATCH, OPT_SHARP_FD, OPT_SEED_BASE };
+       OPT_SHARP_BATCH, OPT_SHARP_FD, OPT_DIST, OPT_SEED_BASE };
 
 int tb_cli_train(int argc, char **argv)
 {
     tb_train_config cfg = tb_train_config_default();
     bool json = false, quiet = false, use_budget = false, length_set = false;
-    bool echo_factor_set = false;
+    bool echo_factor_set = false, use_dist = false;
     bool seed_set[TB_STREAM_COUNT] = {false};
     uint64_t seed_one[TB_STREAM_COUNT] = {0}, seed = 0;
     tb_error err = {0};
@@ -307,6 +318,7 @@ int tb_cli_train(int argc, char **argv)
         {"seed-hparam", required_argument, 0, OPT_SEED_BASE + TB_STREAM_HPARAM},
         {"cuda-graph", no_argument, 0, OPT_CUDA_GRAPH},
         {"json", no_argument, 0, OPT_JSON},
+        {"dist", no_argument, 0, OPT_DIST},
         {"profile", no_argument, 0, OPT_PROFILE},
         {"sharpness-every", required_argument, 0, OPT_SHARP_EVERY},
         {"sharpness-iters", required_argument, 0, OPT_SHARP_ITERS},
@@ -452,6 +464,7 @@ int tb_cli_train(int argc, char **argv)
             break;
         case OPT_BUDGET: use_budget = true; break;
         case OPT_STOP: cfg.stop_at_target = true; break;
+        case OPT_DIST: use_dist = true; break;
         case 'q': quiet = true; break;
         case 'h': fputs(train_usage, stdout); return TB_EXIT_OK;
         case ':':
@@ -502,6 +515,13 @@ int tb_cli_train(int argc, char **argv)
     tb_train_config_seed_all(&cfg, seed);
     for (int s = 0; s < TB_STREAM_COUNT; s++)
         if (seed_set[s]) cfg.seeds[s] = seed_one[s];
+    /* --dist: this rank of the MPI job (a world of 1 without a launcher); only rank 0 prints */
+    if (use_dist && tb_dist_init(&cfg.dist, &err) != TB_OK) {
+        tb_cli_error("--dist: %s", err.message);
+        return tb_cli_exit_code(err.status);
+    }
+    bool root = tb_dist_rank(cfg.dist) == 0;
+    if (!root) quiet = true, json = false;
     progress_state ps = {isatty(STDERR_FILENO) != 0, winfo ? winfo->metric : "metric"};
     if (!quiet) {
         cfg.progress = show_progress;
@@ -525,7 +545,7 @@ int tb_cli_train(int argc, char **argv)
                                                : 0;
         print_json(&cfg, &res, st, &err, cfg.sharpness_batch > 0 ? cfg.sharpness_batch : batch,
                    &sharp);
-    } else if (st == TB_OK) {
+    } else if (st == TB_OK && root) {
         printf("%s with %s: %lld steps, %lld examples in %.1f s of training (%.0f examples/s)\n",
                cfg.workload, cfg.algorithm, (long long)res.steps, (long long)res.examples,
                res.train_time_s, res.examples_per_s);
@@ -548,8 +568,14 @@ int tb_cli_train(int argc, char **argv)
                    (long long)res.graph_replays, (long long)res.steps);
         if (cfg.profile) print_profile(&res);
         tb_cli_sharpness_summary(&cfg, &res);
+        if (cfg.dist)
+            printf("dist:       %d ranks x %lld examples per step, gradients averaged; the "
+                   "weights are identical on every rank\n",
+                   tb_dist_size(cfg.dist), (long long)(res.examples / (res.steps > 0 ? res.steps : 1) /
+                                                       tb_dist_size(cfg.dist)));
     }
     tb_cli_sharpness_free(&sharp);
+    if (cfg.dist) return tb_cli_dist_finish(cfg.dist, st, &err);
     if (st != TB_OK) tb_cli_error("%s", err.message);
     return tb_cli_exit_code(st);
 }

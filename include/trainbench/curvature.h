@@ -65,6 +65,10 @@ static inline tb_layer_ref tb_layer_conv(tb_conv_layer *c)
 tb_status tb_optimizer_set_layers(tb_optimizer *opt, const tb_layer_ref *layers, int n,
                                   tb_error *err);
 
+/* Whether opt is a curvature optimizer (one that takes layers: kfac, ekfac), whose statistics
+ * come from the layers' activations and output gradients, not from the gradients alone. */
+bool tb_optimizer_has_curvature(const tb_optimizer *opt);
+
 /* Whether the next tb_optimizer_step needs Fisher statistics from a sampled-label backward
  * (tb_optimizer_update_fisher) first. False for optimizers without curvature. */
 bool tb_optimizer_wants_fisher(const tb_optimizer *opt);

@@ -55,6 +55,9 @@ bool tb_dist_uses_mpi(const tb_dist *d);
 tb_status tb_dist_average(tb_dist *d, float *buf, int64_t n, tb_error *err);
 /* Rank 0's *value on every rank (MPI_Bcast): the decisions rank 0 takes alone (stop, failed). */
 tb_status tb_dist_broadcast(tb_dist *d, int *value, tb_error *err);
+/* The largest *value over the ranks, on every rank (MPI_Allreduce of the maximum): a decision
+ * any rank may raise (a failure) beside those rank 0 takes. */
+tb_status tb_dist_max(tb_dist *d, int *value, tb_error *err);
 /* Whether every rank holds bit-identical buf[0..n) (a 64-bit hash of the bytes, gathered from
  * every rank): TB_ERR_INTERNAL naming `what` and the ranks whose copy differs from rank 0's,
  * on every rank, otherwise TB_OK. */

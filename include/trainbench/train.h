@@ -17,6 +17,7 @@
 #include <stdint.h>
 
 #include "trainbench/backend.h"
+#include "trainbench/dist.h"
 #include "trainbench/optim.h"
 #include "trainbench/pipeline.h"
 #include "trainbench/rng.h"
@@ -108,6 +109,18 @@ typedef struct tb_train_config {
                                   tb_hvp_begin) */
     tb_train_sharpness_fn on_sharpness; /* optional; called after each measurement */
     void *sharpness_user;
+    /* ---- added with data-parallel training (trainbench/dist.h, docs/DISTRIBUTED.md) ---- */
+    /* NULL or a world of 1: one process. Otherwise every rank calls tb_train with the same
+     * config (seeds, batch size: the global batch, which must divide by the ranks); each rank
+     * runs the forward and backward passes of its equal shard of the batch, the gradients and
+     * the loss are averaged across ranks before every update, so every rank takes the same
+     * step. Rank 0 alone evaluates and decides when to stop (target, time, evaluation
+     * failure), and every rank stops with it; the others' result has no evaluations. The
+     * weights are checked to be bit-identical on every rank at the end (TB_ERR_INTERNAL if
+     * not). Each rank draws its own dropout masks; batch norm uses its shard's statistics
+     * (running averages: rank 0's). Refused (TB_ERR_UNSUPPORTED): a device other than cpu,
+     * cuda_graph, sharpness_every, curvature optimizers (kfac, ekfac). */
+    tb_dist *dist;
 } tb_train_config;
 
 /* Defaults: 5 epochs, the workload's batch size, linear warmup (5%) then cosine decay,

@@ -16,6 +16,7 @@
 #include "trainbench/backend.h"
 #include "trainbench/curvature.h"
 #include "trainbench/data.h"
+#include "trainbench/dist.h"
 #include "trainbench/nn.h"
 #include "trainbench/optim.h"
 #include "trainbench/pipeline.h"

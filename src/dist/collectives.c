@@ -38,6 +38,15 @@ tb_status tb_dist_broadcast(tb_dist *d, int *value, tb_error *err)
                               "rank 0's decision (MPI_Bcast)", err);
 }
 
+tb_status tb_dist_max(tb_dist *d, int *value, tb_error *err)
+{
+    if (!d || !value)
+        return tb_fail(err, TB_ERR_INVALID, "dist_max: %s is NULL", d ? "value" : "the context");
+    if (d->size == 1) return TB_OK;
+    return tb_dist_mpi_status(MPI_Allreduce(MPI_IN_PLACE, value, 1, MPI_INT, MPI_MAX, d->comm),
+                              "the ranks' verdict (MPI_Allreduce)", err);
+}
+
 /* FNV-1a over the bytes: equal buffers give equal hashes on every rank. */
 static uint64_t hash_bytes(const void *p, size_t n)
 {

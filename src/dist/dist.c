@@ -30,8 +30,10 @@ static tb_status open_comm(tb_dist *d, tb_error *err)
     if (st != TB_OK) return st;
     st = tb_dist_mpi_status(MPI_Comm_set_errhandler(d->comm, MPI_ERRORS_RETURN),
                             "MPI_Comm_set_errhandler", err);
-    if (st == TB_OK) st = tb_dist_mpi_status(MPI_Comm_rank(d->comm, &d->rank), "MPI_Comm_rank", err);
-    if (st == TB_OK) st = tb_dist_mpi_status(MPI_Comm_size(d->comm, &d->size), "MPI_Comm_size", err);
+    if (st == TB_OK)
+        st = tb_dist_mpi_status(MPI_Comm_rank(d->comm, &d->rank), "MPI_Comm_rank", err);
+    if (st == TB_OK)
+        st = tb_dist_mpi_status(MPI_Comm_size(d->comm, &d->size), "MPI_Comm_size", err);
     if (st != TB_OK) MPI_Comm_free(&d->comm);
     return st;
 }

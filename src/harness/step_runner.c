@@ -54,6 +54,10 @@ tb_status tb_step_runner_create(tb_tape *tape, tb_params *params, tb_optimizer *
         return tb_fail(err, TB_ERR_INVALID, "step runner: warmup_steps = %d is negative",
                        config->warmup_steps);
     tb_backend *be = tb_tape_backend(tape);
+    if (config->cuda_graph && config->reduce)
+        return tb_fail(err, TB_ERR_UNSUPPORTED,
+                       "a step with a reduction between backward and update (data-parallel "
+                       "training) cannot be captured as a CUDA graph");
     if (config->cuda_graph && !be->ops.capture_begin)
         return tb_fail(err, TB_ERR_UNSUPPORTED,
                        "CUDA graphs need the cuda backend; the %s backend has no graphs",
@@ -133,10 +137,13 @@ static tb_status eager_step(tb_step_runner *r, const tb_batch *b, double lr_scal
     tb_params_end_grads(r->params);
     if (!loss) return err->status;
     r->last_loss = loss->value.data;
-    if (!loss_out) return tb_optimizer_step(r->opt, lr_scale, err); /* nothing read back */
+    if (!loss_out && !r->cfg.reduce) /* nothing read back */
+        return tb_optimizer_step(r->opt, lr_scale, err);
     float value = NAN;
     tb_status st = tb_tensor_download(&loss->value, &value, err);
+    if (st == TB_OK && r->cfg.reduce) st = r->cfg.reduce(r->cfg.user, &value, err);
     if (st != TB_OK) return st;
+    if (!loss_out) return tb_optimizer_step(r->opt, lr_scale, err);
     *loss_out = value;
     if (!isfinite(value)) return TB_OK; /* the caller reports the divergence; no update */
     return tb_optimizer_step(r->opt, lr_scale, err);

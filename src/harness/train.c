@@ -6,6 +6,7 @@
 
 #include "harness/fisher.h"
 #include "harness/sharpness_probe.h"
+#include "harness/train_dist.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -88,11 +89,22 @@ static tb_var *step_loss(void *user, tb_tape *tape, const tb_batch *b, tb_rng *d
                          tb_error *err)
 {
     run *r = user;
-    tb_status st = tb_fisher_pass(r->opt, r->wl, tape, tb_workload_params(r->wl), b->inputs,
-                                  &r->fisher_rng, dropout, err);
+    tb_batch shard; /* the whole batch, or this rank's shard of it (data-parallel) */
+    tb_status st = tb_train_dist_shard(r->cfg->dist, tape, b, &shard, err);
+    if (st == TB_OK)
+        st = tb_fisher_pass(r->opt, r->wl, tape, tb_workload_params(r->wl), shard.inputs,
+                            &r->fisher_rng, dropout, err);
     if (st != TB_OK) return NULL;
-    return tb_workload_loss_fn(r->wl, tape, tb_workload_forward(r->wl, tape, b->inputs, dropout),
-                               b->targets);
+    return tb_workload_loss_fn(r->wl, tape,
+                               tb_workload_forward(r->wl, tape, shard.inputs, dropout),
+                               shard.targets);
+}
+
+/* Data-parallel: the gradients and the loss averaged across ranks before the update. */
+static tb_status step_reduce(void *user, float *loss, tb_error *err)
+{
+    run *r = user;
+    return tb_train_dist_reduce(r->cfg->dist, tb_workload_params(r->wl), loss, err);
 }
 
 /* The divergence rule (see trainbench/train.h): a loss that is not finite, or, when the first
@@ -216,6 +228,8 @@ tb_status tb_train(const tb_train_config *cfg, tb_train_result *res, tb_error *e
     tb_status hst = tb_hparams_resolve(cfg->algorithm, &cfg->hparams, &res->hparams,
                                        &res->default_hparams, err);
     if (hst != TB_OK) return hst;
+    hst = tb_train_dist_check(cfg, 0, NULL, err); /* e.g. a GPU, before creating its backend */
+    if (hst != TB_OK) return hst;
     run r = {.cfg = cfg};
     tb_status st = setup(&r, res, err);
     const tb_workload_info *info = st == TB_OK ? tb_workload_get_info(r.wl) : NULL;
@@ -246,12 +260,15 @@ tb_status tb_train(const tb_train_config *cfg, tb_train_result *res, tb_error *e
     if (st == TB_OK) st = tb_optimizer_create(cfg->algorithm, tb_workload_params(r.wl),
                                               &cfg->hparams, &r.opt, err);
     if (st == TB_OK) st = tb_fisher_attach(r.opt, r.wl, err);
+    if (st == TB_OK) st = tb_train_dist_check(cfg, batch, r.opt, err);
+    bool dist = tb_dist_size(cfg->dist) > 1, root = tb_dist_rank(cfg->dist) == 0;
     tb_pipeline_config pc = cfg->pipeline;
     pc.batch_size = batch;
     pc.data_order_seed = cfg->seeds[TB_STREAM_DATA_ORDER];
     pc.augment_seed = cfg->seeds[TB_STREAM_AUGMENT];
     if (st == TB_OK) st = tb_pipeline_create(r.wl, &pc, &r.pipe, err);
-    tb_step_config sc = {.loss = step_loss, .user = &r, .cuda_graph = cfg->cuda_graph};
+    tb_step_config sc = {.loss = step_loss, .user = &r, .cuda_graph = cfg->cuda_graph,
+                         .reduce = dist ? step_reduce : NULL};
     if (st == TB_OK) st = tb_step_runner_create(r.tape, tb_workload_params(r.wl), r.opt, &sc,
                                                 &r.runner, err);
     if (st == TB_OK && tb_step_runner_graphed(r.runner))
@@ -266,6 +283,8 @@ tb_status tb_train(const tb_train_config *cfg, tb_train_result *res, tb_error *e
         snprintf(res->graph_note, sizeof res->graph_note, "%s", tb_step_runner_note(r.runner));
         if (res->graph_note[0]) tb_log(cfg->logger, TB_LOG_INFO, "%s", res->graph_note);
     }
+    /* data-parallel: every rank learns whether every rank could set up */
+    st = tb_train_dist_agree(cfg->dist, st, NULL, err);
     if (st != TB_OK) {
         run_free(&r);
         return st;
@@ -287,6 +306,8 @@ tb_status tb_train(const tb_train_config *cfg, tb_train_result *res, tb_error *e
         return st;
     }
     tb_rng dropout_rng = tb_rng_make(cfg->seeds[TB_STREAM_DROPOUT], TB_STREAM_DROPOUT);
+    /* data-parallel: rank r's masks from blocks r 2^40 on (rank 0's are a single run's) */
+    dropout_rng.counter += (uint64_t)tb_dist_rank(cfg->dist) << 40;
     /* targets sampled for Fisher statistics: model-side randomness, keyed by the dropout seed */
     r.fisher_rng = tb_rng_make(cfg->seeds[TB_STREAM_DROPOUT], TB_STREAM_COUNT + 1);
     /* evaluations by count need a known length; a run ended by time has its eval period. The
@@ -319,27 +340,34 @@ tb_status tb_train(const tb_train_config *cfg, tb_train_result *res, tb_error *e
             by_count = true;
             next_eval++;
         }
-        bool eval_now = (by_count || timed >= next_eval_time) && !last;
+        /* data-parallel: rank 0 alone evaluates; its verdict (stop, or failed) reaches every
+         * rank after this block, whose breaks leave the block only */
+        bool eval_now = root && (by_count || timed >= next_eval_time) && !last;
+        bool stop = false;
         tb_eval_metrics val;
-        if (eval_now && (st = evaluate(&r, TB_SPLIT_VALIDATION, &val, err)) != TB_OK) break;
-        if (eval_now) {
-            if ((st = note_validation(&r, info, &val, timed, res, err)) != TB_OK) break;
-            while (next_eval_time <= timed) next_eval_time += cfg->eval_period_s;
-        }
-        if (r.probe && step % cfg->sharpness_every == 0 &&
-            (st = measure_sharpness(&r, tb_schedule_factor(&sched, step), res, err)) != TB_OK)
-            break;
-        if (cfg->progress && (eval_now || timed - last_report >= cfg->progress_every_s ||
-                              step == total)) {
-            double eta = until_time ? fmax(cfg->max_time_s - timed, 0.0)
-                                    : timed / (double)step * (double)(total - step);
-            tb_train_progress p = {step, until_time ? 0 : total, tb_pipeline_epoch(r.pipe),
-                                   loss_value, timed > 0 ? (double)res->examples / timed : 0,
-                                   timed, eta, eval_now ? &val : NULL};
-            cfg->progress(cfg->progress_user, &p);
-            last_report = timed;
-        }
-        if (out_of_time || (cfg->stop_at_target && res->reached_target)) break;
+        do {
+            if (eval_now && (st = evaluate(&r, TB_SPLIT_VALIDATION, &val, err)) != TB_OK) break;
+            if (eval_now) {
+                if ((st = note_validation(&r, info, &val, timed, res, err)) != TB_OK) break;
+                while (next_eval_time <= timed) next_eval_time += cfg->eval_period_s;
+            }
+            if (r.probe && step % cfg->sharpness_every == 0 &&
+                (st = measure_sharpness(&r, tb_schedule_factor(&sched, step), res, err)) != TB_OK)
+                break;
+            if (cfg->progress && (eval_now || timed - last_report >= cfg->progress_every_s ||
+                                  step == total)) {
+                double eta = until_time ? fmax(cfg->max_time_s - timed, 0.0)
+                                        : timed / (double)step * (double)(total - step);
+                tb_train_progress p = {step, until_time ? 0 : total, tb_pipeline_epoch(r.pipe),
+                                       loss_value, timed > 0 ? (double)res->examples / timed : 0,
+                                       timed, eta, eval_now ? &val : NULL};
+                cfg->progress(cfg->progress_user, &p);
+                last_report = timed;
+            }
+            stop = out_of_time || (cfg->stop_at_target && res->reached_target);
+        } while (0);
+        st = tb_train_dist_agree(cfg->dist, st, &stop, err);
+        if (st != TB_OK || stop) break;
     }
     res->fresh_examples = r.pipe ? tb_pipeline_fresh_examples(r.pipe) : 0;
     if (cfg->profile) {
@@ -348,13 +376,19 @@ tb_status tb_train(const tb_train_config *cfg, tb_train_result *res, tb_error *e
     }
     res->train_time_s = timed;
     res->examples_per_s = timed > 0 ? (double)res->examples / timed : 0;
-    if (st == TB_OK) st = evaluate(&r, TB_SPLIT_VALIDATION, &res->validation, err);
+    /* data-parallel: every rank took the same steps, so holds the same weights (checked) */
+    tb_params *params = tb_workload_params(r.wl);
+    if (st == TB_OK && dist)
+        st = tb_dist_check_identical(cfg->dist, tb_params_values(params),
+                                     tb_params_numel(params), "the weights after training", err);
+    if (st == TB_OK && root) st = evaluate(&r, TB_SPLIT_VALIDATION, &res->validation, err);
     /* the last step's update is checked by no later training loss: the final evaluation's */
-    if (st == TB_OK)
+    if (st == TB_OK && root)
         st = check_divergence("the validation loss", res->validation.loss, first_loss, true,
                               res->steps, res, err);
-    if (st == TB_OK) st = note_validation(&r, info, &res->validation, timed, res, err);
-    if (st == TB_OK) st = evaluate(&r, TB_SPLIT_TEST, &res->test, err);
+    if (st == TB_OK && root) st = note_validation(&r, info, &res->validation, timed, res, err);
+    if (st == TB_OK && root) st = evaluate(&r, TB_SPLIT_TEST, &res->test, err);
+    if (dist) st = tb_train_dist_agree(cfg->dist, st, NULL, err);
     res->diverged |= st == TB_ERR_NUMERIC; /* the status and the result always agree */
     run_free(&r);
     return st;

@@ -19,6 +19,11 @@ tb_status tb_optimizer_set_layers(tb_optimizer *opt, const tb_layer_ref *layers,
     return opt->vt->set_layers(opt, layers, n, err);
 }
 
+bool tb_optimizer_has_curvature(const tb_optimizer *opt)
+{
+    return opt && opt->vt->set_layers != NULL;
+}
+
 bool tb_optimizer_wants_fisher(const tb_optimizer *opt)
 {
     return opt && opt->vt->wants_fisher && opt->vt->wants_fisher(opt);

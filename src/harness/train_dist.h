@@ -1,0 +1,26 @@
+/* train_dist.h: what tb_train does differently across MPI ranks (internal to the harness; see
+ * tb_train_config.dist). Every call is a no-op, or the plain behaviour, for a world of 1. */
+#ifndef TRAINBENCH_HARNESS_TRAIN_DIST_H
+#define TRAINBENCH_HARNESS_TRAIN_DIST_H
+
+#include "trainbench/train.h"
+
+/* What data-parallel training refuses: TB_ERR_UNSUPPORTED for what it cannot do (another
+ * device, CUDA graphs, sharpness, curvature optimizers), TB_ERR_INVALID for a global batch
+ * that does not divide evenly among the ranks. opt NULL and batch 0 (before they are known):
+ * those two are not checked. */
+tb_status tb_train_dist_check(const tb_train_config *cfg, int64_t batch,
+                              const tb_optimizer *opt, tb_error *err);
+/* This rank's shard of the global batch b: rows [rank n / size, (rank + 1) n / size) of its
+ * inputs and targets, as views on tape. */
+tb_status tb_train_dist_shard(tb_dist *d, tb_tape *tape, const tb_batch *b, tb_batch *shard,
+                              tb_error *err);
+/* After backward, before the update: the gradients of params and *loss averaged across ranks. */
+tb_status tb_train_dist_reduce(tb_dist *d, tb_params *params, float *loss, tb_error *err);
+/* Every rank leaves with the same verdict (one collective every rank calls): when a rank
+ * failed, every other one fails too, with the failed status (theirs when several failed) and a
+ * message saying another rank failed and reports why; a rank's own failure and message are
+ * kept. With stop non-NULL, every rank gets rank 0's *stop (rank 0 decides when to stop). */
+tb_status tb_train_dist_agree(tb_dist *d, tb_status st, bool *stop, tb_error *err);
+
+#endif
