@@ -265,6 +265,13 @@ int tb_cli_bench(int argc, char **argv)
         }
     }
     if (tb_cli_no_arguments("bench", argc, argv) != TB_EXIT_OK) return TB_EXIT_USAGE;
+    if (tb_dist_launched()) {
+        tb_cli_error("bench runs its trials in forked processes and is not built to run under "
+                     "mpirun or srun (rank 0 handing trials to the ranks is a follow-up): run "
+                     "it without a launcher, or `mpirun ... trainbench train --dist` for one "
+                     "data-parallel run");
+        return TB_EXIT_MISSING;
+    }
     if (!tb_cli_data_finish("bench", &data)) return TB_EXIT_USAGE;
     if (variants && n_wls > 0) {
         char named[512] = "";
