@@ -14,6 +14,7 @@ static const char bench_usage[] =
     "studies x trials, each trial in its own process, every eval written to a SQLite results\n"
     "store. Running the same command again resumes: finished trials are reused, interrupted\n"
     "ones rerun from their start. Ends with the score table (see `trainbench score`).\n"
+    "Not under mpirun or srun (exit 3): trials are forked; see `train --dist`.\n"
     "\n"
     "options:\n"
     "      --db FILE             results store (default results.db; created if missing; a\n"
