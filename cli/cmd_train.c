@@ -568,11 +568,11 @@ int tb_cli_train(int argc, char **argv)
                    (long long)res.graph_replays, (long long)res.steps);
         if (cfg.profile) print_profile(&res);
         tb_cli_sharpness_summary(&cfg, &res);
-        if (cfg.dist)
+        int ranks = tb_dist_size(cfg.dist);
+        if (cfg.dist && res.steps > 0)
             printf("dist:       %d ranks x %lld examples per step, gradients averaged; the "
                    "weights are identical on every rank\n",
-                   tb_dist_size(cfg.dist), (long long)(res.examples / (res.steps > 0 ? res.steps : 1) /
-                                                       tb_dist_size(cfg.dist)));
+                   ranks, (long long)(res.examples / res.steps / ranks));
     }
     tb_cli_sharpness_free(&sharp);
     if (cfg.dist) return tb_cli_dist_finish(cfg.dist, st, &err);
