@@ -110,6 +110,10 @@ bool tb_cli_run_finish(const char *cmd, tb_train_config *const *cfgs, int n);
  * d, or for a failure the other ranks may not share (exit code 1) ends the whole job
  * (tb_dist_abort). Returns the exit code. */
 int tb_cli_dist_finish(tb_dist *d, tb_status st, const tb_error *err);
+/* Under an MPI launcher with more than one process but without --dist, a warning (from the
+ * launcher's rank 0 only, where the environment names it) that every process runs the whole
+ * command on its own. */
+void tb_cli_dist_warn_undistributed(const char *cmd);
 /* Maps a library status to an exit code. */
 int tb_cli_exit_code(tb_status st);
 /* Parses a whole non-negative integer / finite number; prints an error naming the option. */

@@ -516,6 +516,7 @@ int tb_cli_train(int argc, char **argv)
     for (int s = 0; s < TB_STREAM_COUNT; s++)
         if (seed_set[s]) cfg.seeds[s] = seed_one[s];
     /* --dist: this rank of the MPI job (a world of 1 without a launcher); only rank 0 prints */
+    if (!use_dist) tb_cli_dist_warn_undistributed("train");
     if (use_dist && tb_dist_init(&cfg.dist, &err) != TB_OK) {
         tb_cli_error("--dist: %s", err.message);
         return tb_cli_exit_code(err.status);
@@ -569,7 +570,10 @@ int tb_cli_train(int argc, char **argv)
         if (cfg.profile) print_profile(&res);
         tb_cli_sharpness_summary(&cfg, &res);
         int ranks = tb_dist_size(cfg.dist);
-        if (cfg.dist && res.steps > 0)
+        if (cfg.dist && ranks == 1)
+            printf("dist:       1 rank (not started by an MPI launcher): trained as one "
+                   "process\n");
+        else if (cfg.dist && res.steps > 0)
             printf("dist:       %d ranks x %lld examples per step, gradients averaged; the "
                    "weights are identical on every rank\n",
                    ranks, (long long)(res.examples / res.steps / ranks));

@@ -65,15 +65,31 @@ static void test_refusals(void)
     CHECK(count(out, "does not divide") == 1); /* printed once, by rank 0 */
     CHECK(run_mpi(2, "train -w fmnist_mlp -a kfac --steps 2 -b 64 --threads 1 --dist") == 3);
     CHECK(tb_test_output_has(out, "kfac is not built for data-parallel training"));
+    CHECK(count(out, "is not built for data-parallel") == 1); /* a refusal every rank meets */
     CHECK(run_mpi(2, "train -w fmnist_mlp --steps 2 --device cuda --threads 1 --dist") == 3);
     CHECK(tb_test_output_has(out, "NCCL"));
+    CHECK(count(out, "NCCL") == 1);
     CHECK(run_mpi(2, "bench --db /nonexistent/x.db") == 3);
     CHECK(tb_test_output_has(out, "not built to run under mpirun"));
+}
+
+/* Under mpirun without --dist every process trains on its own: one warning says so (from
+ * rank 0), and without a launcher --dist says it trained as one process. */
+static void test_without_dist(void)
+{
+    CHECK(run_mpi(2, "train -w fmnist_mlp --steps 2 -b 64 --threads 1 --evals 0 "
+                     "--eval-examples 100 -q") == 0);
+    CHECK(count(out, "without --dist: each runs the whole train on its own") == 1);
+    CHECK(tb_test_run_cli("train -w fmnist_mlp --steps 2 -b 64 --threads 1 --evals 0 "
+                          "--eval-examples 100 --dist", out, sizeof out) == 0);
+    CHECK(tb_test_output_has(out, "1 rank (not started by an MPI launcher)"));
+    CHECK(count(out, "without --dist") == 0);
 }
 
 int main(void)
 {
     test_matches_single_process();
+    test_without_dist();
     test_refusals();
     return tb_test_finish("test_cli_dist");
 }
