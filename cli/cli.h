@@ -21,6 +21,7 @@ int tb_cli_workloads(int argc, char **argv);
 int tb_cli_algorithms(int argc, char **argv);
 int tb_cli_variance(int argc, char **argv);
 int tb_cli_compare(int argc, char **argv);
+int tb_cli_study(int argc, char **argv);
 int tb_cli_bench(int argc, char **argv);
 int tb_cli_score(int argc, char **argv);
 int tb_cli_export(int argc, char **argv);

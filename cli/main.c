@@ -165,6 +165,7 @@ static int run_command(int argc, char **argv)
     if (strcmp(cmd, "train") == 0) return tb_cli_train(argc - 1, argv + 1);
     if (strcmp(cmd, "variance") == 0) return tb_cli_variance(argc - 1, argv + 1);
     if (strcmp(cmd, "compare") == 0) return tb_cli_compare(argc - 1, argv + 1);
+    if (strcmp(cmd, "study") == 0) return tb_cli_study(argc - 1, argv + 1);
     if (strcmp(cmd, "prepare") == 0) return tb_cli_prepare(argc - 1, argv + 1);
     if (strcmp(cmd, "workloads") == 0) return tb_cli_workloads(argc - 1, argv + 1);
     if (strcmp(cmd, "algorithms") == 0) return tb_cli_algorithms(argc - 1, argv + 1);

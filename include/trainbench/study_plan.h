@@ -1,0 +1,228 @@
+/* study_plan.h: studies as data. A study file (JSON, docs/STUDIES.md) names a claim of a paper
+ * and a plan to check it at CPU scale: a grid of training runs over named axes (workload,
+ * algorithm, batch size, steps, a hyperparameter), each cell run with the same seeds (cells
+ * are paired by seed index), one metric per run (tb_study_metric), and a figure: a table of
+ * medians (or means) with intervals per cell, and paired comparisons of cells (P(A>B), its
+ * interval and verdict, as tb_compare_run) whose expected outcome the report marks as
+ * reproduced, not reproduced or inconclusive.
+ *
+ * Three parts: the parser (tb_study_plan_parse: every check, the configuration of every cell
+ * included, before any training), the runner (tb_study_execute: runs the plan, recording every
+ * run in a results store and reusing the runs it already holds) and the figure
+ * (tb_study_figure_compute). Nothing prints; errors name the file, the key and the problem. */
+#ifndef TRAINBENCH_STUDY_PLAN_H
+#define TRAINBENCH_STUDY_PLAN_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "trainbench/stats.h"
+#include "trainbench/store.h"
+#include "trainbench/study.h"
+#include "trainbench/train.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define TB_STUDY_MAX_AXES 4
+#define TB_STUDY_MAX_VALUES 8
+#define TB_STUDY_MAX_HP_SETS 16     /* hparams entries: "*" and one per algorithm */
+#define TB_STUDY_MAX_OVERRIDES 32
+#define TB_STUDY_MAX_COMPARISONS 8
+#define TB_STUDY_MAX_SEEDS 1000
+#define TB_STUDY_TEXT_MAX 512
+#define TB_STUDY_LABEL_MAX 48
+
+typedef enum tb_study_axis_kind {
+    TB_AXIS_WORKLOAD = 0,
+    TB_AXIS_ALGORITHM,
+    TB_AXIS_BATCH_SIZE,
+    TB_AXIS_STEPS,
+    TB_AXIS_HPARAM, /* any other name: a hyperparameter of every algorithm of the cell */
+} tb_study_axis_kind;
+
+typedef struct tb_study_axis {
+    char name[TB_HPARAM_NAME_MAX];
+    tb_study_axis_kind kind;
+    int n;                                               /* values, >= 1 */
+    char labels[TB_STUDY_MAX_VALUES][TB_STUDY_LABEL_MAX]; /* each value as text */
+    double numbers[TB_STUDY_MAX_VALUES];                  /* numeric axes' values */
+} tb_study_axis;
+
+/* Some axes' values: value[k] is an index into axis k's values, or -1 (any). */
+typedef struct tb_study_where {
+    int value[TB_STUDY_MAX_AXES];
+} tb_study_where;
+
+typedef struct tb_study_override {
+    tb_study_where when;
+    tb_hparams hparams;
+} tb_study_override;
+
+typedef enum tb_study_expect {
+    TB_EXPECT_NONE = 0,        /* reported, not judged */
+    TB_EXPECT_A_BETTER,        /* verdict a_better */
+    TB_EXPECT_B_BETTER,        /* verdict b_better */
+    TB_EXPECT_NO_DIFFERENCE,   /* verdict no_meaningful_difference */
+    TB_EXPECT_A_NOT_WORSE,     /* verdict a_better or no_meaningful_difference */
+    TB_EXPECT_A_WINS,          /* A better in at least min_wins of the pairs (a fraction) */
+} tb_study_expect;
+
+typedef struct tb_study_comparison {
+    tb_study_where a, b;        /* the axes a side sets; the axes neither sets vary: one
+                                   comparison per combination of their values */
+    tb_study_expect expect;
+    double min_wins;            /* TB_EXPECT_A_WINS: in (0, 1] */
+    double gamma;               /* the decision rule's gamma, (0.5, 1) */
+} tb_study_comparison;
+
+typedef enum tb_study_outcome {
+    TB_STUDY_NOT_JUDGED = 0,
+    TB_STUDY_REPRODUCED,
+    TB_STUDY_NOT_REPRODUCED,
+    TB_STUDY_INCONCLUSIVE,
+} tb_study_outcome;
+
+/* The file's name of an expectation ("none", "a_better", ..., "a_wins"); "unknown" if out of
+ * range. */
+const char *tb_study_expect_name(tb_study_expect e);
+/* "reproduced", "not reproduced", "inconclusive", "not judged". */
+const char *tb_study_outcome_name(tb_study_outcome o);
+
+typedef struct tb_study_plan {
+    char name[64];
+    char claim[TB_STUDY_TEXT_MAX];
+    char source[TB_STUDY_TEXT_MAX];
+    char file[TB_STUDY_TEXT_MAX];   /* where it was read from, for messages */
+    char workload[64], algorithm[64]; /* the fixed ones ("" when an axis sets it) */
+    tb_train_config base;           /* settings: steps or epochs, batch size, eval_examples,
+                                       schedule, warmup_fraction; workload/algorithm point
+                                       into this struct */
+    int n_hp_sets;
+    char hp_names[TB_STUDY_MAX_HP_SETS][64]; /* "*" or an algorithm */
+    tb_hparams hp_sets[TB_STUDY_MAX_HP_SETS];
+    int n_overrides;
+    tb_study_override overrides[TB_STUDY_MAX_OVERRIDES];
+    int n_axes;
+    tb_study_axis axes[TB_STUDY_MAX_AXES];
+    int seeds;                      /* runs per cell (pairs), >= 2 */
+    uint64_t seed;                  /* master seed: run i of every cell has the seeds
+                                       tb_study_seed(seed, s, i + 1) */
+    tb_study_metric metric;
+    tb_statistic statistic;         /* of the table: median (bootstrap CI) or mean (t CI) */
+    int n_comparisons;
+    tb_study_comparison comparisons[TB_STUDY_MAX_COMPARISONS];
+} tb_study_plan;
+
+/* Parses and validates study text; `file` names it in messages ("file: key: problem").
+ * Refuses bad JSON, unknown or missing keys, wrong types, unknown workloads, algorithms,
+ * metrics or axis values, empty axes, impossible values, and any cell whose configuration
+ * tb_train or the metric would refuse (tb_optimizer_check_hparams, tb_study_prepare_config):
+ * TB_ERR_INVALID. *out is malloc'ed: free with tb_study_plan_free. */
+tb_status tb_study_plan_parse(const char *text, const char *file, tb_study_plan **out,
+                              tb_error *err);
+/* Reads the file at path and parses it (TB_ERR_IO naming the path if it cannot be read). */
+tb_status tb_study_plan_load(const char *path, tb_study_plan **out, tb_error *err);
+void tb_study_plan_free(tb_study_plan *plan);
+
+/* Scales the runs per cell (at least 2) and the steps or epochs of every run (at least 1
+ * step) by factor > 0, for a quick look (< 1) or a closer one (> 1). */
+tb_status tb_study_plan_scale(tb_study_plan *plan, double factor, tb_error *err);
+
+/* Cells: every combination of the axes' values, the last axis varying fastest. */
+int tb_study_plan_cells(const tb_study_plan *plan);
+/* The value index of each axis in cell `cell`. */
+void tb_study_plan_cell_values(const tb_study_plan *plan, int cell, int *values);
+/* "algorithm=ekfac batch_size=64" (the fixed grid of one cell: "all"). */
+void tb_study_plan_cell_label(const tb_study_plan *plan, int cell, char *buf, size_t cap);
+/* The training configuration of run `run` (0-based seed index) of cell `cell`: the settings,
+ * the cell's axis values, its hyperparameters ("*", then its algorithm's, then the matching
+ * overrides in order, then a hyperparameter axis) and seeds; prepared for the metric. */
+tb_status tb_study_plan_run_config(const tb_study_plan *plan, int cell, int run,
+                                   tb_train_config *out, tb_error *err);
+
+/* ---- running -------------------------------------------------------------------------------- */
+
+/* After each run of the study: done of total, whether it came from the store, its value (NaN
+ * if it diverged; err then says why). */
+typedef void (*tb_study_progress_fn)(void *user, int done, int total, int cell, int run,
+                                     bool reused, double value, const tb_error *err);
+
+typedef struct tb_study_exec_options {
+    tb_backend_config backend;
+    const char *data_dir, *cache_dir; /* as tb_train_config's */
+    tb_store *store;            /* optional: runs recorded there, and reused from there */
+    tb_study_progress_fn progress;
+    void *user;
+} tb_study_exec_options;
+
+typedef struct tb_study_values {
+    int cells, seeds;
+    double *v;                  /* v[cell * seeds + run]: the metric (+inf for a run that
+                                   diverged or missed its target); owned */
+    int64_t trained, reused;    /* runs trained now, runs read from the store */
+} tb_study_values;
+
+/* Runs every run of the plan, run index outer and cells inner (a study stopped early has
+ * balanced cells). With a store, each run is looked up by its whole configuration first
+ * (workload, algorithm, resolved hyperparameters, length, batch size, evaluation, seeds) and
+ * trained only if absent; a finished run (done or diverged) is recorded as soon as it ends.
+ * Fails with the status of the first run that fails other than by diverging. */
+tb_status tb_study_execute(const tb_study_plan *plan, const tb_study_exec_options *opts,
+                           tb_study_values *out, tb_error *err);
+void tb_study_values_free(tb_study_values *values);
+
+/* ---- the figure ------------------------------------------------------------------------------ */
+
+typedef struct tb_study_cell_row {
+    int cell;
+    int64_t n, lost;            /* finite values, and runs diverged (or missing the target) */
+    tb_summary summary;         /* of the finite values (NaN when n = 0) */
+    double center;              /* the median or the mean */
+    tb_interval ci;             /* its 95% interval (NaN when it has none) */
+} tb_study_cell_row;
+
+typedef struct tb_study_pair_row {
+    int comparison;             /* index into plan->comparisons */
+    int cell_a, cell_b;
+    tb_pab_result pab;          /* P(A better than B), lower metric better */
+    tb_study_outcome outcome;
+} tb_study_pair_row;
+
+typedef struct tb_study_figure {
+    int n_cells;
+    tb_study_cell_row *cells;   /* owned */
+    int n_pairs;
+    tb_study_pair_row *pairs;   /* owned */
+    tb_study_outcome outcome;   /* not reproduced if any check is; else inconclusive if any
+                                   is; else reproduced (not judged without checks) */
+} tb_study_figure;
+
+/* The table and the comparisons of the values (deterministic: the bootstrap's rng is seeded
+ * from the plan's seed). */
+tb_status tb_study_figure_compute(const tb_study_plan *plan, const tb_study_values *values,
+                                  tb_study_figure *out, tb_error *err);
+void tb_study_figure_free(tb_study_figure *figure);
+
+/* ---- the store's study runs (src/store/study_store.c) ---------------------------------------- */
+
+typedef struct tb_study_run_record {
+    char study[64];
+    char key[2048];             /* the run's whole configuration (tb_study_execute) */
+    bool diverged;
+    char reason[TB_ERROR_MESSAGE_MAX];
+    tb_train_result result;     /* steps, train_time_s, validation, test, time_to_target_s,
+                                   reached_target (the rest zero) */
+} tb_study_run_record;
+
+/* Records a finished run (replacing one with the same key). */
+tb_status tb_store_put_study_run(tb_store *store, const tb_study_run_record *r, tb_error *err);
+/* Looks a run up by key: *found false when the store does not hold it. */
+tb_status tb_store_get_study_run(tb_store *store, const char *key, tb_study_run_record *out,
+                                 bool *found, tb_error *err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

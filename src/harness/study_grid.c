@@ -1,0 +1,134 @@
+/* study_grid.c: a study plan's cells and the training configuration of each of its runs. */
+#include "trainbench/study_plan.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+const char *tb_study_expect_name(tb_study_expect e)
+{
+    static const char *const names[] = {"none", "a_better", "b_better",
+                                        "no_meaningful_difference", "a_not_worse", "a_wins"};
+    return (unsigned)e < sizeof names / sizeof *names ? names[e] : "unknown";
+}
+
+const char *tb_study_outcome_name(tb_study_outcome o)
+{
+    switch (o) {
+    case TB_STUDY_REPRODUCED: return "reproduced";
+    case TB_STUDY_NOT_REPRODUCED: return "not reproduced";
+    case TB_STUDY_INCONCLUSIVE: return "inconclusive";
+    case TB_STUDY_NOT_JUDGED: break;
+    }
+    return "not judged";
+}
+
+int tb_study_plan_cells(const tb_study_plan *plan)
+{
+    int n = 1;
+    for (int k = 0; k < plan->n_axes; k++) n *= plan->axes[k].n;
+    return n;
+}
+
+void tb_study_plan_cell_values(const tb_study_plan *plan, int cell, int *values)
+{
+    for (int k = plan->n_axes - 1; k >= 0; k--) {
+        values[k] = cell % plan->axes[k].n;
+        cell /= plan->axes[k].n;
+    }
+}
+
+void tb_study_plan_cell_label(const tb_study_plan *plan, int cell, char *buf, size_t cap)
+{
+    int v[TB_STUDY_MAX_AXES];
+    tb_study_plan_cell_values(plan, cell, v);
+    size_t len = 0;
+    if (cap) buf[0] = '\0';
+    for (int k = 0; k < plan->n_axes && len < cap; k++) {
+        int w = snprintf(buf + len, cap - len, "%s%s=%s", k ? " " : "", plan->axes[k].name,
+                         plan->axes[k].labels[v[k]]);
+        if (w < 0) break;
+        len += (size_t)w;
+    }
+}
+
+/* Sets every value of src in dst. */
+static tb_status merge(tb_hparams *dst, const tb_hparams *src, tb_error *err)
+{
+    for (int i = 0; i < src->count; i++) {
+        tb_status st = tb_hparams_set(dst, src->names[i], src->values[i], err);
+        if (st != TB_OK) return st;
+    }
+    return TB_OK;
+}
+
+static bool matches(const tb_study_plan *plan, const tb_study_where *w, const int *values)
+{
+    for (int k = 0; k < plan->n_axes; k++)
+        if (w->value[k] >= 0 && w->value[k] != values[k]) return false;
+    return true;
+}
+
+tb_status tb_study_plan_run_config(const tb_study_plan *plan, int cell, int run,
+                                   tb_train_config *out, tb_error *err)
+{
+    if (!plan || !out || cell < 0 || cell >= tb_study_plan_cells(plan) || run < 0)
+        return tb_fail(err, TB_ERR_INVALID, "study_plan_run_config: no run %d of cell %d", run,
+                       cell);
+    int v[TB_STUDY_MAX_AXES];
+    tb_study_plan_cell_values(plan, cell, v);
+    *out = plan->base;
+    out->workload = plan->workload;
+    out->algorithm = plan->algorithm;
+    out->hparams.count = 0;
+    for (int k = 0; k < plan->n_axes; k++) {
+        const tb_study_axis *a = &plan->axes[k];
+        switch (a->kind) {
+        case TB_AXIS_WORKLOAD: out->workload = a->labels[v[k]]; break;
+        case TB_AXIS_ALGORITHM: out->algorithm = a->labels[v[k]]; break;
+        case TB_AXIS_BATCH_SIZE: out->batch_size = (int)a->numbers[v[k]]; break;
+        case TB_AXIS_STEPS: out->max_steps = (int64_t)a->numbers[v[k]]; break;
+        case TB_AXIS_HPARAM: break; /* set last, below */
+        }
+    }
+    tb_status st = TB_OK;
+    for (int pass = 0; pass < 2; pass++) /* "*" first, then the cell's algorithm */
+        for (int i = 0; i < plan->n_hp_sets && st == TB_OK; i++)
+            if (strcmp(plan->hp_names[i], pass ? out->algorithm : "*") == 0)
+                st = merge(&out->hparams, &plan->hp_sets[i], err);
+    for (int i = 0; i < plan->n_overrides && st == TB_OK; i++)
+        if (matches(plan, &plan->overrides[i].when, v))
+            st = merge(&out->hparams, &plan->overrides[i].hparams, err);
+    for (int k = 0; k < plan->n_axes && st == TB_OK; k++)
+        if (plan->axes[k].kind == TB_AXIS_HPARAM)
+            st = tb_hparams_set(&out->hparams, plan->axes[k].name, plan->axes[k].numbers[v[k]],
+                                err);
+    if (st != TB_OK) return st;
+    for (int s = 0; s < TB_STREAM_COUNT; s++)
+        out->seeds[s] = tb_study_seed(plan->seed, (tb_stream)s, (int64_t)run + 1);
+    return tb_study_prepare_config(plan->metric, out, err);
+}
+
+tb_status tb_study_plan_scale(tb_study_plan *plan, double factor, tb_error *err)
+{
+    if (!plan || !(factor > 0) || !isfinite(factor) || factor > 1000)
+        return tb_fail(err, TB_ERR_INVALID, "scale %g is not in (0, 1000]", factor);
+    double seeds = round(plan->seeds * factor);
+    plan->seeds = seeds < 2 ? 2 : seeds > TB_STUDY_MAX_SEEDS ? TB_STUDY_MAX_SEEDS : (int)seeds;
+    if (plan->base.max_steps > 0) {
+        double s = round((double)plan->base.max_steps * factor);
+        plan->base.max_steps = s < 1 ? 1 : (int64_t)s;
+    } else {
+        plan->base.epochs *= factor;
+    }
+    for (int k = 0; k < plan->n_axes; k++) {
+        tb_study_axis *a = &plan->axes[k];
+        if (a->kind != TB_AXIS_STEPS) continue;
+        for (int i = 0; i < a->n; i++) {
+            double s = round(a->numbers[i] * factor);
+            a->numbers[i] = s < 1 ? 1 : s;
+            snprintf(a->labels[i], sizeof a->labels[i], "%.0f", a->numbers[i]);
+        }
+    }
+    return TB_OK;
+}

@@ -1,0 +1,131 @@
+/* study_store.c: the runs of studies in the results store (`trainbench study --db`).
+ *
+ * One table of its own, created the first time a study touches the store and kept out of the
+ * store's schema (store.c), as the hardware tables are: the schema version stays and a build
+ * without it ignores it. A run is keyed by its whole configuration (tb_study_execute writes
+ * the key), so any study whose plan contains the same run reuses it. */
+#include "store/store_impl.h"
+
+#include "trainbench/benchmark.h"
+#include "trainbench/study_plan.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+static const char study_table[] =
+    "CREATE TABLE IF NOT EXISTS study_runs("
+    "  key TEXT PRIMARY KEY, study TEXT NOT NULL,"
+    "  created TEXT NOT NULL DEFAULT (datetime('now')), code_version TEXT NOT NULL,"
+    "  diverged INTEGER NOT NULL, reason TEXT NOT NULL, steps INTEGER NOT NULL,"
+    "  train_time_s REAL, validation_loss REAL, validation_error REAL, validation_metric REAL,"
+    "  test_loss REAL, test_error REAL, test_metric REAL, reached INTEGER NOT NULL,"
+    "  time_to_target_s REAL);";
+
+static tb_status study_table_ready(tb_store *s, tb_error *err)
+{
+    tb_status st = tb_store_exec(s, study_table, err);
+    if (st != TB_OK) return st;
+    char missing[160], why[256] = "";
+    if (!tb_store_missing_column(s->db, study_table, NULL, 0, missing, sizeof missing, why,
+                                 sizeof why))
+        return tb_fail(err, TB_ERR_IO, "results store %s: checking the study table: %s",
+                       s->path, why);
+    if (missing[0])
+        return tb_fail(err, TB_ERR_FORMAT, "results store %s: its study table lacks column %s "
+                       "(written by another build): record studies in another --db",
+                       s->path, missing);
+    return TB_OK;
+}
+
+static void bind_real(sqlite3_stmt *q, int i, double v)
+{
+    if (isfinite(v)) sqlite3_bind_double(q, i, v);
+    else sqlite3_bind_null(q, i);
+}
+
+static double column_real(sqlite3_stmt *q, int i)
+{
+    return sqlite3_column_type(q, i) == SQLITE_NULL ? NAN : sqlite3_column_double(q, i);
+}
+
+tb_status tb_store_put_study_run(tb_store *s, const tb_study_run_record *r, tb_error *err)
+{
+    if (!s || !r) return tb_store_null(err, "store_put_study_run", s ? "record" : "store");
+    tb_status st = study_table_ready(s, err);
+    if (st != TB_OK) return st;
+    sqlite3_stmt *q = NULL;
+    if (sqlite3_prepare_v2(s->db,
+                           "INSERT OR REPLACE INTO study_runs(key, study, code_version, "
+                           "diverged, reason, steps, train_time_s, validation_loss, "
+                           "validation_error, validation_metric, test_loss, test_error, "
+                           "test_metric, reached, time_to_target_s) "
+                           "VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                           -1, &q, NULL))
+        return tb_store_sql_fail(s, err, "recording a study run");
+    const tb_train_result *t = &r->result;
+    sqlite3_bind_text(q, 1, r->key, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(q, 2, r->study, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(q, 3, tb_code_version(), -1, SQLITE_TRANSIENT);
+    sqlite3_bind_int(q, 4, r->diverged);
+    sqlite3_bind_text(q, 5, r->reason, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_int64(q, 6, t->steps);
+    bind_real(q, 7, t->train_time_s);
+    bind_real(q, 8, t->validation.loss);
+    bind_real(q, 9, t->validation.error_rate);
+    bind_real(q, 10, t->validation.metric);
+    bind_real(q, 11, t->test.loss);
+    bind_real(q, 12, t->test.error_rate);
+    bind_real(q, 13, t->test.metric);
+    sqlite3_bind_int(q, 14, t->reached_target);
+    bind_real(q, 15, t->time_to_target_s);
+    int rc = sqlite3_step(q);
+    st = rc == SQLITE_DONE ? TB_OK : tb_store_sql_fail(s, err, "recording a study run");
+    sqlite3_finalize(q);
+    return st;
+}
+
+tb_status tb_store_get_study_run(tb_store *s, const char *key, tb_study_run_record *out,
+                                 bool *found, tb_error *err)
+{
+    if (!s || !key || !out || !found)
+        return tb_store_null(err, "store_get_study_run", !s ? "store" : !key ? "key" : "out");
+    *found = false;
+    tb_status st = study_table_ready(s, err);
+    if (st != TB_OK) return st;
+    sqlite3_stmt *q = NULL;
+    if (sqlite3_prepare_v2(s->db,
+                           "SELECT study, diverged, reason, steps, train_time_s, "
+                           "validation_loss, validation_error, validation_metric, test_loss, "
+                           "test_error, test_metric, reached, time_to_target_s "
+                           "FROM study_runs WHERE key = ?", -1, &q, NULL))
+        return tb_store_sql_fail(s, err, "reading a study run");
+    sqlite3_bind_text(q, 1, key, -1, SQLITE_TRANSIENT);
+    int rc = sqlite3_step(q);
+    if (rc == SQLITE_ROW) {
+        memset(out, 0, sizeof *out);
+        *found = true;
+        snprintf(out->key, sizeof out->key, "%s", key);
+        snprintf(out->study, sizeof out->study, "%s", (const char *)sqlite3_column_text(q, 0));
+        out->diverged = sqlite3_column_int(q, 1) != 0;
+        snprintf(out->reason, sizeof out->reason, "%s", (const char *)sqlite3_column_text(q, 2));
+        tb_train_result *t = &out->result;
+        t->steps = sqlite3_column_int64(q, 3);
+        t->train_time_s = column_real(q, 4);
+        t->validation.loss = column_real(q, 5);
+        t->validation.error_rate = column_real(q, 6);
+        t->validation.accuracy = 1.0 - t->validation.error_rate;
+        t->validation.metric = column_real(q, 7);
+        t->test.loss = column_real(q, 8);
+        t->test.error_rate = column_real(q, 9);
+        t->test.accuracy = 1.0 - t->test.error_rate;
+        t->test.metric = column_real(q, 10);
+        t->reached_target = sqlite3_column_int(q, 11) != 0;
+        t->time_to_target_s = column_real(q, 12);
+        t->diverged = out->diverged;
+    } else if (rc != SQLITE_DONE) {
+        st = tb_store_sql_fail(s, err, "reading a study run");
+    }
+    sqlite3_finalize(q);
+    return st;
+}
