@@ -39,6 +39,7 @@ typedef enum tb_study_axis_kind {
     TB_AXIS_ALGORITHM,
     TB_AXIS_BATCH_SIZE,
     TB_AXIS_STEPS,
+    TB_AXIS_ECHO,   /* "echo_factor": data echoing's factor (settings.echo: its kind) */
     TB_AXIS_HPARAM, /* any other name: a hyperparameter of every algorithm of the cell */
 } tb_study_axis_kind;
 
@@ -97,8 +98,8 @@ typedef struct tb_study_plan {
     char file[TB_STUDY_TEXT_MAX];   /* where it was read from, for messages */
     char workload[64], algorithm[64]; /* the fixed ones ("" when an axis sets it) */
     tb_train_config base;           /* settings: steps or epochs, batch size, eval_examples,
-                                       schedule, warmup_fraction; workload/algorithm point
-                                       into this struct */
+                                       schedule, warmup_fraction, echo; workload/algorithm
+                                       point into this struct */
     int n_hp_sets;
     char hp_names[TB_STUDY_MAX_HP_SETS][64]; /* "*" or an algorithm */
     tb_hparams hp_sets[TB_STUDY_MAX_HP_SETS];

@@ -41,12 +41,15 @@ static tb_status run_key(const tb_train_config *c, char *buf, size_t cap, tb_err
     ok = ok && put(buf, cap, &len,
                    "} batch_size=%d steps=%lld epochs=%.17g schedule=%s warmup=%.17g "
                    "evals=%d eval_examples=%lld split=%d stop_at_target=%d max_time_s=%.17g "
-                   "eval_period_s=%.17g device=%s precision=%s seeds=",
+                   "eval_period_s=%.17g device=%s precision=%s echo=%s echo_factor=%.17g "
+                   "augment=%d shuffle_buffer=%lld seeds=",
                    c->batch_size, (long long)c->max_steps, c->epochs,
                    tb_schedule_name(c->schedule), c->warmup_fraction, c->evals,
                    (long long)c->eval_examples, (int)c->split_kind, (int)c->stop_at_target,
                    c->max_time_s, c->eval_period_s, tb_device_name(c->backend.device),
-                   tb_precision_name(c->backend.precision));
+                   tb_precision_name(c->backend.precision), tb_echo_kind_name(c->pipeline.echo),
+                   c->pipeline.echo_factor, (int)c->pipeline.augment,
+                   (long long)c->pipeline.shuffle_buffer);
     for (int s = 0; s < TB_STREAM_COUNT && ok; s++)
         ok = put(buf, cap, &len, "%s%llu", s ? "," : "", (unsigned long long)c->seeds[s]);
     return ok ? TB_OK : tb_fail(err, TB_ERR_INVALID, "a study run's configuration is longer "

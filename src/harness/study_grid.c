@@ -88,6 +88,11 @@ tb_status tb_study_plan_run_config(const tb_study_plan *plan, int cell, int run,
         case TB_AXIS_ALGORITHM: out->algorithm = a->labels[v[k]]; break;
         case TB_AXIS_BATCH_SIZE: out->batch_size = (int)a->numbers[v[k]]; break;
         case TB_AXIS_STEPS: out->max_steps = (int64_t)a->numbers[v[k]]; break;
+        case TB_AXIS_ECHO:
+            out->pipeline.echo_factor = a->numbers[v[k]];
+            if (out->pipeline.echo == TB_ECHO_NONE && a->numbers[v[k]] > 1)
+                out->pipeline.echo = TB_ECHO_EXAMPLE_BEFORE_AUGMENT;
+            break;
         case TB_AXIS_HPARAM: break; /* set last, below */
         }
     }

@@ -114,10 +114,10 @@ static tb_status parse_settings(parse_ctx *c, const cJSON *o)
 {
     static const char *const keys[] = {"workload", "algorithm", "steps", "epochs",
                                        "batch_size", "eval_examples", "schedule",
-                                       "warmup_fraction"};
+                                       "warmup_fraction", "echo"};
     tb_study_plan *p = c->plan;
     if (!cJSON_IsObject(o)) return bad(c, "settings", "must be an object");
-    tb_status st = only_keys(c, o, "settings", keys, 8);
+    tb_status st = only_keys(c, o, "settings", keys, 9);
     if (st == TB_OK)
         st = get_text(c, o, "workload", "settings.workload", false, p->workload,
                       sizeof p->workload);
@@ -159,6 +159,10 @@ static tb_status parse_settings(parse_ctx *c, const cJSON *o)
     tb_error e = {0};
     if (sched[0] && tb_schedule_parse(sched, &p->base.schedule, &e) != TB_OK)
         return bad(c, "settings.schedule", "%s", e.message);
+    char echo[32] = "";
+    if ((st = get_text(c, o, "echo", "settings.echo", false, echo, sizeof echo))) return st;
+    if (echo[0] && tb_echo_kind_parse(echo, &p->base.pipeline.echo, &e) != TB_OK)
+        return bad(c, "settings.echo", "%s", e.message);
     if ((v = cJSON_GetObjectItemCaseSensitive(o, "warmup_fraction"))) {
         if ((st = number_of(c, v, "settings.warmup_fraction", false,
                             &p->base.warmup_fraction)) != TB_OK)
@@ -176,6 +180,7 @@ static tb_study_axis_kind axis_kind(const char *name)
     if (strcmp(name, "algorithm") == 0) return TB_AXIS_ALGORITHM;
     if (strcmp(name, "batch_size") == 0) return TB_AXIS_BATCH_SIZE;
     if (strcmp(name, "steps") == 0) return TB_AXIS_STEPS;
+    if (strcmp(name, "echo_factor") == 0) return TB_AXIS_ECHO;
     return TB_AXIS_HPARAM;
 }
 
@@ -194,9 +199,11 @@ static tb_status parse_axis_value(parse_ctx *c, tb_study_axis *a, const cJSON *v
                        v->valuestring);
         snprintf(a->labels[i], TB_STUDY_LABEL_MAX, "%s", v->valuestring);
         a->numbers[i] = NAN;
-    } else if (a->kind == TB_AXIS_HPARAM) {
-        tb_status st = number_of(c, v, key, true, &a->numbers[i]);
+    } else if (a->kind == TB_AXIS_HPARAM || a->kind == TB_AXIS_ECHO) {
+        tb_status st = number_of(c, v, key, a->kind == TB_AXIS_HPARAM, &a->numbers[i]);
         if (st != TB_OK) return st;
+        if (a->kind == TB_AXIS_ECHO && !(a->numbers[i] >= 1 && a->numbers[i] <= 100))
+            return bad(c, key, "echo factor %g is not in [1, 100]", a->numbers[i]);
         snprintf(a->labels[i], TB_STUDY_LABEL_MAX, "%g", a->numbers[i]);
     } else {
         int64_t n;
@@ -483,12 +490,14 @@ tb_status tb_study_plan_parse(const char *text, const char *file, tb_study_plan 
         if ((v = cJSON_GetObjectItemCaseSensitive(root, "settings"))) st = parse_settings(&c, v);
         else st = bad(&c, "settings", "missing (workload, steps or epochs, ...)");
     }
-    if (st == TB_OK && p->base.max_steps <= 0 && p->base.epochs <= 0)
-        p->base.epochs = 1;
     if (st == TB_OK) {
         if ((v = cJSON_GetObjectItemCaseSensitive(root, "axes"))) st = parse_axes(&c, v);
         else st = bad(&c, "axes", "missing (the grid of runs, e.g. {\"algorithm\": [...]})");
     }
+    bool steps_axis = false;
+    for (int k = 0; k < p->n_axes; k++) steps_axis |= p->axes[k].kind == TB_AXIS_STEPS;
+    if (st == TB_OK && p->base.max_steps <= 0 && p->base.epochs <= 0 && !steps_axis)
+        p->base.epochs = 1;
     if (st == TB_OK && (v = cJSON_GetObjectItemCaseSensitive(root, "hparams")))
         st = parse_hparam_sets(&c, v);
     if (st == TB_OK && (v = cJSON_GetObjectItemCaseSensitive(root, "overrides")))

@@ -1,0 +1,129 @@
+/* test_cli_study.c: `trainbench study` as a user runs it: help, --list, a malformed file, a
+ * tiny real study (2 algorithms x 2 seeds x 20 steps on fmnist_mlp) with --db, its rerun
+ * reusing every run with the same figure, and a resume after a run went missing. */
+#include "testutil.h"
+
+#include <sqlite3.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static char out[65536];
+
+static int run(const char *args) { return tb_test_run_cli(args, out, sizeof out); }
+
+static bool has(const char *needle) { return tb_test_output_has(out, needle); }
+
+/* The output without its progress lines ("[k/n] ...") and the line that counts the runs
+ * trained and reused: the figure. */
+static void figure_of(const char *text, char *fig, size_t cap)
+{
+    size_t len = 0;
+    fig[0] = '\0';
+    for (const char *line = text; *line;) {
+        const char *end = strchr(line, '\n');
+        size_t n = end ? (size_t)(end - line + 1) : strlen(line);
+        bool skip = line[0] == '[' || (strstr(line, "trained now") &&
+                                       strstr(line, "trained now") < line + n);
+        if (!skip && len + n < cap) {
+            memcpy(fig + len, line, n);
+            len += n;
+            fig[len] = '\0';
+        }
+        line += n;
+    }
+}
+
+static int count(const char *text, const char *needle)
+{
+    int n = 0;
+    for (const char *p = strstr(text, needle); p; p = strstr(p + 1, needle)) n++;
+    return n;
+}
+
+static long sql_count(const char *db, const char *sql)
+{
+    sqlite3 *h = NULL;
+    sqlite3_stmt *q = NULL;
+    long n = -1;
+    if (sqlite3_open(db, &h) == SQLITE_OK && sqlite3_prepare_v2(h, sql, -1, &q, NULL) == SQLITE_OK &&
+        sqlite3_step(q) == SQLITE_ROW)
+        n = sqlite3_column_int(q, 0);
+    sqlite3_finalize(q);
+    sqlite3_close(h);
+    return n;
+}
+
+static const char tiny[] =
+    "{\"name\": \"tiny\", \"claim\": \"adam reaches a lower loss than sgd in 20 steps\",\n"
+    " \"source\": \"a test\",\n"
+    " \"settings\": {\"workload\": \"fmnist_mlp\", \"steps\": 20, \"eval_examples\": 300},\n"
+    " \"hparams\": {\"sgd\": {\"learning_rate\": 0.01}},\n"
+    " \"axes\": {\"algorithm\": [\"adam\", \"sgd\"]}, \"seeds\": 2,\n"
+    " \"metric\": \"validation_loss\",\n"
+    " \"comparisons\": [{\"a\": {\"algorithm\": \"adam\"}, \"b\": {\"algorithm\": \"sgd\"},\n"
+    "                  \"expect\": \"a_wins\", \"min_wins\": 1}]}\n";
+
+int main(void)
+{
+    char dir[] = "/tmp/tb_cli_study_XXXXXX";
+    CHECK(mkdtemp(dir) != NULL);
+    char db[300], file[300], bad[300], args[1200];
+    snprintf(db, sizeof db, "%s/r.db", dir);
+    snprintf(file, sizeof file, "%s/tiny.json", dir);
+    snprintf(bad, sizeof bad, "%s/bad.json", dir);
+    tb_test_write_text(file, tiny);
+    tb_test_write_text(bad, "{\"name\": \"bad\", \"claim\": \"c\", \"source\": \"s\",\n"
+                            " \"settings\": {\"workload\": \"fmnist_mlp\"},\n"
+                            " \"axes\": {\"algorithm\": [\"adam\", \"adamm\"]}, \"seeds\": 2}");
+
+    CHECK(run("study --help") == 0 && has("--scale S") && has("--list") && has("--db FILE"));
+    CHECK(run("help study") == 0 && has("usage: trainbench study"));
+    CHECK(run("--help") == 0 && has("  study "));
+    CHECK(run("study") == 2 && has("give a study file or name"));
+    CHECK(run("study --list") == 0 && has("ekfac_vs_kfac") && has("large_batch") &&
+          has("data_echoing") && !has("invalid"));
+    snprintf(args, sizeof args, "study %s", bad);
+    CHECK(run(args) == 2 && has("bad.json: axes.algorithm[1]: unknown algorithm 'adamm'"));
+    snprintf(args, sizeof args, "study %s --scale 0", file);
+    CHECK(run(args) == 2 && has("--scale: 0 is not in (0, 1000]"));
+    CHECK(run("study no_such_study") == 2 && has("no_such_study.json"));
+
+    /* a tiny real study, recorded */
+    char first[8192], second[8192];
+    snprintf(args, sizeof args, "study %s --db %s -t 2", file, db);
+    CHECK(run(args) == 0 && has("[4/4] algorithm=sgd run 2: validation_loss") &&
+          has("4 trained now and 0 from the store") && has("adam   ") && has("median") &&
+          has("claim: ") && count(out, "(recorded)") == 0);
+    figure_of(out, first, sizeof first);
+    CHECK(sql_count(db, "SELECT count(*) FROM study_runs WHERE study = 'tiny'") == 4);
+
+    /* again: every run from the store, nothing trained, the same figure */
+    CHECK(run(args) == 0 && has("0 trained now and 4 from the store") &&
+          count(out, "(recorded)") == 4);
+    figure_of(out, second, sizeof second);
+    CHECK(strcmp(first, second) == 0 && strstr(first, "claim: "));
+    CHECK(sql_count(db, "SELECT count(*) FROM study_runs") == 4);
+
+    /* a study stopped before its last run: only that run is trained */
+    sqlite3 *h = NULL;
+    CHECK(sqlite3_open(db, &h) == SQLITE_OK &&
+          sqlite3_exec(h, "DELETE FROM study_runs WHERE key LIKE '%algorithm=sgd%' AND rowid = "
+                          "(SELECT max(rowid) FROM study_runs)", NULL, NULL, NULL) == SQLITE_OK);
+    sqlite3_close(h);
+    CHECK(sql_count(db, "SELECT count(*) FROM study_runs") == 3);
+    CHECK(run(args) == 0 && has("1 trained now and 3 from the store") &&
+          count(out, "(recorded)") == 3);
+    figure_of(out, second, sizeof second);
+    CHECK(strcmp(first, second) == 0);
+
+    snprintf(args, sizeof args, "study %s --db %s -t 2 -q --json", file, db);
+    CHECK(run(args) == 0 && has("{\"study\":\"tiny\"") && has("\"reused\":4") &&
+          has("\"outcome\":\"") && !has("[1/4]"));
+
+    tb_test_remove_store(db);
+    unlink(file);
+    unlink(bad);
+    rmdir(dir);
+    return tb_test_finish("test_cli_study");
+}

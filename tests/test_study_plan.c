@@ -1,0 +1,195 @@
+/* test_study_plan.c: study files (docs/STUDIES.md) without training: a valid file gives its
+ * grid, each malformed file a message naming the file and the key, every shipped study in
+ * studies/ parses and validates; the figure's checks on made-up values. */
+#include "testutil.h"
+
+#include <dirent.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "trainbench/study_plan.h"
+
+static const char valid[] =
+    "{\"name\": \"t\", \"claim\": \"c\", \"source\": \"s\",\n"
+    " \"settings\": {\"workload\": \"fmnist_mlp\", \"steps\": 10, \"eval_examples\": 100},\n"
+    " \"hparams\": {\"*\": {\"learning_rate\": 0.01}, \"adam\": {\"learning_rate\": 0.002}},\n"
+    " \"overrides\": [{\"when\": {\"algorithm\": \"sgd\", \"batch_size\": 256},\n"
+    "                 \"hparams\": {\"learning_rate\": 0.05}}],\n"
+    " \"axes\": {\"algorithm\": [\"adam\", \"sgd\"], \"batch_size\": [64, 128, 256]},\n"
+    " \"seeds\": 4, \"seed\": 7, \"metric\": \"validation_error\", \"table\": \"mean\",\n"
+    " \"comparisons\": [{\"a\": {\"algorithm\": \"adam\"}, \"b\": {\"algorithm\": \"sgd\"},\n"
+    "                  \"expect\": \"a_wins\", \"min_wins\": 0.75}]}";
+
+static void test_valid(void)
+{
+    tb_study_plan *p = NULL;
+    tb_error err = {0};
+    if (!CHECK_OK(tb_study_plan_parse(valid, "v.json", &p, &err), &err)) return;
+    CHECK(strcmp(p->name, "t") == 0 && p->seeds == 4 && p->seed == 7);
+    CHECK(p->n_axes == 2 && p->axes[0].kind == TB_AXIS_ALGORITHM && p->axes[1].n == 3);
+    CHECK(tb_study_plan_cells(p) == 6);
+    CHECK(p->metric == TB_METRIC_VALIDATION_ERROR && p->statistic == TB_STAT_MEAN);
+    CHECK(p->n_comparisons == 1 && p->comparisons[0].expect == TB_EXPECT_A_WINS);
+    char label[128];
+    tb_study_plan_cell_label(p, 5, label, sizeof label);
+    CHECK(strcmp(label, "algorithm=sgd batch_size=256") == 0);
+    tb_train_config c;
+    /* cell 0: adam at 64 takes adam's rate over "*"'s; cell 5: the override */
+    CHECK_OK(tb_study_plan_run_config(p, 0, 0, &c, &err), &err);
+    CHECK(strcmp(c.algorithm, "adam") == 0 && c.batch_size == 64 && c.max_steps == 10);
+    CHECK(tb_hparams_get(&c.hparams, "learning_rate", 0) == 0.002);
+    uint64_t seed_run1 = c.seeds[TB_STREAM_INIT];
+    CHECK_OK(tb_study_plan_run_config(p, 5, 0, &c, &err), &err);
+    CHECK(tb_hparams_get(&c.hparams, "learning_rate", 0) == 0.05);
+    CHECK(c.seeds[TB_STREAM_INIT] == seed_run1); /* cells are paired by run index */
+    CHECK_OK(tb_study_plan_run_config(p, 4, 0, &c, &err), &err);
+    CHECK(tb_hparams_get(&c.hparams, "learning_rate", 0) == 0.01);
+    CHECK_OK(tb_study_plan_run_config(p, 0, 1, &c, &err), &err);
+    CHECK(c.seeds[TB_STREAM_INIT] != seed_run1);
+    CHECK_OK(tb_study_plan_scale(p, 0.25, &err), &err);
+    CHECK(p->seeds == 2 && p->base.max_steps == 3); /* at least 2 runs; 2.5 steps round up */
+    tb_study_plan_free(p);
+}
+
+/* Replaces the first `from` of valid by `to` (from must occur). */
+static const char *variant(const char *from, const char *to)
+{
+    static char buf[4096];
+    const char *at = strstr(valid, from);
+    if (!at) return NULL;
+    snprintf(buf, sizeof buf, "%.*s%s%s", (int)(at - valid), valid, to, at + strlen(from));
+    return buf;
+}
+
+static void test_malformed(void)
+{
+    static const struct {
+        const char *from, *to, *needle;
+    } cases[] = {
+        {"\"name\": \"t\",", "\"name\": \"t\"", "m.json: not valid JSON (near line 1)"},
+        {"\"claim\": \"c\", ", "", "m.json: claim: missing"},
+        {"\"seed\": 7,", "\"seed\": 7, \"colour\": 1,", "m.json: colour: unknown key"},
+        {"\"steps\": 10", "\"steps\": 10, \"epoch\": 1", "settings.epoch: unknown key"},
+        {"\"steps\": 10", "\"steps\": 0", "settings.steps: 0 is not a whole number"},
+        {"\"steps\": 10", "\"steps\": 10, \"epochs\": 1", "settings.epochs: give steps or"},
+        {"\"workload\": \"fmnist_mlp\"", "\"workload\": \"mnist\"",
+         "settings.workload: unknown workload 'mnist'"},
+        {"[\"adam\", \"sgd\"]", "[\"adam\", \"sgdd\"]",
+         "axes.algorithm[1]: unknown algorithm 'sgdd'"},
+        {"[\"adam\", \"sgd\"]", "[]", "axes.algorithm: is empty"},
+        {"[64, 128, 256]", "[64, 64]", "axes.batch_size[1]: '64' is listed twice"},
+        {"[64, 128, 256]", "[64, -1]", "axes.batch_size[1]: -1 is not a whole number"},
+        {"\"seeds\": 4", "\"seeds\": 1", "seeds: 1 is not a whole number in [2, 1000]"},
+        {"\"validation_error\"", "\"accuracy\"", "metric: unknown metric 'accuracy'"},
+        {"\"table\": \"mean\"", "\"table\": \"max\"", "table: 'max' is not median or mean"},
+        {"\"adam\": {\"learning_rate\"", "\"adamm\": {\"learning_rate\"",
+         "hparams.adamm: unknown algorithm"},
+        {"\"learning_rate\": 0.002", "\"learning_rate\": \"fast\"",
+         "hparams.adam.learning_rate: must be a number"},
+        {"\"learning_rate\": 0.002", "\"learning_rate\": -1",
+         "cell: algorithm=adam batch_size=64: "},
+        {"\"batch_size\": 256}", "\"batch_size\": 512}",
+         "overrides[0].when.batch_size: '512' is not one of the axis's values"},
+        {"{\"when\"", "{\"whn\"", "overrides[0].whn: unknown key"},
+        {"\"b\": {\"algorithm\": \"sgd\"}", "\"b\": {\"algorithm\": \"adam\"}",
+         "comparisons[0]: sides a and b are the same cells"},
+        {"\"b\": {\"algorithm\": \"sgd\"}", "\"b\": {\"lr\": 1}",
+         "comparisons[0].b.lr: not an axis of the study"},
+        {"\"expect\": \"a_wins\", ", "\"expect\": \"a_winz\", ",
+         "comparisons[0].expect: unknown expectation 'a_winz'"},
+        {", \"min_wins\": 0.75", "", "comparisons[0].min_wins: missing"},
+        {"\"min_wins\": 0.75", "\"min_wins\": 1.5", "comparisons[0].min_wins: 1.5 is not"},
+        {"\"axes\": {\"algorithm\"", "\"axes\": {\"damping\": [0.1], \"algorithm\"",
+         "cell: damping=0.1 algorithm=adam batch_size=64: "},
+        {"\"metric\": \"validation_error\"", "\"metric\": \"test_error\", \"metric\": \"x\"",
+         "metric: given twice"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        const char *text = variant(cases[i].from, cases[i].to);
+        if (!CHECK(text != NULL)) {
+            printf("  case %zu: '%s' not in the valid file\n", i, cases[i].from);
+            continue;
+        }
+        tb_study_plan *p = NULL;
+        tb_error err = {0};
+        if (!CHECK_FAILS(tb_study_plan_parse(text, "m.json", &p, &err), TB_ERR_INVALID, &err,
+                         cases[i].needle))
+            printf("  case %zu\n", i);
+        CHECK(p == NULL);
+        if (cases[i].needle[0] != 'm') CHECK(strncmp(err.message, "m.json: ", 8) == 0);
+    }
+    /* an error-rate metric on a workload that does not classify, refused before training */
+    const char *ae = variant("\"workload\": \"fmnist_mlp\"", "\"workload\": \"fmnist_autoencoder\"");
+    tb_study_plan *p = NULL;
+    tb_error err = {0};
+    CHECK_FAILS(tb_study_plan_parse(ae, "m.json", &p, &err), TB_ERR_INVALID, &err,
+                "has no error rate");
+    CHECK_FAILS(tb_study_plan_load("/nonexistent/s.json", &p, &err), TB_ERR_IO, &err,
+                "cannot open study /nonexistent/s.json");
+}
+
+/* The checks of the figure on made-up values (no training). */
+static void test_figure(void)
+{
+    tb_study_plan *p = NULL;
+    tb_error err = {0};
+    const char *text = variant("\"expect\": \"a_wins\", \"min_wins\": 0.75", "\"expect\": "
+                               "\"a_better\"");
+    if (!CHECK_OK(tb_study_plan_parse(text, "f.json", &p, &err), &err)) return;
+    p->seeds = 6;
+    double v[6 * 6];
+    tb_study_values vals = {6, 6, v, 0, 0};
+    for (int cell = 0; cell < 6; cell++)
+        for (int r = 0; r < 6; r++) /* adam (cells 0-2) lower than sgd, except at 256 */
+            v[cell * 6 + r] = cell < 3 ? 0.1 + 0.01 * r : (cell == 5 ? 0.05 : 0.5 + 0.01 * r);
+    v[1 * 6 + 2] = INFINITY; /* a diverged run: lost in the table, loses its pair */
+    tb_study_figure f;
+    if (!CHECK_OK(tb_study_figure_compute(p, &vals, &f, &err), &err)) return;
+    CHECK(f.n_cells == 6 && f.cells[1].n == 5 && f.cells[1].lost == 1);
+    CHECK_NEAR(f.cells[0].center, 0.125, 1e-12); /* the mean */
+    CHECK(f.n_pairs == 3 && f.pairs[0].cell_a == 0 && f.pairs[0].cell_b == 3);
+    CHECK(f.pairs[0].outcome == TB_STUDY_REPRODUCED);      /* 6 of 6 */
+    CHECK(f.pairs[1].outcome == TB_STUDY_INCONCLUSIVE);    /* 5 of 6: not significant */
+    CHECK(f.pairs[2].outcome == TB_STUDY_NOT_REPRODUCED);  /* sgd better at 256 */
+    CHECK(f.outcome == TB_STUDY_NOT_REPRODUCED);
+    tb_study_figure_free(&f);
+    tb_study_plan_free(p);
+}
+
+static int is_json(const struct dirent *d)
+{
+    size_t n = strlen(d->d_name);
+    return n > 5 && strcmp(d->d_name + n - 5, ".json") == 0;
+}
+
+static void test_shipped(void)
+{
+    struct dirent **names = NULL;
+    int n = scandir(TB_SOURCE_DIR "/studies", &names, is_json, alphasort);
+    CHECK(n >= 3);
+    for (int i = 0; i < n; i++) {
+        char path[1024];
+        snprintf(path, sizeof path, "%s/studies/%s", TB_SOURCE_DIR, names[i]->d_name);
+        tb_study_plan *p = NULL;
+        tb_error err = {0};
+        if (CHECK_OK(tb_study_plan_load(path, &p, &err), &err)) {
+            char want[256];
+            snprintf(want, sizeof want, "%s.json", p->name); /* the file is named after it */
+            CHECK(strcmp(want, names[i]->d_name) == 0);
+            CHECK(p->n_comparisons > 0 && p->comparisons[0].expect != TB_EXPECT_NONE);
+        }
+        tb_study_plan_free(p);
+        free(names[i]);
+    }
+    free(names);
+}
+
+int main(void)
+{
+    test_valid();
+    test_malformed();
+    test_figure();
+    test_shipped();
+    return tb_test_finish("test_study_plan");
+}
