@@ -21,6 +21,8 @@ static const char usage[] =
     "  train        train one workload with one algorithm and report its result\n"
     "  variance     how much each source of variation moves a result\n"
     "  compare      is algorithm A better than B? P(A>B) over paired runs, with a verdict\n"
+    "  study        run a study (a JSON file: a paper's claim, a grid of runs, a figure) and\n"
+    "               say whether the claim reproduced; --list lists the shipped ones\n"
     "  workloads    list the workloads and variants with targets, budgets and data\n"
     "  algorithms   list the training algorithms and their hyperparameters\n"
     "  bench        plan and run a time-to-result benchmark (resumes when run again)\n"

@@ -82,7 +82,7 @@ int main(void)
     CHECK(run("--help") == 0 && has("  study "));
     CHECK(run("study") == 2 && has("give a study file or name"));
     CHECK(run("study --list") == 0 && has("ekfac_vs_kfac") && has("large_batch") &&
-          has("data_echoing") && !has("invalid"));
+          has("data_echoing") && !strstr(out, "invalid"));
     snprintf(args, sizeof args, "study %s", bad);
     CHECK(run(args) == 2 && has("bad.json: axes.algorithm[1]: unknown algorithm 'adamm'"));
     snprintf(args, sizeof args, "study %s --scale 0", file);
@@ -119,7 +119,7 @@ int main(void)
 
     snprintf(args, sizeof args, "study %s --db %s -t 2 -q --json", file, db);
     CHECK(run(args) == 0 && has("{\"study\":\"tiny\"") && has("\"reused\":4") &&
-          has("\"outcome\":\"") && !has("[1/4]"));
+          has("\"outcome\":\"") && !strstr(out, "[1/4]"));
 
     tb_test_remove_store(db);
     unlink(file);

@@ -34,25 +34,7 @@ static const char hw_tables[] =
 
 tb_status tb_store_hw_tables(tb_store *s, tb_error *err)
 {
-    tb_status st = tb_store_exec(s, hw_tables, err);
-    if (st != TB_OK) return st;
-    char missing[160], why[256] = "";
-    if (!tb_store_missing_column(s->db, hw_tables, NULL, 0, missing, sizeof missing, why,
-                                 sizeof why))
-        return tb_fail(err, TB_ERR_IO, "results store %s: checking the hardware tables: %s",
-                       s->path, why);
-    if (missing[0])
-        return tb_fail(err, TB_ERR_FORMAT, "results store %s: its hardware tables lack column "
-                       "%s (written by another build): record hardware runs in another --db",
-                       s->path, missing);
-    return TB_OK;
-}
-
-/* Binds v, or NULL where it is not finite. */
-static void bind_real(sqlite3_stmt *q, int i, double v)
-{
-    if (isfinite(v)) sqlite3_bind_double(q, i, v);
-    else sqlite3_bind_null(q, i);
+    return tb_store_side_tables(s, hw_tables, "hardware tables", "hardware runs", err);
 }
 
 /* Runs q (prepared from sql) once with its bindings; then finalizes it. */
@@ -121,17 +103,17 @@ static tb_status add_result(tb_store *s, int64_t run_id, int idx, const tb_hw_re
     sqlite3_bind_text(q, 8, r->backend, -1, SQLITE_TRANSIENT);
     sqlite3_bind_text(q, 9, h->failed ? "failed" : "ok", -1, SQLITE_STATIC);
     sqlite3_bind_text(q, 10, h->reason ? h->reason : "", -1, SQLITE_TRANSIENT);
-    bind_real(q, 11, r->examples_per_s);
-    bind_real(q, 12, r->std_pct);
-    bind_real(q, 13, r->sem_pct);
-    bind_real(q, 14, r->ms_per_step);
-    bind_real(q, 15, r->peak_rss_mb);
+    tb_store_bind_real(q, 11, r->examples_per_s);
+    tb_store_bind_real(q, 12, r->std_pct);
+    tb_store_bind_real(q, 13, r->sem_pct);
+    tb_store_bind_real(q, 14, r->ms_per_step);
+    tb_store_bind_real(q, 15, r->peak_rss_mb);
     sqlite3_bind_int(q, 16, r->windows);
     sqlite3_bind_int64(q, 17, r->steps);
     sqlite3_bind_text(q, 18, windows, -1, SQLITE_TRANSIENT);
-    bind_real(q, 19, r->first_loss);
-    bind_real(q, 20, r->last_loss);
-    bind_real(q, 21, h->failed ? 0.0 : h->ratio);
+    tb_store_bind_real(q, 19, r->first_loss);
+    tb_store_bind_real(q, 20, r->last_loss);
+    tb_store_bind_real(q, 21, h->failed ? 0.0 : h->ratio);
     return step_once(s, q, "recording a hardware result", err);
 }
 
@@ -147,11 +129,11 @@ static tb_status add_score(tb_store *s, int64_t run_id, const tb_hw_score_record
     sqlite3_bind_text(q, 2, h->config, -1, SQLITE_TRANSIENT);
     sqlite3_bind_int(q, 3, h->score->items);
     sqlite3_bind_int(q, 4, h->score->failed);
-    bind_real(q, 5, h->score->score);
-    bind_real(q, 6, h->score->low);
-    bind_real(q, 7, h->score->high);
+    tb_store_bind_real(q, 5, h->score->score);
+    tb_store_bind_real(q, 6, h->score->low);
+    tb_store_bind_real(q, 7, h->score->high);
     sqlite3_bind_double(q, 8, h->level);
-    bind_real(q, 9, h->score->passed_score);
+    tb_store_bind_real(q, 9, h->score->passed_score);
     return step_once(s, q, "recording a hardware score", err);
 }
 

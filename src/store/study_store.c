@@ -24,24 +24,7 @@ static const char study_table[] =
 
 static tb_status study_table_ready(tb_store *s, tb_error *err)
 {
-    tb_status st = tb_store_exec(s, study_table, err);
-    if (st != TB_OK) return st;
-    char missing[160], why[256] = "";
-    if (!tb_store_missing_column(s->db, study_table, NULL, 0, missing, sizeof missing, why,
-                                 sizeof why))
-        return tb_fail(err, TB_ERR_IO, "results store %s: checking the study table: %s",
-                       s->path, why);
-    if (missing[0])
-        return tb_fail(err, TB_ERR_FORMAT, "results store %s: its study table lacks column %s "
-                       "(written by another build): record studies in another --db",
-                       s->path, missing);
-    return TB_OK;
-}
-
-static void bind_real(sqlite3_stmt *q, int i, double v)
-{
-    if (isfinite(v)) sqlite3_bind_double(q, i, v);
-    else sqlite3_bind_null(q, i);
+    return tb_store_side_tables(s, study_table, "study table", "studies", err);
 }
 
 static double column_real(sqlite3_stmt *q, int i)
@@ -70,15 +53,15 @@ tb_status tb_store_put_study_run(tb_store *s, const tb_study_run_record *r, tb_e
     sqlite3_bind_int(q, 4, r->diverged);
     sqlite3_bind_text(q, 5, r->reason, -1, SQLITE_TRANSIENT);
     sqlite3_bind_int64(q, 6, t->steps);
-    bind_real(q, 7, t->train_time_s);
-    bind_real(q, 8, t->validation.loss);
-    bind_real(q, 9, t->validation.error_rate);
-    bind_real(q, 10, t->validation.metric);
-    bind_real(q, 11, t->test.loss);
-    bind_real(q, 12, t->test.error_rate);
-    bind_real(q, 13, t->test.metric);
+    tb_store_bind_real(q, 7, t->train_time_s);
+    tb_store_bind_real(q, 8, t->validation.loss);
+    tb_store_bind_real(q, 9, t->validation.error_rate);
+    tb_store_bind_real(q, 10, t->validation.metric);
+    tb_store_bind_real(q, 11, t->test.loss);
+    tb_store_bind_real(q, 12, t->test.error_rate);
+    tb_store_bind_real(q, 13, t->test.metric);
     sqlite3_bind_int(q, 14, t->reached_target);
-    bind_real(q, 15, t->time_to_target_s);
+    tb_store_bind_real(q, 15, t->time_to_target_s);
     int rc = sqlite3_step(q);
     st = rc == SQLITE_DONE ? TB_OK : tb_store_sql_fail(s, err, "recording a study run");
     sqlite3_finalize(q);
