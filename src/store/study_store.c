@@ -22,9 +22,14 @@ static const char study_table[] =
     "  test_loss REAL, test_error REAL, test_metric REAL, reached INTEGER NOT NULL,"
     "  time_to_target_s REAL);";
 
-static tb_status study_table_ready(tb_store *s, tb_error *err)
+/* The table ready (created and checked), then sql prepared into *q. */
+static tb_status prepare(tb_store *s, const char *sql, const char *what, sqlite3_stmt **q,
+                         tb_error *err)
 {
-    return tb_store_side_tables(s, study_table, "study table", "studies", err);
+    tb_status st = tb_store_side_tables(s, study_table, "study table", "studies", err);
+    if (st != TB_OK) return st;
+    return sqlite3_prepare_v2(s->db, sql, -1, q, NULL) ? tb_store_sql_fail(s, err, what)
+                                                       : TB_OK;
 }
 
 static double column_real(sqlite3_stmt *q, int i)
@@ -35,17 +40,15 @@ static double column_real(sqlite3_stmt *q, int i)
 tb_status tb_store_put_study_run(tb_store *s, const tb_study_run_record *r, tb_error *err)
 {
     if (!s || !r) return tb_store_null(err, "store_put_study_run", s ? "record" : "store");
-    tb_status st = study_table_ready(s, err);
-    if (st != TB_OK) return st;
     sqlite3_stmt *q = NULL;
-    if (sqlite3_prepare_v2(s->db,
+    tb_status st = prepare(s,
                            "INSERT OR REPLACE INTO study_runs(key, study, code_version, "
                            "diverged, reason, steps, train_time_s, validation_loss, "
                            "validation_error, validation_metric, test_loss, test_error, "
                            "test_metric, reached, time_to_target_s) "
                            "VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                           -1, &q, NULL))
-        return tb_store_sql_fail(s, err, "recording a study run");
+                           "recording a study run", &q, err);
+    if (st != TB_OK) return st;
     const tb_train_result *t = &r->result;
     sqlite3_bind_text(q, 1, r->key, -1, SQLITE_TRANSIENT);
     sqlite3_bind_text(q, 2, r->study, -1, SQLITE_TRANSIENT);
@@ -74,15 +77,13 @@ tb_status tb_store_get_study_run(tb_store *s, const char *key, tb_study_run_reco
     if (!s || !key || !out || !found)
         return tb_store_null(err, "store_get_study_run", !s ? "store" : !key ? "key" : "out");
     *found = false;
-    tb_status st = study_table_ready(s, err);
-    if (st != TB_OK) return st;
     sqlite3_stmt *q = NULL;
-    if (sqlite3_prepare_v2(s->db,
+    tb_status st = prepare(s,
                            "SELECT study, diverged, reason, steps, train_time_s, "
                            "validation_loss, validation_error, validation_metric, test_loss, "
                            "test_error, test_metric, reached, time_to_target_s "
-                           "FROM study_runs WHERE key = ?", -1, &q, NULL))
-        return tb_store_sql_fail(s, err, "reading a study run");
+                           "FROM study_runs WHERE key = ?", "reading a study run", &q, err);
+    if (st != TB_OK) return st;
     sqlite3_bind_text(q, 1, key, -1, SQLITE_TRANSIENT);
     int rc = sqlite3_step(q);
     if (rc == SQLITE_ROW) {
