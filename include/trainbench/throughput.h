@@ -11,7 +11,19 @@
  * With check_loss the run reads the training loss back after step 1 (the untrained model's),
  * at the end of the warm-up and after the last step of every window, and the run passes its validation check when every
  * loss read is finite and the last one is below the first. A loss that is not finite stops the
- * run. Nothing here prints. */
+ * run. Nothing here prints.
+ *
+ * Data-parallel (dist with more than one rank; every rank calls tb_throughput_run with the same
+ * config): the batch is the global one, each rank steps on its shard and the gradients and the
+ * loss are averaged across ranks before every update (as tb_train with dist does), so every
+ * rank holds the same weights (checked at the end) and sees the same averaged loss. Rank 0's
+ * clock decides when a window closes and when the time limit passes, and every rank follows
+ * it after the same step (one small collective per step, beside the gradient average); as
+ * every step waits for every rank in the average, rank 0's windows time the job, and its
+ * result's examples/s are the global batch's. peak_rss_mb is the largest of the ranks'.
+ * Refused (TB_ERR_UNSUPPORTED, TB_ERR_INVALID): another device than the CPU, CUDA graphs, a
+ * batch that does not divide among the ranks. A failure on one rank fails the run on every
+ * rank. */
 #ifndef TRAINBENCH_THROUGHPUT_H
 #define TRAINBENCH_THROUGHPUT_H
 
@@ -19,6 +31,7 @@
 #include <stdint.h>
 
 #include "trainbench/backend.h"
+#include "trainbench/dist.h"
 #include "trainbench/nn.h"
 #include "trainbench/optim.h"
 #include "trainbench/workload.h"
@@ -64,6 +77,9 @@ typedef struct tb_throughput_config {
     bool profile;                 /* per-op times of the timed steps into result->profile */
     tb_throughput_progress_fn progress; /* optional: after the warm-up and every window */
     void *progress_user;
+    /* ---- added with `hw --dist` (docs/HARDWARE.md) ---- */
+    tb_dist *dist;                /* data-parallel across the ranks of an MPI job (NULL or a
+                                     world of 1: one process); see below */
 } tb_throughput_config;
 
 /* Defaults: fmnist_mlp, sgd, CPU with all cores, 20 warm-up steps, 1 window of >= 1 step. */
@@ -100,6 +116,7 @@ typedef struct tb_throughput_result {
     char reason[256];
     tb_op_profile profile[TB_THROUGHPUT_PROFILE_MAX]; /* largest total time first */
     int profile_ops;
+    int ranks;                    /* the ranks that ran it data-parallel (1: one process) */
 } tb_throughput_result;
 
 /* Runs it. Returns an error (TB_ERR_INVALID for a bad config, TB_ERR_MISSING for data not

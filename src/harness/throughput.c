@@ -3,6 +3,7 @@
 #include "trainbench/throughput.h"
 
 #include "core/clock.h"
+#include "harness/train_dist.h"
 #include "stats/stats_impl.h"
 #include "trainbench/pipeline.h"
 #include "trainbench/step.h"
@@ -88,24 +89,40 @@ typedef struct run {
     tb_pipeline *pipe;
     tb_step_runner *runner;
     tb_rng dropout;
+    float avg_loss; /* data-parallel: the last step's loss averaged across ranks */
     double t_start;
     int64_t steps; /* all, warm-up included */
 } run;
 
-/* The step's model: the workload's forward pass and loss. */
+/* The step's model: the workload's forward pass and loss, on this rank's shard of the batch
+ * (data-parallel) or the whole batch. */
 static tb_var *step_loss(void *user, tb_tape *tape, const tb_batch *b, tb_rng *dropout,
                          tb_error *err)
 {
-    (void)err;
-    tb_workload *wl = user;
-    return tb_workload_loss_fn(wl, tape, tb_workload_forward(wl, tape, b->inputs, dropout),
-                               b->targets);
+    run *r = user;
+    tb_batch shard;
+    if (tb_train_dist_shard(r->cfg->dist, tape, b, &shard, err) != TB_OK) return NULL;
+    return tb_workload_loss_fn(r->wl, tape,
+                               tb_workload_forward(r->wl, tape, shard.inputs, dropout),
+                               shard.targets);
+}
+
+/* Data-parallel: the gradients and the loss averaged across ranks before the update, as in
+ * tb_train; the averaged loss is the one the validation check reads. */
+static tb_status step_reduce(void *user, float *loss, tb_error *err)
+{
+    run *r = user;
+    tb_status st = tb_train_dist_reduce(r->cfg->dist, tb_workload_params(r->wl), loss, err);
+    r->avg_loss = *loss;
+    return st;
 }
 
 static tb_status setup(run *r, tb_error *err)
 {
     const tb_throughput_config *c = r->cfg;
-    tb_status st = tb_backend_create(&c->backend, &r->be, err);
+    tb_status st = tb_dist_refusals(c->dist, c->backend.device, c->cuda_graph, NULL, 0, err);
+    if (st != TB_OK) return st;
+    st = tb_backend_create(&c->backend, &r->be, err);
     if (st != TB_OK) return st;
     snprintf(r->res->backend, sizeof r->res->backend, "%s", tb_backend_describe(r->be));
     tb_workload_config wc = c->data;
@@ -117,15 +134,20 @@ static tb_status setup(run *r, tb_error *err)
                                            : tb_workload_get_info(r->wl)->default_batch_size;
     tb_rng init = tb_rng_make(c->seed, TB_STREAM_INIT);
     r->dropout = tb_rng_make(c->seed, TB_STREAM_DROPOUT);
+    r->dropout.counter += (uint64_t)tb_dist_rank(c->dist) << 40; /* rank r's masks, as tb_train */
     st = tb_workload_init(r->wl, &init, err);
     if (st == TB_OK) st = tb_tape_create(r->be, &r->tape, err);
     if (st == TB_OK)
         st = tb_optimizer_create(c->algorithm, tb_workload_params(r->wl), &c->hparams, &r->opt,
                                  err);
+    if (st == TB_OK)
+        st = tb_dist_refusals(c->dist, c->backend.device, c->cuda_graph, r->opt,
+                              r->res->batch_size, err);
     tb_pipeline_config pc = {.batch_size = r->res->batch_size, .data_order_seed = c->seed,
                              .augment_seed = c->seed};
     if (st == TB_OK) st = tb_pipeline_create(r->wl, &pc, &r->pipe, err);
-    tb_step_config sc = {.loss = step_loss, .user = r->wl, .cuda_graph = c->cuda_graph};
+    tb_step_config sc = {.loss = step_loss, .user = r, .cuda_graph = c->cuda_graph,
+                         .reduce = tb_dist_size(c->dist) > 1 ? step_reduce : NULL};
     if (st == TB_OK)
         st = tb_step_runner_create(r->tape, tb_workload_params(r->wl), r->opt, &sc, &r->runner,
                                    err);
@@ -153,8 +175,9 @@ static tb_status step(run *r, int64_t *n, tb_error *err)
 /* Reads the last step's loss into the result; *finite false (with the reason) if it is not. */
 static tb_status read_loss(run *r, bool *finite, tb_error *err)
 {
-    float loss;
-    tb_status st = tb_step_runner_last_loss(r->runner, &loss, err);
+    float loss = r->avg_loss;
+    tb_status st = tb_dist_size(r->cfg->dist) > 1 ? TB_OK
+                                                   : tb_step_runner_last_loss(r->runner, &loss, err);
     if (st != TB_OK) return st;
     tb_throughput_result *res = r->res;
     if (isnan(res->first_loss)) res->first_loss = loss;
@@ -170,6 +193,21 @@ static tb_status read_loss(run *r, bool *finite, tb_error *err)
 static bool past_limit(const run *r)
 {
     return r->cfg->max_time_s > 0 && tb_monotonic_s() - r->t_start > r->cfg->max_time_s;
+}
+
+enum { GO_ON, CLOSE, LIMIT }; /* after a step: the window goes on, closes, or the run stops */
+
+/* After a step of the window opened at t_open (steps so far) that returned st: what next.
+ * Data-parallel, rank 0's clock decides for every rank (one small collective, as tb_train's
+ * verdict after every step), and a failure on any rank reaches every rank. */
+static tb_status decide(const run *r, tb_status st, int64_t steps, double t_open, int *next,
+                        tb_error *err)
+{
+    const tb_throughput_config *c = r->cfg;
+    *next = past_limit(r) ? LIMIT
+            : steps >= c->window_steps && tb_monotonic_s() - t_open >= c->window_s ? CLOSE
+                                                                                   : GO_ON;
+    return tb_train_dist_agree_code(c->dist, st, next, err);
 }
 
 static void report(run *r, int window, double rate, double t_timed)
@@ -198,20 +236,18 @@ static tb_status windows(run *r, bool *ok, tb_error *err)
     const uint64_t f0 = tb_backend_gemm_flops(r->be);
     double t_open = t0;
     tb_status st = TB_OK;
-    while (st == TB_OK && *ok && res->windows < c->windows && !past_limit(r)) {
+    int next = GO_ON;
+    while (st == TB_OK && *ok && res->windows < c->windows && next != LIMIT) {
         int64_t steps = 0, examples = 0, n = 0;
-        double now = t_open;
-        while (st == TB_OK && !past_limit(r) &&
-               (steps < c->window_steps || now - t_open < c->window_s)) {
+        for (next = GO_ON; st == TB_OK && next == GO_ON;) {
             st = step(r, &n, err);
             steps++;
             examples += n;
-            now = tb_monotonic_s();
+            st = decide(r, st, steps, t_open, &next, err);
         }
-        if (st != TB_OK) break;
+        if (st != TB_OK || next == LIMIT) break; /* the time limit drops the open window */
         tb_backend_sync(r->be); /* the window's queued work is the window's */
-        now = tb_monotonic_s();
-        if (steps < c->window_steps || now - t_open < c->window_s) break; /* the time limit */
+        double now = tb_monotonic_s();
         if (c->check_loss) st = read_loss(r, ok, err);
         if (st != TB_OK || !*ok) break;
         double rate = (double)examples / (now - t_open);
@@ -259,23 +295,45 @@ static void conclude(const tb_throughput_config *c, tb_throughput_result *res, b
     res->passed = true;
 }
 
+/* Data-parallel, at the end: the weights identical on every rank (after a run every rank
+ * agreed on), and the peak memory the largest of the ranks'. */
+static tb_status dist_finish(run *r, tb_status st, tb_error *err)
+{
+    tb_params *p = r->wl ? tb_workload_params(r->wl) : NULL;
+    if (st == TB_OK && p)
+        st = tb_dist_check_identical(r->cfg->dist, tb_params_values(p), tb_params_numel(p),
+                                     "the weights after the throughput run", err);
+    int kb = (int)ceil(r->res->peak_rss_mb * 1024.0);
+    tb_error own = {0};
+    tb_status mst = tb_dist_max(r->cfg->dist, &kb, &own);
+    if (mst == TB_OK) r->res->peak_rss_mb = kb / 1024.0;
+    if (st == TB_OK && mst != TB_OK) {
+        if (err) *err = own;
+        st = mst;
+    }
+    return st;
+}
+
 tb_status tb_throughput_run(const tb_throughput_config *c, tb_throughput_result *res,
                             tb_error *err)
 {
     memset(res, 0, sizeof *res);
     res->examples_per_s = res->std_pct = res->sem_pct = res->ms_per_step = NAN;
     res->cpu_ms_per_step = res->first_loss = res->last_loss = NAN;
+    res->ranks = tb_dist_size(c->dist);
     tb_status st = check_config(c, err);
     if (st != TB_OK) return st;
     peak_rss_reset();
     run r = {.cfg = c, .res = res};
-    st = setup(&r, err);
+    /* data-parallel: every rank learns whether every rank could set up, and every step's
+     * failure reaches every rank (the windows' decide does the same) */
+    st = tb_train_dist_agree_code(c->dist, setup(&r, err), NULL, err);
     r.t_start = tb_monotonic_s();
     bool finite = true;
     for (int i = 0; st == TB_OK && finite && i < c->warmup_steps; i++) {
         uint64_t f = tb_backend_gemm_flops(r.be);
         int64_t n;
-        st = step(&r, &n, err);
+        st = tb_train_dist_agree_code(c->dist, step(&r, &n, err), NULL, err);
         if (i == 0 && st == TB_OK) {
             res->step_gemm_flops = tb_backend_gemm_flops(r.be) - f;
             if (c->check_loss) st = read_loss(&r, &finite, err);
@@ -304,6 +362,7 @@ tb_status tb_throughput_run(const tb_throughput_config *c, tb_throughput_result 
     }
     res->elapsed_s = r.steps > 0 ? tb_monotonic_s() - r.t_start : 0;
     res->peak_rss_mb = peak_rss_mb();
+    if (res->ranks > 1) st = dist_finish(&r, st, err);
     teardown(&r);
     if (st == TB_OK) conclude(c, res, finite);
     return st;

@@ -6,21 +6,18 @@
 
 #include <stdio.h>
 
-tb_status tb_train_dist_check(const tb_train_config *cfg, int64_t batch,
-                              const tb_optimizer *opt, tb_error *err)
+tb_status tb_dist_refusals(const tb_dist *d, tb_device device, bool cuda_graph,
+                           const tb_optimizer *opt, int64_t batch, tb_error *err)
 {
-    int size = tb_dist_size(cfg->dist);
+    int size = tb_dist_size(d);
     if (size == 1) return TB_OK;
-    if (cfg->backend.device != TB_DEVICE_CPU)
+    if (device != TB_DEVICE_CPU)
         return tb_fail(err, TB_ERR_UNSUPPORTED,
                        "data-parallel training runs on the cpu backend only: averaging "
                        "gradients on %s devices would need NCCL, which is not built",
-                       tb_device_name(cfg->backend.device));
-    if (cfg->cuda_graph)
+                       tb_device_name(device));
+    if (cuda_graph)
         return tb_fail(err, TB_ERR_UNSUPPORTED, "data-parallel training cannot use CUDA graphs");
-    if (cfg->sharpness_every > 0)
-        return tb_fail(err, TB_ERR_UNSUPPORTED,
-                       "sharpness measurements are not built for data-parallel training");
     if (opt && tb_optimizer_has_curvature(opt))
         return tb_fail(err, TB_ERR_UNSUPPORTED,
                        "%s is not built for data-parallel training: its Kronecker factors come "
@@ -34,6 +31,16 @@ tb_status tb_train_dist_check(const tb_train_config *cfg, int64_t batch,
                        (long long)batch, size, (long long)(batch % size), size,
                        (long long)((batch / size + 1) * size));
     return TB_OK;
+}
+
+tb_status tb_train_dist_check(const tb_train_config *cfg, int64_t batch,
+                              const tb_optimizer *opt, tb_error *err)
+{
+    if (tb_dist_size(cfg->dist) > 1 && cfg->backend.device == TB_DEVICE_CPU &&
+        !cfg->cuda_graph && cfg->sharpness_every > 0)
+        return tb_fail(err, TB_ERR_UNSUPPORTED,
+                       "sharpness measurements are not built for data-parallel training");
+    return tb_dist_refusals(cfg->dist, cfg->backend.device, cfg->cuda_graph, opt, batch, err);
 }
 
 static tb_var *shard_of(tb_tape *tape, tb_var *v, int64_t start, int64_t len, tb_error *err)
@@ -68,12 +75,13 @@ tb_status tb_train_dist_reduce(tb_dist *d, tb_params *params, float *loss, tb_er
     return st == TB_OK ? TB_OK : tb_error_prefix(err, "data-parallel gradient average");
 }
 
-tb_status tb_train_dist_agree(tb_dist *d, tb_status st, bool *stop, tb_error *err)
+tb_status tb_train_dist_agree_code(tb_dist *d, tb_status st, int *code, tb_error *err)
 {
     if (tb_dist_size(d) == 1) return st;
-    /* the maximum over the ranks of: FAILED + status for a failure, else rank 0's stop */
-    enum { FAILED = 1000 };
-    int verdict = st != TB_OK ? FAILED + (int)st : tb_dist_rank(d) == 0 && stop && *stop;
+    /* the maximum over the ranks of: FAILED + status for a failure, else rank 0's code */
+    int verdict = st != TB_OK ? TB_DIST_FAILED + (int)st
+                  : tb_dist_rank(d) == 0 && code ? *code
+                                                 : 0;
     tb_error own = {0};
     tb_status mst = tb_dist_max(d, &verdict, &own);
     if (st != TB_OK) return st;
@@ -81,10 +89,18 @@ tb_status tb_train_dist_agree(tb_dist *d, tb_status st, bool *stop, tb_error *er
         if (err) *err = own;
         return mst;
     }
-    if (verdict >= FAILED)
-        return tb_fail(err, (tb_status)(verdict - FAILED),
+    if (verdict >= TB_DIST_FAILED)
+        return tb_fail(err, (tb_status)(verdict - TB_DIST_FAILED),
                        "another rank failed (%s; it reports why)",
-                       tb_status_name((tb_status)(verdict - FAILED)));
-    if (stop) *stop = verdict != 0;
+                       tb_status_name((tb_status)(verdict - TB_DIST_FAILED)));
+    if (code) *code = verdict;
     return TB_OK;
+}
+
+tb_status tb_train_dist_agree(tb_dist *d, tb_status st, bool *stop, tb_error *err)
+{
+    int code = stop && *stop;
+    st = tb_train_dist_agree_code(d, st, stop ? &code : NULL, err);
+    if (st == TB_OK && stop) *stop = code != 0;
+    return st;
 }

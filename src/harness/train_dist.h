@@ -1,14 +1,18 @@
-/* train_dist.h: what tb_train does differently across MPI ranks (internal to the harness; see
- * tb_train_config.dist). Every call is a no-op, or the plain behaviour, for a world of 1. */
+/* train_dist.h: what tb_train and tb_throughput_run do differently across MPI ranks (internal
+ * to the harness; see tb_train_config.dist, tb_throughput_config.dist). Every call is a no-op, or the plain behaviour, for a world of 1. */
 #ifndef TRAINBENCH_HARNESS_TRAIN_DIST_H
 #define TRAINBENCH_HARNESS_TRAIN_DIST_H
 
 #include "trainbench/train.h"
 
-/* What data-parallel training refuses: TB_ERR_UNSUPPORTED for what it cannot do (another
- * device, CUDA graphs, sharpness, curvature optimizers), TB_ERR_INVALID for a global batch
- * that does not divide evenly among the ranks. opt NULL and batch 0 (before they are known):
- * those two are not checked. */
+/* What data-parallel training and throughput runs refuse for a world of more than 1:
+ * TB_ERR_UNSUPPORTED for another device than the CPU (NCCL is not built), CUDA graphs and a
+ * curvature optimizer (opt NULL: not checked), TB_ERR_INVALID for a global batch that does not
+ * divide evenly among the ranks (batch 0: not checked). */
+tb_status tb_dist_refusals(const tb_dist *d, tb_device device, bool cuda_graph,
+                           const tb_optimizer *opt, int64_t batch, tb_error *err);
+/* What data-parallel training refuses: tb_dist_refusals for the run's settings, and
+ * sharpness measurements (TB_ERR_UNSUPPORTED). */
 tb_status tb_train_dist_check(const tb_train_config *cfg, int64_t batch,
                               const tb_optimizer *opt, tb_error *err);
 /* This rank's shard of the global batch b: rows [rank n / size, (rank + 1) n / size) of its
@@ -22,5 +26,9 @@ tb_status tb_train_dist_reduce(tb_dist *d, tb_params *params, float *loss, tb_er
  * message saying another rank failed and reports why; a rank's own failure and message are
  * kept. With stop non-NULL, every rank gets rank 0's *stop (rank 0 decides when to stop). */
 tb_status tb_train_dist_agree(tb_dist *d, tb_status st, bool *stop, tb_error *err);
+/* tb_train_dist_agree with a decision code instead of the stop: every rank gets rank 0's *code
+ * (0 to TB_DIST_FAILED - 1; code NULL: none is carried). */
+#define TB_DIST_FAILED 1000
+tb_status tb_train_dist_agree_code(tb_dist *d, tb_status st, int *code, tb_error *err);
 
 #endif
