@@ -35,6 +35,9 @@ typedef struct hw_run {
     const tb_hw_reference *ref;
     double level;              /* of the score's interval */
     int cores;                 /* of this machine */
+    tb_dist *dist;             /* --dist: this rank of the MPI job (NULL: one process) */
+    int ranks;                 /* the job's ranks (1: one process) */
+    int job_cores;             /* the cores of the job's machines (cores with one process) */
     hw_config configs[HW_MAX_CONFIGS];
     int n_configs;
     hw_row *rows;

@@ -131,7 +131,8 @@ int tb_cli_hw_record(const hw_run *run, const char *db)
     else
         snprintf(reference, sizeof reference, "%s (measured %s at %s on %s)", run->ref->path,
                  run->ref->date, run->ref->commit, run->ref->cpu);
-    tb_hw_run_record rec = {tb_code_version(), run->machine, &run->settings, reference};
+    tb_hw_run_record rec = {tb_code_version(), run->machine, &run->settings, reference,
+                            run->ranks};
     tb_error err = {0};
     tb_status st = res ? tb_store_add_hw_run(store, &rec, res, run->n_rows, scores, n_scores,
                                              NULL, &err)

@@ -1,7 +1,7 @@
 /* test_dist.c: the MPI context and its collectives. Run plainly it checks the world of 1 (no
  * MPI); ctest also runs it under mpirun with 2 and 3 ranks, where it checks the gradient
  * average of known per-rank buffers, rank 0's decision reaching every rank, and the
- * identical-weights check catching one perturbed rank. */
+ * identical-weights check catching one perturbed rank, and every rank counted on this machine. */
 #include "testutil.h"
 
 #include "trainbench/dist.h"
@@ -11,7 +11,8 @@
 
 static void test_world_of_one(tb_dist *d)
 {
-    CHECK(tb_dist_rank(d) == 0 && tb_dist_size(d) == 1);
+    CHECK(tb_dist_rank(d) == 0 && tb_dist_size(d) == 1 && tb_dist_node_size(d) == 1);
+    CHECK(tb_dist_node_size(NULL) == 1);
     CHECK(!tb_dist_uses_mpi(d));
     tb_error err = {0};
     float buf[3] = {1.5f, -2.0f, 3.0f};
@@ -75,6 +76,8 @@ int main(void)
         test_world_of_one(d);
     } else {
         CHECK(tb_dist_uses_mpi(d));
+        /* ctest starts every rank on this machine */
+        CHECK(tb_dist_node_size(d) == tb_dist_size(d));
         test_average(d);
         test_broadcast(d);
         if (tb_dist_size(d) > 1) test_identical(d);

@@ -376,7 +376,7 @@ static void test_store(void)
                          .passed_score = 1.05};
     tb_hw_score_record sc = {"cpu, 1 thread", 0.95, &score};
     tb_throughput_config settings = tiny();
-    tb_hw_run_record run = {"v1-test", "{\"cpu\":\"x\"}", &settings, "ref.json (test)"};
+    tb_hw_run_record run = {"v1-test", "{\"cpu\":\"x\"}", &settings, "ref.json (test)", 1};
     int64_t id = 0;
     CHECK_OK(tb_store_open(db, &s, &err), &err);
     CHECK_OK(tb_store_add_hw_run(s, &run, res, 2, &sc, 1, &id, &err), &err);
@@ -412,6 +412,65 @@ static void test_store(void)
     remove_store(db);
 }
 
+/* hw_runs as a build before `hw --dist` made it gets world_size (1 for its runs); the
+ * one-process run a data-parallel run compares with is found by its settings and machine */
+static void test_store_world_size(void)
+{
+    tb_error err = {0};
+    const char *db = tmp_path("world.db");
+    remove_store(db);
+    tb_store *s = NULL;
+    CHECK_OK(tb_store_open(db, &s, &err), &err);
+    tb_store_close(s);
+    exec_sql(db, "CREATE TABLE hw_runs(id INTEGER PRIMARY KEY, created TEXT NOT NULL DEFAULT "
+                 "(datetime('now')), code_version TEXT NOT NULL, machine TEXT NOT NULL, reference"
+                 " TEXT NOT NULL, warmup_steps INTEGER NOT NULL, windows INTEGER NOT NULL, "
+                 "window_steps INTEGER NOT NULL, window_s REAL NOT NULL, max_time_s REAL NOT "
+                 "NULL, seed INTEGER NOT NULL);"
+                 "INSERT INTO hw_runs(code_version, machine, reference, warmup_steps, windows, "
+                 "window_steps, window_s, max_time_s, seed) VALUES('old', '{}', 'none', 2, 3, "
+                 "2, 0, 0, 0)");
+    CHECK_OK(tb_store_open(db, &s, &err), &err);
+    CHECK_OK(tb_store_hw_tables(s, &err), &err);
+    CHECK(query_int(db, "SELECT world_size FROM hw_runs WHERE code_version = 'old'") == 1);
+
+    tb_throughput_result r = {.windows = 2, .window_examples_per_s = {100, 110},
+                              .examples_per_s = 105, .batch_size = 128};
+    tb_hw_result_record res = {"fmnist_mlp", "sgd", TB_DEVICE_CPU, 1, &r, false, "", NAN};
+    tb_throughput_config settings = tiny();
+    const char *here = "{\"cpu\":\"x\",\"threads\":2}";
+    tb_hw_run_record one = {"v", here, &settings, "none", 1};
+    CHECK_OK(tb_store_add_hw_run(s, &one, &res, 1, NULL, 0, NULL, &err), &err);
+    tb_throughput_result r2 = r;
+    r2.examples_per_s = 180; /* a later 2-rank run: not a one-process figure */
+    res.result = &r2;
+    tb_hw_run_record two = {"v", here, &settings, "none", 2};
+    int64_t id = 0;
+    CHECK_OK(tb_store_add_hw_run(s, &two, &res, 1, NULL, 0, &id, &err), &err);
+    CHECK(query_int(db, "SELECT world_size FROM hw_runs WHERE id = 3") == 2 && id == 3);
+
+    tb_hw_single_query q = {"fmnist_mlp", "sgd", 128, 1, here, &settings};
+    double eps;
+    int64_t run_id;
+    CHECK_OK(tb_store_hw_single_rank(s, &q, &eps, &run_id, &err), &err);
+    CHECK(eps == 105 && run_id == 2);
+    q.threads = 2; /* no run at 2 threads */
+    CHECK_OK(tb_store_hw_single_rank(s, &q, &eps, &run_id, &err), &err);
+    CHECK(isnan(eps) && run_id == 0);
+    q.threads = 1;
+    q.machine = "{\"cpu\":\"y\",\"threads\":2}"; /* another machine */
+    CHECK_OK(tb_store_hw_single_rank(s, &q, &eps, &run_id, &err), &err);
+    CHECK(isnan(eps));
+    q.machine = here;
+    tb_throughput_config other = settings;
+    other.windows = 10; /* other settings */
+    q.settings = &other;
+    CHECK_OK(tb_store_hw_single_rank(s, &q, &eps, &run_id, &err), &err);
+    CHECK(isnan(eps));
+    tb_store_close(s);
+    remove_store(db);
+}
+
 int main(void)
 {
     test_score();
@@ -421,5 +480,6 @@ int main(void)
     test_settings();
     test_throughput();
     test_store();
+    test_store_world_size();
     return tb_test_finish("test_hw");
 }

@@ -47,6 +47,9 @@ void tb_dist_abort(tb_dist *d, int code);
 
 int tb_dist_rank(const tb_dist *d); /* 0 for NULL */
 int tb_dist_size(const tb_dist *d); /* 1 for NULL */
+/* The ranks on this rank's machine, itself included (those that share its memory:
+ * MPI_COMM_TYPE_SHARED); 1 for NULL and a world of 1. */
+int tb_dist_node_size(const tb_dist *d);
 /* Whether d uses MPI (false for a world of 1 started without a launcher). */
 bool tb_dist_uses_mpi(const tb_dist *d);
 

@@ -126,6 +126,7 @@ typedef struct tb_hw_run_record {
     const char *machine;          /* tb_machine_facts (JSON) */
     const tb_throughput_config *settings; /* warm-up, windows, window, time limit, seed */
     const char *reference;        /* the reference file's path, date and commit in words */
+    int world_size;               /* the ranks of a data-parallel run (0 or 1: one process) */
 } tb_hw_run_record;
 
 /* One workload in one configuration. */
@@ -147,7 +148,8 @@ typedef struct tb_hw_score_record {
 } tb_hw_score_record;
 
 /* Creates the store's hardware tables if needed and checks their columns: TB_ERR_FORMAT when
- * they exist with other columns (written by another build). The other tables and the store's
+ * they exist with other columns (written by another build). hw_runs from before `hw --dist`
+ * gets its world_size column (1 for the runs it holds). The other tables and the store's
  * schema version are untouched, so a store stays readable by builds without these tables. */
 tb_status tb_store_hw_tables(tb_store *store, tb_error *err);
 /* Records one run, its results and scores in one transaction (tables created if needed);
@@ -156,6 +158,24 @@ tb_status tb_store_add_hw_run(tb_store *store, const tb_hw_run_record *run,
                               const tb_hw_result_record *results, int n_results,
                               const tb_hw_score_record *scores, int n_scores, int64_t *run_id,
                               tb_error *err);
+
+/* What a data-parallel run's scaling efficiency is measured against: a one-process run of the
+ * same workload, algorithm, batch size and CPU threads, with the same settings (warm-up,
+ * windows, window, window steps, time limit, seed), on the same machine (the machine facts'
+ * cpu and cores). */
+typedef struct tb_hw_single_query {
+    const char *workload, *algorithm;
+    int batch_size, threads;
+    const char *machine;                  /* tb_machine_facts (JSON) of this machine */
+    const tb_throughput_config *settings;
+} tb_hw_single_query;
+
+/* The examples/s of the latest such run that passed, recorded in the store (world size 1,
+ * cpu), and its run id; *examples_per_s NaN and *run_id 0 when the store has none. The tables
+ * are created or checked first (tb_store_hw_tables, whose errors it returns); TB_ERR_IO when
+ * the query fails. */
+tb_status tb_store_hw_single_rank(tb_store *store, const tb_hw_single_query *query,
+                                  double *examples_per_s, int64_t *run_id, tb_error *err);
 
 #ifdef __cplusplus
 }

@@ -34,6 +34,14 @@ static tb_status open_comm(tb_dist *d, tb_error *err)
         st = tb_dist_mpi_status(MPI_Comm_rank(d->comm, &d->rank), "MPI_Comm_rank", err);
     if (st == TB_OK)
         st = tb_dist_mpi_status(MPI_Comm_size(d->comm, &d->size), "MPI_Comm_size", err);
+    MPI_Comm node = MPI_COMM_NULL; /* the ranks that share this rank's memory: its machine */
+    if (st == TB_OK)
+        st = tb_dist_mpi_status(MPI_Comm_split_type(d->comm, MPI_COMM_TYPE_SHARED, d->rank,
+                                                    MPI_INFO_NULL, &node),
+                                "MPI_Comm_split_type (the ranks of this machine)", err);
+    if (st == TB_OK)
+        st = tb_dist_mpi_status(MPI_Comm_size(node, &d->node_size), "MPI_Comm_size", err);
+    if (node != MPI_COMM_NULL) MPI_Comm_free(&node);
     if (st != TB_OK) MPI_Comm_free(&d->comm);
     return st;
 }
@@ -45,7 +53,7 @@ tb_status tb_dist_init(tb_dist **out, tb_error *err)
     tb_dist *d = calloc(1, sizeof *d);
     if (!d) return tb_fail(err, TB_ERR_NOMEM, "cannot allocate the distributed context");
     d->rank = 0;
-    d->size = 1;
+    d->size = d->node_size = 1;
     if (tb_dist_launched()) {
         int initialised = 0;
         MPI_Initialized(&initialised);
@@ -96,4 +104,5 @@ void tb_dist_abort(tb_dist *d, int code)
 
 int tb_dist_rank(const tb_dist *d) { return d ? d->rank : 0; }
 int tb_dist_size(const tb_dist *d) { return d ? d->size : 1; }
+int tb_dist_node_size(const tb_dist *d) { return d ? d->node_size : 1; }
 bool tb_dist_uses_mpi(const tb_dist *d) { return d && d->mpi; }

@@ -18,7 +18,8 @@ static const char hw_tables[] =
     "  id INTEGER PRIMARY KEY, created TEXT NOT NULL DEFAULT (datetime('now')),"
     "  code_version TEXT NOT NULL, machine TEXT NOT NULL, reference TEXT NOT NULL,"
     "  warmup_steps INTEGER NOT NULL, windows INTEGER NOT NULL, window_steps INTEGER NOT NULL,"
-    "  window_s REAL NOT NULL, max_time_s REAL NOT NULL, seed INTEGER NOT NULL);"
+    "  window_s REAL NOT NULL, max_time_s REAL NOT NULL, seed INTEGER NOT NULL,"
+    "  world_size INTEGER NOT NULL DEFAULT 1);"
     "CREATE TABLE IF NOT EXISTS hw_results("
     "  run_id INTEGER NOT NULL REFERENCES hw_runs(id), idx INTEGER NOT NULL,"
     "  workload TEXT NOT NULL, algorithm TEXT NOT NULL, device TEXT NOT NULL,"
@@ -32,9 +33,30 @@ static const char hw_tables[] =
     "  workloads INTEGER NOT NULL, failed INTEGER NOT NULL, score REAL, low REAL, high REAL,"
     "  level REAL NOT NULL, passed_score REAL, PRIMARY KEY(run_id, config));";
 
+/* Whether hw_runs has column `name` (false when the query fails: the check below reports). */
+static bool has_run_column(tb_store *s, const char *name)
+{
+    sqlite3_stmt *q = NULL;
+    bool has = sqlite3_prepare_v2(s->db, "SELECT count(*) FROM pragma_table_info('hw_runs') "
+                                         "WHERE name = ?1", -1, &q, NULL) == SQLITE_OK &&
+               sqlite3_bind_text(q, 1, name, -1, SQLITE_STATIC) == SQLITE_OK &&
+               sqlite3_step(q) == SQLITE_ROW && sqlite3_column_int(q, 0) > 0;
+    sqlite3_finalize(q);
+    return has;
+}
+
 tb_status tb_store_hw_tables(tb_store *s, tb_error *err)
 {
-    return tb_store_side_tables(s, hw_tables, "hardware tables", "hardware runs", err);
+    /* hw_runs from before `hw --dist` lacks world_size alone: added below */
+    static const char *const added[] = {"hw_runs.world_size"};
+    tb_status st = tb_store_side_tables(s, hw_tables, added, 1, "hardware tables",
+                                        "hardware runs", err);
+    if (st != TB_OK) return st;
+    /* its runs were one process each */
+    if (!has_run_column(s, "world_size"))
+        return tb_store_exec(s, "ALTER TABLE hw_runs ADD COLUMN world_size INTEGER NOT NULL "
+                                "DEFAULT 1", err);
+    return TB_OK;
 }
 
 /* Runs q (prepared from sql) once with its bindings; then finalizes it. */
@@ -51,8 +73,8 @@ static tb_status add_run(tb_store *s, const tb_hw_run_record *run, int64_t *id, 
     sqlite3_stmt *q = NULL;
     if (sqlite3_prepare_v2(s->db,
                            "INSERT INTO hw_runs(code_version, machine, reference, warmup_steps,"
-                           " windows, window_steps, window_s, max_time_s, seed)"
-                           " VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?)", -1, &q, NULL))
+                           " windows, window_steps, window_s, max_time_s, seed, world_size)"
+                           " VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", -1, &q, NULL))
         return tb_store_sql_fail(s, err, "recording a hardware run");
     const tb_throughput_config *c = run->settings;
     sqlite3_bind_text(q, 1, run->code_version, -1, SQLITE_TRANSIENT);
@@ -64,6 +86,7 @@ static tb_status add_run(tb_store *s, const tb_hw_run_record *run, int64_t *id, 
     sqlite3_bind_double(q, 7, c->window_s);
     sqlite3_bind_double(q, 8, c->max_time_s);
     sqlite3_bind_int64(q, 9, (int64_t)c->seed);
+    sqlite3_bind_int(q, 10, run->world_size > 1 ? run->world_size : 1);
     tb_status st = step_once(s, q, "recording a hardware run", err);
     *id = sqlite3_last_insert_rowid(s->db);
     return st;

@@ -5,13 +5,14 @@
 
 #include <math.h>
 
-tb_status tb_store_side_tables(tb_store *s, const char *tables, const char *what,
-                               const char *purpose, tb_error *err)
+tb_status tb_store_side_tables(tb_store *s, const char *tables, const char *const *added,
+                               int n_added, const char *what, const char *purpose,
+                               tb_error *err)
 {
     tb_status st = tb_store_exec(s, tables, err);
     if (st != TB_OK) return st;
     char missing[160], why[256] = "";
-    if (!tb_store_missing_column(s->db, tables, NULL, 0, missing, sizeof missing, why,
+    if (!tb_store_missing_column(s->db, tables, added, n_added, missing, sizeof missing, why,
                                  sizeof why))
         return tb_fail(err, TB_ERR_IO, "results store %s: checking the %s: %s", s->path, what,
                        why);

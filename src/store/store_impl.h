@@ -26,9 +26,12 @@ bool tb_store_missing_column(sqlite3 *db, const char *tables, const char *const 
                              size_t why_cap);
 /* Creates the tables of `tables` (CREATE TABLE IF NOT EXISTS statements) kept beside the
  * schema, and checks their columns: TB_ERR_FORMAT "its <what> lack column X ...: record
- * <purpose> in another --db" when a table lacks one (side_tables.c). */
-tb_status tb_store_side_tables(tb_store *s, const char *tables, const char *what,
-                               const char *purpose, tb_error *err);
+ * <purpose> in another --db" when a table lacks one other than the n_added "table.column"
+ * names of `added` (columns added since the table was first written, which the caller adds;
+ * side_tables.c). */
+tb_status tb_store_side_tables(tb_store *s, const char *tables, const char *const *added,
+                               int n_added, const char *what, const char *purpose,
+                               tb_error *err);
 /* Binds v, or NULL where it is not finite. */
 void tb_store_bind_real(sqlite3_stmt *q, int i, double v);
 /* JSON text (malloc'ed) of a hyperparameter point / of the seeds by stream name. */

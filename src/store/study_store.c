@@ -26,7 +26,7 @@ static const char study_table[] =
 static tb_status prepare(tb_store *s, const char *sql, const char *what, sqlite3_stmt **q,
                          tb_error *err)
 {
-    tb_status st = tb_store_side_tables(s, study_table, "study table", "studies", err);
+    tb_status st = tb_store_side_tables(s, study_table, NULL, 0, "study table", "studies", err);
     if (st != TB_OK) return st;
     return sqlite3_prepare_v2(s->db, sql, -1, q, NULL) ? tb_store_sql_fail(s, err, what)
                                                        : TB_OK;
