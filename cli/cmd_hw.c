@@ -25,7 +25,16 @@ static const char hw_usage[] =
     "that fails it or errors is failed, ratio 0), the ratio to the reference machine's\n"
     "examples/s (1.0: as fast as it) and per configuration a score: the weighted geometric\n"
     "mean of the ratios with its 95% interval (0 when a workload failed). Progress (workload,\n"
-    "window, ETA) is shown when stderr is a terminal. Multi-node runs are not implemented.\n"
+    "window, ETA) is shown when stderr is a terminal.\n"
+    "\n"
+    "Across the ranks of an MPI job, on one machine or several:\n"
+    "  mpirun -np W trainbench hw --dist --threads T ...\n"
+    "each workload trains data-parallel (its batch split into W shards, gradients averaged\n"
+    "every step, as train --dist); rank 0 reports the job's examples/s, the largest peak\n"
+    "memory of the ranks, a score against the reference machine as a whole (at W x T\n"
+    "threads), and the scaling efficiency: examples/s / (W x one process's at T threads on\n"
+    "this machine: from a one-process run with the same settings in --db, else from the\n"
+    "reference file if it was measured on this machine; otherwise none).\n"
     "\n"
     "options:\n"
     "  -w, --workload ID         a workload (repeatable, or comma-separated; default: the\n"
@@ -52,6 +61,9 @@ static const char hw_usage[] =
     "                            hw_results, hw_scores)\n"
     "      --data-dir DIR        the data packages' directory (default: Debian's)\n"
     "      --cache-dir DIR       prepared-data cache (default as `trainbench prepare`)\n"
+    "      --dist                data-parallel across the ranks of an MPI job (above;\n"
+    "                            cpu only; every workload's batch must divide by W);\n"
+    "                            without a launcher: one process, as without --dist\n"
     "      --json                print the run as one JSON object on stdout\n"
     "  -q, --quiet               no progress display\n"
     "  -h, --help                this help\n"
@@ -60,7 +72,8 @@ static const char hw_usage[] =
     "usage or value (a malformed reference file included), 3 data or device missing.\n"
     "\n"
     "example:\n"
-    "  trainbench hw -w fmnist_mlp,kjv_transformer --threads 1,2 --db results.db\n";
+    "  trainbench hw -w fmnist_mlp,kjv_transformer --threads 1,2 --db results.db\n"
+    "  mpirun -np 2 trainbench hw --dist -w fmnist_mlp --threads 1 --db results.db\n";
 
 /* ---- options ------------------------------------------------------------------------------ */
 
@@ -73,7 +86,7 @@ typedef struct hw_options {
     bool lr_set;
     double lr;
     const char *reference, *save_reference, *db;
-    bool json, quiet;
+    bool json, quiet, dist;
 } hw_options;
 
 /* Splits a comma-separated list into items[], up to cap; false (with the error) when more. */
@@ -110,7 +123,7 @@ static bool parse_threads(char *text, hw_options *o)
 }
 
 enum { OPT_DEVICE = 1000, OPT_WARMUP, OPT_WINDOWS, OPT_WINDOW, OPT_WINDOW_STEPS, OPT_MAX_TIME,
-       OPT_LR, OPT_REFERENCE, OPT_SAVE, OPT_DB, OPT_DATA, OPT_CACHE, OPT_JSON };
+       OPT_LR, OPT_REFERENCE, OPT_SAVE, OPT_DB, OPT_DATA, OPT_CACHE, OPT_JSON, OPT_DIST };
 
 /* Parses the options into o and the run's settings; an exit code (TB_EXIT_OK to go on). */
 static int parse_options(int argc, char **argv, hw_options *o, tb_throughput_config *c)
@@ -125,6 +138,7 @@ static int parse_options(int argc, char **argv, hw_options *o, tb_throughput_con
         {"save-reference", required_argument, 0, OPT_SAVE}, {"db", required_argument, 0, OPT_DB},
         {"data-dir", required_argument, 0, OPT_DATA}, {"cache-dir", required_argument, 0, OPT_CACHE},
         {"json", no_argument, 0, OPT_JSON}, {"quiet", no_argument, 0, 'q'},
+        {"dist", no_argument, 0, OPT_DIST},
         {"help", no_argument, 0, 'h'}, {0, 0, 0, 0},
     };
     tb_error err = {0};
@@ -190,6 +204,7 @@ static int parse_options(int argc, char **argv, hw_options *o, tb_throughput_con
         case OPT_DATA: c->data.data_dir = optarg; break;
         case OPT_CACHE: c->data.cache_dir = optarg; break;
         case OPT_JSON: o->json = true; break;
+        case OPT_DIST: o->dist = true; break;
         case 'q': o->quiet = true; break;
         case 'h': fputs(hw_usage, stdout); return -1;
         default: return tb_cli_option_error("hw", ch, argv);
@@ -206,10 +221,12 @@ static int parse_options(int argc, char **argv, hw_options *o, tb_throughput_con
 
 /* ---- the runs ----------------------------------------------------------------------------- */
 
-/* The configurations: the GPU, or each thread count (default 1 and all cores). */
+/* The configurations: the GPU, or each thread count (per rank with --dist; default 1 and all
+ * cores, or each rank's share of its machine's cores). */
 static void plan_configs(const hw_options *o, hw_run *run)
 {
-    int def[2] = {1, run->cores}, n = run->cores > 1 ? 2 : 1;
+    int share = run->cores / tb_dist_node_size(run->dist);
+    int def[2] = {1, share}, n = share > 1 ? 2 : 1;
     const int *threads = o->n_threads ? o->threads : def;
     if (o->n_threads) n = o->n_threads;
     if (o->device != TB_DEVICE_CPU) n = 1;
@@ -217,7 +234,10 @@ static void plan_configs(const hw_options *o, hw_run *run)
         hw_config *cf = &run->configs[run->n_configs++];
         cf->device = o->device;
         cf->threads = o->device == TB_DEVICE_CPU ? threads[i] : 1;
-        if (o->device == TB_DEVICE_CPU)
+        if (o->device == TB_DEVICE_CPU && run->ranks > 1)
+            snprintf(cf->label, sizeof cf->label, "cpu, %d ranks x %d thread%s", run->ranks,
+                     cf->threads, cf->threads == 1 ? "" : "s");
+        else if (o->device == TB_DEVICE_CPU)
             snprintf(cf->label, sizeof cf->label, "cpu, %d thread%s", cf->threads,
                      cf->threads == 1 ? "" : "s");
         else
@@ -228,6 +248,7 @@ static void plan_configs(const hw_options *o, hw_run *run)
 /* The rows, workload by workload; an exit code. */
 static int plan_rows(const hw_options *o, hw_run *run)
 {
+    bool root = tb_dist_rank(run->dist) == 0; /* --dist: every rank alike, rank 0 prints */
     const char *def[HW_MAX_WORKLOADS];
     int nw = o->n_workloads;
     const char *const *ids = o->workloads;
@@ -237,7 +258,7 @@ static int plan_rows(const hw_options *o, hw_run *run)
     }
     run->rows = calloc((size_t)nw * (size_t)run->n_configs, sizeof *run->rows);
     if (!run->rows) {
-        tb_cli_error("hw: out of memory");
+        if (root) tb_cli_error("hw: out of memory");
         return TB_EXIT_FAILURE;
     }
     tb_error err = {0};
@@ -245,18 +266,25 @@ static int plan_rows(const hw_options *o, hw_run *run)
         const char *algorithm;
         tb_hparams hp;
         if (tb_hw_settings(ids[w], &algorithm, &hp, &err) != TB_OK) {
-            tb_cli_error("--workload: %s", err.message);
+            if (root) tb_cli_error("--workload: %s", err.message);
             return TB_EXIT_USAGE;
         }
         for (int k = 0; k < w; k++)
             if (strcmp(ids[k], ids[w]) == 0) {
-                tb_cli_error("--workload: %s is listed twice", ids[w]);
+                if (root) tb_cli_error("--workload: %s is listed twice", ids[w]);
                 return TB_EXIT_USAGE;
             }
         int batch = 0;
         for (int i = 0; i < tb_workload_count(); i++)
             if (strcmp(tb_workload_info_at(i)->id, ids[w]) == 0)
                 batch = tb_workload_info_at(i)->default_batch_size;
+        if (batch % run->ranks != 0) {
+            if (root) tb_cli_error("hw --dist: the batch of %s (%d examples, its calibration baseline's) "
+                         "does not divide among %d ranks: run a number of ranks that divides "
+                         "every workload's batch, or leave %s out (-w)", ids[w], batch,
+                         run->ranks, ids[w]);
+            return TB_EXIT_USAGE;
+        }
         for (int c = 0; c < run->n_configs; c++) {
             hw_row *r = &run->rows[run->n_rows];
             r->batch_size = batch;
@@ -264,6 +292,7 @@ static int plan_rows(const hw_options *o, hw_run *run)
             r->algorithm = algorithm;
             r->config = c;
             r->ratio = r->reference_examples_per_s = NAN;
+            r->single_examples_per_s = r->efficiency = NAN;
             run->n_rows++;
         }
     }
@@ -311,6 +340,7 @@ static int run_rows(const hw_options *o, hw_run *run)
         if (o->lr_set) tb_hparams_set(&tc.hparams, "learning_rate", o->lr, NULL);
         tc.backend = (tb_backend_config){.device = cf->device, .threads = cf->threads};
         tc.check_loss = true;
+        tc.dist = run->dist;
         pg.index = i;
         pg.workload = r->workload;
         pg.config = cf->label;
@@ -323,15 +353,89 @@ static int run_rows(const hw_options *o, hw_run *run)
         tb_status st = tb_throughput_run(&tc, &r->res, &err);
         pg.done_s += r->res.elapsed_s;
         if (pg.tty) fputs("\r\033[K", stderr);
+        /* --dist: rank 0 prints; another rank only a failure that may be its alone */
+        bool own = tb_dist_rank(run->dist) == 0 ||
+                   (strncmp(err.message, "another rank failed", 19) != 0 &&
+                    (st == TB_ERR_MISSING || tb_cli_exit_code(st) == TB_EXIT_FAILURE));
         if (st == TB_ERR_MISSING || st == TB_ERR_NO_DEVICE || st == TB_ERR_UNSUPPORTED ||
             st == TB_ERR_INVALID) {
-            tb_cli_error("hw: %s, %s: %s", r->workload, cf->label, err.message);
+            if (own) tb_cli_error("hw: %s, %s: %s", r->workload, cf->label, err.message);
             return tb_cli_exit_code(st);
         }
         r->failed = st != TB_OK || !r->res.passed;
         snprintf(r->reason, sizeof r->reason, "%s", st != TB_OK ? err.message : r->res.reason);
     }
     return TB_EXIT_OK;
+}
+
+/* --dist: the cores of the job's machines (each rank's share of its machine's, summed). */
+static int job_cores(const hw_run *run)
+{
+    float share = (float)run->cores / (float)tb_dist_node_size(run->dist);
+    tb_error err = {0};
+    if (tb_dist_average(run->dist, &share, 1, &err) != TB_OK) return run->cores * run->ranks;
+    return (int)lroundf(share * (float)run->ranks);
+}
+
+/* The options checked against the job (every rank alike, rank 0 prints); an exit code. */
+static int check_job(const hw_options *o, const hw_run *run, bool root)
+{
+    if (run->ranks > 1 && o->save_reference) {
+        if (root)
+            tb_cli_error("hw --dist: --save-reference writes one process's figures; measure "
+                         "the reference without mpirun");
+        return TB_EXIT_USAGE;
+    }
+    return TB_EXIT_OK;
+}
+
+/* Plans, measures, scores and reports (rank 0 alone prints and records); an exit code. */
+static int run_suite(const hw_options *o, hw_run *run, const char *command, bool root)
+{
+    plan_configs(o, run);
+    int rc = check_job(o, run, root);
+    if (rc == TB_EXIT_OK) rc = plan_rows(o, run);
+    tb_hw_reference *ref = calloc(1, sizeof *ref);
+    tb_error err = {0};
+    if (ref && strcmp(o->reference, "none") == 0)
+        snprintf(ref->path, sizeof ref->path, "none"); /* no figures: no ratio, no score */
+    else if (rc == TB_EXIT_OK && (!ref || tb_hw_reference_load(o->reference, ref, &err) != TB_OK)) {
+        if (root) tb_cli_error("--reference: %s", ref ? err.message : "out of memory");
+        rc = TB_EXIT_USAGE;
+    }
+    run->ref = ref;
+    if (rc == TB_EXIT_OK && o->db && root) { /* a bad store fails before minutes of measuring */
+        tb_store *store;
+        rc = tb_cli_hw_open_store(o->db, &store);
+        tb_store_close(store);
+    }
+    if (run->ranks > 1) { /* rank 0's verdict on its store reaches every rank */
+        int verdict = rc;
+        if (tb_dist_broadcast(run->dist, &verdict, &err) == TB_OK) rc = verdict;
+    }
+    double load_start = tb_cli_hw_load_average();
+    if (rc == TB_EXIT_OK) rc = run_rows(o, run);
+    if (rc == TB_EXIT_OK) {
+        run->job_cores = run->ranks > 1 ? job_cores(run) : run->cores;
+        /* the last configuration's backend: all cores by default */
+        tb_machine_facts(run->rows[run->n_rows - 1].res.backend, run->cores, run->machine,
+                         sizeof run->machine);
+        tb_cli_hw_score(run);
+    }
+    if (rc == TB_EXIT_OK && root) {
+        if (run->ranks > 1) tb_cli_hw_scaling(run, o->db);
+        if (o->json) tb_cli_hw_print_json(run);
+        else tb_cli_hw_print_table(run);
+        if (o->db) rc = tb_cli_hw_record(run, o->db);
+        if (rc == TB_EXIT_OK && o->save_reference)
+            rc = tb_cli_hw_save_reference(run, o->save_reference, command, load_start,
+                                           tb_cli_hw_load_average());
+    }
+    bool failed = false;
+    for (int i = 0; rc == TB_EXIT_OK && i < run->n_rows; i++) failed |= run->rows[i].failed;
+    free(run->rows);
+    free(ref);
+    return rc == TB_EXIT_OK && failed ? TB_EXIT_FAILURE : rc;
 }
 
 int tb_cli_hw(int argc, char **argv)
@@ -341,7 +445,7 @@ int tb_cli_hw(int argc, char **argv)
     for (int i = 0; i < argc && len < sizeof command; i++)
         len += (size_t)snprintf(command + len, sizeof command - len, " %s", argv[i]);
     hw_options o = {.device = TB_DEVICE_CPU, .reference = TB_HW_REFERENCE};
-    hw_run run = {.settings = tb_throughput_config_default(), .level = 0.95};
+    hw_run run = {.settings = tb_throughput_config_default(), .level = 0.95, .ranks = 1};
     run.settings.windows = 10;
     run.settings.window_s = 0.5;
     run.settings.max_time_s = 60;
@@ -349,39 +453,20 @@ int tb_cli_hw(int argc, char **argv)
     if (rc != TB_EXIT_OK) return rc < 0 ? TB_EXIT_OK : rc;
     run.cores = (int)sysconf(_SC_NPROCESSORS_ONLN);
     if (run.cores < 1) run.cores = 1;
-    plan_configs(&o, &run);
-    rc = plan_rows(&o, &run);
-    tb_hw_reference *ref = calloc(1, sizeof *ref);
+    /* --dist: this rank of the MPI job (a world of 1 without a launcher); rank 0 prints */
     tb_error err = {0};
-    if (ref && strcmp(o.reference, "none") == 0)
-        snprintf(ref->path, sizeof ref->path, "none"); /* no figures: no ratio, no score */
-    else if (rc == TB_EXIT_OK && (!ref || tb_hw_reference_load(o.reference, ref, &err) != TB_OK)) {
-        tb_cli_error("--reference: %s", ref ? err.message : "out of memory");
-        rc = TB_EXIT_USAGE;
+    if (o.dist && tb_dist_init(&run.dist, &err) != TB_OK) {
+        tb_cli_error("--dist: %s", err.message);
+        return tb_cli_exit_code(err.status);
     }
-    run.ref = ref;
-    if (rc == TB_EXIT_OK && o.db) { /* a bad store fails before minutes of measuring */
-        tb_store *store;
-        rc = tb_cli_hw_open_store(o.db, &store);
-        tb_store_close(store);
+    run.ranks = tb_dist_size(run.dist);
+    bool root = tb_dist_rank(run.dist) == 0;
+    if (!root) o.quiet = true;
+    rc = run_suite(&o, &run, command, root);
+    /* every rank ran the same rows to the same verdict: finalise together */
+    if (run.dist) {
+        int code = tb_cli_dist_finish(run.dist, TB_OK, &err);
+        if (rc == TB_EXIT_OK) rc = code;
     }
-    double load_start = tb_cli_hw_load_average();
-    if (rc == TB_EXIT_OK) rc = run_rows(&o, &run);
-    if (rc == TB_EXIT_OK) {
-        /* the last configuration's backend: all cores by default */
-        tb_machine_facts(run.rows[run.n_rows - 1].res.backend, run.cores, run.machine,
-                         sizeof run.machine);
-        tb_cli_hw_score(&run);
-        if (o.json) tb_cli_hw_print_json(&run);
-        else tb_cli_hw_print_table(&run);
-        if (o.db) rc = tb_cli_hw_record(&run, o.db);
-        if (rc == TB_EXIT_OK && o.save_reference)
-            rc = tb_cli_hw_save_reference(&run, o.save_reference, command, load_start,
-                                           tb_cli_hw_load_average());
-    }
-    bool failed = false;
-    for (int i = 0; rc == TB_EXIT_OK && i < run.n_rows; i++) failed |= run.rows[i].failed;
-    free(run.rows);
-    free(ref);
-    return rc == TB_EXIT_OK && failed ? TB_EXIT_FAILURE : rc;
+    return rc;
 }

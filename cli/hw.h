@@ -19,13 +19,17 @@ typedef struct hw_row {
     double reference_examples_per_s;
     double weight;             /* the reference file's */
     char note[256];            /* why there is no ratio */
+    /* --dist: the one-process examples/s at the same threads per rank, where from, and the
+       scaling efficiency examples_per_s / (ranks x it) (NaN: no one-process figure) */
+    double single_examples_per_s, efficiency;
+    char single_source[160];
 } hw_row;
 
 /* A device and thread count, and its score. */
 typedef struct hw_config {
     tb_device device;
     int threads;
-    char label[32];            /* "cpu, 2 threads", "cuda" */
+    char label[48];            /* "cpu, 2 threads", "cpu, 2 ranks x 1 thread", "cuda" */
     bool scored;               /* some workload of it has a reference figure */
     tb_hw_score score;
 } hw_config;
@@ -57,6 +61,10 @@ int tb_cli_hw_save_reference(const hw_run *run, const char *path, const char *co
 int tb_cli_hw_open_store(const char *db, tb_store **out);
 /* Records the run in the results store db; an exit code. */
 int tb_cli_hw_record(const hw_run *run, const char *db);
+
+/* hw_scaling.c: --dist: each row's one-process figure (the store's, else the reference file's
+ * when it was measured on this machine) and its scaling efficiency; db may be NULL. */
+void tb_cli_hw_scaling(hw_run *run, const char *db);
 
 /* hw_output.c: the terminal table and the scores, on stdout. */
 void tb_cli_hw_print_table(const hw_run *run);

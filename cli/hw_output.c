@@ -36,16 +36,43 @@ static void print_score_line(const hw_run *run, const hw_config *cf)
     printf(")\n");
 }
 
+/* --dist: the job, and each row's scaling efficiency or why it has none. */
+static void print_scaling(const hw_run *run)
+{
+    if (run->ranks < 2) return;
+    printf("job: %d ranks (on %d cores), each training its shard of the batch; the gradients "
+           "averaged every step; examples/s of the whole job, timed by rank 0\n", run->ranks,
+           run->job_cores);
+    for (int i = 0; i < run->n_rows; i++) {
+        const hw_row *r = &run->rows[i];
+        const hw_config *cf = &run->configs[r->config];
+        if (isfinite(r->efficiency))
+            printf("scaling: %s, %s: efficiency %.3f (%.1f examples/s over %d x %.1f of one "
+                   "process at %d thread%s, from %s)\n", r->workload, cf->label, r->efficiency,
+                   r->res.examples_per_s, run->ranks, r->single_examples_per_s, cf->threads,
+                   cf->threads == 1 ? "" : "s", r->single_source);
+        else
+            printf("scaling: %s, %s: no efficiency (%s)\n", r->workload, cf->label,
+                   r->failed ? "the run failed"
+                             : "no one-process run at these threads with these settings on this "
+                         "machine: none in --db, and the reference file is another machine's "
+                         "or has no such figure");
+    }
+}
+
 void tb_cli_hw_print_table(const hw_run *run)
 {
-    printf("%-20s %-15s %11s %6s %6s %8s %8s %6s  %s\n", "workload", "config", "examples/s",
+    int width = 15; /* the config column: "cpu, 2 ranks x 1 thread" with --dist */
+    for (int c = 0; c < run->n_configs; c++)
+        if ((int)strlen(run->configs[c].label) > width) width = (int)strlen(run->configs[c].label);
+    printf("%-20s %-*s %11s %6s %6s %8s %8s %6s  %s\n", "workload", width, "config", "examples/s",
            "std%", "sem%", "ms/step", "peak MB", "ratio", "status");
     bool notes = false;
     for (int i = 0; i < run->n_rows; i++) {
         const hw_row *r = &run->rows[i];
         const tb_throughput_result *t = &r->res;
         char eps[32], std[16], sem[16], ms[16], mb[16], ratio[16];
-        printf("%-20s %-15s %11s %6s %6s %8s %8s %6s  %s%s\n", r->workload,
+        printf("%-20s %-*s %11s %6s %6s %8s %8s %6s  %s%s\n", r->workload, width,
                run->configs[r->config].label, num(eps, sizeof eps, "%.1f", t->examples_per_s),
                num(std, sizeof std, "%.1f", t->std_pct), num(sem, sizeof sem, "%.1f", t->sem_pct),
                num(ms, sizeof ms, "%.2f", t->ms_per_step),
@@ -66,11 +93,12 @@ void tb_cli_hw_print_table(const hw_run *run)
     else
         printf("reference: %s, measured %s at %s on %s (%d cores)%s%s\n", ref->path, ref->date,
                ref->commit, ref->cpu, ref->cores, ref->note[0] ? "; " : "", ref->note);
+    print_scaling(run);
     const tb_throughput_config *c = &run->settings;
     printf("settings: %d warm-up steps, %d windows of >= %g s and >= %lld step%s, time limit "
-           "%g s per run; peak MB: the process's resident peak\n", c->warmup_steps, c->windows,
+           "%g s per run; peak MB: the %s resident peak\n", c->warmup_steps, c->windows,
            c->window_s, (long long)c->window_steps, c->window_steps == 1 ? "" : "s",
-           c->max_time_s);
+           c->max_time_s, run->ranks > 1 ? "largest rank's" : "process's");
 }
 
 /* ---- JSON --------------------------------------------------------------------------------- */
@@ -97,7 +125,8 @@ static void print_json_row(const hw_run *run, const hw_row *r)
     json_text_field("workload", r->workload, true);
     json_text_field("algorithm", r->algorithm, true);
     json_text_field("device", tb_device_name(cf->device), true);
-    printf("\"threads\":%d,\"batch_size\":%d,", cf->threads, r->batch_size);
+    printf("\"threads\":%d,\"ranks\":%d,\"batch_size\":%d,", cf->threads, run->ranks,
+           r->batch_size);
     json_text_field("backend", t->backend, true);
     json_text_field("status", r->failed ? "failed" : "ok", true);
     json_text_field("reason", r->reason, true);
@@ -117,7 +146,10 @@ static void print_json_row(const hw_run *run, const hw_row *r)
     json_number_field("last_loss", "%.6g", t->last_loss, true);
     json_number_field("ratio", "%.4f", r->ratio, true);
     json_number_field("reference_examples_per_s", "%.2f", r->reference_examples_per_s, true);
-    json_text_field("ratio_note", isfinite(r->ratio) ? "" : r->note, false);
+    json_text_field("ratio_note", isfinite(r->ratio) ? "" : r->note, true);
+    json_number_field("single_process_examples_per_s", "%.2f", r->single_examples_per_s, true);
+    json_text_field("single_process_source", r->single_source, true);
+    json_number_field("scaling_efficiency", "%.4f", r->efficiency, false);
     putchar('}');
 }
 
@@ -127,7 +159,8 @@ static void print_json_score(const hw_run *run, const hw_config *cf)
     putchar('{');
     json_text_field("config", cf->label, true);
     json_text_field("device", tb_device_name(cf->device), true);
-    printf("\"threads\":%d,\"scored\":%s,", cf->threads, cf->scored ? "true" : "false");
+    printf("\"threads\":%d,\"ranks\":%d,\"scored\":%s,", cf->threads, run->ranks,
+           cf->scored ? "true" : "false");
     printf("\"workloads\":%d,\"failed\":%d,", s->items, s->failed);
     json_number_field("score", "%.4f", cf->scored ? s->score : NAN, true);
     json_number_field("low", "%.4f", cf->scored ? s->low : NAN, true);
@@ -144,6 +177,7 @@ void tb_cli_hw_print_json(const hw_run *run)
     putchar('{');
     json_text_field("code_version", tb_code_version(), true);
     printf("\"machine\":%s,", run->machine);
+    printf("\"ranks\":%d,\"job_cores\":%d,", run->ranks, run->job_cores);
     printf("\"settings\":{\"warmup_steps\":%d,\"windows\":%d,\"window_s\":%g,"
            "\"window_steps\":%lld,\"max_time_s\":%g,\"seed\":%llu},",
            c->warmup_steps, c->windows, c->window_s, (long long)c->window_steps, c->max_time_s,

@@ -21,9 +21,11 @@ void tb_cli_hw_score(hw_run *run)
             hw_row *r = &run->rows[i];
             if (r->config != c) continue;
             const tb_hw_ref_workload *entry;
+            /* a job of several ranks is one machine of ranks x threads: the reference's
+             * figure at that many threads, or at all its cores for a job on all of its own */
             const tb_hw_figure *f = tb_hw_reference_find(
-                run->ref, r->workload, r->algorithm, r->batch_size, cf->device, cf->threads,
-                run->cores, &entry, r->note, sizeof r->note);
+                run->ref, r->workload, r->algorithm, r->batch_size, cf->device,
+                cf->threads * run->ranks, run->job_cores, &entry, r->note, sizeof r->note);
             if (!f) continue;
             r->reference_examples_per_s = f->examples_per_s;
             r->weight = entry->weight;

@@ -9,27 +9,9 @@
 
 static char out[65536];
 
-static int run_mpi(int np, const char *args)
-{
-    char line[2048];
-    const char *mpiexec = getenv("TB_MPIEXEC");
-    const char *bin = getenv("TB_BINARY");
-    snprintf(line, sizeof line, "%s --oversubscribe --allow-run-as-root -np %d %s %s 2>&1",
-             mpiexec ? mpiexec : "mpiexec", np, bin ? bin : "./trainbench", args);
-    FILE *p = popen(line, "r");
-    if (!p) return -1;
-    size_t n = fread(out, 1, sizeof out - 1, p);
-    out[n] = '\0';
-    int st = pclose(p);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
+static int run_mpi(int np, const char *args) { return tb_test_run_mpi(np, args, out, sizeof out); }
 
-static int count(const char *hay, const char *needle)
-{
-    int n = 0;
-    for (const char *p = hay; (p = strstr(p, needle)) != NULL; p++) n++;
-    return n;
-}
+static int count(const char *hay, const char *needle) { return tb_test_count(hay, needle); }
 
 /* the number after "key": in a JSON line */
 static double field(const char *json, const char *key)

@@ -68,7 +68,7 @@ int main(void)
 
     /* help, and bad options: exit 2 with the cause named */
     CHECK(run("hw --help") == 0 && has("--windows") && has("--reference") &&
-          has("Multi-node runs are not implemented"));
+          has("mpirun -np W trainbench hw --dist") && has("scaling efficiency"));
     CHECK(run("--help") == 0 && has("hw  "));
     CHECK(run("hw --threads 0 -q") == 2 && has("--threads: 0 is outside [1, 4096]"));
     CHECK(run("hw --threads 1,1 -q") == 2 && has("1 is listed twice"));

@@ -245,17 +245,39 @@ tb_params *tb_test_params_wb(tb_backend *be, const float *w, const float *b, con
     return p;
 }
 
-int tb_test_run_cli(const char *args, char *out, size_t cap)
+/* Runs `launcher TB_BINARY args`, its output into out. */
+static int run_command(const char *launcher, const char *args, char *out, size_t cap)
 {
     const char *bin = getenv("TB_BINARY");
     char cmd[4096];
-    snprintf(cmd, sizeof cmd, "%s %s 2>&1", bin ? bin : "./trainbench", args);
+    snprintf(cmd, sizeof cmd, "%s%s %s 2>&1", launcher, bin ? bin : "./trainbench", args);
     FILE *p = popen(cmd, "r");
     if (!p) return -1;
     size_t n = fread(out, 1, cap - 1, p);
     out[n] = '\0';
     int st = pclose(p);
     return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+int tb_test_run_cli(const char *args, char *out, size_t cap)
+{
+    return run_command("", args, out, cap);
+}
+
+int tb_test_run_mpi(int np, const char *args, char *out, size_t cap)
+{
+    const char *mpiexec = getenv("TB_MPIEXEC");
+    char launcher[512];
+    snprintf(launcher, sizeof launcher, "%s --oversubscribe --allow-run-as-root -np %d ",
+             mpiexec ? mpiexec : "mpiexec", np);
+    return run_command(launcher, args, out, cap);
+}
+
+int tb_test_count(const char *hay, const char *needle)
+{
+    int n = 0;
+    for (const char *p = hay; (p = strstr(p, needle)) != NULL; p++) n++;
+    return n;
 }
 
 void tb_test_write_text(const char *path, const char *text)

@@ -96,6 +96,11 @@ int tb_test_bench_in_child(const char *db, const tb_bench_spec *s);
 int tb_test_count_trials(const char *db, const char *bench, tb_trial_status want,
                          int *with_evals);
 int tb_test_run_cli(const char *args, char *out, size_t cap);
+/* tb_test_run_cli under `TB_MPIEXEC --oversubscribe --allow-run-as-root -np np` (the mpiexec
+ * CMake found; every rank's output together). */
+int tb_test_run_mpi(int np, const char *args, char *out, size_t cap);
+/* How many times needle occurs in hay. */
+int tb_test_count(const char *hay, const char *needle);
 /* Removes a results store's file and its -wal, -shm and -lock files (those there). */
 void tb_test_remove_store(const char *path);
 /* A synthetic trial (no training) of submission on workload in benchmark bench, planned with
