@@ -26,27 +26,9 @@ static int run_tiny(const char *extra)
     return run(args);
 }
 
-static int64_t query_int(const char *sql)
-{
-    sqlite3 *h = NULL;
-    sqlite3_stmt *q = NULL;
-    int64_t v = -1;
-    if (sqlite3_open(db_path, &h) == SQLITE_OK &&
-        sqlite3_prepare_v2(h, sql, -1, &q, NULL) == SQLITE_OK && sqlite3_step(q) == SQLITE_ROW)
-        v = sqlite3_column_int64(q, 0);
-    sqlite3_finalize(q);
-    sqlite3_close(h);
-    return v;
-}
+static int64_t query_int(const char *sql) { return tb_test_query_int(db_path, sql); }
 
-/* The number after "key": in out (NaN if absent). */
-static double json_number(const char *key)
-{
-    char k[64];
-    snprintf(k, sizeof k, "\"%s\":", key);
-    const char *p = strstr(out, k);
-    return p ? strtod(p + strlen(k), NULL) : NAN;
-}
+static double json_number(const char *key) { return tb_test_json_number(out, key); }
 
 /* The store's file (SQLite removes its -wal and -shm files when the last connection closes). */
 static void remove_store(void) { remove(db_path); }

@@ -4,7 +4,6 @@
  * and --device cuda are refused, once, with a clear message. (TB_MPIEXEC: CMake's mpiexec.) */
 #include "testutil.h"
 
-#include <sqlite3.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -15,27 +14,9 @@ static char db_path[128];
 #define TINY "hw -w fmnist_mlp --threads 1 --warmup 2 --windows 2 --window 0 --window-steps 2 " \
              "-q --reference none --json"
 
-static int64_t query_int(const char *sql)
-{
-    sqlite3 *h = NULL;
-    sqlite3_stmt *q = NULL;
-    int64_t v = -1;
-    if (sqlite3_open(db_path, &h) == SQLITE_OK &&
-        sqlite3_prepare_v2(h, sql, -1, &q, NULL) == SQLITE_OK && sqlite3_step(q) == SQLITE_ROW)
-        v = sqlite3_column_int64(q, 0);
-    sqlite3_finalize(q);
-    sqlite3_close(h);
-    return v;
-}
+static int64_t query_int(const char *sql) { return tb_test_query_int(db_path, sql); }
 
-/* The number after "key": in out (NaN if absent). */
-static double number(const char *key)
-{
-    char k[64];
-    snprintf(k, sizeof k, "\"%s\":", key);
-    const char *p = strstr(out, k);
-    return p ? strtod(p + strlen(k), NULL) : NAN;
-}
+static double number(const char *key) { return tb_test_json_number(out, key); }
 
 static void test_job(void)
 {

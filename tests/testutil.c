@@ -1,6 +1,8 @@
 /* testutil.c: the test harness and the gradient checker. */
 #include "testutil.h"
 
+#include <sqlite3.h>
+
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -271,6 +273,27 @@ int tb_test_run_mpi(int np, const char *args, char *out, size_t cap)
     snprintf(launcher, sizeof launcher, "%s --oversubscribe --allow-run-as-root -np %d ",
              mpiexec ? mpiexec : "mpiexec", np);
     return run_command(launcher, args, out, cap);
+}
+
+int64_t tb_test_query_int(const char *db, const char *sql)
+{
+    sqlite3 *h = NULL;
+    sqlite3_stmt *q = NULL;
+    int64_t v = -1;
+    if (sqlite3_open(db, &h) == SQLITE_OK &&
+        sqlite3_prepare_v2(h, sql, -1, &q, NULL) == SQLITE_OK && sqlite3_step(q) == SQLITE_ROW)
+        v = sqlite3_column_int64(q, 0);
+    sqlite3_finalize(q);
+    sqlite3_close(h);
+    return v;
+}
+
+double tb_test_json_number(const char *text, const char *key)
+{
+    char k[64];
+    snprintf(k, sizeof k, "\"%s\":", key);
+    const char *p = strstr(text, k);
+    return p ? strtod(p + strlen(k), NULL) : NAN;
 }
 
 int tb_test_count(const char *hay, const char *needle)

@@ -99,6 +99,10 @@ int tb_test_run_cli(const char *args, char *out, size_t cap);
 /* tb_test_run_cli under `TB_MPIEXEC --oversubscribe --allow-run-as-root -np np` (the mpiexec
  * CMake found; every rank's output together). */
 int tb_test_run_mpi(int np, const char *args, char *out, size_t cap);
+/* The first column of the first row of sql on the SQLite file db (-1 when none). */
+int64_t tb_test_query_int(const char *db, const char *sql);
+/* The number after "key": in text (NaN if absent). */
+double tb_test_json_number(const char *text, const char *key);
 /* How many times needle occurs in hay. */
 int tb_test_count(const char *hay, const char *needle);
 /* Removes a results store's file and its -wal, -shm and -lock files (those there). */

@@ -68,6 +68,16 @@ static tb_status step_once(tb_store *s, sqlite3_stmt *q, const char *what, tb_er
     return st;
 }
 
+void tb_store_hw_bind_settings(sqlite3_stmt *q, int at, const tb_throughput_config *c)
+{
+    sqlite3_bind_int(q, at, c->warmup_steps);
+    sqlite3_bind_int(q, at + 1, c->windows);
+    sqlite3_bind_int64(q, at + 2, c->window_steps);
+    sqlite3_bind_double(q, at + 3, c->window_s);
+    sqlite3_bind_double(q, at + 4, c->max_time_s);
+    sqlite3_bind_int64(q, at + 5, (int64_t)c->seed);
+}
+
 static tb_status add_run(tb_store *s, const tb_hw_run_record *run, int64_t *id, tb_error *err)
 {
     sqlite3_stmt *q = NULL;
@@ -76,16 +86,10 @@ static tb_status add_run(tb_store *s, const tb_hw_run_record *run, int64_t *id, 
                            " windows, window_steps, window_s, max_time_s, seed, world_size)"
                            " VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", -1, &q, NULL))
         return tb_store_sql_fail(s, err, "recording a hardware run");
-    const tb_throughput_config *c = run->settings;
     sqlite3_bind_text(q, 1, run->code_version, -1, SQLITE_TRANSIENT);
     sqlite3_bind_text(q, 2, run->machine, -1, SQLITE_TRANSIENT);
     sqlite3_bind_text(q, 3, run->reference, -1, SQLITE_TRANSIENT);
-    sqlite3_bind_int(q, 4, c->warmup_steps);
-    sqlite3_bind_int(q, 5, c->windows);
-    sqlite3_bind_int64(q, 6, c->window_steps);
-    sqlite3_bind_double(q, 7, c->window_s);
-    sqlite3_bind_double(q, 8, c->max_time_s);
-    sqlite3_bind_int64(q, 9, (int64_t)c->seed);
+    tb_store_hw_bind_settings(q, 4, run->settings);
     sqlite3_bind_int(q, 10, run->world_size > 1 ? run->world_size : 1);
     tb_status st = step_once(s, q, "recording a hardware run", err);
     *id = sqlite3_last_insert_rowid(s->db);

@@ -26,18 +26,12 @@ tb_status tb_store_hw_single_rank(tb_store *s, const tb_hw_single_query *qy,
             " AND r.examples_per_s > 0 ORDER BY u.id DESC LIMIT 1",
             -1, &q, NULL))
         return tb_store_sql_fail(s, err, "looking up a one-process hardware run");
-    const tb_throughput_config *c = qy->settings;
     sqlite3_bind_text(q, 1, qy->workload, -1, SQLITE_TRANSIENT);
     sqlite3_bind_text(q, 2, qy->algorithm, -1, SQLITE_TRANSIENT);
     sqlite3_bind_int(q, 3, qy->batch_size);
     sqlite3_bind_int(q, 4, qy->threads);
     sqlite3_bind_text(q, 5, qy->machine, -1, SQLITE_TRANSIENT);
-    sqlite3_bind_int(q, 6, c->warmup_steps);
-    sqlite3_bind_int(q, 7, c->windows);
-    sqlite3_bind_int64(q, 8, c->window_steps);
-    sqlite3_bind_double(q, 9, c->window_s);
-    sqlite3_bind_double(q, 10, c->max_time_s);
-    sqlite3_bind_int64(q, 11, (int64_t)c->seed);
+    tb_store_hw_bind_settings(q, 6, qy->settings);
     int rc = sqlite3_step(q);
     if (rc == SQLITE_ROW) {
         *examples_per_s = sqlite3_column_double(q, 0);

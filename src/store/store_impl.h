@@ -16,6 +16,10 @@ struct tb_store {
 /* TB_ERR_INVALID "fn: what is NULL". */
 tb_status tb_store_null(tb_error *err, const char *fn, const char *what);
 tb_status tb_store_sql_fail(tb_store *s, tb_error *err, const char *what);
+struct tb_throughput_config;
+/* Binds a hardware run's settings to q from parameter `at` on: warm-up steps, windows, window
+ * steps, window seconds, time limit, seed (hw_store.c). */
+void tb_store_hw_bind_settings(sqlite3_stmt *q, int at, const struct tb_throughput_config *c);
 tb_status tb_store_exec(tb_store *s, const char *sql, tb_error *err);
 /* The first column of the tables created by `tables` (CREATE statements) that db lacks, as
  * "table.column" into missing ("" when none), other than the n_excused names of excused (and
