@@ -101,18 +101,12 @@ static void test_world_of_one(tb_dist *d)
     free(r);
 }
 
-int main(void)
+/* more than one rank */
+static void test_ranks(tb_dist *d)
 {
-    tb_dist *d = NULL;
-    tb_error err = {0};
-    if (!CHECK_OK(tb_dist_init(&d, &err), &err)) return tb_test_finish("test_dist_throughput");
-    if (tb_dist_size(d) == 1) {
-        test_world_of_one(d);
-    } else {
-        test_matches_single_process(d);
-        test_rank0_decides(d);
-        if (tb_dist_size(d) == 2) test_refusals(d);
-    }
-    CHECK_OK(tb_dist_finalize(d, &err), &err);
-    return tb_test_finish("test_dist_throughput");
+    test_matches_single_process(d);
+    test_rank0_decides(d);
+    if (tb_dist_size(d) == 2) test_refusals(d);
 }
+
+int main(void) { return tb_test_dist_main("test_dist_throughput", test_world_of_one, test_ranks); }

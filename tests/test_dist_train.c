@@ -117,18 +117,12 @@ static void test_world_of_one(tb_dist *d)
     CHECK(ra.validation.loss == rb.validation.loss);
 }
 
-int main(void)
+/* more than one rank */
+static void test_ranks(tb_dist *d)
 {
-    tb_dist *d = NULL;
-    tb_error err = {0};
-    if (!CHECK_OK(tb_dist_init(&d, &err), &err)) return tb_test_finish("test_dist_train");
-    if (tb_dist_size(d) == 1) {
-        test_world_of_one(d);
-    } else {
-        test_matches_single_process(d);
-        test_rank0_decides(d);
-        if (tb_dist_size(d) == 2) test_refusals(d);
-    }
-    CHECK_OK(tb_dist_finalize(d, &err), &err);
-    return tb_test_finish("test_dist_train");
+    test_matches_single_process(d);
+    test_rank0_decides(d);
+    if (tb_dist_size(d) == 2) test_refusals(d);
 }
+
+int main(void) { return tb_test_dist_main("test_dist_train", test_world_of_one, test_ranks); }

@@ -296,6 +296,17 @@ double tb_test_json_number(const char *text, const char *key)
     return p ? strtod(p + strlen(k), NULL) : NAN;
 }
 
+int tb_test_dist_main(const char *name, void (*one)(tb_dist *), void (*ranks)(tb_dist *))
+{
+    tb_dist *d = NULL;
+    tb_error err = {0};
+    if (!CHECK_OK(tb_dist_init(&d, &err), &err)) return tb_test_finish(name);
+    if (tb_dist_size(d) == 1) one(d);
+    else ranks(d);
+    CHECK_OK(tb_dist_finalize(d, &err), &err);
+    return tb_test_finish(name);
+}
+
 int tb_test_count(const char *hay, const char *needle)
 {
     int n = 0;

@@ -8,6 +8,7 @@
 #include <stdio.h>
 
 #include "trainbench/nn.h"
+#include "trainbench/dist.h"
 #include "trainbench/trainbench.h"
 
 typedef struct tb_test_state {
@@ -103,6 +104,9 @@ int tb_test_run_mpi(int np, const char *args, char *out, size_t cap);
 int64_t tb_test_query_int(const char *db, const char *sql);
 /* The number after "key": in text (NaN if absent). */
 double tb_test_json_number(const char *text, const char *key);
+/* The main of a test run plainly and under mpirun: a tb_dist context, then one(d) for a world
+ * of 1 or ranks(d) for more ranks, then finalize; returns tb_test_finish(name). */
+int tb_test_dist_main(const char *name, void (*one)(tb_dist *), void (*ranks)(tb_dist *));
 /* How many times needle occurs in hay. */
 int tb_test_count(const char *hay, const char *needle);
 /* Removes a results store's file and its -wal, -shm and -lock files (those there). */
