@@ -456,6 +456,7 @@ int tb_cli_hw(int argc, char **argv)
     if (run.cores < 1) run.cores = 1;
     /* --dist: this rank of the MPI job (a world of 1 without a launcher); rank 0 prints */
     tb_error err = {0};
+    if (!o.dist) tb_cli_dist_warn_undistributed("hardware suite");
     if (o.dist && tb_dist_init(&run.dist, &err) != TB_OK) {
         tb_cli_error("--dist: %s", err.message);
         return tb_cli_exit_code(err.status);

@@ -43,6 +43,6 @@ void tb_cli_dist_warn_undistributed(const char *cmd)
     if (!rank) rank = getenv("PMI_RANK");
     if (rank && atoi(rank) != 0) return;
     tb_cli_error("warning: started by an MPI launcher as %s processes without --dist: each "
-                 "runs the whole %s on its own (add --dist to train data-parallel)",
+                 "runs the whole %s on its own (add --dist to run data-parallel)",
                  size, cmd);
 }
