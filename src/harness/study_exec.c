@@ -20,24 +20,20 @@ __attribute__((format(printf, 4, 5))) static bool put(char *buf, size_t cap, siz
     return true;
 }
 
-/* The run's whole configuration as text: what the store keys the run by. Hyperparameters in
- * name order, so that the order a file gives them in does not matter. */
+/* The run's whole configuration as text: what the store keys the run by. The hyperparameters
+ * resolved (tb_hparams_resolve: every one, defaults filled in, aliases settled, in the
+ * registry's order), so that a default given or left out, the order a file gives them in, or
+ * nadamw's beta1 against one_minus_beta1 make the same key. */
 static tb_status run_key(const tb_train_config *c, char *buf, size_t cap, tb_error *err)
 {
+    tb_hparams hp;
+    tb_status st = tb_hparams_resolve(c->algorithm, &c->hparams, &hp, NULL, err);
+    if (st != TB_OK) return st;
     size_t len = 0;
     bool ok = put(buf, cap, &len, "workload=%s algorithm=%s hparams={", c->workload,
                   c->algorithm);
-    bool used[TB_HPARAMS_MAX] = {false};
-    for (int n = 0; n < c->hparams.count && ok; n++) {
-        int first = -1;
-        for (int i = 0; i < c->hparams.count; i++)
-            if (!used[i] && (first < 0 || strcmp(c->hparams.names[i],
-                                                 c->hparams.names[first]) < 0))
-                first = i;
-        used[first] = true;
-        ok = put(buf, cap, &len, "%s%s=%.17g", n ? "," : "", c->hparams.names[first],
-                 c->hparams.values[first]);
-    }
+    for (int i = 0; i < hp.count && ok; i++)
+        ok = put(buf, cap, &len, "%s%s=%.17g", i ? "," : "", hp.names[i], hp.values[i]);
     ok = ok && put(buf, cap, &len,
                    "} batch_size=%d steps=%lld epochs=%.17g schedule=%s warmup=%.17g "
                    "evals=%d eval_examples=%lld split=%d stop_at_target=%d max_time_s=%.17g "

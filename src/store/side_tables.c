@@ -9,6 +9,8 @@ tb_status tb_store_side_tables(tb_store *s, const char *tables, const char *cons
                                int n_added, const char *what, const char *purpose,
                                tb_error *err)
 {
+    for (int i = 0; i < s->n_side_checked; i++)
+        if (s->side_checked[i] == tables) return TB_OK;
     tb_status st = tb_store_exec(s, tables, err);
     if (st != TB_OK) return st;
     char missing[160], why[256] = "";
@@ -20,6 +22,8 @@ tb_status tb_store_side_tables(tb_store *s, const char *tables, const char *cons
         return tb_fail(err, TB_ERR_FORMAT, "results store %s: its %s lack column %s (written "
                        "by another build): record %s in another --db", s->path, what, missing,
                        purpose);
+    if (s->n_side_checked < (int)(sizeof s->side_checked / sizeof s->side_checked[0]))
+        s->side_checked[s->n_side_checked++] = tables;
     return TB_OK;
 }
 

@@ -11,6 +11,10 @@ struct tb_store {
     sqlite3 *db;
     char path[1024];
     bool schema_2; /* the trials table has the resolved and default hyperparameters */
+    /* the side tables' CREATE texts (tb_store_side_tables) already created and checked on
+     * this connection: each is checked once, not at every get and put */
+    const char *side_checked[4];
+    int n_side_checked;
 };
 
 /* TB_ERR_INVALID "fn: what is NULL". */
