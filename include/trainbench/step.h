@@ -44,8 +44,9 @@ typedef struct tb_step_config {
     int warmup_steps; /* eager steps before the capture; 0 means 2 */
     /* Optional, eager steps only (with cuda_graph, tb_step_runner_create refuses it): called
      * after the backward pass and before the update with the step's loss, which it may
-     * replace; data-parallel training averages the gradients and the loss across ranks here.
-     * The loss is read back for it even when the step's caller asks for none. */
+     * replace (the replaced value is then the step's loss, tb_step_runner_last_loss's too);
+     * data-parallel training averages the gradients and the loss across ranks here. The loss
+     * is read back for it even when the step's caller asks for none. */
     tb_status (*reduce)(void *user, float *loss, tb_error *err);
 } tb_step_config;
 

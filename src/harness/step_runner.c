@@ -141,7 +141,10 @@ static tb_status eager_step(tb_step_runner *r, const tb_batch *b, double lr_scal
         return tb_optimizer_step(r->opt, lr_scale, err);
     float value = NAN;
     tb_status st = tb_tensor_download(&loss->value, &value, err);
-    if (st == TB_OK && r->cfg.reduce) st = r->cfg.reduce(r->cfg.user, &value, err);
+    if (st == TB_OK && r->cfg.reduce) { /* the reduced loss is the step's loss from now on */
+        st = r->cfg.reduce(r->cfg.user, &value, err);
+        if (st == TB_OK) st = tb_tensor_upload(&loss->value, &value, err);
+    }
     if (st != TB_OK) return st;
     if (!loss_out) return tb_optimizer_step(r->opt, lr_scale, err);
     *loss_out = value;

@@ -89,7 +89,6 @@ typedef struct run {
     tb_pipeline *pipe;
     tb_step_runner *runner;
     tb_rng dropout;
-    float avg_loss; /* data-parallel: the last step's loss averaged across ranks */
     double t_start;
     int64_t steps; /* all, warm-up included */
 } run;
@@ -108,13 +107,11 @@ static tb_var *step_loss(void *user, tb_tape *tape, const tb_batch *b, tb_rng *d
 }
 
 /* Data-parallel: the gradients and the loss averaged across ranks before the update, as in
- * tb_train; the averaged loss is the one the validation check reads. */
+ * tb_train; the averaged loss is the step's loss, the one the validation check reads. */
 static tb_status step_reduce(void *user, float *loss, tb_error *err)
 {
     run *r = user;
-    tb_status st = tb_train_dist_reduce(r->cfg->dist, tb_workload_params(r->wl), loss, err);
-    r->avg_loss = *loss;
-    return st;
+    return tb_train_dist_reduce(r->cfg->dist, tb_workload_params(r->wl), loss, err);
 }
 
 static tb_status setup(run *r, tb_error *err)
@@ -134,7 +131,7 @@ static tb_status setup(run *r, tb_error *err)
                                            : tb_workload_get_info(r->wl)->default_batch_size;
     tb_rng init = tb_rng_make(c->seed, TB_STREAM_INIT);
     r->dropout = tb_rng_make(c->seed, TB_STREAM_DROPOUT);
-    r->dropout.counter += (uint64_t)tb_dist_rank(c->dist) << 40; /* rank r's masks, as tb_train */
+    tb_train_dist_dropout(c->dist, &r->dropout);
     st = tb_workload_init(r->wl, &init, err);
     if (st == TB_OK) st = tb_tape_create(r->be, &r->tape, err);
     if (st == TB_OK)
@@ -175,9 +172,8 @@ static tb_status step(run *r, int64_t *n, tb_error *err)
 /* Reads the last step's loss into the result; *finite false (with the reason) if it is not. */
 static tb_status read_loss(run *r, bool *finite, tb_error *err)
 {
-    float loss = r->avg_loss;
-    tb_status st = tb_dist_size(r->cfg->dist) > 1 ? TB_OK
-                                                   : tb_step_runner_last_loss(r->runner, &loss, err);
+    float loss = NAN;
+    tb_status st = tb_step_runner_last_loss(r->runner, &loss, err);
     if (st != TB_OK) return st;
     tb_throughput_result *res = r->res;
     if (isnan(res->first_loss)) res->first_loss = loss;

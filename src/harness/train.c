@@ -306,8 +306,7 @@ tb_status tb_train(const tb_train_config *cfg, tb_train_result *res, tb_error *e
         return st;
     }
     tb_rng dropout_rng = tb_rng_make(cfg->seeds[TB_STREAM_DROPOUT], TB_STREAM_DROPOUT);
-    /* data-parallel: rank r's masks from blocks r 2^40 on (rank 0's are a single run's) */
-    dropout_rng.counter += (uint64_t)tb_dist_rank(cfg->dist) << 40;
+    tb_train_dist_dropout(cfg->dist, &dropout_rng);
     /* targets sampled for Fisher statistics: model-side randomness, keyed by the dropout seed */
     r.fisher_rng = tb_rng_make(cfg->seeds[TB_STREAM_DROPOUT], TB_STREAM_COUNT + 1);
     /* evaluations by count need a known length; a run ended by time has its eval period. The

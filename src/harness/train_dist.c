@@ -36,11 +36,12 @@ tb_status tb_dist_refusals(const tb_dist *d, tb_device device, bool cuda_graph,
 tb_status tb_train_dist_check(const tb_train_config *cfg, int64_t batch,
                               const tb_optimizer *opt, tb_error *err)
 {
-    if (tb_dist_size(cfg->dist) > 1 && cfg->backend.device == TB_DEVICE_CPU &&
-        !cfg->cuda_graph && cfg->sharpness_every > 0)
+    tb_status st = tb_dist_refusals(cfg->dist, cfg->backend.device, cfg->cuda_graph, opt, batch,
+                                    err);
+    if (st == TB_OK && tb_dist_size(cfg->dist) > 1 && cfg->sharpness_every > 0)
         return tb_fail(err, TB_ERR_UNSUPPORTED,
                        "sharpness measurements are not built for data-parallel training");
-    return tb_dist_refusals(cfg->dist, cfg->backend.device, cfg->cuda_graph, opt, batch, err);
+    return st;
 }
 
 static tb_var *shard_of(tb_tape *tape, tb_var *v, int64_t start, int64_t len, tb_error *err)
@@ -66,6 +67,11 @@ tb_status tb_train_dist_shard(tb_dist *d, tb_tape *tape, const tb_batch *b, tb_b
     shard->targets = shard->inputs ? shard_of(tape, b->targets, start, len, err) : NULL;
     if (!shard->targets) return tb_error_prefix(err, "rank %d's shard of the batch", rank);
     return TB_OK;
+}
+
+void tb_train_dist_dropout(const tb_dist *d, tb_rng *rng)
+{
+    rng->counter += (uint64_t)tb_dist_rank(d) << 40;
 }
 
 tb_status tb_train_dist_reduce(tb_dist *d, tb_params *params, float *loss, tb_error *err)

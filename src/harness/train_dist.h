@@ -19,6 +19,9 @@ tb_status tb_train_dist_check(const tb_train_config *cfg, int64_t batch,
  * inputs and targets, as views on tape. */
 tb_status tb_train_dist_shard(tb_dist *d, tb_tape *tape, const tb_batch *b, tb_batch *shard,
                               tb_error *err);
+/* Data-parallel: rank r's dropout masks from counter blocks r 2^40 on of the stream rng (rank
+ * 0's, and a world of 1's, are a single run's). */
+void tb_train_dist_dropout(const tb_dist *d, tb_rng *rng);
 /* After backward, before the update: the gradients of params and *loss averaged across ranks. */
 tb_status tb_train_dist_reduce(tb_dist *d, tb_params *params, float *loss, tb_error *err);
 /* Every rank leaves with the same verdict (one collective every rank calls): when a rank
