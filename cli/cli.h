@@ -111,6 +111,11 @@ bool tb_cli_run_finish(const char *cmd, tb_train_config *const *cfgs, int n);
  * d, or for a failure the other ranks may not share (exit code 1) ends the whole job
  * (tb_dist_abort). Returns the exit code. */
 int tb_cli_dist_finish(tb_dist *d, tb_status st, const tb_error *err);
+/* Whether this rank prints its failure st (false for TB_OK): rank 0 always; another rank only
+ * a failure that may be its alone (data or a device missing on its host, an I/O, memory or
+ * MPI failure), not one every rank meets alike from the same command line (a bad option, a
+ * refused configuration, a divergence) nor another rank's failure relayed to it. */
+bool tb_cli_dist_prints(const tb_dist *d, tb_status st, const tb_error *err);
 /* Under an MPI launcher with more than one process but without --dist, a warning (from the
  * launcher's rank 0 only, where the environment names it) that every process runs the whole
  * command on its own. */

@@ -354,13 +354,9 @@ static int run_rows(const hw_options *o, hw_run *run)
         tb_status st = tb_throughput_run(&tc, &r->res, &err);
         pg.done_s += r->res.elapsed_s;
         if (pg.tty) fputs("\r\033[K", stderr);
-        /* --dist: rank 0 prints; another rank only a failure that may be its alone */
-        bool own = tb_dist_rank(run->dist) == 0 ||
-                   (strncmp(err.message, "another rank failed", 19) != 0 &&
-                    (st == TB_ERR_MISSING || tb_cli_exit_code(st) == TB_EXIT_FAILURE));
         if (st == TB_ERR_MISSING || st == TB_ERR_NO_DEVICE || st == TB_ERR_UNSUPPORTED ||
             st == TB_ERR_INVALID) {
-            if (own) tb_cli_error("hw: %s, %s: %s", r->workload, cf->label, err.message);
+            if (tb_cli_dist_prints(run->dist, st, &err)) tb_cli_error("hw: %s, %s: %s", r->workload, cf->label, err.message);
             return tb_cli_exit_code(st);
         }
         r->failed = st != TB_OK || !r->res.passed;

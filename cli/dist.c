@@ -5,23 +5,34 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* A failure another rank had, relayed to this one (train_dist.c's agreement words it so). */
+static bool relayed(const tb_error *err)
+{
+    return strncmp(err->message, "another rank failed", 19) == 0;
+}
+
+bool tb_cli_dist_prints(const tb_dist *d, tb_status st, const tb_error *err)
+{
+    if (st == TB_OK) return false;
+    if (tb_dist_rank(d) == 0) return true;
+    return !relayed(err) && (st == TB_ERR_MISSING || st == TB_ERR_NO_DEVICE ||
+                             tb_cli_exit_code(st) == TB_EXIT_FAILURE);
+}
+
 int tb_cli_dist_finish(tb_dist *d, tb_status st, const tb_error *err)
 {
     int code = tb_cli_exit_code(st);
     int rank = tb_dist_rank(d);
-    /* rank 0 prints its failure; another rank prints its own only where it may be its alone
-     * (not a bad option, a refused configuration or a divergence, which every rank meets alike
-     * from the same command line) */
-    bool shared = tb_dist_size(d) > 1 && (st == TB_ERR_UNSUPPORTED ||
-                                          strncmp(err->message, "another rank failed", 19) == 0);
-    if (st != TB_OK && rank == 0)
-        tb_cli_error("%s", err->message);
-    else if (st != TB_OK && !shared && (code == TB_EXIT_FAILURE || code == TB_EXIT_MISSING))
-        tb_cli_error("rank %d: %s", rank, err->message);
+    if (tb_cli_dist_prints(d, st, err)) {
+        if (rank == 0)
+            tb_cli_error("%s", err->message);
+        else
+            tb_cli_error("rank %d: %s", rank, err->message);
+    }
     /* training makes every rank return the same verdict, except for a failure in a step on one
      * rank (out of memory, an MPI error, a bug): the others may be waiting for it, so end the
      * job rather than wait in MPI_Finalize */
-    if (st != TB_OK && code == TB_EXIT_FAILURE && !shared) {
+    if (code == TB_EXIT_FAILURE && !relayed(err)) {
         tb_dist_abort(d, code);
         return code;
     }
