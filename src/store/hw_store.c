@@ -33,13 +33,12 @@ static const char hw_tables[] =
     "  workloads INTEGER NOT NULL, failed INTEGER NOT NULL, score REAL, low REAL, high REAL,"
     "  level REAL NOT NULL, passed_score REAL, PRIMARY KEY(run_id, config));";
 
-/* Whether hw_runs has column `name` (false when the query fails: the check below reports). */
-static bool has_run_column(tb_store *s, const char *name)
+/* Whether hw_runs has its world_size column (false when the query fails: the check reports). */
+static bool has_world_size(sqlite3 *db)
 {
     sqlite3_stmt *q = NULL;
-    bool has = sqlite3_prepare_v2(s->db, "SELECT count(*) FROM pragma_table_info('hw_runs') "
-                                         "WHERE name = ?1", -1, &q, NULL) == SQLITE_OK &&
-               sqlite3_bind_text(q, 1, name, -1, SQLITE_STATIC) == SQLITE_OK &&
+    bool has = sqlite3_prepare_v2(db, "SELECT count(*) FROM pragma_table_info('hw_runs') "
+                                      "WHERE name = 'world_size'", -1, &q, NULL) == SQLITE_OK &&
                sqlite3_step(q) == SQLITE_ROW && sqlite3_column_int(q, 0) > 0;
     sqlite3_finalize(q);
     return has;
@@ -53,10 +52,8 @@ tb_status tb_store_hw_tables(tb_store *s, tb_error *err)
                                         "hardware runs", err);
     if (st != TB_OK) return st;
     /* its runs were one process each */
-    if (!has_run_column(s, "world_size"))
-        return tb_store_exec(s, "ALTER TABLE hw_runs ADD COLUMN world_size INTEGER NOT NULL "
-                                "DEFAULT 1", err);
-    return TB_OK;
+    return tb_store_add_columns(s, has_world_size, "ALTER TABLE hw_runs ADD COLUMN world_size "
+                                "INTEGER NOT NULL DEFAULT 1", err);
 }
 
 /* Runs q (prepared from sql) once with its bindings; then finalizes it. */

@@ -54,19 +54,24 @@ static bool has_schema_2(sqlite3 *db)
     return ok;
 }
 
-/* Brings a writable store to schema 2, in a transaction that checks again (two processes may
- * open an old store at once). */
-static tb_status upgrade_schema(tb_store *s, tb_error *err)
+tb_status tb_store_add_columns(tb_store *s, bool (*present)(sqlite3 *db), const char *sql,
+                               tb_error *err)
 {
-    if (has_schema_2(s->db)) return TB_OK;
+    if (present(s->db)) return TB_OK;
     tb_status st = tb_store_exec(s, "BEGIN IMMEDIATE", err);
     if (st != TB_OK) return st;
-    if (!has_schema_2(s->db)) st = tb_store_exec(s, schema_2_columns, err);
+    if (!present(s->db)) st = tb_store_exec(s, sql, err);
     if (st != TB_OK) {
         tb_store_exec(s, "ROLLBACK", NULL);
         return st;
     }
     return tb_store_exec(s, "COMMIT", err);
+}
+
+/* Brings a writable store to schema 2. */
+static tb_status upgrade_schema(tb_store *s, tb_error *err)
+{
+    return tb_store_add_columns(s, has_schema_2, schema_2_columns, err);
 }
 
 static const char *status_names[] = {"planned", "running", "done", "failed"};

@@ -25,6 +25,10 @@ struct tb_throughput_config;
  * steps, window seconds, time limit, seed (hw_store.c). */
 void tb_store_hw_bind_settings(sqlite3_stmt *q, int at, const struct tb_throughput_config *c);
 tb_status tb_store_exec(tb_store *s, const char *sql, tb_error *err);
+/* Runs sql (ALTER TABLE ... ADD COLUMN statements) unless present(db) says the columns are
+ * there, in a transaction that checks again (two processes may open an old store at once). */
+tb_status tb_store_add_columns(tb_store *s, bool (*present)(sqlite3 *db), const char *sql,
+                               tb_error *err);
 /* The first column of the tables created by `tables` (CREATE statements) that db lacks, as
  * "table.column" into missing ("" when none), other than the n_excused names of excused (and
  * tables that were added within a schema version, absent whole); false (with why) if the check
