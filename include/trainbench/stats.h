@@ -119,6 +119,10 @@ typedef struct tb_summary {
  * tb_bootstrap_ci. */
 tb_status tb_summarize(const double *x, int64_t n, const tb_bootstrap_options *boot, tb_rng *rng,
                        tb_summary *out, tb_error *err);
+/* tb_summarize of the finite values among x[0..n) (n >= 0; out->n says how many): diverged or
+ * missing runs left out. With none, every statistic and interval is NaN and out->n is 0. */
+tb_status tb_summarize_finite(const double *x, int64_t n, const tb_bootstrap_options *boot,
+                              tb_rng *rng, tb_summary *out, tb_error *err);
 
 /* ---- P(A > B): the probability of outperforming -------------------------------------------- */
 

@@ -336,27 +336,6 @@ static tb_status search(const tb_compare_config *cfg, const tb_train_config *c, 
     return st;
 }
 
-/* The summary of the finite values among x[0..n) (summary.n says how many); all NaN if none. */
-static tb_status summarize_finite(const double *x, int64_t n, tb_summary *out, tb_error *err)
-{
-    double *f = malloc((size_t)n * sizeof(double));
-    if (!f) return tb_fail(err, TB_ERR_NOMEM, "out of memory for a summary");
-    int64_t m = 0;
-    for (int64_t i = 0; i < n; i++)
-        if (isfinite(x[i])) f[m++] = x[i];
-    tb_status st = TB_OK;
-    if (m > 0) {
-        st = tb_summarize(f, m, NULL, NULL, out, err);
-    } else {
-        *out = (tb_summary){0};
-        out->mean = out->std = out->sem = out->min = out->q1 = out->median = NAN;
-        out->q3 = out->max = out->iqr = NAN;
-        out->mean_ci = out->median_ci = (tb_interval){NAN, NAN};
-    }
-    free(f);
-    return st;
-}
-
 tb_status tb_compare_run(const tb_compare_config *cfg, tb_compare_result *out, tb_error *err)
 {
     if (!cfg || !out)
@@ -470,8 +449,8 @@ tb_status tb_compare_run(const tb_compare_config *cfg, tb_compare_result *out, t
     tb_pab_options opts = cfg->pab;
     opts.direction = TB_LOWER_IS_BETTER;
     /* summaries of each side's finite values (a divergence or a missed target is +inf) */
-    if (st == TB_OK) st = summarize_finite(out->a, out->n, &out->summary_a, err);
-    if (st == TB_OK) st = summarize_finite(out->b, out->n, &out->summary_b, err);
+    if (st == TB_OK) st = tb_summarize_finite(out->a, out->n, NULL, NULL, &out->summary_a, err);
+    if (st == TB_OK) st = tb_summarize_finite(out->b, out->n, NULL, NULL, &out->summary_b, err);
     if (st == TB_OK) st = tb_pab_paired(out->a, out->b, out->n, &opts, &out->pab, err);
     if (st != TB_OK) tb_compare_result_free(out);
     return st;

@@ -15,24 +15,15 @@ void tb_study_figure_free(tb_study_figure *f)
 }
 
 static tb_status cell_row(const tb_study_plan *plan, const tb_study_values *v, int cell,
-                          tb_rng *rng, double *scratch, tb_study_cell_row *row, tb_error *err)
+                          tb_rng *rng, tb_study_cell_row *row, tb_error *err)
 {
     row->cell = cell;
-    row->n = row->lost = 0;
-    for (int r = 0; r < v->seeds; r++) {
-        double x = v->v[cell * v->seeds + r];
-        if (isfinite(x)) scratch[row->n++] = x;
-        else row->lost++;
-    }
-    row->center = NAN;
-    row->ci.lo = row->ci.hi = NAN;
-    if (row->n == 0) {
-        memset(&row->summary, 0, sizeof row->summary);
-        return TB_OK;
-    }
     tb_bootstrap_options boot = tb_bootstrap_options_default();
-    tb_status st = tb_summarize(scratch, row->n, &boot, rng, &row->summary, err);
+    tb_status st = tb_summarize_finite(v->v + (int64_t)cell * v->seeds, v->seeds, &boot, rng,
+                                       &row->summary, err);
     if (st != TB_OK) return st;
+    row->n = (int)row->summary.n;
+    row->lost = v->seeds - row->n;
     bool median = plan->statistic == TB_STAT_MEDIAN;
     row->center = median ? row->summary.median : row->summary.mean;
     row->ci = median ? row->summary.median_ci : row->summary.mean_ci;
@@ -107,18 +98,16 @@ tb_status tb_study_figure_compute(const tb_study_plan *plan, const tb_study_valu
     const int cells = values->cells;
     out->cells = calloc((size_t)cells, sizeof *out->cells);
     out->pairs = calloc((size_t)cells * (size_t)(plan->n_comparisons + 1), sizeof *out->pairs);
-    double *scratch = malloc((size_t)values->seeds * sizeof(double));
-    tb_status st = out->cells && out->pairs && scratch
+    tb_status st = out->cells && out->pairs
                        ? TB_OK
                        : tb_fail(err, TB_ERR_NOMEM, "out of memory for a study's figure");
     tb_rng rng = tb_rng_make(plan->seed, 0xf16u);
     for (int cell = 0; cell < cells && st == TB_OK; cell++) {
-        st = cell_row(plan, values, cell, &rng, scratch, &out->cells[cell], err);
+        st = cell_row(plan, values, cell, &rng, &out->cells[cell], err);
         out->n_cells = cell + 1;
     }
     for (int i = 0; i < plan->n_comparisons && st == TB_OK; i++)
         st = compare(plan, values, i, out, err);
-    free(scratch);
     if (st != TB_OK) {
         tb_study_figure_free(out);
         return st;

@@ -253,3 +253,26 @@ tb_status tb_summarize(const double *x, int64_t n, const tb_bootstrap_options *b
     *out = r;
     return TB_OK;
 }
+
+tb_status tb_summarize_finite(const double *x, int64_t n, const tb_bootstrap_options *boot,
+                              tb_rng *rng, tb_summary *out, tb_error *err)
+{
+    if (!out || (n > 0 && !x))
+        return tb_fail(err, TB_ERR_INVALID, "summary: %s is NULL", out ? "x" : "out");
+    double *f = malloc((size_t)(n > 0 ? n : 1) * sizeof(double));
+    if (!f) return tb_fail(err, TB_ERR_NOMEM, "out of memory for a summary");
+    int64_t m = 0;
+    for (int64_t i = 0; i < n; i++)
+        if (isfinite(x[i])) f[m++] = x[i];
+    tb_status st = TB_OK;
+    if (m > 0) {
+        st = tb_summarize(f, m, boot, rng, out, err);
+    } else {
+        *out = (tb_summary){0};
+        out->mean = out->std = out->sem = out->min = out->q1 = out->median = NAN;
+        out->q3 = out->max = out->iqr = NAN;
+        out->mean_ci = out->median_ci = (tb_interval){NAN, NAN};
+    }
+    free(f);
+    return st;
+}
