@@ -5,7 +5,7 @@
  * the store, a real benchmark run and resumed with --sampler gp, and the command's checks. */
 #include "testutil.h"
 
-#include "harness/bench_impl.h"
+#include "bench/bench_impl.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -4,7 +4,7 @@
  * trainers' Fisher pass leaving batch norm's running statistics alone (fmnist_cnn). */
 #include "testutil.h"
 
-#include "harness/fisher.h"
+#include "run/fisher.h"
 #include "optim/kfac_impl.h"
 #include "trainbench/data.h"
 #include "trainbench/pipeline.h"

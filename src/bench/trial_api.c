@@ -1,5 +1,5 @@
 /* trial_api.c: the workload's fixed functions and helpers, as the submission API table. */
-#include "harness/trial_impl.h"
+#include "bench/trial_impl.h"
 
 #include <math.h>
 #include <stdio.h>

@@ -4,7 +4,7 @@
  * training pass. The Fisher pass normalises as a training pass does but leaves batch norm's
  * running statistics alone (the training pass updates them). Optimizers without curvature
  * ignore both. */
-#include "harness/fisher.h"
+#include "run/fisher.h"
 
 #include "trainbench/curvature.h"
 

@@ -62,5 +62,5 @@ tb_status tb_hw_settings(const char *workload, const char **algorithm, tb_hparam
         return TB_OK;
     }
     return tb_fail(err, TB_ERR_INVALID, "the hardware suite has no training settings for "
-                   "workload '%s' (base %s): add them to src/harness/hw_suite.c", workload, base);
+                   "workload '%s' (base %s): add them to src/hw/suite.c", workload, base);
 }

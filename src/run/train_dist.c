@@ -1,6 +1,6 @@
 /* train_dist.c: data-parallel training's part of tb_train: the refusals, the batch shard,
  * the averaging between backward and update, and rank 0's decisions reaching every rank. */
-#include "harness/train_dist.h"
+#include "run/train_dist.h"
 
 #include "trainbench/curvature.h"
 

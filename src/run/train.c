@@ -4,9 +4,9 @@
 
 #include "trainbench/pipeline.h"
 
-#include "harness/fisher.h"
-#include "harness/sharpness_probe.h"
-#include "harness/train_dist.h"
+#include "run/fisher.h"
+#include "run/sharpness_probe.h"
+#include "run/train_dist.h"
 
 #include <math.h>
 #include <stdio.h>

@@ -6,7 +6,7 @@
  * normalises with each batch's own statistics; eval mode's running averages define another
  * function of the parameters. Updating those averages during the 4K gradient evaluations of
  * a measurement would change what the next evaluation sees, so they are left alone. */
-#include "harness/sharpness_probe.h"
+#include "run/sharpness_probe.h"
 
 #include <stdlib.h>
 

@@ -1,6 +1,6 @@
 /* child.c: waiting for a child process under a wall-clock limit, and how it ended. */
 #define _GNU_SOURCE /* strsignal, pipe2 */
-#include "harness/child.h"
+#include "bench/child.h"
 #include "core/clock.h"
 
 #include <errno.h>

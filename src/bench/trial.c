@@ -8,7 +8,7 @@
 #include "trainbench/benchmark.h"
 #include "core/clock.h"
 
-#include "harness/trial_impl.h"
+#include "bench/trial_impl.h"
 
 #include <math.h>
 #include <stdio.h>

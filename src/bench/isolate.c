@@ -7,7 +7,7 @@
  * stdout is its stderr: what a submission prints never mixes into the caller's output (the
  * score table of `bench --json`). */
 #include "trainbench/benchmark.h"
-#include "harness/child.h"
+#include "bench/child.h"
 
 #include <errno.h>
 #include <math.h>

@@ -3,7 +3,7 @@
 #include "trainbench/throughput.h"
 
 #include "core/clock.h"
-#include "harness/train_dist.h"
+#include "run/train_dist.h"
 #include "stats/stats_impl.h"
 #include "trainbench/pipeline.h"
 #include "trainbench/step.h"

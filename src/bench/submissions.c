@@ -2,9 +2,9 @@
  * and the loader of external submissions (shared libraries, dlopen). */
 #include "trainbench/submission.h"
 
-#include "harness/fisher.h"
-#include "harness/library.h"
-#include "harness/trial_impl.h"
+#include "run/fisher.h"
+#include "bench/library.h"
+#include "bench/trial_impl.h"
 
 #include <dlfcn.h>
 #include <errno.h>

@@ -4,7 +4,7 @@
 /* realpath */
 #define _XOPEN_SOURCE 700
 
-#include "harness/bench_impl.h"
+#include "bench/bench_impl.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>

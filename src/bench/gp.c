@@ -2,7 +2,7 @@
  * with a HyperBO prior pre-trained on other workloads' trials; ALGORITHMS.md item 9): the
  * objective of a finished trial, the prior planned with the benchmark, and the point of a
  * study's next trial chosen from the trials finished before it. */
-#include "harness/bench_impl.h"
+#include "bench/bench_impl.h"
 
 #include <cjson/cJSON.h>
 #include <math.h>

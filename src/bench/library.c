@@ -1,8 +1,8 @@
 /* library.c: opening an external submission's shared library so that a crash in it cannot take
  * the caller down: its ELF constructors and its entry point run first in a probe child
  * process, which reports back through a pipe; only a library that loaded there is loaded here. */
-#include "harness/library.h"
-#include "harness/child.h"
+#include "bench/library.h"
+#include "bench/child.h"
 
 #include <dlfcn.h>
 #include <errno.h>
