@@ -29,14 +29,14 @@ static void on_progress(void *user, const tb_train_progress *p)
 
 int main(int argc, char **argv)
 {
-    tb_train_config cfg = tb_train_config_default();
-    cfg.workload = "fmnist_autoencoder";
-    cfg.algorithm = "kfac";
-    cfg.epochs = 1;
-    cfg.evals = 4;
-    cfg.schedule = TB_SCHEDULE_CONSTANT;
-    cfg.eval_examples = 2000;
-    cfg.progress_every_s = 1.0;
+    tb_run_config cfg = tb_run_config_default();
+    cfg.model.workload = "fmnist_autoencoder";
+    cfg.model.algorithm = "kfac";
+    cfg.length.epochs = 1;
+    cfg.eval.during = 4;
+    cfg.length.schedule = TB_SCHEDULE_CONSTANT;
+    cfg.eval.examples = 2000;
+    tb_train_observers obs = {.progress_every_s = 1.0};
     struct option opts[] = {
         {"workload", required_argument, 0, 'w'}, {"algorithm", required_argument, 0, 'a'},
         {"hp", required_argument, 0, 'p'},       {"epochs", required_argument, 0, 'e'},
@@ -48,19 +48,19 @@ int main(int argc, char **argv)
     tb_error err = {0};
     while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
         switch (c) {
-        case 'w': cfg.workload = optarg; break;
-        case 'a': cfg.algorithm = optarg; break;
+        case 'w': cfg.model.workload = optarg; break;
+        case 'a': cfg.model.algorithm = optarg; break;
         case 'p':
-            if (tb_hparams_parse_assignment(&cfg.hparams, optarg, &err) != TB_OK) {
+            if (tb_hparams_parse_assignment(&cfg.model.hparams, optarg, &err) != TB_OK) {
                 fprintf(stderr, "bench_curve: %s\n", err.message);
                 return 2;
             }
             break;
-        case 'e': cfg.epochs = atof(optarg); break;
-        case 'v': cfg.progress_every_s = atof(optarg); break;
-        case 'n': cfg.evals = atoi(optarg); break;
-        case 't': cfg.backend.threads = atoi(optarg); break;
-        case 's': tb_train_config_seed_all(&cfg, strtoull(optarg, NULL, 10)); break;
+        case 'e': cfg.length.epochs = atof(optarg); break;
+        case 'v': obs.progress_every_s = atof(optarg); break;
+        case 'n': cfg.eval.during = atoi(optarg); break;
+        case 't': cfg.model.backend.threads = atoi(optarg); break;
+        case 's': tb_run_config_seed_all(&cfg, strtoull(optarg, NULL, 10)); break;
         default:
             fprintf(stderr, "usage: bench_curve [--workload ID] [--algorithm NAME] "
                             "[--hp NAME=VALUE]... [--epochs X] [--every S] [--evals N]\n");
@@ -72,7 +72,7 @@ int main(int argc, char **argv)
     tb_workload *wl;
     tb_backend_config bc = {.device = TB_DEVICE_CPU, .threads = 1};
     if (tb_backend_create(&bc, &be, &err) != TB_OK ||
-        tb_workload_create(cfg.workload, be, NULL, &wl, &err) != TB_OK) {
+        tb_workload_create(cfg.model.workload, be, NULL, &wl, &err) != TB_OK) {
         fprintf(stderr, "bench_curve: %s\n", err.message);
         return 1;
     }
@@ -81,11 +81,11 @@ int main(int argc, char **argv)
     cv.steps_per_epoch = tb_workload_size(wl, TB_SPLIT_TRAIN) / batch;
     tb_workload_destroy(wl);
     tb_backend_destroy(be);
-    cfg.progress = on_progress;
-    cfg.progress_user = &cv;
+    obs.progress = on_progress;
+    obs.progress_user = &cv;
     printf("step,epoch,time_s,train_loss,validation_metric\n");
     tb_train_result r;
-    tb_status st = tb_train(&cfg, &r, &err);
+    tb_status st = tb_train(&cfg, &obs, &r, &err);
     if (st != TB_OK) {
         fprintf(stderr, "bench_curve: %s\n", err.message);
         return 1;

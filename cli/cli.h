@@ -101,10 +101,10 @@ bool tb_cli_parse_eval_examples(const char *text, int64_t *out);
         {"split", required_argument, 0, TB_OPT_SPLIT}, {"threads", required_argument, 0, 't'}, \
         {"device", required_argument, 0, TB_OPT_DEVICE},                                        \
         {"precision", required_argument, 0, TB_OPT_PRECISION}, TB_CLI_DATA_OPTIONS
-int tb_cli_run_option(int c, tb_train_config *const *cfgs, int n);
+int tb_cli_run_option(int c, tb_run_config *const *cfgs, int n);
 /* After the options: every config's cache directory given or the default; false, with the
  * message printed, when there is neither. */
-bool tb_cli_run_finish(const char *cmd, tb_train_config *const *cfgs, int n);
+bool tb_cli_run_finish(const char *cmd, tb_run_config *const *cfgs, int n);
 
 /* The end of a command run with --dist (d from tb_dist_init): prints err's failure (rank 0;
  * another rank only a failure that may be its own, prefixed with its rank), then finalises

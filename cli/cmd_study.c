@@ -133,7 +133,7 @@ static char *read_space(const char *path)
 
 /* Options both commands share (tb_cli_run_option's, the metric and the seed) for the configs
  * cfgs[0..n); returns 0 if handled, 1 if not ours, 2 on a usage error. */
-static int common_option(int c, tb_train_config *const *cfgs, int n, tb_study_metric *metric,
+static int common_option(int c, tb_run_config *const *cfgs, int n, tb_study_metric *metric,
                          uint64_t *seed)
 {
     int r = tb_cli_run_option(c, cfgs, n);
@@ -151,29 +151,29 @@ static int common_option(int c, tb_train_config *const *cfgs, int n, tb_study_me
     return 1;
 }
 
-static int parse_hp(tb_train_config *c, const char *opt, const char *text)
+static int parse_hp(tb_run_config *c, const char *opt, const char *text)
 {
     tb_error err = {0};
-    if (tb_hparams_parse_assignment(&c->hparams, text, &err) != TB_OK) {
+    if (tb_hparams_parse_assignment(&c->model.hparams, text, &err) != TB_OK) {
         tb_cli_error("%s: %s", opt, err.message);
         return 2;
     }
     return 0;
 }
 
-static int parse_lr(tb_train_config *c, const char *opt, const char *text)
+static int parse_lr(tb_run_config *c, const char *opt, const char *text)
 {
     double v;
     if (!tb_cli_parse_double(opt, text, &v)) return 2;
-    tb_hparams_set(&c->hparams, "learning_rate", v, NULL);
+    tb_hparams_set(&c->model.hparams, "learning_rate", v, NULL);
     return 0;
 }
 
-static tb_train_config study_default(void)
+static tb_run_config study_default(void)
 {
-    tb_train_config c = tb_train_config_default();
-    c.epochs = 1.0;
-    c.evals = 0;
+    tb_run_config c = tb_run_config_default();
+    c.length.epochs = 1.0;
+    c.eval.during = 0;
     return c;
 }
 
@@ -186,7 +186,7 @@ int tb_cli_variance(int argc, char **argv)
     cfg.sources[0] = TB_STREAM_INIT;
     cfg.sources[1] = TB_STREAM_DATA_ORDER;
     cfg.sources[2] = TB_STREAM_SPLIT;
-    tb_train_config *const cfgs[1] = {&cfg.base};
+    tb_run_config *const cfgs[1] = {&cfg.base};
     bool json = false, quiet = false;
     struct option opts[] = {
         TB_CLI_RUN_OPTIONS,
@@ -206,7 +206,7 @@ int tb_cli_variance(int argc, char **argv)
         if (r == 2) return TB_EXIT_USAGE;
         if (r == 0) continue;
         switch (c) {
-        case 'a': cfg.base.algorithm = optarg; break;
+        case 'a': cfg.base.model.algorithm = optarg; break;
         case 'p': if (parse_hp(&cfg.base, "--hp", optarg)) return TB_EXIT_USAGE; break;
         case O_LR: if (parse_lr(&cfg.base, "--lr", optarg)) return TB_EXIT_USAGE; break;
         case 'n':
@@ -260,7 +260,7 @@ int tb_cli_variance(int argc, char **argv)
     if (json) {
         printf("{\"workload\":\"%s\",\"algorithm\":\"%s\",\"metric\":\"%s\",\"runs\":%d,"
                "\"interval\":\"chi-square\",\"alpha\":%g,\"groups\":[",
-               cfg.base.workload, cfg.base.algorithm, tb_study_metric_name(cfg.metric), cfg.runs,
+               cfg.base.model.workload, cfg.base.model.algorithm, tb_study_metric_name(cfg.metric), cfg.runs,
                TB_VARIANCE_STUDY_ALPHA);
         for (int g = 0; g < study.n_groups; g++) {
             const tb_variance_row *r = &study.rows[g];
@@ -284,8 +284,8 @@ int tb_cli_variance(int argc, char **argv)
         }
         printf("]}\n");
     } else {
-        printf("%s with %s, %s over %d runs per source:\n", cfg.base.workload,
-               cfg.base.algorithm, tb_study_metric_name(cfg.metric), cfg.runs);
+        printf("%s with %s, %s over %d runs per source:\n", cfg.base.model.workload,
+               cfg.base.model.algorithm, tb_study_metric_name(cfg.metric), cfg.runs);
         printf("%-12s %4s %10s %10s %23s %11s\n", "source", "n", "mean", "std",
                "std 95% CI", "std / all");
         bool undefined = false;
@@ -316,13 +316,13 @@ int tb_cli_compare(int argc, char **argv)
     tb_compare_config cfg = {0};
     cfg.a = study_default();
     cfg.b = study_default();
-    cfg.a.algorithm = cfg.b.algorithm = NULL;
+    cfg.a.model.algorithm = cfg.b.model.algorithm = NULL;
     cfg.pairs = 10;
     cfg.pab = tb_pab_options_default();
     bool json = false, quiet = false;
     const char *space_a = NULL, *space_b = NULL;
     const char *spaces = TB_SEARCH_SPACE_DIR;
-    tb_train_config *const cfgs[2] = {&cfg.a, &cfg.b};
+    tb_run_config *const cfgs[2] = {&cfg.a, &cfg.b};
     struct option opts[] = {
         TB_CLI_RUN_OPTIONS,
         {"algorithm-a", required_argument, 0, 'A'}, {"algorithm-b", required_argument, 0, 'B'},
@@ -346,8 +346,8 @@ int tb_cli_compare(int argc, char **argv)
         if (r == 2) return TB_EXIT_USAGE;
         if (r == 0) continue;
         switch (c) {
-        case 'A': cfg.a.algorithm = optarg; break;
-        case 'B': cfg.b.algorithm = optarg; break;
+        case 'A': cfg.a.model.algorithm = optarg; break;
+        case 'B': cfg.b.model.algorithm = optarg; break;
         case O_HPA: if (parse_hp(&cfg.a, "--hp-a", optarg)) return TB_EXIT_USAGE; break;
         case O_HPB: if (parse_hp(&cfg.b, "--hp-b", optarg)) return TB_EXIT_USAGE; break;
         case O_LRA: if (parse_lr(&cfg.a, "--lr-a", optarg)) return TB_EXIT_USAGE; break;
@@ -380,12 +380,12 @@ int tb_cli_compare(int argc, char **argv)
     }
     if (tb_cli_no_arguments("compare", argc, argv) != TB_EXIT_OK) return TB_EXIT_USAGE;
     if (!tb_cli_run_finish("compare", cfgs, 2)) return TB_EXIT_USAGE;
-    if (!cfg.a.algorithm || !cfg.b.algorithm) {
+    if (!cfg.a.model.algorithm || !cfg.b.model.algorithm) {
         tb_cli_error("compare: give both algorithms: -A NAME -B NAME");
         return TB_EXIT_USAGE;
     }
-    cfg.name_a = cfg.a.algorithm;
-    cfg.name_b = cfg.b.algorithm;
+    cfg.name_a = cfg.a.model.algorithm;
+    cfg.name_b = cfg.b.model.algorithm;
     if (cfg.ideal && cfg.search_trials == 0) {
         tb_cli_error("compare: --ideal needs a search (--search N)");
         return TB_EXIT_USAGE;
@@ -393,8 +393,8 @@ int tb_cli_compare(int argc, char **argv)
     char *text_a = NULL, *text_b = NULL;
     char pa[1024], pb[1024]; /* the default space files; named in messages during the run */
     if (cfg.search_trials > 0) {
-        snprintf(pa, sizeof pa, "%s/%s.json", spaces, cfg.a.algorithm);
-        snprintf(pb, sizeof pb, "%s/%s.json", spaces, cfg.b.algorithm);
+        snprintf(pa, sizeof pa, "%s/%s.json", spaces, cfg.a.model.algorithm);
+        snprintf(pb, sizeof pb, "%s/%s.json", spaces, cfg.b.model.algorithm);
         cfg.space_a_source = space_a ? space_a : pa;
         cfg.space_b_source = space_b ? space_b : pb;
         text_a = read_space(cfg.space_a_source);
@@ -431,7 +431,7 @@ int tb_cli_compare(int argc, char **argv)
         printf("{\"workload\":\"%s\",\"a\":\"%s\",\"b\":\"%s\",\"metric\":\"%s\",\"pairs\":%lld,"
                "\"failed_a\":%lld,\"failed_b\":%lld,\"finite_a\":%lld,\"finite_b\":%lld,"
                "\"mean_a\":",
-               cfg.a.workload, cfg.name_a, cfg.name_b, tb_study_metric_name(cfg.metric),
+               cfg.a.model.workload, cfg.name_a, cfg.name_b, tb_study_metric_name(cfg.metric),
                (long long)res.n, (long long)res.failed_a, (long long)res.failed_b,
                (long long)res.summary_a.n, (long long)res.summary_b.n);
         tb_cli_json_number("%.6g", res.summary_a.mean);
@@ -470,7 +470,7 @@ int tb_cli_compare(int argc, char **argv)
         printf("},\"sentence\":\"%s\"}\n", sentence);
     } else {
         printf("%s, %s over %lld pairs (lower is better; %lld trainings in all):\n",
-               cfg.a.workload, tb_study_metric_name(cfg.metric), (long long)res.n,
+               cfg.a.model.workload, tb_study_metric_name(cfg.metric), (long long)res.n,
                (long long)res.runs);
         if (cfg.search_trials > 0) {
             const tb_hparams *bs[2] = {&res.best_a, &res.best_b};

@@ -169,28 +169,28 @@ static void print_json_field(bool first, const char *name, const char *fmt, doub
     tb_cli_json_number(fmt, v);
 }
 
-static void print_json(const tb_train_config *c, const tb_train_result *r, tb_status st,
+static void print_json(const tb_run_config *c, const tb_train_result *r, tb_status st,
                        const tb_error *err, int64_t sharpness_batch,
                        const tb_cli_sharpness_log *sharpness)
 {
     printf("{\"workload\":\"");
-    tb_cli_json_text(c->workload);
+    tb_cli_json_text(c->model.workload);
     printf("\",\"algorithm\":\"");
-    tb_cli_json_text(c->algorithm);
+    tb_cli_json_text(c->model.algorithm);
     printf("\",\"status\":\"%s\"", tb_status_name(st));
     if (st != TB_OK) {
         printf(",\"error\":\"");
         tb_cli_json_text(err->message);
         putchar('"');
     }
-    if (c->cuda_graph) {
+    if (c->model.cuda_graph) {
         printf(",\"cuda_graph\":{\"replays\":%lld,\"note\":\"", (long long)r->graph_replays);
         tb_cli_json_text(r->graph_note);
         printf("\"}");
     }
     /* every hyperparameter the run used, and which took defaults; the given ones alone when
      * they are invalid (then the run did not start) */
-    const tb_hparams *hp = r->hparams.count > 0 ? &r->hparams : &c->hparams;
+    const tb_hparams *hp = r->hparams.count > 0 ? &r->hparams : &c->model.hparams;
     printf(",\"hparams\":{");
     for (int i = 0; i < hp->count; i++)
         print_json_field(i == 0, hp->names[i], "%.17g", hp->values[i]);
@@ -233,7 +233,7 @@ static void print_json(const tb_train_config *c, const tb_train_result *r, tb_st
     if (isfinite(r->best_validation_metric))
         printf("\"best_validation_metric\":%.6f,", r->best_validation_metric);
     if (isfinite(r->time_to_target_s)) printf("\"time_to_target_s\":%.3f,", r->time_to_target_s);
-    if (c->profile) {
+    if (c->diag.profile) {
         printf("\"profile\":[");
         for (int i = 0; i < r->profile_ops; i++) {
             printf("%s{\"op\":\"%s\",\"calls\":%lld", i ? "," : "", r->profile[i].name,
@@ -295,7 +295,7 @@ enum { OPT_LR = 1000, OPT_SCHEDULE, OPT_WARMUP, OPT_EVALS, OPT_JSON, OPT_AUGMENT
 
 int tb_cli_train(int argc, char **argv)
 {
-    tb_train_config cfg = tb_train_config_default();
+    tb_run_config cfg = tb_run_config_default();
     bool json = false, quiet = false, use_budget = false, length_set = false;
     bool echo_factor_set = false, use_dist = false;
     bool seed_set[TB_STREAM_COUNT] = {false};
@@ -343,7 +343,7 @@ int tb_cli_train(int argc, char **argv)
     int c;
     long lv;
     double dv;
-    tb_train_config *const cfgs[1] = {&cfg};
+    tb_run_config *const cfgs[1] = {&cfg};
     while ((c = getopt_long(argc, argv, ":w:a:p:e:b:s:t:qh", opts, NULL)) != -1) {
         int r = tb_cli_run_option(c, cfgs, 1);
         if (r == 2) return TB_EXIT_USAGE;
@@ -352,75 +352,75 @@ int tb_cli_train(int argc, char **argv)
             continue;
         }
         switch (c) {
-        case 'a': cfg.algorithm = optarg; break;
+        case 'a': cfg.model.algorithm = optarg; break;
         case 'p':
-            if (tb_hparams_parse_assignment(&cfg.hparams, optarg, &err) != TB_OK) {
+            if (tb_hparams_parse_assignment(&cfg.model.hparams, optarg, &err) != TB_OK) {
                 tb_cli_error("--hp: %s", err.message);
                 return TB_EXIT_USAGE;
             }
             break;
         case OPT_LR:
             if (!tb_cli_parse_double("--lr", optarg, &dv)) return TB_EXIT_USAGE;
-            tb_hparams_set(&cfg.hparams, "learning_rate", dv, NULL);
+            tb_hparams_set(&cfg.model.hparams, "learning_rate", dv, NULL);
             break;
         case OPT_SCHEDULE:
-            if (tb_schedule_parse(optarg, &cfg.schedule, &err) != TB_OK) {
+            if (tb_schedule_parse(optarg, &cfg.length.schedule, &err) != TB_OK) {
                 tb_cli_error("--schedule: %s", err.message);
                 return TB_EXIT_USAGE;
             }
             break;
         case OPT_WARMUP:
-            if (!tb_cli_parse_double("--warmup", optarg, &cfg.warmup_fraction))
+            if (!tb_cli_parse_double("--warmup", optarg, &cfg.length.warmup_fraction))
                 return TB_EXIT_USAGE;
-            if (cfg.warmup_fraction < 0 || cfg.warmup_fraction > 1) {
+            if (cfg.length.warmup_fraction < 0 || cfg.length.warmup_fraction > 1) {
                 tb_cli_error("--warmup: %s is outside [0, 1]", optarg);
                 return TB_EXIT_USAGE;
             }
             break;
         case OPT_EVALS:
             if (!tb_cli_parse_int("--evals", optarg, 0, 100000L, &lv)) return TB_EXIT_USAGE;
-            cfg.evals = (int)lv;
+            cfg.eval.during = (int)lv;
             break;
         case 's':
             if (!tb_cli_parse_u64("--seed", optarg, &seed)) return TB_EXIT_USAGE;
             break;
-        case OPT_CUDA_GRAPH: cfg.cuda_graph = true; break;
-        case OPT_PROFILE: cfg.profile = true; break;
+        case OPT_CUDA_GRAPH: cfg.model.cuda_graph = true; break;
+        case OPT_PROFILE: cfg.diag.profile = true; break;
         case OPT_SHARP_EVERY:
-            if (!tb_cli_parse_int("--sharpness-every", optarg, 1, TB_TRAIN_MAX_STEPS, &lv))
+            if (!tb_cli_parse_int("--sharpness-every", optarg, 1, TB_RUN_MAX_STEPS, &lv))
                 return TB_EXIT_USAGE;
-            cfg.sharpness_every = lv;
+            cfg.diag.sharpness_every = lv;
             break;
         case OPT_SHARP_ITERS:
             if (!tb_cli_parse_int("--sharpness-iters", optarg, 1, TB_LANCZOS_MAX_ITERS, &lv))
                 return TB_EXIT_USAGE;
-            cfg.sharpness_iters = (int)lv;
+            cfg.diag.sharpness_iters = (int)lv;
             break;
         case OPT_SHARP_BATCH:
             if (!tb_cli_parse_int("--sharpness-batch", optarg, 1, 1000000L, &lv))
                 return TB_EXIT_USAGE;
-            cfg.sharpness_batch = lv;
+            cfg.diag.sharpness_batch = lv;
             break;
         case OPT_SHARP_FD:
-            if (!tb_cli_parse_double("--sharpness-fd-scale", optarg, &cfg.sharpness_fd_scale))
+            if (!tb_cli_parse_double("--sharpness-fd-scale", optarg, &cfg.diag.sharpness_fd_scale))
                 return TB_EXIT_USAGE;
-            if (!(cfg.sharpness_fd_scale > 0 && cfg.sharpness_fd_scale <= 0.1)) {
+            if (!(cfg.diag.sharpness_fd_scale > 0 && cfg.diag.sharpness_fd_scale <= 0.1)) {
                 tb_cli_error("--sharpness-fd-scale: %s is outside (0, 0.1]", optarg);
                 return TB_EXIT_USAGE;
             }
             break;
         case OPT_JSON: json = true; break;
-        case OPT_AUGMENT: cfg.pipeline.augment = true; break;
+        case OPT_AUGMENT: cfg.data.pipeline.augment = true; break;
         case OPT_ECHO:
-            if (tb_echo_kind_parse(optarg, &cfg.pipeline.echo, &err) != TB_OK) {
+            if (tb_echo_kind_parse(optarg, &cfg.data.pipeline.echo, &err) != TB_OK) {
                 tb_cli_error("--echo: %s", err.message);
                 return TB_EXIT_USAGE;
             }
             break;
         case OPT_ECHO_FACTOR:
-            if (!tb_cli_parse_double("--echo-factor", optarg, &cfg.pipeline.echo_factor))
+            if (!tb_cli_parse_double("--echo-factor", optarg, &cfg.data.pipeline.echo_factor))
                 return TB_EXIT_USAGE;
-            if (!(cfg.pipeline.echo_factor >= 1 && cfg.pipeline.echo_factor <= 1000)) {
+            if (!(cfg.data.pipeline.echo_factor >= 1 && cfg.data.pipeline.echo_factor <= 1000)) {
                 tb_cli_error("--echo-factor: %s is outside [1, 1000] (mean copies per item)",
                              optarg);
                 return TB_EXIT_USAGE;
@@ -430,7 +430,7 @@ int tb_cli_train(int argc, char **argv)
         case OPT_SHUFFLE:
             if (!tb_cli_parse_int("--shuffle-buffer", optarg, 0, 10000000L, &lv))
                 return TB_EXIT_USAGE;
-            cfg.pipeline.shuffle_buffer = lv;
+            cfg.data.pipeline.shuffle_buffer = lv;
             break;
         case OPT_PREFETCH:
             if (!tb_cli_parse_int("--prefetch", optarg, -1, 64, &lv)) return TB_EXIT_USAGE;
@@ -439,31 +439,31 @@ int tb_cli_train(int argc, char **argv)
                              "do: give 1 to 64, or -1 to run upstream without a thread");
                 return TB_EXIT_USAGE;
             }
-            cfg.pipeline.prefetch = (int)lv;
+            cfg.data.pipeline.prefetch = (int)lv;
             break;
         case OPT_SLOW:
-            if (!tb_cli_parse_double("--slow-upstream", optarg, &cfg.pipeline.upstream_delay_s))
+            if (!tb_cli_parse_double("--slow-upstream", optarg, &cfg.data.pipeline.upstream_delay_s))
                 return TB_EXIT_USAGE;
             break;
         case OPT_MAX_TIME:
-            if (!tb_cli_parse_double("--max-time", optarg, &cfg.max_time_s)) return TB_EXIT_USAGE;
-            if (cfg.max_time_s <= 0) {
+            if (!tb_cli_parse_double("--max-time", optarg, &cfg.length.max_time_s)) return TB_EXIT_USAGE;
+            if (cfg.length.max_time_s <= 0) {
                 tb_cli_error("--max-time: must be positive, got %s (leave it out for no time "
                              "limit)", optarg);
                 return TB_EXIT_USAGE;
             }
             break;
         case OPT_EVAL_PERIOD:
-            if (!tb_cli_parse_double("--eval-period", optarg, &cfg.eval_period_s))
+            if (!tb_cli_parse_double("--eval-period", optarg, &cfg.eval.period_s))
                 return TB_EXIT_USAGE;
-            if (cfg.eval_period_s <= 0) {
+            if (cfg.eval.period_s <= 0) {
                 tb_cli_error("--eval-period: must be positive, got %s (leave it out for no "
                              "evaluations by time)", optarg);
                 return TB_EXIT_USAGE;
             }
             break;
         case OPT_BUDGET: use_budget = true; break;
-        case OPT_STOP: cfg.stop_at_target = true; break;
+        case OPT_STOP: cfg.eval.stop_at_target = true; break;
         case OPT_DIST: use_dist = true; break;
         case 'q': quiet = true; break;
         case 'h': fputs(train_usage, stdout); return TB_EXIT_OK;
@@ -482,37 +482,37 @@ int tb_cli_train(int argc, char **argv)
         }
     }
     if (tb_cli_no_arguments("train", argc, argv) != TB_EXIT_OK) return TB_EXIT_USAGE;
-    if (echo_factor_set && cfg.pipeline.echo == TB_ECHO_NONE) {
+    if (echo_factor_set && cfg.data.pipeline.echo == TB_ECHO_NONE) {
         tb_cli_error("--echo-factor %g does nothing without echoing: give --echo "
                      "example_before_augment, example_after_augment or batch",
-                     cfg.pipeline.echo_factor);
+                     cfg.data.pipeline.echo_factor);
         return TB_EXIT_USAGE;
     }
-    if ((cfg.sharpness_iters > 0 || cfg.sharpness_batch > 0 || cfg.sharpness_fd_scale > 0) &&
-        cfg.sharpness_every == 0) {
+    if ((cfg.diag.sharpness_iters > 0 || cfg.diag.sharpness_batch > 0 || cfg.diag.sharpness_fd_scale > 0) &&
+        cfg.diag.sharpness_every == 0) {
         tb_cli_error("--sharpness-%s does nothing without --sharpness-every N",
-                     cfg.sharpness_iters > 0   ? "iters"
-                     : cfg.sharpness_batch > 0 ? "batch"
+                     cfg.diag.sharpness_iters > 0   ? "iters"
+                     : cfg.diag.sharpness_batch > 0 ? "batch"
                                                : "fd-scale");
         return TB_EXIT_USAGE;
     }
-    if (cfg.cuda_graph && cfg.backend.device != TB_DEVICE_CUDA) {
+    if (cfg.model.cuda_graph && cfg.model.backend.device != TB_DEVICE_CUDA) {
         tb_cli_error("--cuda-graph needs --device cuda (the %s backend has no CUDA graphs)",
-                     tb_device_name(cfg.backend.device));
+                     tb_device_name(cfg.model.backend.device));
         return TB_EXIT_USAGE;
     }
     if (!tb_cli_run_finish("train", cfgs, 1)) return TB_EXIT_USAGE;
     const tb_workload_info *winfo = NULL;
     for (int i = 0; i < tb_workload_count(); i++)
-        if (strcmp(tb_workload_info_at(i)->id, cfg.workload) == 0) winfo = tb_workload_info_at(i);
+        if (strcmp(tb_workload_info_at(i)->id, cfg.model.workload) == 0) winfo = tb_workload_info_at(i);
     if (use_budget && winfo) {
-        if (cfg.max_time_s == 0) cfg.max_time_s = winfo->max_runtime_s;
-        if (cfg.eval_period_s == 0) cfg.eval_period_s = winfo->eval_period_s;
-        cfg.stop_at_target = true;
+        if (cfg.length.max_time_s == 0) cfg.length.max_time_s = winfo->max_runtime_s;
+        if (cfg.eval.period_s == 0) cfg.eval.period_s = winfo->eval_period_s;
+        cfg.eval.stop_at_target = true;
         /* no length given: the time ends the run, the schedule spans the step hint (tb_train) */
-        if (!length_set) cfg.epochs = 0;
+        if (!length_set) cfg.length.epochs = 0;
     }
-    tb_train_config_seed_all(&cfg, seed);
+    tb_run_config_seed_all(&cfg, seed);
     for (int s = 0; s < TB_STREAM_COUNT; s++)
         if (seed_set[s]) cfg.seeds[s] = seed_one[s];
     /* --dist: this rank of the MPI job (a world of 1 without a launcher); only rank 0 prints */
@@ -524,31 +524,32 @@ int tb_cli_train(int argc, char **argv)
     bool root = tb_dist_rank(cfg.dist) == 0;
     if (!root) quiet = true, json = false;
     progress_state ps = {isatty(STDERR_FILENO) != 0, winfo ? winfo->metric : "metric"};
+    tb_train_observers obs = {.progress_every_s = 0.5};
     if (!quiet) {
-        cfg.progress = show_progress;
-        cfg.progress_user = &ps;
+        obs.progress = show_progress;
+        obs.progress_user = &ps;
     }
     tb_cli_sharpness_log sharp = {.print = !quiet, .tty = ps.tty};
-    if (cfg.sharpness_every > 0) {
-        cfg.on_sharpness = tb_cli_sharpness_record;
-        cfg.sharpness_user = &sharp;
+    if (cfg.diag.sharpness_every > 0) {
+        obs.on_sharpness = tb_cli_sharpness_record;
+        obs.sharpness_user = &sharp;
     }
     if (!quiet && !json)
-        fprintf(stderr, "training %s with %s%s\n", cfg.workload, cfg.algorithm,
+        fprintf(stderr, "training %s with %s%s\n", cfg.model.workload, cfg.model.algorithm,
                 ps.tty ? "" : " (progress is shown on a terminal only)");
     tb_train_result res;
-    tb_status st = tb_train(&cfg, &res, &err);
+    tb_status st = tb_train(&cfg, &obs, &res, &err);
     /* a run ended early (time, target, error) leaves its progress line: clear it */
     if (!quiet && ps.tty) fputs("\r\033[K", stderr);
     if (json) {
-        int64_t batch = cfg.batch_size > 0 ? cfg.batch_size
+        int64_t batch = cfg.data.batch_size > 0 ? cfg.data.batch_size
                         : winfo                ? winfo->default_batch_size
                                                : 0;
-        print_json(&cfg, &res, st, &err, cfg.sharpness_batch > 0 ? cfg.sharpness_batch : batch,
+        print_json(&cfg, &res, st, &err, cfg.diag.sharpness_batch > 0 ? cfg.diag.sharpness_batch : batch,
                    &sharp);
     } else if (st == TB_OK && root) {
         printf("%s with %s: %lld steps, %lld examples in %.1f s of training (%.0f examples/s)\n",
-               cfg.workload, cfg.algorithm, (long long)res.steps, (long long)res.examples,
+               cfg.model.workload, cfg.model.algorithm, (long long)res.steps, (long long)res.examples,
                res.train_time_s, res.examples_per_s);
         const char *mn = winfo ? winfo->metric : "metric";
         print_split("validation:", mn, &res.validation);
@@ -562,12 +563,12 @@ int tb_cli_train(int argc, char **argv)
         print_hparams(&res);
         printf("input:      %lld fresh examples read\n", (long long)res.fresh_examples);
         printf("backend:    %s\n", res.backend);
-        if (cfg.cuda_graph && res.graph_note[0])
+        if (cfg.model.cuda_graph && res.graph_note[0])
             printf("graph:      %s\n", res.graph_note);
-        else if (cfg.cuda_graph)
+        else if (cfg.model.cuda_graph)
             printf("graph:      %lld of %lld steps replayed from one captured CUDA graph\n",
                    (long long)res.graph_replays, (long long)res.steps);
-        if (cfg.profile) print_profile(&res);
+        if (cfg.diag.profile) print_profile(&res);
         tb_cli_sharpness_summary(&cfg, &res);
         int ranks = tb_dist_size(cfg.dist);
         if (cfg.dist && ranks == 1)

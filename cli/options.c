@@ -82,24 +82,24 @@ typedef struct run_value {
     tb_split_kind split;
 } run_value;
 
-static void apply(int c, const run_value *v, tb_train_config *t)
+static void apply(int c, const run_value *v, tb_run_config *t)
 {
     switch (c) {
-    case 'w': t->workload = v->s; break;
-    case 'e': t->epochs = v->d; break;
-    case TB_OPT_STEPS: t->max_steps = v->l; break;
-    case 'b': t->batch_size = (int)v->l; break;
-    case 't': t->backend.threads = (int)v->l; break;
-    case TB_OPT_DEVICE: t->backend.device = v->device; break;
-    case TB_OPT_PRECISION: t->backend.precision = v->precision; break;
-    case TB_OPT_EVAL_EXAMPLES: t->eval_examples = v->l; break;
-    case TB_OPT_SPLIT: t->split_kind = v->split; break;
-    case TB_OPT_DATA_DIR: t->data_dir = v->s; break;
-    case TB_OPT_CACHE_DIR: t->cache_dir = v->s; break;
+    case 'w': t->model.workload = v->s; break;
+    case 'e': t->length.epochs = v->d; break;
+    case TB_OPT_STEPS: t->length.max_steps = v->l; break;
+    case 'b': t->data.batch_size = (int)v->l; break;
+    case 't': t->model.backend.threads = (int)v->l; break;
+    case TB_OPT_DEVICE: t->model.backend.device = v->device; break;
+    case TB_OPT_PRECISION: t->model.backend.precision = v->precision; break;
+    case TB_OPT_EVAL_EXAMPLES: t->eval.examples = v->l; break;
+    case TB_OPT_SPLIT: t->data.source.split_kind = v->split; break;
+    case TB_OPT_DATA_DIR: t->data.source.data_dir = v->s; break;
+    case TB_OPT_CACHE_DIR: t->data.source.cache_dir = v->s; break;
     }
 }
 
-int tb_cli_run_option(int c, tb_train_config *const *cfgs, int n)
+int tb_cli_run_option(int c, tb_run_config *const *cfgs, int n)
 {
     run_value v = {.s = optarg};
     tb_error err = {0};
@@ -117,7 +117,7 @@ int tb_cli_run_option(int c, tb_train_config *const *cfgs, int n)
         }
         break;
     case TB_OPT_STEPS:
-        if (!tb_cli_parse_int("--steps", optarg, 1, TB_TRAIN_MAX_STEPS, &v.l)) return 2;
+        if (!tb_cli_parse_int("--steps", optarg, 1, TB_RUN_MAX_STEPS, &v.l)) return 2;
         break;
     case 'b':
         if (!tb_cli_parse_int("--batch-size", optarg, 1, 1000000L, &v.l)) return 2;
@@ -146,11 +146,11 @@ int tb_cli_run_option(int c, tb_train_config *const *cfgs, int n)
     return 0;
 }
 
-bool tb_cli_run_finish(const char *cmd, tb_train_config *const *cfgs, int n)
+bool tb_cli_run_finish(const char *cmd, tb_run_config *const *cfgs, int n)
 {
     for (int i = 0; i < n; i++) {
-        cfgs[i]->cache_dir = tb_cli_cache_dir(cmd, cfgs[i]->cache_dir);
-        if (!cfgs[i]->cache_dir) return false;
+        cfgs[i]->data.source.cache_dir = tb_cli_cache_dir(cmd, cfgs[i]->data.source.cache_dir);
+        if (!cfgs[i]->data.source.cache_dir) return false;
     }
     return true;
 }

@@ -46,14 +46,14 @@ void tb_cli_sharpness_free(tb_cli_sharpness_log *log)
     log->n = log->cap = 0;
 }
 
-void tb_cli_sharpness_summary(const tb_train_config *c, const tb_train_result *r)
+void tb_cli_sharpness_summary(const tb_run_config *c, const tb_train_result *r)
 {
     if (r->sharpness_measurements == 0) return;
     const tb_sharpness *s = &r->sharpness;
     printf("sharpness:  %lld measurement%s (every %lld step%s, %d Lanczos steps each, %lld "
            "gradient evaluations the last), %.1f s untimed\n",
            (long long)r->sharpness_measurements, r->sharpness_measurements == 1 ? "" : "s",
-           (long long)c->sharpness_every, c->sharpness_every == 1 ? "" : "s", s->iterations,
+           (long long)c->diag.sharpness_every, c->diag.sharpness_every == 1 ? "" : "s", s->iterations,
            (long long)s->grad_evals, r->sharpness_time_s);
     printf("            after step %lld: lambda_1(H) %.4g, lambda_1(P^-1 H) %.4g, stability "
            "threshold %.4g at lr %.4g",
@@ -70,11 +70,11 @@ static void field(const char *name, const char *fmt, double v)
     tb_cli_json_number(fmt, v);
 }
 
-void tb_cli_sharpness_json(const tb_train_config *c, const tb_train_result *r, int64_t batch,
+void tb_cli_sharpness_json(const tb_run_config *c, const tb_train_result *r, int64_t batch,
                            const tb_cli_sharpness_log *log)
 {
-    if (c->sharpness_every <= 0) return;
-    printf("\"sharpness\":{\"every\":%lld,\"batch\":%lld", (long long)c->sharpness_every,
+    if (c->diag.sharpness_every <= 0) return;
+    printf("\"sharpness\":{\"every\":%lld,\"batch\":%lld", (long long)c->diag.sharpness_every,
            (long long)batch);
     field("seconds", "%.3f", r->sharpness_time_s);
     printf(",\"complete\":%s,\"measurements\":[", log->out_of_memory ? "false" : "true");

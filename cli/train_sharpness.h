@@ -20,10 +20,10 @@ typedef struct tb_cli_sharpness_log {
 void tb_cli_sharpness_record(void *user, const tb_sharpness *s);
 void tb_cli_sharpness_free(tb_cli_sharpness_log *log);
 /* The result's lines for a run with measurements. */
-void tb_cli_sharpness_summary(const tb_train_config *c, const tb_train_result *r);
+void tb_cli_sharpness_summary(const tb_run_config *c, const tb_train_result *r);
 /* "sharpness":{...}, (a comma after it) for the JSON result, with the fixed batch's size;
  * nothing without --sharpness-every. */
-void tb_cli_sharpness_json(const tb_train_config *c, const tb_train_result *r, int64_t batch,
+void tb_cli_sharpness_json(const tb_run_config *c, const tb_train_result *r, int64_t batch,
                            const tb_cli_sharpness_log *log);
 
 #endif

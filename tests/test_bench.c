@@ -354,10 +354,11 @@ static void test_submission_errors(void)
         CHECK_OK(tb_store_open_readonly(db, &store, &err), &err);
         CHECK_OK(tb_store_trials(store, "t", &t, &n, &err), &err);
         for (int i = 0; i < n; i++)
-            if (strcmp(t[i].submission, "crasher") == 0)
-                CHECK(t[i].status == TB_TRIAL_FAILED && strstr(t[i].reason, reasons[m]) &&
+            if (strcmp(t[i].submission, "crasher") == 0 &&
+                !CHECK(t[i].status == TB_TRIAL_FAILED && strstr(t[i].reason, reasons[m]) &&
                       strstr(t[i].reason, "update_params at step") &&
-                      (m < 2 || strncmp(t[i].reason, "diverged: update_params", 23) == 0));
+                      (m < 2 || strncmp(t[i].reason, "diverged: update_params", 23) == 0)))
+                fprintf(stderr, "reason: %s\n", t[i].reason);
         free(t);
         tb_store_close(store);
         remove_store(db);
@@ -414,7 +415,7 @@ static void test_nan_weights(void)
     CHECK_OK(tb_store_open_readonly(db, &store, &err), &err);
     CHECK_OK(tb_store_trials(store, "t", &t, &n, &err), &err);
     CHECK(n == 1 && t[0].status == TB_TRIAL_FAILED &&
-          strstr(t[0].reason, "diverged: validation loss nan"));
+          strstr(t[0].reason, "diverged: the validation loss is nan"));
     free(t);
     tb_store_close(store);
     remove_store(db);

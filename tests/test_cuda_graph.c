@@ -121,27 +121,27 @@ static void test_dropout_model(const char *algorithm)
 
 /* ---- workloads through tb_train, with an evaluation between replays ----------------------- */
 
-static tb_train_config train_config(const char *workload, const char *algorithm)
+static tb_run_config train_config(const char *workload, const char *algorithm)
 {
-    tb_train_config c = tb_train_config_default();
-    c.workload = workload;
-    c.algorithm = algorithm;
-    c.backend.device = TB_DEVICE_CUDA;
-    c.max_steps = 6; /* 2 eager, captured at 3, evaluated after 3, replays 4 to 6 */
-    c.evals = 2;
-    c.eval_examples = 256;
-    c.pipeline.prefetch = -1;
+    tb_run_config c = tb_run_config_default();
+    c.model.workload = workload;
+    c.model.algorithm = algorithm;
+    c.model.backend.device = TB_DEVICE_CUDA;
+    c.length.max_steps = 6; /* 2 eager, captured at 3, evaluated after 3, replays 4 to 6 */
+    c.eval.during = 2;
+    c.eval.examples = 256;
+    c.data.pipeline.prefetch = -1;
     return c;
 }
 
 static void test_train_workload(const char *workload)
 {
-    tb_train_config c = train_config(workload, "adamw");
+    tb_run_config c = train_config(workload, "adamw");
     tb_train_result e, g;
     tb_error err = {0};
-    CHECK_OK(tb_train(&c, &e, &err), &err);
-    c.cuda_graph = true;
-    CHECK_OK(tb_train(&c, &g, &err), &err);
+    CHECK_OK(tb_train(&c, NULL, &e, &err), &err);
+    c.model.cuda_graph = true;
+    CHECK_OK(tb_train(&c, NULL, &g, &err), &err);
     CHECK(e.graph_replays == 0 && g.graph_replays == 3 && g.graph_note[0] == '\0');
     CHECK(g.evaluations == e.evaluations && g.evaluations >= 2);
     CHECK(close_enough(e.final_train_loss, g.final_train_loss));
@@ -153,12 +153,12 @@ static void test_train_workload(const char *workload)
 
 static void test_fallback(void)
 {
-    tb_train_config c = train_config("fmnist_mlp", "lars");
-    c.max_steps = 4;
-    c.cuda_graph = true;
+    tb_run_config c = train_config("fmnist_mlp", "lars");
+    c.length.max_steps = 4;
+    c.model.cuda_graph = true;
     tb_train_result r;
     tb_error err = {0};
-    CHECK_OK(tb_train(&c, &r, &err), &err);
+    CHECK_OK(tb_train(&c, NULL, &r, &err), &err);
     CHECK(r.steps == 4 && r.graph_replays == 0);
     CHECK(strstr(r.graph_note, "lars") && strstr(r.graph_note, "eagerly"));
 }

@@ -23,17 +23,21 @@ static void record(void *user, const tb_train_progress *p)
     l->n = (int)p->step;
 }
 
-static tb_train_config base(tb_dist *d, losses *l)
+/* Observers that record every step's loss into l. */
+static const tb_train_observers *watch(tb_train_observers *o, losses *l)
 {
-    tb_train_config c = tb_train_config_default();
-    c.backend.threads = 1;
-    c.batch_size = 64;
-    c.max_steps = STEPS;
-    c.evals = 0;
-    c.eval_examples = 500;
-    c.progress = record;
-    c.progress_user = l;
-    c.progress_every_s = 0; /* every step */
+    *o = (tb_train_observers){.progress = record, .progress_user = l};
+    return o;
+}
+
+static tb_run_config base(tb_dist *d)
+{
+    tb_run_config c = tb_run_config_default();
+    c.model.backend.threads = 1;
+    c.data.batch_size = 64;
+    c.length.max_steps = STEPS;
+    c.eval.during = 0;
+    c.eval.examples = 500;
     c.dist = d;
     return c;
 }
@@ -42,10 +46,12 @@ static tb_train_config base(tb_dist *d, losses *l)
 static void test_matches_single_process(tb_dist *d)
 {
     losses dl = {0}, sl = {0};
-    tb_train_config c = base(d, &dl);
+    tb_run_config c = base(d);
+    tb_train_observers o;
     tb_train_result r;
     tb_error err = {0};
-    CHECK_OK(tb_train(&c, &r, &err), &err); /* includes the identical-weights check */
+    /* includes the identical-weights check */
+    CHECK_OK(tb_train(&c, watch(&o, &dl), &r, &err), &err);
     CHECK(dl.n == STEPS && r.steps == STEPS && r.examples == STEPS * 64);
     CHECK_OK(tb_dist_check_identical(d, dl.v, STEPS, "the step losses", &err), &err);
     if (tb_dist_rank(d) != 0) {
@@ -53,9 +59,9 @@ static void test_matches_single_process(tb_dist *d)
         return;
     }
     CHECK(r.evaluations == 1 && isfinite(r.validation.loss) && isfinite(r.test.loss));
-    c = base(NULL, &sl);
+    c = base(NULL);
     tb_train_result single;
-    CHECK_OK(tb_train(&c, &single, &err), &err);
+    CHECK_OK(tb_train(&c, watch(&o, &sl), &single, &err), &err);
     int off = 0;
     for (int i = 0; i < STEPS; i++)
         if (!(fabsf(dl.v[i] - sl.v[i]) <= 1e-4f * fabsf(sl.v[i]))) {
@@ -74,45 +80,48 @@ static void test_matches_single_process(tb_dist *d)
 static void test_rank0_decides(tb_dist *d)
 {
     losses l = {0};
-    tb_train_config c = base(d, &l);
-    c.max_steps = 1000;
-    c.max_time_s = tb_dist_rank(d) == 0 ? 1e-9 : 0;
+    tb_run_config c = base(d);
+    tb_train_observers o;
+    c.length.max_steps = 1000;
+    c.length.max_time_s = tb_dist_rank(d) == 0 ? 1e-9 : 0;
     tb_train_result r;
     tb_error err = {0};
-    CHECK_OK(tb_train(&c, &r, &err), &err);
+    CHECK_OK(tb_train(&c, watch(&o, &l), &r, &err), &err);
     CHECK(r.steps == 1);
 }
 
 static void test_refusals(tb_dist *d)
 {
     losses l = {0};
-    tb_train_config c = base(d, &l);
+    tb_run_config c = base(d);
+    tb_train_observers o;
     tb_train_result r;
     tb_error err = {0};
-    c.batch_size = 63;
-    CHECK_FAILS(tb_train(&c, &r, &err), TB_ERR_INVALID, &err,
+    c.data.batch_size = 63;
+    CHECK_FAILS(tb_train(&c, watch(&o, &l), &r, &err), TB_ERR_INVALID, &err,
                 "the batch of 63 examples does not divide among 2 ranks");
-    c = base(d, &l);
-    c.algorithm = "kfac";
-    CHECK_FAILS(tb_train(&c, &r, &err), TB_ERR_UNSUPPORTED, &err,
+    c = base(d);
+    c.model.algorithm = "kfac";
+    CHECK_FAILS(tb_train(&c, watch(&o, &l), &r, &err), TB_ERR_UNSUPPORTED, &err,
                 "kfac is not built for data-parallel training");
-    c = base(d, &l);
-    c.backend.device = TB_DEVICE_CUDA;
-    CHECK_FAILS(tb_train(&c, &r, &err), TB_ERR_UNSUPPORTED, &err, "NCCL");
+    c = base(d);
+    c.model.backend.device = TB_DEVICE_CUDA;
+    CHECK_FAILS(tb_train(&c, watch(&o, &l), &r, &err), TB_ERR_UNSUPPORTED, &err, "NCCL");
 }
 
 /* a world of 1: the same run as without a context, bit for bit */
 static void test_world_of_one(tb_dist *d)
 {
     losses a = {0}, b = {0};
-    tb_train_config c = base(d, &a);
-    c.max_steps = 5;
+    tb_run_config c = base(d);
+    tb_train_observers o;
+    c.length.max_steps = 5;
     tb_train_result ra, rb;
     tb_error err = {0};
-    CHECK_OK(tb_train(&c, &ra, &err), &err);
-    c = base(NULL, &b);
-    c.max_steps = 5;
-    CHECK_OK(tb_train(&c, &rb, &err), &err);
+    CHECK_OK(tb_train(&c, watch(&o, &a), &ra, &err), &err);
+    c = base(NULL);
+    c.length.max_steps = 5;
+    CHECK_OK(tb_train(&c, watch(&o, &b), &rb, &err), &err);
     CHECK(memcmp(a.v, b.v, sizeof a.v) == 0);
     CHECK(ra.validation.loss == rb.validation.loss);
 }

@@ -196,15 +196,15 @@ static void test_null_train(void)
 {
     tb_error err = {0};
     tb_train_result res;
-    tb_train_config c = tb_train_config_default();
-    tb_train_config_seed_all(NULL, 3);
-    FAILS(tb_train(NULL, &res, &err), "config is NULL");
-    FAILS(tb_train(&c, NULL, &err), "result is NULL");
-    c.workload = NULL;
-    FAILS(tb_train(&c, &res, &err), "config->workload is NULL");
-    c = tb_train_config_default();
-    c.algorithm = NULL;
-    FAILS(tb_train(&c, &res, &err), "config->algorithm is NULL");
+    tb_run_config c = tb_run_config_default();
+    tb_run_config_seed_all(NULL, 3);
+    FAILS(tb_train(NULL, NULL, &res, &err), "config is NULL");
+    FAILS(tb_train(&c, NULL, NULL, &err), "result is NULL");
+    c.model.workload = NULL;
+    FAILS(tb_train(&c, NULL, &res, &err), "config->model.workload is NULL");
+    c = tb_run_config_default();
+    c.model.algorithm = NULL;
+    FAILS(tb_train(&c, NULL, &res, &err), "config->model.algorithm is NULL");
 }
 
 static void test_null_study(void)
@@ -215,21 +215,21 @@ static void test_null_study(void)
     FAILS(tb_study_metric_parse("test", NULL, &err), "out is NULL");
     CHECK(isnan(tb_study_metric_value(TB_METRIC_TEST, NULL)));
     FAILS(tb_study_prepare_config(TB_METRIC_TIME_TO_TARGET, NULL, &err), "config is NULL");
-    tb_variance_study_config vc = {.base = tb_train_config_default(), .runs = 2};
+    tb_variance_study_config vc = {.base = tb_run_config_default(), .runs = 2};
     tb_variance_study vs;
     FAILS(tb_variance_study_run(NULL, &vs, &err), "config is NULL");
     FAILS(tb_variance_study_run(&vc, NULL, &err), "out is NULL");
-    vc.base.algorithm = NULL;
+    vc.base.model.algorithm = NULL;
     FAILS(tb_variance_study_run(&vc, &vs, &err), "algorithm is NULL");
     tb_variance_study_free(NULL);
-    tb_compare_config cc = {.a = tb_train_config_default(), .b = tb_train_config_default(),
+    tb_compare_config cc = {.a = tb_run_config_default(), .b = tb_run_config_default(),
                             .pairs = 2, .pab = tb_pab_options_default()};
     tb_compare_result cr;
     FAILS(tb_compare_run(NULL, &cr, &err), "config is NULL");
     FAILS(tb_compare_run(&cc, NULL, &err), "out is NULL");
-    cc.b.workload = NULL;
+    cc.b.model.workload = NULL;
     FAILS(tb_compare_run(&cc, &cr, &err), "workload is NULL");
-    cc.b.workload = "fmnist_mlp";
+    cc.b.model.workload = "fmnist_mlp";
     cc.search_trials = 2;
     FAILS(tb_compare_run(&cc, &cr, &err), "space_a is NULL");
     tb_compare_result_free(NULL);

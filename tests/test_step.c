@@ -204,12 +204,12 @@ static void test_cpu_errors(void)
     step_model_destroy(&m);
     tb_tape_destroy(tape);
 
-    tb_train_config c = tb_train_config_default();
-    c.backend.threads = 2;
-    c.max_steps = 3;
-    c.cuda_graph = true;
+    tb_run_config c = tb_run_config_default();
+    c.model.backend.threads = 2;
+    c.length.max_steps = 3;
+    c.model.cuda_graph = true;
     tb_train_result r;
-    CHECK_FAILS(tb_train(&c, &r, &err), TB_ERR_UNSUPPORTED, &err, "cuda backend");
+    CHECK_FAILS(tb_train(&c, NULL, &r, &err), TB_ERR_UNSUPPORTED, &err, "cuda backend");
 }
 
 int main(void)

@@ -5,14 +5,14 @@
 
 #include "trainbench/study.h"
 
-static tb_train_config short_run(const char *algorithm)
+static tb_run_config short_run(const char *algorithm)
 {
-    tb_train_config c = tb_train_config_default();
-    c.algorithm = algorithm;
-    c.max_steps = 8;
-    c.evals = 0;
-    c.eval_examples = 300;
-    c.backend.threads = 2;
+    tb_run_config c = tb_run_config_default();
+    c.model.algorithm = algorithm;
+    c.length.max_steps = 8;
+    c.eval.during = 0;
+    c.eval.examples = 300;
+    c.model.backend.threads = 2;
     return c;
 }
 
@@ -50,7 +50,7 @@ static void test_compare_identical_sides_tie(void)
     tb_compare_result_free(&r);
 
     c.b = short_run("sgd");
-    tb_hparams_set(&c.b.hparams, "learning_rate", 1e-6, NULL); /* B barely moves */
+    tb_hparams_set(&c.b.model.hparams, "learning_rate", 1e-6, NULL); /* B barely moves */
     CHECK_OK(tb_compare_run(&c, &r, &err), &err);
     CHECK(r.pab.wins == 2); /* lower validation error for A in every pair */
     tb_compare_result_free(&r);
@@ -74,7 +74,7 @@ static void test_compare_divergence_and_errors(void)
     tb_compare_config c = {0};
     c.a = short_run("adamw");
     c.b = short_run("sgd");
-    tb_hparams_set(&c.b.hparams, "learning_rate", 1e5, NULL);
+    tb_hparams_set(&c.b.model.hparams, "learning_rate", 1e5, NULL);
     c.pairs = 2;
     c.seed = 2;
     c.pab = tb_pab_options_default();
@@ -99,16 +99,16 @@ static void test_compare_divergence_and_errors(void)
     CHECK_FAILS(tb_compare_run(&c, &r, &err), TB_ERR_INVALID, &err,
                 "side B: unknown algorithm 'sgdd'");
     c.b = short_run("sgd");
-    tb_hparams_set(&c.b.hparams, "momentun", 0.9, NULL);
+    tb_hparams_set(&c.b.model.hparams, "momentun", 0.9, NULL);
     CHECK_FAILS(tb_compare_run(&c, &r, &err), TB_ERR_INVALID, &err, "momentun");
     /* a value in range that cannot work in float32 is refused here too, before training (it
      * failed every run at step 1 and lost every pair as a divergence) */
     c.b = short_run("kfac");
-    tb_hparams_set(&c.b.hparams, "damping", 1e-300, NULL);
+    tb_hparams_set(&c.b.model.hparams, "damping", 1e-300, NULL);
     CHECK_FAILS(tb_compare_run(&c, &r, &err), TB_ERR_INVALID, &err,
                 "side B: kfac: damping = 1e-300 is below float32's smallest normal number");
     c.b = short_run("sgd");
-    c.a.workload = "fmnist_mpl";
+    c.a.model.workload = "fmnist_mpl";
     CHECK_FAILS(tb_compare_run(&c, &r, &err), TB_ERR_INVALID, &err,
                 "side A: unknown workload 'fmnist_mpl'");
     c.a = short_run("adamw");
@@ -117,7 +117,7 @@ static void test_compare_divergence_and_errors(void)
     c.pab = tb_pab_options_default();
     /* an error rate of a workload that does not classify (it failed after the first run) */
     c.metric = TB_METRIC_TEST_ERROR;
-    c.a.workload = c.b.workload = "fmnist_autoencoder";
+    c.a.model.workload = c.b.model.workload = "fmnist_autoencoder";
     CHECK_FAILS(tb_compare_run(&c, &r, &err), TB_ERR_INVALID, &err,
                 "workload fmnist_autoencoder has no error rate");
     c.metric = TB_METRIC_VALIDATION;
@@ -135,7 +135,7 @@ static void test_compare_divergence_and_errors(void)
     CHECK(runs == 0);
     /* Any failure but a divergence stops the study at the run that failed. */
     c.pab = tb_pab_options_default();
-    c.a.data_dir = c.b.data_dir = "/nonexistent/fashion";
+    c.a.data.source.data_dir = c.b.data.source.data_dir = "/nonexistent/fashion";
     CHECK_FAILS(tb_compare_run(&c, &r, &err), TB_ERR_MISSING, &err, "run 1");
     CHECK(runs == 1);
 }
@@ -146,7 +146,7 @@ static void test_search_and_ideal(void)
     tb_compare_config c = {0};
     c.a = short_run("adamw");
     c.b = short_run("sgd");
-    c.a.max_steps = c.b.max_steps = 3;
+    c.a.length.max_steps = c.b.length.max_steps = 3;
     c.pairs = 2;
     c.seed = 5;
     c.pab = tb_pab_options_default();
@@ -202,16 +202,16 @@ static void test_variance_study(void)
     CHECK_FAILS(tb_variance_study_run(&c, &s, &err), TB_ERR_INVALID, &err,
                 "cannot use time_to_target");
     c.metric = TB_METRIC_VALIDATION_ERROR;
-    c.base.workload = "fmnist_autoencoder";
+    c.base.model.workload = "fmnist_autoencoder";
     c.on_run = count_run;
     int runs = 0;
     c.user = &runs;
     CHECK_FAILS(tb_variance_study_run(&c, &s, &err), TB_ERR_INVALID, &err,
                 "workload fmnist_autoencoder has no error rate");
     CHECK(runs == 0); /* refused before training (it was after the first run) */
-    c.base.workload = "fmnist_mlp";
+    c.base.model.workload = "fmnist_mlp";
     c.metric = TB_METRIC_VALIDATION;
-    c.base.algorithm = "adamax";
+    c.base.model.algorithm = "adamax";
     CHECK_FAILS(tb_variance_study_run(&c, &s, &err), TB_ERR_INVALID, &err,
                 "unknown algorithm 'adamax'");
 }

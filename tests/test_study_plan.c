@@ -34,21 +34,21 @@ static void test_valid(void)
     char label[128];
     tb_study_plan_cell_label(p, 5, label, sizeof label);
     CHECK(strcmp(label, "algorithm=sgd batch_size=256") == 0);
-    tb_train_config c;
+    tb_run_config c;
     /* cell 0: adam at 64 takes adam's rate over "*"'s; cell 5: the override */
     CHECK_OK(tb_study_plan_run_config(p, 0, 0, &c, &err), &err);
-    CHECK(strcmp(c.algorithm, "adam") == 0 && c.batch_size == 64 && c.max_steps == 10);
-    CHECK(tb_hparams_get(&c.hparams, "learning_rate", 0) == 0.002);
+    CHECK(strcmp(c.model.algorithm, "adam") == 0 && c.data.batch_size == 64 && c.length.max_steps == 10);
+    CHECK(tb_hparams_get(&c.model.hparams, "learning_rate", 0) == 0.002);
     uint64_t seed_run1 = c.seeds[TB_STREAM_INIT];
     CHECK_OK(tb_study_plan_run_config(p, 5, 0, &c, &err), &err);
-    CHECK(tb_hparams_get(&c.hparams, "learning_rate", 0) == 0.05);
+    CHECK(tb_hparams_get(&c.model.hparams, "learning_rate", 0) == 0.05);
     CHECK(c.seeds[TB_STREAM_INIT] == seed_run1); /* cells are paired by run index */
     CHECK_OK(tb_study_plan_run_config(p, 4, 0, &c, &err), &err);
-    CHECK(tb_hparams_get(&c.hparams, "learning_rate", 0) == 0.01);
+    CHECK(tb_hparams_get(&c.model.hparams, "learning_rate", 0) == 0.01);
     CHECK_OK(tb_study_plan_run_config(p, 0, 1, &c, &err), &err);
     CHECK(c.seeds[TB_STREAM_INIT] != seed_run1);
     CHECK_OK(tb_study_plan_scale(p, 0.25, &err), &err);
-    CHECK(p->seeds == 2 && p->base.max_steps == 3); /* at least 2 runs; 2.5 steps round up */
+    CHECK(p->seeds == 2 && p->base.length.max_steps == 3); /* at least 2 runs; 2.5 steps round up */
     tb_study_plan_free(p);
 }
 

@@ -5,23 +5,23 @@
 
 #include <string.h>
 
-static tb_train_config base(void)
+static tb_run_config base(void)
 {
-    tb_train_config c = tb_train_config_default();
-    c.backend.threads = 2;
-    c.evals = 0;
-    c.eval_examples = 1000; /* keeps the suite short; test_learns evaluates everything */
+    tb_run_config c = tb_run_config_default();
+    c.model.backend.threads = 2;
+    c.eval.during = 0;
+    c.eval.examples = 1000; /* keeps the suite short; test_learns evaluates everything */
     return c;
 }
 
 static void test_learns(void)
 {
-    tb_train_config c = base();
-    c.max_steps = 250;
-    c.eval_examples = 0;
+    tb_run_config c = base();
+    c.length.max_steps = 250;
+    c.eval.examples = 0;
     tb_train_result r;
     tb_error err = {0};
-    CHECK_OK(tb_train(&c, &r, &err), &err);
+    CHECK_OK(tb_train(&c, NULL, &r, &err), &err);
     CHECK(r.steps == 250 && r.examples == 250 * 128);
     /* a loose target: 10 classes, chance is 0.10 */
     CHECK(r.validation.accuracy > 0.78);
@@ -34,21 +34,21 @@ static void test_learns(void)
 
 static void test_reproducible_and_sources(void)
 {
-    tb_train_config c = base();
-    c.max_steps = 15;
-    c.algorithm = "sgd";
+    tb_run_config c = base();
+    c.length.max_steps = 15;
+    c.model.algorithm = "sgd";
     tb_train_result a, b, d, e;
     tb_error err = {0};
-    CHECK_OK(tb_train(&c, &a, &err), &err);
-    CHECK_OK(tb_train(&c, &b, &err), &err);
+    CHECK_OK(tb_train(&c, NULL, &a, &err), &err);
+    CHECK_OK(tb_train(&c, NULL, &b, &err), &err);
     CHECK(a.final_train_loss == b.final_train_loss);
     CHECK(a.validation.loss == b.validation.loss);
     c.seeds[TB_STREAM_INIT] = 1; /* only the init changes */
-    CHECK_OK(tb_train(&c, &d, &err), &err);
+    CHECK_OK(tb_train(&c, NULL, &d, &err), &err);
     CHECK(d.final_train_loss != a.final_train_loss);
     c.seeds[TB_STREAM_INIT] = 0;
     c.seeds[TB_STREAM_DATA_ORDER] = 5; /* only the data order changes */
-    CHECK_OK(tb_train(&c, &e, &err), &err);
+    CHECK_OK(tb_train(&c, NULL, &e, &err), &err);
     CHECK(e.final_train_loss != a.final_train_loss);
     /* the test set is fixed and the validation split unchanged: at step 0 they would agree */
     CHECK(e.validation.examples == a.validation.examples && a.validation.examples == 1000);
@@ -56,62 +56,62 @@ static void test_reproducible_and_sources(void)
 
 static void test_errors(void)
 {
-    tb_train_config c = base();
-    c.max_steps = 200;
-    c.algorithm = "sgd";
-    tb_hparams_set(&c.hparams, "learning_rate", 1e5, NULL);
+    tb_run_config c = base();
+    c.length.max_steps = 200;
+    c.model.algorithm = "sgd";
+    tb_hparams_set(&c.model.hparams, "learning_rate", 1e5, NULL);
     tb_train_result r;
     tb_error err = {0};
-    CHECK_FAILS(tb_train(&c, &r, &err), TB_ERR_NUMERIC, &err, "diverged");
+    CHECK_FAILS(tb_train(&c, NULL, &r, &err), TB_ERR_NUMERIC, &err, "diverged");
     CHECK(r.diverged && r.steps < 200);
 
     /* a finite but exploded loss (2e13 at step 2 against 2.3 untrained) is a divergence */
-    c.schedule = TB_SCHEDULE_CONSTANT;
-    c.max_steps = 2;
-    CHECK_FAILS(tb_train(&c, &r, &err), TB_ERR_NUMERIC, &err,
+    c.length.schedule = TB_SCHEDULE_CONSTANT;
+    c.length.max_steps = 2;
+    CHECK_FAILS(tb_train(&c, NULL, &r, &err), TB_ERR_NUMERIC, &err,
                 "more than 10000 times the first step's training loss");
     CHECK(r.diverged && r.steps == 1 && strstr(err.message, "at step 2"));
     /* the last step's update is caught by the final validation loss: no later training loss */
-    c.max_steps = 1;
-    CHECK_FAILS(tb_train(&c, &r, &err), TB_ERR_NUMERIC, &err,
+    c.length.max_steps = 1;
+    CHECK_FAILS(tb_train(&c, NULL, &r, &err), TB_ERR_NUMERIC, &err,
                 "the validation loss is");
     CHECK(r.diverged && r.steps == 1 && strstr(err.message, "after the last step (1)"));
     c = base();
-    c.algorithm = "adam"; /* 4.5e6 after 40 steps with the old NaN-only rule */
-    c.schedule = TB_SCHEDULE_CONSTANT;
-    c.max_steps = 40;
-    tb_hparams_set(&c.hparams, "learning_rate", 1e6, NULL);
-    CHECK_FAILS(tb_train(&c, &r, &err), TB_ERR_NUMERIC, &err, "times the first step's");
+    c.model.algorithm = "adam"; /* 4.5e6 after 40 steps with the old NaN-only rule */
+    c.length.schedule = TB_SCHEDULE_CONSTANT;
+    c.length.max_steps = 40;
+    tb_hparams_set(&c.model.hparams, "learning_rate", 1e6, NULL);
+    CHECK_FAILS(tb_train(&c, NULL, &r, &err), TB_ERR_NUMERIC, &err, "times the first step's");
     CHECK(r.diverged && r.steps < 40);
 
     /* a step that fails on a number that is not finite (K-FAC: A + pi sqrt(1e-36) I is still
      * singular in double) is a divergence too: the result says so (it said diverged = false
      * while the status said numeric) and the message gives the step */
     c = base();
-    c.workload = "fmnist_mlp_narrow";
-    c.algorithm = "kfac";
-    c.max_steps = 2;
-    tb_hparams_set(&c.hparams, "damping", 1e-36, NULL);
-    CHECK_FAILS(tb_train(&c, &r, &err), TB_ERR_NUMERIC, &err,
+    c.model.workload = "fmnist_mlp_narrow";
+    c.model.algorithm = "kfac";
+    c.length.max_steps = 2;
+    tb_hparams_set(&c.model.hparams, "damping", 1e-36, NULL);
+    CHECK_FAILS(tb_train(&c, NULL, &r, &err), TB_ERR_NUMERIC, &err,
                 "the run diverged at step 1: kfac: damping = 1e-36");
     CHECK(r.diverged && r.steps == 0 && strstr(err.message, "increase damping"));
 
     c = base();
-    c.data_dir = "/nonexistent/fashion";
-    CHECK_FAILS(tb_train(&c, &r, &err), TB_ERR_MISSING, &err, "dataset-fashion-mnist");
+    c.data.source.data_dir = "/nonexistent/fashion";
+    CHECK_FAILS(tb_train(&c, NULL, &r, &err), TB_ERR_MISSING, &err, "dataset-fashion-mnist");
 
     c = base();
-    c.algorithm = "adamw";
-    tb_hparams_set(&c.hparams, "beta2", 1.5, NULL);
-    CHECK_FAILS(tb_train(&c, &r, &err), TB_ERR_INVALID, &err, "beta2 = 1.5");
+    c.model.algorithm = "adamw";
+    tb_hparams_set(&c.model.hparams, "beta2", 1.5, NULL);
+    CHECK_FAILS(tb_train(&c, NULL, &r, &err), TB_ERR_INVALID, &err, "beta2 = 1.5");
 
     c = base();
-    c.workload = "imagenet_resnet";
-    CHECK_FAILS(tb_train(&c, &r, &err), TB_ERR_INVALID, &err, "unknown workload");
+    c.model.workload = "imagenet_resnet";
+    CHECK_FAILS(tb_train(&c, NULL, &r, &err), TB_ERR_INVALID, &err, "unknown workload");
 
     c = base();
-    c.batch_size = 100000;
-    CHECK_FAILS(tb_train(&c, &r, &err), TB_ERR_INVALID, &err, "exceeds");
+    c.data.batch_size = 100000;
+    CHECK_FAILS(tb_train(&c, NULL, &r, &err), TB_ERR_INVALID, &err, "exceeds");
 }
 
 /* The schedule spans the run's steps, or, for a run ended by time (neither steps nor epochs),
@@ -119,36 +119,36 @@ static void test_errors(void)
  * learning rate near 0. */
 static void test_schedule_horizon(void)
 {
-    tb_train_config c = base();
-    c.algorithm = "sgd";
-    c.eval_examples = 100;
-    c.max_steps = 40;
+    tb_run_config c = base();
+    c.model.algorithm = "sgd";
+    c.eval.examples = 100;
+    c.length.max_steps = 40;
     tb_train_result r;
     tb_error err = {0};
-    CHECK_OK(tb_train(&c, &r, &err), &err);
+    CHECK_OK(tb_train(&c, NULL, &r, &err), &err);
     CHECK(r.schedule.kind == TB_SCHEDULE_WARMUP_COSINE && r.schedule.total_steps == 40 &&
           r.schedule.warmup_steps == 2);
-    c.max_steps = 0;
-    c.epochs = 0.01; /* 1% of 55000 / 128 = 429 steps */
-    CHECK_OK(tb_train(&c, &r, &err), &err);
+    c.length.max_steps = 0;
+    c.length.epochs = 0.01; /* 1% of 55000 / 128 = 429 steps */
+    CHECK_OK(tb_train(&c, NULL, &r, &err), &err);
     CHECK(r.steps == 5 && r.schedule.total_steps == 5);
 
     const tb_workload_info *info = NULL;
     for (int i = 0; i < tb_workload_count(); i++)
-        if (strcmp(tb_workload_info_at(i)->id, c.workload) == 0) info = tb_workload_info_at(i);
+        if (strcmp(tb_workload_info_at(i)->id, c.model.workload) == 0) info = tb_workload_info_at(i);
     CHECK(info && info->step_hint > 100);
-    c.epochs = 0; /* ended by time: the first step outlasts a nanosecond */
-    c.max_time_s = 1e-9;
-    CHECK_OK(tb_train(&c, &r, &err), &err);
+    c.length.epochs = 0; /* ended by time: the first step outlasts a nanosecond */
+    c.length.max_time_s = 1e-9;
+    CHECK_OK(tb_train(&c, NULL, &r, &err), &err);
     CHECK(r.steps == 1);
     CHECK(info && r.schedule.total_steps == info->step_hint &&
           r.schedule.warmup_steps == (int64_t)(0.05 * (double)info->step_hint));
 
-    c.max_time_s = 0; /* neither a length nor a time limit */
-    CHECK_FAILS(tb_train(&c, &r, &err), TB_ERR_INVALID, &err, "the run has no steps");
+    c.length.max_time_s = 0; /* neither a length nor a time limit */
+    CHECK_FAILS(tb_train(&c, NULL, &r, &err), TB_ERR_INVALID, &err, "the run has no steps");
     /* epochs whose steps do not fit are refused by name, not cast into "no steps" */
-    c.epochs = 1e17;
-    CHECK_FAILS(tb_train(&c, &r, &err), TB_ERR_INVALID, &err,
+    c.length.epochs = 1e17;
+    CHECK_FAILS(tb_train(&c, NULL, &r, &err), TB_ERR_INVALID, &err,
                 "1e+17 epochs are 4.29e+19 steps (429 per epoch), more than the 1000000000");
 }
 
@@ -168,34 +168,34 @@ static void log_evals(void *user, const tb_train_progress *p)
  * old rule put the one evaluation of --evals 1 on the last step, where it was skipped). */
 static void test_evals(void)
 {
-    tb_train_config c = base();
-    c.algorithm = "sgd";
-    c.eval_examples = 100;
-    c.max_steps = 10;
+    tb_run_config c = base();
+    c.model.algorithm = "sgd";
+    c.eval.examples = 100;
+    c.length.max_steps = 10;
     tb_train_result r;
     tb_error err = {0};
     const int counts[][2] = {{1, 2}, {3, 4}, {50, 10}}; /* 0 gives 1: base() and test_cli */
     for (int i = 0; i < 3; i++) {
         eval_log log = {.n = 0};
-        c.evals = counts[i][0];
-        c.progress = log_evals;
-        c.progress_user = &log;
-        CHECK_OK(tb_train(&c, &r, &err), &err);
+        c.eval.during = counts[i][0];
+        tb_train_observers obs = {.progress = log_evals, .progress_user = &log,
+                                  .progress_every_s = 0.5};
+        CHECK_OK(tb_train(&c, &obs, &r, &err), &err);
         if (!CHECK(r.evaluations == counts[i][1] && log.n == counts[i][1] - 1))
-            fprintf(stderr, "evals %d: %lld evaluations\n", c.evals, (long long)r.evaluations);
+            fprintf(stderr, "evals %d: %lld evaluations\n", c.eval.during, (long long)r.evaluations);
         if (counts[i][0] == 3) CHECK(log.steps[0] == 3 && log.steps[1] == 5 && log.steps[2] == 8);
         if (counts[i][0] == 1) CHECK(log.steps[0] == 5);
     }
     c = base();
-    c.max_steps = 2;
-    c.evals = -1;
-    CHECK_FAILS(tb_train(&c, &r, &err), TB_ERR_INVALID, &err, "must not be negative");
-    c.evals = 0;
-    c.max_time_s = -1;
-    CHECK_FAILS(tb_train(&c, &r, &err), TB_ERR_INVALID, &err, "time limit");
-    c.max_time_s = 0;
-    c.eval_period_s = -1;
-    CHECK_FAILS(tb_train(&c, &r, &err), TB_ERR_INVALID, &err, "eval period");
+    c.length.max_steps = 2;
+    c.eval.during = -1;
+    CHECK_FAILS(tb_train(&c, NULL, &r, &err), TB_ERR_INVALID, &err, "must not be negative");
+    c.eval.during = 0;
+    c.length.max_time_s = -1;
+    CHECK_FAILS(tb_train(&c, NULL, &r, &err), TB_ERR_INVALID, &err, "time limit");
+    c.length.max_time_s = 0;
+    c.eval.period_s = -1;
+    CHECK_FAILS(tb_train(&c, NULL, &r, &err), TB_ERR_INVALID, &err, "eval period");
 }
 
 int main(void)

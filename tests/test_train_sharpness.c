@@ -18,31 +18,30 @@ static void record(void *user, const tb_sharpness *s)
     w->n++;
 }
 
-static tb_train_config base(const char *workload, const char *algorithm)
+static tb_run_config base(const char *workload, const char *algorithm)
 {
-    tb_train_config c = tb_train_config_default();
-    c.workload = workload;
-    c.algorithm = algorithm;
-    c.backend.threads = 2;
-    c.evals = 0;
-    c.eval_examples = 500;
-    c.max_steps = 6;
-    c.batch_size = 32;
+    tb_run_config c = tb_run_config_default();
+    c.model.workload = workload;
+    c.model.algorithm = algorithm;
+    c.model.backend.threads = 2;
+    c.eval.during = 0;
+    c.eval.examples = 500;
+    c.length.max_steps = 6;
+    c.data.batch_size = 32;
     return c;
 }
 
 /* The run with measurements every `every` steps is the run without them, bit for bit. */
-static void check_unchanged(tb_train_config c, int64_t every, seen *w, tb_train_result *with)
+static void check_unchanged(tb_run_config c, int64_t every, seen *w, tb_train_result *with)
 {
     tb_train_result without;
     tb_error err = {0};
-    CHECK_OK(tb_train(&c, &without, &err), &err);
-    c.sharpness_every = every;
-    c.sharpness_iters = 4;
-    c.sharpness_batch = 48;
-    c.on_sharpness = record;
-    c.sharpness_user = w;
-    CHECK_OK(tb_train(&c, with, &err), &err);
+    CHECK_OK(tb_train(&c, NULL, &without, &err), &err);
+    c.diag.sharpness_every = every;
+    c.diag.sharpness_iters = 4;
+    c.diag.sharpness_batch = 48;
+    tb_train_observers obs = {.on_sharpness = record, .sharpness_user = w};
+    CHECK_OK(tb_train(&c, &obs, with, &err), &err);
     CHECK(with->final_train_loss == without.final_train_loss);
     CHECK(with->validation.loss == without.validation.loss);
     CHECK(with->test.loss == without.test.loss);
@@ -51,7 +50,7 @@ static void check_unchanged(tb_train_config c, int64_t every, seen *w, tb_train_
 
 static void test_adam_mlp(void)
 {
-    tb_train_config c = base("fmnist_mlp_narrow", "adam");
+    tb_run_config c = base("fmnist_mlp_narrow", "adam");
     seen w = {0};
     tb_train_result r;
     check_unchanged(c, 3, &w, &r);
@@ -79,8 +78,8 @@ static void test_adam_mlp(void)
  * (evaluation, which uses them, is unchanged). P = 1 for sgd: one Lanczos run. */
 static void test_sgd_batchnorm(void)
 {
-    tb_train_config c = base("fmnist_cnn", "sgd");
-    c.max_steps = 4;
+    tb_run_config c = base("fmnist_cnn", "sgd");
+    c.length.max_steps = 4;
     seen w = {0};
     tb_train_result r;
     check_unchanged(c, 2, &w, &r);
@@ -93,24 +92,24 @@ static void test_sgd_batchnorm(void)
 
 static void test_errors(void)
 {
-    tb_train_config c = base("fmnist_mlp_narrow", "kfac");
-    c.sharpness_every = 2;
+    tb_run_config c = base("fmnist_mlp_narrow", "kfac");
+    c.diag.sharpness_every = 2;
     tb_train_result r;
     tb_error err = {0};
-    CHECK_FAILS(tb_train(&c, &r, &err), TB_ERR_INVALID, &err,
+    CHECK_FAILS(tb_train(&c, NULL, &r, &err), TB_ERR_INVALID, &err,
                 "need a diagonal preconditioner, and kfac has none");
     CHECK(r.steps == 0);
-    c.algorithm = "lamb";
-    CHECK_FAILS(tb_train(&c, &r, &err), TB_ERR_INVALID, &err, "lamb has none");
-    c.algorithm = "adam";
-    c.sharpness_batch = 10000000;
-    CHECK_FAILS(tb_train(&c, &r, &err), TB_ERR_INVALID, &err, "sharpness batch must be 1 to");
-    c.sharpness_batch = 0;
-    c.sharpness_iters = 300;
-    CHECK_FAILS(tb_train(&c, &r, &err), TB_ERR_INVALID, &err, "iterations must be 1 to 256");
-    c.sharpness_iters = 0;
-    c.sharpness_every = -1;
-    CHECK_FAILS(tb_train(&c, &r, &err), TB_ERR_INVALID, &err, "must not be negative");
+    c.model.algorithm = "lamb";
+    CHECK_FAILS(tb_train(&c, NULL, &r, &err), TB_ERR_INVALID, &err, "lamb has none");
+    c.model.algorithm = "adam";
+    c.diag.sharpness_batch = 10000000;
+    CHECK_FAILS(tb_train(&c, NULL, &r, &err), TB_ERR_INVALID, &err, "sharpness batch must be 1 to");
+    c.diag.sharpness_batch = 0;
+    c.diag.sharpness_iters = 300;
+    CHECK_FAILS(tb_train(&c, NULL, &r, &err), TB_ERR_INVALID, &err, "iterations must be 1 to 256");
+    c.diag.sharpness_iters = 0;
+    c.diag.sharpness_every = -1;
+    CHECK_FAILS(tb_train(&c, NULL, &r, &err), TB_ERR_INVALID, &err, "must not be negative");
 }
 
 int main(void)

@@ -102,6 +102,8 @@ tb_status tb_backend_check(tb_backend *be, tb_error *err);
  * rate, dropout counter) is frozen at capture, so a trainer must keep inputs in the same device
  * buffers and must not rely on per-step host values. Returns TB_ERR_UNSUPPORTED on backends
  * without graphs (CPU), TB_ERR_INVALID when called out of order. */
+/* Whether the backend can capture and replay graphs (cuda: yes; cpu: no). */
+bool tb_backend_has_graphs(const tb_backend *be);
 tb_status tb_backend_capture_begin(tb_backend *be, tb_error *err);
 tb_status tb_backend_capture_end(tb_backend *be, tb_error *err);
 tb_status tb_backend_replay(tb_backend *be, tb_error *err);

@@ -66,6 +66,16 @@ tb_status tb_dist_max(tb_dist *d, int *value, tb_error *err);
  * on every rank, otherwise TB_OK. */
 tb_status tb_dist_check_identical(tb_dist *d, const float *buf, int64_t n, const char *what,
                                   tb_error *err);
+/* Every rank leaves with the same verdict (one collective every rank calls): when a rank
+ * failed, every other one fails too, with the failed status (theirs when several failed) and a
+ * message saying another rank failed and reports why; a rank's own failure and message are
+ * kept. With stop non-NULL, every rank gets rank 0's *stop (rank 0 decides when to stop). With
+ * a world of 1, st is returned as it is. */
+tb_status tb_dist_agree(tb_dist *d, tb_status st, bool *stop, tb_error *err);
+/* tb_dist_agree with a decision code instead of the stop: every rank gets rank 0's *code
+ * (0 to TB_DIST_AGREE_FAILED - 1; code NULL: none is carried). */
+#define TB_DIST_AGREE_FAILED 1000
+tb_status tb_dist_agree_code(tb_dist *d, tb_status st, int *code, tb_error *err);
 
 #ifdef __cplusplus
 }

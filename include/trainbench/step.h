@@ -37,6 +37,12 @@ extern "C" {
 typedef tb_var *(*tb_step_loss_fn)(void *user, tb_tape *tape, const tb_batch *batch,
                                    tb_rng *dropout, tb_error *err);
 
+/* What a step reports besides its status (a submission's update_params fills it too). */
+typedef struct tb_step_report {
+    double loss;        /* training loss of this step (NaN/inf = divergence) */
+    bool training_done; /* set to end training early (AlgoPerf's "training complete") */
+} tb_step_report;
+
 typedef struct tb_step_config {
     tb_step_loss_fn loss;
     void *user;
@@ -69,6 +75,11 @@ void tb_step_runner_destroy(tb_step_runner *r);
  * waited for (throughput runs), and it always updates. Errors name the step. */
 tb_status tb_step_runner_step(tb_step_runner *r, tb_pipeline *pipe, double lr_scale,
                               tb_rng *dropout, float *loss, int64_t *batch_n, tb_error *err);
+
+/* tb_step_runner_step on a batch already on the runner's tape (put there since its last
+ * reset): for callers that choose their batches themselves. */
+tb_status tb_step_runner_run(tb_step_runner *r, const tb_batch *batch, double lr_scale,
+                             tb_rng *dropout, float *loss, tb_error *err);
 
 /* The training loss of the last step, read back now (waiting for the device): for a caller
  * that passes no loss pointer to the steps, to check the loss now and then without waiting

@@ -39,7 +39,7 @@ double tb_study_metric_value(tb_study_metric m, const tb_train_result *r);
  * and stop-at-target (unless the config already sets a budget). Fails with TB_ERR_INVALID for
  * an unknown workload, or an error-rate metric on a workload without one (the autoencoder),
  * so that a study refuses it before any training. */
-tb_status tb_study_prepare_config(tb_study_metric m, tb_train_config *c, tb_error *err);
+tb_status tb_study_prepare_config(tb_study_metric m, tb_run_config *c, tb_error *err);
 
 /* The seed a source gets in run `index` of a study with master seed `seed` (index 0 is the
  * base run every source shares). Distinct (seed, source, index) give distinct seeds. */
@@ -51,7 +51,7 @@ typedef void (*tb_study_run_fn)(void *user, const char *group, int index, int to
 
 /* ---- variance by source ------------------------------------------------------------------ */
 typedef struct tb_variance_study_config {
-    tb_train_config base;               /* workload, algorithm, hyperparameters, length */
+    tb_run_config base;               /* workload, algorithm, hyperparameters, length */
     uint64_t seed;                      /* master seed of the study */
     int runs;                           /* runs per group, >= 2 */
     int n_sources;                      /* sources varied one at a time (plus "all") */
@@ -88,7 +88,7 @@ void tb_variance_study_free(tb_variance_study *study);
 
 /* ---- paired comparison of two algorithms -------------------------------------------------- */
 typedef struct tb_compare_config {
-    tb_train_config a, b;   /* the two sides: algorithm, hyperparameters, length */
+    tb_run_config a, b;   /* the two sides: algorithm, hyperparameters, length */
     const char *name_a, *name_b;
     /* Hyperparameter search (0 trials: none; a and b's hyperparameters are used as given).
      * Each side draws search_trials points of its search space (AlgoPerf JSON text) from the

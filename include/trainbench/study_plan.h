@@ -97,7 +97,7 @@ typedef struct tb_study_plan {
     char source[TB_STUDY_TEXT_MAX];
     char file[TB_STUDY_TEXT_MAX];   /* where it was read from, for messages */
     char workload[64], algorithm[64]; /* the fixed ones ("" when an axis sets it) */
-    tb_train_config base;           /* settings: steps or epochs, batch size, eval_examples,
+    tb_run_config base;           /* settings: steps or epochs, batch size, eval_examples,
                                        schedule, warmup_fraction, echo; workload/algorithm
                                        point into this struct */
     int n_hp_sets;
@@ -141,7 +141,7 @@ void tb_study_plan_cell_label(const tb_study_plan *plan, int cell, char *buf, si
  * the cell's axis values, its hyperparameters ("*", then its algorithm's, then the matching
  * overrides in order, then a hyperparameter axis) and seeds; prepared for the metric. */
 tb_status tb_study_plan_run_config(const tb_study_plan *plan, int cell, int run,
-                                   tb_train_config *out, tb_error *err);
+                                   tb_run_config *out, tb_error *err);
 
 /* ---- running -------------------------------------------------------------------------------- */
 
@@ -152,7 +152,7 @@ typedef void (*tb_study_progress_fn)(void *user, int done, int total, int cell, 
 
 typedef struct tb_study_exec_options {
     tb_backend_config backend;
-    const char *data_dir, *cache_dir; /* as tb_train_config's */
+    const char *data_dir, *cache_dir; /* as tb_run_config's */
     tb_store *store;            /* optional: runs recorded there, and reused from there */
     tb_study_progress_fn progress;
     void *user;

@@ -24,6 +24,7 @@
 #include "trainbench/optim.h"
 #include "trainbench/pipeline.h"
 #include "trainbench/status.h"
+#include "trainbench/step.h"
 #include "trainbench/workload.h"
 
 #ifdef __cplusplus
@@ -65,13 +66,14 @@ typedef struct tb_submission_api {
     void (*optimizer_destroy)(tb_optimizer *opt);
     double (*hparam)(const tb_hparams *hp, const char *name, double fallback);
     tb_status (*fail)(tb_error *err, tb_status st, const char *message); /* fills err */
+    /* The standard training step of an optimizer made with optimizer_create, on the batch: the
+     * curvature pass when the optimizer takes one (K-FAC, EKFAC), the forward and backward
+     * passes, and the update at learning-rate factor lr_scale unless the loss is not finite;
+     * *loss gets the step's loss. The step `trainbench train` takes, for a submission whose
+     * algorithm is an optimizer of the zoo on a schedule of its own. */
+    tb_status (*standard_update)(tb_trial_ctx *c, tb_optimizer *opt, const tb_batch *batch,
+                                 double lr_scale, double *loss, tb_error *err);
 } tb_submission_api;
-
-/* What update_params reports besides its status. */
-typedef struct tb_step_report {
-    double loss;        /* training loss of this step (NaN/inf = divergence) */
-    bool training_done; /* set to end training early (AlgoPerf's "training complete") */
-} tb_step_report;
 
 /* A submission: a table of callbacks; optional ones may be NULL. `hp` is the trial's
  * hyperparameter point (empty under the self-tuning ruleset). `state` is the submission's own

@@ -179,6 +179,8 @@ tb_status tb_backend_check(tb_backend *be, tb_error *err)
     return be->ops.status ? be->ops.status(be, err) : TB_OK;
 }
 
+bool tb_backend_has_graphs(const tb_backend *be) { return be && be->ops.capture_begin; }
+
 tb_status tb_backend_capture_begin(tb_backend *be, tb_error *err)
 {
     if (!be) return no_backend("capture_begin", err);

@@ -2,7 +2,6 @@
  * and the loader of external submissions (shared libraries, dlopen). */
 #include "trainbench/submission.h"
 
-#include "run/fisher.h"
 #include "bench/library.h"
 #include "bench/trial_impl.h"
 
@@ -18,7 +17,6 @@
 typedef struct baseline_state {
     tb_optimizer *opt;
     tb_schedule schedule;
-    tb_rng fisher; /* targets sampled for curvature statistics */
 } baseline_state;
 
 static int baseline_batch_size(const tb_submission_api *api, tb_trial_ctx *c,
@@ -50,10 +48,6 @@ static tb_status baseline_init(const tb_submission_api *api, tb_trial_ctx *c,
     s->schedule.total_steps = hint;
     s->schedule.warmup_steps = (int64_t)(warmup * (double)hint);
     tb_status st = api->optimizer_create(c, api->submission_name(c), &opt_hp, &s->opt, err);
-    if (st == TB_OK) st = tb_fisher_attach(s->opt, c->wl, err); /* K-FAC, EKFAC: the layers */
-    /* model-side randomness of the trial: keyed by its dropout stream */
-    s->fisher = tb_rng_make(((uint64_t)c->dropout.key[1] << 32) | c->dropout.key[0],
-                            TB_STREAM_COUNT + 1);
     if (st != TB_OK) {
         tb_optimizer_destroy(s->opt);
         free(s);
@@ -71,23 +65,16 @@ static tb_status baseline_init(const tb_submission_api *api, tb_trial_ctx *c,
     return TB_OK;
 }
 
+/* The run core's standard step (tb_run_standard_update) on the baseline's schedule; past the
+ * step hint the schedule holds its end (tb_schedule_factor). */
 static tb_status baseline_update(const tb_submission_api *api, tb_trial_ctx *c, void *state,
                                  const tb_hparams *hp, const tb_batch *batch, int64_t step,
                                  tb_step_report *report, tb_error *err)
 {
     (void)hp;
     baseline_state *s = state;
-    tb_status st = tb_fisher_pass(s->opt, c->wl, c->tape, tb_workload_params(c->wl),
-                                  batch->inputs, &s->fisher, &c->dropout, err);
-    if (st != TB_OK) return st;
-    tb_var *out = api->model_fn(c, batch->inputs);
-    tb_var *loss = api->loss_fn(c, out, batch->targets);
-    st = api->backward(c, loss, err);
-    if (st != TB_OK) return st;
-    report->loss = api->scalar(c, loss);
-    if (!isfinite(report->loss)) return TB_OK; /* the runner records the divergence */
-    /* past the step hint the schedule holds its end (tb_schedule_factor) */
-    return api->optimizer_step(s->opt, tb_schedule_factor(&s->schedule, step), err);
+    return api->standard_update(c, s->opt, batch, tb_schedule_factor(&s->schedule, step),
+                                &report->loss, err);
 }
 
 static void baseline_free(void *state)

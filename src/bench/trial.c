@@ -1,14 +1,16 @@
-/* trial.c: one benchmark trial by AlgoPerf's timing rules: init_optimizer_state, data
- * selection, update_params and prepare_for_eval are timed; evals are not. Evals happen when
- * the eval period (in submission seconds) has passed and at the end; the trial stops at the
- * validation target (unless run to the budget), at the budget, when the submission ends
- * training, or at divergence (a failed trial, recorded): a training loss or an eval's
- * validation loss that is not finite. Every eval is written to the store as soon as it is
- * measured. */
+/* trial.c: one benchmark trial, a driver of the run core whose update is the submission's
+ * (tb_run_update: get_batch_size, data_selection, update_params). AlgoPerf's timing rules:
+ * init_optimizer_state, data selection, update_params and prepare_for_eval are timed; evals
+ * are not. Evals happen when the eval period (in submission seconds) has passed since the last
+ * one (tb_eval_sched) and at the end; the trial stops at the validation target (unless run to
+ * the budget), at the budget, when the submission ends training, or at divergence (a failed
+ * trial, recorded): the run core's rule on the training loss and on each eval's validation
+ * loss. Every eval is written to the store as soon as it is measured. */
 #include "trainbench/benchmark.h"
 #include "core/clock.h"
 
 #include "bench/trial_impl.h"
+#include "trainbench/run.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -22,6 +24,9 @@ typedef struct trial_run {
     tb_trial_ctx ctx;
     const tb_submission *sub;
     void *state;
+    tb_run *run;
+    int batch_chosen;       /* get_batch_size's answer */
+    tb_eval_sched sched;
     double t_sub, t_eval, t_start;
     int64_t step;
     int evals;
@@ -46,23 +51,24 @@ static tb_status submission_error(trial_run *r, tb_status st, tb_error *err, con
 static tb_status eval_once(trial_run *r, tb_error *err)
 {
     double t0 = tb_monotonic_s();
-    tb_trial_ctx *c = &r->ctx;
+    tb_workload *wl = tb_run_workload(r->run);
     tb_eval_metrics tr, va, te;
     int64_t nv = r->opts->eval_validation_examples;
     int64_t nt = r->opts->eval_train_examples > 0
                      ? r->opts->eval_train_examples
-                     : (nv > 0 ? nv : tb_workload_size(c->wl, TB_SPLIT_VALIDATION));
-    tb_status st = tb_workload_evaluate(c->wl, c->tape, TB_SPLIT_TRAIN, nt, &tr, err);
-    if (st == TB_OK) st = tb_workload_evaluate(c->wl, c->tape, TB_SPLIT_VALIDATION, nv, &va, err);
+                     : (nv > 0 ? nv : tb_workload_size(wl, TB_SPLIT_VALIDATION));
+    tb_status st = tb_run_evaluate(r->run, TB_SPLIT_TRAIN, nt, &tr, err);
+    if (st == TB_OK) st = tb_run_evaluate(r->run, TB_SPLIT_VALIDATION, nv, &va, err);
     /* the target is calibrated on the whole validation split: a subset at the target is
      * replaced by the whole split's evaluation, which is recorded and decides */
-    if (st == TB_OK && !r->reached && isfinite(va.metric) && va.metric <= r->rec.target &&
-        va.examples < tb_workload_size(c->wl, TB_SPLIT_VALIDATION))
-        st = tb_workload_evaluate(c->wl, c->tape, TB_SPLIT_VALIDATION, 0, &va, err);
+    bool reached = false;
+    tb_eval_metrics whole = {0};
+    if (st == TB_OK && !r->reached)
+        st = tb_run_at_target(r->run, r->rec.target, &va, &reached, &whole, err);
+    if (st == TB_OK && whole.examples > 0) va = whole;
     bool test = r->opts->eval_test_examples >= 0;
     if (st == TB_OK && test)
-        st = tb_workload_evaluate(c->wl, c->tape, TB_SPLIT_TEST, r->opts->eval_test_examples,
-                                  &te, err);
+        st = tb_run_evaluate(r->run, TB_SPLIT_TEST, r->opts->eval_test_examples, &te, err);
     if (st != TB_OK) return tb_error_prefix(err, "evaluation at step %lld", (long long)r->step);
     r->t_eval += tb_monotonic_s() - t0;
     tb_eval_record e = {
@@ -86,64 +92,89 @@ static tb_status eval_once(trial_run *r, tb_error *err)
     st = tb_store_add_eval(r->store, r->rec.id, &e, err);
     if (st != TB_OK) return st;
     r->evals++;
-    /* weights that are no longer finite while the reported training loss was: the
-     * divergence is seen here (as `trainbench train`'s final validation does) */
-    if (!isfinite(va.loss))
-        return tb_fail(err, TB_ERR_NUMERIC,
-                       "diverged: validation loss %g at step %lld (not finite, though the "
-                       "training loss reported was)", va.loss, (long long)r->step);
+    tb_eval_sched_done(&r->sched, r->t_sub);
+    /* weights that diverged while the reported training loss did not: seen here (as `trainbench
+     * train`'s final validation does), by the run core's rule */
+    st = tb_run_check_loss(r->run, "the validation loss", va.loss, r->step, false, err);
+    if (st != TB_OK) return st;
     /* the target is in the workload's own metric (error rate, loss in nats, bits per
-     * character), which setup checked is the one the trial was planned with */
-    double m = va.metric;
-    if (!r->reached && isfinite(m) && m <= r->rec.target && r->t_sub <= r->rec.budget_s) {
+     * character), which the batch-size hook checked is the one the trial was planned with */
+    if (reached && r->t_sub <= r->rec.budget_s) {
         r->reached = true;
         r->time_to_target = r->t_sub;
     }
     return TB_OK;
 }
 
+/* ---- the submission as the run core's update hook ---------------------------------------- */
+static int hook_batch_size(void *user, tb_run *run)
+{
+    trial_run *r = user;
+    r->ctx.run = run; /* the workload exists from here on */
+    r->batch_chosen = r->sub->get_batch_size(&tb_trial_api, &r->ctx, &r->rec.hparams);
+    return r->batch_chosen;
+}
+
+static tb_status hook_select(void *user, tb_run *run, tb_batch *out, tb_error *err)
+{
+    trial_run *r = user;
+    const tb_submission *s = r->sub;
+    char where[64];
+    snprintf(where, sizeof where, "data selection at step %lld", (long long)r->step + 1);
+    tb_status st = s->data_selection ? s->data_selection(&tb_trial_api, &r->ctx, r->state, out, err)
+                                     : tb_pipeline_next(tb_run_pipeline(run), tb_run_tape(run),
+                                                        out, err);
+    if (st != TB_OK && s->data_selection) return submission_error(r, st, err, where);
+    if (st != TB_OK) return tb_error_prefix(err, "%s", where);
+    return TB_OK;
+}
+
+static tb_status hook_update(void *user, tb_run *run, const tb_batch *batch, int64_t step,
+                             tb_step_report *report, tb_error *err)
+{
+    (void)run;
+    trial_run *r = user;
+    tb_status st = r->sub->update_params(&tb_trial_api, &r->ctx, r->state, &r->rec.hparams,
+                                         batch, step, report, err);
+    if (st == TB_OK) return TB_OK;
+    char where[64];
+    snprintf(where, sizeof where, "update_params at step %lld", (long long)step);
+    return submission_error(r, st, err, where);
+}
+
 static tb_status setup(trial_run *r, tb_error *err)
 {
-    tb_trial_ctx *c = &r->ctx;
-    tb_backend_config bc = {.device = r->opts->device, .threads = r->opts->threads};
-    tb_status st = tb_backend_create(&bc, &c->be, err);
+    tb_bench_workload bw;
+    r->ctx.step_hint = tb_bench_workload_find(r->rec.workload, &bw) && bw.step_hint > 0
+                           ? bw.step_hint : 1000;
+    tb_run_config rc = {
+        .model = {.workload = r->rec.workload,
+                  .backend = {.device = r->opts->device, .threads = r->opts->threads}},
+        .data.source = {.data_dir = r->opts->data_dir, .cache_dir = r->opts->cache_dir},
+        .eval.period_s = r->rec.eval_period_s,
+        .update = {.batch_size = hook_batch_size, .select = hook_select,
+                   .update = hook_update, .user = r},
+    };
+    memcpy(rc.seeds, r->rec.seeds, sizeof rc.seeds);
+    tb_status st = tb_run_create(&rc, &r->run, err);
+    if (st == TB_ERR_INVALID && r->batch_chosen < 1 && r->ctx.run)
+        return tb_fail(err, TB_ERR_INVALID, "submission %s: get_batch_size returned %d",
+                       r->rec.submission, r->batch_chosen);
     if (st != TB_OK) return st;
-    tb_workload_config wc = {.data_dir = r->opts->data_dir,
-                             .split_seed = r->rec.seeds[TB_STREAM_SPLIT],
-                             .cache_dir = r->opts->cache_dir};
-    st = tb_workload_create(r->rec.workload, c->be, &wc, &c->wl, err);
-    if (st != TB_OK) return st;
-    const char *metric = tb_workload_get_info(c->wl)->metric;
+    r->ctx.run = r->run;
+    r->sched = tb_eval_sched_make(&rc.eval, tb_run_total_steps(r->run));
+    const char *metric = tb_workload_get_info(tb_run_workload(r->run))->metric;
     if (strcmp(r->rec.metric, metric) != 0)
         return tb_fail(err, TB_ERR_INVALID,
                        "trial %lld: its target is in %s, but workload %s measures %s",
                        (long long)r->rec.id, r->rec.metric, r->rec.workload, metric);
-    tb_rng init = tb_rng_make(r->rec.seeds[TB_STREAM_INIT], TB_STREAM_INIT);
-    st = tb_workload_init(c->wl, &init, err);
-    if (st == TB_OK) st = tb_tape_create(c->be, &c->tape, err);
-    if (st != TB_OK) return st;
-    c->dropout = tb_rng_make(r->rec.seeds[TB_STREAM_DROPOUT], TB_STREAM_DROPOUT);
-    tb_bench_workload bw;
-    c->step_hint = tb_bench_workload_find(r->rec.workload, &bw) && bw.step_hint > 0
-                       ? bw.step_hint : 1000;
-    int batch = r->sub->get_batch_size(&tb_trial_api, c, &r->rec.hparams);
-    if (batch < 1)
-        return tb_fail(err, TB_ERR_INVALID, "submission %s: get_batch_size returned %d",
-                       r->rec.submission, batch);
-    tb_pipeline_config pc = {.batch_size = batch,
-                             .data_order_seed = r->rec.seeds[TB_STREAM_DATA_ORDER],
-                             .augment_seed = r->rec.seeds[TB_STREAM_AUGMENT]};
-    return tb_pipeline_create(c->wl, &pc, &c->pipe, err);
+    return TB_OK;
 }
 
 static void teardown(trial_run *r)
 {
-    tb_trial_ctx *c = &r->ctx;
     if (r->state && r->sub->free_state) r->sub->free_state(r->state);
-    tb_pipeline_destroy(c->pipe);
-    tb_tape_destroy(c->tape);
-    tb_workload_destroy(c->wl);
-    tb_backend_destroy(c->be);
+    tb_run_destroy(r->run);
 }
 
 /* The training loop. Returns TB_OK when the trial ran to an end (target, budget, early end);
@@ -161,33 +192,19 @@ static tb_status train(trial_run *r, tb_error *err)
     tb_trial_note_hparams(c, &r->rec.hparams, NULL);
     st = tb_store_trial_hparams(r->store, r->rec.id, &c->resolved, &c->defaults, err);
     if (st != TB_OK) return st;
-    double last_eval = 0;
     for (;;) {
-        t0 = tb_monotonic_s();
-        tb_tape_reset(c->tape);
-        tb_tape_set_training(c->tape, true);
-        tb_batch batch;
-        st = s->data_selection ? s->data_selection(&tb_trial_api, c, r->state, &batch, err)
-                               : tb_trial_api.next_batch(c, &batch, err);
-        char where[64];
-        snprintf(where, sizeof where, "data selection at step %lld", (long long)r->step + 1);
-        if (st != TB_OK && s->data_selection) return submission_error(r, st, err, where);
-        if (st != TB_OK) return tb_error_prefix(err, "%s", where);
-        tb_step_report rep = {.loss = NAN};
-        st = s->update_params(&tb_trial_api, c, r->state, &r->rec.hparams, &batch, r->step + 1,
-                              &rep, err);
-        r->t_sub += tb_monotonic_s() - t0;
-        snprintf(where, sizeof where, "update_params at step %lld", (long long)r->step + 1);
-        if (st != TB_OK) return submission_error(r, st, err, where);
-        r->step++;
-        if (!isfinite(rep.loss))
-            return tb_fail(err, TB_ERR_NUMERIC, "diverged: training loss %g at step %lld%s",
-                           rep.loss, (long long)r->step,
-                           r->step == 1 && isnan(rep.loss)
-                               ? " (or update_params did not set report->loss)"
-                               : "");
+        tb_run_step_info step;
+        st = tb_run_step(r->run, false, &step, err); /* timed: selection and update */
+        r->t_sub += step.seconds;
+        if (st == TB_ERR_NUMERIC && step.step == 1 && isnan(step.loss) && !r->submission_failed) {
+            char why[sizeof err->message];
+            snprintf(why, sizeof why, "%s", err->message);
+            return tb_fail(err, st, "%.400s (or update_params did not set report->loss)", why);
+        }
+        if (st != TB_OK) return st;
+        r->step = step.step;
         bool over = r->t_sub >= r->rec.budget_s;
-        if (over || rep.training_done || r->t_sub - last_eval >= r->rec.eval_period_s) {
+        if (over || step.done || tb_eval_sched_due(&r->sched, r->step, r->t_sub)) {
             if (s->prepare_for_eval) {
                 t0 = tb_monotonic_s();
                 st = s->prepare_for_eval(&tb_trial_api, c, r->state, err);
@@ -196,11 +213,24 @@ static tb_status train(trial_run *r, tb_error *err)
             }
             st = eval_once(r, err);
             if (st != TB_OK) return st;
-            last_eval = r->t_sub;
             if (r->reached && r->rec.stop_at_target) return TB_OK;
         }
-        if (over || rep.training_done) return TB_OK;
+        if (over || step.done) return TB_OK;
     }
+}
+
+/* The reason a trial that failed records: a divergence as "diverged: ..." (the run core's
+ * "the run diverged: X" as "diverged: X"), another failure with its status's name. */
+static void failure_reason(tb_status st, const char *message, char *out, size_t n)
+{
+    static const char rule[] = "the run diverged: ";
+    if (st != TB_ERR_NUMERIC)
+        snprintf(out, n, "%s: %s", tb_status_name(st), message);
+    else if (strncmp(message, rule, sizeof rule - 1) == 0)
+        snprintf(out, n, "diverged: %s", message + sizeof rule - 1);
+    else /* a loss, a gradient or an update not finite */
+        snprintf(out, n, "%s%s", strncmp(message, "diverged", 8) == 0 ? "" : "diverged: ",
+                 message);
 }
 
 tb_status tb_trial_execute(const char *store_path, int64_t trial_id,
@@ -225,9 +255,9 @@ tb_status tb_trial_execute(const char *store_path, int64_t trial_id,
     if (st == TB_OK) {
         tst = setup(&r, &terr);
         char machine[1024];
-        tb_machine_facts(r.ctx.be ? tb_backend_describe(r.ctx.be) : "",
-                         r.ctx.be ? tb_backend_threads(r.ctx.be) : opts->threads, machine,
-                         sizeof machine);
+        tb_backend *be = r.run ? tb_run_backend(r.run) : NULL;
+        tb_machine_facts(be ? tb_backend_describe(be) : "",
+                         be ? tb_backend_threads(be) : opts->threads, machine, sizeof machine);
         /* a trial that cannot start for want of its data or device is not an attempt: the
          * store keeps it as planned and a rerun is its first attempt */
         if (tst != TB_ERR_MISSING)
@@ -245,11 +275,7 @@ tb_status tb_trial_execute(const char *store_path, int64_t trial_id,
             char reason[600];
             if (tst == TB_OK) snprintf(reason, sizeof reason, "%s",
                                        r.reached ? "reached the target" : "missed the target");
-            else if (tst == TB_ERR_NUMERIC) /* a loss, a gradient or an update not finite */
-                snprintf(reason, sizeof reason, "%s%s",
-                         strncmp(terr.message, "diverged", 8) == 0 ? "" : "diverged: ",
-                         terr.message);
-            else snprintf(reason, sizeof reason, "%s: %s", tb_status_name(tst), terr.message);
+            else failure_reason(tst, terr.message, reason, sizeof reason);
             st = tb_store_trial_finish(r.store, trial_id,
                                        tst == TB_OK ? TB_TRIAL_DONE : TB_TRIAL_FAILED, reason,
                                        r.reached, r.time_to_target, r.t_sub, r.step, err);

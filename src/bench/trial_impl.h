@@ -2,15 +2,12 @@
 #ifndef TRAINBENCH_TRIAL_IMPL_H
 #define TRAINBENCH_TRIAL_IMPL_H
 
+#include "trainbench/run.h"
 #include "trainbench/submission.h"
 
 struct tb_trial_ctx {
     const char *submission;
-    tb_backend *be;
-    tb_workload *wl;
-    tb_tape *tape;
-    tb_pipeline *pipe;
-    tb_rng dropout;
+    tb_run *run;           /* the trial's run: backend, workload, tape, pipeline, dropout */
     int64_t step_hint;
     /* the hyperparameters in effect, as far as trainbench sees them: every one of the
      * optimizers created through the API (given or default) and a built-in baseline's own;

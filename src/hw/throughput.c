@@ -1,12 +1,11 @@
-/* throughput.c: a throughput run (see trainbench/throughput.h): warm-up steps, then timed
- * windows, with the validation check of the training loss. */
+/* throughput.c: a throughput run (see trainbench/throughput.h), a driver of the run core:
+ * warm-up steps, then timed windows of the run's steps, with the validation check of the
+ * training loss (the run core's divergence rule, and a loss that must fall). */
 #include "trainbench/throughput.h"
 
 #include "core/clock.h"
-#include "run/train_dist.h"
 #include "stats/stats_impl.h"
-#include "trainbench/pipeline.h"
-#include "trainbench/step.h"
+#include "trainbench/run.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -82,107 +81,73 @@ static tb_status check_config(const tb_throughput_config *c, tb_error *err)
 typedef struct run {
     const tb_throughput_config *cfg;
     tb_throughput_result *res;
-    tb_backend *be;
-    tb_workload *wl;
-    tb_tape *tape;
-    tb_optimizer *opt;
-    tb_pipeline *pipe;
-    tb_step_runner *runner;
-    tb_rng dropout;
+    tb_run *run;
     double t_start;
-    int64_t steps; /* all, warm-up included */
 } run;
 
-/* The step's model: the workload's forward pass and loss, on this rank's shard of the batch
- * (data-parallel) or the whole batch. */
-static tb_var *step_loss(void *user, tb_tape *tape, const tb_batch *b, tb_rng *dropout,
-                         tb_error *err)
+/* The run core's config of a throughput run: open-ended (the windows end it), at a constant
+ * learning rate, every source of variation from the one seed, no evaluations. */
+static tb_run_config run_config(const tb_throughput_config *c)
 {
-    run *r = user;
-    tb_batch shard;
-    if (tb_train_dist_shard(r->cfg->dist, tape, b, &shard, err) != TB_OK) return NULL;
-    return tb_workload_loss_fn(r->wl, tape,
-                               tb_workload_forward(r->wl, tape, shard.inputs, dropout),
-                               shard.targets);
-}
-
-/* Data-parallel: the gradients and the loss averaged across ranks before the update, as in
- * tb_train; the averaged loss is the step's loss, the one the validation check reads. */
-static tb_status step_reduce(void *user, float *loss, tb_error *err)
-{
-    run *r = user;
-    return tb_train_dist_reduce(r->cfg->dist, tb_workload_params(r->wl), loss, err);
+    tb_run_config rc = {
+        .model = {.workload = c->workload, .algorithm = c->algorithm, .hparams = c->hparams,
+                  .backend = c->backend, .cuda_graph = c->cuda_graph},
+        .data = {.source = c->data, .batch_size = c->batch_size},
+        .length = {.schedule = TB_SCHEDULE_CONSTANT},
+        .dist = c->dist,
+    };
+    tb_run_config_seed_all(&rc, c->seed);
+    return rc;
 }
 
 static tb_status setup(run *r, tb_error *err)
 {
-    const tb_throughput_config *c = r->cfg;
-    tb_status st = tb_dist_refusals(c->dist, c->backend.device, c->cuda_graph, NULL, 0, err);
+    tb_run_config rc = run_config(r->cfg);
+    tb_status st = tb_run_create(&rc, &r->run, err);
     if (st != TB_OK) return st;
-    st = tb_backend_create(&c->backend, &r->be, err);
-    if (st != TB_OK) return st;
-    snprintf(r->res->backend, sizeof r->res->backend, "%s", tb_backend_describe(r->be));
-    tb_workload_config wc = c->data;
-    wc.split_seed = c->seed;
-    st = tb_workload_create(c->workload, r->be, &wc, &r->wl, err);
-    if (st != TB_OK) return st;
-    r->res->parameters = tb_params_trainable(tb_workload_params(r->wl));
-    r->res->batch_size = c->batch_size > 0 ? c->batch_size
-                                           : tb_workload_get_info(r->wl)->default_batch_size;
-    tb_rng init = tb_rng_make(c->seed, TB_STREAM_INIT);
-    r->dropout = tb_rng_make(c->seed, TB_STREAM_DROPOUT);
-    tb_train_dist_dropout(c->dist, &r->dropout);
-    st = tb_workload_init(r->wl, &init, err);
-    if (st == TB_OK) st = tb_tape_create(r->be, &r->tape, err);
-    if (st == TB_OK)
-        st = tb_optimizer_create(c->algorithm, tb_workload_params(r->wl), &c->hparams, &r->opt,
-                                 err);
-    if (st == TB_OK)
-        st = tb_dist_refusals(c->dist, c->backend.device, c->cuda_graph, r->opt,
-                              r->res->batch_size, err);
-    tb_pipeline_config pc = {.batch_size = r->res->batch_size, .data_order_seed = c->seed,
-                             .augment_seed = c->seed};
-    if (st == TB_OK) st = tb_pipeline_create(r->wl, &pc, &r->pipe, err);
-    tb_step_config sc = {.loss = step_loss, .user = r, .cuda_graph = c->cuda_graph,
-                         .reduce = tb_dist_size(c->dist) > 1 ? step_reduce : NULL};
-    if (st == TB_OK)
-        st = tb_step_runner_create(r->tape, tb_workload_params(r->wl), r->opt, &sc, &r->runner,
-                                   err);
-    return st;
+    tb_throughput_result *res = r->res;
+    snprintf(res->backend, sizeof res->backend, "%s", tb_backend_describe(tb_run_backend(r->run)));
+    res->parameters = tb_params_trainable(tb_workload_params(tb_run_workload(r->run)));
+    res->batch_size = (int)tb_run_batch_size(r->run);
+    return TB_OK;
 }
 
-static void teardown(run *r)
-{
-    tb_step_runner_destroy(r->runner);
-    tb_pipeline_destroy(r->pipe);
-    tb_optimizer_destroy(r->opt);
-    tb_tape_destroy(r->tape);
-    tb_workload_destroy(r->wl);
-    tb_backend_destroy(r->be);
-}
-
-/* One step; *n gets its examples. */
+/* One step, its loss not read back (the device's work is not waited for); *n gets its
+ * examples. */
 static tb_status step(run *r, int64_t *n, tb_error *err)
 {
-    tb_status st = tb_step_runner_step(r->runner, r->pipe, 1.0, &r->dropout, NULL, n, err);
-    if (st == TB_OK) r->steps++;
+    tb_run_step_info s;
+    tb_status st = tb_run_step(r->run, false, &s, err);
+    *n = s.examples;
     return st;
 }
 
-/* Reads the last step's loss into the result; *finite false (with the reason) if it is not. */
+/* Reads the last step's loss into the result; *finite false, with the reason, when the run
+ * core's divergence rule finds it diverged. */
 static tb_status read_loss(run *r, bool *finite, tb_error *err)
 {
     float loss = NAN;
-    tb_status st = tb_step_runner_last_loss(r->runner, &loss, err);
-    if (st != TB_OK) return st;
+    tb_error why = {0};
+    tb_status st = tb_run_last_loss(r->run, &loss, &why);
+    if (st != TB_OK && st != TB_ERR_NUMERIC) {
+        if (err) *err = why;
+        return st;
+    }
     tb_throughput_result *res = r->res;
+    int64_t steps = tb_run_steps(r->run);
     if (isnan(res->first_loss)) res->first_loss = loss;
     res->last_loss = loss;
-    res->last_loss_step = r->steps;
-    *finite = isfinite(loss);
-    if (!*finite)
+    res->last_loss_step = steps;
+    *finite = st == TB_OK;
+    if (*finite) return TB_OK;
+    static const char prefix[] = "the run diverged: ";
+    if (!isfinite(loss))
         snprintf(res->reason, sizeof res->reason, "the training loss is %s at step %lld (not "
-                 "finite)", isnan(loss) ? "NaN" : loss > 0 ? "+inf" : "-inf", (long long)r->steps);
+                 "finite)", isnan(loss) ? "NaN" : loss > 0 ? "+inf" : "-inf", (long long)steps);
+    else
+        snprintf(res->reason, sizeof res->reason, "%.255s",
+                 strncmp(why.message, prefix, sizeof prefix - 1) == 0
+                     ? why.message + sizeof prefix - 1 : why.message);
     return TB_OK;
 }
 
@@ -203,7 +168,7 @@ static tb_status decide(const run *r, tb_status st, int64_t steps, double t_open
     *next = past_limit(r) ? LIMIT
             : steps >= c->window_steps && tb_monotonic_s() - t_open >= c->window_s ? CLOSE
                                                                                    : GO_ON;
-    return tb_train_dist_agree_code(c->dist, st, next, err);
+    return tb_dist_agree_code(c->dist, st, next, err);
 }
 
 static void report(run *r, int window, double rate, double t_timed)
@@ -215,7 +180,8 @@ static void report(run *r, int window, double rate, double t_timed)
     double per = window > 0 ? (now - t_timed) / window : c->window_s;
     double eta = (c->windows - window) * per;
     if (c->max_time_s > 0 && eta > c->max_time_s - elapsed) eta = c->max_time_s - elapsed;
-    tb_throughput_progress p = {.window = window, .windows = c->windows, .steps = r->steps,
+    tb_throughput_progress p = {.window = window, .windows = c->windows,
+                                .steps = tb_run_steps(r->run),
                                 .elapsed_s = elapsed, .examples_per_s = rate,
                                 .eta_s = eta > 0 ? eta : 0};
     c->progress(c->progress_user, &p);
@@ -226,10 +192,11 @@ static tb_status windows(run *r, bool *ok, tb_error *err)
 {
     const tb_throughput_config *c = r->cfg;
     tb_throughput_result *res = r->res;
-    tb_backend_sync(r->be);
-    if (c->profile) tb_tape_set_profiling(r->tape, true);
+    tb_backend *be = tb_run_backend(r->run);
+    tb_backend_sync(be);
+    if (c->profile) tb_tape_set_profiling(tb_run_tape(r->run), true);
     const double t0 = tb_monotonic_s(), c0 = cpu_s();
-    const uint64_t f0 = tb_backend_gemm_flops(r->be);
+    const uint64_t f0 = tb_backend_gemm_flops(be);
     double t_open = t0;
     tb_status st = TB_OK;
     int next = GO_ON;
@@ -242,7 +209,7 @@ static tb_status windows(run *r, bool *ok, tb_error *err)
             st = decide(r, st, steps, t_open, &next, err);
         }
         if (st != TB_OK || next == LIMIT) break; /* the time limit drops the open window */
-        tb_backend_sync(r->be); /* the window's queued work is the window's */
+        tb_backend_sync(be); /* the window's queued work is the window's */
         double now = tb_monotonic_s();
         if (c->check_loss) st = read_loss(r, ok, err);
         if (st != TB_OK || !*ok) break;
@@ -255,8 +222,8 @@ static tb_status windows(run *r, bool *ok, tb_error *err)
     }
     res->timed_s = t_open - t0;
     res->cpu_ms_per_step = res->steps > 0 ? 1e3 * (cpu_s() - c0) / (double)res->steps : NAN;
-    res->gemm_flops = tb_backend_gemm_flops(r->be) - f0;
-    if (c->profile) res->profile_ops = tb_tape_profile(r->tape, res->profile,
+    res->gemm_flops = tb_backend_gemm_flops(be) - f0;
+    if (c->profile) res->profile_ops = tb_tape_profile(tb_run_tape(r->run), res->profile,
                                                        TB_THROUGHPUT_PROFILE_MAX);
     if (res->profile_ops > TB_THROUGHPUT_PROFILE_MAX) res->profile_ops = TB_THROUGHPUT_PROFILE_MAX;
     return st;
@@ -295,7 +262,7 @@ static void conclude(const tb_throughput_config *c, tb_throughput_result *res, b
  * agreed on), and the peak memory the largest of the ranks'. */
 static tb_status dist_finish(run *r, tb_status st, tb_error *err)
 {
-    tb_params *p = r->wl ? tb_workload_params(r->wl) : NULL;
+    tb_params *p = r->run ? tb_workload_params(tb_run_workload(r->run)) : NULL;
     if (st == TB_OK && p)
         st = tb_dist_check_identical(r->cfg->dist, tb_params_values(p), tb_params_numel(p),
                                      "the weights after the throughput run", err);
@@ -321,17 +288,18 @@ tb_status tb_throughput_run(const tb_throughput_config *c, tb_throughput_result 
     if (st != TB_OK) return st;
     peak_rss_reset();
     run r = {.cfg = c, .res = res};
-    /* data-parallel: every rank learns whether every rank could set up, and every step's
-     * failure reaches every rank (the windows' decide does the same) */
-    st = tb_train_dist_agree_code(c->dist, setup(&r, err), NULL, err);
+    /* data-parallel: tb_run_create tells every rank whether every rank could set up, and every
+     * step's failure reaches every rank (the windows' decide does the same) */
+    st = setup(&r, err);
     r.t_start = tb_monotonic_s();
     bool finite = true;
     for (int i = 0; st == TB_OK && finite && i < c->warmup_steps; i++) {
-        uint64_t f = tb_backend_gemm_flops(r.be);
+        tb_backend *be = tb_run_backend(r.run);
+        uint64_t f = tb_backend_gemm_flops(be);
         int64_t n;
-        st = tb_train_dist_agree_code(c->dist, step(&r, &n, err), NULL, err);
+        st = tb_dist_agree_code(c->dist, step(&r, &n, err), NULL, err);
         if (i == 0 && st == TB_OK) {
-            res->step_gemm_flops = tb_backend_gemm_flops(r.be) - f;
+            res->step_gemm_flops = tb_backend_gemm_flops(be) - f;
             if (c->check_loss) st = read_loss(&r, &finite, err);
         }
     }
@@ -342,24 +310,26 @@ tb_status tb_throughput_run(const tb_throughput_config *c, tb_throughput_result 
         report(&r, 0, 0, 0);
         st = windows(&r, &finite, err);
     }
+    int64_t steps = r.run ? tb_run_steps(r.run) : 0;
     if (st == TB_ERR_NUMERIC && c->check_loss) {
         /* a step that found a NaN or an infinity in its own numbers (a gradient) and stopped
          * before the update: the run did not train, as with a loss that is not finite */
         snprintf(res->reason, sizeof res->reason,
                  "the training loss has a gradient that is not finite (after %lld steps): %.120s",
-                 (long long)r.steps, err ? err->message : "numeric failure");
+                 (long long)steps, err ? err->message : "numeric failure");
         finite = false;
         st = TB_OK;
     }
-    if (r.runner) {
-        res->graphed = tb_step_runner_graphed(r.runner);
-        res->graph_replays = tb_step_runner_replays(r.runner);
-        snprintf(res->graph_note, sizeof res->graph_note, "%s", tb_step_runner_note(r.runner));
+    tb_step_runner *runner = r.run ? tb_run_step_runner(r.run) : NULL;
+    if (runner) {
+        res->graphed = tb_step_runner_graphed(runner);
+        res->graph_replays = tb_step_runner_replays(runner);
+        snprintf(res->graph_note, sizeof res->graph_note, "%s", tb_step_runner_note(runner));
     }
-    res->elapsed_s = r.steps > 0 ? tb_monotonic_s() - r.t_start : 0;
+    res->elapsed_s = steps > 0 ? tb_monotonic_s() - r.t_start : 0;
     res->peak_rss_mb = peak_rss_mb();
     if (res->ranks > 1) st = dist_finish(&r, st, err);
-    teardown(&r);
+    tb_run_destroy(r.run);
     if (st == TB_OK) conclude(c, res, finite);
     return st;
 }

@@ -11,7 +11,7 @@
  * from being handed out again, and refuses (by name) host reads inside the capture. */
 #include "trainbench/step.h"
 
-#include "backend/backend_impl.h"
+#include "trainbench/backend.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -58,7 +58,7 @@ tb_status tb_step_runner_create(tb_tape *tape, tb_params *params, tb_optimizer *
         return tb_fail(err, TB_ERR_UNSUPPORTED,
                        "a step with a reduction between backward and update (data-parallel "
                        "training) cannot be captured as a CUDA graph");
-    if (config->cuda_graph && !be->ops.capture_begin)
+    if (config->cuda_graph && !tb_backend_has_graphs(be))
         return tb_fail(err, TB_ERR_UNSUPPORTED,
                        "CUDA graphs need the cuda backend; the %s backend has no graphs",
                        tb_backend_name(be));
@@ -229,25 +229,36 @@ static tb_status replay_step(tb_step_runner *r, const tb_batch *b, double lr_sca
     return finish_graph_step(r, dropout, loss_out, err);
 }
 
+tb_status tb_step_runner_run(tb_step_runner *r, const tb_batch *b, double lr_scale,
+                             tb_rng *dropout, float *loss, tb_error *err)
+{
+    if (!r || !b)
+        return tb_fail(err, TB_ERR_INVALID, "step_runner_run: %s is NULL",
+                       r ? "the batch" : "the runner");
+    int64_t step = r->steps + 1;
+    if (loss) *loss = NAN;
+    tb_status st;
+    if (!r->graph || step <= r->cfg.warmup_steps || (r->captured && b->n != r->cap_n))
+        st = eager_step(r, b, lr_scale, dropout, step, loss, err);
+    else if (!r->captured)
+        st = capture_step(r, b, lr_scale, dropout, step, loss, err);
+    else
+        st = replay_step(r, b, lr_scale, dropout, step, loss, err);
+    if (st == TB_OK) r->steps = step;
+    return st;
+}
+
 tb_status tb_step_runner_step(tb_step_runner *r, tb_pipeline *pipe, double lr_scale,
                               tb_rng *dropout, float *loss, int64_t *batch_n, tb_error *err)
 {
     if (!r || !pipe)
         return tb_fail(err, TB_ERR_INVALID, "step_runner_step: %s is NULL",
                        r ? "the pipeline" : "the runner");
-    int64_t step = r->steps + 1;
     if (loss) *loss = NAN;
     tb_tape_reset(r->tape);
     tb_batch b;
     tb_status st = tb_pipeline_next(pipe, r->tape, &b, err);
     if (st != TB_OK) return st;
     if (batch_n) *batch_n = b.n;
-    if (!r->graph || step <= r->cfg.warmup_steps || (r->captured && b.n != r->cap_n))
-        st = eager_step(r, &b, lr_scale, dropout, step, loss, err);
-    else if (!r->captured)
-        st = capture_step(r, &b, lr_scale, dropout, step, loss, err);
-    else
-        st = replay_step(r, &b, lr_scale, dropout, step, loss, err);
-    if (st == TB_OK) r->steps = step;
-    return st;
+    return tb_step_runner_run(r, &b, lr_scale, dropout, loss, err);
 }

@@ -24,14 +24,14 @@ __attribute__((format(printf, 4, 5))) static bool put(char *buf, size_t cap, siz
  * resolved (tb_hparams_resolve: every one, defaults filled in, aliases settled, in the
  * registry's order), so that a default given or left out, the order a file gives them in, or
  * nadamw's beta1 against one_minus_beta1 make the same key. */
-static tb_status run_key(const tb_train_config *c, char *buf, size_t cap, tb_error *err)
+static tb_status run_key(const tb_run_config *c, char *buf, size_t cap, tb_error *err)
 {
     tb_hparams hp;
-    tb_status st = tb_hparams_resolve(c->algorithm, &c->hparams, &hp, NULL, err);
+    tb_status st = tb_hparams_resolve(c->model.algorithm, &c->model.hparams, &hp, NULL, err);
     if (st != TB_OK) return st;
     size_t len = 0;
-    bool ok = put(buf, cap, &len, "workload=%s algorithm=%s hparams={", c->workload,
-                  c->algorithm);
+    bool ok = put(buf, cap, &len, "workload=%s algorithm=%s hparams={", c->model.workload,
+                  c->model.algorithm);
     for (int i = 0; i < hp.count && ok; i++)
         ok = put(buf, cap, &len, "%s%s=%.17g", i ? "," : "", hp.names[i], hp.values[i]);
     ok = ok && put(buf, cap, &len,
@@ -39,13 +39,13 @@ static tb_status run_key(const tb_train_config *c, char *buf, size_t cap, tb_err
                    "evals=%d eval_examples=%lld split=%d stop_at_target=%d max_time_s=%.17g "
                    "eval_period_s=%.17g device=%s precision=%s echo=%s echo_factor=%.17g "
                    "augment=%d shuffle_buffer=%lld seeds=",
-                   c->batch_size, (long long)c->max_steps, c->epochs,
-                   tb_schedule_name(c->schedule), c->warmup_fraction, c->evals,
-                   (long long)c->eval_examples, (int)c->split_kind, (int)c->stop_at_target,
-                   c->max_time_s, c->eval_period_s, tb_device_name(c->backend.device),
-                   tb_precision_name(c->backend.precision), tb_echo_kind_name(c->pipeline.echo),
-                   c->pipeline.echo_factor, (int)c->pipeline.augment,
-                   (long long)c->pipeline.shuffle_buffer);
+                   c->data.batch_size, (long long)c->length.max_steps, c->length.epochs,
+                   tb_schedule_name(c->length.schedule), c->length.warmup_fraction, c->eval.during,
+                   (long long)c->eval.examples, (int)c->data.source.split_kind, (int)c->eval.stop_at_target,
+                   c->length.max_time_s, c->eval.period_s, tb_device_name(c->model.backend.device),
+                   tb_precision_name(c->model.backend.precision), tb_echo_kind_name(c->data.pipeline.echo),
+                   c->data.pipeline.echo_factor, (int)c->data.pipeline.augment,
+                   (long long)c->data.pipeline.shuffle_buffer);
     for (int s = 0; s < TB_STREAM_COUNT && ok; s++)
         ok = put(buf, cap, &len, "%s%llu", s ? "," : "", (unsigned long long)c->seeds[s]);
     return ok ? TB_OK : tb_fail(err, TB_ERR_INVALID, "a study run's configuration is longer "
@@ -65,12 +65,12 @@ static double run_value(tb_study_metric m, const tb_train_result *r, bool diverg
 static tb_status one_run(const tb_study_plan *plan, const tb_study_exec_options *o, int cell,
                          int run, tb_study_run_record *rec, bool *reused, tb_error *err)
 {
-    tb_train_config cfg;
+    tb_run_config cfg;
     tb_status st = tb_study_plan_run_config(plan, cell, run, &cfg, err);
     if (st != TB_OK) return st;
-    cfg.backend = o->backend;
-    cfg.data_dir = o->data_dir;
-    cfg.cache_dir = o->cache_dir;
+    cfg.model.backend = o->backend;
+    cfg.data.source.data_dir = o->data_dir;
+    cfg.data.source.cache_dir = o->cache_dir;
     if ((st = run_key(&cfg, rec->key, sizeof rec->key, err)) != TB_OK) return st;
     *reused = false;
     if (o->store) {
@@ -79,7 +79,7 @@ static tb_status one_run(const tb_study_plan *plan, const tb_study_exec_options 
     }
     snprintf(rec->study, sizeof rec->study, "%s", plan->name);
     tb_error e = {0};
-    st = tb_train(&cfg, &rec->result, &e);
+    st = tb_train(&cfg, NULL, &rec->result, &e);
     if (st != TB_OK && st != TB_ERR_NUMERIC) {
         *err = e;
         return st;

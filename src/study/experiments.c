@@ -57,25 +57,25 @@ static tb_status no_error_rate(const char *workload, const char *where, tb_error
                    "its own metric (-m validation)", where, where[0] ? ": " : "", workload);
 }
 
-tb_status tb_study_prepare_config(tb_study_metric m, tb_train_config *c, tb_error *err)
+tb_status tb_study_prepare_config(tb_study_metric m, tb_run_config *c, tb_error *err)
 {
-    if (!c || !c->workload)
+    if (!c || !c->model.workload)
         return tb_fail(err, TB_ERR_INVALID, "study_prepare_config: %s is NULL",
                        c ? "config->workload" : "config");
     const tb_workload_info *w = NULL;
     for (int i = 0; i < tb_workload_count(); i++)
-        if (strcmp(tb_workload_info_at(i)->id, c->workload) == 0) w = tb_workload_info_at(i);
-    if (!w) return tb_fail(err, TB_ERR_INVALID, "unknown workload '%s'", c->workload);
+        if (strcmp(tb_workload_info_at(i)->id, c->model.workload) == 0) w = tb_workload_info_at(i);
+    if (!w) return tb_fail(err, TB_ERR_INVALID, "unknown workload '%s'", c->model.workload);
     if ((m == TB_METRIC_VALIDATION_ERROR || m == TB_METRIC_TEST_ERROR) && w->no_error_rate)
-        return no_error_rate(c->workload, "", err);
+        return no_error_rate(c->model.workload, "", err);
     if (m != TB_METRIC_TIME_TO_TARGET) return TB_OK;
-    c->stop_at_target = true;
-    if (c->max_time_s <= 0) c->max_time_s = w->max_runtime_s;
-    if (c->eval_period_s <= 0) c->eval_period_s = w->eval_period_s;
+    c->eval.stop_at_target = true;
+    if (c->length.max_time_s <= 0) c->length.max_time_s = w->max_runtime_s;
+    if (c->eval.period_s <= 0) c->eval.period_s = w->eval_period_s;
     /* the budget ends the run: no step or epoch limit, so the schedule spans the workload's
      * step hint (tb_train) */
-    if (c->max_steps <= 0) c->epochs = 0;
-    if (c->schedule == TB_SCHEDULE_WARMUP_COSINE) c->schedule = TB_SCHEDULE_CONSTANT;
+    if (c->length.max_steps <= 0) c->length.epochs = 0;
+    if (c->length.schedule == TB_SCHEDULE_WARMUP_COSINE) c->length.schedule = TB_SCHEDULE_CONSTANT;
     return TB_OK;
 }
 
@@ -92,13 +92,13 @@ uint64_t tb_study_seed(uint64_t seed, tb_stream source, int64_t index)
  * run diverged (tb_train said so, or its metric is NaN or infinite), *value is NaN; the study
  * goes on. Any other status is a configuration or system error, returned in err with the run
  * named: the study stops. */
-static tb_status run_two(const tb_train_config *cfg, tb_study_metric m, tb_study_metric other_m,
+static tb_status run_two(const tb_run_config *cfg, tb_study_metric m, tb_study_metric other_m,
                          double *value, double *other, const char *group, int index, int total,
                          tb_study_run_fn on_run, void *user, tb_error *err)
 {
     tb_train_result r;
     tb_error e = {0};
-    tb_status st = tb_train(cfg, &r, &e);
+    tb_status st = tb_train(cfg, NULL, &r, &e);
     if (on_run) on_run(user, group, index, total, st == TB_OK ? &r : NULL, st == TB_OK ? NULL : &e);
     *value = NAN;
     if (other) *other = NAN;
@@ -112,7 +112,7 @@ static tb_status run_two(const tb_train_config *cfg, tb_study_metric m, tb_study
     if (isnan(v) && error_metric && isnan(r.validation.accuracy)) { /* finished: no classes */
         char where[96];
         snprintf(where, sizeof where, "%s, run %d", group, index);
-        return no_error_rate(cfg->workload, where, err);
+        return no_error_rate(cfg->model.workload, where, err);
     }
     if (isnan(v) || (isinf(v) && m != TB_METRIC_TIME_TO_TARGET)) return TB_ERR_NUMERIC;
     *value = v;
@@ -136,16 +136,16 @@ static tb_study_metric selection_metric(tb_study_metric m)
  * algorithm, hyperparameters as tb_optimizer_check_hparams: names, ranges, values that break
  * in float32): done before any training, so a typo in B's algorithm fails at once instead of
  * after A's runs. */
-static tb_status check_base(const tb_train_config *c, tb_error *err)
+static tb_status check_base(const tb_run_config *c, tb_error *err)
 {
-    if (!c->workload || !c->algorithm)
+    if (!c->model.workload || !c->model.algorithm)
         return tb_fail(err, TB_ERR_INVALID, "the %s is NULL (a study needs a workload and an "
-                       "algorithm)", c->workload ? "algorithm" : "workload");
+                       "algorithm)", c->model.workload ? "algorithm" : "workload");
     bool known = false;
     for (int i = 0; i < tb_workload_count() && !known; i++)
-        known = strcmp(tb_workload_info_at(i)->id, c->workload) == 0;
-    if (!known) return tb_fail(err, TB_ERR_INVALID, "unknown workload '%s'", c->workload);
-    return tb_optimizer_check_hparams(c->algorithm, &c->hparams, err);
+        known = strcmp(tb_workload_info_at(i)->id, c->model.workload) == 0;
+    if (!known) return tb_fail(err, TB_ERR_INVALID, "unknown workload '%s'", c->model.workload);
+    return tb_optimizer_check_hparams(c->model.algorithm, &c->model.hparams, err);
 }
 
 void tb_variance_study_free(tb_variance_study *s)
@@ -181,7 +181,7 @@ tb_status tb_variance_study_run(const tb_variance_study_config *cfg, tb_variance
             if (cfg->sources[g] == cfg->sources[h] && tb_stream_name(cfg->sources[g]))
                 return tb_fail(err, TB_ERR_INVALID, "source of variation '%s' is listed twice",
                                tb_stream_name(cfg->sources[g]));
-    tb_train_config base = cfg->base;
+    tb_run_config base = cfg->base;
     st = tb_study_prepare_config(cfg->metric, &base, err);
     if (st != TB_OK) return st;
     int n_groups = cfg->n_sources + 1;
@@ -201,7 +201,7 @@ tb_status tb_variance_study_run(const tb_variance_study_config *cfg, tb_variance
             return tb_fail(err, TB_ERR_NOMEM, "out of memory for study results");
         }
         for (int i = 0; i < cfg->runs; i++) {
-            tb_train_config c = base;
+            tb_run_config c = base;
             for (int s = 0; s < TB_STREAM_COUNT; s++) c.seeds[s] = tb_study_seed(cfg->seed, s, 0);
             if (all)
                 for (int s = 0; s < TB_STREAM_COUNT; s++)
@@ -279,13 +279,13 @@ static tb_status draw_points(const tb_compare_config *cfg, const char *name,
 /* Every drawn point checked as its run would be (names and ranges of the algorithm's
  * hyperparameters) before any training, so a typo in B's search space fails at once instead
  * of after A's search. */
-static tb_status check_points(const tb_train_config *base, const char *name,
+static tb_status check_points(const tb_run_config *base, const char *name,
                               const tb_hparams *points, int n, tb_error *err)
 {
     for (int i = 0; i < n; i++) {
-        tb_train_config t = *base;
+        tb_run_config t = *base;
         for (int k = 0; k < points[i].count; k++)
-            tb_hparams_set(&t.hparams, points[i].names[k], points[i].values[k], NULL);
+            tb_hparams_set(&t.model.hparams, points[i].names[k], points[i].values[k], NULL);
         tb_status st = check_base(&t, err);
         if (st != TB_OK) return tb_error_prefix(err, "search space of %s", name);
     }
@@ -296,7 +296,7 @@ static tb_status check_points(const tb_train_config *base, const char *name,
  * selects the best by the validation form of the metric, writes its configuration to best and
  * its reported metric to *best_reported (if not NULL). Trials that diverge are passed over;
  * TB_ERR_NUMERIC if every one did; any other failure of a trial stops the search. */
-static tb_status search(const tb_compare_config *cfg, const tb_train_config *c, const char *name,
+static tb_status search(const tb_compare_config *cfg, const tb_run_config *c, const char *name,
                         const tb_hparams *points, int64_t pair, tb_hparams *best,
                         double *best_reported, int64_t *runs, tb_error *err)
 {
@@ -306,9 +306,9 @@ static tb_status search(const tb_compare_config *cfg, const tb_train_config *c, 
     char group[64];
     snprintf(group, sizeof group, "search %s", name);
     for (int i = 0; i < cfg->search_trials; i++) {
-        tb_train_config t = *c;
+        tb_run_config t = *c;
         for (int k = 0; k < points[i].count; k++)
-            tb_hparams_set(&t.hparams, points[i].names[k], points[i].values[k], NULL);
+            tb_hparams_set(&t.model.hparams, points[i].names[k], points[i].values[k], NULL);
         for (int s = 0; s < TB_STREAM_COUNT; s++)
             t.seeds[s] = tb_study_seed(cfg->seed, (tb_stream)s, pair);
         double v, reported;
@@ -329,7 +329,7 @@ static tb_status search(const tb_compare_config *cfg, const tb_train_config *c, 
                      cfg->search_trials);
     if (best_reported) *best_reported = best_r;
     if (st == TB_OK) {
-        *best = c->hparams;
+        *best = c->model.hparams;
         for (int k = 0; k < points[best_i].count; k++)
             tb_hparams_set(best, points[best_i].names[k], points[best_i].values[k], NULL);
     }
@@ -357,7 +357,7 @@ tb_status tb_compare_run(const tb_compare_config *cfg, tb_compare_result *out, t
     int64_t need; /* the P(A>B) options, checked now rather than after the trainings */
     st = tb_sign_test_sample_size(cfg->pab.alpha, cfg->pab.beta, cfg->pab.gamma, &need, err);
     if (st != TB_OK) return st;
-    tb_train_config base_a = cfg->a, base_b = cfg->b;
+    tb_run_config base_a = cfg->a, base_b = cfg->b;
     st = tb_study_prepare_config(cfg->metric, &base_a, err);
     if (st == TB_OK) st = tb_study_prepare_config(cfg->metric, &base_b, err);
     if (st != TB_OK) return st;
@@ -368,8 +368,8 @@ tb_status tb_compare_run(const tb_compare_config *cfg, tb_compare_result *out, t
         return tb_fail(err, TB_ERR_NOMEM, "out of memory for comparison results");
     }
     const char *na = cfg->name_a ? cfg->name_a : "A", *nb = cfg->name_b ? cfg->name_b : "B";
-    out->best_a = base_a.hparams;
-    out->best_b = base_b.hparams;
+    out->best_a = base_a.model.hparams;
+    out->best_b = base_b.model.hparams;
     bool searching = cfg->search_trials > 0;
     tb_hparams *pts_a = NULL, *pts_b = NULL;
     const int T = cfg->search_trials;
@@ -414,9 +414,9 @@ tb_status tb_compare_run(const tb_compare_config *cfg, tb_compare_result *out, t
             if (sa == TB_OK && isnan(va)) sa = TB_ERR_NUMERIC; /* the reported metric */
             if (sb == TB_OK && isnan(vb)) sb = TB_ERR_NUMERIC;
         } else {
-            tb_train_config ca = base_a, cb = base_b;
-            ca.hparams = out->best_a;
-            cb.hparams = out->best_b;
+            tb_run_config ca = base_a, cb = base_b;
+            ca.model.hparams = out->best_a;
+            cb.model.hparams = out->best_b;
             for (int s = 0; s < TB_STREAM_COUNT; s++)
                 ca.seeds[s] = cb.seeds[s] = tb_study_seed(cfg->seed, (tb_stream)s, i + 1);
             sa = run_two(&ca, cfg->metric, cfg->metric, &va, NULL, na, 2 * i + 1, total,

@@ -70,7 +70,7 @@ static bool matches(const tb_study_plan *plan, const tb_study_where *w, const in
 }
 
 tb_status tb_study_plan_run_config(const tb_study_plan *plan, int cell, int run,
-                                   tb_train_config *out, tb_error *err)
+                                   tb_run_config *out, tb_error *err)
 {
     if (!plan || !out || cell < 0 || cell >= tb_study_plan_cells(plan) || run < 0)
         return tb_fail(err, TB_ERR_INVALID, "study_plan_run_config: no run %d of cell %d", run,
@@ -78,20 +78,20 @@ tb_status tb_study_plan_run_config(const tb_study_plan *plan, int cell, int run,
     int v[TB_STUDY_MAX_AXES];
     tb_study_plan_cell_values(plan, cell, v);
     *out = plan->base;
-    out->workload = plan->workload;
-    out->algorithm = plan->algorithm;
-    out->hparams.count = 0;
+    out->model.workload = plan->workload;
+    out->model.algorithm = plan->algorithm;
+    out->model.hparams.count = 0;
     for (int k = 0; k < plan->n_axes; k++) {
         const tb_study_axis *a = &plan->axes[k];
         switch (a->kind) {
-        case TB_AXIS_WORKLOAD: out->workload = a->labels[v[k]]; break;
-        case TB_AXIS_ALGORITHM: out->algorithm = a->labels[v[k]]; break;
-        case TB_AXIS_BATCH_SIZE: out->batch_size = (int)a->numbers[v[k]]; break;
-        case TB_AXIS_STEPS: out->max_steps = (int64_t)a->numbers[v[k]]; break;
+        case TB_AXIS_WORKLOAD: out->model.workload = a->labels[v[k]]; break;
+        case TB_AXIS_ALGORITHM: out->model.algorithm = a->labels[v[k]]; break;
+        case TB_AXIS_BATCH_SIZE: out->data.batch_size = (int)a->numbers[v[k]]; break;
+        case TB_AXIS_STEPS: out->length.max_steps = (int64_t)a->numbers[v[k]]; break;
         case TB_AXIS_ECHO:
-            out->pipeline.echo_factor = a->numbers[v[k]];
-            if (out->pipeline.echo == TB_ECHO_NONE && a->numbers[v[k]] > 1)
-                out->pipeline.echo = TB_ECHO_EXAMPLE_BEFORE_AUGMENT;
+            out->data.pipeline.echo_factor = a->numbers[v[k]];
+            if (out->data.pipeline.echo == TB_ECHO_NONE && a->numbers[v[k]] > 1)
+                out->data.pipeline.echo = TB_ECHO_EXAMPLE_BEFORE_AUGMENT;
             break;
         case TB_AXIS_HPARAM: break; /* set last, below */
         }
@@ -99,14 +99,14 @@ tb_status tb_study_plan_run_config(const tb_study_plan *plan, int cell, int run,
     tb_status st = TB_OK;
     for (int pass = 0; pass < 2; pass++) /* "*" first, then the cell's algorithm */
         for (int i = 0; i < plan->n_hp_sets && st == TB_OK; i++)
-            if (strcmp(plan->hp_names[i], pass ? out->algorithm : "*") == 0)
-                st = merge(&out->hparams, &plan->hp_sets[i], err);
+            if (strcmp(plan->hp_names[i], pass ? out->model.algorithm : "*") == 0)
+                st = merge(&out->model.hparams, &plan->hp_sets[i], err);
     for (int i = 0; i < plan->n_overrides && st == TB_OK; i++)
         if (matches(plan, &plan->overrides[i].when, v))
-            st = merge(&out->hparams, &plan->overrides[i].hparams, err);
+            st = merge(&out->model.hparams, &plan->overrides[i].hparams, err);
     for (int k = 0; k < plan->n_axes && st == TB_OK; k++)
         if (plan->axes[k].kind == TB_AXIS_HPARAM)
-            st = tb_hparams_set(&out->hparams, plan->axes[k].name, plan->axes[k].numbers[v[k]],
+            st = tb_hparams_set(&out->model.hparams, plan->axes[k].name, plan->axes[k].numbers[v[k]],
                                 err);
     if (st != TB_OK) return st;
     for (int s = 0; s < TB_STREAM_COUNT; s++)
@@ -120,11 +120,11 @@ tb_status tb_study_plan_scale(tb_study_plan *plan, double factor, tb_error *err)
         return tb_fail(err, TB_ERR_INVALID, "scale %g is not in (0, 1000]", factor);
     double seeds = round(plan->seeds * factor);
     plan->seeds = seeds < 2 ? 2 : seeds > TB_STUDY_MAX_SEEDS ? TB_STUDY_MAX_SEEDS : (int)seeds;
-    if (plan->base.max_steps > 0) {
-        double s = round((double)plan->base.max_steps * factor);
-        plan->base.max_steps = s < 1 ? 1 : (int64_t)s;
+    if (plan->base.length.max_steps > 0) {
+        double s = round((double)plan->base.length.max_steps * factor);
+        plan->base.length.max_steps = s < 1 ? 1 : (int64_t)s;
     } else {
-        plan->base.epochs *= factor;
+        plan->base.length.epochs *= factor;
     }
     for (int k = 0; k < plan->n_axes; k++) {
         tb_study_axis *a = &plan->axes[k];

@@ -135,41 +135,41 @@ static tb_status parse_settings(parse_ctx *c, const cJSON *o)
     int64_t n;
     if ((v = cJSON_GetObjectItemCaseSensitive(o, "steps"))) {
         if ((st = whole_of(c, v, "settings.steps", 1, 1e9, &n)) != TB_OK) return st;
-        p->base.max_steps = n;
+        p->base.length.max_steps = n;
     }
     if ((v = cJSON_GetObjectItemCaseSensitive(o, "epochs"))) {
-        if (p->base.max_steps > 0)
+        if (p->base.length.max_steps > 0)
             return bad(c, "settings.epochs", "give steps or epochs, not both");
-        if ((st = number_of(c, v, "settings.epochs", false, &p->base.epochs)) != TB_OK)
+        if ((st = number_of(c, v, "settings.epochs", false, &p->base.length.epochs)) != TB_OK)
             return st;
-        if (p->base.epochs <= 0 || p->base.epochs > 1e4)
-            return bad(c, "settings.epochs", "%g is not in (0, 10000]", p->base.epochs);
+        if (p->base.length.epochs <= 0 || p->base.length.epochs > 1e4)
+            return bad(c, "settings.epochs", "%g is not in (0, 10000]", p->base.length.epochs);
     }
     if ((v = cJSON_GetObjectItemCaseSensitive(o, "batch_size"))) {
         if ((st = whole_of(c, v, "settings.batch_size", 1, 1 << 20, &n)) != TB_OK) return st;
-        p->base.batch_size = (int)n;
+        p->base.data.batch_size = (int)n;
     }
     if ((v = cJSON_GetObjectItemCaseSensitive(o, "eval_examples"))) {
         if ((st = whole_of(c, v, "settings.eval_examples", 1, 1e9, &n)) != TB_OK) return st;
-        p->base.eval_examples = n;
+        p->base.eval.examples = n;
     }
     char sched[32] = "";
     if ((st = get_text(c, o, "schedule", "settings.schedule", false, sched, sizeof sched)))
         return st;
     tb_error e = {0};
-    if (sched[0] && tb_schedule_parse(sched, &p->base.schedule, &e) != TB_OK)
+    if (sched[0] && tb_schedule_parse(sched, &p->base.length.schedule, &e) != TB_OK)
         return bad(c, "settings.schedule", "%s", e.message);
     char echo[32] = "";
     if ((st = get_text(c, o, "echo", "settings.echo", false, echo, sizeof echo))) return st;
-    if (echo[0] && tb_echo_kind_parse(echo, &p->base.pipeline.echo, &e) != TB_OK)
+    if (echo[0] && tb_echo_kind_parse(echo, &p->base.data.pipeline.echo, &e) != TB_OK)
         return bad(c, "settings.echo", "%s", e.message);
     if ((v = cJSON_GetObjectItemCaseSensitive(o, "warmup_fraction"))) {
         if ((st = number_of(c, v, "settings.warmup_fraction", false,
-                            &p->base.warmup_fraction)) != TB_OK)
+                            &p->base.length.warmup_fraction)) != TB_OK)
             return st;
-        if (p->base.warmup_fraction < 0 || p->base.warmup_fraction >= 1)
+        if (p->base.length.warmup_fraction < 0 || p->base.length.warmup_fraction >= 1)
             return bad(c, "settings.warmup_fraction", "%g is not in [0, 1)",
-                       p->base.warmup_fraction);
+                       p->base.length.warmup_fraction);
     }
     return TB_OK;
 }
@@ -238,7 +238,7 @@ static tb_status parse_axes(parse_ctx *c, const cJSON *o)
         if ((a->kind == TB_AXIS_WORKLOAD && p->workload[0]) ||
             (a->kind == TB_AXIS_ALGORITHM && p->algorithm[0]))
             return bad(c, key, "also fixed in settings.%s: give it in one place", a->name);
-        if (a->kind == TB_AXIS_STEPS && p->base.epochs > 0)
+        if (a->kind == TB_AXIS_STEPS && p->base.length.epochs > 0)
             return bad(c, key, "settings give epochs: a steps axis needs settings in steps");
         if (!cJSON_IsArray(it)) return bad(c, key, "must be a list of values");
         if (!it->child) return bad(c, key, "is empty (an axis needs one or more values)");
@@ -444,10 +444,10 @@ static tb_status check_cells(parse_ctx *c)
     if (!p->algorithm[0] && !algo_axis)
         return bad(c, "settings.algorithm", "missing (or an axis \"algorithm\")");
     for (int cell = 0; cell < tb_study_plan_cells(p); cell++) {
-        tb_train_config cfg;
+        tb_run_config cfg;
         tb_error e = {0};
         tb_status st = tb_study_plan_run_config(p, cell, 0, &cfg, &e);
-        if (st == TB_OK) st = tb_optimizer_check_hparams(cfg.algorithm, &cfg.hparams, &e);
+        if (st == TB_OK) st = tb_optimizer_check_hparams(cfg.model.algorithm, &cfg.model.hparams, &e);
         if (st != TB_OK) {
             char label[256];
             tb_study_plan_cell_label(p, cell, label, sizeof label);
@@ -469,9 +469,9 @@ tb_status tb_study_plan_parse(const char *text, const char *file, tb_study_plan 
     tb_study_plan *p = calloc(1, sizeof *p);
     if (!p) return tb_fail(err, TB_ERR_NOMEM, "out of memory for a study plan");
     snprintf(p->file, sizeof p->file, "%s", file ? file : "study");
-    p->base = tb_train_config_default();
-    p->base.epochs = 0;
-    p->base.evals = 0;
+    p->base = tb_run_config_default();
+    p->base.length.epochs = 0;
+    p->base.eval.during = 0;
     parse_ctx c = {p, err};
     const char *end = NULL;
     cJSON *root = cJSON_ParseWithOpts(text, &end, true);
@@ -496,8 +496,8 @@ tb_status tb_study_plan_parse(const char *text, const char *file, tb_study_plan 
     }
     bool steps_axis = false;
     for (int k = 0; k < p->n_axes; k++) steps_axis |= p->axes[k].kind == TB_AXIS_STEPS;
-    if (st == TB_OK && p->base.max_steps <= 0 && p->base.epochs <= 0 && !steps_axis)
-        p->base.epochs = 1;
+    if (st == TB_OK && p->base.length.max_steps <= 0 && p->base.length.epochs <= 0 && !steps_axis)
+        p->base.length.epochs = 1;
     if (st == TB_OK && (v = cJSON_GetObjectItemCaseSensitive(root, "hparams")))
         st = parse_hparam_sets(&c, v);
     if (st == TB_OK && (v = cJSON_GetObjectItemCaseSensitive(root, "overrides")))

@@ -1,16 +1,16 @@
-/* train_dist.c: data-parallel training's part of tb_train: the refusals, the batch shard,
+/* run_dist.c: what a run does differently across MPI ranks: the refusals, the batch shard,
  * the averaging between backward and update, and rank 0's decisions reaching every rank. */
-#include "run/train_dist.h"
+#include "run/run_dist.h"
 
 #include "trainbench/curvature.h"
 
 #include <stdio.h>
 
-tb_status tb_dist_refusals(const tb_dist *d, tb_device device, bool cuda_graph,
-                           const tb_optimizer *opt, int64_t batch, tb_error *err)
+/* The settings data-parallel runs do not build, for a world of more than 1. */
+static tb_status refusals(const tb_dist *d, tb_device device, bool cuda_graph,
+                          const tb_optimizer *opt, int64_t batch, tb_error *err)
 {
     int size = tb_dist_size(d);
-    if (size == 1) return TB_OK;
     if (device != TB_DEVICE_CPU)
         return tb_fail(err, TB_ERR_UNSUPPORTED,
                        "data-parallel training runs on the cpu backend only: averaging "
@@ -33,12 +33,13 @@ tb_status tb_dist_refusals(const tb_dist *d, tb_device device, bool cuda_graph,
     return TB_OK;
 }
 
-tb_status tb_train_dist_check(const tb_train_config *cfg, int64_t batch,
-                              const tb_optimizer *opt, tb_error *err)
+tb_status tb_run_dist_refusals(const tb_run_config *c, int64_t batch, const tb_optimizer *opt,
+                               tb_error *err)
 {
-    tb_status st = tb_dist_refusals(cfg->dist, cfg->backend.device, cfg->cuda_graph, opt, batch,
-                                    err);
-    if (st == TB_OK && tb_dist_size(cfg->dist) > 1 && cfg->sharpness_every > 0)
+    if (tb_dist_size(c->dist) == 1) return TB_OK;
+    tb_status st = refusals(c->dist, c->model.backend.device, c->model.cuda_graph, opt, batch,
+                            err);
+    if (st == TB_OK && c->diag.sharpness_every > 0)
         return tb_fail(err, TB_ERR_UNSUPPORTED,
                        "sharpness measurements are not built for data-parallel training");
     return st;
@@ -53,7 +54,7 @@ static tb_var *shard_of(tb_tape *tape, tb_var *v, int64_t start, int64_t len, tb
     return out;
 }
 
-tb_status tb_train_dist_shard(tb_dist *d, tb_tape *tape, const tb_batch *b, tb_batch *shard,
+tb_status tb_run_dist_shard(tb_dist *d, tb_tape *tape, const tb_batch *b, tb_batch *shard,
                               tb_error *err)
 {
     *shard = *b;
@@ -69,44 +70,14 @@ tb_status tb_train_dist_shard(tb_dist *d, tb_tape *tape, const tb_batch *b, tb_b
     return TB_OK;
 }
 
-void tb_train_dist_dropout(const tb_dist *d, tb_rng *rng)
+void tb_run_dist_dropout(const tb_dist *d, tb_rng *rng)
 {
     rng->counter += (uint64_t)tb_dist_rank(d) << 40;
 }
 
-tb_status tb_train_dist_reduce(tb_dist *d, tb_params *params, float *loss, tb_error *err)
+tb_status tb_run_dist_reduce(tb_dist *d, tb_params *params, float *loss, tb_error *err)
 {
     tb_status st = tb_dist_average(d, tb_params_grads(params), tb_params_numel(params), err);
     if (st == TB_OK) st = tb_dist_average(d, loss, 1, err);
     return st == TB_OK ? TB_OK : tb_error_prefix(err, "data-parallel gradient average");
-}
-
-tb_status tb_train_dist_agree_code(tb_dist *d, tb_status st, int *code, tb_error *err)
-{
-    if (tb_dist_size(d) == 1) return st;
-    /* the maximum over the ranks of: FAILED + status for a failure, else rank 0's code */
-    int verdict = st != TB_OK ? TB_DIST_FAILED + (int)st
-                  : tb_dist_rank(d) == 0 && code ? *code
-                                                 : 0;
-    tb_error own = {0};
-    tb_status mst = tb_dist_max(d, &verdict, &own);
-    if (st != TB_OK) return st;
-    if (mst != TB_OK) {
-        if (err) *err = own;
-        return mst;
-    }
-    if (verdict >= TB_DIST_FAILED)
-        return tb_fail(err, (tb_status)(verdict - TB_DIST_FAILED),
-                       "another rank failed (%s; it reports why)",
-                       tb_status_name((tb_status)(verdict - TB_DIST_FAILED)));
-    if (code) *code = verdict;
-    return TB_OK;
-}
-
-tb_status tb_train_dist_agree(tb_dist *d, tb_status st, bool *stop, tb_error *err)
-{
-    int code = stop && *stop;
-    st = tb_train_dist_agree_code(d, st, stop ? &code : NULL, err);
-    if (st == TB_OK && stop) *stop = code != 0;
-    return st;
 }
