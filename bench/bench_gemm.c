@@ -10,7 +10,7 @@
  * side's best of R rounds. Operands stay in cache between rounds (hot figures: a training step
  * meets them colder), unless --cold writes a 128 MB buffer before every timed call, as the
  * ops between a step's products do. Prints a table with the ratio backend / OpenBLAS, or JSON
- * lines. Not a test: docs/BENCHMARKS.md records its output. */
+ * lines. Not a test: docs/SPEED.md records its output. */
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>

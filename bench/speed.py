@@ -11,7 +11,7 @@ names it. Each side's best thread setting is reported too.
 
     bench/setup.sh                      # once: a venv with the current PyTorch from PyPI
     bench/speed.py                      # all five workloads, 1 and 2 threads (about 15 min
-                                        # on 2 cores); prints the table for docs/BENCHMARKS.md
+                                        # on 2 cores); prints the table for docs/SPEED.md
     bench/speed.py --workloads kjv_transformer --threads 2 --rounds 5   # one row, more rounds
     bench/speed.py --device cuda --python python3 --workloads fmnist_mlp,fmnist_cnn,kjv_transformer
                                         # on a GPU: trainbench (eager; --cuda-graph for graphs)

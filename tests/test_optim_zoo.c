@@ -113,7 +113,7 @@ static void ref_step(ref *r, const char *alg, const tb_hparams *hp, const double
             r->w[i] -= lr / bc1 * num / (sqrt(r->v[i] / bc2) + eps);
         }
     } else if (!strcmp(alg, "adamw") || !strcmp(alg, "nadamw")) {
-        /* AlgoPerf NAdamW, steps 1-5 of ALGORITHMS.md; AdamW without step 4 */
+        /* AlgoPerf NAdamW, steps 1-5 of docs/MATH.md section 6; AdamW without step 4 */
         for (int i = 0; i < NV; i++) {
             if (decays(i)) r->w[i] *= 1 - lr * wd;
             r->m[i] = b1 * r->m[i] + (1 - b1) * g[i];

@@ -1,4 +1,4 @@
-/* test_sharpness.c: sharpness diagnostics (ALGORITHMS.md section 8) against dense linear
+/* test_sharpness.c: sharpness diagnostics (docs/MATH.md section 9) against dense linear
  * algebra: Lanczos against LAPACK's dsyevd for d <= 200, Hessian-vector products against the
  * analytic Hessian of softmax regression, both sharpnesses against dsyevd of H and D H D with
  * the optimizer's own P; the preconditioners against the updates they come from; the

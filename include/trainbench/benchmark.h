@@ -111,7 +111,7 @@ tb_status tb_bench_sampler_parse(const char *name, tb_bench_sampler *out, tb_err
 double tb_trial_objective(const tb_trial_record *t, const tb_eval_record *evals, int n_evals);
 /* tb_trial_objective of each of trials[0..n) (its evals read from store) into y. A failed
  * trial (diverged, crashed, killed) or one without a finite objective is kept at the worst
- * finite objective of the n (ALGORITHMS.md: diverged trials are kept, flagged) and flagged in
+ * finite objective of the n (docs/MATH.md section 4: failed trials kept, flagged) and flagged in
  * imputed (may be NULL); when none is finite, every y is NaN. */
 tb_status tb_trial_objectives(tb_store *store, const tb_trial_record *trials, int n, double *y,
                               bool *imputed, tb_error *err);

@@ -1,4 +1,4 @@
-/* score.h: AlgoPerf's scoring (ALGORITHMS.md item 4): time to target per trial, the fastest
+/* score.h: AlgoPerf's scoring (docs/MATH.md section 1): time to target per trial, the fastest
  * trial of each study (by time), the median over studies per workload (a miss counts as
  * infinite), performance ratios capped at tau_max = 4, performance profiles, the benchmark
  * score in its exact closed form, the geometric-mean speedup over a reference submission, and

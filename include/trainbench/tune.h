@@ -1,5 +1,5 @@
 /* tune.h: hyperparameter search spaces (AlgoPerf's JSON format) and the scrambled, shifted
- * Halton sequence AlgoPerf draws its trial points from (docs: ALGORITHMS.md item 10).
+ * Halton sequence AlgoPerf draws its trial points from (docs/MATH.md section 2).
  *
  * A search space is either an object of hyperparameters, each a range or a list of feasible
  * points:
@@ -93,7 +93,7 @@ tb_status tb_halton(int n, int dims, int skip, bool scramble, uint64_t seed, dou
 /* The base of dimension d (0-based) for a `dims`-dimensional sequence, as tb_halton uses. */
 int tb_halton_base(int d, int dims);
 
-/* ---- Gaussian processes (gp.c, gp_fit.c; ALGORITHMS.md item 9) ------------------------------
+/* ---- Gaussian processes (gp.c, gp_fit.c; docs/MATH.md section 3) -------------------------
  * A GP over points x in the unit cube of a search space (log-scaled dimensions are already
  * log there: tb_search_space_map's u) with a constant mean, a Matern-5/2 kernel with one
  * lengthscale per dimension (ARD) and Gaussian observation noise. Outputs are to be minimised;
@@ -123,7 +123,7 @@ typedef struct tb_gp_task {
  * lengthscales, a non-negative finite noise (TB_ERR_INVALID naming the bad one). */
 tb_status tb_gp_params_check(const tb_gp_params *p, tb_error *err);
 
-/* The warp ALGORITHMS.md gives for error rates, -log(err + 1e-10), with its sign turned so that
+/* HyperBO's warp for error rates, -log(err + 1e-10) (docs/MATH.md section 3), its sign turned so
  * lower stays better: log(err + 1e-10). */
 double tb_gp_warp_error(double err);
 

@@ -1,5 +1,5 @@
 /* score.c: AlgoPerf's benchmark score in its exact closed form, performance profiles, medians
- * with misses, and the geometric-mean speedup (ALGORITHMS.md item 4). */
+ * with misses, and the geometric-mean speedup (docs/MATH.md section 1). */
 #include "trainbench/score.h"
 
 #include <math.h>

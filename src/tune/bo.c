@@ -1,5 +1,5 @@
 /* bo.c: one step of Bayesian optimisation: fit (or take) a GP, then find the point of the unit
- * cube with the largest expected improvement (ALGORITHMS.md item 9). */
+ * cube with the largest expected improvement (docs/MATH.md section 4). */
 #include "tune/gp_impl.h"
 
 #include <math.h>

@@ -1,6 +1,6 @@
 /* gp.c: a Gaussian process with fixed parameters: the Matern-5/2 ARD kernel, the Cholesky
  * factor of its covariance, the posterior mean and variance, joint posterior draws, and
- * expected improvement (ALGORITHMS.md item 9). */
+ * expected improvement (docs/MATH.md sections 3 and 4). */
 #include "tune/gp_impl.h"
 
 #include <math.h>

@@ -1,7 +1,7 @@
 /* gp_fit.c: the negative log marginal likelihood of a GP (averaged over tasks: HyperBO's NLL
  * pre-training objective) with its analytic gradient, and the fit that minimises it: outputs
  * standardised, log parameters bounded to a box through a sigmoid, multi-start L-BFGS
- * (ALGORITHMS.md item 9). */
+ * (docs/MATH.md section 3). */
 #include "tune/gp_impl.h"
 
 #include <math.h>

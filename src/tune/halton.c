@@ -1,5 +1,5 @@
 /* halton.c: the scrambled, shifted Halton sequence as AlgoPerf's algoperf/halton.py builds it
- * (ALGORITHMS.md item 10), with trainbench's Philox streams in place of numpy's generator. */
+ * (docs/MATH.md section 2), with trainbench's Philox streams in place of numpy's generator. */
 #include "trainbench/tune.h"
 
 #include "trainbench/rng.h"

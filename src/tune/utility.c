@@ -1,5 +1,5 @@
 /* utility.c: the budget-aware utility of a search space under a GP's posterior (Ariafar,
- * Gilmer, Nado, Snoek, Jenatton, Dahl, AISTATS 2022; ALGORITHMS.md item 9), by Monte Carlo
+ * Gilmer, Nado, Snoek, Jenatton, Dahl, AISTATS 2022; docs/MATH.md section 5), by Monte Carlo
  * over joint posterior draws. */
 #include "tune/gp_impl.h"
 
