@@ -1,7 +1,7 @@
 /* child.h: waiting for a child process under a wall-clock limit, and saying how it ended
- * (internal to the harness: trial processes, library probes). */
-#ifndef TRAINBENCH_HARNESS_CHILD_H
-#define TRAINBENCH_HARNESS_CHILD_H
+ * (internal to the benchmark: trial processes, library probes). */
+#ifndef TRAINBENCH_BENCH_CHILD_H
+#define TRAINBENCH_BENCH_CHILD_H
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -1,4 +1,4 @@
-/* bench_gp.c: the gp sampler of a benchmark (Bayesian optimisation of each study, optionally
+/* gp.c: the gp sampler of a benchmark (Bayesian optimisation of each study, optionally
  * with a HyperBO prior pre-trained on other workloads' trials; docs/MATH.md section 4): the
  * objective of a finished trial, the prior planned with the benchmark, and the point of a
  * study's next trial chosen from the trials finished before it. */

@@ -1,6 +1,6 @@
-/* library.h: opening an external submission's shared library (internal to the harness). */
-#ifndef TRAINBENCH_HARNESS_LIBRARY_H
-#define TRAINBENCH_HARNESS_LIBRARY_H
+/* library.h: opening an external submission's shared library (internal to the benchmark). */
+#ifndef TRAINBENCH_BENCH_LIBRARY_H
+#define TRAINBENCH_BENCH_LIBRARY_H
 
 #include "trainbench/submission.h"
 

@@ -1,4 +1,4 @@
-/* bench_utility.c: the utility of candidate search spaces scored against the trials a results
+/* utility.c: the utility of candidate search spaces scored against the trials a results
  * store holds (Ariafar et al., AISTATS 2022; docs/MATH.md section 5): the trials' objectives,
  * coordinates shared by the spaces, a GP fitted to them, and tb_gp_utility per space. */
 #include "bench/bench_impl.h"

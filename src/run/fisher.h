@@ -1,6 +1,6 @@
-/* fisher.h: curvature statistics for the trainers (internal to the harness). */
-#ifndef TRAINBENCH_HARNESS_FISHER_H
-#define TRAINBENCH_HARNESS_FISHER_H
+/* fisher.h: curvature statistics for the trainers (internal to the run core). */
+#ifndef TRAINBENCH_RUN_FISHER_H
+#define TRAINBENCH_RUN_FISHER_H
 
 #include "trainbench/optim.h"
 #include "trainbench/workload.h"

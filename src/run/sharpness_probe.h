@@ -1,8 +1,8 @@
 /* sharpness_probe.h: sharpness measurements during a training run (tb_train's
- * sharpness_every; internal to the harness): a fixed batch of the training split, the
+ * sharpness_every; internal to the run core): a fixed batch of the training split, the
  * deterministic gradient of its loss, and tb_sharpness_measure on it. */
-#ifndef TRAINBENCH_HARNESS_SHARPNESS_PROBE_H
-#define TRAINBENCH_HARNESS_SHARPNESS_PROBE_H
+#ifndef TRAINBENCH_RUN_SHARPNESS_PROBE_H
+#define TRAINBENCH_RUN_SHARPNESS_PROBE_H
 
 #include "trainbench/sharpness.h"
 #include "trainbench/workload.h"

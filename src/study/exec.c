@@ -1,4 +1,4 @@
-/* study_exec.c: runs a study plan's runs, reusing and recording them in a results store. */
+/* exec.c: runs a study plan's runs, reusing and recording them in a results store. */
 #include "trainbench/study_plan.h"
 
 #include <math.h>

@@ -1,4 +1,4 @@
-/* study_figure.c: a study's figure from its runs' values: the table of cells (median or mean
+/* figure.c: a study's figure from its runs' values: the table of cells (median or mean
  * with a 95% interval) and the paired comparisons with their checks. */
 #include "trainbench/study_plan.h"
 

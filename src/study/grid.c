@@ -1,4 +1,4 @@
-/* study_grid.c: a study plan's cells and the training configuration of each of its runs. */
+/* grid.c: a study plan's cells and the training configuration of each of its runs. */
 #include "trainbench/study_plan.h"
 
 #include <math.h>

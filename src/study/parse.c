@@ -1,4 +1,4 @@
-/* study_parse.c: a study file (JSON) to a tb_study_plan, every check before any training.
+/* parse.c: a study file (JSON) to a tb_study_plan, every check before any training.
  * The format is docs/STUDIES.md's; messages are "FILE: KEY: problem". */
 #include "trainbench/study_plan.h"
 

@@ -1,0 +1,241 @@
+/* compare.c: is algorithm A better than B? Paired runs with the same seeds per pair, each
+ * side tuned first by a search when asked, scored as P(A > B) with an interval and a verdict
+ * (trainbench/stats.h). */
+#include "study/study_impl.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "trainbench/tune.h"
+
+/* A search selects on validation, never on test. */
+static tb_study_metric selection_metric(tb_study_metric m)
+{
+    return m == TB_METRIC_TEST_ERROR  ? TB_METRIC_VALIDATION_ERROR
+           : m == TB_METRIC_TEST_LOSS ? TB_METRIC_VALIDATION_LOSS
+           : m == TB_METRIC_TEST      ? TB_METRIC_VALIDATION
+                                      : m;
+}
+
+
+void tb_compare_result_free(tb_compare_result *r)
+{
+    if (!r) return;
+    free(r->a);
+    free(r->b);
+    memset(r, 0, sizeof *r);
+}
+
+/* Draws the points of every search a comparison makes on one side: study 0 for the single
+ * search, study i + 1 for pair i's search of the ideal estimator; studies get distinct points
+ * (tb_search_space_sample). */
+static tb_status draw_points(const tb_compare_config *cfg, const char *name,
+                             const char *space_json, const char *source, tb_hparams **out,
+                             tb_error *err)
+{
+    char src[512];
+    if (source) snprintf(src, sizeof src, "search space %s (%s)", source, name);
+    else snprintf(src, sizeof src, "%s's search space", name);
+    tb_search_space *space = NULL;
+    tb_status st = tb_search_space_parse(space_json, src, &space, err);
+    if (st == TB_ERR_FORMAT) { /* malformed JSON: a bad value, as a bad range (as in bench) */
+        st = TB_ERR_INVALID;
+        if (err) err->status = st;
+    }
+    if (st != TB_OK) return st;
+    int studies = cfg->ideal ? cfg->pairs + 1 : 1;
+    *out = calloc((size_t)studies * (size_t)cfg->search_trials, sizeof **out);
+    if (!*out) st = tb_fail(err, TB_ERR_NOMEM, "out of memory for search points");
+    if (st == TB_OK)
+        st = tb_search_space_sample(space, studies, cfg->search_trials,
+                                    tb_study_seed(cfg->seed, TB_STREAM_HPARAM, 0), *out, err);
+    tb_search_space_destroy(space);
+    if (st != TB_OK) {
+        free(*out);
+        *out = NULL;
+    }
+    return st;
+}
+
+/* Every drawn point checked as its run would be (names and ranges of the algorithm's
+ * hyperparameters) before any training, so a typo in B's search space fails at once instead
+ * of after A's search. */
+static tb_status check_points(const tb_run_config *base, const char *name,
+                              const tb_hparams *points, int n, tb_error *err)
+{
+    for (int i = 0; i < n; i++) {
+        tb_run_config t = *base;
+        for (int k = 0; k < points[i].count; k++)
+            tb_hparams_set(&t.model.hparams, points[i].names[k], points[i].values[k], NULL);
+        tb_status st = tb_study_check_base(&t, err);
+        if (st != TB_OK) return tb_error_prefix(err, "search space of %s", name);
+    }
+    return TB_OK;
+}
+
+/* Trains the `trials` points (given) on the seeds of pair index `pair` (0: the base seeds),
+ * selects the best by the validation form of the metric, writes its configuration to best and
+ * its reported metric to *best_reported (if not NULL). Trials that diverge are passed over;
+ * TB_ERR_NUMERIC if every one did; any other failure of a trial stops the search. */
+static tb_status search(const tb_compare_config *cfg, const tb_run_config *c, const char *name,
+                        const tb_hparams *points, int64_t pair, tb_hparams *best,
+                        double *best_reported, int64_t *runs, tb_error *err)
+{
+    tb_status st = TB_OK;
+    double best_v = INFINITY, best_r = NAN;
+    int best_i = -1;
+    char group[64];
+    snprintf(group, sizeof group, "search %s", name);
+    for (int i = 0; i < cfg->search_trials; i++) {
+        tb_run_config t = *c;
+        for (int k = 0; k < points[i].count; k++)
+            tb_hparams_set(&t.model.hparams, points[i].names[k], points[i].values[k], NULL);
+        for (int s = 0; s < TB_STREAM_COUNT; s++)
+            t.seeds[s] = tb_study_seed(cfg->seed, (tb_stream)s, pair);
+        double v, reported;
+        st = tb_study_run_one(&t, selection_metric(cfg->metric), cfg->metric, &v, &reported, group, i + 1,
+                     cfg->search_trials, cfg->on_run, cfg->user, err);
+        (*runs)++;
+        if (st == TB_ERR_NUMERIC) continue;
+        if (st != TB_OK) return st;
+        if (best_i < 0 || v < best_v) {
+            best_v = v;
+            best_r = reported;
+            best_i = i;
+        }
+    }
+    st = TB_OK;
+    if (best_i < 0)
+        st = tb_fail(err, TB_ERR_NUMERIC, "%s: every one of the %d search trials diverged", name,
+                     cfg->search_trials);
+    if (best_reported) *best_reported = best_r;
+    if (st == TB_OK) {
+        *best = c->model.hparams;
+        for (int k = 0; k < points[best_i].count; k++)
+            tb_hparams_set(best, points[best_i].names[k], points[best_i].values[k], NULL);
+    }
+    return st;
+}
+
+tb_status tb_compare_run(const tb_compare_config *cfg, tb_compare_result *out, tb_error *err)
+{
+    if (!cfg || !out)
+        return tb_fail(err, TB_ERR_INVALID, "compare_run: %s is NULL", cfg ? "out" : "config");
+    memset(out, 0, sizeof *out);
+    tb_status st = tb_study_check_base(&cfg->a, err);
+    if (st != TB_OK) return tb_error_prefix(err, "side A");
+    st = tb_study_check_base(&cfg->b, err);
+    if (st != TB_OK) return tb_error_prefix(err, "side B");
+    if (cfg->pairs < 2)
+        return tb_fail(err, TB_ERR_INVALID, "a comparison needs at least 2 pairs, got %d",
+                       cfg->pairs);
+    if (cfg->search_trials < 0)
+        return tb_fail(err, TB_ERR_INVALID, "a search needs at least 1 trial, got %d",
+                       cfg->search_trials);
+    if (cfg->search_trials > 0 && (!cfg->space_a || !cfg->space_b))
+        return tb_fail(err, TB_ERR_INVALID, "a search needs a search space for each side: "
+                       "%s is NULL", cfg->space_a ? "space_b" : "space_a");
+    int64_t need; /* the P(A>B) options, checked now rather than after the trainings */
+    st = tb_sign_test_sample_size(cfg->pab.alpha, cfg->pab.beta, cfg->pab.gamma, &need, err);
+    if (st != TB_OK) return st;
+    tb_run_config base_a = cfg->a, base_b = cfg->b;
+    st = tb_study_prepare_config(cfg->metric, &base_a, err);
+    if (st == TB_OK) st = tb_study_prepare_config(cfg->metric, &base_b, err);
+    if (st != TB_OK) return st;
+    out->a = malloc((size_t)cfg->pairs * sizeof(double));
+    out->b = malloc((size_t)cfg->pairs * sizeof(double));
+    if (!out->a || !out->b) {
+        tb_compare_result_free(out);
+        return tb_fail(err, TB_ERR_NOMEM, "out of memory for comparison results");
+    }
+    const char *na = cfg->name_a ? cfg->name_a : "A", *nb = cfg->name_b ? cfg->name_b : "B";
+    out->best_a = base_a.model.hparams;
+    out->best_b = base_b.model.hparams;
+    bool searching = cfg->search_trials > 0;
+    tb_hparams *pts_a = NULL, *pts_b = NULL;
+    const int T = cfg->search_trials;
+    if (searching) {
+        st = draw_points(cfg, na, cfg->space_a, cfg->space_a_source, &pts_a, err);
+        if (st == TB_OK)
+            st = draw_points(cfg, nb, cfg->space_b, cfg->space_b_source, &pts_b, err);
+        const int points = (cfg->ideal ? cfg->pairs + 1 : 1) * T;
+        if (st == TB_OK) st = check_points(&base_a, na, pts_a, points, err);
+        if (st == TB_OK) st = check_points(&base_b, nb, pts_b, points, err);
+    }
+    if (st == TB_OK && searching && !cfg->ideal) { /* one search per side, on the base seeds */
+        st = search(cfg, &base_a, na, pts_a, 0, &out->best_a, NULL, &out->runs, err);
+        if (st == TB_OK)
+            st = search(cfg, &base_b, nb, pts_b, 0, &out->best_b, NULL, &out->runs, err);
+    }
+    if (st != TB_OK) {
+        free(pts_a);
+        free(pts_b);
+        tb_compare_result_free(out);
+        return st;
+    }
+    int total = 2 * cfg->pairs;
+    for (int i = 0; i < cfg->pairs && st == TB_OK; i++) {
+        double va = NAN, vb = NAN;
+        tb_status sa, sb;
+        if (searching && cfg->ideal) {
+            /* IdealEst: a new search on this pair's seeds (split, init, order, ... and the
+             * search's own points); the sample is the selected trial's result. A side whose
+             * every trial diverged has diverged in this pair. */
+            tb_hparams ha, hb;
+            sa = search(cfg, &base_a, na, pts_a + (size_t)(i + 1) * T, i + 1, &ha, &va,
+                        &out->runs, err);
+            sb = sa == TB_OK || sa == TB_ERR_NUMERIC
+                     ? search(cfg, &base_b, nb, pts_b + (size_t)(i + 1) * T, i + 1, &hb, &vb,
+                              &out->runs, err)
+                     : sa;
+            if (i == 0) {
+                if (sa == TB_OK) out->best_a = ha;
+                if (sb == TB_OK) out->best_b = hb;
+            }
+            if (sa == TB_OK && isnan(va)) sa = TB_ERR_NUMERIC; /* the reported metric */
+            if (sb == TB_OK && isnan(vb)) sb = TB_ERR_NUMERIC;
+        } else {
+            tb_run_config ca = base_a, cb = base_b;
+            ca.model.hparams = out->best_a;
+            cb.model.hparams = out->best_b;
+            for (int s = 0; s < TB_STREAM_COUNT; s++)
+                ca.seeds[s] = cb.seeds[s] = tb_study_seed(cfg->seed, (tb_stream)s, i + 1);
+            sa = tb_study_run_one(&ca, cfg->metric, cfg->metric, &va, NULL, na, 2 * i + 1, total,
+                         cfg->on_run, cfg->user, err);
+            sb = sa == TB_OK || sa == TB_ERR_NUMERIC
+                     ? tb_study_run_one(&cb, cfg->metric, cfg->metric, &vb, NULL, nb, 2 * i + 2, total,
+                               cfg->on_run, cfg->user, err)
+                     : sa;
+            out->runs += 1 + (sa == TB_OK || sa == TB_ERR_NUMERIC);
+        }
+        if ((sa != TB_OK && sa != TB_ERR_NUMERIC) || (sb != TB_OK && sb != TB_ERR_NUMERIC)) {
+            st = sa != TB_OK && sa != TB_ERR_NUMERIC ? sa : sb;
+            break;
+        }
+        /* A divergence scores as the worst result (lower is better: +inf), so the side that
+         * diverged loses the pair, and two divergences tie. Leaving the pair out instead
+         * would favour the side that diverges. Under time_to_target +inf is also a miss: a
+         * run that diverged never reached the target. */
+        out->failed_a += sa == TB_ERR_NUMERIC;
+        out->failed_b += sb == TB_ERR_NUMERIC;
+        out->a[out->n] = sa == TB_OK ? va : INFINITY;
+        out->b[out->n] = sb == TB_OK ? vb : INFINITY;
+        out->n++;
+    }
+    free(pts_a);
+    free(pts_b);
+    if (st == TB_OK && out->failed_a == out->n && out->failed_b == out->n)
+        st = tb_fail(err, TB_ERR_NUMERIC, "every run diverged, on both sides (%lld pairs)",
+                     (long long)out->n);
+    tb_pab_options opts = cfg->pab;
+    opts.direction = TB_LOWER_IS_BETTER;
+    /* summaries of each side's finite values (a divergence or a missed target is +inf) */
+    if (st == TB_OK) st = tb_summarize_finite(out->a, out->n, NULL, NULL, &out->summary_a, err);
+    if (st == TB_OK) st = tb_summarize_finite(out->b, out->n, NULL, NULL, &out->summary_b, err);
+    if (st == TB_OK) st = tb_pab_paired(out->a, out->b, out->n, &opts, &out->pab, err);
+    if (st != TB_OK) tb_compare_result_free(out);
+    return st;
+}
+

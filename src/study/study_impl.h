@@ -1,0 +1,23 @@
+/* study_impl.h: the helpers the studies share (internal to src/study/). */
+#ifndef TRAINBENCH_STUDY_IMPL_H
+#define TRAINBENCH_STUDY_IMPL_H
+
+#include "trainbench/study.h"
+
+/* TB_ERR_INVALID: an error-rate metric asked of a workload without classes, named with where. */
+tb_status tb_study_no_error_rate(const char *workload, const char *where, tb_error *err);
+
+/* One run of a study: TB_OK with *value metric m (finite, or +inf for a missed target) and,
+ * if other is not NULL, *other metric other_m of the same run (NaN if not finite);
+ * TB_ERR_NUMERIC when the run diverged (tb_train said so, or its metric is NaN or infinite:
+ * *value NaN, the study goes on); another status stops the study, the run named in err. */
+tb_status tb_study_run_one(const tb_run_config *cfg, tb_study_metric m, tb_study_metric other_m,
+                           double *value, double *other, const char *group, int index, int total,
+                           tb_study_run_fn on_run, void *user, tb_error *err);
+
+/* The checks of a configuration that tb_train would make only after loading data (workload,
+ * algorithm, hyperparameters), before any training: a typo in B's algorithm fails at once
+ * instead of after A's runs. */
+tb_status tb_study_check_base(const tb_run_config *c, tb_error *err);
+
+#endif

@@ -1,0 +1,98 @@
+/* variance.c: how much each source of variation moves a result (Bouthillier et al. 2021): runs
+ * that vary one source at a time, the others fixed, then all together. */
+#include "study/study_impl.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void tb_variance_study_free(tb_variance_study *s)
+{
+    if (!s) return;
+    for (int g = 0; g < s->n_groups; g++) free(s->values[g]);
+    memset(s, 0, sizeof *s);
+}
+
+tb_status tb_variance_study_run(const tb_variance_study_config *cfg, tb_variance_study *out,
+                                tb_error *err)
+{
+    if (!cfg || !out)
+        return tb_fail(err, TB_ERR_INVALID, "variance_study_run: %s is NULL",
+                       cfg ? "out" : "config");
+    memset(out, 0, sizeof *out);
+    tb_status st = tb_study_check_base(&cfg->base, err);
+    if (st != TB_OK) return st;
+    if (cfg->metric == TB_METRIC_TIME_TO_TARGET)
+        return tb_fail(err, TB_ERR_INVALID,
+                       "a variance study cannot use time_to_target: a run that misses the "
+                       "target has no finite time, so a std would describe only the runs that "
+                       "reached it (a paired comparison can use it: there a miss counts as "
+                       "+inf)");
+    if (cfg->runs < 2)
+        return tb_fail(err, TB_ERR_INVALID, "a variance study needs at least 2 runs per source, "
+                       "got %d", cfg->runs);
+    if (cfg->n_sources < 0 || cfg->n_sources > TB_STREAM_COUNT)
+        return tb_fail(err, TB_ERR_INVALID, "%d sources of variation (at most %d)",
+                       cfg->n_sources, TB_STREAM_COUNT);
+    for (int g = 0; g < cfg->n_sources; g++)
+        for (int h = 0; h < g; h++)
+            if (cfg->sources[g] == cfg->sources[h] && tb_stream_name(cfg->sources[g]))
+                return tb_fail(err, TB_ERR_INVALID, "source of variation '%s' is listed twice",
+                               tb_stream_name(cfg->sources[g]));
+    tb_run_config base = cfg->base;
+    st = tb_study_prepare_config(cfg->metric, &base, err);
+    if (st != TB_OK) return st;
+    int n_groups = cfg->n_sources + 1;
+    int total = n_groups * cfg->runs;
+    for (int g = 0; g < n_groups; g++) {
+        bool all = g == cfg->n_sources;
+        out->names[g] = all ? "all" : tb_stream_name(cfg->sources[g]);
+        if (!out->names[g]) {
+            tb_variance_study_free(out);
+            return tb_fail(err, TB_ERR_INVALID, "unknown source of variation %d",
+                           (int)cfg->sources[g]);
+        }
+        out->values[g] = malloc((size_t)cfg->runs * sizeof(double));
+        out->n_groups = g + 1;
+        if (!out->values[g]) {
+            tb_variance_study_free(out);
+            return tb_fail(err, TB_ERR_NOMEM, "out of memory for study results");
+        }
+        for (int i = 0; i < cfg->runs; i++) {
+            tb_run_config c = base;
+            for (int s = 0; s < TB_STREAM_COUNT; s++) c.seeds[s] = tb_study_seed(cfg->seed, s, 0);
+            if (all)
+                for (int s = 0; s < TB_STREAM_COUNT; s++)
+                    c.seeds[s] = tb_study_seed(cfg->seed, (tb_stream)s, i + 1);
+            else
+                c.seeds[cfg->sources[g]] = tb_study_seed(cfg->seed, cfg->sources[g], i + 1);
+            double v;
+            st = tb_study_run_one(&c, cfg->metric, cfg->metric, &v, NULL, out->names[g],
+                         g * cfg->runs + i + 1, total, cfg->on_run, cfg->user, err);
+            if (st == TB_OK) {
+                out->values[g][out->n_values[g]++] = v;
+            } else if (st == TB_ERR_NUMERIC) {
+                out->failed[g]++;
+            } else {
+                tb_variance_study_free(out);
+                return st;
+            }
+        }
+    }
+    tb_variation_group groups[TB_STUDY_MAX_GROUPS];
+    for (int g = 0; g < n_groups; g++) {
+        if (out->n_values[g] < 2) {
+            st = tb_fail(err, TB_ERR_NUMERIC,
+                         "source %s: only %lld of %d runs finished (the others diverged)",
+                         out->names[g], (long long)out->n_values[g], cfg->runs);
+            tb_variance_study_free(out);
+            return st;
+        }
+        groups[g] = (tb_variation_group){out->names[g], out->values[g], out->n_values[g]};
+    }
+    st = tb_variance_decompose(groups, n_groups, "all", TB_VARIANCE_STUDY_ALPHA, out->rows, err);
+    if (st != TB_OK) tb_variance_study_free(out);
+    return st;
+}
+
