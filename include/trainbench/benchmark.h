@@ -65,7 +65,6 @@ typedef struct tb_trial_options {
     int64_t eval_test_examples;    /* 0: the whole test split; < 0: no test evals */
     double timeout_s;              /* wall-clock limit of a trial's process; 0: automatic
                                       (3 x budget + 120 s) */
-    /* ---- added with the shared data options ---- */
     const char *cache_dir;         /* prepared-data cache (see tb_workload_prepare); NULL:
                                       each trial prepares the data in memory */
 } tb_trial_options;

@@ -31,7 +31,6 @@ typedef struct tb_batch {
     int64_t fresh;    /* examples in it read fresh from the data: first copies of reads
                          (echo copies are not fresh; a read still in the shuffle buffer counts
                          in the batch it reaches) */
-    /* ---- added with the threaded pipeline ---- */
     const int64_t *rows; /* the training-split row of each example; valid until the next call */
 } tb_batch;
 
@@ -50,7 +49,7 @@ typedef struct tb_pipeline_config {
     int64_t batch_size;
     uint64_t data_order_seed; /* seed of TB_STREAM_DATA_ORDER */
     uint64_t augment_seed;    /* seed of TB_STREAM_AUGMENT */
-    /* ---- added with the threaded pipeline (zero = off / default) ---- */
+    /* the threaded pipeline (zero = off / default) */
     int prefetch;             /* host batches prepared ahead: 0 = 2; < 0 = no thread */
     bool augment;             /* image workloads only: random crop and flip (of the target
                                  too when it is the input: layout.target_is_input) */

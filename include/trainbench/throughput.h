@@ -77,7 +77,6 @@ typedef struct tb_throughput_config {
     bool profile;                 /* per-op times of the timed steps into result->profile */
     tb_throughput_progress_fn progress; /* optional: after the warm-up and every window */
     void *progress_user;
-    /* ---- added with `hw --dist` (docs/HARDWARE.md) ---- */
     tb_dist *dist;                /* data-parallel across the ranks of an MPI job (NULL or a
                                      world of 1: one process); see below */
 } tb_throughput_config;
