@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 #include "trainbench/backend.h"
+#include "trainbench/machine.h"
 #include "trainbench/status.h"
 #include "trainbench/store.h"
 #include "trainbench/submission.h"
@@ -215,12 +216,6 @@ typedef struct tb_bench_summary {
 tb_status tb_bench_run(const char *store_path, const tb_bench_spec *spec,
                        tb_bench_progress_fn progress, void *user, tb_bench_summary *summary,
                        tb_error *err);
-
-/* The code version compiled in (git describe at configure time, or the package version). */
-const char *tb_code_version(void);
-/* Machine facts as one JSON object (cpu model, cores, threads, blas: backend_description,
- * NULL for none): written to buf. */
-void tb_machine_facts(const char *backend_description, int threads, char *buf, size_t cap);
 
 #ifdef __cplusplus
 }

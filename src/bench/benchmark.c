@@ -1,6 +1,6 @@
 /* benchmark.c: planning a benchmark into the store (trials, their hyperparameter points and
  * seeds, before anything runs) and executing it: every unfinished trial in a child process,
- * finished ones reused. Also the presets, the code version and the machine facts. */
+ * finished ones reused. Also the presets. */
 /* realpath */
 #define _XOPEN_SOURCE 700
 
@@ -15,39 +15,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-
-void tb_machine_facts(const char *blas, int threads, char *buf, size_t cap)
-{
-    if (!buf || cap == 0) return;
-    char model[256] = "unknown";
-    FILE *f = fopen("/proc/cpuinfo", "r");
-    char line[512];
-    while (f && fgets(line, sizeof line, f)) {
-        if (strncmp(line, "model name", 10) == 0) {
-            char *colon = strchr(line, ':');
-            if (colon) {
-                colon++;
-                while (*colon == ' ' || *colon == '\t') colon++;
-                snprintf(model, sizeof model, "%s", colon);
-                model[strcspn(model, "\n")] = 0;
-            }
-            break;
-        }
-    }
-    if (f) fclose(f);
-    cJSON *o = cJSON_CreateObject();
-    cJSON_AddStringToObject(o, "cpu", model);
-    cJSON_AddNumberToObject(o, "cores", (double)sysconf(_SC_NPROCESSORS_ONLN));
-    cJSON_AddNumberToObject(o, "threads", threads);
-    cJSON_AddStringToObject(o, "blas", blas ? blas : "");
-    char host[256] = "";
-    gethostname(host, sizeof host - 1);
-    cJSON_AddStringToObject(o, "host", host);
-    char *text = cJSON_PrintUnformatted(o);
-    snprintf(buf, cap, "%s", text ? text : "{}");
-    free(text);
-    cJSON_Delete(o);
-}
 
 tb_bench_spec tb_bench_spec_default(void)
 {
@@ -90,24 +57,6 @@ tb_status tb_bench_preset(const char *preset, tb_bench_spec *s, tb_error *err)
     }
     return TB_OK;
 }
-
-/* ---- seeds ------------------------------------------------------------------------------------- */
-uint64_t tb_bench_mix(uint64_t x)
-{
-    x += 0x9E3779B97F4A7C15ull;
-    x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-    x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-    return x ^ (x >> 31);
-}
-
-uint64_t tb_bench_hash(const char *s)
-{
-    uint64_t h = 1469598103934665603ull;
-    for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ull;
-    return h;
-}
-
-uint64_t tb_bench_points_seed(const tb_bench_spec *s) { return tb_bench_mix(s->seed ^ 0x4850ull); }
 
 /* Seeds of a trial: one per source, from the benchmark seed, the workload, the study and the
  * trial, not the submission: every submission sees the same inits and data orders (common

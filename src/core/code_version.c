@@ -1,7 +1,7 @@
 /* code_version.c: the code version recorded with every trial. tb_git_version.h is written at
  * every build by cmake/git_version.cmake (only when `git describe` changes), so this is the one
  * file that recompiles after a commit. */
-#include "trainbench/benchmark.h"
+#include "trainbench/machine.h"
 
 #include <string.h>
 
