@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* A failure another rank had, relayed to this one (train_dist.c's agreement words it so). */
+/* A failure another rank had, relayed to this one (tb_dist_agree words it so). */
 static bool relayed(const tb_error *err)
 {
     return strncmp(err->message, "another rank failed", 19) == 0;

@@ -9,6 +9,12 @@
  *     tb_var *loss = ...ops on the tape...;  tb_tape_backward(tape, loss);
  *     tb_optimizer_step(opt, lr, &err);  tb_tape_reset(tape);    // next step
  *
+ * A whole training run of a workload (run.h, train.h: the run core and its driver):
+ *
+ *     tb_run_config c = tb_run_config_default();  c.model.workload = "fmnist_mlp";
+ *     c.model.algorithm = "adamw";  c.length.max_steps = 500;
+ *     tb_train_result r;  tb_train(&c, NULL, &r, &err);          // r.validation, r.test
+ *
  * Every call that can fail returns a tb_status and fills a tb_error; nothing prints or exits. */
 #ifndef TRAINBENCH_H
 #define TRAINBENCH_H
