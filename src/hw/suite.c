@@ -1,4 +1,4 @@
-/* hw_suite.c: what the hardware suite trains: the base workloads, each with its calibration
+/* suite.c: what the hardware suite trains: the base workloads, each with its calibration
  * baseline (docs/calibration/summary.csv: the settings its targets and budgets were set with),
  * so that the suite measures the training a benchmark run does. */
 #include "trainbench/hardware.h"
