@@ -1,5 +1,6 @@
-/* cmd_hw.c: `trainbench hw`: the hardware suite (docs/HARDWARE.md): options and the runs
- * (hw_results.c: ratios, scores, the reference file and the store; hw_output.c: printing). */
+/* cmd_hw.c: `trainbench hw`: the hardware suite (docs/HARDWARE.md): the options, and the run
+ * made through the library (trainbench/hardware.h: plan, measure, score, record), with its
+ * progress on stderr and its errors mapped to exit codes (hw_output.c prints the results). */
 #include "cli.h"
 #include "hw.h"
 
@@ -79,13 +80,8 @@ static const char hw_usage[] =
 /* ---- options ------------------------------------------------------------------------------ */
 
 typedef struct hw_options {
-    const char *workloads[HW_MAX_WORKLOADS];
-    int n_workloads;
-    int threads[HW_MAX_CONFIGS];
-    int n_threads;
-    tb_device device;
-    bool lr_set;
-    double lr;
+    const char *workloads[TB_HW_MAX_WORKLOADS];
+    int threads[TB_HW_MAX_CONFIGS];
     const char *reference, *save_reference, *db;
     bool json, quiet, dist;
 } hw_options;
@@ -104,30 +100,92 @@ static bool split_list(const char *opt, char *text, const char **items, int *n, 
     return true;
 }
 
-static bool parse_threads(char *text, hw_options *o)
+/* --threads LIST into o->threads (the plan refuses a count listed twice). */
+static bool parse_threads(char *text, hw_options *o, tb_hw_request *q)
 {
-    const char *items[HW_MAX_CONFIGS];
+    const char *items[TB_HW_MAX_CONFIGS];
     int n = 0;
-    if (!split_list("--threads", text, items, &n, HW_MAX_CONFIGS)) return false;
+    if (!split_list("--threads", text, items, &n, TB_HW_MAX_CONFIGS)) return false;
     for (int i = 0; i < n; i++) {
         long v;
-        if (!tb_cli_parse_int("--threads", items[i], 1, 4096, &v)) return false;
-        for (int j = 0; j < o->n_threads; j++)
-            if (o->threads[j] == v) {
-                tb_cli_error("--threads: %ld is listed twice", v);
-                return false;
-            }
-        o->threads[o->n_threads++] = (int)v;
+        if (!tb_cli_parse_int("--threads", items[i], 1, TB_CLI_THREADS_MAX, &v)) return false;
+        if (q->n_threads == TB_HW_MAX_CONFIGS) { /* --threads given again */
+            tb_cli_error("--threads: more than %d values", TB_HW_MAX_CONFIGS);
+            return false;
+        }
+        o->threads[q->n_threads++] = (int)v;
     }
-    if (o->n_threads == 0) tb_cli_error("--threads: no thread count given");
-    return o->n_threads > 0;
+    if (q->n_threads == 0) tb_cli_error("--threads: no thread count given");
+    q->threads = o->threads;
+    return q->n_threads > 0;
 }
+
+enum { NOT_A_VALUE = -2 }; /* parse_value: an option it does not take */
 
 enum { OPT_DEVICE = 1000, OPT_WARMUP, OPT_WINDOWS, OPT_WINDOW, OPT_WINDOW_STEPS, OPT_MAX_TIME,
        OPT_LR, OPT_REFERENCE, OPT_SAVE, OPT_DB, OPT_DATA, OPT_CACHE, OPT_JSON, OPT_DIST };
 
-/* Parses the options into o and the run's settings; an exit code (TB_EXIT_OK to go on). */
-static int parse_options(int argc, char **argv, hw_options *o, tb_throughput_config *c)
+/* The options with a number or a name, into the request; an exit code (TB_EXIT_OK to go on),
+ * or NOT_A_VALUE. */
+static int parse_value(int ch, hw_options *o, tb_hw_request *q)
+{
+    tb_throughput_config *c = &q->settings;
+    tb_error err = {0};
+    long lv;
+    switch (ch) {
+    case 'w':
+        if (!split_list("--workload", optarg, o->workloads, &q->n_workloads, TB_HW_MAX_WORKLOADS))
+            return TB_EXIT_USAGE;
+        q->workloads = o->workloads;
+        return TB_EXIT_OK;
+    case 't': return parse_threads(optarg, o, q) ? TB_EXIT_OK : TB_EXIT_USAGE;
+    case OPT_DEVICE:
+        if (tb_device_parse(optarg, &q->device, &err) == TB_OK) return TB_EXIT_OK;
+        tb_cli_error("--device: %s", err.message);
+        return TB_EXIT_USAGE;
+    case OPT_WARMUP:
+        if (!tb_cli_parse_int("--warmup", optarg, 1, 1000000, &lv)) return TB_EXIT_USAGE;
+        c->warmup_steps = (int)lv;
+        return TB_EXIT_OK;
+    case OPT_WINDOWS:
+        if (!tb_cli_parse_int("--windows", optarg, 1, TB_THROUGHPUT_MAX_WINDOWS, &lv))
+            return TB_EXIT_USAGE;
+        c->windows = (int)lv;
+        return TB_EXIT_OK;
+    case OPT_WINDOW_STEPS:
+        if (!tb_cli_parse_int("--window-steps", optarg, 1, 1000000, &lv)) return TB_EXIT_USAGE;
+        c->window_steps = lv;
+        return TB_EXIT_OK;
+    case OPT_WINDOW:
+    case OPT_MAX_TIME: {
+        const char *name = ch == OPT_WINDOW ? "--window" : "--max-time";
+        double *v = ch == OPT_WINDOW ? &c->window_s : &c->max_time_s;
+        if (!tb_cli_parse_double(name, optarg, v)) return TB_EXIT_USAGE;
+        if (*v >= 0 && *v <= 1e6) return TB_EXIT_OK;
+        tb_cli_error("%s: %s is outside [0, 1e6] seconds", name, optarg);
+        return TB_EXIT_USAGE;
+    }
+    case OPT_LR:
+        if (!tb_cli_parse_double("--lr", optarg, &q->lr)) return TB_EXIT_USAGE;
+        q->lr_set = true;
+        return TB_EXIT_OK;
+    case 's': {
+        uint64_t seed;
+        if (!tb_cli_parse_u64("--seed", optarg, &seed)) return TB_EXIT_USAGE;
+        c->seed = seed;
+        return TB_EXIT_OK;
+    }
+    case OPT_DB:
+        if (!tb_cli_check_db(optarg)) return TB_EXIT_USAGE;
+        o->db = optarg;
+        return TB_EXIT_OK;
+    default: return NOT_A_VALUE;
+    }
+}
+
+/* Parses the options into o and the request; an exit code (TB_EXIT_OK to go on, -1 after
+ * --help). */
+static int parse_options(int argc, char **argv, hw_options *o, tb_hw_request *q)
 {
     static const struct option opts[] = {
         {"workload", required_argument, 0, 'w'}, {"threads", required_argument, 0, 't'},
@@ -142,68 +200,21 @@ static int parse_options(int argc, char **argv, hw_options *o, tb_throughput_con
         {"dist", no_argument, 0, OPT_DIST},
         {"help", no_argument, 0, 'h'}, {0, 0, 0, 0},
     };
-    tb_error err = {0};
-    long lv;
+    tb_workload_config *data = &q->settings.data;
     optind = 1;
     opterr = 0;
     int ch;
     while ((ch = getopt_long(argc, argv, ":w:t:s:qh", opts, NULL)) != -1) {
+        int rc = parse_value(ch, o, q);
+        if (rc != NOT_A_VALUE) {
+            if (rc != TB_EXIT_OK) return rc;
+            continue;
+        }
         switch (ch) {
-        case 'w':
-            if (!split_list("--workload", optarg, o->workloads, &o->n_workloads, HW_MAX_WORKLOADS))
-                return TB_EXIT_USAGE;
-            break;
-        case 't':
-            if (!parse_threads(optarg, o)) return TB_EXIT_USAGE;
-            break;
-        case OPT_DEVICE:
-            if (tb_device_parse(optarg, &o->device, &err) != TB_OK) {
-                tb_cli_error("--device: %s", err.message);
-                return TB_EXIT_USAGE;
-            }
-            break;
-        case OPT_WARMUP:
-            if (!tb_cli_parse_int("--warmup", optarg, 1, 1000000, &lv)) return TB_EXIT_USAGE;
-            c->warmup_steps = (int)lv;
-            break;
-        case OPT_WINDOWS:
-            if (!tb_cli_parse_int("--windows", optarg, 1, TB_THROUGHPUT_MAX_WINDOWS, &lv))
-                return TB_EXIT_USAGE;
-            c->windows = (int)lv;
-            break;
-        case OPT_WINDOW_STEPS:
-            if (!tb_cli_parse_int("--window-steps", optarg, 1, 1000000, &lv)) return TB_EXIT_USAGE;
-            c->window_steps = lv;
-            break;
-        case OPT_WINDOW:
-        case OPT_MAX_TIME: {
-            const char *name = ch == OPT_WINDOW ? "--window" : "--max-time";
-            double *v = ch == OPT_WINDOW ? &c->window_s : &c->max_time_s;
-            if (!tb_cli_parse_double(name, optarg, v)) return TB_EXIT_USAGE;
-            if (*v < 0 || *v > 1e6) {
-                tb_cli_error("%s: %s is outside [0, 1e6] seconds", name, optarg);
-                return TB_EXIT_USAGE;
-            }
-            break;
-        }
-        case OPT_LR:
-            if (!tb_cli_parse_double("--lr", optarg, &o->lr)) return TB_EXIT_USAGE;
-            o->lr_set = true;
-            break;
-        case 's': {
-            uint64_t seed;
-            if (!tb_cli_parse_u64("--seed", optarg, &seed)) return TB_EXIT_USAGE;
-            c->seed = seed;
-            break;
-        }
         case OPT_REFERENCE: o->reference = optarg; break;
         case OPT_SAVE: o->save_reference = optarg; break;
-        case OPT_DB:
-            if (!tb_cli_check_db(optarg)) return TB_EXIT_USAGE;
-            o->db = optarg;
-            break;
-        case OPT_DATA: c->data.data_dir = optarg; break;
-        case OPT_CACHE: c->data.cache_dir = optarg; break;
+        case OPT_DATA: data->data_dir = optarg; break;
+        case OPT_CACHE: data->cache_dir = optarg; break;
         case OPT_JSON: o->json = true; break;
         case OPT_DIST: o->dist = true; break;
         case 'q': o->quiet = true; break;
@@ -212,96 +223,17 @@ static int parse_options(int argc, char **argv, hw_options *o, tb_throughput_con
         }
     }
     if (tb_cli_no_arguments("hw", argc, argv) != TB_EXIT_OK) return TB_EXIT_USAGE;
-    if (o->device != TB_DEVICE_CPU && o->n_threads > 0) {
+    if (q->device != TB_DEVICE_CPU && q->n_threads > 0) {
         tb_cli_error("hw: --threads is for --device cpu (a GPU run is one configuration)");
         return TB_EXIT_USAGE;
     }
-    c->data.cache_dir = tb_cli_cache_dir("hw", c->data.cache_dir);
-    return c->data.cache_dir ? TB_EXIT_OK : TB_EXIT_USAGE;
+    data->cache_dir = tb_cli_cache_dir("hw", data->cache_dir);
+    return data->cache_dir ? TB_EXIT_OK : TB_EXIT_USAGE;
 }
 
-/* ---- the runs ----------------------------------------------------------------------------- */
-
-/* The configurations: the GPU, or each thread count (per rank with --dist; default 1 and all
- * cores, or each rank's share of its machine's cores). */
-static void plan_configs(const hw_options *o, hw_run *run)
-{
-    int share = run->cores / tb_dist_node_size(run->dist);
-    int def[2] = {1, share}, n = share > 1 ? 2 : 1;
-    const int *threads = o->n_threads ? o->threads : def;
-    if (o->n_threads) n = o->n_threads;
-    if (o->device != TB_DEVICE_CPU) n = 1;
-    for (int i = 0; i < n; i++) {
-        hw_config *cf = &run->configs[run->n_configs++];
-        cf->device = o->device;
-        cf->threads = o->device == TB_DEVICE_CPU ? threads[i] : 1;
-        if (o->device == TB_DEVICE_CPU && run->ranks > 1)
-            snprintf(cf->label, sizeof cf->label, "cpu, %d ranks x %d thread%s", run->ranks,
-                     cf->threads, cf->threads == 1 ? "" : "s");
-        else if (o->device == TB_DEVICE_CPU)
-            snprintf(cf->label, sizeof cf->label, "cpu, %d thread%s", cf->threads,
-                     cf->threads == 1 ? "" : "s");
-        else
-            snprintf(cf->label, sizeof cf->label, "%s", tb_device_name(o->device));
-    }
-}
-
-/* The rows, workload by workload; an exit code. */
-static int plan_rows(const hw_options *o, hw_run *run)
-{
-    bool root = tb_dist_rank(run->dist) == 0; /* --dist: every rank alike, rank 0 prints */
-    const char *def[HW_MAX_WORKLOADS];
-    int nw = o->n_workloads;
-    const char *const *ids = o->workloads;
-    if (nw == 0) {
-        nw = tb_hw_default_workloads(def, HW_MAX_WORKLOADS);
-        ids = def;
-    }
-    run->rows = calloc((size_t)nw * (size_t)run->n_configs, sizeof *run->rows);
-    if (!run->rows) {
-        if (root) tb_cli_error("hw: out of memory");
-        return TB_EXIT_FAILURE;
-    }
-    tb_error err = {0};
-    for (int w = 0; w < nw; w++) {
-        const char *algorithm;
-        tb_hparams hp;
-        if (tb_hw_settings(ids[w], &algorithm, &hp, &err) != TB_OK) {
-            if (root) tb_cli_error("--workload: %s", err.message);
-            return TB_EXIT_USAGE;
-        }
-        for (int k = 0; k < w; k++)
-            if (strcmp(ids[k], ids[w]) == 0) {
-                if (root) tb_cli_error("--workload: %s is listed twice", ids[w]);
-                return TB_EXIT_USAGE;
-            }
-        int batch = 0;
-        for (int i = 0; i < tb_workload_count(); i++)
-            if (strcmp(tb_workload_info_at(i)->id, ids[w]) == 0)
-                batch = tb_workload_info_at(i)->default_batch_size;
-        if (batch % run->ranks != 0) {
-            if (root) tb_cli_error("hw --dist: the batch of %s (%d examples, its calibration baseline's) "
-                         "does not divide among %d ranks: run a number of ranks that divides "
-                         "every workload's batch, or leave %s out (-w)", ids[w], batch,
-                         run->ranks, ids[w]);
-            return TB_EXIT_USAGE;
-        }
-        for (int c = 0; c < run->n_configs; c++) {
-            hw_row *r = &run->rows[run->n_rows];
-            r->batch_size = batch;
-            r->workload = ids[w];
-            r->algorithm = algorithm;
-            r->config = c;
-            r->ratio = r->reference_examples_per_s = NAN;
-            r->single_examples_per_s = r->efficiency = NAN;
-            run->n_rows++;
-        }
-    }
-    return TB_EXIT_OK;
-}
+/* ---- progress ----------------------------------------------------------------------------- */
 
 typedef struct progress {
-    bool tty;
     int index, total;          /* the run under way, 0-based, of total */
     const char *workload, *config;
     double done_s;             /* wall seconds of the finished runs */
@@ -324,115 +256,106 @@ static void show_progress(void *user, const tb_throughput_progress *p)
     fflush(stderr);
 }
 
-/* Runs every row; an exit code (data or device missing, or a bad value, stop everything). */
-static int run_rows(const hw_options *o, hw_run *run)
+/* Measures every row, with the progress line when stderr is a terminal; an exit code (data or
+ * a device missing, or a bad value, stop everything). */
+static int measure_rows(const hw_options *o, tb_hw_run *run)
 {
-    progress pg = {.tty = isatty(STDERR_FILENO) != 0 && !o->quiet, .total = run->n_rows};
+    bool tty = isatty(STDERR_FILENO) != 0 && !o->quiet;
+    progress pg = {.total = run->n_rows};
     const tb_throughput_config *c = &run->settings;
     pg.per_run_s = c->windows * (c->window_s > 0 ? c->window_s : 0.1) + 2;
     if (c->max_time_s > 0 && pg.per_run_s > c->max_time_s) pg.per_run_s = c->max_time_s;
     for (int i = 0; i < run->n_rows; i++) {
-        hw_row *r = &run->rows[i];
-        const hw_config *cf = &run->configs[r->config];
-        tb_throughput_config tc = *c;
-        tc.workload = r->workload;
-        tc.algorithm = r->algorithm;
-        tb_hw_settings(r->workload, &tc.algorithm, &tc.hparams, NULL);
-        if (o->lr_set) tb_hparams_set(&tc.hparams, "learning_rate", o->lr, NULL);
-        tc.backend = (tb_backend_config){.device = cf->device, .threads = cf->threads};
-        tc.check_loss = true;
-        tc.dist = run->dist;
+        const tb_hw_row *r = &run->rows[i];
         pg.index = i;
         pg.workload = r->workload;
-        pg.config = cf->label;
-        if (pg.tty) {
-            tc.progress = show_progress;
-            tc.progress_user = &pg;
-            show_progress(&pg, NULL);
-        }
+        pg.config = run->configs[r->config].label;
+        if (tty) show_progress(&pg, NULL);
         tb_error err = {0};
-        tb_status st = tb_throughput_run(&tc, &r->res, &err);
+        tb_status st = tb_hw_measure(run, i, tty ? show_progress : NULL, &pg, &err);
         pg.done_s += r->res.elapsed_s;
-        if (pg.tty) fputs("\r\033[K", stderr);
-        if (st == TB_ERR_MISSING || st == TB_ERR_NO_DEVICE || st == TB_ERR_UNSUPPORTED ||
-            st == TB_ERR_INVALID) {
-            if (tb_cli_dist_prints(run->dist, st, &err)) tb_cli_error("hw: %s, %s: %s", r->workload, cf->label, err.message);
+        if (tty) fputs("\r\033[K", stderr);
+        if (st != TB_OK) {
+            if (tb_cli_dist_prints(run->dist, st, &err))
+                tb_cli_error("hw: %s, %s: %s", r->workload, pg.config, err.message);
             return tb_cli_exit_code(st);
         }
-        r->failed = st != TB_OK || !r->res.passed;
-        snprintf(r->reason, sizeof r->reason, "%s", st != TB_OK ? err.message : r->res.reason);
     }
     return TB_EXIT_OK;
 }
 
-/* --dist: the cores of the job's machines (each rank's share of its machine's, summed). */
-static int job_cores(const hw_run *run)
-{
-    float share = (float)run->cores / (float)tb_dist_node_size(run->dist);
-    tb_error err = {0};
-    if (tb_dist_average(run->dist, &share, 1, &err) != TB_OK) return run->cores * run->ranks;
-    return (int)lroundf(share * (float)run->ranks);
-}
+/* ---- the run ------------------------------------------------------------------------------ */
 
-/* The options checked against the job (every rank alike, rank 0 prints); an exit code. */
-static int check_job(const hw_options *o, const hw_run *run, bool root)
+/* The plan with its reference, checked against the job; an exit code (rank 0 prints: every
+ * rank meets these alike). */
+static int plan(const hw_options *o, const tb_hw_request *q, tb_hw_run **run, bool root)
 {
-    if (run->ranks > 1 && o->save_reference) {
+    tb_error err = {0};
+    if (tb_dist_size(q->dist) > 1 && o->save_reference) {
         if (root)
             tb_cli_error("hw --dist: --save-reference writes one process's figures; measure "
                          "the reference without mpirun");
         return TB_EXIT_USAGE;
     }
+    tb_status st = tb_hw_plan(q, run, &err);
+    if (st != TB_OK) {
+        if (root) tb_cli_error("hw: %s", err.message);
+        return tb_cli_exit_code(st);
+    }
+    if (tb_hw_use_reference(*run, o->reference, &err) != TB_OK) {
+        if (root) tb_cli_error("--reference: %s", err.message);
+        return TB_EXIT_USAGE; /* a malformed or missing reference file is a bad value */
+    }
+    return TB_EXIT_OK;
+}
+
+/* Rank 0's end: the scaling efficiency, the results printed, the store record and the
+ * reference file; an exit code. */
+static int report(const hw_options *o, tb_hw_run *run, tb_store *store, const char *command)
+{
+    tb_error err = {0};
+    if (tb_hw_scaling(run, store, &err) != TB_OK) tb_cli_error("--db: %s", err.message);
+    if (o->json) tb_cli_hw_print_json(run);
+    else tb_cli_hw_print_table(run);
+    if (store && tb_hw_record(run, store, NULL, &err) != TB_OK) {
+        tb_cli_error("--db: %s", err.message);
+        return tb_cli_exit_code(err.status);
+    }
+    if (o->save_reference && tb_hw_save_reference(run, o->save_reference, command, &err) != TB_OK) {
+        tb_cli_error("--save-reference: %s", err.message);
+        return TB_EXIT_FAILURE;
+    }
     return TB_EXIT_OK;
 }
 
 /* Plans, measures, scores and reports (rank 0 alone prints and records); an exit code. */
-static int run_suite(const hw_options *o, hw_run *run, const char *command, bool root)
+static int run_suite(const hw_options *o, const tb_hw_request *q, const char *command, bool root)
 {
-    plan_configs(o, run);
-    int rc = check_job(o, run, root);
-    if (rc == TB_EXIT_OK) rc = plan_rows(o, run);
-    tb_hw_reference *ref = calloc(1, sizeof *ref);
+    tb_hw_run *run = NULL;
+    tb_store *store = NULL;
     tb_error err = {0};
-    if (ref && strcmp(o->reference, "none") == 0)
-        snprintf(ref->path, sizeof ref->path, "none"); /* no figures: no ratio, no score */
-    else if (rc == TB_EXIT_OK && (!ref || tb_hw_reference_load(o->reference, ref, &err) != TB_OK)) {
-        if (root) tb_cli_error("--reference: %s", ref ? err.message : "out of memory");
-        rc = TB_EXIT_USAGE;
+    int rc = plan(o, q, &run, root);
+    if (rc == TB_EXIT_OK && o->db && root && tb_hw_open_store(o->db, &store, &err) != TB_OK) {
+        tb_cli_error("--db: %s", err.message); /* before minutes of measuring */
+        rc = tb_cli_exit_code(err.status);
     }
-    run->ref = ref;
-    if (rc == TB_EXIT_OK && o->db && root) { /* a bad store fails before minutes of measuring */
-        tb_store *store;
-        rc = tb_cli_hw_open_store(o->db, &store);
-        tb_store_close(store);
-    }
-    if (run->ranks > 1) { /* rank 0's verdict on its store reaches every rank */
+    if (tb_dist_size(q->dist) > 1) { /* rank 0's verdict on its store reaches every rank */
         int verdict = rc;
-        if (tb_dist_broadcast(run->dist, &verdict, &err) == TB_OK) rc = verdict;
+        if (tb_dist_broadcast(q->dist, &verdict, &err) == TB_OK) rc = verdict;
     }
-    double load_start = tb_cli_hw_load_average();
-    if (rc == TB_EXIT_OK) rc = run_rows(o, run);
+    if (rc == TB_EXIT_OK) rc = measure_rows(o, run);
     if (rc == TB_EXIT_OK) {
-        run->job_cores = run->ranks > 1 ? job_cores(run) : run->cores;
-        /* the last configuration's backend: all cores by default */
-        tb_machine_facts(run->rows[run->n_rows - 1].res.backend, run->cores, run->machine,
-                         sizeof run->machine);
-        tb_cli_hw_score(run);
+        tb_hw_describe_machine(run);
+        if (tb_hw_score_run(run, &err) != TB_OK) {
+            if (root) tb_cli_error("hw: %s", err.message);
+            rc = tb_cli_exit_code(err.status);
+        }
     }
-    if (rc == TB_EXIT_OK && root) {
-        if (run->ranks > 1) tb_cli_hw_scaling(run, o->db);
-        if (o->json) tb_cli_hw_print_json(run);
-        else tb_cli_hw_print_table(run);
-        if (o->db) rc = tb_cli_hw_record(run, o->db);
-        if (rc == TB_EXIT_OK && o->save_reference)
-            rc = tb_cli_hw_save_reference(run, o->save_reference, command, load_start,
-                                           tb_cli_hw_load_average());
-    }
-    bool failed = false;
-    for (int i = 0; rc == TB_EXIT_OK && i < run->n_rows; i++) failed |= run->rows[i].failed;
-    free(run->rows);
-    free(ref);
-    return rc == TB_EXIT_OK && failed ? TB_EXIT_FAILURE : rc;
+    if (rc == TB_EXIT_OK && root) rc = report(o, run, store, command);
+    if (rc == TB_EXIT_OK && tb_hw_failures(run) > 0) rc = TB_EXIT_FAILURE;
+    tb_store_close(store);
+    tb_hw_run_free(run);
+    return rc;
 }
 
 int tb_cli_hw(int argc, char **argv)
@@ -441,29 +364,23 @@ int tb_cli_hw(int argc, char **argv)
     size_t len = (size_t)snprintf(command, sizeof command, "trainbench");
     for (int i = 0; i < argc && len < sizeof command; i++)
         len += (size_t)snprintf(command + len, sizeof command - len, " %s", argv[i]);
-    hw_options o = {.device = TB_DEVICE_CPU, .reference = TB_HW_REFERENCE};
-    hw_run run = {.settings = tb_throughput_config_default(), .level = 0.95, .ranks = 1};
-    run.settings.windows = 10;
-    run.settings.window_s = 0.5;
-    run.settings.max_time_s = 60;
-    int rc = parse_options(argc, argv, &o, &run.settings);
+    hw_options o = {.reference = TB_HW_REFERENCE};
+    tb_hw_request q = tb_hw_request_default();
+    int rc = parse_options(argc, argv, &o, &q);
     if (rc != TB_EXIT_OK) return rc < 0 ? TB_EXIT_OK : rc;
-    run.cores = (int)sysconf(_SC_NPROCESSORS_ONLN);
-    if (run.cores < 1) run.cores = 1;
     /* --dist: this rank of the MPI job (a world of 1 without a launcher); rank 0 prints */
     tb_error err = {0};
     if (!o.dist) tb_cli_dist_warn_undistributed("hardware suite");
-    if (o.dist && tb_dist_init(&run.dist, &err) != TB_OK) {
+    if (o.dist && tb_dist_init(&q.dist, &err) != TB_OK) {
         tb_cli_error("--dist: %s", err.message);
         return tb_cli_exit_code(err.status);
     }
-    run.ranks = tb_dist_size(run.dist);
-    bool root = tb_dist_rank(run.dist) == 0;
+    bool root = tb_dist_rank(q.dist) == 0;
     if (!root) o.quiet = true;
-    rc = run_suite(&o, &run, command, root);
+    rc = run_suite(&o, &q, command, root);
     /* every rank ran the same rows to the same verdict: finalise together */
-    if (run.dist) {
-        int code = tb_cli_dist_finish(run.dist, TB_OK, &err);
+    if (q.dist) {
+        int code = tb_cli_dist_finish(q.dist, TB_OK, &err);
         if (rc == TB_EXIT_OK) rc = code;
     }
     return rc;

@@ -14,7 +14,7 @@ static const char *num(char *buf, size_t cap, const char *fmt, double v)
     return buf;
 }
 
-static void print_score_line(const hw_run *run, const hw_config *cf)
+static void print_score_line(const tb_hw_run *run, const tb_hw_config *cf)
 {
     const tb_hw_score *s = &cf->score;
     char lo[32], hi[32];
@@ -37,15 +37,15 @@ static void print_score_line(const hw_run *run, const hw_config *cf)
 }
 
 /* --dist: the job, and each row's scaling efficiency or why it has none. */
-static void print_scaling(const hw_run *run)
+static void print_scaling(const tb_hw_run *run)
 {
     if (run->ranks < 2) return;
     printf("job: %d ranks (on %d cores), each training its shard of the batch; the gradients "
            "averaged every step; examples/s of the whole job, timed by rank 0\n", run->ranks,
            run->job_cores);
     for (int i = 0; i < run->n_rows; i++) {
-        const hw_row *r = &run->rows[i];
-        const hw_config *cf = &run->configs[r->config];
+        const tb_hw_row *r = &run->rows[i];
+        const tb_hw_config *cf = &run->configs[r->config];
         if (isfinite(r->efficiency))
             printf("scaling: %s, %s: efficiency %.3f (%.1f examples/s over %d x %.1f of one "
                    "process at %d thread%s, from %s)\n", r->workload, cf->label, r->efficiency,
@@ -60,7 +60,7 @@ static void print_scaling(const hw_run *run)
     }
 }
 
-void tb_cli_hw_print_table(const hw_run *run)
+void tb_cli_hw_print_table(const tb_hw_run *run)
 {
     int width = 15; /* the config column: "cpu, 2 ranks x 1 thread" with --dist */
     for (int c = 0; c < run->n_configs; c++)
@@ -69,7 +69,7 @@ void tb_cli_hw_print_table(const hw_run *run)
            "std%", "sem%", "ms/step", "peak MB", "ratio", "status");
     bool notes = false;
     for (int i = 0; i < run->n_rows; i++) {
-        const hw_row *r = &run->rows[i];
+        const tb_hw_row *r = &run->rows[i];
         const tb_throughput_result *t = &r->res;
         char eps[32], std[16], sem[16], ms[16], mb[16], ratio[16];
         printf("%-20s %-*s %11s %6s %6s %8s %8s %6s  %s%s\n", r->workload, width,
@@ -81,11 +81,11 @@ void tb_cli_hw_print_table(const hw_run *run)
                r->failed ? r->reason : "");
         notes |= !isfinite(r->ratio);
     }
-    for (int i = 0; notes && run->ref->n > 0 && i < run->n_rows; i++)
+    for (int i = 0; notes && run->ref.n > 0 && i < run->n_rows; i++)
         if (!isfinite(run->rows[i].ratio))
             printf("no ratio: %s, %s: %s\n", run->rows[i].workload,
                    run->configs[run->rows[i].config].label, run->rows[i].note);
-    const tb_hw_reference *ref = run->ref;
+    const tb_hw_reference *ref = &run->ref;
     for (int c = 0; ref->n > 0 && c < run->n_configs; c++)
         print_score_line(run, &run->configs[c]);
     if (ref->n == 0)
@@ -117,10 +117,10 @@ static void json_number_field(const char *name, const char *fmt, double v, bool 
     if (comma) putchar(',');
 }
 
-static void print_json_row(const hw_run *run, const hw_row *r)
+static void print_json_row(const tb_hw_run *run, const tb_hw_row *r)
 {
     const tb_throughput_result *t = &r->res;
-    const hw_config *cf = &run->configs[r->config];
+    const tb_hw_config *cf = &run->configs[r->config];
     putchar('{');
     json_text_field("workload", r->workload, true);
     json_text_field("algorithm", r->algorithm, true);
@@ -153,7 +153,7 @@ static void print_json_row(const hw_run *run, const hw_row *r)
     putchar('}');
 }
 
-static void print_json_score(const hw_run *run, const hw_config *cf)
+static void print_json_score(const tb_hw_run *run, const tb_hw_config *cf)
 {
     const tb_hw_score *s = &cf->score;
     putchar('{');
@@ -170,9 +170,9 @@ static void print_json_score(const hw_run *run, const hw_config *cf)
     putchar('}');
 }
 
-void tb_cli_hw_print_json(const hw_run *run)
+void tb_cli_hw_print_json(const tb_hw_run *run)
 {
-    const tb_hw_reference *ref = run->ref;
+    const tb_hw_reference *ref = &run->ref;
     const tb_throughput_config *c = &run->settings;
     putchar('{');
     json_text_field("code_version", tb_code_version(), true);

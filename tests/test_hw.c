@@ -1,6 +1,8 @@
 /* test_hw.c: the hardware suite's library parts: the score's arithmetic, the reference file
  * (reading, refusing malformed ones, matching a run to a figure), the suite's settings, a
- * tiny throughput run with its validation check, and the results store's hardware tables. */
+ * tiny throughput run with its validation check, the results store's hardware tables, and a
+ * run of the suite (its plan, a row measured, ratios, scores, the store record, the reference
+ * file it saves and the scaling efficiency). */
 #include "testutil.h"
 
 #include <sqlite3.h>
@@ -472,6 +474,197 @@ static void test_store_world_size(void)
     remove_store(db);
 }
 
+/* ---- a run of the suite ------------------------------------------------------------------- */
+
+/* The plan: configurations by thread count, a row per workload and configuration with its
+ * settings, and the request's mistakes refused by name. */
+static void test_run_plan(void)
+{
+    tb_error err = {0};
+    tb_hw_request q = tb_hw_request_default();
+    q.cores = 4;
+    tb_hw_run *run = NULL;
+    CHECK_OK(tb_hw_plan(&q, &run, &err), &err); /* the default: 1 thread and all cores */
+    CHECK(run && run->ranks == 1 && run->n_configs == 2 && run->n_rows == 10);
+    if (!run) return;
+    CHECK(run->configs[1].threads == 4 && strcmp(run->configs[1].label, "cpu, 4 threads") == 0);
+    CHECK(run->rows[1].config == 1 && strcmp(run->rows[0].workload, run->rows[1].workload) == 0);
+    CHECK(isnan(run->rows[0].ratio) && isnan(run->rows[0].efficiency));
+    tb_hw_run_free(run);
+
+    const char *ids[2] = {"fmnist_mlp", "kjv_transformer_deep"};
+    int threads[2] = {1, 2};
+    q.workloads = ids;
+    q.n_workloads = 2;
+    q.threads = threads;
+    q.n_threads = 1;
+    q.lr_set = true;
+    q.lr = 0.5;
+    CHECK_OK(tb_hw_plan(&q, &run, &err), &err);
+    CHECK(run && run->n_rows == 2 && strcmp(run->configs[0].label, "cpu, 1 thread") == 0);
+    if (!run) return;
+    const tb_hw_row *r = &run->rows[0];
+    CHECK(strcmp(r->algorithm, "sgd") == 0 && r->batch_size == 128 &&
+          tb_hparams_get(&r->hparams, "learning_rate", 0) == 0.5 &&
+          tb_hparams_get(&r->hparams, "momentum", 0) == 0.9);
+    CHECK(strcmp(run->rows[1].algorithm, "adamw") == 0); /* the variant: its base's */
+    CHECK_OK(tb_hw_use_reference(run, "none", &err), &err);
+    CHECK(run->ref.n == 0 && strcmp(run->ref.path, "none") == 0);
+    tb_hw_run_free(run);
+    q.device = TB_DEVICE_CUDA; /* one configuration; whether there is a GPU is the run's */
+    CHECK_OK(tb_hw_plan(&q, &run, &err), &err);
+    CHECK(run && run->n_configs == 1 && strcmp(run->configs[0].label, "cuda") == 0);
+    tb_hw_run_free(run);
+    q.device = TB_DEVICE_CPU;
+
+    ids[1] = "fmnist_mlp";
+    CHECK_FAILS(tb_hw_plan(&q, &run, &err), TB_ERR_INVALID, &err, "fmnist_mlp is listed twice");
+    CHECK(run == NULL);
+    ids[1] = "nosuch";
+    CHECK_FAILS(tb_hw_plan(&q, &run, &err), TB_ERR_INVALID, &err, "unknown workload 'nosuch'");
+    q.n_workloads = 1;
+    threads[1] = 1;
+    q.n_threads = 2;
+    CHECK_FAILS(tb_hw_plan(&q, &run, &err), TB_ERR_INVALID, &err, "1 is listed twice");
+    threads[1] = 0;
+    CHECK_FAILS(tb_hw_plan(&q, &run, &err), TB_ERR_INVALID, &err, "0 is outside [1, 4096]");
+    q.n_threads = 1;
+    q.level = 1;
+    CHECK_FAILS(tb_hw_plan(&q, &run, &err), TB_ERR_INVALID, &err, "level");
+}
+
+/* The workloads ids[0..n) at 1 thread with tiny()'s settings. */
+static tb_hw_request tiny_request(const char *const *ids, int n)
+{
+    static const int one[1] = {1};
+    tb_hw_request q = tb_hw_request_default();
+    q.workloads = ids;
+    q.n_workloads = n;
+    q.threads = one;
+    q.n_threads = 1;
+    q.settings = tiny();
+    return q;
+}
+
+/* A row measured: a run failing its validation check is the row's failure; data missing
+ * stops the suite. */
+static void test_run_measure(void)
+{
+    tb_error err = {0};
+    static const char *const ids[1] = {"fmnist_mlp"};
+    tb_hw_request q = tiny_request(ids, 1);
+    q.settings.windows = 2;
+    q.lr_set = true;
+    q.lr = 1e4;
+    tb_hw_run *run = NULL;
+    CHECK_OK(tb_hw_plan(&q, &run, &err), &err);
+    if (!run) return;
+    CHECK_OK(tb_hw_measure(run, 0, NULL, NULL, &err), &err);
+    CHECK(run->rows[0].failed && tb_hw_failures(run) == 1 &&
+          (strstr(run->rows[0].reason, "not finite") || strstr(run->rows[0].reason, "did not fall")));
+    tb_hw_run_free(run);
+    q.settings.data.data_dir = "/nonexistent/data";
+    q.settings.data.cache_dir = tmp_path("no_cache");
+    CHECK_OK(tb_hw_plan(&q, &run, &err), &err);
+    if (!run) return;
+    CHECK(tb_hw_measure(run, 0, NULL, NULL, &err) == TB_ERR_MISSING && !run->rows[0].failed);
+    CHECK_FAILS(tb_hw_measure(run, 1, NULL, NULL, &err), TB_ERR_INVALID, &err, "no row 1");
+    tb_hw_run_free(run);
+}
+
+/* Two rows as if measured: 1500 examples/s each against good_ref's 1000 and 3000. */
+static tb_hw_run *measured_run(void)
+{
+    tb_error err = {0};
+    static const char *const ids[2] = {"fmnist_mlp", "kjv_transformer"};
+    tb_hw_request q = tiny_request(ids, 2);
+    tb_hw_run *run = NULL;
+    CHECK_OK(tb_hw_plan(&q, &run, &err), &err);
+    if (!run) return NULL;
+    const char *path = tmp_path("run_ref.json");
+    write_file(path, good_ref);
+    CHECK_OK(tb_hw_use_reference(run, path, &err), &err);
+    remove(path);
+    for (int i = 0; i < run->n_rows; i++)
+        run->rows[i].res = (tb_throughput_result){.windows = 5, .examples_per_s = 1500,
+                                                  .sem_pct = 1, .passed = true,
+                                                  .batch_size = run->rows[i].batch_size,
+                                                  .backend = "cpu, 1 thread"};
+    tb_hw_describe_machine(run);
+    return run;
+}
+
+/* The ratios and the score (as test_reference_find's), the store record, the reference file
+ * saved, and the scaling efficiency of a job of two ranks measured here. */
+static void test_run_results(void)
+{
+    tb_error err = {0};
+    tb_hw_run *run = measured_run();
+    if (!run) return;
+    CHECK(run->machine[0] == '{' && run->job_cores == run->cores);
+    CHECK_OK(tb_hw_score_run(run, &err), &err);
+    CHECK_NEAR(run->rows[0].ratio, 1.5, 1e-12);
+    CHECK_NEAR(run->rows[1].ratio, 0.5, 1e-12);
+    CHECK(run->configs[0].scored && run->rows[1].weight == 3);
+    CHECK_NEAR(run->configs[0].score.score, 0.6580370064762462, 1e-12);
+    run->rows[1].failed = true; /* a failed row: ratio 0, score 0 */
+    snprintf(run->rows[1].reason, sizeof run->rows[1].reason, "the training loss is nan");
+    CHECK_OK(tb_hw_score_run(run, &err), &err);
+    CHECK(run->rows[1].ratio == 0 && run->configs[0].score.score == 0 &&
+          run->configs[0].score.failed == 1 && tb_hw_failures(run) == 1);
+
+    const char *db = tmp_path("run.db");
+    remove_store(db);
+    tb_store *s = NULL;
+    int64_t id = 0;
+    CHECK_OK(tb_hw_open_store(db, &s, &err), &err);
+    CHECK_OK(tb_hw_record(run, s, &id, &err), &err);
+    CHECK(id == 1);
+    CHECK(query_int(db, "SELECT count(*) FROM hw_runs WHERE world_size = 1 AND "
+                        "reference LIKE '%measured%'") == 1);
+    CHECK(query_int(db, "SELECT count(*) FROM hw_results WHERE status = 'failed' AND ratio = 0 "
+                        "AND reason LIKE 'the training loss%'") == 1);
+    CHECK(query_int(db, "SELECT count(*) FROM hw_scores WHERE config = 'cpu, 1 thread' AND "
+                        "score = 0") == 1);
+
+    const char *saved = tmp_path("saved.json");
+    CHECK_OK(tb_hw_save_reference(run, saved, "trainbench hw -w x", &err), &err);
+    tb_hw_reference *ref = calloc(1, sizeof *ref);
+    CHECK_OK(tb_hw_reference_load(saved, ref, &err), &err);
+    CHECK(ref->n == 1 && strcmp(ref->workloads[0].workload, "fmnist_mlp") == 0 &&
+          ref->workloads[0].figures[0].examples_per_s == 1500 && ref->cores == run->cores &&
+          strcmp(ref->command, "trainbench hw -w x") == 0 && strstr(ref->note, "load average"));
+    free(ref);
+    remove(saved);
+
+    /* a one-process run has no scaling; a job of two ranks here: from the store's one-process
+     * run, else from the reference file when it was measured on this machine */
+    CHECK_OK(tb_hw_scaling(run, s, &err), &err);
+    CHECK(isnan(run->rows[0].efficiency));
+    run->ranks = 2;
+    CHECK_FAILS(tb_hw_save_reference(run, saved, "", &err), TB_ERR_INVALID, &err,
+                "one process's figures");
+    CHECK_OK(tb_hw_scaling(run, s, &err), &err);
+    CHECK_NEAR(run->rows[0].efficiency, 0.5, 1e-12);
+    CHECK(strcmp(run->rows[0].single_source, "hw_runs id 1 in the store") == 0 &&
+          isnan(run->rows[1].efficiency)); /* failed */
+    CHECK_OK(tb_hw_scaling(run, NULL, &err), &err);
+    CHECK(isnan(run->rows[0].efficiency)); /* the reference file is another machine's */
+    snprintf(run->ref.cpu, sizeof run->ref.cpu, "%s", run->cpu);
+    run->ref.cores = run->cores;
+    CHECK_OK(tb_hw_scaling(run, NULL, &err), &err);
+    CHECK_NEAR(run->rows[0].efficiency, 0.75, 1e-12);
+    CHECK(strstr(run->rows[0].single_source, "the reference file (this machine"));
+    tb_store_close(s);
+    remove_store(db);
+
+    for (int i = 0; i < run->n_rows; i++) run->rows[i].failed = true;
+    run->ranks = 1;
+    CHECK_FAILS(tb_hw_save_reference(run, saved, "", &err), TB_ERR_INVALID, &err,
+                "no run passed");
+    tb_hw_run_free(run);
+}
+
 int main(void)
 {
     test_score();
@@ -482,5 +675,8 @@ int main(void)
     test_throughput();
     test_store();
     test_store_world_size();
+    test_run_plan();
+    test_run_measure();
+    test_run_results();
     return tb_test_finish("test_hw");
 }

@@ -9,7 +9,9 @@
  * the reference machine". The score of a configuration is the weighted geometric mean of its
  * workloads' ratios, with an interval propagated from the windows' standard errors; a failed
  * workload counts as 0, which makes the score 0 (the geometric mean of the workloads that
- * passed is given beside it). Nothing here prints. */
+ * passed is given beside it). A run of the whole suite (tb_hw_run, at the end) plans the rows,
+ * measures them, scores them and records them; `trainbench hw` parses its options into a
+ * tb_hw_request and prints the run. Nothing here prints. */
 #ifndef TRAINBENCH_HARDWARE_H
 #define TRAINBENCH_HARDWARE_H
 
@@ -176,6 +178,140 @@ typedef struct tb_hw_single_query {
  * the query fails. */
 tb_status tb_store_hw_single_rank(tb_store *store, const tb_hw_single_query *query,
                                   double *examples_per_s, int64_t *run_id, tb_error *err);
+
+/* ---- a run of the suite ------------------------------------------------------------------
+ * Every workload in every configuration (a device and thread count) is one row. In order:
+ * tb_hw_plan, tb_hw_use_reference, tb_hw_measure for each row, tb_hw_describe_machine,
+ * tb_hw_score_run; then, as wanted, tb_hw_scaling, tb_hw_record, tb_hw_save_reference. With
+ * dist every rank makes the same calls up to tb_hw_score_run (tb_hw_measure and
+ * tb_hw_describe_machine are collective) and rank 0's run holds the job's figures. */
+
+#define TB_HW_MAX_WORKLOADS 32 /* in one run */
+#define TB_HW_MAX_CONFIGS 8
+
+/* What to run. */
+typedef struct tb_hw_request {
+    const char *const *workloads; /* ids, each once (none: tb_hw_default_workloads) */
+    int n_workloads;
+    const int *threads;           /* CPU thread counts (per rank with dist), each once, 1 to
+                                     4096 (none: 1 and all cores, or each rank's share of its
+                                     machine's); not used on a GPU */
+    int n_threads;
+    tb_device device;             /* a GPU is one configuration */
+    tb_throughput_config settings; /* warm-up, windows, window, time limit, seed, data (its
+                                     strings must outlive the run) */
+    bool lr_set;                  /* replace every workload's learning rate with lr (for
+                                     checks: the examples/s do not depend on it) */
+    double lr;
+    double level;                 /* of the scores' intervals, in (0, 1) */
+    int cores;                    /* this machine's (0: its online cores) */
+    tb_dist *dist;                /* data-parallel across an MPI job's ranks (NULL: one
+                                     process) */
+} tb_hw_request;
+
+/* The defaults: the default workloads at 1 thread and all cores on the CPU, 20 warm-up steps,
+ * 10 windows of >= 0.5 s and >= 1 step, 60 s per run at most, seed 0, level 0.95. */
+tb_hw_request tb_hw_request_default(void);
+
+/* One workload in one configuration. */
+typedef struct tb_hw_row {
+    const char *workload, *algorithm;
+    tb_hparams hparams;        /* tb_hw_settings', lr replaced */
+    int config;                /* index into tb_hw_run.configs */
+    int batch_size;            /* the workload's default */
+    tb_throughput_result res;
+    bool failed;
+    char reason[512];          /* why it failed (a tb_error message fits) */
+    double ratio;              /* examples/s over the reference's; NaN: no reference figure */
+    double reference_examples_per_s;
+    double weight;             /* the reference file's */
+    char note[256];            /* why there is no ratio */
+    /* with dist: the one-process examples/s at the same threads per rank, where from, and the
+       scaling efficiency examples_per_s / (ranks x it) (NaN: no one-process figure) */
+    double single_examples_per_s, efficiency;
+    char single_source[160];
+} tb_hw_row;
+
+/* A device and thread count, and its score. */
+typedef struct tb_hw_config {
+    tb_device device;
+    int threads;
+    char label[48];            /* "cpu, 2 threads", "cpu, 2 ranks x 1 thread", "cuda" */
+    bool scored;               /* some workload of it has a reference figure */
+    tb_hw_score score;
+} tb_hw_config;
+
+typedef struct tb_hw_run {
+    tb_throughput_config settings;
+    tb_hw_reference ref;       /* n 0: none (no ratios, no score) */
+    double level;
+    int cores;                 /* of this machine */
+    tb_dist *dist;
+    int ranks;                 /* the job's (1: one process) */
+    int job_cores;             /* the cores of the job's machines (cores with one process) */
+    tb_hw_config configs[TB_HW_MAX_CONFIGS];
+    int n_configs;
+    tb_hw_row *rows;           /* workload by workload, each in every configuration */
+    int n_rows;
+    char machine[1024];        /* tb_machine_facts */
+    char cpu[160];             /* its cpu ("" where unknown) */
+    double load_start, load_end; /* one-minute load averages around the rows (NaN: unknown) */
+} tb_hw_run;
+
+/* Plans the run: its configurations, and per workload a row in each with the workload's
+ * settings and batch size. TB_ERR_INVALID naming the culprit for an unknown workload, one
+ * listed twice, a thread count out of range or listed twice, more than TB_HW_MAX_WORKLOADS or
+ * TB_HW_MAX_CONFIGS, a level outside (0, 1), or with dist a batch that does not divide among
+ * the ranks; TB_ERR_NOMEM. *out (NULL on failure) is freed with tb_hw_run_free. */
+tb_status tb_hw_plan(const tb_hw_request *request, tb_hw_run **out, tb_error *err);
+void tb_hw_run_free(tb_hw_run *run);
+
+/* The reference file the run compares with (tb_hw_reference_load and its errors), or path
+ * "none": no figures, so no ratio and no score. */
+tb_status tb_hw_use_reference(tb_hw_run *run, const char *path, tb_error *err);
+
+/* Measures row i (tb_throughput_run with the validation check; progress may be NULL). A run
+ * that fails its check, or whose step fails, is the row's failure (failed, with the reason)
+ * and returns TB_OK; returned instead, as tb_throughput_run words them, are the failures that
+ * stop the suite: data missing (TB_ERR_MISSING), no such device or no support for it
+ * (TB_ERR_NO_DEVICE, TB_ERR_UNSUPPORTED), a bad setting (TB_ERR_INVALID). Row 0 first reads
+ * run->load_start. */
+tb_status tb_hw_measure(tb_hw_run *run, int i, tb_throughput_progress_fn progress, void *user,
+                        tb_error *err);
+
+/* After the rows: the machine facts (with the last row's backend), the job's cores (a
+ * collective with dist) and run->load_end. */
+void tb_hw_describe_machine(tb_hw_run *run);
+
+/* Each row's ratio to the reference (0 for a failed row; NaN, with the note why, where the
+ * reference has no figure for it) and each configuration's score. TB_ERR_NOMEM. */
+tb_status tb_hw_score_run(tb_hw_run *run, tb_error *err);
+
+/* How many rows failed. */
+int tb_hw_failures(const tb_hw_run *run);
+
+/* With dist, on rank 0: each row's one-process examples/s at its threads per rank on this
+ * machine, from store (a one-process run of the same settings: tb_store_hw_single_rank; store
+ * may be NULL), else from the reference file if it was measured here (same cpu and cores),
+ * and its scaling efficiency. A one-process run's rows keep NaN. A failing store query is
+ * returned after every row is done (from the reference file where the store failed). */
+tb_status tb_hw_scaling(tb_hw_run *run, tb_store *store, tb_error *err);
+
+/* Opens the results store at path with its hardware tables made or checked
+ * (tb_store_hw_tables), so that a bad store fails before minutes of measuring; *out NULL on
+ * failure. */
+tb_status tb_hw_open_store(const char *path, tb_store **out, tb_error *err);
+
+/* Records the run, every row and each scored configuration (tb_store_add_hw_run); *run_id
+ * (optional) gets its id. */
+tb_status tb_hw_record(const tb_hw_run *run, tb_store *store, int64_t *run_id, tb_error *err);
+
+/* Writes the rows that passed as a reference file at path, to make this machine the reference:
+ * today's date, the code version, the cpu and cores, command (how the run was made) and the
+ * load averages. TB_ERR_INVALID when no row passed, or for a run of several ranks (a reference
+ * is one process's figures); tb_hw_reference_write's errors. */
+tb_status tb_hw_save_reference(const tb_hw_run *run, const char *path, const char *command,
+                               tb_error *err);
 
 #ifdef __cplusplus
 }
