@@ -2,7 +2,7 @@
  * then the machine it ran on. */
 #include "trainbench/hardware.h"
 
-#include "trainbench/benchmark.h"
+#include "trainbench/machine.h"
 
 #include <math.h>
 #include <stdio.h>

@@ -2,7 +2,7 @@
  * store, and its figures as a reference file. */
 #include "trainbench/hardware.h"
 
-#include "trainbench/benchmark.h"
+#include "trainbench/machine.h"
 
 #include <math.h>
 #include <stdio.h>
