@@ -275,6 +275,13 @@ tb_status tb_gap_versus_sources(const double *a, int64_t na, const double *b, in
                                 const tb_variance_row *rows, int n_rows, double *gap,
                                 tb_gap_row *out, tb_error *err);
 
+/* ---- building blocks ----------------------------------------------------------------------- */
+/* Mean and sample std (n - 1; 0 when n = 1) of x[0..n), two-pass. */
+void tb_stats_mean_std(const double *x, int64_t n, double *mean, double *std);
+/* The p quantile of Student's t with df degrees of freedom (p in (0, 1)), from
+ * P(|T| > t) = I_{df/(df+t^2)}(df/2, 1/2). */
+double tb_stats_t_quantile(double p, double df);
+
 #ifdef __cplusplus
 }
 #endif

@@ -4,7 +4,7 @@
 #include "trainbench/throughput.h"
 
 #include "core/clock.h"
-#include "stats/stats_impl.h"
+#include "trainbench/stats.h"
 #include "trainbench/run.h"
 
 #include <math.h>

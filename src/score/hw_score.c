@@ -2,7 +2,7 @@
  * throughput ratios, with an interval propagated from the windows' standard errors. */
 #include "trainbench/hardware.h"
 
-#include "stats/stats_impl.h"
+#include "trainbench/stats.h"
 
 #include <math.h>
 #include <string.h>

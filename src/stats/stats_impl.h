@@ -15,8 +15,6 @@ tb_status tb_stats_check_bootstrap(const tb_bootstrap_options *opts, tb_error *e
 /* Sorts x[0..n) ascending (no NaN allowed). */
 void tb_stats_sort(double *x, int64_t n);
 
-/* Mean and sample std (n - 1; 0 when n = 1) of x[0..n), two-pass. */
-void tb_stats_mean_std(const double *x, int64_t n, double *mean, double *std);
 
 /* The percentile interval of replicates[0..k): sorts them, then the type-7 alpha/2 and
  * 1 - alpha/2 quantiles. */
@@ -43,9 +41,6 @@ double tb_stats_gamma_inv(double p, double a);
 /* The p quantile of the chi-square distribution with df degrees of freedom: 2 P^-1(p; df/2). */
 double tb_stats_chi2_quantile(double p, double df);
 
-/* The p quantile of Student's t with df degrees of freedom (p in (0, 1)), from
- * P(|T| > t) = I_{df/(df+t^2)}(df/2, 1/2). */
-double tb_stats_t_quantile(double p, double df);
 
 /* P(X >= c) for X ~ Bin(n, p), as I_p(c, n - c + 1) (also for a fractional c, the usual
  * continuous extension); 1 for c <= 0, 0 for c > n. */
