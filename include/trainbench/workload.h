@@ -51,10 +51,22 @@ typedef struct tb_workload_info {
     const char *loss_desc;     /* the training loss, in words */
     bool no_error_rate;        /* its targets are not classes (reconstruction): accuracy and
                                   error rate are NaN */
+    /* ---- added with the benchmark's quick preset ---- */
+    /* A looser validation target that a default baseline reaches within the quick budget
+     * (15 s of timed training on 2 cores), per base workload (variants take their base's):
+     * set from the best validation metric of 15 s runs of the default adamw and sgd
+     * (Nesterov) settings on an idle 2-core machine (`trainbench train -w W -a A --max-time
+     * 15 --eval-period 3 --schedule constant`), loosened so most points of the default search
+     * spaces reach it. */
+    double quick_target;
 } tb_workload_info;
 
 int tb_workload_count(void);
 const tb_workload_info *tb_workload_info_at(int i);
+/* The info of workload id; NULL if there is none (or id is NULL). */
+const tb_workload_info *tb_workload_find_info(const char *id);
+/* The base workload of a variant (w->base), or NULL for a base workload (or a NULL w). */
+const char *tb_workload_variant_of(const tb_workload_info *w);
 
 /* How the train / validation / test splits are drawn. */
 typedef enum tb_split_kind {

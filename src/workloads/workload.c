@@ -69,6 +69,17 @@ static const tb_workload_vtable *find(const char *id, tb_error *err)
     return NULL;
 }
 
+const tb_workload_info *tb_workload_find_info(const char *id)
+{
+    const tb_workload_vtable *vt = find(id, NULL);
+    return vt ? &vt->info : NULL;
+}
+
+const char *tb_workload_variant_of(const tb_workload_info *w)
+{
+    return w && w->variant && w->variant[0] ? w->base : NULL;
+}
+
 tb_status tb_workload_create(const char *id, tb_backend *be, const tb_workload_config *config,
                              tb_workload **out, tb_error *err)
 {
