@@ -25,7 +25,7 @@ typedef struct ae {
 
 static tb_status ae_load(tb_workload *wl, const tb_workload_config *cfg, tb_error *err)
 {
-    return tb_fmnist_source_load(wl, cfg, true, err);
+    return tb_fmnist_source_load(cfg->data_dir, true, &wl->src, err);
 }
 
 static tb_status ae_create(tb_workload *wl, tb_error *err)

@@ -23,7 +23,7 @@ typedef struct cnn {
 
 static tb_status cnn_load(tb_workload *wl, const tb_workload_config *cfg, tb_error *err)
 {
-    return tb_fmnist_source_load(wl, cfg, false, err);
+    return tb_fmnist_source_load(cfg->data_dir, false, &wl->src, err);
 }
 
 static tb_status add_norm(tb_workload *wl, const char *name, int64_t c, tb_var **g, tb_var **b,

@@ -16,7 +16,7 @@ typedef struct mlp {
 
 static tb_status mlp_load(tb_workload *wl, const tb_workload_config *cfg, tb_error *err)
 {
-    return tb_fmnist_source_load(wl, cfg, false, err);
+    return tb_fmnist_source_load(cfg->data_dir, false, &wl->src, err);
 }
 
 static tb_status mlp_create(tb_workload *wl, tb_error *err)

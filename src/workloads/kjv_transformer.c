@@ -49,7 +49,8 @@ typedef struct tf_model {
 
 static tb_status tf_load(tb_workload *wl, const tb_workload_config *cfg, tb_error *err)
 {
-    return tb_kjv_source_load(wl, cfg, TF_CONTEXT, err);
+    return tb_kjv_source_load(cfg->data_dir, cfg->cache_dir, wl->vt->info.id, TF_CONTEXT,
+                              &wl->src, err);
 }
 
 static tb_var *add_param(tb_workload *wl, const char *name, tb_param_kind kind, int ndim,

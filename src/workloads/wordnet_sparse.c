@@ -22,7 +22,8 @@ typedef struct wn_model {
 
 static tb_status wn_load(tb_workload *wl, const tb_workload_config *cfg, tb_error *err)
 {
-    return tb_wordnet_source_load(wl, cfg, WN_CONTEXT, err);
+    return tb_wordnet_source_load(cfg->data_dir, cfg->cache_dir, wl->vt->info.id, WN_CONTEXT,
+                                  &wl->src, err);
 }
 
 static tb_status wn_create(tb_workload *wl, tb_error *err)

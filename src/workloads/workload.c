@@ -122,7 +122,7 @@ void tb_workload_destroy(tb_workload *wl)
     if (!wl) return;
     if (wl->model && wl->vt->destroy_model) wl->vt->destroy_model(wl);
     tb_params_destroy(wl->params);
-    if (wl->src.free_data) wl->src.free_data(wl->src.data);
+    tb_example_source_free(&wl->src);
     for (int i = 0; i < 3; i++) free(wl->split_ids[i]);
     free(wl->stage_x);
     free(wl->stage_y);
@@ -183,7 +183,7 @@ tb_status tb_workload_prepare(const char *id, const tb_workload_config *config, 
     if (config) cfg = *config;
     tb_prepare_report r;
     memset(&r, 0, sizeof r);
-    tb_status st = vt->prepare(&cfg, force, &r, err);
+    tb_status st = vt->prepare(cfg.data_dir, cfg.cache_dir, force, &r, err);
     if (report) *report = r;
     return st;
 }
