@@ -6,25 +6,26 @@
 
 #include <stdlib.h>
 
+/* the specs sgd and its fixed-momentum forms share */
+#define LR_SPEC                                                                                    \
+    {.name = "learning_rate", .default_value = 0.1, .min = 0.0, .max = 1e6, .min_open = true,     \
+     .help = "step size"}
+#define MOMENTUM_SPEC                                                                              \
+    {.name = "momentum", .default_value = 0.9, .min = 0.0, .max = 1.0, .max_open = true,           \
+     .help = "momentum coefficient mu, in [0, 1)"}
+#define WEIGHT_DECAY_SPEC                                                                          \
+    {.name = "weight_decay", .default_value = 0.0, .min = 0.0, .max = 1e6,                         \
+     .help = "L2 penalty added to the gradient"}
+
 static const tb_hparam_spec sgd_hparams[] = {
-    {.name = "learning_rate", .default_value = 0.1, .min = 0.0, .max = 1e6, .min_open = true,
-     .help = "step size"},
-    {.name = "momentum", .default_value = 0.9, .min = 0.0, .max = 1.0, .max_open = true,
-     .help = "momentum coefficient mu, in [0, 1)"},
+    LR_SPEC,
+    MOMENTUM_SPEC,
     {.name = "nesterov", .default_value = 1.0, .min = 0.0, .max = 1.0, .is_flag = true,
      .help = "1: Nesterov momentum, 0: heavy ball"},
-    {.name = "weight_decay", .default_value = 0.0, .min = 0.0, .max = 1e6,
-     .help = "L2 penalty added to the gradient"},
+    WEIGHT_DECAY_SPEC,
 };
 
-static const tb_hparam_spec momentum_hparams[] = {
-    {.name = "learning_rate", .default_value = 0.1, .min = 0.0, .max = 1e6, .min_open = true,
-     .help = "step size"},
-    {.name = "momentum", .default_value = 0.9, .min = 0.0, .max = 1.0, .max_open = true,
-     .help = "momentum coefficient mu, in [0, 1)"},
-    {.name = "weight_decay", .default_value = 0.0, .min = 0.0, .max = 1e6,
-     .help = "L2 penalty added to the gradient"},
-};
+static const tb_hparam_spec momentum_hparams[] = {LR_SPEC, MOMENTUM_SPEC, WEIGHT_DECAY_SPEC};
 
 /* State: the velocity v (n floats, device) and the step's learning rate (step block). */
 typedef struct sgd_state {
