@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "trainbench/score.h"
+#include "trainbench/study_plan.h"
 
 #define FAILS(call, needle) CHECK_FAILS((call), TB_ERR_INVALID, &err, (needle))
 
@@ -36,6 +37,7 @@ static void test_null_store(void)
     tb_hparams hp = {0};
     char **names = NULL, list[64];
     int n = 0;
+    static tb_study_run_record run; /* zeroed; large for the stack */
     memset(&t, 0, sizeof t);
     /* every call with a NULL store */
     FAILS(tb_store_put_benchmark(NULL, "b", "{}", &err), "store is NULL");
@@ -45,6 +47,7 @@ static void test_null_store(void)
     tb_store_benchmark_list(NULL, list, sizeof list);
     CHECK(strcmp(list, "none") == 0);
     FAILS(tb_store_trial_start(NULL, 1, "v", "{}", &err), "store is NULL");
+    FAILS(tb_store_put_study_run(NULL, &run, "v", &err), "store is NULL");
     FAILS(tb_store_add_eval(NULL, 1, &e, &err), "store is NULL");
     FAILS(tb_store_trial_hparams(NULL, 1, &hp, &hp, &err), "store is NULL");
     FAILS(tb_store_trial_finish(NULL, 1, TB_TRIAL_DONE, NULL, false, 0, 0, 0, &err),
@@ -64,6 +67,8 @@ static void test_null_store(void)
     tb_store_benchmark_list(s, NULL, 64);
     FAILS(tb_store_trial_start(s, 1, NULL, "{}", &err), "code_version is NULL");
     FAILS(tb_store_trial_start(s, 1, "v", NULL, &err), "machine is NULL");
+    FAILS(tb_store_put_study_run(s, NULL, "v", &err), "record is NULL");
+    FAILS(tb_store_put_study_run(s, &run, NULL, &err), "code_version is NULL");
     FAILS(tb_store_add_eval(s, 1, NULL, &err), "eval is NULL");
     FAILS(tb_store_trial_hparams(s, 1, NULL, &hp, &err), "resolved is NULL");
     FAILS(tb_store_trial_hparams(s, 1, &hp, NULL, &err), "defaults is NULL");

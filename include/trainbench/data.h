@@ -1,4 +1,6 @@
-/* data.h: reading data sets from disk: gzip-compressed IDX files, and Fashion-MNIST on top.
+/* data.h: reading data sets from disk: gzip-compressed IDX files, and Fashion-MNIST on top;
+ * the layout of one example and the report of a prepared-data cache, on which the workloads
+ * (workload.h) build.
  *
  * Data sets come from Debian packages installed under /usr/share/datasets; the library reads
  * them from a directory the caller names (it reads no environment variable and keeps no
@@ -8,9 +10,12 @@
 #ifndef TRAINBENCH_DATA_H
 #define TRAINBENCH_DATA_H
 
+#include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "trainbench/status.h"
+#include "trainbench/tensor.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -103,6 +108,45 @@ tb_status tb_fmnist_load(const char *dir, const char *split, tb_image_dataset *o
 /* Name of a Fashion-MNIST class ("T-shirt/top", "Trouser", ..., "Ankle boot"), or NULL if
  * label is not in [0, TB_FMNIST_CLASSES). The string is static; do not free it. */
 const char *tb_fmnist_class_name(int label);
+
+/* ---- examples on the host ---------------------------------------------------------------- */
+
+/* What one example looks like: its input and its target, per example (no batch dimension). */
+typedef struct tb_example_layout {
+    tb_dtype x_dtype;
+    int x_ndim;
+    int64_t x_shape[3];
+    tb_dtype y_dtype;
+    int y_ndim;               /* 0: a scalar (a class label) */
+    int64_t y_shape[3];
+    bool image;               /* x is [C, H, W] pixels: crop and flip apply */
+    bool target_is_input;     /* y is x itself (float, as many values: reconstruction): an
+                                 augmentation transforms y exactly as x */
+} tb_example_layout;
+
+/* Bytes of one example's input / target. */
+size_t tb_example_x_bytes(const tb_example_layout *layout);
+size_t tb_example_y_bytes(const tb_example_layout *layout);
+
+/* ---- the prepared-data cache --------------------------------------------------------------- */
+
+/* What building or checking a data set's cache did (tb_workload_prepare). */
+typedef struct tb_prepare_report {
+    char path[1024];     /* the cache file ("" if the data set needs none) */
+    bool rebuilt;        /* false: a valid cache was reused */
+    char reason[256];    /* why it was (re)built: "missing", "stale", "corrupt: ...", "forced" */
+    int64_t tokens;      /* tokens in the cache */
+    int64_t vocabulary;  /* vocabulary size */
+    int64_t bytes;       /* cache file size */
+    /* temporary files (<cache file>.tmp.<PID>) of writers that are gone (a prepare killed
+     * while writing), removed */
+    int stale_temps_removed;
+} tb_prepare_report;
+
+/* The default cache directory, $XDG_CACHE_HOME/trainbench, or $HOME/.cache/trainbench when
+ * XDG_CACHE_HOME is unset, empty or relative (the XDG spec ignores a relative one), into buf.
+ * false (buf "") when neither gives a directory, or buf is too small. */
+bool tb_default_cache_dir(char *buf, size_t size);
 
 #ifdef __cplusplus
 }

@@ -217,8 +217,10 @@ typedef struct tb_study_run_record {
                                    reached_target (the rest zero) */
 } tb_study_run_record;
 
-/* Records a finished run (replacing one with the same key). */
-tb_status tb_store_put_study_run(tb_store *store, const tb_study_run_record *r, tb_error *err);
+/* Records a finished run (replacing one with the same key) made by code_version (the
+ * caller's tb_code_version, as tb_store_trial_start takes it). */
+tb_status tb_store_put_study_run(tb_store *store, const tb_study_run_record *r,
+                                 const char *code_version, tb_error *err);
 /* Looks a run up by key: *found false when the store does not hold it. */
 tb_status tb_store_get_study_run(tb_store *store, const char *key, tb_study_run_record *out,
                                  bool *found, tb_error *err);

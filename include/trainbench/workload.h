@@ -15,6 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "trainbench/data.h"
 #include "trainbench/nn.h"
 #include "trainbench/rng.h"
 #include "trainbench/status.h"
@@ -51,10 +52,22 @@ typedef struct tb_workload_info {
     const char *loss_desc;     /* the training loss, in words */
     bool no_error_rate;        /* its targets are not classes (reconstruction): accuracy and
                                   error rate are NaN */
+    /* ---- added with the benchmark's quick preset ---- */
+    /* A looser validation target that a default baseline reaches within the quick budget
+     * (15 s of timed training on 2 cores), per base workload (variants take their base's):
+     * set from the best validation metric of 15 s runs of the default adamw and sgd
+     * (Nesterov) settings on an idle 2-core machine (`trainbench train -w W -a A --max-time
+     * 15 --eval-period 3 --schedule constant`), loosened so most points of the default search
+     * spaces reach it. */
+    double quick_target;
 } tb_workload_info;
 
 int tb_workload_count(void);
 const tb_workload_info *tb_workload_info_at(int i);
+/* The info of workload id; NULL if there is none (or id is NULL). */
+const tb_workload_info *tb_workload_find_info(const char *id);
+/* The base workload of a variant (w->base), or NULL for a base workload (or a NULL w). */
+const char *tb_workload_variant_of(const tb_workload_info *w);
 
 /* How the train / validation / test splits are drawn. */
 typedef enum tb_split_kind {
@@ -143,25 +156,9 @@ typedef struct tb_eval_metrics {
 tb_status tb_workload_evaluate(tb_workload *wl, tb_tape *tape, tb_split split, int64_t limit,
                                tb_eval_metrics *out, tb_error *err);
 
-/* ---- examples on the host (for the input pipeline) -------------------------------------- */
-
-/* What one example looks like: its input and its target, per example (no batch dimension). */
-typedef struct tb_example_layout {
-    tb_dtype x_dtype;
-    int x_ndim;
-    int64_t x_shape[3];
-    tb_dtype y_dtype;
-    int y_ndim;               /* 0: a scalar (a class label) */
-    int64_t y_shape[3];
-    bool image;               /* x is [C, H, W] pixels: crop and flip apply */
-    bool target_is_input;     /* y is x itself (float, as many values: reconstruction): an
-                                 augmentation transforms y exactly as x */
-} tb_example_layout;
+/* ---- examples on the host (for the input pipeline; tb_example_layout: data.h) ------------ */
 
 tb_example_layout tb_workload_layout(const tb_workload *wl);
-/* Bytes of one example's input / target. */
-size_t tb_example_x_bytes(const tb_example_layout *layout);
-size_t tb_example_y_bytes(const tb_example_layout *layout);
 
 /* Copies examples rows[0..n) of a split into host memory: x gets n inputs, y n targets, each
  * laid out as tb_workload_layout says. Reads only immutable data: safe to call from another
@@ -187,24 +184,7 @@ bool tb_workload_upload(tb_workload *wl, tb_tape *tape, int64_t n, const void *x
  * not layers here. */
 int tb_workload_layers(tb_workload *wl, tb_layer_ref *out, int max);
 
-/* ---- the prepared-data cache --------------------------------------------------------------- */
-
-typedef struct tb_prepare_report {
-    char path[1024];     /* the cache file ("" if the data set needs none) */
-    bool rebuilt;        /* false: a valid cache was reused */
-    char reason[256];    /* why it was (re)built: "missing", "stale", "corrupt: ...", "forced" */
-    int64_t tokens;      /* tokens in the cache */
-    int64_t vocabulary;  /* vocabulary size */
-    int64_t bytes;       /* cache file size */
-    /* temporary files (<cache file>.tmp.<PID>) of writers that are gone (a prepare killed
-     * while writing), removed */
-    int stale_temps_removed;
-} tb_prepare_report;
-
-/* The default cache directory, $XDG_CACHE_HOME/trainbench, or $HOME/.cache/trainbench when
- * XDG_CACHE_HOME is unset, empty or relative (the XDG spec ignores a relative one), into buf.
- * false (buf "") when neither gives a directory, or buf is too small. */
-bool tb_default_cache_dir(char *buf, size_t size);
+/* ---- the prepared-data cache (tb_prepare_report, tb_default_cache_dir: data.h) ------------ */
 
 /* Builds the cache of the data of workload `id` in config->cache_dir from the Debian package's
  * files (config->data_dir), or checks and reuses the one there (force: rebuild anyway); config

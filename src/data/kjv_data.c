@@ -7,9 +7,9 @@
  * characters. An example is a window of context + 1 characters: the input is the first
  * `context`, the target the same shifted by one. Windows start every `context` characters;
  * every 20th window is the official test set (fixed). */
-#include "data/token_cache.h"
-#include "workloads/workload_impl.h"
 #include "data/path_impl.h"
+#include "data/source_impl.h"
+#include "data/token_cache.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -124,30 +124,32 @@ static tb_status kjv_build(void *p, tb_token_cache *out, tb_error *err)
 }
 
 /* id: the workload the data is for (named in the command that rebuilds a corrupt cache). */
-static tb_status kjv_obtain(const tb_workload_config *cfg, const char *id, bool force,
-                            tb_prepare_report *rep, tb_token_cache *out, tb_error *err)
+static tb_status kjv_obtain(const char *data_dir, const char *cache_dir, const char *id,
+                            bool force, tb_prepare_report *rep, tb_token_cache *out,
+                            tb_error *err)
 {
-    kjv_ctx ctx = {cfg->data_dir ? cfg->data_dir : KJV_DEFAULT_DIR};
+    kjv_ctx ctx = {.dir = data_dir ? data_dir : KJV_DEFAULT_DIR};
     char path[1024];
     snprintf(path, sizeof path, "%.*s/bible.data", tb_dir_len(ctx.dir), ctx.dir);
     const char *paths[1] = {path};
     char hint[512] = KJV_MISSING;
-    if (cfg->data_dir) /* a directory the user chose */
+    if (data_dir) /* a directory the user chose */
         snprintf(hint, sizeof hint, "the King James Bible is not in the data directory %s (the "
                  "Debian packages bible-kjv-text and bible-kjv install bible.data in "
                  KJV_DEFAULT_DIR ")", ctx.dir);
     uint64_t sig;
     tb_status st = tb_source_signature(paths, 1, &sig, hint, err);
     if (st != TB_OK) return st;
-    tb_token_cache_where w = {cfg->cache_dir, KJV_CACHE_FILE, KJV_KIND, id, cfg->data_dir};
+    tb_token_cache_where w = {.cache_dir = cache_dir, .file = KJV_CACHE_FILE, .kind = KJV_KIND,
+                              .workload = id, .data_dir = data_dir};
     return tb_token_cache_obtain(&w, sig, force, rep, kjv_build, &ctx, out, err);
 }
 
-tb_status tb_kjv_prepare(const tb_workload_config *cfg, bool force, tb_prepare_report *report,
-                         tb_error *err)
+tb_status tb_kjv_prepare(const char *data_dir, const char *cache_dir, bool force,
+                         tb_prepare_report *report, tb_error *err)
 {
     tb_token_cache c;
-    tb_status st = kjv_obtain(cfg, NULL, force, report, &c, err);
+    tb_status st = kjv_obtain(data_dir, cache_dir, NULL, force, report, &c, err);
     if (st == TB_OK) tb_token_cache_free(&c);
     return st;
 }
@@ -175,30 +177,34 @@ static void kjv_read(const void *p, int64_t id, void *x, void *y)
     memcpy(y, t + 1, (size_t)d->context * sizeof(int32_t));
 }
 
-tb_status tb_kjv_source_load(tb_workload *wl, const tb_workload_config *cfg, int context,
-                             tb_error *err)
+tb_status tb_kjv_source_load(const char *data_dir, const char *cache_dir, const char *workload,
+                             int context, tb_example_source *out, tb_error *err)
 {
+    memset(out, 0, sizeof *out);
     kjv_data *d = calloc(1, sizeof *d);
     if (!d) return tb_fail(err, TB_ERR_NOMEM, "cannot allocate the Bible");
-    wl->src.data = d;
-    wl->src.free_data = kjv_free;
     d->context = context;
-    tb_status st = kjv_obtain(cfg, wl->vt->info.id, false, NULL, &d->c, err);
-    if (st != TB_OK) return st;
-    int64_t windows = (d->c.n_tokens - 1) / context;
-    d->starts = malloc((size_t)windows * sizeof *d->starts);
-    if (!d->starts) return tb_fail(err, TB_ERR_NOMEM, "out of memory for the Bible's windows");
+    tb_status st = kjv_obtain(data_dir, cache_dir, workload, false, NULL, &d->c, err);
+    int64_t windows = st == TB_OK ? (d->c.n_tokens - 1) / context : 0;
+    if (st == TB_OK && !(d->starts = malloc((size_t)windows * sizeof *d->starts)))
+        st = tb_fail(err, TB_ERR_NOMEM, "out of memory for the Bible's windows");
+    if (st != TB_OK) {
+        kjv_free(d);
+        return st;
+    }
     int64_t k = 0;
     for (int pass = 0; pass < 2; pass++) /* training windows first, then every 20th (test) */
         for (int64_t w = 0; w < windows; w++)
             if ((w % 20 == 19) == (pass == 1)) d->starts[k++] = w * context;
-    tb_example_source *s = &wl->src;
-    s->n = windows;
-    s->n_official_train = windows - windows / 20;
-    s->classes_of = NULL;
-    s->classes = (int)d->c.n_vocab;
-    s->read = kjv_read;
-    s->layout = (tb_example_layout){.x_dtype = TB_I32, .x_ndim = 1, .x_shape = {context},
-                                    .y_dtype = TB_I32, .y_ndim = 1, .y_shape = {context}};
+    *out = (tb_example_source){
+        .n = windows,
+        .n_official_train = windows - windows / 20,
+        .classes = (int)d->c.n_vocab,
+        .layout = {.x_dtype = TB_I32, .x_ndim = 1, .x_shape = {context}, .y_dtype = TB_I32,
+                   .y_ndim = 1, .y_shape = {context}},
+        .read = kjv_read,
+        .data = d,
+        .free_data = kjv_free,
+    };
     return TB_OK;
 }

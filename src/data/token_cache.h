@@ -12,7 +12,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "trainbench/workload.h"
+#include "trainbench/data.h"
 
 #define TB_TOKEN_CACHE_VERSION 1
 

@@ -8,9 +8,9 @@
  * one position of the token stream: the input is the `context` previous tokens of the same
  * gloss ("</s>" before its start), the target the word there. Every 50th gloss is the official
  * test set (fixed). */
-#include "data/token_cache.h"
-#include "workloads/workload_impl.h"
 #include "data/path_impl.h"
+#include "data/source_impl.h"
+#include "data/token_cache.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -230,10 +230,11 @@ static tb_status wn_build(void *p, tb_token_cache *out, tb_error *err)
 }
 
 /* id: the workload the data is for (named in the command that rebuilds a corrupt cache). */
-static tb_status wn_obtain(const tb_workload_config *cfg, const char *id, bool force,
-                           tb_prepare_report *rep, tb_token_cache *out, tb_error *err)
+static tb_status wn_obtain(const char *data_dir, const char *cache_dir, const char *id,
+                           bool force, tb_prepare_report *rep, tb_token_cache *out,
+                           tb_error *err)
 {
-    const char *dir = cfg->data_dir ? cfg->data_dir : WN_DEFAULT_DIR;
+    const char *dir = data_dir ? data_dir : WN_DEFAULT_DIR;
     char paths[4][1024];
     const char *pp[4];
     for (int i = 0; i < 4; i++) {
@@ -241,21 +242,22 @@ static tb_status wn_obtain(const tb_workload_config *cfg, const char *id, bool f
         pp[i] = paths[i];
     }
     char hint[512] = WN_MISSING;
-    if (cfg->data_dir) /* a directory the user chose */
+    if (data_dir) /* a directory the user chose */
         snprintf(hint, sizeof hint, "WordNet is not in the data directory %s (the Debian "
                  "package wordnet-base installs its data.* files in " WN_DEFAULT_DIR ")", dir);
     uint64_t sig;
     tb_status st = tb_source_signature(pp, 4, &sig, hint, err);
     if (st != TB_OK) return st;
-    tb_token_cache_where w = {cfg->cache_dir, WN_CACHE_FILE, WN_KIND, id, cfg->data_dir};
+    tb_token_cache_where w = {.cache_dir = cache_dir, .file = WN_CACHE_FILE, .kind = WN_KIND,
+                              .workload = id, .data_dir = data_dir};
     return tb_token_cache_obtain(&w, sig, force, rep, wn_build, (void *)dir, out, err);
 }
 
-tb_status tb_wordnet_prepare(const tb_workload_config *cfg, bool force,
+tb_status tb_wordnet_prepare(const char *data_dir, const char *cache_dir, bool force,
                              tb_prepare_report *report, tb_error *err)
 {
     tb_token_cache c;
-    tb_status st = wn_obtain(cfg, NULL, force, report, &c, err);
+    tb_status st = wn_obtain(data_dir, cache_dir, NULL, force, report, &c, err);
     if (st == TB_OK) tb_token_cache_free(&c);
     return st;
 }
@@ -289,21 +291,26 @@ static void wn_read(const void *p, int64_t id, void *x, void *y)
     *(int32_t *)y = d->c.tokens[at];
 }
 
-tb_status tb_wordnet_source_load(tb_workload *wl, const tb_workload_config *cfg, int context,
+tb_status tb_wordnet_source_load(const char *data_dir, const char *cache_dir,
+                                 const char *workload, int context, tb_example_source *out,
                                  tb_error *err)
 {
+    memset(out, 0, sizeof *out);
     wn_data *d = calloc(1, sizeof *d);
     if (!d) return tb_fail(err, TB_ERR_NOMEM, "cannot allocate WordNet");
-    wl->src.data = d;
-    wl->src.free_data = wn_free;
     d->context = context;
-    tb_status st = wn_obtain(cfg, wl->vt->info.id, false, NULL, &d->c, err);
-    if (st != TB_OK) return st;
+    tb_status st = wn_obtain(data_dir, cache_dir, workload, false, NULL, &d->c, err);
     int64_t n = d->c.n_tokens;
-    d->pos = malloc((size_t)n * sizeof *d->pos);
-    d->gloss_start = malloc((size_t)n * sizeof *d->gloss_start);
-    if (!d->pos || !d->gloss_start)
-        return tb_fail(err, TB_ERR_NOMEM, "out of memory for WordNet's examples");
+    if (st == TB_OK) {
+        d->pos = malloc((size_t)n * sizeof *d->pos);
+        d->gloss_start = malloc((size_t)n * sizeof *d->gloss_start);
+        if (!d->pos || !d->gloss_start)
+            st = tb_fail(err, TB_ERR_NOMEM, "out of memory for WordNet's examples");
+    }
+    if (st != TB_OK) {
+        wn_free(d);
+        return st;
+    }
     int64_t k = 0, n_test = 0;
     for (int pass = 0; pass < 2; pass++)
         for (int64_t g = 0; g < d->c.n_segments; g++) {
@@ -315,13 +322,15 @@ tb_status tb_wordnet_source_load(tb_workload *wl, const tb_workload_config *cfg,
                 if (test && pass == 1) n_test++;
             }
         }
-    tb_example_source *src = &wl->src;
-    src->n = n;
-    src->n_official_train = n - n_test;
-    src->classes_of = NULL;
-    src->classes = (int)d->c.n_vocab;
-    src->read = wn_read;
-    src->layout = (tb_example_layout){.x_dtype = TB_I32, .x_ndim = 1, .x_shape = {context},
-                                      .y_dtype = TB_I32, .y_ndim = 0};
+    *out = (tb_example_source){
+        .n = n,
+        .n_official_train = n - n_test,
+        .classes = (int)d->c.n_vocab,
+        .layout = {.x_dtype = TB_I32, .x_ndim = 1, .x_shape = {context}, .y_dtype = TB_I32,
+                   .y_ndim = 0},
+        .read = wn_read,
+        .data = d,
+        .free_data = wn_free,
+    };
     return TB_OK;
 }

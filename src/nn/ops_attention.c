@@ -5,11 +5,21 @@
 
 /* ---- embedding: y [..., D] = table [V, D] gathered at idx [...] ----------------------------- */
 
-static void embedding_backward(tb_tape *t, tb_node *n)
+/* in: table, idx */
+void tb_fwd_embedding(tb_tape *t, const tb_node *n)
+{
+    const tb_tensor *table = &n->in[0]->value;
+    if (n->attr.embedding.n > 0 && n->attr.embedding.dim > 0)
+        tb_tape_ops(t)->embedding_fwd(tb_tape_be(t), n->attr.embedding.n, n->attr.embedding.dim,
+                                      table->shape[0], table->data, n->in[1]->value.data,
+                                      n->out->value.data);
+}
+
+void tb_bwd_embedding(tb_tape *t, const tb_node *n)
 {
     float *dtable = tb_var_grad(t, n->in[0]);
     if (!dtable) return;
-    tb_tape_ops(t)->embedding_bwd(tb_tape_be(t), n->iattr[0], n->iattr[1],
+    tb_tape_ops(t)->embedding_bwd(tb_tape_be(t), n->attr.embedding.n, n->attr.embedding.dim,
                                   n->in[0]->value.shape[0], n->in[1]->value.data,
                                   n->out->grad.data, dtable);
 }
@@ -35,27 +45,30 @@ tb_var *tb_op_embedding(tb_tape *t, tb_var *table, tb_var *idx)
     /* the indices are data: only the table receives a gradient */
     tb_var *y = tb_tape_output(t, TB_F32, idx->value.ndim + 1, shape, 1, ins);
     if (!y) return NULL;
-    if (n > 0 && dim > 0)
-        k->embedding_fwd(tb_tape_be(t), n, dim, vocab, table->value.data, idx->value.data,
-                         y->value.data);
-    tb_node *node = tb_tape_record(t, "embedding", embedding_backward, y, 2, ins);
-    if (node) {
-        node->iattr[0] = n;
-        node->iattr[1] = dim;
-    }
-    return y;
+    return tb_op_run(t, &(tb_node){.op = TB_OP_EMBEDDING, .n_in = 2, .in = {table, idx}, .out = y,
+                                   .attr.embedding = {.n = n, .dim = dim}});
 }
 
 /* ---- causal self-attention: qkv [B, T, 3C] -> y [B, T, C] ----------------------------------- */
 
-static void attention_backward(tb_tape *t, tb_node *n)
+/* saved: the attention probabilities [B, heads, T, T] and the kernels' workspace (or NULL) */
+void tb_fwd_causal_attention(tb_tape *t, const tb_node *n)
+{
+    tb_tape_ops(t)->attention_fwd(tb_tape_be(t), (int)n->attr.attention.batch,
+                                  (int)n->attr.attention.t, (int)n->attr.attention.c,
+                                  n->attr.attention.heads, n->in[0]->value.data,
+                                  n->out->value.data, n->saved[0], n->saved[1]);
+}
+
+void tb_bwd_causal_attention(tb_tape *t, const tb_node *n)
 {
     bool acc;
     float *dqkv = tb_var_grad_for(t, n->in[0], &acc); /* a fresh one is overwritten */
     if (!dqkv) return;
-    tb_tape_ops(t)->attention_bwd(tb_tape_be(t), (int)n->iattr[0], (int)n->iattr[1],
-                                  (int)n->iattr[2], (int)n->iattr[3], n->in[0]->value.data,
-                                  n->saved[0], n->out->grad.data, dqkv, acc, n->saved[1]);
+    tb_tape_ops(t)->attention_bwd(tb_tape_be(t), (int)n->attr.attention.batch,
+                                  (int)n->attr.attention.t, (int)n->attr.attention.c,
+                                  n->attr.attention.heads, n->in[0]->value.data, n->saved[0],
+                                  n->out->grad.data, dqkv, acc, n->saved[1]);
 }
 
 tb_var *tb_op_causal_attention(tb_tape *t, tb_var *qkv, int heads)
@@ -96,15 +109,8 @@ tb_var *tb_op_causal_attention(tb_tape *t, tb_var *qkv, int heads)
     size_t ws_bytes = k->attention_workspace(be, (int)B, (int)T, (int)C, heads);
     void *ws = NULL;
     if (ws_bytes > 0 && !(ws = tb_tape_scratch(t, ws_bytes))) return NULL;
-    k->attention_fwd(be, (int)B, (int)T, (int)C, heads, qkv->value.data, y->value.data, att, ws);
-    tb_node *n = tb_tape_record(t, "causal_attention", attention_backward, y, 1, &qkv);
-    if (n) {
-        n->iattr[0] = B;
-        n->iattr[1] = T;
-        n->iattr[2] = C;
-        n->iattr[3] = heads;
-        n->saved[0] = att;
-        n->saved[1] = ws;
-    }
-    return y;
+    return tb_op_run(t, &(tb_node){.op = TB_OP_CAUSAL_ATTENTION, .n_in = 1, .in = {qkv},
+                                   .out = y, .saved = {att, ws},
+                                   .attr.attention = {.batch = B, .t = T, .c = C,
+                                                      .heads = heads}});
 }

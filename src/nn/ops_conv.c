@@ -32,16 +32,24 @@ static tb_conv_shape conv_shape_of(const tb_tensor *x, const tb_tensor *w, int s
     return s;
 }
 
-static void conv2d_backward(tb_tape *t, tb_node *n)
+/* in: x, w, b or NULL; saved: the kernels' workspace */
+void tb_fwd_conv2d(tb_tape *t, const tb_node *n)
 {
-    tb_var *x = n->in[0], *w = n->in[1], *b = n->n_in > 2 ? n->in[2] : NULL;
-    tb_conv_shape s = conv_shape_of(&x->value, &w->value, (int)n->iattr[0], (int)n->iattr[1]);
+    const tb_var *b = n->in[2];
+    tb_tape_ops(t)->conv2d_fwd(tb_tape_be(t), &n->attr.conv, n->in[0]->value.data,
+                               n->in[1]->value.data, b ? b->value.data : NULL,
+                               n->out->value.data, n->saved[0]);
+}
+
+void tb_bwd_conv2d(tb_tape *t, const tb_node *n)
+{
+    tb_var *x = n->in[0], *w = n->in[1], *b = n->in[2];
     float *dw = tb_var_grad(t, w), *db = tb_var_grad(t, b);
     bool acc;
     float *dx = tb_var_grad_for(t, x, &acc); /* the last request: the kernel runs next */
     if (!dx && !dw && !db) return;
     /* the forward pass's workspace is reused: it is step memory and no longer needed there */
-    tb_tape_ops(t)->conv2d_bwd(tb_tape_be(t), &s, x->value.data, w->value.data,
+    tb_tape_ops(t)->conv2d_bwd(tb_tape_be(t), &n->attr.conv, x->value.data, w->value.data,
                                n->out->grad.data, dx, acc, dw, db, n->saved[0]);
 }
 
@@ -91,24 +99,14 @@ tb_var *tb_op_conv2d(tb_tape *t, tb_var *x, tb_var *w, tb_var *b, int stride, in
     int64_t shape[4] = {s.n, s.c_out, s.h_out, s.w_out};
     tb_var *y = tb_tape_output(t, TB_F32, 4, shape, n_in, ins);
     if (!y) return NULL;
-    tb_backend *be = tb_tape_be(t);
-    size_t ws_bytes = k->conv2d_workspace(be, &s);
+    size_t ws_bytes = k->conv2d_workspace(tb_tape_be(t), &s);
     void *work = tb_tape_scratch(t, ws_bytes ? ws_bytes : 1);
     if (!work) return NULL;
-    k->conv2d_fwd(be, &s, x->value.data, w->value.data, b ? b->value.data : NULL, y->value.data,
-                  work);
-    tb_node *n = tb_tape_record(t, "conv2d", conv2d_backward, y, n_in, ins);
-    if (n) {
-        n->iattr[0] = stride;
-        n->iattr[1] = pad;
-        n->saved[0] = work;
-    }
-    return y;
+    return tb_op_run(t, &(tb_node){.op = TB_OP_CONV2D, .n_in = n_in, .in = {x, w, b}, .out = y,
+                                   .saved = {work}, .attr.conv = s});
 }
 
 /* ---- pooling --------------------------------------------------------------------------------- */
-
-enum { POOL_MAX = 0, POOL_AVG = 1 };
 
 static tb_pool_shape pool_shape_of(const tb_tensor *x, int kernel, int stride, int pad)
 {
@@ -121,30 +119,44 @@ static tb_pool_shape pool_shape_of(const tb_tensor *x, int kernel, int stride, i
     return s;
 }
 
-static void pool_backward(tb_tape *t, tb_node *n)
+/* saved: the argmax of each output (into the window's input) */
+void tb_fwd_maxpool2d(tb_tape *t, const tb_node *n)
 {
-    tb_var *x = n->in[0];
-    tb_pool_shape s =
-        pool_shape_of(&x->value, (int)n->iattr[1], (int)n->iattr[2], (int)n->iattr[3]);
-    const tb_backend_ops *k = tb_tape_ops(t);
-    if (n->iattr[0] == POOL_MAX) {
-        bool acc;
-        float *dx = tb_var_grad_for(t, x, &acc);
-        if (dx) k->maxpool2d_bwd(tb_tape_be(t), &s, n->saved[0], n->out->grad.data, dx, acc);
-    } else {
-        float *dx = tb_var_grad(t, x);
-        if (dx) k->avgpool2d_bwd(tb_tape_be(t), &s, n->out->grad.data, dx);
-    }
+    tb_tape_ops(t)->maxpool2d_fwd(tb_tape_be(t), &n->attr.pool, n->in[0]->value.data,
+                                  n->out->value.data, n->saved[0]);
 }
 
-static tb_var *pool2d(tb_tape *t, int kind, tb_var *x, int kernel, int stride, int pad)
+void tb_bwd_maxpool2d(tb_tape *t, const tb_node *n)
 {
-    const char *op = kind == POOL_MAX ? "maxpool2d" : "avgpool2d";
+    bool acc;
+    float *dx = tb_var_grad_for(t, n->in[0], &acc);
+    if (dx)
+        tb_tape_ops(t)->maxpool2d_bwd(tb_tape_be(t), &n->attr.pool, n->saved[0],
+                                      n->out->grad.data, dx, acc);
+}
+
+void tb_fwd_avgpool2d(tb_tape *t, const tb_node *n)
+{
+    tb_tape_ops(t)->avgpool2d_fwd(tb_tape_be(t), &n->attr.pool, n->in[0]->value.data,
+                                  n->out->value.data);
+}
+
+void tb_bwd_avgpool2d(tb_tape *t, const tb_node *n)
+{
+    float *dx = tb_var_grad(t, n->in[0]);
+    if (dx)
+        tb_tape_ops(t)->avgpool2d_bwd(tb_tape_be(t), &n->attr.pool, n->out->grad.data, dx);
+}
+
+/* op: TB_OP_MAXPOOL2D or TB_OP_AVGPOOL2D */
+static tb_var *pool2d(tb_tape *t, tb_op kind, tb_var *x, int kernel, int stride, int pad)
+{
+    const char *op = tb_op_table[kind].name;
     if (!tb_op_begin(t, 1, &x)) return NULL;
     if (!tb_op_expect(t, op, "input", x, TB_F32, 4, 4)) return NULL;
     const tb_backend_ops *k = tb_tape_ops(t);
-    if (kind == POOL_MAX ? !k->maxpool2d_fwd || !k->maxpool2d_bwd
-                         : !k->avgpool2d_fwd || !k->avgpool2d_bwd)
+    if (kind == TB_OP_MAXPOOL2D ? !k->maxpool2d_fwd || !k->maxpool2d_bwd
+                                : !k->avgpool2d_fwd || !k->avgpool2d_bwd)
         return tb_op_fail(t, TB_ERR_UNSUPPORTED, "%s: not implemented by the %s backend", op,
                           tb_tape_be(t)->name);
     if (kernel < 1 || stride < 1 || pad < 0 || pad > kernel / 2)
@@ -165,41 +177,37 @@ static tb_var *pool2d(tb_tape *t, int kind, tb_var *x, int kernel, int stride, i
     tb_var *y = tb_tape_output(t, TB_F32, 4, shape, 1, &x);
     if (!y) return NULL;
     int32_t *argmax = NULL;
-    if (kind == POOL_MAX) {
-        argmax = tb_tape_scratch(t, (size_t)tb_tensor_numel(&y->value) * sizeof(int32_t));
-        if (!argmax) return NULL;
-        k->maxpool2d_fwd(tb_tape_be(t), &s, x->value.data, y->value.data, argmax);
-    } else {
-        k->avgpool2d_fwd(tb_tape_be(t), &s, x->value.data, y->value.data);
-    }
-    tb_node *n = tb_tape_record(t, op, pool_backward, y, 1, &x);
-    if (n) {
-        n->iattr[0] = kind;
-        n->iattr[1] = kernel;
-        n->iattr[2] = stride;
-        n->iattr[3] = pad;
-        n->saved[0] = argmax;
-    }
-    return y;
+    if (kind == TB_OP_MAXPOOL2D &&
+        !(argmax = tb_tape_scratch(t, (size_t)tb_tensor_numel(&y->value) * sizeof(int32_t))))
+        return NULL;
+    return tb_op_run(t, &(tb_node){.op = kind, .n_in = 1, .in = {x}, .out = y, .saved = {argmax},
+                                   .attr.pool = s});
 }
 
 tb_var *tb_op_maxpool2d(tb_tape *t, tb_var *x, int kernel, int stride, int pad)
 {
-    return pool2d(t, POOL_MAX, x, kernel, stride, pad);
+    return pool2d(t, TB_OP_MAXPOOL2D, x, kernel, stride, pad);
 }
 
 tb_var *tb_op_avgpool2d(tb_tape *t, tb_var *x, int kernel, int stride, int pad)
 {
-    return pool2d(t, POOL_AVG, x, kernel, stride, pad);
+    return pool2d(t, TB_OP_AVGPOOL2D, x, kernel, stride, pad);
 }
 
 /* ---- global average pooling: [N, C, H, W] -> [N, C] ------------------------------------------ */
 
-static void gap_backward(tb_tape *t, tb_node *n)
+void tb_fwd_global_avgpool(tb_tape *t, const tb_node *n)
+{
+    tb_tape_ops(t)->gap_fwd(tb_tape_be(t), n->attr.gap.nc, n->attr.gap.hw, n->in[0]->value.data,
+                            n->out->value.data);
+}
+
+void tb_bwd_global_avgpool(tb_tape *t, const tb_node *n)
 {
     float *dx = tb_var_grad(t, n->in[0]);
     if (dx)
-        tb_tape_ops(t)->gap_bwd(tb_tape_be(t), n->iattr[0], n->iattr[1], n->out->grad.data, dx);
+        tb_tape_ops(t)->gap_bwd(tb_tape_be(t), n->attr.gap.nc, n->attr.gap.hw,
+                                n->out->grad.data, dx);
 }
 
 tb_var *tb_op_global_avgpool(tb_tape *t, tb_var *x)
@@ -220,12 +228,6 @@ tb_var *tb_op_global_avgpool(tb_tape *t, tb_var *x)
     int64_t shape[2] = {d[0], d[1]};
     tb_var *y = tb_tape_output(t, TB_F32, 2, shape, 1, &x);
     if (!y) return NULL;
-    int64_t nc = d[0] * d[1], hw = d[2] * d[3];
-    k->gap_fwd(tb_tape_be(t), nc, hw, x->value.data, y->value.data);
-    tb_node *n = tb_tape_record(t, "global_avgpool", gap_backward, y, 1, &x);
-    if (n) {
-        n->iattr[0] = nc;
-        n->iattr[1] = hw;
-    }
-    return y;
+    return tb_op_run(t, &(tb_node){.op = TB_OP_GLOBAL_AVGPOOL, .n_in = 1, .in = {x}, .out = y,
+                                   .attr.gap = {.nc = d[0] * d[1], .hw = d[2] * d[3]}});
 }

@@ -1,19 +1,29 @@
-/* ops_dense.c: batched matmul, activations, residual add, reshape, transpose, concat (linear
- * layers and the fused MLP are in ops_linear.c). */
+/* ops_dense.c: batched matmul, activations, residual add, scale, reshape, transpose, concat
+ * (linear layers and the fused MLP are in ops_linear.c). */
 #include "nn/tape_impl.h"
 
 #include <string.h>
 
 /* ---- matmul: c [B, M, N] = a [B, M, K] b [B, K, N] (or b^T) --------------------------------- */
 
-static void matmul_backward(tb_tape *t, tb_node *n)
+void tb_fwd_matmul(tb_tape *t, const tb_node *n)
+{
+    const int64_t M = n->attr.matmul.m, K = n->attr.matmul.k, N = n->attr.matmul.n;
+    const bool trans_b = n->attr.matmul.trans_b;
+    tb_tape_ops(t)->gemm_batched(tb_tape_be(t), false, trans_b, (int)M, (int)N, (int)K, 1.0f,
+                                 n->in[0]->value.data, (int)K, M * K, n->in[1]->value.data,
+                                 trans_b ? (int)K : (int)N, K * N, 0.0f, n->out->value.data,
+                                 (int)N, M * N, (int)n->attr.matmul.batch);
+}
+
+void tb_bwd_matmul(tb_tape *t, const tb_node *n)
 {
     const tb_backend_ops *k = tb_tape_ops(t);
     tb_backend *be = tb_tape_be(t);
     tb_var *a = n->in[0], *b = n->in[1];
-    int batch = (int)n->iattr[0], M = (int)n->iattr[1], K = (int)n->iattr[2],
-        N = (int)n->iattr[3];
-    bool tb = n->iattr[4] != 0;
+    int batch = (int)n->attr.matmul.batch, M = (int)n->attr.matmul.m, K = (int)n->attr.matmul.k,
+        N = (int)n->attr.matmul.n;
+    bool tb = n->attr.matmul.trans_b;
     const float *dc = n->out->grad.data;
     float *da = tb_var_grad(t, a), *db = tb_var_grad(t, b);
     int ldb = tb ? K : N;
@@ -64,35 +74,27 @@ tb_var *tb_op_matmul(tb_tape *t, tb_var *a, tb_var *b, bool trans_b)
     shape[nd - 1] = N;
     tb_var *c = tb_tape_output(t, TB_F32, nd, shape, 2, ins);
     if (!c) return NULL;
-    tb_tape_ops(t)->gemm_batched(tb_tape_be(t), false, trans_b, (int)M, (int)N, (int)K, 1.0f,
-                                 A->data, (int)K, M * K, B->data, trans_b ? (int)K : (int)N,
-                                 K * N, 0.0f, c->value.data, (int)N, M * N, (int)batch);
-    tb_node *n = tb_tape_record(t, "matmul", matmul_backward, c, 2, ins);
-    if (n) {
-        n->iattr[0] = batch;
-        n->iattr[1] = M;
-        n->iattr[2] = K;
-        n->iattr[3] = N;
-        n->iattr[4] = trans_b;
-    }
-    return c;
+    return tb_op_run(t, &(tb_node){.op = TB_OP_MATMUL, .n_in = 2, .in = {a, b}, .out = c,
+                                   .attr.matmul = {.batch = batch, .m = M, .k = K, .n = N,
+                                                   .trans_b = trans_b}});
 }
 
 /* ---- activations ----------------------------------------------------------------------------- */
 
-static const char *const act_names[] = {"relu", "gelu", "silu", "tanh", "sigmoid"};
+/* An activation is the op TB_OP_RELU + act, named by the op table. */
+#define N_ACTIVATIONS (TB_OP_SIGMOID - TB_OP_RELU + 1)
 
 const char *tb_activation_name(tb_activation act)
 {
-    return (unsigned)act < sizeof act_names / sizeof *act_names ? act_names[act] : "unknown";
+    return (unsigned)act < N_ACTIVATIONS ? tb_op_table[TB_OP_RELU + act].name : "unknown";
 }
 
 tb_status tb_activation_parse(const char *name, tb_activation *out, tb_error *err)
 {
     if (!name || !out)
         return tb_fail(err, TB_ERR_INVALID, "activation_parse: %s is NULL", name ? "out" : "name");
-    for (unsigned i = 0; i < sizeof act_names / sizeof *act_names; i++)
-        if (strcmp(name, act_names[i]) == 0) {
+    for (int i = 0; i < N_ACTIVATIONS; i++)
+        if (strcmp(name, tb_op_table[TB_OP_RELU + i].name) == 0) {
             *out = (tb_activation)i;
             return TB_OK;
         }
@@ -100,12 +102,18 @@ tb_status tb_activation_parse(const char *name, tb_activation *out, tb_error *er
                    "unknown activation '%s' (expected relu, gelu, silu, tanh or sigmoid)", name);
 }
 
-static void act_backward(tb_tape *t, tb_node *n)
+void tb_fwd_act(tb_tape *t, const tb_node *n)
+{
+    tb_tape_ops(t)->act_fwd(tb_tape_be(t), n->attr.act.kind, tb_tensor_numel(&n->out->value),
+                            n->in[0]->value.data, n->out->value.data);
+}
+
+void tb_bwd_act(tb_tape *t, const tb_node *n)
 {
     bool acc;
     float *dx = tb_var_grad_for(t, n->in[0], &acc);
     if (!dx) return;
-    tb_tape_ops(t)->act_bwd(tb_tape_be(t), (tb_act)n->iattr[0], tb_tensor_numel(&n->out->value),
+    tb_tape_ops(t)->act_bwd(tb_tape_be(t), n->attr.act.kind, tb_tensor_numel(&n->out->value),
                             n->in[0]->value.data, n->out->value.data, n->out->grad.data, dx,
                             acc);
 }
@@ -119,11 +127,8 @@ tb_var *tb_op_activation(tb_tape *t, tb_activation act, tb_var *x)
         return tb_op_fail(t, TB_ERR_INVALID, "unknown activation %d", (int)act);
     tb_var *y = tb_tape_output(t, TB_F32, x->value.ndim, x->value.shape, 1, &x);
     if (!y) return NULL;
-    tb_tape_ops(t)->act_fwd(tb_tape_be(t), (tb_act)act, tb_tensor_numel(&x->value),
-                            x->value.data, y->value.data);
-    tb_node *n = tb_tape_record(t, tb_activation_name(act), act_backward, y, 1, &x);
-    if (n) n->iattr[0] = act;
-    return y;
+    return tb_op_run(t, &(tb_node){.op = (tb_op)(TB_OP_RELU + act), .n_in = 1, .in = {x},
+                                   .out = y, .attr.act.kind = (tb_act)act});
 }
 
 tb_var *tb_op_relu(tb_tape *t, tb_var *x) { return tb_op_activation(t, TB_RELU, x); }
@@ -135,7 +140,13 @@ tb_var *tb_op_sigmoid(tb_tape *t, tb_var *x) { return tb_op_activation(t, TB_SIG
 /* ---- residual add ---------------------------------------------------------------------------- */
 
 /* dy flows to both inputs unchanged: at most one of them takes over dy's buffer. */
-static void add_backward(tb_tape *t, tb_node *n)
+void tb_fwd_add(tb_tape *t, const tb_node *n)
+{
+    tb_tape_ops(t)->add(tb_tape_be(t), tb_tensor_numel(&n->out->value), n->in[0]->value.data,
+                        n->in[1]->value.data, n->out->value.data);
+}
+
+void tb_bwd_add(tb_tape *t, const tb_node *n)
 {
     bool adopted = tb_var_grad_pass(t, n->in[0], n->out, true);
     tb_var_grad_pass(t, n->in[1], n->out, !adopted);
@@ -155,19 +166,25 @@ tb_var *tb_op_add(tb_tape *t, tb_var *a, tb_var *b)
                           tb_shape_str(&b->value, bs, sizeof bs));
     tb_var *y = tb_tape_output(t, TB_F32, a->value.ndim, a->value.shape, 2, ins);
     if (!y) return NULL;
-    tb_tape_ops(t)->add(tb_tape_be(t), tb_tensor_numel(&a->value), a->value.data, b->value.data,
-                        y->value.data);
-    tb_tape_record(t, "add", add_backward, y, 2, ins);
-    return y;
+    return tb_op_run(t, &(tb_node){.op = TB_OP_ADD, .n_in = 2, .in = {a, b}, .out = y});
 }
 
 /* ---- scale by a constant ---------------------------------------------------------------------- */
 
-static void scale_backward(tb_tape *t, tb_node *n)
+void tb_fwd_scale(tb_tape *t, const tb_node *n)
+{
+    int64_t numel = tb_tensor_numel(&n->out->value);
+    const tb_backend_ops *k = tb_tape_ops(t);
+    float *y = n->out->value.data;
+    k->copy(tb_tape_be(t), y, n->in[0]->value.data, (size_t)numel * sizeof(float));
+    k->scale(tb_tape_be(t), y, numel, n->attr.scale.a);
+}
+
+void tb_bwd_scale(tb_tape *t, const tb_node *n)
 {
     float *dx = tb_var_grad(t, n->in[0]);
     if (dx)
-        tb_tape_ops(t)->axpy(tb_tape_be(t), tb_tensor_numel(&n->out->value), n->fattr[0],
+        tb_tape_ops(t)->axpy(tb_tape_be(t), tb_tensor_numel(&n->out->value), n->attr.scale.a,
                              n->out->grad.data, dx);
 }
 
@@ -177,18 +194,13 @@ tb_var *tb_op_scale(tb_tape *t, tb_var *x, float a)
     if (!tb_op_expect(t, "scale", "input", x, TB_F32, 0, TB_MAX_DIMS)) return NULL;
     tb_var *y = tb_tape_output(t, TB_F32, x->value.ndim, x->value.shape, 1, &x);
     if (!y) return NULL;
-    int64_t n = tb_tensor_numel(&x->value);
-    const tb_backend_ops *k = tb_tape_ops(t);
-    k->copy(tb_tape_be(t), y->value.data, x->value.data, (size_t)n * sizeof(float));
-    k->scale(tb_tape_be(t), y->value.data, n, a);
-    tb_node *node = tb_tape_record(t, "scale", scale_backward, y, 1, &x);
-    if (node) node->fattr[0] = a;
-    return y;
+    return tb_op_run(t, &(tb_node){.op = TB_OP_SCALE, .n_in = 1, .in = {x}, .out = y,
+                                   .attr.scale.a = a});
 }
 
 /* ---- reshape (a view: shares value memory; its gradient is the input's, viewed) ------------- */
 
-static void reshape_backward(tb_tape *t, tb_node *n)
+void tb_bwd_reshape(tb_tape *t, const tb_node *n)
 {
     if (tb_var_grad_adopt(t, n->in[0], n->out)) return;
     float *dx = tb_var_grad(t, n->in[0]);
@@ -215,20 +227,32 @@ tb_var *tb_op_reshape(tb_tape *t, tb_var *x, int ndim, const int64_t *shape)
     y->value = view; /* share memory: no copy */
     y->grad = view;
     y->grad.data = NULL;
-    tb_tape_record(t, "reshape", reshape_backward, y, 1, &x);
-    return y;
+    return tb_op_run(t, &(tb_node){.op = TB_OP_RESHAPE, .n_in = 1, .in = {x}, .out = y});
 }
 
 /* ---- transpose (materialised; transpose(x, d, d) is a contiguous copy) ---------------------- */
 
-static void transpose_backward(tb_tape *t, tb_node *n)
+void tb_fwd_transpose(tb_tape *t, const tb_node *n)
+{
+    /* y (contiguous) = x read with its strides d0 and d1 swapped */
+    const tb_tensor *x = &n->in[0]->value, *y = &n->out->value;
+    int d0 = n->attr.transpose.d0, d1 = n->attr.transpose.d1;
+    int64_t src_stride[TB_MAX_DIMS];
+    memcpy(src_stride, x->stride, sizeof src_stride);
+    src_stride[d0] = x->stride[d1];
+    src_stride[d1] = x->stride[d0];
+    tb_tape_ops(t)->strided_copy(tb_tape_be(t), y->ndim, y->shape, y->data, y->stride, x->data,
+                                 src_stride, false);
+}
+
+void tb_bwd_transpose(tb_tape *t, const tb_node *n)
 {
     float *dx = tb_var_grad(t, n->in[0]);
     if (!dx) return;
     /* dx (its own contiguous strides, whatever x's are, with d0/d1 swapped) += dy */
     const tb_tensor *y = &n->out->value;
     const tb_tensor gx = n->in[0]->grad;
-    int d0 = (int)n->iattr[0], d1 = (int)n->iattr[1];
+    int d0 = n->attr.transpose.d0, d1 = n->attr.transpose.d1;
     int64_t dst_stride[TB_MAX_DIMS];
     memcpy(dst_stride, gx.stride, sizeof dst_stride);
     dst_stride[d0] = gx.stride[d1];
@@ -248,21 +272,29 @@ tb_var *tb_op_transpose(tb_tape *t, tb_var *x, int d0, int d1)
         return tb_op_fail(t, err.status, "%s", err.message);
     tb_var *y = tb_tape_output(t, TB_F32, view.ndim, view.shape, 1, &x);
     if (!y) return NULL;
-    tb_tape_ops(t)->strided_copy(tb_tape_be(t), view.ndim, view.shape, y->value.data,
-                                 y->value.stride, view.data, view.stride, false);
-    tb_node *n = tb_tape_record(t, "transpose", transpose_backward, y, 1, &x);
-    if (n) {
-        n->iattr[0] = d0;
-        n->iattr[1] = d1;
-    }
-    return y;
+    return tb_op_run(t, &(tb_node){.op = TB_OP_TRANSPOSE, .n_in = 1, .in = {x}, .out = y,
+                                   .attr.transpose = {.d0 = d0, .d1 = d1}});
 }
 
 /* ---- concat ----------------------------------------------------------------------------------- */
 
-static void concat_backward(tb_tape *t, tb_node *n)
+void tb_fwd_concat(tb_tape *t, const tb_node *n)
 {
-    int dim = (int)n->iattr[0];
+    int dim = n->attr.concat.dim;
+    int64_t start = 0;
+    for (int i = 0; i < n->n_in; i++) {
+        const tb_tensor *x = &n->in[i]->value;
+        tb_tensor part;
+        tb_tensor_narrow(&n->out->value, dim, start, x->shape[dim], &part, NULL);
+        tb_tape_ops(t)->strided_copy(tb_tape_be(t), part.ndim, part.shape, part.data,
+                                     part.stride, x->data, x->stride, false);
+        start += x->shape[dim];
+    }
+}
+
+void tb_bwd_concat(tb_tape *t, const tb_node *n)
+{
+    int dim = n->attr.concat.dim;
     const tb_tensor *y = &n->out->value;
     tb_tensor gy = *y;
     gy.data = n->out->grad.data;
@@ -311,15 +343,7 @@ tb_var *tb_op_concat(tb_tape *t, tb_var *const *xs, int n_in, int dim)
     }
     tb_var *y = tb_tape_output(t, TB_F32, first->ndim, shape, n_in, xs);
     if (!y) return NULL;
-    int64_t start = 0;
-    for (int i = 0; i < n_in; i++) {
-        tb_tensor part;
-        tb_tensor_narrow(&y->value, dim, start, xs[i]->value.shape[dim], &part, NULL);
-        tb_tape_ops(t)->strided_copy(tb_tape_be(t), part.ndim, part.shape, part.data,
-                                     part.stride, xs[i]->value.data, xs[i]->value.stride, false);
-        start += xs[i]->value.shape[dim];
-    }
-    tb_node *n = tb_tape_record(t, "concat", concat_backward, y, n_in, xs);
-    if (n) n->iattr[0] = dim;
-    return y;
+    tb_node n = {.op = TB_OP_CONCAT, .n_in = n_in, .out = y, .attr.concat.dim = dim};
+    memcpy(n.in, xs, (size_t)n_in * sizeof *xs);
+    return tb_op_run(t, &n);
 }

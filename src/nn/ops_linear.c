@@ -86,11 +86,21 @@ static tb_var *dense_output(tb_tape *t, const tb_var *x, int64_t last, int n_in,
 /* ---- linear: y [R, out] = x [R, in] w^T + b (+ r) ---------------------------------------- */
 
 /* in: x, w, b or NULL, r or NULL */
-static void linear_backward(tb_tape *t, tb_node *n)
+void tb_fwd_linear(tb_tape *t, const tb_node *n)
+{
+    const tb_var *x = n->in[0], *w = n->in[1], *b = n->in[2], *r = n->in[3];
+    const int in = (int)n->attr.linear.in, out = (int)n->attr.linear.out;
+    const tb_gemm_epilogue ep = {.bias = b ? b->value.data : NULL,
+                                 .residual = r ? r->value.data : NULL};
+    tb_tape_ops(t)->gemm_ep(tb_tape_be(t), false, true, (int)n->attr.linear.rows, out, in,
+                            x->value.data, in, w->value.data, in, &ep, n->out->value.data, out);
+}
+
+void tb_bwd_linear(tb_tape *t, const tb_node *n)
 {
     tb_var *x = n->in[0], *w = n->in[1], *b = n->in[2], *r = n->in[3];
-    linear_grads(t, x, w, b, n->out->grad.data, (int)n->iattr[0], (int)n->iattr[1],
-                 (int)n->iattr[2], true);
+    linear_grads(t, x, w, b, n->out->grad.data, (int)n->attr.linear.rows,
+                 (int)n->attr.linear.in, (int)n->attr.linear.out, true);
     if (r) tb_var_grad_pass(t, r, n->out, true);
 }
 
@@ -102,18 +112,8 @@ tb_var *tb_op_linear_add(tb_tape *t, tb_var *x, tb_var *w, tb_var *b, tb_var *r)
     const int64_t rows = tb_tensor_numel(&x->value) / in;
     tb_var *y = dense_output(t, x, out, 4, ins);
     if (!y || !check_residual(t, "linear", r, y)) return NULL;
-    const tb_gemm_epilogue ep = {.bias = b ? b->value.data : NULL,
-                                 .residual = r ? r->value.data : NULL};
-    tb_tape_ops(t)->gemm_ep(tb_tape_be(t), false, true, (int)rows, (int)out, (int)in,
-                            x->value.data, (int)in, w->value.data, (int)in, &ep, y->value.data,
-                            (int)out);
-    tb_node *n = tb_tape_record(t, "linear", linear_backward, y, 4, ins);
-    if (n) {
-        n->iattr[0] = rows;
-        n->iattr[1] = in;
-        n->iattr[2] = out;
-    }
-    return y;
+    return tb_op_run(t, &(tb_node){.op = TB_OP_LINEAR, .n_in = 4, .in = {x, w, b, r}, .out = y,
+                                   .attr.linear = {.rows = rows, .in = in, .out = out}});
 }
 
 tb_var *tb_op_linear(tb_tape *t, tb_var *x, tb_var *w, tb_var *b)
@@ -125,13 +125,34 @@ tb_var *tb_op_linear(tb_tape *t, tb_var *x, tb_var *w, tb_var *b)
 
 /* in: x, w1, b1, w2, b2, r (b1, b2, r may be NULL); saved: the hidden layer before and after
  * the activation (tape variables, which tb_op_mlp hands out for curvature methods). */
-static void mlp_backward(tb_tape *t, tb_node *n)
+void tb_fwd_mlp(tb_tape *t, const tb_node *n)
+{
+    const tb_var *x = n->in[0], *w1 = n->in[1], *b1 = n->in[2], *w2 = n->in[3], *b2 = n->in[4],
+                 *r = n->in[5];
+    const tb_var *h = n->saved[0], *g = n->saved[1];
+    const int rows = (int)n->attr.mlp.rows, in = (int)n->attr.mlp.in,
+              hid = (int)n->attr.mlp.hidden, out = (int)n->attr.mlp.out;
+    const tb_backend_ops *k = tb_tape_ops(t);
+    tb_backend *be = tb_tape_be(t);
+    const tb_gemm_epilogue ep1 = {.bias = b1 ? b1->value.data : NULL,
+                                  .mode = TB_GEMM_ACT_FWD,
+                                  .act = n->attr.mlp.act,
+                                  .act_y = g->value.data};
+    k->gemm_ep(be, false, true, rows, hid, in, x->value.data, in, w1->value.data, in, &ep1,
+               h->value.data, hid);
+    const tb_gemm_epilogue ep2 = {.bias = b2 ? b2->value.data : NULL,
+                                  .residual = r ? r->value.data : NULL};
+    k->gemm_ep(be, false, true, rows, out, hid, g->value.data, hid, w2->value.data, hid, &ep2,
+               n->out->value.data, out);
+}
+
+void tb_bwd_mlp(tb_tape *t, const tb_node *n)
 {
     tb_var *x = n->in[0], *w1 = n->in[1], *b1 = n->in[2], *w2 = n->in[3], *b2 = n->in[4],
            *r = n->in[5];
     tb_var *h = n->saved[0], *g = n->saved[1];
-    const int rows = (int)n->iattr[0], in = (int)n->iattr[1], hid = (int)n->iattr[2],
-              out = (int)n->iattr[3];
+    const int rows = (int)n->attr.mlp.rows, in = (int)n->attr.mlp.in,
+              hid = (int)n->attr.mlp.hidden, out = (int)n->attr.mlp.out;
     const float *dy = n->out->grad.data;
     /* dh (+)= (dy w2 + dg) act'(h), the product's epilogue adding dg (what ops that read the
      * hidden variables handed out by tb_op_mlp sent to g; their backward ran before this one)
@@ -145,7 +166,7 @@ static void mlp_backward(tb_tape *t, tb_node *n)
         if (!dst) return;
         const tb_gemm_epilogue ep = {.residual = g->grad.data,
                                      .mode = TB_GEMM_ACT_BWD,
-                                     .act = (tb_act)n->iattr[4],
+                                     .act = n->attr.mlp.act,
                                      .act_x = h->value.data,
                                      .act_y = g->value.data};
         const tb_backend_ops *k = tb_tape_ops(t);
@@ -185,31 +206,12 @@ tb_var *tb_op_mlp(tb_tape *t, tb_var *x, tb_var *w1, tb_var *b1, tb_activation a
     const int64_t out = w2->value.shape[0];
     tb_var *y = dense_output(t, x, out, 6, ins);
     if (!y || !check_residual(t, "mlp", r, y)) return NULL;
-    const tb_backend_ops *k = tb_tape_ops(t);
-    tb_backend *be = tb_tape_be(t);
-    const tb_gemm_epilogue ep1 = {.bias = b1 ? b1->value.data : NULL,
-                                  .mode = TB_GEMM_ACT_FWD,
-                                  .act = (tb_act)act,
-                                  .act_y = g->value.data};
-    k->gemm_ep(be, false, true, (int)rows, (int)hid, (int)in, x->value.data, (int)in,
-               w1->value.data, (int)in, &ep1, h->value.data, (int)hid);
-    const tb_gemm_epilogue ep2 = {.bias = b2 ? b2->value.data : NULL,
-                                  .residual = r ? r->value.data : NULL};
-    k->gemm_ep(be, false, true, (int)rows, (int)out, (int)hid, g->value.data, (int)hid,
-               w2->value.data, (int)hid, &ep2, y->value.data, (int)out);
-    tb_node *n = tb_tape_record(t, "mlp", mlp_backward, y, 6, ins);
-    if (n) {
-        n->saved[0] = h;
-        n->saved[1] = g;
-        n->iattr[0] = rows;
-        n->iattr[1] = in;
-        n->iattr[2] = hid;
-        n->iattr[3] = out;
-        n->iattr[4] = act;
-    }
     if (hidden) {
         hidden[0] = h;
         hidden[1] = g;
     }
-    return y;
+    return tb_op_run(t, &(tb_node){.op = TB_OP_MLP, .n_in = 6, .in = {x, w1, b1, w2, b2, r},
+                                   .out = y, .saved = {h, g},
+                                   .attr.mlp = {.rows = rows, .in = in, .hidden = hid,
+                                                .out = out, .act = (tb_act)act}});
 }

@@ -10,13 +10,23 @@ static tb_var *scalar_output(tb_tape *t, int n_in, tb_var *const *ins)
 
 /* ---- softmax cross-entropy ------------------------------------------------------------------ */
 
-static void xent_backward(tb_tape *t, tb_node *n)
+/* in: logits, labels; saved: the softmax probabilities */
+void tb_fwd_softmax_xent(tb_tape *t, const tb_node *n)
+{
+    tb_tape_ops(t)->softmax_xent_fwd(tb_tape_be(t), (int)n->attr.xent.rows,
+                                     (int)n->attr.xent.classes, n->in[0]->value.data,
+                                     n->in[1]->value.data, n->attr.xent.smoothing, n->saved[0],
+                                     n->out->value.data);
+}
+
+void tb_bwd_softmax_xent(tb_tape *t, const tb_node *n)
 {
     bool acc;
     float *dz = tb_var_grad_for(t, n->in[0], &acc);
     if (!dz) return;
-    tb_tape_ops(t)->softmax_xent_bwd(tb_tape_be(t), (int)n->iattr[0], (int)n->iattr[1],
-                                     n->saved[0], n->in[1]->value.data, n->fattr[0],
+    tb_tape_ops(t)->softmax_xent_bwd(tb_tape_be(t), (int)n->attr.xent.rows,
+                                     (int)n->attr.xent.classes, n->saved[0],
+                                     n->in[1]->value.data, n->attr.xent.smoothing,
                                      n->out->grad.data, dz, acc);
 }
 
@@ -40,16 +50,10 @@ tb_var *tb_op_softmax_xent(tb_tape *t, tb_var *logits, tb_var *labels, float smo
     tb_var *loss = scalar_output(t, 2, ins);
     float *probs = tb_tape_scratch(t, (size_t)(n * c) * sizeof(float));
     if (!loss || !probs) return NULL;
-    tb_tape_ops(t)->softmax_xent_fwd(tb_tape_be(t), (int)n, (int)c, logits->value.data,
-                                     labels->value.data, smoothing, probs, loss->value.data);
-    tb_node *node = tb_tape_record(t, "softmax_xent", xent_backward, loss, 2, ins);
-    if (node) {
-        node->iattr[0] = n;
-        node->iattr[1] = c;
-        node->fattr[0] = smoothing;
-        node->saved[0] = probs;
-    }
-    return loss;
+    return tb_op_run(t, &(tb_node){.op = TB_OP_SOFTMAX_XENT, .n_in = 2, .in = {logits, labels},
+                                   .out = loss, .saved = {probs},
+                                   .attr.xent = {.rows = n, .classes = c,
+                                                 .smoothing = smoothing}});
 }
 
 /* ---- element-wise losses against a target of the same shape --------------------------------- */
@@ -74,7 +78,13 @@ static bool same_shape(tb_tape *t, const char *op, tb_var *a, tb_var *b)
     return true;
 }
 
-static void mse_backward(tb_tape *t, tb_node *n)
+void tb_fwd_mse(tb_tape *t, const tb_node *n)
+{
+    tb_tape_ops(t)->mse_fwd(tb_tape_be(t), tb_tensor_numel(&n->in[0]->value),
+                            n->in[0]->value.data, n->in[1]->value.data, n->out->value.data);
+}
+
+void tb_bwd_mse(tb_tape *t, const tb_node *n)
 {
     int64_t numel = tb_tensor_numel(&n->in[0]->value);
     const float *p = n->in[0]->value.data, *y = n->in[1]->value.data;
@@ -91,13 +101,16 @@ tb_var *tb_op_mse(tb_tape *t, tb_var *pred, tb_var *target)
     if (!tb_op_begin(t, 2, ins) || !same_shape(t, "mse", pred, target)) return NULL;
     tb_var *loss = scalar_output(t, 2, ins);
     if (!loss) return NULL;
-    tb_tape_ops(t)->mse_fwd(tb_tape_be(t), tb_tensor_numel(&pred->value), pred->value.data,
-                            target->value.data, loss->value.data);
-    tb_tape_record(t, "mse", mse_backward, loss, 2, ins);
-    return loss;
+    return tb_op_run(t, &(tb_node){.op = TB_OP_MSE, .n_in = 2, .in = {pred, target}, .out = loss});
 }
 
-static void bce_backward(tb_tape *t, tb_node *n)
+void tb_fwd_sigmoid_bce(tb_tape *t, const tb_node *n)
+{
+    tb_tape_ops(t)->bce_fwd(tb_tape_be(t), tb_tensor_numel(&n->in[0]->value),
+                            n->in[0]->value.data, n->in[1]->value.data, n->out->value.data);
+}
+
+void tb_bwd_sigmoid_bce(tb_tape *t, const tb_node *n)
 {
     float *dz = tb_var_grad(t, n->in[0]);
     if (dz)
@@ -134,15 +147,23 @@ tb_var *tb_op_sigmoid_bce(tb_tape *t, tb_var *logits, tb_var *target)
     /* the target is data, not a function of parameters: its gradient is not computed */
     tb_var *loss = scalar_output(t, 1, ins);
     if (!loss) return NULL;
-    tb_tape_ops(t)->bce_fwd(tb_tape_be(t), tb_tensor_numel(&logits->value), logits->value.data,
-                            target->value.data, loss->value.data);
-    tb_tape_record(t, "sigmoid_bce", bce_backward, loss, 2, ins);
-    return loss;
+    return tb_op_run(t, &(tb_node){.op = TB_OP_SIGMOID_BCE, .n_in = 2, .in = {logits, target},
+                                   .out = loss});
 }
 
 /* ---- dropout ---------------------------------------------------------------------------------- */
 
-static void dropout_backward(tb_tape *t, tb_node *n)
+/* saved: the mask (0 or 1 / (1 - p) per element) */
+void tb_fwd_dropout(tb_tape *t, const tb_node *n)
+{
+    /* the kernel advances rng->counter past the blocks it draws (on CUDA graphs, on the device) */
+    tb_rng *rng = n->attr.dropout.rng;
+    tb_tape_ops(t)->dropout_fwd(tb_tape_be(t), tb_tensor_numel(&n->out->value),
+                                n->attr.dropout.p, rng->key, &rng->counter, n->in[0]->value.data,
+                                n->out->value.data, n->saved[0]);
+}
+
+void tb_bwd_dropout(tb_tape *t, const tb_node *n)
 {
     float *dx = tb_var_grad(t, n->in[0]);
     if (dx)
@@ -162,10 +183,6 @@ tb_var *tb_op_dropout(tb_tape *t, tb_var *x, float p, tb_rng *rng)
     tb_var *y = tb_tape_output(t, TB_F32, x->value.ndim, x->value.shape, 1, &x);
     float *mask = tb_tape_scratch(t, (size_t)numel * sizeof(float));
     if (!y || !mask) return NULL;
-    /* the kernel advances rng->counter past the blocks it draws (on CUDA graphs, on the device) */
-    tb_tape_ops(t)->dropout_fwd(tb_tape_be(t), numel, p, rng->key, &rng->counter,
-                                x->value.data, y->value.data, mask);
-    tb_node *n = tb_tape_record(t, "dropout", dropout_backward, y, 1, &x);
-    if (n) n->saved[0] = mask;
-    return y;
+    return tb_op_run(t, &(tb_node){.op = TB_OP_DROPOUT, .n_in = 1, .in = {x}, .out = y,
+                                   .saved = {mask}, .attr.dropout = {.p = p, .rng = rng}});
 }

@@ -17,30 +17,52 @@ static bool expect_vector(tb_tape *t, const char *op, const char *what, const tb
 }
 
 /* ---- batch norm -------------------------------------------------------------------------------
- * Node: iattr n, c, hw, training; fattr eps. Training saves the batch mean and invstd [C];
- * eval saves copies of the running mean and variance [C] it normalised with. */
+ * in: x, gamma, beta. Training saves the batch mean and invstd [C]; eval saves copies of the
+ * running mean and variance [C] it normalised with. TB_OP_BATCHNORM_RELU (training only)
+ * applies a ReLU in the same kernels. */
 
-static void batchnorm_backward(tb_tape *t, tb_node *n)
+void tb_fwd_batchnorm(tb_tape *t, const tb_node *n)
+{
+    const tb_var *x = n->in[0], *gamma = n->in[1], *beta = n->in[2];
+    const tb_backend_ops *k = tb_tape_ops(t);
+    tb_backend *be = tb_tape_be(t);
+    const tb_batchnorm_attr *a = &n->attr.batchnorm;
+    float *s0 = n->saved[0], *s1 = n->saved[1];
+    if (a->training) {
+        k->batchnorm_fwd_train(be, a->n, a->c, a->hw, x->value.data, gamma->value.data,
+                               beta->value.data, a->eps, a->momentum, a->running_mean,
+                               a->running_var, n->op == TB_OP_BATCHNORM_RELU, n->out->value.data,
+                               s0, s1);
+        return;
+    }
+    k->batchnorm_fwd_eval(be, a->n, a->c, a->hw, x->value.data, gamma->value.data,
+                          beta->value.data, a->eps, a->running_mean, a->running_var,
+                          n->out->value.data);
+    /* the statistics backward uses: as they were now, whatever happens to them later */
+    k->copy(be, s0, a->running_mean, (size_t)a->c * sizeof(float));
+    k->copy(be, s1, a->running_var, (size_t)a->c * sizeof(float));
+}
+
+void tb_bwd_batchnorm(tb_tape *t, const tb_node *n)
 {
     tb_var *x = n->in[0], *gamma = n->in[1], *beta = n->in[2];
     const tb_backend_ops *k = tb_tape_ops(t);
-    int64_t N = n->iattr[0], C = n->iattr[1], HW = n->iattr[2];
-    if (n->iattr[3]) {
+    const tb_batchnorm_attr *a = &n->attr.batchnorm;
+    if (a->training) {
         float *dg = tb_var_grad(t, gamma), *db = tb_var_grad(t, beta);
         bool acc;
         float *dx = tb_var_grad_for(t, x, &acc); /* the last request: the kernel runs next */
-        const float *relu_beta = n->iattr[4] ? beta->value.data : NULL;
+        const float *relu_beta = n->op == TB_OP_BATCHNORM_RELU ? beta->value.data : NULL;
         if (dx || dg || db)
-            k->batchnorm_bwd(tb_tape_be(t), N, C, HW, x->value.data, gamma->value.data,
+            k->batchnorm_bwd(tb_tape_be(t), a->n, a->c, a->hw, x->value.data, gamma->value.data,
                              n->saved[0], n->saved[1], relu_beta, n->out->grad.data, dx, acc, dg,
                              db);
         return;
     }
     float *dx = tb_var_grad(t, x), *dg = tb_var_grad(t, gamma), *db = tb_var_grad(t, beta);
     if (dx || dg || db)
-        k->batchnorm_bwd_eval(tb_tape_be(t), N, C, HW, x->value.data, gamma->value.data,
-                              n->fattr[0], n->saved[0], n->saved[1], n->out->grad.data, dx, dg,
-                              db);
+        k->batchnorm_bwd_eval(tb_tape_be(t), a->n, a->c, a->hw, x->value.data, gamma->value.data,
+                              a->eps, n->saved[0], n->saved[1], n->out->grad.data, dx, dg, db);
 }
 
 /* Batch norm, followed in training mode by a fused ReLU when relu is set. */
@@ -87,38 +109,19 @@ static tb_var *batchnorm(tb_tape *t, tb_var *x, tb_var *gamma, tb_var *beta,
     float *s0 = tb_tape_scratch(t, (size_t)C * sizeof(float));
     float *s1 = tb_tape_scratch(t, (size_t)C * sizeof(float));
     if (!y || !s0 || !s1) return NULL;
-    tb_backend *be = tb_tape_be(t);
-    if (training) {
-        float *rm = running_mean->data, *rv = running_var->data;
-        if (tb_tape_freezes_running_stats(t)) { /* the kernel updates copies, dropped after */
-            rm = tb_tape_scratch(t, (size_t)C * sizeof(float));
-            rv = tb_tape_scratch(t, (size_t)C * sizeof(float));
-            if (!rm || !rv) return NULL;
-            k->copy(be, rm, running_mean->data, (size_t)C * sizeof(float));
-            k->copy(be, rv, running_var->data, (size_t)C * sizeof(float));
-        }
-        k->batchnorm_fwd_train(be, N, C, HW, x->value.data, gamma->value.data, beta->value.data,
-                               eps, momentum, rm, rv, relu, y->value.data, s0, s1);
-    } else {
-        k->batchnorm_fwd_eval(be, N, C, HW, x->value.data, gamma->value.data, beta->value.data,
-                              eps, running_mean->data, running_var->data, y->value.data);
-        /* the statistics backward uses: as they were now, whatever happens to them later */
-        k->copy(be, s0, running_mean->data, (size_t)C * sizeof(float));
-        k->copy(be, s1, running_var->data, (size_t)C * sizeof(float));
+    float *rm = running_mean->data, *rv = running_var->data;
+    if (training && tb_tape_freezes_running_stats(t)) { /* the kernel updates copies, dropped */
+        rm = tb_tape_scratch(t, (size_t)C * sizeof(float));
+        rv = tb_tape_scratch(t, (size_t)C * sizeof(float));
+        if (!rm || !rv) return NULL;
+        k->copy(tb_tape_be(t), rm, running_mean->data, (size_t)C * sizeof(float));
+        k->copy(tb_tape_be(t), rv, running_var->data, (size_t)C * sizeof(float));
     }
-    tb_node *n = tb_tape_record(t, relu ? "batchnorm_relu" : "batchnorm", batchnorm_backward, y,
-                                3, ins);
-    if (n) {
-        n->iattr[0] = N;
-        n->iattr[1] = C;
-        n->iattr[2] = HW;
-        n->iattr[3] = training;
-        n->iattr[4] = relu;
-        n->fattr[0] = eps;
-        n->saved[0] = s0;
-        n->saved[1] = s1;
-    }
-    return y;
+    return tb_op_run(t, &(tb_node){.op = relu ? TB_OP_BATCHNORM_RELU : TB_OP_BATCHNORM,
+                                   .n_in = 3, .in = {x, gamma, beta}, .out = y, .saved = {s0, s1},
+                                   .attr.batchnorm = {.n = N, .c = C, .hw = HW, .eps = eps,
+                                                      .momentum = momentum, .training = training,
+                                                      .running_mean = rm, .running_var = rv}});
 }
 
 tb_var *tb_op_batchnorm(tb_tape *t, tb_var *x, tb_var *gamma, tb_var *beta,
@@ -139,17 +142,26 @@ tb_var *tb_op_batchnorm_act(tb_tape *t, tb_activation act, tb_var *x, tb_var *ga
 }
 
 /* ---- layer norm ------------------------------------------------------------------------------
- * Node: iattr rows, cols; saved mean and rstd [rows]. */
+ * in: x, gamma, beta; saved: mean and rstd [rows]. */
 
-static void layernorm_backward(tb_tape *t, tb_node *n)
+void tb_fwd_layernorm(tb_tape *t, const tb_node *n)
+{
+    const tb_var *x = n->in[0], *gamma = n->in[1], *beta = n->in[2];
+    tb_tape_ops(t)->layernorm_fwd(tb_tape_be(t), n->attr.layernorm.rows, n->attr.layernorm.cols,
+                                  x->value.data, gamma->value.data, beta->value.data,
+                                  n->attr.layernorm.eps, n->out->value.data, n->saved[0],
+                                  n->saved[1]);
+}
+
+void tb_bwd_layernorm(tb_tape *t, const tb_node *n)
 {
     tb_var *x = n->in[0], *gamma = n->in[1], *beta = n->in[2];
     float *dg = tb_var_grad(t, gamma), *db = tb_var_grad(t, beta);
     bool acc;
     float *dx = tb_var_grad_for(t, x, &acc); /* the last request: the kernel runs next */
     if (!dx && !dg && !db) return;
-    tb_tape_ops(t)->layernorm_bwd(tb_tape_be(t), n->iattr[0], n->iattr[1], x->value.data,
-                                  gamma->value.data, n->saved[0], n->saved[1],
+    tb_tape_ops(t)->layernorm_bwd(tb_tape_be(t), n->attr.layernorm.rows, n->attr.layernorm.cols,
+                                  x->value.data, gamma->value.data, n->saved[0], n->saved[1],
                                   n->out->grad.data, dx, acc, dg, db);
 }
 
@@ -181,14 +193,7 @@ tb_var *tb_op_layernorm(tb_tape *t, tb_var *x, tb_var *gamma, tb_var *beta, floa
     float *mean = tb_tape_scratch(t, (size_t)rows * sizeof(float));
     float *rstd = tb_tape_scratch(t, (size_t)rows * sizeof(float));
     if (!y || !mean || !rstd) return NULL;
-    k->layernorm_fwd(tb_tape_be(t), rows, cols, x->value.data, gamma->value.data,
-                     beta->value.data, eps, y->value.data, mean, rstd);
-    tb_node *n = tb_tape_record(t, "layernorm", layernorm_backward, y, 3, ins);
-    if (n) {
-        n->iattr[0] = rows;
-        n->iattr[1] = cols;
-        n->saved[0] = mean;
-        n->saved[1] = rstd;
-    }
-    return y;
+    return tb_op_run(t, &(tb_node){.op = TB_OP_LAYERNORM, .n_in = 3, .in = {x, gamma, beta},
+                                   .out = y, .saved = {mean, rstd},
+                                   .attr.layernorm = {.rows = rows, .cols = cols, .eps = eps}});
 }

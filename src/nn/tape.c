@@ -1,4 +1,4 @@
-/* tape.c: the tape: step memory, sticky errors, node recording, backward. */
+/* tape.c: the tape: step memory, sticky errors, running and recording nodes, backward. */
 #include "nn/tape_impl.h"
 #include "core/clock.h"
 
@@ -384,45 +384,43 @@ bool tb_var_grad_pass(tb_tape *t, tb_var *v, const tb_var *out, bool may_adopt)
     return false;
 }
 
-tb_node *tb_tape_record(tb_tape *t, const char *name, tb_backward_fn backward, tb_var *out,
-                        int n_in, tb_var *const *inputs)
+tb_var *tb_op_run(tb_tape *t, const tb_node *node)
 {
-    if (t->err.status != TB_OK || !out || !out->requires_grad) return NULL;
-    if (n_in > TB_NODE_MAX_IN) {
-        tb_op_fail(t, TB_ERR_INTERNAL, "%s: %d inputs (at most %d)", name, n_in, TB_NODE_MAX_IN);
-        return NULL;
+    const tb_op_def *op = &tb_op_table[node->op];
+    if (op->forward) op->forward(t, node);
+    tb_var *out = node->out;
+    if (t->err.status != TB_OK || !out->requires_grad) return out;
+    if (node->n_in > TB_NODE_MAX_IN) {
+        tb_op_fail(t, TB_ERR_INTERNAL, "%s: %d inputs (at most %d)", op->name, node->n_in,
+                   TB_NODE_MAX_IN);
+        return out;
     }
     if (t->n_nodes == t->cap_nodes) {
         int cap = t->cap_nodes ? 2 * t->cap_nodes : 256;
         tb_node **nodes = realloc(t->nodes, (size_t)cap * sizeof *nodes);
         if (!nodes) {
             tb_op_fail(t, TB_ERR_NOMEM, "out of memory for tape nodes");
-            return NULL;
+            return out;
         }
         t->nodes = nodes;
         t->cap_nodes = cap;
     }
-    tb_node *node = tb_arena_alloc(t->host, sizeof *node);
-    if (!node) {
+    tb_node *copy = tb_arena_alloc(t->host, sizeof *copy);
+    if (!copy) {
         tb_op_fail(t, TB_ERR_NOMEM, "out of host memory for the tape");
-        return NULL;
+        return out;
     }
-    memset(node, 0, sizeof *node);
-    node->name = name;
-    node->backward = backward;
-    node->out = out;
-    node->n_in = n_in;
-    for (int i = 0; i < n_in; i++) node->in[i] = inputs[i];
-    t->nodes[t->n_nodes++] = node;
+    *copy = *node;
+    t->nodes[t->n_nodes++] = copy;
     if (t->profiling) {
         double dt = profile_lap(t);
-        tb_op_profile *e = profile_entry(t, name);
+        tb_op_profile *e = profile_entry(t, op->name);
         if (e) {
             e->calls++;
             e->forward_s += dt;
         }
     }
-    return node;
+    return out;
 }
 
 int tb_tape_mark(const tb_tape *t) { return t ? t->n_nodes : 0; }
@@ -459,11 +457,12 @@ tb_status tb_tape_backward(tb_tape *t, tb_var *loss)
     for (int i = t->n_nodes - 1; i >= 0 && t->err.status == TB_OK; i--) {
         tb_node *node = t->nodes[i];
         if (!node->out->grad.data) continue; /* no gradient reached this node */
+        const tb_op_def *op = &tb_op_table[node->op];
         if (t->profiling) profile_lap(t);
-        node->backward(t, node);
+        op->backward(t, node);
         if (t->profiling) {
             double dt = profile_lap(t);
-            tb_op_profile *e = profile_entry(t, node->name);
+            tb_op_profile *e = profile_entry(t, op->name);
             if (e) e->backward_s += dt;
         }
     }

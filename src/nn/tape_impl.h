@@ -1,32 +1,17 @@
 /* tape_impl.h: what an op implementation needs from the tape (internal to the library).
  *
- * An op: checks its inputs (tb_op_begin), allocates its output (tb_tape_output), computes the
- * forward pass with backend kernels, and records a node (tb_tape_record) whose backward function
- * reads out->grad and accumulates into the inputs' gradients (tb_var_grad). */
+ * An op (op_table.h): checks its inputs (tb_op_begin, tb_op_expect), allocates its output
+ * (tb_tape_output) and the step memory it keeps (tb_tape_scratch), then runs a node naming
+ * the op, its inputs, output and attributes (tb_op_run): the op table's forward function
+ * computes with backend kernels, and the node is recorded if the output needs a gradient. The
+ * backward function reads out->grad and accumulates into the inputs' gradients
+ * (tb_var_grad). */
 #ifndef TRAINBENCH_TAPE_IMPL_H
 #define TRAINBENCH_TAPE_IMPL_H
 
-#include "backend/backend_impl.h"
-#include "trainbench/nn.h"
+#include "nn/op_table.h"
 
-#define TB_NODE_MAX_IN 6
-#define TB_NODE_MAX_SAVED 4
-
-typedef struct tb_node tb_node;
-typedef void (*tb_backward_fn)(tb_tape *tape, tb_node *node);
-
-struct tb_node {
-    const char *name;
-    tb_backward_fn backward;
-    tb_var *out;
-    tb_var *in[TB_NODE_MAX_IN];
-    int n_in;
-    void *saved[TB_NODE_MAX_SAVED]; /* step memory the forward pass kept for backward */
-    int64_t iattr[8];               /* op attributes (sizes, strides, flags) */
-    float fattr[4];
-};
-
-/* The tape's backend and its ops table. */
+/* The tape's backend and its kernels. */
 tb_backend *tb_tape_be(tb_tape *tape);
 const tb_backend_ops *tb_tape_ops(tb_tape *tape);
 
@@ -87,9 +72,9 @@ bool tb_var_grad_adopt(tb_tape *tape, tb_var *v, const tb_var *out);
  * gets a copy (fresh) or an addition. Returns true if adopted. Call it after the op's last
  * read of out's gradient: an adopted buffer is v's to accumulate into. */
 bool tb_var_grad_pass(tb_tape *tape, tb_var *v, const tb_var *out, bool may_adopt);
-/* Records a node if out requires a gradient; returns it (or NULL if nothing to record, which
- * is not an error). */
-tb_node *tb_tape_record(tb_tape *tape, const char *name, tb_backward_fn backward, tb_var *out,
-                        int n_in, tb_var *const *inputs);
+/* Runs node: its op's forward function (the output's memory is allocated), then, if the output
+ * requires a gradient, records a copy of the node for backward (profiled by the op's name).
+ * Returns node->out (the op's result; a failed recording leaves the tape's error set). */
+tb_var *tb_op_run(tb_tape *tape, const tb_node *node);
 
 #endif

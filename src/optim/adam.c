@@ -20,37 +20,48 @@ typedef struct adam_state {
     tb_adam_coefs *c;  /* the step's coefficients (step block): [0] without decay, [1] with */
 } adam_state;
 
-#define LR_SPEC {"learning_rate", 1e-3, 0.0, 1e12, true, false, false, \
-                 "step size (large values allowed for Choi et al.'s eps-scaled search)"}
-#define BETA1_SPEC {"beta1", 0.9, 0.0, 1.0, false, true, false, "first-moment decay, in [0, 1)"}
-#define BETA2_SPEC {"beta2", 0.999, 0.0, 1.0, false, true, false, \
-                    "second-moment decay, in [0, 1)"}
-#define EPS_SPEC {"epsilon", 1e-8, 0.0, 1e12, true, false, false, "added to sqrt(v_hat); > 0"}
+#define LR_SPEC                                                                                    \
+    {.name = "learning_rate", .default_value = 1e-3, .min = 0.0, .max = 1e12, .min_open = true,    \
+     .help = "step size (large values allowed for Choi et al.'s eps-scaled search)"}
+#define BETA1_SPEC                                                                                 \
+    {.name = "beta1", .default_value = 0.9, .min = 0.0, .max = 1.0, .max_open = true,              \
+     .help = "first-moment decay, in [0, 1)"}
+#define BETA2_SPEC                                                                                 \
+    {.name = "beta2", .default_value = 0.999, .min = 0.0, .max = 1.0, .max_open = true,            \
+     .help = "second-moment decay, in [0, 1)"}
+#define EPS_SPEC                                                                                   \
+    {.name = "epsilon", .default_value = 1e-8, .min = 0.0, .max = 1e12, .min_open = true,          \
+     .help = "added to sqrt(v_hat); > 0"}
 
 static const tb_hparam_spec adam_hparams[] = {
     LR_SPEC, BETA1_SPEC, BETA2_SPEC, EPS_SPEC,
-    {"weight_decay", 0.0, 0.0, 1e6, false, false, false, "L2 penalty added to the gradient"},
+    {.name = "weight_decay", .default_value = 0.0, .min = 0.0, .max = 1e6,
+     .help = "L2 penalty added to the gradient"},
 };
 
 static const tb_hparam_spec adamw_hparams[] = {
     LR_SPEC, BETA1_SPEC, BETA2_SPEC, EPS_SPEC,
-    {"weight_decay", 0.01, 0.0, 1e6, false, false, false, "decoupled decay per unit lr"},
+    {.name = "weight_decay", .default_value = 0.01, .min = 0.0, .max = 1e6,
+     .help = "decoupled decay per unit lr"},
 };
 
 static const tb_hparam_spec nadam_hparams[] = {
-    {"learning_rate", 2e-3, 0.0, 1e12, true, false, false, "step size"},
+    {.name = "learning_rate", .default_value = 2e-3, .min = 0.0, .max = 1e12, .min_open = true,
+     .help = "step size"},
     BETA1_SPEC, BETA2_SPEC, EPS_SPEC,
-    {"weight_decay", 0.0, 0.0, 1e6, false, false, false, "L2 penalty added to the gradient"},
-    {"momentum_decay", 0.0, 0.0, 10.0, false, false, false,
-     "0: Choi et al.'s NAdam; psi > 0: torch's mu_t schedule (torch default 0.004)"},
+    {.name = "weight_decay", .default_value = 0.0, .min = 0.0, .max = 1e6,
+     .help = "L2 penalty added to the gradient"},
+    {.name = "momentum_decay", .default_value = 0.0, .min = 0.0, .max = 10.0,
+     .help = "0: Choi et al.'s NAdam; psi > 0: torch's mu_t schedule (torch default 0.004)"},
 };
 
 static const tb_hparam_spec nadamw_hparams[] = {
     LR_SPEC, BETA1_SPEC,
-    {"one_minus_beta1", 0.1, 0.0, 1.0, true, false, false,
-     "AlgoPerf's name: 1 - beta1, in (0, 1]; give this or beta1"},
+    {.name = "one_minus_beta1", .default_value = 0.1, .min = 0.0, .max = 1.0, .min_open = true,
+     .help = "AlgoPerf's name: 1 - beta1, in (0, 1]; give this or beta1"},
     BETA2_SPEC, EPS_SPEC,
-    {"weight_decay", 0.01, 0.0, 1e6, false, false, false, "decoupled decay per unit lr"},
+    {.name = "weight_decay", .default_value = 0.01, .min = 0.0, .max = 1e6,
+     .help = "decoupled decay per unit lr"},
 };
 
 static adam_kind kind_of(const tb_optimizer *opt)
@@ -201,9 +212,10 @@ static void adam_destroy(tb_optimizer *opt)
     free(s);
 }
 
-#define ADAM_VTABLE(var, name, summary, specs, check_fn)                                    \
+#define ADAM_VTABLE(var, id, about, specs, check_fn)                                        \
     const tb_optimizer_vtable var = {                                                       \
-        .info = {name, summary, specs, (int)(sizeof specs / sizeof *specs)},                \
+        .info = {.name = id, .summary = about, .hparams = specs,                            \
+                 .n_hparams = (int)(sizeof specs / sizeof *specs)},                         \
         .check = check_fn,                                                                  \
         .init = adam_init,                                                                  \
         .prepare = adam_prepare,                                                            \

@@ -24,30 +24,34 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define KFAC_COMMON_HPARAMS                                                                     \
-    {"learning_rate", 1e-3, 0.0, 1e6, true, false, false, "step size"},                        \
-        {"momentum", 0.9, 0.0, 1.0, false, true, false, "heavy-ball momentum, in [0, 1)"},     \
-        {"damping", 1e-3, 0.0, 1e6, true, false, false, "Tikhonov damping lambda, > 0"},       \
-        {"stat_decay", 0.95, 0.0, 1.0, false, true, false,                                     \
-         "EMA weight of the old statistics, in [0, 1)"},                                       \
-        {"cov_interval", 10, 1, 1e9, false, false, false,                                      \
-         "steps between factor statistics (T_cov), integer"},                                  \
-        {"inv_interval", 100, 1, 1e9, false, false, false,                                     \
-         "steps between inverses / eigenbases (T_inv), integer"},                              \
-        {"weight_decay", 0.0, 0.0, 1e6, false, false, false,                                   \
-         "L2 added to the preconditioned direction (weights only)"},                           \
-        {"kl_clip", 1e-3, 0.0, 1e6, false, false, false, "KL clipping constant; 0 = off"},     \
-        {"empirical_fisher", 0.0, 0.0, 1.0, false, false, true,                                \
-         "1: statistics from the training backward (empirical Fisher)"},                       \
-        {"max_factor_dim", 4096, 1, 1e9, false, false, false,                                  \
-         "largest factor side (a layer's inputs +1, or outputs); larger layers are refused, "   \
-         "integer"}
+#define KFAC_COMMON_HPARAMS                                                                        \
+    {.name = "learning_rate", .default_value = 1e-3, .min = 0.0, .max = 1e6, .min_open = true,     \
+     .help = "step size"},                                                                         \
+    {.name = "momentum", .default_value = 0.9, .min = 0.0, .max = 1.0, .max_open = true,           \
+     .help = "heavy-ball momentum, in [0, 1)"},                                                    \
+    {.name = "damping", .default_value = 1e-3, .min = 0.0, .max = 1e6, .min_open = true,           \
+     .help = "Tikhonov damping lambda, > 0"},                                                      \
+    {.name = "stat_decay", .default_value = 0.95, .min = 0.0, .max = 1.0, .max_open = true,        \
+     .help = "EMA weight of the old statistics, in [0, 1)"},                                       \
+    {.name = "cov_interval", .default_value = 10, .min = 1, .max = 1e9,                            \
+     .help = "steps between factor statistics (T_cov), integer"},                                  \
+    {.name = "inv_interval", .default_value = 100, .min = 1, .max = 1e9,                           \
+     .help = "steps between inverses / eigenbases (T_inv), integer"},                              \
+    {.name = "weight_decay", .default_value = 0.0, .min = 0.0, .max = 1e6,                         \
+     .help = "L2 added to the preconditioned direction (weights only)"},                           \
+    {.name = "kl_clip", .default_value = 1e-3, .min = 0.0, .max = 1e6,                             \
+     .help = "KL clipping constant; 0 = off"},                                                     \
+    {.name = "empirical_fisher", .default_value = 0.0, .min = 0.0, .max = 1.0, .is_flag = true,    \
+     .help = "1: statistics from the training backward (empirical Fisher)"},                       \
+    {.name = "max_factor_dim", .default_value = 4096, .min = 1, .max = 1e9,                        \
+     .help = "largest factor side (a layer's inputs +1, or outputs); larger layers are refused, "  \
+             "integer"}
 
 static const tb_hparam_spec kfac_hparams[] = {KFAC_COMMON_HPARAMS};
 static const tb_hparam_spec ekfac_hparams[] = {
     KFAC_COMMON_HPARAMS,
-    {"scale_interval", 10, 1, 1e9, false, false, false,
-     "steps between updates of the eigenbasis scaling S (T_s), integer"},
+    {.name = "scale_interval", .default_value = 10, .min = 1, .max = 1e9,
+     .help = "steps between updates of the eigenbasis scaling S (T_s), integer"},
 };
 
 static int64_t hp_int(const tb_optimizer *opt, const char *name)
@@ -421,8 +425,10 @@ static tb_status kfac_step(tb_optimizer *opt, double lr, tb_error *err)
 }
 
 const tb_optimizer_vtable tb_optim_kfac = {
-    .info = {"kfac", "K-FAC: Kronecker-factored natural gradient for dense and conv layers",
-             kfac_hparams, (int)(sizeof kfac_hparams / sizeof *kfac_hparams)},
+    .info = {.name = "kfac",
+             .summary = "K-FAC: Kronecker-factored natural gradient for dense and conv layers",
+             .hparams = kfac_hparams,
+             .n_hparams = (int)(sizeof kfac_hparams / sizeof *kfac_hparams)},
     .check = tb_kfac_check,
     .init = kfac_init,
     .step = kfac_step,
@@ -437,8 +443,9 @@ const tb_optimizer_vtable tb_optim_kfac = {
 };
 
 const tb_optimizer_vtable tb_optim_ekfac = {
-    .info = {"ekfac", "EKFAC: K-FAC eigenbasis with per-coordinate rescaling",
-             ekfac_hparams, (int)(sizeof ekfac_hparams / sizeof *ekfac_hparams)},
+    .info = {.name = "ekfac", .summary = "EKFAC: K-FAC eigenbasis with per-coordinate rescaling",
+             .hparams = ekfac_hparams,
+             .n_hparams = (int)(sizeof ekfac_hparams / sizeof *ekfac_hparams)},
     .check = tb_kfac_check,
     .init = ekfac_init,
     .step = kfac_step,

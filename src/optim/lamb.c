@@ -9,11 +9,16 @@
 #include <stdlib.h>
 
 static const tb_hparam_spec lamb_hparams[] = {
-    {"learning_rate", 1e-3, 0.0, 1e6, true, false, false, "step size"},
-    {"beta1", 0.9, 0.0, 1.0, false, true, false, "first-moment decay, in [0, 1)"},
-    {"beta2", 0.999, 0.0, 1.0, false, true, false, "second-moment decay, in [0, 1)"},
-    {"epsilon", 1e-6, 0.0, 1e12, true, false, false, "added to sqrt(v_hat); > 0"},
-    {"weight_decay", 0.01, 0.0, 1e6, false, false, false, "decay added to the direction"},
+    {.name = "learning_rate", .default_value = 1e-3, .min = 0.0, .max = 1e6, .min_open = true,
+     .help = "step size"},
+    {.name = "beta1", .default_value = 0.9, .min = 0.0, .max = 1.0, .max_open = true,
+     .help = "first-moment decay, in [0, 1)"},
+    {.name = "beta2", .default_value = 0.999, .min = 0.0, .max = 1.0, .max_open = true,
+     .help = "second-moment decay, in [0, 1)"},
+    {.name = "epsilon", .default_value = 1e-6, .min = 0.0, .max = 1e12, .min_open = true,
+     .help = "added to sqrt(v_hat); > 0"},
+    {.name = "weight_decay", .default_value = 0.01, .min = 0.0, .max = 1e6,
+     .help = "decay added to the direction"},
 };
 
 /* State: m, v, and a scratch buffer for the direction u (device, n floats each); each
@@ -90,8 +95,10 @@ static void lamb_destroy(tb_optimizer *opt)
 }
 
 const tb_optimizer_vtable tb_optim_lamb = {
-    .info = {"lamb", "LAMB: Adam direction plus decay, rescaled per layer by ||w|| / ||u||",
-             lamb_hparams, (int)(sizeof lamb_hparams / sizeof *lamb_hparams)},
+    .info = {.name = "lamb",
+             .summary = "LAMB: Adam direction plus decay, rescaled per layer by ||w|| / ||u||",
+             .hparams = lamb_hparams,
+             .n_hparams = (int)(sizeof lamb_hparams / sizeof *lamb_hparams)},
     .check = tb_adam_check, /* epsilon as Adam's */
     .init = lamb_init,
     .step = lamb_step,

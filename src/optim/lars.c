@@ -9,11 +9,16 @@
 #include <stdlib.h>
 
 static const tb_hparam_spec lars_hparams[] = {
-    {"learning_rate", 0.1, 0.0, 1e6, true, false, false, "step size (inside the momentum)"},
-    {"momentum", 0.9, 0.0, 1.0, false, true, false, "momentum coefficient, in [0, 1)"},
-    {"weight_decay", 1e-4, 0.0, 1e6, false, false, false, "L2 penalty (beta) in the gradient"},
-    {"eeta", 1e-3, 0.0, 1e6, true, false, false, "trust coefficient; > 0"},
-    {"epsilon", 0.0, 0.0, 1e6, false, false, false, "added to the trust ratio's denominator"},
+    {.name = "learning_rate", .default_value = 0.1, .min = 0.0, .max = 1e6, .min_open = true,
+     .help = "step size (inside the momentum)"},
+    {.name = "momentum", .default_value = 0.9, .min = 0.0, .max = 1.0, .max_open = true,
+     .help = "momentum coefficient, in [0, 1)"},
+    {.name = "weight_decay", .default_value = 1e-4, .min = 0.0, .max = 1e6,
+     .help = "L2 penalty (beta) in the gradient"},
+    {.name = "eeta", .default_value = 1e-3, .min = 0.0, .max = 1e6, .min_open = true,
+     .help = "trust coefficient; > 0"},
+    {.name = "epsilon", .default_value = 0.0, .min = 0.0, .max = 1e6,
+     .help = "added to the trust ratio's denominator"},
 };
 
 /* State: the momentum v (device, n floats) and each parameter's lr * trust of the current step
@@ -78,8 +83,10 @@ static void lars_destroy(tb_optimizer *opt)
 }
 
 const tb_optimizer_vtable tb_optim_lars = {
-    .info = {"lars", "LARS: momentum with a per-layer trust ratio (MLPerf exclusions)",
-             lars_hparams, (int)(sizeof lars_hparams / sizeof *lars_hparams)},
+    .info = {.name = "lars",
+             .summary = "LARS: momentum with a per-layer trust ratio (MLPerf exclusions)",
+             .hparams = lars_hparams,
+             .n_hparams = (int)(sizeof lars_hparams / sizeof *lars_hparams)},
     .init = lars_init,
     .step = lars_step,
     .graph_blocker = "per-layer trust ratios read weight and gradient norms back to the host "

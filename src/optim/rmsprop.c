@@ -12,21 +12,29 @@
 #include <stdlib.h>
 
 static const tb_hparam_spec rmsprop_hparams[] = {
-    {"learning_rate", 1e-3, 0.0, 1e6, true, false, false, "step size"},
-    {"rho", 0.9, 0.0, 1.0, false, true, false, "second-moment decay, in [0, 1)"},
-    {"momentum", 0.0, 0.0, 1.0, false, true, false, "momentum coefficient, in [0, 1)"},
-    {"epsilon", 1e-10, 0.0, 1e12, true, false, false, "inside sqrt (TF) or added to it (torch)"},
-    {"weight_decay", 0.0, 0.0, 1e6, false, false, false, "L2 penalty added to the gradient"},
-    {"torch_style", 0.0, 0.0, 1.0, false, false, true,
-     "1: torch.optim.RMSprop (v0 = 0, eps outside sqrt, lr outside the buffer)"},
+    {.name = "learning_rate", .default_value = 1e-3, .min = 0.0, .max = 1e6, .min_open = true,
+     .help = "step size"},
+    {.name = "rho", .default_value = 0.9, .min = 0.0, .max = 1.0, .max_open = true,
+     .help = "second-moment decay, in [0, 1)"},
+    {.name = "momentum", .default_value = 0.0, .min = 0.0, .max = 1.0, .max_open = true,
+     .help = "momentum coefficient, in [0, 1)"},
+    {.name = "epsilon", .default_value = 1e-10, .min = 0.0, .max = 1e12, .min_open = true,
+     .help = "inside sqrt (TF) or added to it (torch)"},
+    {.name = "weight_decay", .default_value = 0.0, .min = 0.0, .max = 1e6,
+     .help = "L2 penalty added to the gradient"},
+    {.name = "torch_style", .default_value = 0.0, .min = 0.0, .max = 1.0, .is_flag = true,
+     .help = "1: torch.optim.RMSprop (v0 = 0, eps outside sqrt, lr outside the buffer)"},
 };
 
 static const tb_hparam_spec adagrad_hparams[] = {
-    {"learning_rate", 1e-3, 0.0, 1e6, true, false, false, "step size"},
-    {"initial_accumulator", 0.1, 0.0, 1e6, false, false, false,
-     "starting value of the sum of squares (TF 0.1, torch 0)"},
-    {"epsilon", 1e-7, 0.0, 1e12, true, false, false, "added to sqrt(G); > 0"},
-    {"weight_decay", 0.0, 0.0, 1e6, false, false, false, "L2 penalty added to the gradient"},
+    {.name = "learning_rate", .default_value = 1e-3, .min = 0.0, .max = 1e6, .min_open = true,
+     .help = "step size"},
+    {.name = "initial_accumulator", .default_value = 0.1, .min = 0.0, .max = 1e6,
+     .help = "starting value of the sum of squares (TF 0.1, torch 0)"},
+    {.name = "epsilon", .default_value = 1e-7, .min = 0.0, .max = 1e12, .min_open = true,
+     .help = "added to sqrt(G); > 0"},
+    {.name = "weight_decay", .default_value = 0.0, .min = 0.0, .max = 1e6,
+     .help = "L2 penalty added to the gradient"},
 };
 
 static bool is_adagrad(const tb_optimizer *opt) { return opt->vt == &tb_optim_adagrad; }
@@ -145,8 +153,10 @@ static void rms_destroy(tb_optimizer *opt)
 }
 
 const tb_optimizer_vtable tb_optim_rmsprop = {
-    .info = {"rmsprop", "RMSProp, TF style (v0 = 1, eps inside sqrt) with momentum; or torch's",
-             rmsprop_hparams, (int)(sizeof rmsprop_hparams / sizeof *rmsprop_hparams)},
+    .info = {.name = "rmsprop",
+             .summary = "RMSProp, TF style (v0 = 1, eps inside sqrt) with momentum; or torch's",
+             .hparams = rmsprop_hparams,
+             .n_hparams = (int)(sizeof rmsprop_hparams / sizeof *rmsprop_hparams)},
     .check = rms_check,
     .init = rms_init,
     .prepare = rms_prepare,
@@ -157,8 +167,9 @@ const tb_optimizer_vtable tb_optim_rmsprop = {
 };
 
 const tb_optimizer_vtable tb_optim_adagrad = {
-    .info = {"adagrad", "Adagrad with a TF-style initial accumulator",
-             adagrad_hparams, (int)(sizeof adagrad_hparams / sizeof *adagrad_hparams)},
+    .info = {.name = "adagrad", .summary = "Adagrad with a TF-style initial accumulator",
+             .hparams = adagrad_hparams,
+             .n_hparams = (int)(sizeof adagrad_hparams / sizeof *adagrad_hparams)},
     .check = rms_check,
     .init = rms_init,
     .prepare = rms_prepare,

@@ -8,11 +8,11 @@
 static const struct {
     const char *name, *alias;
 } schedule_names[TB_SCHEDULE_COUNT] = {
-    [TB_SCHEDULE_CONSTANT] = {"constant", "constant"},
-    [TB_SCHEDULE_WARMUP_COSINE] = {"warmup_cosine", "cosine"},
-    [TB_SCHEDULE_LINEAR_DECAY] = {"linear_decay", "linear"},
-    [TB_SCHEDULE_POLYNOMIAL] = {"polynomial", "poly"},
-    [TB_SCHEDULE_STEP] = {"step", "step"},
+    [TB_SCHEDULE_CONSTANT] = {.name = "constant", .alias = "constant"},
+    [TB_SCHEDULE_WARMUP_COSINE] = {.name = "warmup_cosine", .alias = "cosine"},
+    [TB_SCHEDULE_LINEAR_DECAY] = {.name = "linear_decay", .alias = "linear"},
+    [TB_SCHEDULE_POLYNOMIAL] = {.name = "polynomial", .alias = "poly"},
+    [TB_SCHEDULE_STEP] = {.name = "step", .alias = "step"},
 };
 
 tb_status tb_schedule_parse(const char *name, tb_schedule_kind *out, tb_error *err)

@@ -6,18 +6,26 @@
 
 #include <stdlib.h>
 
+/* the specs sgd and its fixed-momentum forms share */
+#define LR_SPEC                                                                                    \
+    {.name = "learning_rate", .default_value = 0.1, .min = 0.0, .max = 1e6, .min_open = true,     \
+     .help = "step size"}
+#define MOMENTUM_SPEC                                                                              \
+    {.name = "momentum", .default_value = 0.9, .min = 0.0, .max = 1.0, .max_open = true,           \
+     .help = "momentum coefficient mu, in [0, 1)"}
+#define WEIGHT_DECAY_SPEC                                                                          \
+    {.name = "weight_decay", .default_value = 0.0, .min = 0.0, .max = 1e6,                         \
+     .help = "L2 penalty added to the gradient"}
+
 static const tb_hparam_spec sgd_hparams[] = {
-    {"learning_rate", 0.1, 0.0, 1e6, true, false, false, "step size"},
-    {"momentum", 0.9, 0.0, 1.0, false, true, false, "momentum coefficient mu, in [0, 1)"},
-    {"nesterov", 1.0, 0.0, 1.0, false, false, true, "1: Nesterov momentum, 0: heavy ball"},
-    {"weight_decay", 0.0, 0.0, 1e6, false, false, false, "L2 penalty added to the gradient"},
+    LR_SPEC,
+    MOMENTUM_SPEC,
+    {.name = "nesterov", .default_value = 1.0, .min = 0.0, .max = 1.0, .is_flag = true,
+     .help = "1: Nesterov momentum, 0: heavy ball"},
+    WEIGHT_DECAY_SPEC,
 };
 
-static const tb_hparam_spec momentum_hparams[] = {
-    {"learning_rate", 0.1, 0.0, 1e6, true, false, false, "step size"},
-    {"momentum", 0.9, 0.0, 1.0, false, true, false, "momentum coefficient mu, in [0, 1)"},
-    {"weight_decay", 0.0, 0.0, 1e6, false, false, false, "L2 penalty added to the gradient"},
-};
+static const tb_hparam_spec momentum_hparams[] = {LR_SPEC, MOMENTUM_SPEC, WEIGHT_DECAY_SPEC};
 
 /* State: the velocity v (n floats, device) and the step's learning rate (step block). */
 typedef struct sgd_state {
@@ -91,8 +99,9 @@ static void sgd_destroy(tb_optimizer *opt)
 }
 
 const tb_optimizer_vtable tb_optim_sgd = {
-    .info = {"sgd", "SGD with heavy-ball or Nesterov momentum and L2 weight decay", sgd_hparams,
-             (int)(sizeof sgd_hparams / sizeof *sgd_hparams)},
+    .info = {.name = "sgd",
+             .summary = "SGD with heavy-ball or Nesterov momentum and L2 weight decay",
+             .hparams = sgd_hparams, .n_hparams = (int)(sizeof sgd_hparams / sizeof *sgd_hparams)},
     .init = sgd_init,
     .prepare = sgd_prepare,
     .queue = sgd_queue,
@@ -102,8 +111,10 @@ const tb_optimizer_vtable tb_optim_sgd = {
 };
 
 const tb_optimizer_vtable tb_optim_momentum = {
-    .info = {"momentum", "heavy-ball momentum: v = mu v + g; w -= lr v (L2 decay on weights)",
-             momentum_hparams, (int)(sizeof momentum_hparams / sizeof *momentum_hparams)},
+    .info = {.name = "momentum",
+             .summary = "heavy-ball momentum: v = mu v + g; w -= lr v (L2 decay on weights)",
+             .hparams = momentum_hparams,
+             .n_hparams = (int)(sizeof momentum_hparams / sizeof *momentum_hparams)},
     .init = sgd_init,
     .prepare = sgd_prepare,
     .queue = sgd_queue,
@@ -113,8 +124,10 @@ const tb_optimizer_vtable tb_optim_momentum = {
 };
 
 const tb_optimizer_vtable tb_optim_nesterov = {
-    .info = {"nesterov", "Nesterov momentum: v = mu v + g; w -= lr (g + mu v) (L2 on weights)",
-             momentum_hparams, (int)(sizeof momentum_hparams / sizeof *momentum_hparams)},
+    .info = {.name = "nesterov",
+             .summary = "Nesterov momentum: v = mu v + g; w -= lr (g + mu v) (L2 on weights)",
+             .hparams = momentum_hparams,
+             .n_hparams = (int)(sizeof momentum_hparams / sizeof *momentum_hparams)},
     .init = sgd_init,
     .prepare = sgd_prepare,
     .queue = sgd_queue,

@@ -23,22 +23,28 @@
 #include <stdlib.h>
 
 static const tb_hparam_spec shampoo_hparams[] = {
-    {"learning_rate", 0.1, 0.0, 1e6, true, false, false, "step size (of the grafted SGD step)"},
-    {"momentum", 0.9, 0.0, 1.0, false, true, false, "momentum coefficient mu, in [0, 1)"},
-    {"nesterov", 1.0, 0.0, 1.0, false, false, true, "1: Nesterov momentum, 0: heavy ball"},
-    {"beta2", 0.999, 0.0, 1.0, true, false, false,
-     "EMA weight of old statistics L, R, in (0, 1]; 1 = plain sums"},
-    {"epsilon", 1e-4, 0.0, 1.0, true, false, false,
-     "matrix epsilon, relative to the statistic's largest eigenvalue"},
-    {"block_size", 128, 1, 65536, false, false, false, "largest block side, integer"},
-    {"start_preconditioning_step", 25, 1, 1e9, false, false, false,
-     "first step that preconditions (SGD before), integer"},
-    {"precondition_interval", 20, 1, 1e9, false, false, false,
-     "steps between recomputations of the inverse roots, integer"},
-    {"max_preconditioner_dim", 8192, 1, 1e9, false, false, false,
-     "block sides longer than this stay unpreconditioned, integer"},
-    {"grafting", 1.0, 0.0, 1.0, false, false, true, "1: take each parameter's step norm from SGD"},
-    {"weight_decay", 0.0, 0.0, 1e6, false, false, false, "L2 added to the gradient (weights)"},
+    {.name = "learning_rate", .default_value = 0.1, .min = 0.0, .max = 1e6, .min_open = true,
+     .help = "step size (of the grafted SGD step)"},
+    {.name = "momentum", .default_value = 0.9, .min = 0.0, .max = 1.0, .max_open = true,
+     .help = "momentum coefficient mu, in [0, 1)"},
+    {.name = "nesterov", .default_value = 1.0, .min = 0.0, .max = 1.0, .is_flag = true,
+     .help = "1: Nesterov momentum, 0: heavy ball"},
+    {.name = "beta2", .default_value = 0.999, .min = 0.0, .max = 1.0, .min_open = true,
+     .help = "EMA weight of old statistics L, R, in (0, 1]; 1 = plain sums"},
+    {.name = "epsilon", .default_value = 1e-4, .min = 0.0, .max = 1.0, .min_open = true,
+     .help = "matrix epsilon, relative to the statistic's largest eigenvalue"},
+    {.name = "block_size", .default_value = 128, .min = 1, .max = 65536,
+     .help = "largest block side, integer"},
+    {.name = "start_preconditioning_step", .default_value = 25, .min = 1, .max = 1e9,
+     .help = "first step that preconditions (SGD before), integer"},
+    {.name = "precondition_interval", .default_value = 20, .min = 1, .max = 1e9,
+     .help = "steps between recomputations of the inverse roots, integer"},
+    {.name = "max_preconditioner_dim", .default_value = 8192, .min = 1, .max = 1e9,
+     .help = "block sides longer than this stay unpreconditioned, integer"},
+    {.name = "grafting", .default_value = 1.0, .min = 0.0, .max = 1.0, .is_flag = true,
+     .help = "1: take each parameter's step norm from SGD"},
+    {.name = "weight_decay", .default_value = 0.0, .min = 0.0, .max = 1e6,
+     .help = "L2 added to the gradient (weights)"},
 };
 
 typedef struct sh_block {
@@ -278,8 +284,10 @@ static tb_status shampoo_step(tb_optimizer *opt, double lr, tb_error *err)
 }
 
 const tb_optimizer_vtable tb_optim_shampoo = {
-    .info = {"shampoo", "Blocked Shampoo with SGD grafting and Nesterov momentum",
-             shampoo_hparams, (int)(sizeof shampoo_hparams / sizeof *shampoo_hparams)},
+    .info = {.name = "shampoo",
+             .summary = "Blocked Shampoo with SGD grafting and Nesterov momentum",
+             .hparams = shampoo_hparams,
+             .n_hparams = (int)(sizeof shampoo_hparams / sizeof *shampoo_hparams)},
     .check = shampoo_check,
     .init = shampoo_init,
     .step = shampoo_step,

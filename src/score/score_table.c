@@ -3,7 +3,7 @@
  * ratios, scores and speedups, all over the same counted workloads (score_write.c writes it). */
 #include "trainbench/score.h"
 
-#include "trainbench/benchmark.h"
+#include "trainbench/workload.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -195,9 +195,8 @@ tb_status tb_score_store(tb_store *store, const tb_score_options *o, tb_score_ta
     free(study_best);
     free(tr);
     for (int w = 0; w < t->n_wl; w++) {
-        tb_bench_workload bw;
-        variant_of[w] = tb_bench_workload_find(t->wls[w], &bw) && bw.variant_of
-                            ? index_of_wl(t, bw.variant_of) : -1;
+        const char *base = tb_workload_variant_of(tb_workload_find_info(t->wls[w]));
+        variant_of[w] = base ? index_of_wl(t, base) : -1;
     }
     st = tb_score_compute(t->n_subs, t->n_wl, t->time, o->variant_rule ? variant_of : NULL,
                           t->tau_max, t->ratio, t->score, err);

@@ -6,7 +6,6 @@
  * the key), so any study whose plan contains the same run reuses it. */
 #include "store/store_impl.h"
 
-#include "trainbench/benchmark.h"
 #include "trainbench/study_plan.h"
 
 #include <math.h>
@@ -37,9 +36,12 @@ static double column_real(sqlite3_stmt *q, int i)
     return sqlite3_column_type(q, i) == SQLITE_NULL ? NAN : sqlite3_column_double(q, i);
 }
 
-tb_status tb_store_put_study_run(tb_store *s, const tb_study_run_record *r, tb_error *err)
+tb_status tb_store_put_study_run(tb_store *s, const tb_study_run_record *r,
+                                 const char *code_version, tb_error *err)
 {
-    if (!s || !r) return tb_store_null(err, "store_put_study_run", s ? "record" : "store");
+    if (!s || !r || !code_version)
+        return tb_store_null(err, "store_put_study_run",
+                             !s ? "store" : !r ? "record" : "code_version");
     sqlite3_stmt *q = NULL;
     tb_status st = prepare(s,
                            "INSERT OR REPLACE INTO study_runs(key, study, code_version, "
@@ -52,7 +54,7 @@ tb_status tb_store_put_study_run(tb_store *s, const tb_study_run_record *r, tb_e
     const tb_train_result *t = &r->result;
     sqlite3_bind_text(q, 1, r->key, -1, SQLITE_TRANSIENT);
     sqlite3_bind_text(q, 2, r->study, -1, SQLITE_TRANSIENT);
-    sqlite3_bind_text(q, 3, tb_code_version(), -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(q, 3, code_version, -1, SQLITE_TRANSIENT);
     sqlite3_bind_int(q, 4, r->diverged);
     sqlite3_bind_text(q, 5, r->reason, -1, SQLITE_TRANSIENT);
     sqlite3_bind_int64(q, 6, t->steps);

@@ -1,4 +1,5 @@
 /* exec.c: runs a study plan's runs, reusing and recording them in a results store. */
+#include "trainbench/machine.h"
 #include "trainbench/study_plan.h"
 
 #include <math.h>
@@ -86,7 +87,7 @@ static tb_status one_run(const tb_study_plan *plan, const tb_study_exec_options 
     }
     rec->diverged = st == TB_ERR_NUMERIC;
     snprintf(rec->reason, sizeof rec->reason, "%s", rec->diverged ? e.message : "");
-    return o->store ? tb_store_put_study_run(o->store, rec, err) : TB_OK;
+    return o->store ? tb_store_put_study_run(o->store, rec, tb_code_version(), err) : TB_OK;
 }
 
 tb_status tb_study_execute(const tb_study_plan *plan, const tb_study_exec_options *opts,

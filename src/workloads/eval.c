@@ -15,22 +15,6 @@ static tb_var *null_arg(tb_tape *tape, const char *fn, const char *what)
     return tb_tape_fail(tape, TB_ERR_INVALID, "%s: %s is NULL", fn, what);
 }
 
-size_t tb_example_x_bytes(const tb_example_layout *l)
-{
-    if (!l) return 0;
-    int64_t n = 1;
-    for (int i = 0; i < l->x_ndim; i++) n *= l->x_shape[i];
-    return (size_t)n * tb_dtype_size(l->x_dtype);
-}
-
-size_t tb_example_y_bytes(const tb_example_layout *l)
-{
-    if (!l) return 0;
-    int64_t n = 1;
-    for (int i = 0; i < l->y_ndim; i++) n *= l->y_shape[i];
-    return (size_t)n * tb_dtype_size(l->y_dtype);
-}
-
 tb_status tb_workload_example_ids(const tb_workload *wl, tb_split split, const int64_t *rows,
                                   int64_t n, int64_t *ids, tb_error *err)
 {

@@ -69,6 +69,17 @@ static const tb_workload_vtable *find(const char *id, tb_error *err)
     return NULL;
 }
 
+const tb_workload_info *tb_workload_find_info(const char *id)
+{
+    const tb_workload_vtable *vt = find(id, NULL);
+    return vt ? &vt->info : NULL;
+}
+
+const char *tb_workload_variant_of(const tb_workload_info *w)
+{
+    return w && w->variant && w->variant[0] ? w->base : NULL;
+}
+
 tb_status tb_workload_create(const char *id, tb_backend *be, const tb_workload_config *config,
                              tb_workload **out, tb_error *err)
 {
@@ -111,7 +122,7 @@ void tb_workload_destroy(tb_workload *wl)
     if (!wl) return;
     if (wl->model && wl->vt->destroy_model) wl->vt->destroy_model(wl);
     tb_params_destroy(wl->params);
-    if (wl->src.free_data) wl->src.free_data(wl->src.data);
+    tb_example_source_free(&wl->src);
     for (int i = 0; i < 3; i++) free(wl->split_ids[i]);
     free(wl->stage_x);
     free(wl->stage_y);
@@ -172,7 +183,7 @@ tb_status tb_workload_prepare(const char *id, const tb_workload_config *config, 
     if (config) cfg = *config;
     tb_prepare_report r;
     memset(&r, 0, sizeof r);
-    tb_status st = vt->prepare(&cfg, force, &r, err);
+    tb_status st = vt->prepare(cfg.data_dir, cfg.cache_dir, force, &r, err);
     if (report) *report = r;
     return st;
 }

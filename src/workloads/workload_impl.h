@@ -1,13 +1,13 @@
 /* workload_impl.h: how a workload plugs in (internal).
  *
- * A workload is a data source (examples with dataset-wide ids, read on the host) plus a model.
- * Data sources: fmnist_data.c (images; classification or reconstruction), kjv_data.c
- * (characters), wordnet_data.c (words). workload.c holds the registry and the generic parts
- * (splits in splits.c, batches and evaluation in eval.c). */
+ * A workload is a data source (examples with dataset-wide ids, read on the host: a
+ * tb_example_source from the data layer, src/data/source_impl.h) plus a model. workload.c
+ * holds the registry and the generic parts (splits in splits.c, batches and evaluation in
+ * eval.c, the input pipeline in pipeline.c). */
 #ifndef TRAINBENCH_WORKLOAD_IMPL_H
 #define TRAINBENCH_WORKLOAD_IMPL_H
 
-#include "trainbench/data.h"
+#include "data/source_impl.h"
 #include "trainbench/workload.h"
 
 /* How tb_workload_evaluate turns outputs into the target metric. */
@@ -17,25 +17,12 @@ typedef enum tb_metric_kind {
     TB_METRIC_BPC = 2,        /* cross-entropy in bits: loss / ln 2 */
 } tb_metric_kind;
 
-/* The examples of a workload: ids 0..n; ids >= n_official_train are the official test set. */
-typedef struct tb_example_source {
-    int64_t n, n_official_train;
-    const int32_t *classes_of; /* class per id, or NULL */
-    int classes;
-    tb_example_layout layout;
-    /* writes example id's input to x and target to y (host memory) */
-    void (*read)(const void *data, int64_t id, void *x, void *y);
-    void *data;
-    void (*free_data)(void *data);
-} tb_example_source;
-
 typedef struct tb_workload_vtable {
     tb_workload_info info;
-    /* Loads (or prepares) the data into wl->src. */
+    /* Loads (or prepares) the data into wl->src, from its data source's loader. */
     tb_status (*load_data)(tb_workload *wl, const tb_workload_config *cfg, tb_error *err);
-    /* Builds or checks the data cache (see tb_workload_prepare). */
-    tb_status (*prepare)(const tb_workload_config *cfg, bool force, tb_prepare_report *report,
-                         tb_error *err);
+    /* Builds or checks the data cache (see tb_workload_prepare): its data source's. */
+    tb_source_prepare_fn prepare;
     /* Declares the model's parameters into wl->params and keeps its layers in wl->model. */
     tb_status (*create_model)(tb_workload *wl, tb_error *err);
     tb_status (*init_model)(tb_workload *wl, tb_rng *rng, tb_error *err);
@@ -86,20 +73,6 @@ bool tb_workload_stage(tb_workload *wl, int64_t n);
 /* torch-default (fan-in uniform) init of a linear layer's weight and bias. */
 tb_status tb_init_linear_default(tb_linear_layer *l, tb_rng *rng, tb_error *err);
 tb_status tb_init_conv_default(tb_conv_layer *l, tb_rng *rng, tb_error *err);
-
-/* data sources */
-tb_status tb_fmnist_source_load(tb_workload *wl, const tb_workload_config *cfg, bool reconstruct,
-                                tb_error *err);
-tb_status tb_fmnist_prepare(const tb_workload_config *cfg, bool force, tb_prepare_report *report,
-                            tb_error *err);
-tb_status tb_kjv_source_load(tb_workload *wl, const tb_workload_config *cfg, int context,
-                             tb_error *err);
-tb_status tb_kjv_prepare(const tb_workload_config *cfg, bool force, tb_prepare_report *report,
-                         tb_error *err);
-tb_status tb_wordnet_source_load(tb_workload *wl, const tb_workload_config *cfg, int context,
-                                 tb_error *err);
-tb_status tb_wordnet_prepare(const tb_workload_config *cfg, bool force,
-                             tb_prepare_report *report, tb_error *err);
 
 /* the registry */
 extern const tb_workload_vtable tb_workload_fmnist_mlp, tb_workload_fmnist_mlp_tanh,

@@ -1,0 +1,54 @@
+/* source_impl.h: a data set as numbered examples on the host (internal), and the data sources
+ * that make one: Fashion-MNIST (fmnist_data.c), the King James Bible as characters
+ * (kjv_data.c), WordNet's glosses as words (wordnet_data.c).
+ *
+ * A source is plain data: a workload gets one from a source's loader and keeps it (the
+ * workloads' splits, batches and evaluation read examples through it); the data layer knows
+ * nothing of workloads. */
+#ifndef TRAINBENCH_SOURCE_IMPL_H
+#define TRAINBENCH_SOURCE_IMPL_H
+
+#include "trainbench/data.h"
+
+/* The examples of a data set: ids 0..n; ids >= n_official_train are the official test set. */
+typedef struct tb_example_source {
+    int64_t n, n_official_train;
+    const int32_t *classes_of; /* class per id, or NULL */
+    int classes;
+    tb_example_layout layout;
+    /* writes example id's input to x and target to y (host memory) */
+    void (*read)(const void *data, int64_t id, void *x, void *y);
+    void *data;
+    void (*free_data)(void *data);
+} tb_example_source;
+
+/* Frees what src holds and zeroes it. NULL and zeroed sources are fine. */
+void tb_example_source_free(tb_example_source *src);
+
+/* The loaders: each fills *out from the Debian package's files in data_dir (NULL: where the
+ * package installs them), through the prepared-data cache in cache_dir (NULL: none, prepared
+ * in memory) for the text corpora; workload (an id) is named in the command that rebuilds a
+ * corrupt cache. On failure *out is zeroed and owns nothing. */
+/* Fashion-MNIST: ids 0..60000 the training set, then the 10000 test images; the target is
+ * the class, or with reconstruct the image itself. */
+tb_status tb_fmnist_source_load(const char *data_dir, bool reconstruct, tb_example_source *out,
+                                tb_error *err);
+/* The Bible as windows of context + 1 characters (input, and target shifted by one). */
+tb_status tb_kjv_source_load(const char *data_dir, const char *cache_dir, const char *workload,
+                             int context, tb_example_source *out, tb_error *err);
+/* WordNet's glosses: each word after the context words before it in its gloss. */
+tb_status tb_wordnet_source_load(const char *data_dir, const char *cache_dir,
+                                 const char *workload, int context, tb_example_source *out,
+                                 tb_error *err);
+
+/* Builds or checks a source's data cache (see tb_workload_prepare); report must not be NULL. */
+typedef tb_status (*tb_source_prepare_fn)(const char *data_dir, const char *cache_dir,
+                                          bool force, tb_prepare_report *report, tb_error *err);
+tb_status tb_fmnist_prepare(const char *data_dir, const char *cache_dir, bool force,
+                            tb_prepare_report *report, tb_error *err);
+tb_status tb_kjv_prepare(const char *data_dir, const char *cache_dir, bool force,
+                         tb_prepare_report *report, tb_error *err);
+tb_status tb_wordnet_prepare(const char *data_dir, const char *cache_dir, bool force,
+                             tb_prepare_report *report, tb_error *err);
+
+#endif
