@@ -17,7 +17,7 @@
  *
  *     if (tb_optimizer_wants_fisher(opt)) {
  *         tb_var *logits = ...forward on tape...;
- *         tb_var *y = tb_fisher_sample_labels(tape, logits, &fisher_rng);
+ *         tb_var *y = tb_fisher_sample_labels(tape, logits, &fisher_rng); // nn.h
  *         tb_tape_backward(tape, tb_op_softmax_xent(tape, logits, y, 0.0f));
  *         tb_optimizer_update_fisher(opt, &err);     // reads a and g from the layers now
  *         tb_tape_reset(tape);  tb_params_zero_grad(params);
@@ -81,11 +81,6 @@ bool tb_optimizer_wants_fisher(const tb_optimizer *opt);
  * optimizers without curvature. */
 tb_status tb_optimizer_update_fisher(tb_optimizer *opt, tb_error *err);
 
-/* Draws one label per row of logits [N, C] from softmax(logits), with rng (advanced), and
- * returns them as an int32 [N] constant on the tape (step memory). NULL on error, recorded on
- * the tape as ops do: empty logits (N or C zero, TB_ERR_SHAPE), no rng, logits not finite. The
- * logits' values are read on the host (one download). */
-tb_var *tb_fisher_sample_labels(tb_tape *tape, tb_var *logits, tb_rng *rng);
 
 #ifdef __cplusplus
 }

@@ -328,6 +328,12 @@ tb_status tb_conv_layer_init(tb_conv_layer *layer, tb_params *params, const char
                              bool bias, tb_error *err);
 tb_var *tb_conv_layer_forward(tb_tape *tape, tb_conv_layer *layer, tb_var *x);
 
+/* For the true Fisher of curvature optimizers (curvature.h): draws one label per row of logits [N, C] from softmax(logits), with rng (advanced), and
+ * returns them as an int32 [N] constant on the tape (step memory). NULL on error, recorded on
+ * the tape as ops do: empty logits (N or C zero, TB_ERR_SHAPE), no rng, logits not finite. The
+ * logits' values are read on the host (one download). */
+tb_var *tb_fisher_sample_labels(tb_tape *tape, tb_var *logits, tb_rng *rng);
+
 #ifdef __cplusplus
 }
 #endif

@@ -57,7 +57,7 @@ typedef struct tb_trial_record {
     int64_t steps;
     char code_version[64];
     char machine[512];          /* JSON: cpu, cores, threads, blas */
-    /* ---- added with resolved hyperparameters (store schema 2) ---- */
+    /* (store schema 2) */
     /* The hyperparameters in effect, recorded when the trial starts: the point's values and
      * the defaults of everything else trainbench sees (a built-in's optimizer and its own
      * warmup_fraction and batch_size; the optimizers an external submission creates through

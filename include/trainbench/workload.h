@@ -39,7 +39,6 @@ typedef struct tb_workload_info {
                                  `apt-get install` takes them) */
     const char *metric;       /* what targets refer to: "error_rate", "loss", "bits_per_char" */
     int default_batch_size;
-    /* ---- added with the workload suite ---- */
     const char *base;          /* the base workload (== id for a base workload) */
     const char *variant;       /* "" for a base workload, else what the variant changes */
     bool lower_is_better;      /* direction of `metric` */
@@ -52,7 +51,6 @@ typedef struct tb_workload_info {
     const char *loss_desc;     /* the training loss, in words */
     bool no_error_rate;        /* its targets are not classes (reconstruction): accuracy and
                                   error rate are NaN */
-    /* ---- added with the benchmark's quick preset ---- */
     /* A looser validation target that a default baseline reaches within the quick budget
      * (15 s of timed training on 2 cores), per base workload (variants take their base's):
      * set from the best validation metric of 15 s runs of the default adamw and sgd
@@ -87,7 +85,6 @@ typedef struct tb_workload_config {
     const char *data_dir;       /* NULL: where the Debian package installs the data */
     uint64_t split_seed;        /* seed of the train/validation split */
     int64_t validation_size;    /* examples held out of the training set; 0 = default */
-    /* ---- added with the workload suite ---- */
     tb_split_kind split_kind;   /* default TB_SPLITS_OFFICIAL */
     int64_t test_size;          /* bootstrap splits only; 0 = the workload's default */
     /* Directory of the prepared-data cache (see tb_workload_prepare). NULL: no cache, the
@@ -96,7 +93,6 @@ typedef struct tb_workload_config {
     /* Training examples used (the first `train_limit` of the training split); 0 = all. For
      * tests and quick runs. */
     int64_t train_limit;
-    /* ---- added for hardware runs ---- */
     /* Model size multipliers; 0 or 1 keep the workload's own (calibrated) model. width_scale
      * multiplies channels and heads (the head size stays), depth_scale the number of blocks.
      * Only kjv_transformer and its variants take them, for throughput and MFU measurements on
@@ -146,7 +142,6 @@ typedef struct tb_eval_metrics {
                           the autoencoder */
     double error_rate; /* 1 - accuracy */
     int64_t examples;
-    /* ---- added with the workload suite ---- */
     double metric;     /* the workload's target metric (info->metric) */
 } tb_eval_metrics;
 

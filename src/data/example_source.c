@@ -1,5 +1,5 @@
 /* example_source.c: what every data source shares: the bytes of an example, freeing a source. */
-#include "data/source_impl.h"
+#include "data/source.h"
 
 #include <string.h>
 

@@ -1,7 +1,7 @@
 /* fmnist_data.c: Fashion-MNIST as numbered examples: ids 0..60000 are the official training
  * set, 60000..70000 the test set; targets are the class (classifiers) or the image itself (the
  * autoencoder). Read directly from the package's files (already fast): no cache. */
-#include "data/source_impl.h"
+#include "data/source.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -8,7 +8,7 @@
  * `context`, the target the same shifted by one. Windows start every `context` characters;
  * every 20th window is the official test set (fixed). */
 #include "data/path_impl.h"
-#include "data/source_impl.h"
+#include "data/source.h"
 #include "data/token_cache.h"
 
 #include <stdio.h>

@@ -9,7 +9,7 @@
  * gloss ("</s>" before its start), the target the word there. Every 50th gloss is the official
  * test set (fixed). */
 #include "data/path_impl.h"
-#include "data/source_impl.h"
+#include "data/source.h"
 #include "data/token_cache.h"
 
 #include <stdio.h>

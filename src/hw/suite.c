@@ -15,28 +15,25 @@ typedef struct hw_settings {
 
 /* sgd is Nesterov momentum by default (src/optim/sgd.c) */
 static const hw_settings settings[] = {
-    {"fmnist_mlp", "sgd", 0.03162277660168379, 0.9, 0},
-    {"fmnist_cnn", "adamw", 1e-3, 0, 0.00021544346900318823},
-    {"fmnist_autoencoder", "adamw", 1e-3, 0, 0.00021544346900318823},
-    {"kjv_transformer", "adamw", 1e-3, 0, 0.00021544346900318823},
-    {"wordnet_sparse", "adamw", 1e-3, 0, 0.00021544346900318823},
+    {.base = "fmnist_mlp", .algorithm = "sgd", .learning_rate = 0.03162277660168379,
+     .momentum = 0.9},
+    {.base = "fmnist_cnn", .algorithm = "adamw", .learning_rate = 1e-3,
+     .weight_decay = 0.00021544346900318823},
+    {.base = "fmnist_autoencoder", .algorithm = "adamw", .learning_rate = 1e-3,
+     .weight_decay = 0.00021544346900318823},
+    {.base = "kjv_transformer", .algorithm = "adamw", .learning_rate = 1e-3,
+     .weight_decay = 0.00021544346900318823},
+    {.base = "wordnet_sparse", .algorithm = "adamw", .learning_rate = 1e-3,
+     .weight_decay = 0.00021544346900318823},
 };
 
-static const tb_workload_info *find_workload(const char *id)
-{
-    for (int i = 0; id && i < tb_workload_count(); i++)
-        if (strcmp(tb_workload_info_at(i)->id, id) == 0) return tb_workload_info_at(i);
-    return NULL;
-}
-
-static bool is_base(const tb_workload_info *w) { return !w->variant || !w->variant[0]; }
 
 int tb_hw_default_workloads(const char **ids, int cap)
 {
     int n = 0;
     for (int i = 0; i < tb_workload_count(); i++) {
         const tb_workload_info *w = tb_workload_info_at(i);
-        if (!is_base(w)) continue;
+        if (tb_workload_variant_of(w)) continue;
         if (n < cap) ids[n] = w->id;
         n++;
     }
@@ -46,11 +43,11 @@ int tb_hw_default_workloads(const char **ids, int cap)
 tb_status tb_hw_settings(const char *workload, const char **algorithm, tb_hparams *hp,
                          tb_error *err)
 {
-    const tb_workload_info *w = find_workload(workload);
+    const tb_workload_info *w = tb_workload_find_info(workload);
     if (!w)
         return tb_fail(err, TB_ERR_INVALID, "unknown workload '%s' (see `trainbench workloads`)",
                        workload ? workload : "");
-    const char *base = is_base(w) ? w->id : w->base;
+    const char *base = tb_workload_variant_of(w) ? w->base : w->id;
     for (size_t i = 0; i < sizeof settings / sizeof settings[0]; i++) {
         const hw_settings *s = &settings[i];
         if (strcmp(s->base, base) != 0) continue;

@@ -1,13 +1,13 @@
 /* workload_impl.h: how a workload plugs in (internal).
  *
  * A workload is a data source (examples with dataset-wide ids, read on the host: a
- * tb_example_source from the data layer, src/data/source_impl.h) plus a model. workload.c
+ * tb_example_source from the data layer, src/data/source.h) plus a model. workload.c
  * holds the registry and the generic parts (splits in splits.c, batches and evaluation in
  * eval.c, the input pipeline in pipeline.c). */
 #ifndef TRAINBENCH_WORKLOAD_IMPL_H
 #define TRAINBENCH_WORKLOAD_IMPL_H
 
-#include "data/source_impl.h"
+#include "data/source.h"
 #include "trainbench/workload.h"
 
 /* How tb_workload_evaluate turns outputs into the target metric. */

@@ -1,12 +1,12 @@
-/* source_impl.h: a data set as numbered examples on the host (internal), and the data sources
- * that make one: Fashion-MNIST (fmnist_data.c), the King James Bible as characters
- * (kjv_data.c), WordNet's glosses as words (wordnet_data.c).
+/* source.h: the data layer as the workloads see it (not public): a data set as numbered
+ * examples on the host, and the data sources that make one: Fashion-MNIST (fmnist_data.c), the
+ * King James Bible as characters (kjv_data.c), WordNet's glosses as words (wordnet_data.c).
  *
  * A source is plain data: a workload gets one from a source's loader and keeps it (the
  * workloads' splits, batches and evaluation read examples through it); the data layer knows
  * nothing of workloads. */
-#ifndef TRAINBENCH_SOURCE_IMPL_H
-#define TRAINBENCH_SOURCE_IMPL_H
+#ifndef TRAINBENCH_DATA_SOURCE_H
+#define TRAINBENCH_DATA_SOURCE_H
 
 #include "trainbench/data.h"
 
