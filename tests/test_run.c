@@ -160,8 +160,8 @@ static void test_update_hook(void)
         hooked[i] = s.loss;
     }
     CHECK(memcmp(builtin, hooked, sizeof builtin) == 0);
+    tb_optimizer_destroy(h.opt); /* it lives on the run's backend: before the run */
     tb_run_destroy(r);
-    tb_optimizer_destroy(h.opt);
     /* a hook's refusals: no batch, CUDA graphs */
     c.update.batch_size = NULL;
     c.model.cuda_graph = true;

@@ -185,7 +185,8 @@ tb_status tb_run_evaluate(tb_run *r, tb_split split, int64_t examples, tb_eval_m
 /* The standard step of an optimizer of the caller's on a batch already on the run's tape:
  * the Fisher pass when opt asks for one, the forward and backward passes, and opt's update at
  * learning-rate factor lr_scale unless the loss is not finite; *loss gets the loss. For update
- * hooks (the built-in baselines); the run keeps a step runner per optimizer given. */
+ * hooks (the built-in baselines); the run keeps a step runner for the optimizer given last.
+ * opt lives on the run's backend: destroy it before the run. */
 tb_status tb_run_standard_update(tb_run *r, tb_optimizer *opt, const tb_batch *batch,
                                  double lr_scale, double *loss, tb_error *err);
 
