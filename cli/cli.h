@@ -42,6 +42,7 @@ enum {
     TB_OPT_STEPS,
     TB_OPT_EVAL_EXAMPLES,
     TB_OPT_SPLIT,
+    TB_OPT_DROPOUT_RATE,
 };
 
 /* The data options of every command that loads data (prepare, train, variance, compare,
@@ -100,7 +101,8 @@ bool tb_cli_parse_eval_examples(const char *text, int64_t *out);
         {"eval-examples", required_argument, 0, TB_OPT_EVAL_EXAMPLES},                          \
         {"split", required_argument, 0, TB_OPT_SPLIT}, {"threads", required_argument, 0, 't'}, \
         {"device", required_argument, 0, TB_OPT_DEVICE},                                        \
-        {"precision", required_argument, 0, TB_OPT_PRECISION}, TB_CLI_DATA_OPTIONS
+        {"precision", required_argument, 0, TB_OPT_PRECISION},                                  \
+        {"dropout-rate", required_argument, 0, TB_OPT_DROPOUT_RATE}, TB_CLI_DATA_OPTIONS
 int tb_cli_run_option(int c, tb_run_config *const *cfgs, int n);
 /* After the options: every config's cache directory given or the default; false, with the
  * message printed, when there is neither. */

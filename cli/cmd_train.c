@@ -49,6 +49,8 @@ static const char train_usage[] =
     TB_CLI_DATA_HELP
     "      --split KIND          official (default) or bootstrap (out-of-bootstrap\n"
     "                            validation and test, stratified; varies with --seed-split)\n"
+    "      --dropout-rate R      dropout_rate of the hidden layers, in [0, 1) (workloads\n"
+    "                            with dropout: fmnist_*_dropout*)\n"
     "      --augment             random crop (padding 2) and horizontal flip (images; the\n"
     "                            autoencoder's target, the image, gets the same crop and flip)\n"
     "      --echo KIND           data echoing: none, example_before_augment (or example),\n"

@@ -57,11 +57,12 @@ static void test_one(const char *id, const char *cache)
     tb_tape_create(be, &tape, &err);
     int64_t rows[16];
     for (int i = 0; i < 16; i++) rows[i] = i * 7;
+    tb_rng drop = tb_rng_make(1, TB_STREAM_DROPOUT);
     float first = NAN, last = NAN;
     for (int step = 0; step < 6; step++) {
         tb_tape_reset(tape);
         tb_params_zero_grad(tb_workload_params(wl));
-        tb_var *loss = tb_workload_loss(wl, tape, rows, 16, NULL);
+        tb_var *loss = tb_workload_loss(wl, tape, rows, 16, &drop); /* masks: dropout variants */
         if (!loss || tb_tape_backward(tape, loss) != TB_OK) {
             CHECK(!"forward/backward failed");
             printf("%s: %s\n", id, tb_tape_error(tape)->message);

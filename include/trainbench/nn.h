@@ -188,6 +188,13 @@ tb_var *tb_op_sigmoid_bce(tb_tape *tape, tb_var *logits, tb_var *target);
 /* Inverted dropout with rate p in [0, 1): identity when not training or p == 0. The mask is
  * drawn from rng (advanced by the op). */
 tb_var *tb_op_dropout(tb_tape *tape, tb_var *x, float p, tb_rng *rng);
+/* Dropout whose rate is drawn at random for each example (row of dimension 0) uniformly in
+ * [lo, hi), 0 <= lo <= hi < 1 (Bouthillier et al. 2015; docs/DROPOUT.md): the rates, then each
+ * row's mask, come from rng (advanced by the op). Identity when not training or hi == 0. The
+ * rates are drawn on the host: refused inside a CUDA graph capture. */
+tb_var *tb_op_dropout_random(tb_tape *tape, tb_var *x, float lo, float hi, tb_rng *rng);
+/* The rates tb_op_dropout_random draws for n rows from rng's current state (rng unchanged). */
+void tb_dropout_random_rates(const tb_rng *rng, int64_t n, float lo, float hi, float *rates);
 
 /* 2-D convolution: x [N, Cin, H, W], w [Cout, Cin, kh, kw], b [Cout] or NULL. */
 tb_var *tb_op_conv2d(tb_tape *tape, tb_var *x, tb_var *w, tb_var *b, int stride, int pad);

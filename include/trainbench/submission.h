@@ -136,6 +136,9 @@ const char *tb_submission_ref_search_space(const tb_submission_ref *ref);
 
 /* A hyperparameter the built-in baselines read themselves (not passed to the optimizer). */
 #define TB_HP_WARMUP_FRACTION "warmup_fraction"
+/* The built-in baselines pass dropout_rate on to the workload (tb_workload_config; AlgoPerf's
+ * name): the rate of its hidden layers' dropout, for the workloads with dropout. */
+#define TB_HP_DROPOUT_RATE "dropout_rate"
 
 #ifdef __cplusplus
 }

@@ -99,7 +99,14 @@ typedef struct tb_workload_config {
      * large machines: the workload's targets and budgets do not apply to a scaled model.
      * Other workloads fail with TB_ERR_UNSUPPORTED. */
     int width_scale, depth_scale;
+    /* AlgoPerf's dropout_rate: the rate of the hidden layers' dropout in training, in [0, 1);
+     * 0 keeps the workload's own (its dropout variants': docs/WORKLOADS.md; others: none). A
+     * workload without dropout refuses a rate (TB_ERR_UNSUPPORTED), a rate outside [0, 1) is
+     * TB_ERR_INVALID naming dropout_rate. Evaluation never drops. */
+    double dropout_rate;
 } tb_workload_config;
+/* Whether workload id has dropout (a rate it applies in training; its info otherwise). */
+bool tb_workload_has_dropout(const char *id);
 
 typedef struct tb_workload tb_workload;
 

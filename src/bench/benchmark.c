@@ -148,7 +148,7 @@ static tb_status check_dimension(const tb_optimizer_info *info, const char *sour
 {
     if (!name || !name[0])
         return tb_fail(err, TB_ERR_INVALID, "%s: a dimension has an empty name", source);
-    if (strcmp(name, TB_HP_WARMUP_FRACTION) == 0) {
+    if (strcmp(name, TB_HP_WARMUP_FRACTION) == 0 || strcmp(name, TB_HP_DROPOUT_RATE) == 0) {
         if (!(value >= 0 && value < 1))
             return tb_fail(err, TB_ERR_INVALID, "%s: dimension '%s': %g is outside [0, 1)",
                            source, name, value);

@@ -35,7 +35,8 @@ static tb_status baseline_init(const tb_submission_api *api, tb_trial_ctx *c,
     tb_hparams opt_hp = {0};
     for (int i = 0; hp && i < hp->count; i++)
         if (strcmp(hp->names[i], TB_HP_WARMUP_FRACTION) != 0 &&
-            strcmp(hp->names[i], "batch_size") != 0)
+            strcmp(hp->names[i], "batch_size") != 0 &&
+            strcmp(hp->names[i], TB_HP_DROPOUT_RATE) != 0) /* the workload's (trial.c) */
             tb_hparams_set(&opt_hp, hp->names[i], hp->values[i], NULL);
     double warmup = api->hparam(hp, TB_HP_WARMUP_FRACTION, 0);
     if (!(warmup >= 0 && warmup < 1)) {

@@ -150,7 +150,9 @@ static tb_status setup(trial_run *r, tb_error *err)
     tb_run_config rc = {
         .model = {.workload = r->rec.workload,
                   .backend = {.device = r->opts->device, .threads = r->opts->threads}},
-        .data.source = {.data_dir = r->opts->data_dir, .cache_dir = r->opts->cache_dir},
+        .data.source = {.data_dir = r->opts->data_dir, .cache_dir = r->opts->cache_dir,
+                        /* AlgoPerf's dropout_rate hyperparameter sets the model's */
+                        .dropout_rate = tb_hparams_get(&r->rec.hparams, TB_HP_DROPOUT_RATE, 0)},
         .eval.period_s = r->rec.eval_period_s,
         .update = {.batch_size = hook_batch_size, .select = hook_select,
                    .update = hook_update, .user = r},

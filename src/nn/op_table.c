@@ -49,4 +49,7 @@ const tb_op_def tb_op_table[TB_OP_COUNT] = {
     [TB_OP_CAUSAL_ATTENTION] = {.name = "causal_attention",
                                 .forward = tb_fwd_causal_attention,
                                 .backward = tb_bwd_causal_attention},
+    /* its mask is saved as dropout's, so dropout's backward serves */
+    [TB_OP_DROPOUT_RANDOM] = {.name = "dropout_random", .forward = tb_fwd_dropout_random,
+                              .backward = tb_bwd_dropout},
 };

@@ -45,6 +45,7 @@ typedef enum tb_op {
     TB_OP_DROPOUT,
     TB_OP_EMBEDDING,
     TB_OP_CAUSAL_ATTENTION,
+    TB_OP_DROPOUT_RANDOM, /* dropout with each example's rate drawn at random */
     TB_OP_COUNT
 } tb_op;
 
@@ -74,6 +75,7 @@ typedef union tb_op_attr {
     struct { int64_t rows, cols; float eps; } layernorm;
     struct { int64_t rows, classes; float smoothing; } xent;
     struct { float p; tb_rng *rng; } dropout; /* the kernel advances rng->counter */
+    struct { float lo, hi; tb_rng *rng; } dropout_random; /* rates in [lo, hi) */
     struct { int64_t n, dim; } embedding;     /* n indices gathering rows of dim */
     struct { int64_t batch, t, c; int heads; } attention; /* qkv [B, T, 3C] */
 } tb_op_attr;
@@ -143,6 +145,7 @@ void tb_fwd_sigmoid_bce(tb_tape *t, const tb_node *n);
 void tb_bwd_sigmoid_bce(tb_tape *t, const tb_node *n);
 void tb_fwd_dropout(tb_tape *t, const tb_node *n);
 void tb_bwd_dropout(tb_tape *t, const tb_node *n);
+void tb_fwd_dropout_random(tb_tape *t, const tb_node *n);
 /* [ops_attention.c] */
 void tb_fwd_embedding(tb_tape *t, const tb_node *n);
 void tb_bwd_embedding(tb_tape *t, const tb_node *n);

@@ -1,6 +1,7 @@
 /* fmnist_cnn.c: Fashion-MNIST with a small CNN: [conv3x3 - batch norm - act - maxpool2] x 2
  * (16 then 32 channels), then a linear head 32*7*7 -> 10. Base: ReLU with batch norm;
- * variants: SiLU, and no normalisation (conv biases instead). */
+ * variants: SiLU, no normalisation (conv biases instead), and dropout after each pooling
+ * (docs/DROPOUT.md). */
 #include "workloads/workload_impl.h"
 
 #include <stdio.h>
@@ -93,7 +94,6 @@ static tb_status cnn_init(tb_workload *wl, tb_rng *rng, tb_error *err)
 
 static tb_var *cnn_forward(tb_workload *wl, tb_tape *tape, tb_var *x, tb_rng *dropout)
 {
-    (void)dropout;
     const cnn_options *o = wl->vt->options;
     cnn *m = wl->model;
     tb_var *h = tb_conv_layer_forward(tape, &m->c1, x);
@@ -101,13 +101,13 @@ static tb_var *cnn_forward(tb_workload *wl, tb_tape *tape, tb_var *x, tb_rng *dr
         h = tb_op_batchnorm_act(tape, o->act, h, m->g1, m->b1, &m->rm1, &m->rv1, 0.1f, 1e-5f);
     else
         h = tb_op_activation(tape, o->act, h);
-    h = tb_op_maxpool2d(tape, h, 2, 2, 0);
+    h = tb_workload_dropout(wl, tape, tb_op_maxpool2d(tape, h, 2, 2, 0), dropout);
     h = tb_conv_layer_forward(tape, &m->c2, h);
     if (o->batch_norm)
         h = tb_op_batchnorm_act(tape, o->act, h, m->g2, m->b2, &m->rm2, &m->rv2, 0.1f, 1e-5f);
     else
         h = tb_op_activation(tape, o->act, h);
-    h = tb_op_maxpool2d(tape, h, 2, 2, 0);
+    h = tb_workload_dropout(wl, tape, tb_op_maxpool2d(tape, h, 2, 2, 0), dropout);
     int64_t flat[2] = {h ? h->value.shape[0] : 0, -1};
     h = tb_op_reshape(tape, h, 2, flat);
     return tb_linear_layer_forward(tape, &m->head, h);
@@ -184,4 +184,16 @@ const tb_workload_vtable tb_workload_fmnist_cnn_nonorm = {
              .max_runtime_s = CNN_NONORM_BUDGET, CNN_INFO},
     CNN_COMMON,
     .options = &nonorm_opts,
+};
+
+/* dropout 0.2 after each pooling; the base's targets and budget (not calibrated on its own:
+ * docs/WORKLOADS.md) */
+const tb_workload_vtable tb_workload_fmnist_cnn_dropout = {
+    .info = {.id = "fmnist_cnn_dropout",
+             .summary = "Fashion-MNIST, CNN as fmnist_cnn with dropout 0.2 after each pooling",
+             .variant = "dropout 0.2 after each pooling", .validation_target = CNN_VAL_TARGET,
+             .test_target = CNN_TEST_TARGET, .max_runtime_s = CNN_BUDGET, CNN_INFO},
+    CNN_COMMON,
+    .options = &base_opts,
+    .dropout_rate = 0.2f,
 };

@@ -1,5 +1,6 @@
 /* fmnist_mlp.c: Fashion-MNIST with an MLP 784-H-H-10, torch's default init. Base: H = 1024,
- * ReLU; variants: tanh, and H = 256 ("narrow"). Targets and budgets: docs/WORKLOADS.md,
+ * ReLU; variants: tanh, H = 256 ("narrow"), and dropout on both hidden layers, fixed-rate or
+ * random-rate (docs/DROPOUT.md). Targets and budgets: docs/WORKLOADS.md,
  * measured by scripts/calibrate.py (raw data in docs/calibration/). */
 #include "workloads/workload_impl.h"
 
@@ -48,13 +49,31 @@ static tb_status mlp_init(tb_workload *wl, tb_rng *rng, tb_error *err)
     return st;
 }
 
-static tb_var *mlp_forward(tb_workload *wl, tb_tape *tape, tb_var *x, tb_rng *dropout)
+static tb_var *flatten(tb_tape *tape, tb_var *x)
 {
-    (void)dropout;
+    int64_t flat[2] = {x ? x->value.shape[0] : 0, -1};
+    return tb_op_reshape(tape, x, 2, flat);
+}
+
+/* the first hidden layer, act(fc1 x) (the layer whose dropout noise is projected) */
+static tb_var *mlp_hidden(tb_workload *wl, tb_tape *tape, tb_var *x)
+{
     const mlp_options *o = wl->vt->options;
     mlp *m = wl->model;
-    int64_t flat[2] = {x ? x->value.shape[0] : 0, -1};
-    tb_var *h = tb_op_reshape(tape, x, 2, flat);
+    return tb_op_activation(tape, o->act, tb_linear_layer_forward(tape, &m->l1, flatten(tape, x)));
+}
+
+static tb_var *mlp_forward(tb_workload *wl, tb_tape *tape, tb_var *x, tb_rng *dropout)
+{
+    const mlp_options *o = wl->vt->options;
+    mlp *m = wl->model;
+    if (wl->dropout_rate > 0) { /* unfused: dropout after each hidden activation */
+        tb_var *h = tb_workload_dropout(wl, tape, mlp_hidden(wl, tape, x), dropout);
+        h = tb_op_activation(tape, o->act, tb_linear_layer_forward(tape, &m->l2, h));
+        h = tb_workload_dropout(wl, tape, h, dropout);
+        return tb_linear_layer_forward(tape, &m->l3, h);
+    }
+    tb_var *h = flatten(tape, x);
     /* l1, the activation and l2 as one fused op (tb_op_mlp), then the activation and l3 */
     h = tb_op_activation(tape, o->act, tb_mlp_forward(tape, &m->l1, o->act, &m->l2, h, NULL));
     return tb_linear_layer_forward(tape, &m->l3, h);
@@ -76,6 +95,11 @@ static void mlp_destroy(tb_workload *wl) { free(wl->model); }
 #define MLP_NARROW_TEST_TARGET 0.1094
 #define MLP_NARROW_BUDGET 30.0
 
+/* The dropout variants (rate 0.3 on both hidden layers; random-rate: U[0, 0.6) per example)
+ * take the base's targets and budget: the same model and data, not calibrated on their own
+ * (docs/WORKLOADS.md). */
+#define MLP_DROPOUT_RATE 0.3f
+
 /* The quick preset's target (a default baseline reaches it within the quick budget; see
  * tb_workload_info): 15 s runs reached adamw 0.116, nesterov 0.122. Variants take it too. */
 #define MLP_QUICK_TARGET 0.17
@@ -92,7 +116,7 @@ static void mlp_destroy(tb_workload *wl) { free(wl->model); }
 #define MLP_COMMON                                                                              \
     .load_data = mlp_load, .prepare = tb_fmnist_prepare, .create_model = mlp_create,            \
     .init_model = mlp_init, .forward = mlp_forward, .destroy_model = mlp_destroy,               \
-    .metric_kind = TB_METRIC_ERROR_RATE, .eval_batch = 500
+    .metric_kind = TB_METRIC_ERROR_RATE, .eval_batch = 500, .hidden = mlp_hidden
 
 static const mlp_options base_opts = {.hidden = 1024, .act = TB_RELU},
                          tanh_opts = {.hidden = 1024, .act = TB_TANH},
@@ -121,4 +145,27 @@ const tb_workload_vtable tb_workload_fmnist_mlp_narrow = {
              MLP_INFO},
     MLP_COMMON,
     .options = &narrow_opts,
+};
+
+const tb_workload_vtable tb_workload_fmnist_mlp_dropout = {
+    .info = {.id = "fmnist_mlp_dropout",
+             .summary = "Fashion-MNIST, MLP as fmnist_mlp with dropout 0.3 on its hidden layers",
+             .variant = "dropout 0.3 on the hidden layers", .validation_target = MLP_VAL_TARGET,
+             .test_target = MLP_TEST_TARGET, .max_runtime_s = MLP_BUDGET, MLP_INFO},
+    MLP_COMMON,
+    .options = &base_opts,
+    .dropout_rate = MLP_DROPOUT_RATE,
+};
+
+const tb_workload_vtable tb_workload_fmnist_mlp_dropout_random = {
+    .info = {.id = "fmnist_mlp_dropout_random",
+             .summary = "Fashion-MNIST, MLP as fmnist_mlp with random-rate dropout, U[0, 0.6) "
+                        "per example",
+             .variant = "random-rate dropout (mean 0.3) on the hidden layers",
+             .validation_target = MLP_VAL_TARGET, .test_target = MLP_TEST_TARGET,
+             .max_runtime_s = MLP_BUDGET, MLP_INFO},
+    MLP_COMMON,
+    .options = &base_opts,
+    .dropout_rate = MLP_DROPOUT_RATE,
+    .dropout_random = true,
 };

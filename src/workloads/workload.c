@@ -14,7 +14,8 @@ static const tb_workload_vtable *const registry[] = {
     &tb_workload_fmnist_autoencoder_mse, &tb_workload_kjv_transformer,
     &tb_workload_kjv_transformer_relu, &tb_workload_kjv_transformer_deep,
     &tb_workload_wordnet_sparse,      &tb_workload_wordnet_sparse_wide,
-    &tb_workload_wordnet_sparse_tanh,
+    &tb_workload_wordnet_sparse_tanh,  &tb_workload_fmnist_mlp_dropout,
+    &tb_workload_fmnist_mlp_dropout_random, &tb_workload_fmnist_cnn_dropout,
 };
 #define N_REGISTRY ((int)(sizeof registry / sizeof *registry))
 
@@ -75,6 +76,12 @@ const tb_workload_info *tb_workload_find_info(const char *id)
     return vt ? &vt->info : NULL;
 }
 
+bool tb_workload_has_dropout(const char *id)
+{
+    const tb_workload_vtable *vt = find(id, NULL);
+    return vt && vt->dropout_rate > 0;
+}
+
 const char *tb_workload_variant_of(const tb_workload_info *w)
 {
     return w && w->variant && w->variant[0] ? w->base : NULL;
@@ -104,6 +111,7 @@ tb_status tb_workload_create(const char *id, tb_backend *be, const tb_workload_c
         st = tb_fail(err, TB_ERR_UNSUPPORTED,
                      "%s has no scaled model (width and depth scales are for kjv_transformer and "
                      "its variants)", id);
+    if (st == TB_OK) st = tb_workload_set_dropout(wl, (float)cfg.dropout_rate, err);
     if (st == TB_OK) st = vt->load_data(wl, &cfg, err);
     if (st == TB_OK) st = tb_workload_draw_splits(wl, &cfg, err);
     if (st == TB_OK) st = tb_params_create(be, &wl->params, err);

@@ -39,6 +39,14 @@ typedef struct tb_workload_vtable {
     int eval_batch;
     const void *options; /* the variant's model options */
     bool scalable;       /* takes tb_workload_config's width_scale and depth_scale */
+    /* Dropout on the hidden layers (docs/DROPOUT.md): the rate when the config sets none (0:
+     * the model has no dropout and refuses a rate); dropout_random: each example's rate drawn
+     * uniformly in [0, 2 * rate) (the random-rate scheme, mean = rate) instead of fixed. */
+    float dropout_rate;
+    bool dropout_random;
+    /* The first hidden layer's output in eval mode (for the projection of its dropout noise,
+     * tb_dropout_project); NULL: the model has no projection. */
+    tb_var *(*hidden)(tb_workload *wl, tb_tape *tape, tb_var *x);
 } tb_workload_vtable;
 
 #define TB_WORKLOAD_MAX_LAYERS 64
@@ -55,6 +63,7 @@ struct tb_workload {
     char layer_names[TB_WORKLOAD_MAX_LAYERS][48];
     int n_layers;
     int width_scale, depth_scale;     /* model size multipliers (>= 1; see tb_workload_config) */
+    float dropout_rate;               /* of the hidden layers in training (0: none) */
     unsigned char *stage_x, *stage_y; /* host staging of one batch */
     int64_t stage_cap;
 };
@@ -62,6 +71,12 @@ struct tb_workload {
 /* Records a linear or conv layer of the model (during create_model). */
 tb_status tb_workload_add_layer(tb_workload *wl, tb_layer_kind kind, const char *name,
                                 void *layer, tb_error *err);
+/* The model's dropout applied to a hidden layer h (dropout.c): identity in eval mode or at
+ * rate 0, else fixed-rate or random-rate dropout as the workload says, masks from rng. */
+tb_var *tb_workload_dropout(tb_workload *wl, tb_tape *tape, tb_var *h, tb_rng *rng);
+/* Sets wl->dropout_rate from the config (0: the workload's own), refusing a rate outside
+ * [0, 1) and one for a model without dropout (dropout.c). */
+tb_status tb_workload_set_dropout(tb_workload *wl, float config_rate, tb_error *err);
 /* Draws the splits (splits.c). */
 tb_status tb_workload_draw_splits(tb_workload *wl, const tb_workload_config *cfg, tb_error *err);
 /* The k-th of the n rows (0 <= k < n) that evaluate a subset of n examples of a split of size
@@ -76,9 +91,10 @@ tb_status tb_init_conv_default(tb_conv_layer *l, tb_rng *rng, tb_error *err);
 
 /* the registry */
 extern const tb_workload_vtable tb_workload_fmnist_mlp, tb_workload_fmnist_mlp_tanh,
-    tb_workload_fmnist_mlp_narrow;
+    tb_workload_fmnist_mlp_narrow, tb_workload_fmnist_mlp_dropout,
+    tb_workload_fmnist_mlp_dropout_random;
 extern const tb_workload_vtable tb_workload_fmnist_cnn, tb_workload_fmnist_cnn_silu,
-    tb_workload_fmnist_cnn_nonorm;
+    tb_workload_fmnist_cnn_nonorm, tb_workload_fmnist_cnn_dropout;
 extern const tb_workload_vtable tb_workload_fmnist_autoencoder,
     tb_workload_fmnist_autoencoder_relu, tb_workload_fmnist_autoencoder_mse;
 extern const tb_workload_vtable tb_workload_kjv_transformer, tb_workload_kjv_transformer_relu,
