@@ -127,7 +127,9 @@ int main(void)
           has("fmnist_autoencoder has no error rate") && !has("[1/"));
     /* a share of an "all" std of 0 is undefined, shown as "-" (it printed -nan% and inf%):
      * with this seed both "all" runs misclassify the one example evaluated */
-    CHECK(run("variance -w fmnist_mlp --steps 1 -n 2 --sources hparam -m validation_error "
+    CHECK(run("variance -w fmnist_mlp --steps 1 -n 2 --sources dropout -q") == 2 &&
+          has("source dropout does not vary: fmnist_mlp has no dropout") && !has("[1/"));
+    CHECK(run("variance -w fmnist_mlp --steps 1 -n 2 --sources init -m validation_error "
               "--eval-examples 1 --threads 2 -q -s 3") == 0 &&
           has("(std / all: - where it is undefined") && !has("nan") && !has("inf"));
     CHECK(run("variance -m time_to_target -q") == 2 && has("cannot use time_to_target"));

@@ -3,6 +3,8 @@
  * checked, and the random-rate scheme draws its rates in its range. */
 #include "testutil.h"
 
+#include "trainbench/study.h"
+
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -130,8 +132,36 @@ static void test_random_rates(void)
     tb_test_var_free(x);
 }
 
+/* variance refuses a source its runs never read, and takes dropout on a dropout model */
+static void test_variance_sources(void)
+{
+    tb_variance_study_config c = {0};
+    c.base = small("fmnist_mlp");
+    c.base.length.max_steps = 2;
+    c.base.eval.examples = 100;
+    c.runs = 2;
+    c.n_sources = 1;
+    c.seed = 3;
+    c.metric = TB_METRIC_VALIDATION_LOSS;
+    tb_variance_study s;
+    tb_error err = {0};
+    c.sources[0] = TB_STREAM_DROPOUT;
+    CHECK_FAILS(tb_variance_study_run(&c, &s, &err), TB_ERR_INVALID, &err,
+                "fmnist_mlp has no dropout");
+    c.sources[0] = TB_STREAM_AUGMENT;
+    CHECK_FAILS(tb_variance_study_run(&c, &s, &err), TB_ERR_INVALID, &err, "no data augmentation");
+    c.sources[0] = TB_STREAM_HPARAM;
+    CHECK_FAILS(tb_variance_study_run(&c, &s, &err), TB_ERR_INVALID, &err, "no search");
+    c.base.model.workload = "fmnist_mlp_dropout";
+    c.sources[0] = TB_STREAM_DROPOUT;
+    if (!CHECK_OK(tb_variance_study_run(&c, &s, &err), &err)) return;
+    CHECK(s.values[0][0] != s.values[0][1]); /* other masks, another result */
+    tb_variance_study_free(&s);
+}
+
 int main(void)
 {
+    test_variance_sources();
     test_random_rates();
     test_rates();
     test_stream("fmnist_mlp_dropout", true);

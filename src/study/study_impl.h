@@ -15,6 +15,10 @@ tb_status tb_study_run_one(const tb_run_config *cfg, tb_study_metric m, tb_study
                            double *value, double *other, const char *group, int index, int total,
                            tb_study_run_fn on_run, void *user, tb_error *err);
 
+/* TB_OK when source s varies something in runs of config c, else TB_ERR_INVALID naming
+ * why not: dropout on a model without dropout (and no true-Fisher sampling), augment without
+ * augmentation, hparam in a run that searches nothing (sources.c). */
+tb_status tb_study_check_source(const tb_run_config *c, tb_stream s, tb_error *err);
 /* The checks of a configuration that tb_train would make only after loading data (workload,
  * algorithm, hyperparameters), before any training: a typo in B's algorithm fails at once
  * instead of after A's runs. */

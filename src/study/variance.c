@@ -40,6 +40,8 @@ tb_status tb_variance_study_run(const tb_variance_study_config *cfg, tb_variance
             if (cfg->sources[g] == cfg->sources[h] && tb_stream_name(cfg->sources[g]))
                 return tb_fail(err, TB_ERR_INVALID, "source of variation '%s' is listed twice",
                                tb_stream_name(cfg->sources[g]));
+    for (int g = 0; g < cfg->n_sources; g++)
+        if ((st = tb_study_check_source(&cfg->base, cfg->sources[g], err)) != TB_OK) return st;
     tb_run_config base = cfg->base;
     st = tb_study_prepare_config(cfg->metric, &base, err);
     if (st != TB_OK) return st;
