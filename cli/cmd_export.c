@@ -17,13 +17,22 @@ static const char export_usage[] =
     "columns for a trial without evals (failed before its first, or not run); jsonl one object\n"
     "per trial (hyperparameters, seeds, outcome, code version, machine facts, evals).\n"
     "\n"
+    "usage: trainbench export --format algoperf [options] DIR\n"
+    "\n"
+    "Writes one benchmark's trials as AlgoPerf's experiment tree, which its scoring code reads\n"
+    "unchanged: DIR/<submission>/study_<s>/<workload>_pytorch/trial_<t>/eval_measurements.csv\n"
+    "(trials numbered from 1) and hparams.json; see docs/TIME_TO_RESULT.md for what AlgoPerf\n"
+    "does and does not do with it.\n"
+    "\n"
     "options:\n"
     "      --db FILE          results store (default results.db)\n"
     "      --name NAME        only this benchmark (default: all; one the store lacks is an\n"
     "                         error)\n"
-    "      --format FORMAT    csv (default) or jsonl\n"
-    "  -o, --output FILE      write to FILE (default: stdout): a regular file is written\n"
-    "                         whole or not at all (a temporary file renamed into place);\n"
+    "      --format FORMAT    csv (default), jsonl or algoperf\n"
+    "      --replace          algoperf: replace DIR if it exists and is not empty (otherwise\n"
+    "                         refused); the new tree is complete before the old one goes\n"
+    "  -o, --output FILE      write to FILE (default: stdout; algoperf: the DIR): a regular\n"
+    "                         file is written whole or not at all (a temporary file renamed into place);\n"
     "                         the store itself is refused\n"
     "  -h, --help             this help\n";
 
@@ -79,11 +88,13 @@ int tb_cli_export(int argc, char **argv)
     const char *db = "results.db", *name = NULL, *output = NULL;
     tb_export_format format = TB_EXPORT_CSV;
     tb_error err = {0};
-    enum { OPT_DB = 1000, OPT_NAME, OPT_FORMAT };
+    bool replace = false;
+    enum { OPT_DB = 1000, OPT_NAME, OPT_FORMAT, OPT_REPLACE };
     struct option opts[] = {
         {"db", required_argument, 0, OPT_DB},
         {"name", required_argument, 0, OPT_NAME},
         {"format", required_argument, 0, OPT_FORMAT},
+        {"replace", no_argument, 0, OPT_REPLACE},
         {"output", required_argument, 0, 'o'},
         {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0},
@@ -102,20 +113,28 @@ int tb_cli_export(int argc, char **argv)
             if (tb_export_format_parse(optarg, &format, &err) != TB_OK)
                 return tb_cli_error("--format: %s", err.message), TB_EXIT_USAGE;
             break;
+        case OPT_REPLACE: replace = true; break;
         case 'o': output = optarg; break;
         case 'h': fputs(export_usage, stdout); return TB_EXIT_OK;
         default: return tb_cli_option_error("export", c, argv);
         }
     }
+    if (format == TB_EXPORT_ALGOPERF && !output && optind < argc) output = argv[optind++];
     if (tb_cli_no_arguments("export", argc, argv) != TB_EXIT_OK) return TB_EXIT_USAGE;
+    if (format == TB_EXPORT_ALGOPERF && !output)
+        return tb_cli_error("export --format algoperf: which directory? (DIR or -o DIR)"),
+               TB_EXIT_USAGE;
     tb_store *store;
     tb_status st = tb_store_open_readonly(db, &store, &err);
     if (st != TB_OK) {
         tb_cli_error("%s", err.message);
         return tb_cli_exit_code(st);
     }
-    st = output ? export_to_file(store, name, format, db, output, &err)
-                : tb_store_export(store, name, format, stdout, &err);
+    if (format == TB_EXPORT_ALGOPERF)
+        st = tb_store_export_algoperf(store, name, output, replace, &err);
+    else
+        st = output ? export_to_file(store, name, format, db, output, &err)
+                    : tb_store_export(store, name, format, stdout, &err);
     tb_store_close(store);
     if (st != TB_OK) {
         tb_cli_error("%s", err.message);

@@ -194,6 +194,7 @@ typedef enum tb_export_format {
     TB_EXPORT_CSV = 0,   /* one row per eval: trial keys + AlgoPerf's eval_measurements columns
                             (a trial without evals: one row, its eval columns empty) */
     TB_EXPORT_JSONL = 1, /* one JSON object per trial, with its evals */
+    TB_EXPORT_ALGOPERF = 2, /* AlgoPerf's directory tree (tb_store_export_algoperf) */
 } tb_export_format;
 
 tb_status tb_export_format_parse(const char *name, tb_export_format *out, tb_error *err);
@@ -201,6 +202,16 @@ tb_status tb_export_format_parse(const char *name, tb_export_format *out, tb_err
  * fails with TB_ERR_INVALID naming it and listing the store's benchmarks, writing nothing. */
 tb_status tb_store_export(tb_store *store, const char *benchmark, tb_export_format format,
                           FILE *f, tb_error *err);
+
+/* Writes benchmark's trials (NULL: the store's only benchmark; a store of several is refused,
+ * naming them) in AlgoPerf's experiment layout, which its scoring loader reads unchanged:
+ * dir/<submission>/study_<s>/<workload>_pytorch/trial_<t+1>/eval_measurements.csv (AlgoPerf's
+ * columns; the header alone for a trial without evals) and hparams.json beside it. The tree is
+ * written under dir.tmp-XXXXXX and renamed to dir: dir may be new or an empty directory; a
+ * non-empty one is TB_ERR_INVALID unless replace (then it is replaced whole). On failure
+ * nothing is left. */
+tb_status tb_store_export_algoperf(tb_store *store, const char *benchmark, const char *dir,
+                                   bool replace, tb_error *err);
 
 #ifdef __cplusplus
 }

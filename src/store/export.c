@@ -13,7 +13,9 @@ tb_status tb_export_format_parse(const char *name, tb_export_format *out, tb_err
     if (!name || !out) return tb_store_null(err, "export_format_parse", name ? "out" : "name");
     if (strcmp(name, "csv") == 0) *out = TB_EXPORT_CSV;
     else if (strcmp(name, "jsonl") == 0 || strcmp(name, "json") == 0) *out = TB_EXPORT_JSONL;
-    else return tb_fail(err, TB_ERR_INVALID, "unknown export format '%s' (csv or jsonl)", name);
+    else if (strcmp(name, "algoperf") == 0) *out = TB_EXPORT_ALGOPERF;
+    else return tb_fail(err, TB_ERR_INVALID, "unknown export format '%s' (csv, jsonl or "
+                        "algoperf)", name);
     return TB_OK;
 }
 
@@ -38,6 +40,26 @@ static void csv_real(FILE *f, double v)
     else fputc(',', f);
 }
 
+void tb_export_eval_row(FILE *f, const tb_eval_record *e, int preemptions)
+{
+    fprintf(f, "%lld,%d", (long long)e->step, preemptions);
+    csv_real(f, e->submission_time); /* AlgoPerf's score column: submission time */
+    csv_real(f, e->total_duration);
+    csv_real(f, e->submission_time);
+    csv_real(f, e->eval_time);
+    fputs(",0", f);
+    csv_real(f, e->train_accuracy);
+    csv_real(f, e->train_loss);
+    csv_real(f, e->validation_accuracy);
+    csv_real(f, e->validation_loss);
+    csv_real(f, e->validation_error);
+    fprintf(f, ",%lld", (long long)e->validation_examples);
+    csv_real(f, e->test_accuracy);
+    csv_real(f, e->test_loss);
+    csv_real(f, e->test_error);
+    fprintf(f, ",%lld\n", (long long)e->test_examples);
+}
+
 static void json_real(cJSON *o, const char *k, double v)
 {
     if (isfinite(v)) cJSON_AddNumberToObject(o, k, v);
@@ -46,11 +68,7 @@ static void json_real(cJSON *o, const char *k, double v)
 
 static const char csv_header[] =
     "benchmark,submission,workload,ruleset,study,trial,trial_status,hparams,resolved_hparams,"
-    "default_hparams,"
-    "global_step,preemption_count,score,total_duration,accumulated_submission_time,"
-    "accumulated_eval_time,accumulated_logging_time,train/accuracy,train/loss,"
-    "validation/accuracy,validation/loss,validation/error_rate,validation/num_examples,"
-    "test/accuracy,test/loss,test/error_rate,test/num_examples\n";
+    "default_hparams," TB_EXPORT_EVAL_COLUMNS "\n";
 
 static void csv_keys(FILE *f, const tb_trial_record *t, char *const hp[3])
 {
@@ -96,24 +114,9 @@ static void csv_trial(FILE *f, const tb_trial_record *t, const tb_eval_record *e
         fprintf(f, ",,%d,,,,,,,,,,,,,,,\n", preemptions);
     }
     for (int i = 0; i < n; i++) {
-        const tb_eval_record *e = &ev[i];
         csv_keys(f, t, hp);
-        fprintf(f, ",%lld,%d", (long long)e->step, preemptions);
-        csv_real(f, e->submission_time); /* AlgoPerf's score column: submission time */
-        csv_real(f, e->total_duration);
-        csv_real(f, e->submission_time);
-        csv_real(f, e->eval_time);
-        fputs(",0", f);
-        csv_real(f, e->train_accuracy);
-        csv_real(f, e->train_loss);
-        csv_real(f, e->validation_accuracy);
-        csv_real(f, e->validation_loss);
-        csv_real(f, e->validation_error);
-        fprintf(f, ",%lld", (long long)e->validation_examples);
-        csv_real(f, e->test_accuracy);
-        csv_real(f, e->test_loss);
-        csv_real(f, e->test_error);
-        fprintf(f, ",%lld\n", (long long)e->test_examples);
+        fputc(',', f);
+        tb_export_eval_row(f, &ev[i], preemptions);
     }
     for (int i = 0; i < 3; i++) free(hp[i]);
 }
@@ -188,6 +191,9 @@ tb_status tb_store_export(tb_store *s, const char *benchmark, tb_export_format f
                           tb_error *err)
 {
     if (!s || !f) return tb_store_null(err, "store_export", s ? "the file" : "the store");
+    if (format == TB_EXPORT_ALGOPERF)
+        return tb_fail(err, TB_ERR_INVALID, "the algoperf export is a directory tree, not one "
+                       "file (tb_store_export_algoperf)");
     tb_trial_record *trials;
     int n;
     tb_status st = tb_store_trials(s, benchmark, &trials, &n, err);
