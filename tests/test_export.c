@@ -1,8 +1,14 @@
 /* test_export.c: `trainbench export --format algoperf DIR` on a store made by hand: AlgoPerf's
  * tree (submission, study_<s>, <workload>_pytorch, trial_<t+1>), its file names, the header
  * row its loader reads and a trial's rows; a trial without evals; a DIR that is not empty
- * refused unless --replace; a store of several benchmarks refused; nothing left behind. */
+ * refused unless --replace; a store of several benchmarks refused; nothing left behind. Then
+ * `export --runs hardware|studies` (CSV and JSON lines) of runs recorded by hand. */
 #include "testutil.h"
+
+#include "trainbench/hardware.h"
+#include "trainbench/study_plan.h"
+
+#include <cjson/cJSON.h>
 
 #include <dirent.h>
 #include <math.h>
@@ -110,6 +116,89 @@ static void tree(const char *dir)
     CHECK(csv && tb_test_count(csv, "\n") == 1 && strncmp(csv, "global_step,", 12) == 0);
 }
 
+/* One hardware run: a result that passed, one that failed (a reason with a comma), a score;
+ * two study runs, one diverged. */
+static void add_side_runs(const char *db)
+{
+    tb_store *s;
+    tb_error err = {0};
+    if (!CHECK_OK(tb_store_open(db, &s, &err), &err)) return;
+    tb_throughput_config cfg;
+    memset(&cfg, 0, sizeof cfg);
+    tb_hw_run_record run = {.code_version = "test", .machine = "{\"cpu\":\"x\"}",
+                            .settings = &cfg, .reference = "ref", .world_size = 1};
+    tb_throughput_result res;
+    memset(&res, 0, sizeof res);
+    res.windows = 2;
+    res.examples_per_s = 1000;
+    res.sem_pct = 1.5;
+    res.batch_size = 64;
+    tb_hw_result_record rr[2] = {
+        {.workload = "fmnist_mlp", .algorithm = "sgd", .threads = 1, .result = &res,
+         .reason = "", .ratio = 2.0},
+        {.workload = "fmnist_cnn", .algorithm = "sgd", .threads = 1, .result = &res,
+         .failed = true, .reason = "out of memory, badly", .ratio = NAN}};
+    tb_hw_score sc = {.items = 2, .failed = 1, .score = 0, .low = NAN, .high = NAN};
+    tb_hw_score_record sr = {.config = "cpu, 1 thread", .level = 0.95, .score = &sc};
+    CHECK_OK(tb_store_add_hw_run(s, &run, rr, 2, &sr, 1, NULL, &err), &err);
+    for (int i = 0; i < 2; i++) {
+        tb_study_run_record r;
+        memset(&r, 0, sizeof r);
+        snprintf(r.study, sizeof r.study, "echo");
+        snprintf(r.key, sizeof r.key, "workload=fmnist_mlp seeds=%d", i);
+        r.result.steps = 100;
+        r.result.validation.metric = 0.25;
+        r.result.test.metric = 0.3;
+        r.result.time_to_target_s = INFINITY;
+        r.diverged = i == 1;
+        CHECK_OK(tb_store_put_study_run(s, &r, "test", &err), &err);
+    }
+    tb_store_close(s);
+}
+
+static void side_exports(const char *dir, const char *db)
+{
+    char args[2048];
+    /* a store without them says which command records them */
+    snprintf(args, sizeof args, "export --db %s --runs hardware", db);
+    CHECK(run(args) == 2 && has("no hardware runs") && has("trainbench hw --db"));
+    snprintf(args, sizeof args, "export --db %s --runs studies", db);
+    CHECK(run(args) == 2 && has("no study runs") && has("trainbench study"));
+    add_side_runs(db);
+    snprintf(args, sizeof args, "export --db %s --runs hardware", db);
+    CHECK(run(args) == 0 && has("row,run_id,created,code_version,world_size,machine,workload") &&
+          tb_test_count(out, "\nresult,") == 2 && tb_test_count(out, "\nscore,") == 1 &&
+          has(",fmnist_cnn,sgd,cpu,1,64,failed,\"out of memory, badly\",1000,1.5,,") &&
+          has("\"cpu, 1 thread\",2,1,0,,,0.95"));
+    snprintf(args, sizeof args, "export --db %s --runs hardware --format jsonl -o %s/hw.jsonl",
+             db, dir);
+    CHECK(run(args) == 0);
+    snprintf(args, sizeof args, "%s/hw.jsonl", dir);
+    const char *text = slurp(args);
+    cJSON *o = text ? cJSON_Parse(text) : NULL;
+    if (CHECK(o && tb_test_count(text, "\n") == 1)) { /* one run: one line */
+        CHECK(cJSON_GetArraySize(cJSON_GetObjectItem(o, "results")) == 2);
+        CHECK(cJSON_GetArraySize(cJSON_GetObjectItem(o, "scores")) == 1);
+        CHECK(cJSON_IsObject(cJSON_GetObjectItem(o, "machine")));
+        const cJSON *failed = cJSON_GetArrayItem(cJSON_GetObjectItem(o, "results"), 1);
+        CHECK(cJSON_IsNull(cJSON_GetObjectItem(failed, "ratio")));
+    }
+    cJSON_Delete(o);
+    snprintf(args, sizeof args, "export --db %s --runs studies", db);
+    CHECK(run(args) == 0 && has("study,key,created,status,") && tb_test_count(out, "\necho,") == 2 &&
+          has(",diverged,"));
+    snprintf(args, sizeof args, "export --db %s --runs studies --format jsonl", db);
+    CHECK(run(args) == 0 && tb_test_count(out, "\"study\":\"echo\"") == 2 &&
+          has("\"status\":\"diverged\"") && has("\"time_to_target_s\":null"));
+    /* what does not apply */
+    snprintf(args, sizeof args, "export --db %s --runs studies --name b", db);
+    CHECK(run(args) == 2 && has("--name picks a benchmark's trials"));
+    snprintf(args, sizeof args, "export --db %s --runs hardware --format algoperf %s/x", db, dir);
+    CHECK(run(args) == 2 && has("AlgoPerf's layout holds trials"));
+    snprintf(args, sizeof args, "export --db %s --runs machines", db);
+    CHECK(run(args) == 2 && has("not trials, hardware or studies"));
+}
+
 int main(void)
 {
     char dir[] = "/tmp/tb_export_XXXXXX";
@@ -151,6 +240,7 @@ int main(void)
     snprintf(path, sizeof path, "%s/two/sgd/study_0/fmnist_mlp_pytorch/trial_1/hparams.json", dir);
     CHECK(exists(path));
     CHECK(entries(dir) == 3);
+    side_exports(dir, db);
     snprintf(args, sizeof args, "rm -rf %s", dir);
     CHECK(system(args) == 0);
     return tb_test_finish("test_export");

@@ -203,6 +203,14 @@ tb_status tb_export_format_parse(const char *name, tb_export_format *out, tb_err
 tb_status tb_store_export(tb_store *store, const char *benchmark, tb_export_format format,
                           FILE *f, tb_error *err);
 
+/* Writes every hardware run (CSV: a row per result, row = result, and per configuration's
+ * score, row = score; JSON lines: one object per run with its results and scores) / every
+ * study run (a row or object each) to f. A store without any is TB_ERR_INVALID saying which
+ * command records them, writing nothing; TB_EXPORT_ALGOPERF is TB_ERR_INVALID (trials only). */
+tb_status tb_store_export_hw(tb_store *store, tb_export_format format, FILE *f, tb_error *err);
+tb_status tb_store_export_studies(tb_store *store, tb_export_format format, FILE *f,
+                                  tb_error *err);
+
 /* Writes benchmark's trials (NULL: the store's only benchmark; a store of several is refused,
  * naming them) in AlgoPerf's experiment layout, which its scoring loader reads unchanged:
  * dir/<submission>/study_<s>/<workload>_pytorch/trial_<t+1>/eval_measurements.csv (AlgoPerf's

@@ -59,5 +59,11 @@ char *tb_store_seeds_json(const uint64_t *seeds);
     "validation/accuracy,validation/loss,validation/error_rate,validation/num_examples,"     \
     "test/accuracy,test/loss,test/error_rate,test/num_examples"
 void tb_export_eval_row(FILE *f, const tb_eval_record *e, int preemptions);
+/* A CSV field: text quoted where it must be; ",value" or "," for a value that is not finite. */
+void tb_export_csv_text(FILE *f, const char *s);
+void tb_export_csv_real(FILE *f, double v);
+struct cJSON;
+/* o[k] = v, or null where v is not finite. */
+void tb_export_json_real(struct cJSON *o, const char *k, double v);
 
 #endif
