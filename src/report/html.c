@@ -4,7 +4,10 @@
 #include "report/report_impl.h"
 
 #include "tb_report_css.h"
+#include "tb_report_bench_js.h"
 #include "tb_report_js.h"
+#include "tb_report_main_js.h"
+#include "tb_report_side_js.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -65,7 +68,10 @@ static void write_page(FILE *f, const char *json, const char *chart_js, const ch
             TB_REPORT_CHART_PACKAGE);
     fputs(chart_js, f);
     fputs("\n</script>\n<script>\n", f);
-    fputs(tb_report_js, f);
+    /* one script in four parts (page.js opens its function, page_main.js closes it) */
+    const char *const parts[] = {tb_report_js, tb_report_bench_js, tb_report_side_js,
+                                 tb_report_main_js};
+    for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++) fputs(parts[i], f);
     fputs("\n</script>\n</body>\n</html>\n", f);
 }
 
