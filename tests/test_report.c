@@ -172,6 +172,45 @@ static void browser(const char *html, const char *browser_path)
     free(dom);
 }
 
+/* A PNG's width and height (its IHDR), 0 if the file is not a PNG. */
+static void png_size(const char *path, unsigned *w, unsigned *h)
+{
+    unsigned char b[24] = {0};
+    FILE *f = fopen(path, "rb");
+    size_t n = f ? fread(b, 1, sizeof b, f) : 0;
+    if (f) fclose(f);
+    bool png = n == sizeof b && memcmp(b, "\x89PNG\r\n\x1a\n", 8) == 0 && memcmp(b + 12, "IHDR", 4) == 0;
+    *w = png ? (unsigned)b[16] << 24 | (unsigned)b[17] << 16 | (unsigned)b[18] << 8 | b[19] : 0;
+    *h = png ? (unsigned)b[20] << 24 | (unsigned)b[21] << 16 | (unsigned)b[22] << 8 | b[23] : 0;
+}
+
+/* report --format png: one PNG per figure of the benchmark (profiles, time to target, curves,
+ * three searches) beside report.html; svg refused with the reason. */
+static void png_figures(const char *dir, const char *db)
+{
+    char args[2048], path[700];
+    snprintf(args, sizeof args, "report --db %s --name t --format png -o %s/figs", db, dir);
+    if (!CHECK(run(args) == 0 && has("6 figures (PNG)"))) fprintf(stderr, "%s\n", out);
+    const char *ids[] = {"benchmark-0-profiles", "benchmark-0-ttt-0", "benchmark-0-curve-0",
+                         "benchmark-0-search-0", "benchmark-0-search-1", "benchmark-0-search-2"};
+    for (size_t i = 0; i < sizeof ids / sizeof ids[0]; i++) {
+        unsigned w, h;
+        snprintf(path, sizeof path, "%s/figs/%s.png", dir, ids[i]);
+        png_size(path, &w, &h);
+        /* the figure alone at twice its size in the report: wider than 800, not the window */
+        if (!CHECK(w >= 800 && w <= 2 * 1280 && h >= 500 && h < 2 * 1000))
+            fprintf(stderr, "%s: %ux%u\n", path, w, h);
+    }
+    snprintf(path, sizeof path, "%s/figs/report.html", dir);
+    CHECK(exists(path));
+    snprintf(path, sizeof path, "%s/figs", dir);
+    CHECK(!left_behind(path, ".b"));
+    snprintf(args, sizeof args, "report --db %s --format svg -o %s/svg", db, dir);
+    CHECK(run(args) == 2 && has("canvas") && has("bitmap") && has("--format png"));
+    snprintf(path, sizeof path, "%s/svg", dir);
+    CHECK(!exists(path));
+}
+
 static void bad_inputs(const char *dir, const char *db)
 {
     char args[2048], path[600];
@@ -252,6 +291,7 @@ int main(void)
     CHECK(run("report --help") == 0 && has("--output") && has("libjs-chart.js"));
     CHECK(run("--help") == 0 && has("report  "));
     browser(html, browser_path);
+    png_figures(dir, db);
     bad_inputs(dir, db);
     snprintf(args, sizeof args, "rm -rf %s", dir);
     CHECK(system(args) == 0);
