@@ -27,7 +27,7 @@ static const char export_usage[] =
     "options:\n"
     "      --db FILE          results store (default results.db)\n"
     "      --name NAME        only this benchmark (default: all; one the store lacks is an\n"
-    "                         error)\n"
+    "                         error; algoperf: the store's only benchmark)\n"
     "      --runs KIND        trials (default), hardware (`hw --db` runs: csv a row per\n"
     "                         result and per configuration's score, jsonl an object per\n"
     "                         run) or studies (`study --db` runs: a row or object each)\n"
@@ -35,8 +35,8 @@ static const char export_usage[] =
     "      --replace          algoperf: replace DIR if it exists and is not empty (otherwise\n"
     "                         refused); the new tree is complete before the old one goes\n"
     "  -o, --output FILE      write to FILE (default: stdout; algoperf: the DIR): a regular\n"
-    "                         file is written whole or not at all (a temporary file renamed into place);\n"
-    "                         the store itself is refused\n"
+    "                         file is written whole or not at all (a temporary file\n"
+    "                         renamed into place); the store itself is refused\n"
     "  -h, --help             this help\n";
 
 /* Is `path` the store `db` (or one of SQLite's files beside it)? Compared by device and inode,

@@ -41,8 +41,7 @@ static char *capture(const char *cmd)
     return buf;
 }
 
-/* The page's #report-checks (HTML-escaped JSON in the dumped DOM), parsed; NULL if absent. */
-static cJSON *page_checks(const char *dom)
+cJSON *tb_report_page_checks(const char *dom)
 {
     const char *start = strstr(dom, "id=\"report-checks\"");
     start = start ? strchr(start, '>') : NULL;
@@ -65,6 +64,16 @@ static cJSON *page_checks(const char *dom)
 }
 
 static const char browser_flags[] = "--headless --no-sandbox --disable-gpu --hide-scrollbars";
+
+char *tb_report_dump_dom(const char *browser, const char *html, bool console)
+{
+    if (strchr(browser, '\'') || strchr(html, '\'')) return NULL;
+    char cmd[CMD_CAP];
+    snprintf(cmd, sizeof cmd, "'%s' %s --window-size=1280,1000 %s--dump-dom 'file://%s' %s",
+             browser, browser_flags, console ? "--enable-logging=stderr --v=0 " : "", html,
+             console ? "2>&1" : "2>/dev/null");
+    return capture(cmd);
+}
 
 /* One figure alone, at twice its size in the report, to dir/id.png. */
 static tb_status screenshot(const char *browser, const char *html, const char *dir,
@@ -102,11 +111,8 @@ tb_status tb_report_png_figures(const char *browser, const char *html, const cha
     if (strchr(browser, '\'') || strchr(html, '\'') || strchr(dir, '\''))
         return tb_fail(err, TB_ERR_INVALID, "a path with a single quote (') cannot be given "
                        "to the browser: %s", strchr(dir, '\'') ? dir : html);
-    char cmd[CMD_CAP];
-    snprintf(cmd, sizeof cmd, "'%s' %s --window-size=1280,1000 --dump-dom 'file://%s' "
-             "2>/dev/null", browser, browser_flags, html);
-    char *dom = capture(cmd);
-    cJSON *checks = dom ? page_checks(dom) : NULL;
+    char *dom = tb_report_dump_dom(browser, html, false);
+    cJSON *checks = dom ? tb_report_page_checks(dom) : NULL;
     free(dom);
     if (!checks)
         return tb_fail(err, TB_ERR_IO, "%s did not open the report %s", browser, html);

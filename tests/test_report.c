@@ -7,6 +7,8 @@
  * message and no file left. Skipped (77) only when chromium is not installed. */
 #include "testutil.h"
 
+#include "report_images.h" /* cli/: the browser helpers */
+
 #include <cjson/cJSON.h>
 #include <dirent.h>
 #include <stdio.h>
@@ -20,14 +22,6 @@ static int run(const char *args) { return tb_test_run_cli(args, out, sizeof out)
 static bool has(const char *needle) { return tb_test_output_has(out, needle); }
 static bool exists(const char *path) { return access(path, F_OK) == 0; }
 
-static const char *chromium(void)
-{
-    static const char *const paths[] = {"/usr/bin/chromium", "/usr/bin/chromium-browser"};
-    for (size_t i = 0; i < sizeof paths / sizeof paths[0]; i++)
-        if (access(paths[i], X_OK) == 0) return paths[i];
-    return NULL;
-}
-
 /* Whether dir holds a file whose name starts with prefix (a temporary file left behind). */
 static bool left_behind(const char *dir, const char *prefix)
 {
@@ -37,48 +31,6 @@ static bool left_behind(const char *dir, const char *prefix)
         found = found || strncmp(e->d_name, prefix, strlen(prefix)) == 0;
     if (d) closedir(d);
     return found;
-}
-
-/* Runs cmd, its stdout and stderr into a malloc'ed string. */
-static char *capture(const char *cmd)
-{
-    FILE *p = popen(cmd, "r");
-    if (!p) return NULL;
-    size_t cap = 1 << 20, n = 0;
-    char *buf = malloc(cap);
-    for (size_t k; buf && (k = fread(buf + n, 1, cap - 1 - n, p)) > 0;) {
-        n += k;
-        if (n + 1 == cap) {
-            char *grown = realloc(buf, cap *= 2);
-            if (!grown) break;
-            buf = grown;
-        }
-    }
-    pclose(p);
-    if (buf) buf[n] = '\0';
-    return buf;
-}
-
-/* The page's checks (#report-checks in the DOM Chromium dumps), parsed. */
-static cJSON *page_checks(const char *dom)
-{
-    const char *start = strstr(dom, "id=\"report-checks\"");
-    start = start ? strchr(start, '>') : NULL;
-    const char *end = start ? strstr(start, "</pre>") : NULL;
-    if (!end) return NULL;
-    size_t n = (size_t)(end - start - 1);
-    char *text = malloc(n + 1), *o = text;
-    for (const char *p = start + 1; p < end; p++) { /* the text's HTML escapes */
-        if (strncmp(p, "&amp;", 5) == 0) { *o++ = '&'; p += 4; }
-        else if (strncmp(p, "&lt;", 4) == 0) { *o++ = '<'; p += 3; }
-        else if (strncmp(p, "&gt;", 4) == 0) { *o++ = '>'; p += 3; }
-        else if (strncmp(p, "&quot;", 6) == 0) { *o++ = '"'; p += 5; }
-        else *o++ = *p;
-    }
-    *o = '\0';
-    cJSON *j = cJSON_Parse(text);
-    free(text);
-    return j;
 }
 
 static int chart_count(const cJSON *charts, const char *prefix)
@@ -114,13 +66,11 @@ static void add_study_runs(const char *db)
 static void browser(const char *html, const char *browser_path)
 {
     char cmd[2048];
-    snprintf(cmd, sizeof cmd, "%s --headless --no-sandbox --disable-gpu --enable-logging=stderr "
-             "--v=0 --window-size=1280,1000 --dump-dom file://%s 2>&1", browser_path, html);
-    char *dom = capture(cmd);
+    char *dom = tb_report_dump_dom(browser_path, html, true);
     if (!CHECK(dom != NULL)) return;
     /* the page's console messages: none at all (an error, a warning or a log) */
     CHECK(!strstr(dom, ":CONSOLE(") && !strstr(dom, "Uncaught"));
-    cJSON *c = page_checks(dom);
+    cJSON *c = tb_report_page_checks(dom);
     if (!CHECK(c != NULL)) {
         fprintf(stderr, "%.2000s\n", dom);
         free(dom);
@@ -267,7 +217,7 @@ static void bad_inputs(const char *dir, const char *db)
 
 int main(void)
 {
-    const char *browser_path = chromium();
+    const char *browser_path = tb_report_find_browser();
     if (!browser_path) {
         printf("test_report: skipped: chromium is not installed (scripts/setup.sh installs it)\n");
         return TB_TEST_SKIP;
