@@ -38,7 +38,7 @@ static void write_profile(const tb_score_table *t, FILE *f)
                "(of %d counted)\n%-24s", counted, "submission");
     for (size_t k = 0; k < sizeof taus / sizeof taus[0]; k++)
         if (taus[k] <= t->tau_max) {
-            char h[16];
+            char h[32];
             snprintf(h, sizeof h, "tau=%g", taus[k]);
             fprintf(f, "  %12s", h);
         }
