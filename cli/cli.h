@@ -25,6 +25,7 @@ int tb_cli_study(int argc, char **argv);
 int tb_cli_bench(int argc, char **argv);
 int tb_cli_score(int argc, char **argv);
 int tb_cli_export(int argc, char **argv);
+int tb_cli_report(int argc, char **argv);
 int tb_cli_utility(int argc, char **argv);
 int tb_cli_hw(int argc, char **argv);
 /* Prints the score table(s) of a store (benchmark name NULL: all); returns an exit code. */

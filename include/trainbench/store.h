@@ -144,10 +144,57 @@ tb_status tb_store_trial_get(tb_store *store, int64_t id, tb_trial_record *out, 
 tb_status tb_store_evals(tb_store *store, int64_t trial_id, tb_eval_record **out, int *n,
                          tb_error *err);
 
+/* ---- reads of the side tables (hardware runs, study runs) for reports and exports ----------
+ * A store without the table (never given a hardware run or a study, or written by an older
+ * build) has none: n = 0, not an error. Nothing is created or written. */
+typedef struct tb_store_hw_row {
+    int64_t run_id;
+    char created[32];           /* UTC, "YYYY-MM-DD HH:MM:SS" */
+    char machine[512];          /* the run's machine facts (JSON) */
+    char code_version[64];
+    int world_size;
+    char workload[64], algorithm[32], device[16];
+    int threads, batch_size;
+    bool failed;
+    char reason[512];
+    double examples_per_s, sem_pct, ratio; /* NaN where the store has none */
+} tb_store_hw_row;
+
+typedef struct tb_store_hw_score_row {
+    int64_t run_id;
+    char created[32];
+    char machine[512];
+    char config[64];            /* "cpu, 2 threads", "cuda" */
+    int workloads, failed;
+    double score, low, high, level; /* NaN where the store has none */
+} tb_store_hw_score_row;
+
+/* Every hardware result (*rows, by run then row) and score (*scores, by run) in the store;
+ * both malloc'ed (NULL when none), the caller frees them. */
+tb_status tb_store_hw_history(tb_store *store, tb_store_hw_row **rows, int *n_rows,
+                              tb_store_hw_score_row **scores, int *n_scores, tb_error *err);
+
+typedef struct tb_store_study_row {
+    char study[64];
+    char key[2048];             /* the run's whole configuration */
+    char created[32];
+    bool diverged, reached;
+    char reason[512];
+    int64_t steps;
+    double train_time_s, validation_loss, validation_error, validation_metric, test_metric,
+        time_to_target_s;       /* NaN where the store has none */
+} tb_store_study_row;
+
+/* Every study run in the store, by study then time recorded; *out malloc'ed (NULL when none),
+ * the caller frees it. */
+tb_status tb_store_study_history(tb_store *store, tb_store_study_row **out, int *n,
+                                 tb_error *err);
+
 typedef enum tb_export_format {
     TB_EXPORT_CSV = 0,   /* one row per eval: trial keys + AlgoPerf's eval_measurements columns
                             (a trial without evals: one row, its eval columns empty) */
     TB_EXPORT_JSONL = 1, /* one JSON object per trial, with its evals */
+    TB_EXPORT_ALGOPERF = 2, /* AlgoPerf's directory tree (tb_store_export_algoperf) */
 } tb_export_format;
 
 tb_status tb_export_format_parse(const char *name, tb_export_format *out, tb_error *err);
@@ -155,6 +202,24 @@ tb_status tb_export_format_parse(const char *name, tb_export_format *out, tb_err
  * fails with TB_ERR_INVALID naming it and listing the store's benchmarks, writing nothing. */
 tb_status tb_store_export(tb_store *store, const char *benchmark, tb_export_format format,
                           FILE *f, tb_error *err);
+
+/* Writes every hardware run (CSV: a row per result, row = result, and per configuration's
+ * score, row = score; JSON lines: one object per run with its results and scores) / every
+ * study run (a row or object each) to f. A store without any is TB_ERR_INVALID saying which
+ * command records them, writing nothing; TB_EXPORT_ALGOPERF is TB_ERR_INVALID (trials only). */
+tb_status tb_store_export_hw(tb_store *store, tb_export_format format, FILE *f, tb_error *err);
+tb_status tb_store_export_studies(tb_store *store, tb_export_format format, FILE *f,
+                                  tb_error *err);
+
+/* Writes benchmark's trials (NULL: the store's only benchmark; a store of several is refused,
+ * naming them) in AlgoPerf's experiment layout, which its scoring loader reads unchanged:
+ * dir/<submission>/study_<s>/<workload>_pytorch/trial_<t+1>/eval_measurements.csv (AlgoPerf's
+ * columns; the header alone for a trial without evals) and hparams.json beside it. The tree is
+ * written under dir.tmp-XXXXXX and renamed to dir: dir may be new or an empty directory; a
+ * non-empty one is TB_ERR_INVALID unless replace (then it is replaced whole). On failure
+ * nothing is left. */
+tb_status tb_store_export_algoperf(tb_store *store, const char *benchmark, const char *dir,
+                                   bool replace, tb_error *err);
 
 #ifdef __cplusplus
 }

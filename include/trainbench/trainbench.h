@@ -43,6 +43,7 @@
 #include "trainbench/benchmark.h"
 #include "trainbench/throughput.h"
 #include "trainbench/hardware.h"
+#include "trainbench/report.h"
 #include "trainbench/study.h"
 #include "trainbench/study_plan.h"
 

@@ -7,10 +7,54 @@
 #include <stdlib.h>
 #include <string.h>
 
-static void fmt_time(char *buf, size_t cap, double x)
+/* A cell's time, or what happened instead: a miss, every trial failed, not finished. */
+static void fmt_time(char *buf, size_t cap, const tb_score_table *t, size_t c)
 {
-    if (isfinite(x)) snprintf(buf, cap, "%.1f s", x);
+    if (isfinite(t->time[c])) snprintf(buf, cap, "%.1f s", t->time[c]);
+    else if (t->trials[c] > 0 && t->trials_failed[c] == t->trials[c]) snprintf(buf, cap, "failed");
+    else if (t->trials_unfinished[c] > 0) snprintf(buf, cap, "unfinished");
     else snprintf(buf, cap, "miss");
+}
+
+/* Whether submission s reached a counted workload's target (a voided time does not count):
+ * a speedup is shown only then, never for misses alone. */
+static bool reached_any(const tb_score_table *t, int s)
+{
+    for (int w = 0; w < t->n_wl; w++) {
+        size_t c = (size_t)s * (size_t)t->n_wl + (size_t)w;
+        if (t->counted[w] && isfinite(t->time[c]) && !t->disqualified[c]) return true;
+    }
+    return false;
+}
+
+/* The performance profile as a small table: rho(tau), the counted workloads within tau of the
+ * fastest, as a count of the counted workloads. */
+static void write_profile(const tb_score_table *t, FILE *f)
+{
+    static const double taus[] = {1.0, 1.5, 2.0, 3.0, 4.0};
+    int counted = 0;
+    for (int w = 0; w < t->n_wl; w++) counted += t->counted[w];
+    fprintf(f, "\nperformance profile: rho(tau), the workloads within tau of the fastest time "
+               "(of %d counted)\n%-24s", counted, "submission");
+    for (size_t k = 0; k < sizeof taus / sizeof taus[0]; k++)
+        if (taus[k] <= t->tau_max) {
+            char h[32];
+            snprintf(h, sizeof h, "tau=%g", taus[k]);
+            fprintf(f, "  %12s", h);
+        }
+    fputc('\n', f);
+    for (int s = 0; s < t->n_subs; s++) {
+        fprintf(f, "%-24s", t->subs[s]);
+        for (size_t k = 0; k < sizeof taus / sizeof taus[0]; k++) {
+            if (taus[k] > t->tau_max) continue;
+            double rho = tb_score_profile(t->ratio + (size_t)s * (size_t)t->n_wl, t->counted,
+                                          t->n_wl, taus[k]);
+            char cell[32];
+            snprintf(cell, sizeof cell, "%.2f (%d)", rho, (int)lround(rho * counted));
+            fprintf(f, "  %12s", cell);
+        }
+        fputc('\n', f);
+    }
 }
 
 /* What the variant rule did, under the table: the variants that gate and are not counted, and
@@ -36,13 +80,13 @@ void tb_score_table_write_text(const tb_score_table *t, FILE *f)
                "fastest trial)\n\n", t->benchmark, t->ruleset);
     fprintf(f, "%-24s", "submission");
     for (int w = 0; w < t->n_wl; w++) fprintf(f, "  %-28s", t->wls[w]);
-    fprintf(f, "  %7s  %9s\n", "score", "speedup");
+    fprintf(f, "  %7s  %12s\n", "score", "speedup");
     for (int s = 0; s < t->n_subs; s++) {
         fprintf(f, "%-24s", t->subs[s]);
         for (int w = 0; w < t->n_wl; w++) {
             size_t c = (size_t)s * (size_t)t->n_wl + (size_t)w;
             char tm[32], cell[64];
-            fmt_time(tm, sizeof tm, t->time[c]);
+            fmt_time(tm, sizeof tm, t, c);
             int n = snprintf(cell, sizeof cell, "%s%s (%d/%d studies", tm,
                              t->disqualified[c] ? "*" : "", t->studies_reached[c], t->studies[c]);
             if (t->trials_failed[c])
@@ -54,14 +98,16 @@ void tb_score_table_write_text(const tb_score_table *t, FILE *f)
             snprintf(cell + n, sizeof cell - (size_t)n, ")");
             fprintf(f, "  %-28s", cell);
         }
-        if (isfinite(t->speedup[s])) fprintf(f, "  %7.3f  %8.2fx\n", t->score[s], t->speedup[s]);
-        else fprintf(f, "  %7.3f  %9s\n", t->score[s], "-");
+        if (isfinite(t->speedup[s]) && reached_any(t, s))
+            fprintf(f, "  %7.3f  %11.2fx\n", t->score[s], t->speedup[s]);
+        else fprintf(f, "  %7.3f  %12s\n", t->score[s], reached_any(t, s) ? "-" : "none reached");
     }
+    write_profile(t, f);
     fprintf(f, "\nscore: AlgoPerf benchmark score, sum_w max(0, %g - r_w) / (n (%g - 1)), r = "
                "time / fastest time (1 = fastest everywhere, 0 = never within %gx)\n",
             t->tau_max, t->tau_max, t->tau_max);
-    fprintf(f, "speedup: geometric mean of %s's time / this time (a miss counts as budget + 1 s)"
-               "\n", t->reference);
+    fprintf(f, "speedup: geometric mean of %s's time / this time (a miss counts as budget + 1 s); "
+               "none for a submission that reached no target\n", t->reference);
     if (t->variant_rule) write_variant_note(t, f);
 }
 

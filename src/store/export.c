@@ -13,11 +13,13 @@ tb_status tb_export_format_parse(const char *name, tb_export_format *out, tb_err
     if (!name || !out) return tb_store_null(err, "export_format_parse", name ? "out" : "name");
     if (strcmp(name, "csv") == 0) *out = TB_EXPORT_CSV;
     else if (strcmp(name, "jsonl") == 0 || strcmp(name, "json") == 0) *out = TB_EXPORT_JSONL;
-    else return tb_fail(err, TB_ERR_INVALID, "unknown export format '%s' (csv or jsonl)", name);
+    else if (strcmp(name, "algoperf") == 0) *out = TB_EXPORT_ALGOPERF;
+    else return tb_fail(err, TB_ERR_INVALID, "unknown export format '%s' (csv, jsonl or "
+                        "algoperf)", name);
     return TB_OK;
 }
 
-static void csv_text(FILE *f, const char *s)
+void tb_export_csv_text(FILE *f, const char *s)
 {
     bool quote = strpbrk(s, ",\"\r\n") != NULL;
     if (!quote) {
@@ -32,13 +34,33 @@ static void csv_text(FILE *f, const char *s)
     fputc('"', f);
 }
 
-static void csv_real(FILE *f, double v)
+void tb_export_csv_real(FILE *f, double v)
 {
     if (isfinite(v)) fprintf(f, ",%.9g", v);
     else fputc(',', f);
 }
 
-static void json_real(cJSON *o, const char *k, double v)
+void tb_export_eval_row(FILE *f, const tb_eval_record *e, int preemptions)
+{
+    fprintf(f, "%lld,%d", (long long)e->step, preemptions);
+    tb_export_csv_real(f, e->submission_time); /* AlgoPerf's score column: submission time */
+    tb_export_csv_real(f, e->total_duration);
+    tb_export_csv_real(f, e->submission_time);
+    tb_export_csv_real(f, e->eval_time);
+    fputs(",0", f);
+    tb_export_csv_real(f, e->train_accuracy);
+    tb_export_csv_real(f, e->train_loss);
+    tb_export_csv_real(f, e->validation_accuracy);
+    tb_export_csv_real(f, e->validation_loss);
+    tb_export_csv_real(f, e->validation_error);
+    fprintf(f, ",%lld", (long long)e->validation_examples);
+    tb_export_csv_real(f, e->test_accuracy);
+    tb_export_csv_real(f, e->test_loss);
+    tb_export_csv_real(f, e->test_error);
+    fprintf(f, ",%lld\n", (long long)e->test_examples);
+}
+
+void tb_export_json_real(cJSON *o, const char *k, double v)
 {
     if (isfinite(v)) cJSON_AddNumberToObject(o, k, v);
     else cJSON_AddNullToObject(o, k);
@@ -46,23 +68,19 @@ static void json_real(cJSON *o, const char *k, double v)
 
 static const char csv_header[] =
     "benchmark,submission,workload,ruleset,study,trial,trial_status,hparams,resolved_hparams,"
-    "default_hparams,"
-    "global_step,preemption_count,score,total_duration,accumulated_submission_time,"
-    "accumulated_eval_time,accumulated_logging_time,train/accuracy,train/loss,"
-    "validation/accuracy,validation/loss,validation/error_rate,validation/num_examples,"
-    "test/accuracy,test/loss,test/error_rate,test/num_examples\n";
+    "default_hparams," TB_EXPORT_EVAL_COLUMNS "\n";
 
 static void csv_keys(FILE *f, const tb_trial_record *t, char *const hp[3])
 {
-    csv_text(f, t->benchmark);
+    tb_export_csv_text(f, t->benchmark);
     fputc(',', f);
-    csv_text(f, t->submission);
+    tb_export_csv_text(f, t->submission);
     fprintf(f, ",%s,%s,%d,%d,%s,", t->workload, t->ruleset, t->study, t->trial,
             tb_trial_status_name(t->status));
-    csv_text(f, hp[0] ? hp[0] : "{}");
+    tb_export_csv_text(f, hp[0] ? hp[0] : "{}");
     for (int i = 1; i < 3; i++) {
         fputc(',', f);
-        csv_text(f, hp[i] ? hp[i] : "");
+        tb_export_csv_text(f, hp[i] ? hp[i] : "");
     }
 }
 
@@ -96,24 +114,9 @@ static void csv_trial(FILE *f, const tb_trial_record *t, const tb_eval_record *e
         fprintf(f, ",,%d,,,,,,,,,,,,,,,\n", preemptions);
     }
     for (int i = 0; i < n; i++) {
-        const tb_eval_record *e = &ev[i];
         csv_keys(f, t, hp);
-        fprintf(f, ",%lld,%d", (long long)e->step, preemptions);
-        csv_real(f, e->submission_time); /* AlgoPerf's score column: submission time */
-        csv_real(f, e->total_duration);
-        csv_real(f, e->submission_time);
-        csv_real(f, e->eval_time);
-        fputs(",0", f);
-        csv_real(f, e->train_accuracy);
-        csv_real(f, e->train_loss);
-        csv_real(f, e->validation_accuracy);
-        csv_real(f, e->validation_loss);
-        csv_real(f, e->validation_error);
-        fprintf(f, ",%lld", (long long)e->validation_examples);
-        csv_real(f, e->test_accuracy);
-        csv_real(f, e->test_loss);
-        csv_real(f, e->test_error);
-        fprintf(f, ",%lld\n", (long long)e->test_examples);
+        fputc(',', f);
+        tb_export_eval_row(f, &ev[i], preemptions);
     }
     for (int i = 0; i < 3; i++) free(hp[i]);
 }
@@ -151,7 +154,7 @@ static void jsonl_trial(FILE *f, const tb_trial_record *t, const tb_eval_record 
     cJSON_AddStringToObject(o, "reason", t->reason);
     cJSON_AddNumberToObject(o, "attempts", t->attempts);
     cJSON_AddBoolToObject(o, "reached", t->reached);
-    json_real(o, "time_to_target", t->time_to_target);
+    tb_export_json_real(o, "time_to_target", t->time_to_target);
     cJSON_AddNumberToObject(o, "submission_time", t->submission_time);
     cJSON_AddNumberToObject(o, "steps", (double)t->steps);
     cJSON_AddStringToObject(o, "code_version", t->code_version);
@@ -166,15 +169,15 @@ static void jsonl_trial(FILE *f, const tb_trial_record *t, const tb_eval_record 
         cJSON_AddNumberToObject(x, "accumulated_submission_time", e->submission_time);
         cJSON_AddNumberToObject(x, "accumulated_eval_time", e->eval_time);
         cJSON_AddNumberToObject(x, "total_duration", e->total_duration);
-        json_real(x, "train/loss", e->train_loss);
-        json_real(x, "train/accuracy", e->train_accuracy);
-        json_real(x, "validation/loss", e->validation_loss);
-        json_real(x, "validation/accuracy", e->validation_accuracy);
-        json_real(x, "validation/error_rate", e->validation_error);
+        tb_export_json_real(x, "train/loss", e->train_loss);
+        tb_export_json_real(x, "train/accuracy", e->train_accuracy);
+        tb_export_json_real(x, "validation/loss", e->validation_loss);
+        tb_export_json_real(x, "validation/accuracy", e->validation_accuracy);
+        tb_export_json_real(x, "validation/error_rate", e->validation_error);
         cJSON_AddNumberToObject(x, "validation/num_examples", (double)e->validation_examples);
-        json_real(x, "test/loss", e->test_loss);
-        json_real(x, "test/accuracy", e->test_accuracy);
-        json_real(x, "test/error_rate", e->test_error);
+        tb_export_json_real(x, "test/loss", e->test_loss);
+        tb_export_json_real(x, "test/accuracy", e->test_accuracy);
+        tb_export_json_real(x, "test/error_rate", e->test_error);
         cJSON_AddNumberToObject(x, "test/num_examples", (double)e->test_examples);
         cJSON_AddItemToArray(arr, x);
     }
@@ -188,6 +191,9 @@ tb_status tb_store_export(tb_store *s, const char *benchmark, tb_export_format f
                           tb_error *err)
 {
     if (!s || !f) return tb_store_null(err, "store_export", s ? "the file" : "the store");
+    if (format == TB_EXPORT_ALGOPERF)
+        return tb_fail(err, TB_ERR_INVALID, "the algoperf export is a directory tree, not one "
+                       "file (tb_store_export_algoperf)");
     tb_trial_record *trials;
     int n;
     tb_status st = tb_store_trials(s, benchmark, &trials, &n, err);

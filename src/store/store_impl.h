@@ -6,6 +6,7 @@
 
 #include <sqlite3.h>
 #include <stdbool.h>
+#include <stdio.h>
 
 struct tb_store {
     sqlite3 *db;
@@ -49,5 +50,20 @@ void tb_store_bind_real(sqlite3_stmt *q, int i, double v);
 /* JSON text (malloc'ed) of a hyperparameter point / of the seeds by stream name. */
 char *tb_store_hparams_json(const tb_hparams *hp);
 char *tb_store_seeds_json(const uint64_t *seeds);
+
+/* AlgoPerf's eval_measurements.csv columns, as the exports write them, and one eval's row
+ * under them (export.c). A value the store does not have is an empty field. */
+#define TB_EXPORT_EVAL_COLUMNS                                                                 \
+    "global_step,preemption_count,score,total_duration,accumulated_submission_time,"           \
+    "accumulated_eval_time,accumulated_logging_time,train/accuracy,train/loss,"              \
+    "validation/accuracy,validation/loss,validation/error_rate,validation/num_examples,"     \
+    "test/accuracy,test/loss,test/error_rate,test/num_examples"
+void tb_export_eval_row(FILE *f, const tb_eval_record *e, int preemptions);
+/* A CSV field: text quoted where it must be; ",value" or "," for a value that is not finite. */
+void tb_export_csv_text(FILE *f, const char *s);
+void tb_export_csv_real(FILE *f, double v);
+struct cJSON;
+/* o[k] = v, or null where v is not finite. */
+void tb_export_json_real(struct cJSON *o, const char *k, double v);
 
 #endif
