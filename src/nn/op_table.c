@@ -49,4 +49,6 @@ const tb_op_def tb_op_table[TB_OP_COUNT] = {
     [TB_OP_CAUSAL_ATTENTION] = {.name = "causal_attention",
                                 .forward = tb_fwd_causal_attention,
                                 .backward = tb_bwd_causal_attention},
+    [TB_OP_SPARSE_OUT] = {.name = "sparse_out",
+                          .forward = tb_fwd_sparse_out, .backward = tb_bwd_sparse_out},
 };

@@ -15,6 +15,8 @@ static const tb_workload_vtable *const registry[] = {
     &tb_workload_kjv_transformer_relu, &tb_workload_kjv_transformer_deep,
     &tb_workload_wordnet_sparse,      &tb_workload_wordnet_sparse_wide,
     &tb_workload_wordnet_sparse_tanh,
+    &tb_workload_wordnet_sparse_sq_naive, &tb_workload_wordnet_sparse_sq_exact,
+    &tb_workload_wordnet_sparse_sph_naive, &tb_workload_wordnet_sparse_sph_exact,
 };
 #define N_REGISTRY ((int)(sizeof registry / sizeof *registry))
 
