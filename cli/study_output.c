@@ -50,7 +50,10 @@ static void print_pairs(const tb_study_plan *p, const tb_study_figure *f)
         printf("  %s vs %s: wins %lld, ties %lld, losses %lld\n    %s\n", a, b,
                (long long)r->pab.wins, (long long)r->pab.ties, (long long)r->pab.losses,
                sentence);
-        if (c->expect == TB_EXPECT_A_WINS)
+        if (c->expect == TB_EXPECT_SAME_WITHIN)
+            printf("    expected: every pair the same within %g (relative): %s (largest gap "
+                   "%.3g)\n", c->tolerance, tb_study_outcome_name(r->outcome), r->max_rel_gap);
+        else if (c->expect == TB_EXPECT_A_WINS)
             printf("    expected: A better in at least %.0f%% of the pairs: %s\n",
                    100 * c->min_wins, tb_study_outcome_name(r->outcome));
         else if (c->expect != TB_EXPECT_NONE)
@@ -150,6 +153,8 @@ void tb_cli_study_print_json(const tb_study_plan *p, const tb_study_values *v,
         tb_cli_json_number("%.6g", r->pab.p);
         fputs(",\"ci\":", stdout);
         json_interval(r->pab.ci);
+        fputs(",\"max_rel_gap\":", stdout);
+        tb_cli_json_number("%.6g", r->max_rel_gap);
         printf(",\"verdict\":\"%s\",\"expect\":\"%s\",\"outcome\":\"%s\"}",
                tb_verdict_name(r->pab.verdict), tb_study_expect_name(p->comparisons[r->comparison].expect),
                tb_study_outcome_name(r->outcome));

@@ -100,6 +100,11 @@ static void test_malformed(void)
          "comparisons[0].expect: unknown expectation 'a_winz'"},
         {", \"min_wins\": 0.75", "", "comparisons[0].min_wins: missing"},
         {"\"min_wins\": 0.75", "\"min_wins\": 1.5", "comparisons[0].min_wins: 1.5 is not"},
+        {"\"a_wins\", \"min_wins\": 0.75", "\"same_within\"", "comparisons[0].tolerance: missing"},
+        {"\"a_wins\", \"min_wins\": 0.75", "\"same_within\", \"tolerance\": 1",
+         "comparisons[0].tolerance: 1 is not a relative tolerance"},
+        {"\"min_wins\": 0.75", "\"min_wins\": 0.75, \"tolerance\": 0.1",
+         "comparisons[0].tolerance: only with"},
         {"\"axes\": {\"algorithm\"", "\"axes\": {\"damping\": [0.1], \"algorithm\"",
          "cell: damping=0.1 algorithm=adam batch_size=64: "},
         {"\"metric\": \"validation_error\"", "\"metric\": \"test_error\", \"metric\": \"x\"",
@@ -157,6 +162,42 @@ static void test_figure(void)
     tb_study_plan_free(p);
 }
 
+/* same_within: every pair within the relative tolerance, whatever the order of the pairs
+ * (P(A>B) = 0.5 here: not significant, yet the same computation). */
+static void test_same_within(void)
+{
+    tb_study_plan *p = NULL;
+    tb_error err = {0};
+    const char *text = variant("\"expect\": \"a_wins\", \"min_wins\": 0.75", "\"expect\": "
+                               "\"same_within\", \"tolerance\": 0.001");
+    if (!CHECK_OK(tb_study_plan_parse(text, "s.json", &p, &err), &err)) return;
+    CHECK(p->comparisons[0].expect == TB_EXPECT_SAME_WITHIN);
+    CHECK(p->comparisons[0].tolerance == 0.001);
+    p->seeds = 6;
+    double v[6 * 6];
+    tb_study_values vals = {6, 6, v, 0, 0};
+    for (int cell = 0; cell < 6; cell++) /* sgd = adam +-0.05% alternately, except at 128 */
+        for (int r = 0; r < 6; r++)
+            v[cell * 6 + r] = (1.0 + 0.1 * r) * (cell < 3 ? 1 : 1 + (r % 2 ? 5e-4 : -5e-4));
+    v[4 * 6 + 3] *= 1.01;                    /* one pair 1% apart at batch 128 */
+    v[2 * 6 + 1] = v[5 * 6 + 1] = INFINITY;  /* both sides diverged: the same */
+    tb_study_figure f;
+    if (!CHECK_OK(tb_study_figure_compute(p, &vals, &f, &err), &err)) return;
+    CHECK(f.n_pairs == 3);
+    CHECK(f.pairs[0].outcome == TB_STUDY_REPRODUCED && f.pairs[0].pab.verdict ==
+          TB_VERDICT_NOT_SIGNIFICANT);
+    CHECK_NEAR(f.pairs[0].max_rel_gap, 5e-4, 1e-6);
+    CHECK(f.pairs[1].outcome == TB_STUDY_NOT_REPRODUCED && f.pairs[1].max_rel_gap > 0.009);
+    CHECK(f.pairs[2].outcome == TB_STUDY_REPRODUCED);
+    CHECK(f.outcome == TB_STUDY_NOT_REPRODUCED);
+    tb_study_figure_free(&f);
+    v[5 * 6 + 1] = 2.0;                      /* one side diverged, the other not */
+    if (!CHECK_OK(tb_study_figure_compute(p, &vals, &f, &err), &err)) return;
+    CHECK(isinf(f.pairs[2].max_rel_gap) && f.pairs[2].outcome == TB_STUDY_NOT_REPRODUCED);
+    tb_study_figure_free(&f);
+    tb_study_plan_free(p);
+}
+
 static int is_json(const struct dirent *d)
 {
     size_t n = strlen(d->d_name);
@@ -190,6 +231,7 @@ int main(void)
     test_valid();
     test_malformed();
     test_figure();
+    test_same_within();
     test_shipped();
     return tb_test_finish("test_study_plan");
 }

@@ -220,6 +220,13 @@ tb_var *tb_op_layernorm(tb_tape *tape, tb_var *x, tb_var *gamma, tb_var *beta, f
 tb_var *tb_op_embedding(tb_tape *tape, tb_var *table, tb_var *idx);
 /* Causal multi-head self-attention core: qkv [B, T, 3C] -> [B, T, C]. */
 tb_var *tb_op_causal_attention(tb_tape *tape, tb_var *qkv, int heads);
+/* The mean loss of a sparse-target output layer (trainbench/sparse_out.h) on h [N, d] against
+ * targets [N] or [N, K] (int32 indices, values 1): a scalar. Its backward pass writes h's
+ * gradient AND updates the layer by SGD at rate lr (the layer is not a tb_params parameter; see
+ * docs/SPARSE_TARGETS.md, "In a workload"). CPU backend only (TB_ERR_UNSUPPORTED elsewhere). */
+struct tb_sparse_out;
+tb_var *tb_op_sparse_out(tb_tape *tape, struct tb_sparse_out *layer, tb_var *h, tb_var *targets,
+                         float lr);
 
 /* ---- parameters ------------------------------------------------------------------------- */
 /* The kind of a parameter decides optimizer treatment (weight decay, trust-ratio exclusions). */

@@ -68,6 +68,8 @@ typedef enum tb_study_expect {
     TB_EXPECT_NO_DIFFERENCE,   /* verdict no_meaningful_difference */
     TB_EXPECT_A_NOT_WORSE,     /* verdict a_better or no_meaningful_difference */
     TB_EXPECT_A_WINS,          /* A better in at least min_wins of the pairs (a fraction) */
+    TB_EXPECT_SAME_WITHIN,     /* every pair equal within tolerance: |a - b| <= tolerance
+                                  max(|a|, |b|) (an exact rewrite of the same computation) */
 } tb_study_expect;
 
 typedef struct tb_study_comparison {
@@ -75,6 +77,7 @@ typedef struct tb_study_comparison {
                                    comparison per combination of their values */
     tb_study_expect expect;
     double min_wins;            /* TB_EXPECT_A_WINS: in (0, 1] */
+    double tolerance;           /* TB_EXPECT_SAME_WITHIN: relative, in (0, 1) */
     double gamma;               /* the decision rule's gamma, (0.5, 1) */
 } tb_study_comparison;
 
@@ -188,6 +191,8 @@ typedef struct tb_study_pair_row {
     int comparison;             /* index into plan->comparisons */
     int cell_a, cell_b;
     tb_pab_result pab;          /* P(A better than B), lower metric better */
+    double max_rel_gap;         /* max over pairs of |a - b| / max(|a|, |b|) (0 when both are
+                                   0; +inf when one side is not finite and the other is) */
     tb_study_outcome outcome;
 } tb_study_pair_row;
 

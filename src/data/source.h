@@ -40,6 +40,13 @@ tb_status tb_kjv_source_load(const char *data_dir, const char *cache_dir, const 
 tb_status tb_wordnet_source_load(const char *data_dir, const char *cache_dir,
                                  const char *workload, int context, tb_example_source *out,
                                  tb_error *err);
+/* The vocabulary: DEFAULT, words seen at least 3 times (about 27.7k); ALL, every word of the
+ * glosses (about 54k, no "<unk>" in the data), cached in a file of its own. */
+typedef enum tb_wordnet_vocab { TB_WORDNET_VOCAB_DEFAULT = 0, TB_WORDNET_VOCAB_ALL } tb_wordnet_vocab;
+tb_status tb_wordnet_source_load_vocab(const char *data_dir, const char *cache_dir,
+                                       const char *workload, int context,
+                                       tb_wordnet_vocab vocab, tb_example_source *out,
+                                       tb_error *err);
 
 /* Builds or checks a source's data cache (see tb_workload_prepare); report must not be NULL. */
 typedef tb_status (*tb_source_prepare_fn)(const char *data_dir, const char *cache_dir,
@@ -50,5 +57,7 @@ tb_status tb_kjv_prepare(const char *data_dir, const char *cache_dir, bool force
                          tb_prepare_report *report, tb_error *err);
 tb_status tb_wordnet_prepare(const char *data_dir, const char *cache_dir, bool force,
                              tb_prepare_report *report, tb_error *err);
+tb_status tb_wordnet_prepare_all(const char *data_dir, const char *cache_dir, bool force,
+                                 tb_prepare_report *report, tb_error *err);
 
 #endif

@@ -7,7 +7,8 @@
  * most frequent first, at most WN_MAX_VOCAB in all; rarer words become "<unk>". An example is
  * one position of the token stream: the input is the `context` previous tokens of the same
  * gloss ("</s>" before its start), the target the word there. Every 50th gloss is the official
- * test set (fixed). */
+ * test set (fixed). With TB_WORDNET_VOCAB_ALL the vocabulary is every word seen (about 54k;
+ * nothing becomes "<unk>"), in a cache file of its own. */
 #include "data/path_impl.h"
 #include "data/source.h"
 #include "data/token_cache.h"
@@ -18,6 +19,7 @@
 
 #define WN_DEFAULT_DIR "/usr/share/wordnet"
 #define WN_CACHE_FILE "wordnet-glosses.tbcache"
+#define WN_CACHE_FILE_ALL "wordnet-glosses-all.tbcache"
 #define WN_KIND 2
 #define WN_MIN_COUNT 3
 #define WN_MAX_VOCAB 30000
@@ -139,6 +141,12 @@ static tb_status scan(const char *dir, word_fn fn, void *user, tb_error *err)
     return st;
 }
 
+/* What wn_build reads: the directory and the vocabulary's bounds. */
+typedef struct build_params {
+    const char *dir;
+    int64_t min_count, max_vocab;
+} build_params;
+
 typedef struct build_state {
     word_table t;
     tb_token_cache *out;
@@ -180,7 +188,8 @@ static tb_status emit_word(void *user, const char *w, tb_error *err)
 
 static tb_status wn_build(void *p, tb_token_cache *out, tb_error *err)
 {
-    const char *dir = p;
+    const build_params *bp = p;
+    const char *dir = bp->dir;
     build_state b = {.out = out, .eos = 1};
     tb_status st = scan(dir, count_word, &b, err);
     word_entry **sorted = NULL;
@@ -194,7 +203,7 @@ static tb_status wn_build(void *p, tb_token_cache *out, tb_error *err)
             if (b.t.e[i].word) sorted[k++] = &b.t.e[i];
         qsort(sorted, (size_t)k, sizeof *sorted, by_count);
         int64_t n_vocab = 2, bytes = 11; /* "<unk>\0</s>\0" */
-        for (int64_t i = 0; i < k && n_vocab < WN_MAX_VOCAB && sorted[i]->count >= WN_MIN_COUNT;
+        for (int64_t i = 0; i < k && n_vocab < bp->max_vocab && sorted[i]->count >= bp->min_count;
              i++) {
             sorted[i]->id = (int32_t)n_vocab++;
             bytes += (int64_t)strlen(sorted[i]->word) + 1;
@@ -231,7 +240,7 @@ static tb_status wn_build(void *p, tb_token_cache *out, tb_error *err)
 
 /* id: the workload the data is for (named in the command that rebuilds a corrupt cache). */
 static tb_status wn_obtain(const char *data_dir, const char *cache_dir, const char *id,
-                           bool force, tb_prepare_report *rep, tb_token_cache *out,
+                           tb_wordnet_vocab vocab, bool force, tb_prepare_report *rep, tb_token_cache *out,
                            tb_error *err)
 {
     const char *dir = data_dir ? data_dir : WN_DEFAULT_DIR;
@@ -248,16 +257,31 @@ static tb_status wn_obtain(const char *data_dir, const char *cache_dir, const ch
     uint64_t sig;
     tb_status st = tb_source_signature(pp, 4, &sig, hint, err);
     if (st != TB_OK) return st;
-    tb_token_cache_where w = {.cache_dir = cache_dir, .file = WN_CACHE_FILE, .kind = WN_KIND,
-                              .workload = id, .data_dir = data_dir};
-    return tb_token_cache_obtain(&w, sig, force, rep, wn_build, (void *)dir, out, err);
+    bool all = vocab == TB_WORDNET_VOCAB_ALL;
+    build_params bp = {.dir = dir, .min_count = all ? 1 : WN_MIN_COUNT,
+                       .max_vocab = all ? INT32_MAX : WN_MAX_VOCAB};
+    tb_token_cache_where w = {.cache_dir = cache_dir, .file = all ? WN_CACHE_FILE_ALL
+                                                                   : WN_CACHE_FILE,
+                              .kind = WN_KIND, .workload = id, .data_dir = data_dir};
+    return tb_token_cache_obtain(&w, sig, force, rep, wn_build, &bp, out, err);
 }
 
 tb_status tb_wordnet_prepare(const char *data_dir, const char *cache_dir, bool force,
                              tb_prepare_report *report, tb_error *err)
 {
     tb_token_cache c;
-    tb_status st = wn_obtain(data_dir, cache_dir, NULL, force, report, &c, err);
+    tb_status st = wn_obtain(data_dir, cache_dir, NULL, TB_WORDNET_VOCAB_DEFAULT, force, report,
+                             &c, err);
+    if (st == TB_OK) tb_token_cache_free(&c);
+    return st;
+}
+
+tb_status tb_wordnet_prepare_all(const char *data_dir, const char *cache_dir, bool force,
+                                 tb_prepare_report *report, tb_error *err)
+{
+    tb_token_cache c;
+    tb_status st = wn_obtain(data_dir, cache_dir, NULL, TB_WORDNET_VOCAB_ALL, force, report, &c,
+                             err);
     if (st == TB_OK) tb_token_cache_free(&c);
     return st;
 }
@@ -295,11 +319,20 @@ tb_status tb_wordnet_source_load(const char *data_dir, const char *cache_dir,
                                  const char *workload, int context, tb_example_source *out,
                                  tb_error *err)
 {
+    return tb_wordnet_source_load_vocab(data_dir, cache_dir, workload, context,
+                                        TB_WORDNET_VOCAB_DEFAULT, out, err);
+}
+
+tb_status tb_wordnet_source_load_vocab(const char *data_dir, const char *cache_dir,
+                                       const char *workload, int context,
+                                       tb_wordnet_vocab vocab, tb_example_source *out,
+                                       tb_error *err)
+{
     memset(out, 0, sizeof *out);
     wn_data *d = calloc(1, sizeof *d);
     if (!d) return tb_fail(err, TB_ERR_NOMEM, "cannot allocate WordNet");
     d->context = context;
-    tb_status st = wn_obtain(data_dir, cache_dir, workload, false, NULL, &d->c, err);
+    tb_status st = wn_obtain(data_dir, cache_dir, workload, vocab, false, NULL, &d->c, err);
     int64_t n = d->c.n_tokens;
     if (st == TB_OK) {
         d->pos = malloc((size_t)n * sizeof *d->pos);

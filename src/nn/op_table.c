@@ -52,4 +52,6 @@ const tb_op_def tb_op_table[TB_OP_COUNT] = {
     /* its mask is saved as dropout's, so dropout's backward serves */
     [TB_OP_DROPOUT_RANDOM] = {.name = "dropout_random", .forward = tb_fwd_dropout_random,
                               .backward = tb_bwd_dropout},
+    [TB_OP_SPARSE_OUT] = {.name = "sparse_out",
+                          .forward = tb_fwd_sparse_out, .backward = tb_bwd_sparse_out},
 };

@@ -46,6 +46,7 @@ typedef enum tb_op {
     TB_OP_EMBEDDING,
     TB_OP_CAUSAL_ATTENTION,
     TB_OP_DROPOUT_RANDOM, /* dropout with each example's rate drawn at random */
+    TB_OP_SPARSE_OUT, /* the sparse-target output layer's loss; backward updates it */
     TB_OP_COUNT
 } tb_op;
 
@@ -78,6 +79,7 @@ typedef union tb_op_attr {
     struct { float lo, hi; tb_rng *rng; } dropout_random; /* rates in [lo, hi) */
     struct { int64_t n, dim; } embedding;     /* n indices gathering rows of dim */
     struct { int64_t batch, t, c; int heads; } attention; /* qkv [B, T, 3C] */
+    struct { struct tb_sparse_out *layer; float lr; } sparse_out; /* ops_sparse_out.c */
 } tb_op_attr;
 
 typedef struct tb_node {
@@ -151,5 +153,8 @@ void tb_fwd_embedding(tb_tape *t, const tb_node *n);
 void tb_bwd_embedding(tb_tape *t, const tb_node *n);
 void tb_fwd_causal_attention(tb_tape *t, const tb_node *n);
 void tb_bwd_causal_attention(tb_tape *t, const tb_node *n);
+/* [ops_sparse_out.c] */
+void tb_fwd_sparse_out(tb_tape *t, const tb_node *n);
+void tb_bwd_sparse_out(tb_tape *t, const tb_node *n);
 
 #endif

@@ -30,10 +30,27 @@ static tb_status cell_row(const tb_study_plan *plan, const tb_study_values *v, i
     return TB_OK;
 }
 
-static tb_study_outcome judge(const tb_study_comparison *c, const tb_pab_result *p)
+/* The largest relative gap of the pairs: |a - b| / max(|a|, |b|); two equal values (two
+ * infinities of one sign included) give 0, one finite and one not +inf. */
+static double max_rel_gap(const double *a, const double *b, int n)
 {
+    double worst = 0;
+    for (int i = 0; i < n; i++) {
+        if (a[i] == b[i]) continue;
+        double scale = fmax(fabs(a[i]), fabs(b[i]));
+        double gap = isfinite(a[i]) && isfinite(b[i]) ? fabs(a[i] - b[i]) / scale : INFINITY;
+        worst = fmax(worst, gap);
+    }
+    return worst;
+}
+
+static tb_study_outcome judge(const tb_study_comparison *c, const tb_study_pair_row *row)
+{
+    const tb_pab_result *p = &row->pab;
     const tb_verdict v = p->verdict;
     if (c->expect == TB_EXPECT_NONE) return TB_STUDY_NOT_JUDGED;
+    if (c->expect == TB_EXPECT_SAME_WITHIN)
+        return row->max_rel_gap <= c->tolerance ? TB_STUDY_REPRODUCED : TB_STUDY_NOT_REPRODUCED;
     if (c->expect == TB_EXPECT_A_WINS)
         return (double)p->wins >= ceil(c->min_wins * (double)p->n - 1e-9)
                    ? TB_STUDY_REPRODUCED
@@ -78,11 +95,12 @@ static tb_status compare(const tb_study_plan *plan, const tb_study_values *v, in
         tb_pab_options o = tb_pab_options_default();
         o.direction = TB_LOWER_IS_BETTER;
         o.gamma = c->gamma;
-        tb_status st = tb_pab_paired(v->v + (size_t)cell * (size_t)v->seeds,
-                                     v->v + (size_t)row->cell_b * (size_t)v->seeds, v->seeds,
-                                     &o, &row->pab, err);
+        const double *va = v->v + (size_t)cell * (size_t)v->seeds;
+        const double *vb = v->v + (size_t)row->cell_b * (size_t)v->seeds;
+        tb_status st = tb_pab_paired(va, vb, v->seeds, &o, &row->pab, err);
         if (st != TB_OK) return st;
-        row->outcome = judge(c, &row->pab);
+        row->max_rel_gap = max_rel_gap(va, vb, v->seeds);
+        row->outcome = judge(c, row);
         out->n_pairs++;
     }
     return TB_OK;

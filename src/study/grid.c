@@ -8,7 +8,8 @@
 const char *tb_study_expect_name(tb_study_expect e)
 {
     static const char *const names[] = {"none", "a_better", "b_better",
-                                        "no_meaningful_difference", "a_not_worse", "a_wins"};
+                                        "no_meaningful_difference", "a_not_worse", "a_wins",
+                                        "same_within"};
     return (unsigned)e < sizeof names / sizeof *names ? names[e] : "unknown";
 }
 

@@ -331,12 +331,30 @@ static tb_status parse_overrides(parse_ctx *c, const cJSON *o)
     return TB_OK;
 }
 
+/* "tolerance": required with "same_within" and refused without it; a fraction in (0, 1). */
+static tb_status parse_tolerance(parse_ctx *c, const cJSON *o, const char *key,
+                                 tb_study_comparison *cmp)
+{
+    char k2[200];
+    snprintf(k2, sizeof k2, "%s.tolerance", key);
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, "tolerance");
+    if ((v != NULL) != (cmp->expect == TB_EXPECT_SAME_WITHIN))
+        return bad(c, k2, v ? "only with \"expect\": \"same_within\"" : "missing "
+                   "(\"same_within\" needs the relative tolerance of every pair)");
+    if (!v) return TB_OK;
+    tb_status st = number_of(c, v, k2, false, &cmp->tolerance);
+    if (st == TB_OK && !(cmp->tolerance > 0 && cmp->tolerance < 1))
+        return bad(c, k2, "%g is not a relative tolerance in (0, 1)", cmp->tolerance);
+    return st;
+}
+
 static tb_status parse_comparison(parse_ctx *c, const cJSON *o, const char *key,
                                   tb_study_comparison *cmp)
 {
-    static const char *const keys[] = {"a", "b", "expect", "min_wins", "gamma"};
+    static const char *const keys[] = {"a", "b", "expect", "min_wins", "gamma",
+                                       "tolerance"};
     if (!cJSON_IsObject(o)) return bad(c, key, "must be an object {a, b, expect}");
-    tb_status st = only_keys(c, o, key, keys, 5);
+    tb_status st = only_keys(c, o, key, keys, 6);
     char k2[200];
     for (int side = 0; side < 2 && st == TB_OK; side++) {
         const char *name = side ? "b" : "a";
@@ -352,10 +370,10 @@ static tb_status parse_comparison(parse_ctx *c, const cJSON *o, const char *key,
     snprintf(k2, sizeof k2, "%s.expect", key);
     if ((st = get_text(c, o, "expect", k2, false, expect, sizeof expect)) != TB_OK) return st;
     int e = 0;
-    while (e <= TB_EXPECT_A_WINS && strcmp(expect, tb_study_expect_name(e)) != 0) e++;
-    if (e > TB_EXPECT_A_WINS)
+    while (e <= TB_EXPECT_SAME_WITHIN && strcmp(expect, tb_study_expect_name(e)) != 0) e++;
+    if (e > TB_EXPECT_SAME_WITHIN)
         return bad(c, k2, "unknown expectation '%s' (expected none, a_better, b_better, "
-                   "no_meaningful_difference, a_not_worse or a_wins)", expect);
+                   "no_meaningful_difference, a_not_worse, a_wins or same_within)", expect);
     cmp->expect = (tb_study_expect)e;
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, "min_wins");
     snprintf(k2, sizeof k2, "%s.min_wins", key);
@@ -367,6 +385,7 @@ static tb_status parse_comparison(parse_ctx *c, const cJSON *o, const char *key,
         if (!(cmp->min_wins > 0 && cmp->min_wins <= 1))
             return bad(c, k2, "%g is not a fraction in (0, 1]", cmp->min_wins);
     }
+    if ((st = parse_tolerance(c, o, key, cmp)) != TB_OK) return st;
     cmp->gamma = 0.75;
     snprintf(k2, sizeof k2, "%s.gamma", key);
     if ((v = cJSON_GetObjectItemCaseSensitive(o, "gamma"))) {

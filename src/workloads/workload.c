@@ -16,6 +16,10 @@ static const tb_workload_vtable *const registry[] = {
     &tb_workload_wordnet_sparse,      &tb_workload_wordnet_sparse_wide,
     &tb_workload_wordnet_sparse_tanh,  &tb_workload_fmnist_mlp_dropout,
     &tb_workload_fmnist_mlp_dropout_random, &tb_workload_fmnist_cnn_dropout,
+    &tb_workload_wordnet_sparse_sq_naive, &tb_workload_wordnet_sparse_sq_exact,
+    &tb_workload_wordnet_sparse_sph_naive, &tb_workload_wordnet_sparse_sph_exact,
+    &tb_workload_wordnet_sparse_sq_naive_54k, &tb_workload_wordnet_sparse_sq_exact_54k,
+    &tb_workload_wordnet_sparse_sph_naive_54k, &tb_workload_wordnet_sparse_sph_exact_54k,
 };
 #define N_REGISTRY ((int)(sizeof registry / sizeof *registry))
 

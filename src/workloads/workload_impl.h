@@ -101,5 +101,10 @@ extern const tb_workload_vtable tb_workload_kjv_transformer, tb_workload_kjv_tra
     tb_workload_kjv_transformer_deep;
 extern const tb_workload_vtable tb_workload_wordnet_sparse, tb_workload_wordnet_sparse_wide,
     tb_workload_wordnet_sparse_tanh;
+extern const tb_workload_vtable tb_workload_wordnet_sparse_sq_naive,
+    tb_workload_wordnet_sparse_sq_exact, tb_workload_wordnet_sparse_sph_naive,
+    tb_workload_wordnet_sparse_sph_exact, tb_workload_wordnet_sparse_sq_naive_54k,
+    tb_workload_wordnet_sparse_sq_exact_54k, tb_workload_wordnet_sparse_sph_naive_54k,
+    tb_workload_wordnet_sparse_sph_exact_54k; /* wordnet_sparse_exact.c */
 
 #endif
