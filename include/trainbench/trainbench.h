@@ -45,5 +45,6 @@
 #include "trainbench/hardware.h"
 #include "trainbench/study.h"
 #include "trainbench/study_plan.h"
+#include "trainbench/textfile.h"
 
 #endif

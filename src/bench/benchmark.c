@@ -231,8 +231,12 @@ static tb_status load_space(const tb_bench_spec *s, const tb_submission_ref *ref
                        "(expected %s/%s.json)", tb_submission_ref_name(ref),
                        s->search_space_dir ? s->search_space_dir : "<search space dir>",
                        tb_submission_ref_name(ref));
-    char source[200];
-    snprintf(source, sizeof source, "search space of %s", tb_submission_ref_name(ref));
+    char source[1200];
+    const char *file = tb_submission_ref_search_space_path(ref);
+    if (file[0])
+        snprintf(source, sizeof source, "search space %s of %s", file, tb_submission_ref_name(ref));
+    else
+        snprintf(source, sizeof source, "search space of %s", tb_submission_ref_name(ref));
     tb_status st = tb_search_space_parse(text, source, space, err);
     if (st == TB_ERR_FORMAT) { /* malformed JSON: a bad value, like a bad range */
         st = TB_ERR_INVALID;
