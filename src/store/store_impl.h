@@ -44,6 +44,12 @@ bool tb_store_missing_column(sqlite3 *db, const char *tables, const char *const 
 tb_status tb_store_side_tables(tb_store *s, const char *tables, const char *const *added,
                                int n_added, const char *what, const char *purpose,
                                tb_error *err);
+/* Checks the row q is on (select_trials' columns) before it is read: its text columns are
+ * text, and those that name it not empty. Then, once read into t, what it holds. Both fail
+ * with TB_ERR_FORMAT naming the store (path), the row, the field and the cause (trial_row.c). */
+tb_status tb_store_trial_row_types(const char *path, sqlite3_stmt *q, tb_error *err);
+tb_status tb_store_trial_row_check(const char *path, sqlite3_stmt *q, const tb_trial_record *t,
+                                   tb_error *err);
 /* Binds v, or NULL where it is not finite. */
 void tb_store_bind_real(sqlite3_stmt *q, int i, double v);
 /* JSON text (malloc'ed) of a hyperparameter point / of the seeds by stream name. */
