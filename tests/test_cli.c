@@ -61,6 +61,8 @@ int main(void)
           has("\"status\":\"numeric\"") && has("\"diverged\":true") &&
           has("the run diverged at step 1: kfac: damping = 1e-36"));
     /* a damping that cannot work in float32 is refused before training: exit 2, named */
+    CHECK(run("train --lr 1e-300 --steps 2 -q") == 2 &&
+          has("learning_rate = 1e-300 is 0 in float32"));
     CHECK(run("train -a kfac --hp damping=1e-300 --steps 2 -q") == 2 &&
           has("damping = 1e-300 is below float32's smallest normal number"));
     /* the result lists every hyperparameter the run used, given and defaults, and marks the
