@@ -2,7 +2,8 @@
  * search spaces, studies, the hardware reference) given the same classes of bad input:
  * missing, empty, a directory, a FIFO, truncated, corrupt, the wrong type, out of range, huge,
  * a NUL byte, invalid UTF-8. Each must fail (never hang, never crash) with a message that
- * names the file. tb_text_file_read, the helper they share, is checked on its own too. */
+ * names the file. tb_text_file_read, the helper they share, is checked on its own too; and
+ * a WordNet gloss holding a NUL byte. */
 #include "testutil.h"
 
 #include <stdlib.h>
@@ -177,11 +178,47 @@ static void test_text_file_read(const char *dir)
     CHECK(tb_utf8_invalid_at("\xf0\x9f\x98\x80", 4) == -1);  /* U+1F600 */
 }
 
+/* A NUL byte in a WordNet gloss (which would cut the line short, losing its words): refused,
+ * naming the file and the line. */
+static void test_wordnet_nul(const char *dir)
+{
+    static const char *const files[4] = {"data.noun", "data.verb", "data.adj", "data.adv"};
+    static const char line[] = "00001740 03 n 01 entity 0 000 | a thing\n";
+    static const char bad[] = "00001741 03 n 01 thing 0 000 | a \0hidden word\n";
+    char wn[600], path[700];
+    snprintf(wn, sizeof wn, "%s/wordnet", dir);
+    CHECK(mkdir(wn, 0700) == 0);
+    for (int i = 0; i < 4; i++) {
+        snprintf(path, sizeof path, "%s/%s", wn, files[i]);
+        FILE *f = fopen(path, "wb");
+        if (!f) abort();
+        fputs(line, f);
+        if (i == 1) fwrite(bad, 1, sizeof bad - 1, f);
+        fclose(f);
+    }
+    tb_error err = {0};
+    tb_prepare_report r;
+    tb_workload_config cfg = {.data_dir = wn, .cache_dir = dir};
+    snprintf(path, sizeof path, "%s/data.verb line 2", wn);
+    if (!CHECK_FAILS(tb_workload_prepare("wordnet_sparse", &cfg, false, &r, &err),
+                     TB_ERR_FORMAT, &err, path))
+        fprintf(stderr, "NUL in a gloss: %s\n", err.message);
+    CHECK(strstr(err.message, "NUL byte") != NULL);
+    for (int i = 0; i < 4; i++) {
+        snprintf(path, sizeof path, "%s/%s", wn, files[i]);
+        remove(path);
+    }
+    rmdir(wn);
+    snprintf(path, sizeof path, "%s/wordnet-glosses.tbcache", dir);
+    remove(path);
+}
+
 int main(void)
 {
     char dir[] = "/tmp/tb_test_bad_input_XXXXXX";
     if (!mkdtemp(dir)) return 1;
     test_text_file_read(dir);
+    test_wordnet_nul(dir);
     for (size_t i = 0; i < sizeof readers / sizeof readers[0]; i++) test_reader(&readers[i], dir);
     rmdir(dir);
     return tb_test_finish("test_bad_input");
