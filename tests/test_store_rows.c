@@ -7,6 +7,7 @@
 #include <sqlite3.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 static void plan_done_trial(tb_store *store)
@@ -53,6 +54,35 @@ static void check_refused(const char *path, const char *needle)
     tb_store_close(store);
 }
 
+/* A new store that cannot be created: the message says why in words (not SQLite's "unable
+ * to open database file"). */
+static void test_cannot_create(void)
+{
+    char dir[] = "/tmp/tb_test_store_create_XXXXXX", path[300], file[100];
+    if (!CHECK(mkdtemp(dir) != NULL)) return;
+    tb_error err = {0};
+    tb_store *store = NULL;
+    snprintf(path, sizeof path, "%s/none/r.db", dir);
+    char want[300];
+    snprintf(want, sizeof want, "its directory %s/none does not exist", dir);
+    CHECK_FAILS(tb_store_open(path, &store, &err), TB_ERR_IO, &err, want);
+    snprintf(file, sizeof file, "%s/file", dir);
+    FILE *f = fopen(file, "w");
+    if (f) fclose(f);
+    snprintf(path, sizeof path, "%s/r.db", file); /* its directory is a file */
+    CHECK_FAILS(tb_store_open(path, &store, &err), TB_ERR_IO, &err, "is a file, not a directory");
+    CHECK(strstr(err.message, path) && !strstr(err.message, "unable to open"));
+    if (geteuid() != 0) { /* root writes anywhere */
+        chmod(dir, 0500);
+        snprintf(path, sizeof path, "%s/r.db", dir);
+        CHECK_FAILS(tb_store_open(path, &store, &err), TB_ERR_IO, &err, "is not writable");
+        chmod(dir, 0700);
+    }
+    CHECK(store == NULL);
+    unlink(file);
+    rmdir(dir);
+}
+
 int main(void)
 {
     static const struct {
@@ -86,5 +116,6 @@ int main(void)
         unlink(path);
     }
     rmdir(dir);
+    test_cannot_create();
     return tb_test_finish("test_store_rows");
 }

@@ -260,6 +260,11 @@ static tb_status open_store(const char *path, bool writable, tb_store **out, tb_
                        path);
     if (!writable && access(path, F_OK) != 0)
         return tb_fail(err, TB_ERR_INVALID, "results store %s does not exist", path);
+    const bool created = writable && access(path, F_OK) != 0;
+    if (created) {
+        tb_status st = tb_store_create_check(path, err);
+        if (st != TB_OK) return st;
+    }
     tb_store *s = calloc(1, sizeof *s);
     if (!s) return tb_fail(err, TB_ERR_NOMEM, "cannot allocate the results store");
     snprintf(s->path, sizeof s->path, "%s", path);
@@ -272,6 +277,7 @@ static tb_status open_store(const char *path, bool writable, tb_store **out, tb_
     if (sqlite3_open_v2(path, &s->db, flags, NULL) != SQLITE_OK) {
         tb_status st = tb_fail(err, TB_ERR_IO, "cannot open results store %s: %s", path,
                                s->db ? sqlite3_errmsg(s->db) : "out of memory");
+        if (created) st = tb_store_create_failed(path, s->db, err);
         tb_store_close(s);
         return st;
     }
@@ -321,6 +327,7 @@ static tb_status open_store(const char *path, bool writable, tb_store **out, tb_
         st = tb_store_exec(s, "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;", err);
         if (st == TB_OK) st = tb_store_exec(s, schema, err);
         if (st == TB_OK) st = upgrade_schema(s, err);
+        if (st != TB_OK && created) st = tb_store_create_failed(path, s->db, err);
     }
     /* a store of schema 1 opened read-only reads its trials without the new columns */
     if (st == TB_OK) s->schema_2 = has_schema_2(s->db);

@@ -56,4 +56,11 @@ void tb_store_bind_real(sqlite3_stmt *q, int i, double v);
 char *tb_store_hparams_json(const tb_hparams *hp);
 char *tb_store_seeds_json(const uint64_t *seeds);
 
+/* Before creating a new store at path: TB_ERR_IO saying why it cannot be (its directory does
+ * not exist, is not one, is not writable); TB_OK when it may be, or path exists. */
+tb_status tb_store_create_check(const char *path, tb_error *err);
+/* After creating a new store failed with err (db: its connection, or NULL): says so when the
+ * disk is full, else keeps err and returns its status. */
+tb_status tb_store_create_failed(const char *path, sqlite3 *db, tb_error *err);
+
 #endif
