@@ -10,6 +10,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -326,6 +327,43 @@ static void test_missing_data(void)
     remove_store(db);
 }
 
+/* Corrupt data is the machine's failure too: the trial is left planned (not recorded as
+ * failed and reused), and runs once the data is mended. */
+static void test_corrupt_data(void)
+{
+    static const char *const files[4] = {"train-images-idx3-ubyte.gz",
+                                         "train-labels-idx1-ubyte.gz",
+                                         "t10k-images-idx3-ubyte.gz", "t10k-labels-idx1-ubyte.gz"};
+    char db[256], dir[300], path[400];
+    temp_path(db, sizeof db, "corrupt");
+    snprintf(dir, sizeof dir, "%s.data", db);
+    CHECK(mkdir(dir, 0700) == 0);
+    for (int i = 0; i < 4; i++) {
+        snprintf(path, sizeof path, "%s/%s", dir, files[i]);
+        FILE *f = fopen(path, "w");
+        if (f) {
+            fputs("not gzip at all", f);
+            fclose(f);
+        }
+    }
+    const char *subs[1] = {"sgd"};
+    tb_bench_spec s = small_spec(subs, 1);
+    s.trial.data_dir = dir;
+    tb_bench_summary sum;
+    tb_error err = {0};
+    CHECK_FAILS(tb_bench_run(db, &s, NULL, NULL, &sum, &err), TB_ERR_FORMAT, &err,
+                "left unfinished to rerun");
+    s.trial.data_dir = NULL;
+    CHECK_OK(tb_bench_run(db, &s, NULL, NULL, &sum, &err), &err);
+    CHECK(sum.planned == 1 && sum.ran == 1 && sum.reused == 0 && sum.failed == 0);
+    for (int i = 0; i < 4; i++) {
+        snprintf(path, sizeof path, "%s/%s", dir, files[i]);
+        unlink(path);
+    }
+    rmdir(dir);
+    remove_store(db);
+}
+
 /* A submission's own error is its trial's failure, recorded with a reason, whatever its
  * status: one returned without a message (it had been recorded as a trial that "missed the
  * target"), a TB_ERR_MISSING of its own (it had stopped the benchmark as missing data, on
@@ -427,6 +465,7 @@ int main(void)
     test_load_crash();
     test_nan_weights();
     test_missing_data();
+    test_corrupt_data();
     test_target_metric();
     test_target_on_subset();
     test_crash_isolated();
