@@ -299,22 +299,21 @@ static void test_target_on_subset(void)
     remove_store(db);
 }
 
-/* Missing data is the benchmark's error (TB_ERR_MISSING), not the trial's failure: the trial
- * is left unfinished and the same benchmark, run again with the data, runs it. */
-static void test_missing_data(void)
+/* Missing or corrupt data is the machine's failure (TB_ERR_MISSING, TB_ERR_FORMAT), not the
+ * trial's: the trial is left unfinished (not recorded as failed and reused), and the same
+ * benchmark, run again with the data, runs it, as its first attempt. */
+static void check_rerun_with_data(const char *db, const char *data_dir, tb_status want)
 {
-    char db[256];
-    temp_path(db, sizeof db, "missing");
     const char *subs[1] = {"sgd"};
     tb_bench_spec s = small_spec(subs, 1);
-    s.trial.data_dir = "/nonexistent/trainbench";
+    s.trial.data_dir = data_dir;
     tb_bench_summary sum;
     tb_error err = {0};
-    CHECK_FAILS(tb_bench_run(db, &s, NULL, NULL, &sum, &err), TB_ERR_MISSING, &err,
+    CHECK_FAILS(tb_bench_run(db, &s, NULL, NULL, &sum, &err), want, &err,
                 "left unfinished to rerun");
     s.trial.data_dir = NULL;
     CHECK_OK(tb_bench_run(db, &s, NULL, NULL, &sum, &err), &err);
-    CHECK(sum.planned == 1 && sum.ran == 1 && sum.failed == 0);
+    CHECK(sum.planned == 1 && sum.ran == 1 && sum.reused == 0 && sum.failed == 0);
     /* the run that could not start was not an attempt (no preemption in the export) */
     tb_store *store;
     tb_trial_record *t = NULL;
@@ -327,8 +326,13 @@ static void test_missing_data(void)
     remove_store(db);
 }
 
-/* Corrupt data is the machine's failure too: the trial is left planned (not recorded as
- * failed and reused), and runs once the data is mended. */
+static void test_missing_data(void)
+{
+    char db[256];
+    temp_path(db, sizeof db, "missing");
+    check_rerun_with_data(db, "/nonexistent/trainbench", TB_ERR_MISSING);
+}
+
 static void test_corrupt_data(void)
 {
     static const char *const files[4] = {"train-images-idx3-ubyte.gz",
@@ -346,22 +350,12 @@ static void test_corrupt_data(void)
             fclose(f);
         }
     }
-    const char *subs[1] = {"sgd"};
-    tb_bench_spec s = small_spec(subs, 1);
-    s.trial.data_dir = dir;
-    tb_bench_summary sum;
-    tb_error err = {0};
-    CHECK_FAILS(tb_bench_run(db, &s, NULL, NULL, &sum, &err), TB_ERR_FORMAT, &err,
-                "left unfinished to rerun");
-    s.trial.data_dir = NULL;
-    CHECK_OK(tb_bench_run(db, &s, NULL, NULL, &sum, &err), &err);
-    CHECK(sum.planned == 1 && sum.ran == 1 && sum.reused == 0 && sum.failed == 0);
+    check_rerun_with_data(db, dir, TB_ERR_FORMAT);
     for (int i = 0; i < 4; i++) {
         snprintf(path, sizeof path, "%s/%s", dir, files[i]);
         unlink(path);
     }
     rmdir(dir);
-    remove_store(db);
 }
 
 /* A submission's own error is its trial's failure, recorded with a reason, whatever its
