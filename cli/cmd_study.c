@@ -118,20 +118,10 @@ enum { O_LR = 2000, O_SOURCES, O_JSON, O_HPA, O_HPB, O_LRA, O_LRB, O_GAMMA, O_SE
 /* The whole of a search-space file, or NULL with a message. Caller frees. */
 static char *read_space(const char *path)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        tb_cli_error("cannot open search space %s: %s", path, strerror(errno));
-        return NULL;
-    }
-    char *buf = malloc(1 << 20);
-    size_t n = buf ? fread(buf, 1, (1 << 20) - 1, f) : 0;
-    if (buf && ferror(f)) { /* a directory, an I/O error */
-        tb_cli_error("cannot read search space %s: %s", path, strerror(errno));
-        free(buf);
-        buf = NULL;
-    }
-    fclose(f);
-    if (buf) buf[n] = '\0';
+    char *buf = NULL;
+    tb_error err = {0};
+    if (tb_text_file_read(path, "search space", TB_TEXT_FILE_MAX, &buf, NULL, &err) != TB_OK)
+        tb_cli_error("%s", err.message);
     return buf;
 }
 

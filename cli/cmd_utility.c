@@ -187,6 +187,7 @@ int tb_cli_utility(int argc, char **argv)
     if (st == TB_OK && !r) st = tb_fail(&err, TB_ERR_NOMEM, "out of memory");
     if (st == TB_OK) {
         u.spaces = (const tb_search_space *const *)spaces;
+        u.space_names = (const char *const *)paths;
         u.n_spaces = n_spaces;
         u.budgets = budgets;
         u.n_budgets = n_budgets;

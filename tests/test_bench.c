@@ -10,6 +10,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -298,22 +299,21 @@ static void test_target_on_subset(void)
     remove_store(db);
 }
 
-/* Missing data is the benchmark's error (TB_ERR_MISSING), not the trial's failure: the trial
- * is left unfinished and the same benchmark, run again with the data, runs it. */
-static void test_missing_data(void)
+/* Missing or corrupt data is the machine's failure (TB_ERR_MISSING, TB_ERR_FORMAT), not the
+ * trial's: the trial is left unfinished (not recorded as failed and reused), and the same
+ * benchmark, run again with the data, runs it, as its first attempt. */
+static void check_rerun_with_data(const char *db, const char *data_dir, tb_status want)
 {
-    char db[256];
-    temp_path(db, sizeof db, "missing");
     const char *subs[1] = {"sgd"};
     tb_bench_spec s = small_spec(subs, 1);
-    s.trial.data_dir = "/nonexistent/trainbench";
+    s.trial.data_dir = data_dir;
     tb_bench_summary sum;
     tb_error err = {0};
-    CHECK_FAILS(tb_bench_run(db, &s, NULL, NULL, &sum, &err), TB_ERR_MISSING, &err,
+    CHECK_FAILS(tb_bench_run(db, &s, NULL, NULL, &sum, &err), want, &err,
                 "left unfinished to rerun");
     s.trial.data_dir = NULL;
     CHECK_OK(tb_bench_run(db, &s, NULL, NULL, &sum, &err), &err);
-    CHECK(sum.planned == 1 && sum.ran == 1 && sum.failed == 0);
+    CHECK(sum.planned == 1 && sum.ran == 1 && sum.reused == 0 && sum.failed == 0);
     /* the run that could not start was not an attempt (no preemption in the export) */
     tb_store *store;
     tb_trial_record *t = NULL;
@@ -324,6 +324,38 @@ static void test_missing_data(void)
     free(t);
     tb_store_close(store);
     remove_store(db);
+}
+
+static void test_missing_data(void)
+{
+    char db[256];
+    temp_path(db, sizeof db, "missing");
+    check_rerun_with_data(db, "/nonexistent/trainbench", TB_ERR_MISSING);
+}
+
+static void test_corrupt_data(void)
+{
+    static const char *const files[4] = {"train-images-idx3-ubyte.gz",
+                                         "train-labels-idx1-ubyte.gz",
+                                         "t10k-images-idx3-ubyte.gz", "t10k-labels-idx1-ubyte.gz"};
+    char db[256], dir[300], path[400];
+    temp_path(db, sizeof db, "corrupt");
+    snprintf(dir, sizeof dir, "%s.data", db);
+    CHECK(mkdir(dir, 0700) == 0);
+    for (int i = 0; i < 4; i++) {
+        snprintf(path, sizeof path, "%s/%s", dir, files[i]);
+        FILE *f = fopen(path, "w");
+        if (f) {
+            fputs("not gzip at all", f);
+            fclose(f);
+        }
+    }
+    check_rerun_with_data(db, dir, TB_ERR_FORMAT);
+    for (int i = 0; i < 4; i++) {
+        snprintf(path, sizeof path, "%s/%s", dir, files[i]);
+        unlink(path);
+    }
+    rmdir(dir);
 }
 
 /* A submission's own error is its trial's failure, recorded with a reason, whatever its
@@ -427,6 +459,7 @@ int main(void)
     test_load_crash();
     test_nan_weights();
     test_missing_data();
+    test_corrupt_data();
     test_target_metric();
     test_target_on_subset();
     test_crash_isolated();

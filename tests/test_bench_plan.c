@@ -256,7 +256,7 @@ static void test_search_space_checked(void)
         tb_test_write_text(sgd, bad[i].space);
         CHECK_FAILS(tb_bench_run(db, &s, NULL, NULL, &sum, &err), TB_ERR_INVALID, &err,
                     bad[i].needle);
-        CHECK(strstr(err.message, "search space of sgd") != NULL);
+        CHECK(strstr(err.message, "of sgd") && strstr(err.message, sgd)); /* names the file */
         CHECK(count_benchmarks(db) == 0); /* refused before anything was planned */
     }
 

@@ -61,6 +61,8 @@ int main(void)
           has("\"status\":\"numeric\"") && has("\"diverged\":true") &&
           has("the run diverged at step 1: kfac: damping = 1e-36"));
     /* a damping that cannot work in float32 is refused before training: exit 2, named */
+    CHECK(run("train --lr 1e-300 --steps 2 -q") == 2 &&
+          has("learning_rate = 1e-300 is 0 in float32"));
     CHECK(run("train -a kfac --hp damping=1e-300 --steps 2 -q") == 2 &&
           has("damping = 1e-300 is below float32's smallest normal number"));
     /* the result lists every hyperparameter the run used, given and defaults, and marks the
@@ -117,7 +119,7 @@ int main(void)
     CHECK(run("compare -A adamw -B sgd --search 2 --space-b /nonexistent/s.json -q") == 2 &&
           has("cannot open search space /nonexistent/s.json: No such file or directory"));
     CHECK(run("compare -A adamw -B sgd --search 2 --space-b /tmp -q") == 2 &&
-          has("cannot read search space /tmp: Is a directory"));
+          has("search space /tmp: is a directory"));
     CHECK(run("variance --sources init,init -q") == 2 && has("'init' is listed twice"));
     CHECK(run("variance --sources '' -q") == 2 && has("--sources: the list is empty"));
     /* an error rate of a workload that does not classify is refused before any training */

@@ -60,7 +60,7 @@ int main(void)
     CHECK(run("hw --window -1 -q") == 2 && has("--window: -1 is outside"));
     CHECK(run("hw --device cuda --threads 2 -q") == 2 && has("--threads is for --device cpu"));
     CHECK(run("hw --reference /nonexistent/ref.json -q") == 2 &&
-          has("cannot read the reference file /nonexistent/ref.json"));
+          has("cannot open reference file /nonexistent/ref.json"));
     FILE *bad = fopen(saved_path, "w");
     if (bad) {
         fputs("{\"format\":\"trainbench-hw-reference\",\"version\":1}", bad);

@@ -98,7 +98,8 @@ static void test_data_options(void)
     snprintf(args, sizeof args,
              "bench --db %s -s sgd -w wordnet_sparse --ruleset self --studies 1 --budget 0.1 "
              "--cache-dir %s", db, cache);
-    CHECK(run(args) == 0 && has("FAILED: ") && has(corrupt));
+    /* the machine's failure, not sgd's: the trial is left to run again, not recorded failed */
+    CHECK(run(args) == 1 && has("left unfinished to rerun") && has(corrupt));
     unlink(path);
     rmdir(cache);
     /* without HOME and XDG_CACHE_HOME every one of them has no default cache directory: exit 2

@@ -453,13 +453,18 @@ static void c_optim(run *r)
     float *v_out = out_f(r, n, "adam v");
     r->ops->copy(r->be, v_out, v, (size_t)n * sizeof(float)); /* v >= 0 */
     for (int s = 1; s <= 3; s++) {
-        tb_adam_coefs c = {0.9f, 0.999f, 1e-8f, 0.001f, 1.0f - 1e-4f,
-                           1e-2f / (1.0f - powf(0.9f, (float)s)), s == 2 ? 0.05f : 0.0f,
-                           1.0f / (1.0f - powf(0.999f, (float)s))};
+        tb_adam_coefs c = {.beta1 = 0.9f, .beta2 = 0.999f, .eps = 1e-8f,
+                           .one_minus_beta1 = 0.1f, .one_minus_beta2 = 0.001f, .l2 = 0.001f,
+                           .decay = 1.0f - 1e-4f,
+                           .c_m = 1e-2f / (1.0f - powf(0.9f, (float)s)),
+                           .c_g = s == 2 ? 0.05f : 0.0f,
+                           .inv_bc2 = 1.0f / (1.0f - powf(0.999f, (float)s))};
         r->ops->adam_update(r->be, n, w, g, m, v_out, &c, NULL);
     }
     float *dir = out_f(r, n, "adam direction");
-    tb_adam_coefs cd = {0.9f, 0.99f, 1e-6f, 0.0f, 0.99f, 0.1f, 0.0f, 1.0f};
+    tb_adam_coefs cd = {.beta1 = 0.9f, .beta2 = 0.99f, .eps = 1e-6f, .one_minus_beta1 = 0.1f,
+                        .one_minus_beta2 = 0.01f, .decay = 1.0f, .dir_decay = 0.01f, .c_m = 0.1f,
+                        .inv_bc2 = 1.0f};
     r->ops->adam_update(r->be, n, w, g, m, v_out, &cd, dir);
     for (int mom = 0; mom < 2; mom++) {
         float *wr = out_f(r, n, "rms w"), *vr = in_f(r, n, 0, 1);

@@ -161,7 +161,7 @@ static void test_reference_load(void)
         CHECK(strstr(err.message, path) != NULL);
     }
     remove(path);
-    CHECK_FAILS(tb_hw_reference_load(path, ref, &err), TB_ERR_IO, &err, "cannot read");
+    CHECK_FAILS(tb_hw_reference_load(path, ref, &err), TB_ERR_IO, &err, "cannot open");
     free(ref);
 }
 

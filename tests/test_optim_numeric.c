@@ -67,6 +67,10 @@ static void test_float_refusals(void)
         {"adagrad", "epsilon", 1e-40, "sqrt(G) + epsilon would be 0"},
         {"shampoo", "epsilon", 1e-150, "epsilon = 1e-150 is below float32's smallest normal"},
         {"ekfac", "damping", 1e-300, "S + damping would be 0"},
+        /* a learning rate that is 0 in float32: the run would train nothing */
+        {"adam", "learning_rate", 1e-300, "learning_rate = 1e-300 is 0 in float32"},
+        {"sgd", "learning_rate", 1e-50, "learning_rate = 1e-50 is 0 in float32"},
+        {"lamb", "learning_rate", 1e-46, "is 0 in float32"},
     };
     tb_params *p = make_params();
     tb_error err = {0};

@@ -239,6 +239,7 @@ static void test_corrupt_bible(const char *cache)
                     !strstr(err.message, "not installed"));
         if (k < 2) ok &= CHECK(strstr(err.message, "of the 31102 verses") != NULL);
         else ok &= CHECK(strstr(err.message, "bible.data.conc is missing") != NULL);
+        if (k == 0) ok &= CHECK(strstr(err.message, "Short read") != NULL); /* its stderr */
         if (!ok) fprintf(stderr, "%s bible.data: %s\n", cases[k], err.message);
         char p[512];
         snprintf(p, sizeof p, "%s/bible.data", dir);
@@ -247,6 +248,30 @@ static void test_corrupt_bible(const char *cache)
         unlink(p);
         rmdir(dir);
     }
+}
+
+/* A data directory whose name holds a space and shell characters is just a path: the Bible
+ * in it (links to the installed files) loads, every verse of it. */
+static void test_odd_dir_bible(void)
+{
+    char dir[] = "/tmp/tb kjv $HOME '\"_XXXXXX";
+    if (!CHECK(mkdtemp(dir) != NULL)) return;
+    char data[600], conc[600], cache[600];
+    snprintf(data, sizeof data, "%s/bible.data", dir);
+    snprintf(conc, sizeof conc, "%s/bible.data.conc", dir);
+    snprintf(cache, sizeof cache, "%s/cache", dir);
+    CHECK(symlink("/usr/lib/bible.data", data) == 0);
+    CHECK(symlink("/usr/lib/bible.data.conc", conc) == 0);
+    tb_error err = {0};
+    tb_prepare_report r;
+    tb_workload_config cfg = {.data_dir = dir, .cache_dir = cache};
+    CHECK_OK(tb_workload_prepare("kjv_transformer", &cfg, false, &r, &err), &err);
+    CHECK(r.rebuilt && r.tokens > 4000000);
+    unlink(r.path);
+    rmdir(cache);
+    unlink(data);
+    unlink(conc);
+    rmdir(dir);
 }
 
 /* The default cache directory: XDG_CACHE_HOME when absolute, else HOME's .cache. */
@@ -283,6 +308,7 @@ int main(void)
     test_cache(dir);
     test_missing();
     test_corrupt_bible(dir);
+    test_odd_dir_bible();
     rmdir(dir);
     tb_backend_destroy(be);
     return tb_test_finish("test_prepare");

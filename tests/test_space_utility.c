@@ -153,6 +153,23 @@ static void test_cli(const char *db)
              dir);
     CHECK(tb_test_run_cli(args, out, sizeof out) == 2 &&
           tb_test_output_has(out, "cannot open search space"));
+    /* a space sgd cannot take, checked as bench checks it: a value out of range, a name sgd
+     * has not (not scored, not "0 finished trials"): a bad value, exit 2, naming the file */
+    static const char *const bad[2] = {
+        "{\"learning_rate\": {\"min\": 0.02, \"max\": 0.2, \"scaling\": \"log\"},"
+        " \"momentum\": {\"min\": 0.5, \"max\": 1.5}}",
+        "{\"learning_rat\": {\"min\": 0.02, \"max\": 0.2, \"scaling\": \"log\"}," FIXED
+        " \"weight_decay\": {\"min\": 1e-6, \"max\": 1e-4, \"scaling\": \"log\"}}"};
+    static const char *const why[2] = {"dimension 'momentum'", "is not a hyperparameter of sgd"};
+    for (int k = 0; k < 2; k++) {
+        char b[300];
+        snprintf(b, sizeof b, "%s/bad%d.json", dir, k);
+        write_text(b, bad[k]);
+        snprintf(args, sizeof args, "utility --db %s -w fmnist_mlp -s sgd --space %s", db, b);
+        int rc = tb_test_run_cli(args, out, sizeof out);
+        if (!CHECK(rc == 2 && tb_test_output_has(out, why[k]) && tb_test_output_has(out, b)))
+            fprintf(stderr, "bad space %d: exit %d: %s\n", k, rc, out);
+    }
     snprintf(args, sizeof args, "utility --db %s -w fmnist_cnn -s sgd --space %s", db, w);
     CHECK(tb_test_run_cli(args, out, sizeof out) == 3 &&
           tb_test_output_has(out, "0 finished trials of sgd on fmnist_cnn"));

@@ -128,6 +128,7 @@ typedef struct tb_space_utility_spec {
     const char *submission; /* NULL: the only submission with finished trials on it */
     const char *benchmark;  /* NULL: the trials of every benchmark in the store */
     const tb_search_space *const *spaces; /* spaces of ranges, all with the same dimensions */
+    const char *const *space_names;       /* their files, for messages (NULL: "search space N") */
     int n_spaces;
     const int *budgets;
     int n_budgets;
@@ -144,7 +145,8 @@ typedef struct tb_space_utility_info {
 
 /* Fills out (n_spaces x n_budgets, space-major) and info (may be NULL). TB_ERR_INVALID for a
  * bad spec (spaces whose dimensions differ, a list of points, no dimension that varies,
- * several submissions on the workload and none named), TB_ERR_MISSING when there are fewer
+ * several submissions on the workload and none named, a built-in's space with a name or
+ * value its optimizer refuses, as bench checks it), TB_ERR_MISSING when there are fewer
  * than 2 finished trials to fit to. */
 tb_status tb_space_utility(tb_store *store, const tb_space_utility_spec *spec, tb_utility *out,
                            tb_space_utility_info *info, tb_error *err);

@@ -133,6 +133,8 @@ const char *tb_submission_ref_spec(const tb_submission_ref *ref);
 bool tb_submission_ref_external(const tb_submission_ref *ref);
 /* The default search space (JSON text), or NULL if the submission has none. */
 const char *tb_submission_ref_search_space(const tb_submission_ref *ref);
+/* The file a built-in's search space was read from ("" for an external submission). */
+const char *tb_submission_ref_search_space_path(const tb_submission_ref *ref);
 
 /* A hyperparameter the built-in baselines read themselves (not passed to the optimizer). */
 #define TB_HP_WARMUP_FRACTION "warmup_fraction"

@@ -46,5 +46,6 @@
 #include "trainbench/report.h"
 #include "trainbench/study.h"
 #include "trainbench/study_plan.h"
+#include "trainbench/textfile.h"
 
 #endif

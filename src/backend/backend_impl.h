@@ -45,8 +45,13 @@ typedef struct tb_pool_shape {
 /* Per-step coefficients of the Adam-family update (see adam_update). */
 typedef struct tb_adam_coefs {
     float beta1, beta2, eps;
+    /* 1 - beta1 and 1 - beta2, formed in double (the host's bias correction uses the double
+     * betas: 1 - (float)0.999999 is 0.66% off 1e-6) */
+    float one_minus_beta1, one_minus_beta2;
     float l2;      /* coupled (L2) decay added to the gradient */
     float decay;   /* decoupled decay factor: 1 - lr wd (1: none) */
+    float dir_decay; /* with dir: the decay rate added to the direction, carried itself (1 -
+                        (float)(1 - wd) is 0 for wd below about 3e-8) */
     float c_m;     /* numerator weight of the first moment (lr / bc1 for Adam) */
     float c_g;     /* numerator weight of the current gradient (0 for Adam) */
     float inv_bc2; /* 1 / (1 - beta2^t), or 1 without bias correction */
@@ -283,9 +288,9 @@ typedef struct tb_backend_ops {
     /* Adam family (Adam, AdamW, NAdam, NAdamW, LAMB's direction), coefficients from the host
      * (tb_adam_coefs; per-step values, see the step block):
      *   g' = g + l2 w;  m = beta1 m + (1-beta1) g';  v = beta2 v + (1-beta2) g'^2;
-     *   w_new = decay w - (c_m m + c_g g') / (sqrt(v inv_bc2) + eps).
-     * dir == NULL: w = w_new. dir != NULL: w is left unchanged and dir = w - w_new (the step,
-     * for trust-ratio methods that rescale it per layer). */
+     *   step = (c_m m + c_g g') / (sqrt(v inv_bc2) + eps)
+     * dir == NULL: w = decay w - step. dir != NULL: w is left unchanged and
+     * dir = dir_decay w + step (for trust-ratio methods that rescale it per layer). */
     void (*adam_update)(tb_backend *be, int64_t n, float *w, const float *g, float *m, float *v,
                         const tb_adam_coefs *c, float *dir);
     /* RMSProp / Adagrad family, coefficients from the host (tb_rms_coefs; per-step values):

@@ -4,6 +4,7 @@
 #define TRAINBENCH_BENCH_IMPL_H
 
 #include "trainbench/benchmark.h"
+#include "trainbench/optim.h"
 #include "trainbench/tune.h"
 
 /* splitmix64's finaliser, and FNV-1a of a text: the benchmark's seed derivations. */
@@ -26,5 +27,14 @@ tb_status tb_bench_gp_prior(tb_store *store, const tb_bench_spec *s, const char 
 /* Chooses the point of trial t (planned without one), records it in the store and in t. */
 tb_status tb_bench_gp_point(tb_store *store, const tb_bench_spec *s,
                             const tb_search_space *space, tb_trial_record *t, tb_error *err);
+
+/* One value of a built-in's search-space dimension against what its optimizer accepts (its
+ * own warmup_fraction and batch_size, or one of its hyperparameters): TB_ERR_INVALID naming
+ * source and the dimension. */
+tb_status tb_bench_check_dimension(const tb_optimizer_info *info, const char *source,
+                                   const char *name, double value, tb_error *err);
+/* Every dimension of a parsed space of ranges (its ends and feasible points) the same way. */
+tb_status tb_bench_space_check(const tb_optimizer_info *info, const tb_search_space *space,
+                               const char *source, tb_error *err);
 
 #endif

@@ -140,45 +140,6 @@ static char *spec_json(const tb_bench_spec *s, const char *const *wls, int n_wl,
     return text;
 }
 
-/* One value of a built-in's search-space dimension against what the baseline accepts: its
- * own warmup_fraction and batch_size, or one of the optimizer's hyperparameters as
- * tb_optimizer_check_hparams accepts it (the others at their defaults). */
-static tb_status check_dimension(const tb_optimizer_info *info, const char *source,
-                                 const char *name, double value, tb_error *err)
-{
-    if (!name || !name[0])
-        return tb_fail(err, TB_ERR_INVALID, "%s: a dimension has an empty name", source);
-    if (strcmp(name, TB_HP_WARMUP_FRACTION) == 0 || strcmp(name, TB_HP_DROPOUT_RATE) == 0) {
-        if (!(value >= 0 && value < 1))
-            return tb_fail(err, TB_ERR_INVALID, "%s: dimension '%s': %g is outside [0, 1)",
-                           source, name, value);
-        return TB_OK;
-    }
-    if (strcmp(name, "batch_size") == 0) {
-        if (!(value >= 1 && value <= 1e9))
-            return tb_fail(err, TB_ERR_INVALID, "%s: dimension '%s': %g is not a batch size",
-                           source, name, value);
-        return TB_OK;
-    }
-    bool known = false;
-    for (int j = 0; j < info->n_hparams; j++) known |= strcmp(info->hparams[j].name, name) == 0;
-    if (!known) {
-        char list[512] = "";
-        for (int j = 0; j < info->n_hparams; j++) {
-            strncat(list, info->hparams[j].name, sizeof list - strlen(list) - 1);
-            strncat(list, ", ", sizeof list - strlen(list) - 1);
-        }
-        return tb_fail(err, TB_ERR_INVALID,
-                       "%s: dimension '%s' is not a hyperparameter of %s (it has: %s"
-                       TB_HP_WARMUP_FRACTION ", batch_size)", source, name, info->name, list);
-    }
-    tb_hparams one = {0};
-    tb_status st = tb_hparams_set(&one, name, value, err);
-    if (st == TB_OK) st = tb_optimizer_check_hparams(info->name, &one, err);
-    if (st != TB_OK) tb_error_prefix(err, "%s: dimension '%s'", source, name);
-    return st;
-}
-
 /* Checks a built-in's (parsed, so well-formed) search space against its optimizer: every
  * dimension a hyperparameter it has, every range end and feasible point in its valid range.
  * Without this a typo ("learning_rat") plans trials that all fail when they run. */
@@ -191,7 +152,7 @@ static tb_status check_search_space(const tb_optimizer_info *info, const char *t
     if (cJSON_IsArray(root)) { /* an explicit list of points */
         for (const cJSON *pt = root->child; st == TB_OK && pt; pt = pt->next)
             for (const cJSON *v = pt->child; st == TB_OK && v; v = v->next)
-                st = check_dimension(info, source, v->string,
+                st = tb_bench_check_dimension(info, source, v->string,
                                      cJSON_IsBool(v) ? cJSON_IsTrue(v) : v->valuedouble, err);
     } else {
         for (const cJSON *d = root->child; st == TB_OK && d; d = d->next) {
@@ -199,13 +160,13 @@ static tb_status check_search_space(const tb_optimizer_info *info, const char *t
             const cJSON *hi = cJSON_GetObjectItemCaseSensitive(d, "max");
             const cJSON *pts = cJSON_GetObjectItemCaseSensitive(d, "feasible_points");
             if (!d->string || !d->string[0])
-                st = check_dimension(info, source, d->string, 0, err);
+                st = tb_bench_check_dimension(info, source, d->string, 0, err);
             if (st == TB_OK && cJSON_IsNumber(lo))
-                st = check_dimension(info, source, d->string, lo->valuedouble, err);
+                st = tb_bench_check_dimension(info, source, d->string, lo->valuedouble, err);
             if (st == TB_OK && cJSON_IsNumber(hi))
-                st = check_dimension(info, source, d->string, hi->valuedouble, err);
+                st = tb_bench_check_dimension(info, source, d->string, hi->valuedouble, err);
             for (const cJSON *v = pts ? pts->child : NULL; st == TB_OK && v; v = v->next)
-                st = check_dimension(info, source, d->string,
+                st = tb_bench_check_dimension(info, source, d->string,
                                      cJSON_IsBool(v) ? cJSON_IsTrue(v) : v->valuedouble, err);
         }
     }
@@ -231,8 +192,12 @@ static tb_status load_space(const tb_bench_spec *s, const tb_submission_ref *ref
                        "(expected %s/%s.json)", tb_submission_ref_name(ref),
                        s->search_space_dir ? s->search_space_dir : "<search space dir>",
                        tb_submission_ref_name(ref));
-    char source[200];
-    snprintf(source, sizeof source, "search space of %s", tb_submission_ref_name(ref));
+    char source[1200];
+    const char *file = tb_submission_ref_search_space_path(ref);
+    if (file[0])
+        snprintf(source, sizeof source, "search space %s of %s", file, tb_submission_ref_name(ref));
+    else
+        snprintf(source, sizeof source, "search space of %s", tb_submission_ref_name(ref));
     tb_status st = tb_search_space_parse(text, source, space, err);
     if (st == TB_ERR_FORMAT) { /* malformed JSON: a bad value, like a bad range */
         st = TB_ERR_INVALID;

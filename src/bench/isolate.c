@@ -71,8 +71,8 @@ tb_status tb_trial_run_isolated(const char *store_path, int64_t trial_id,
                        "trial %lld (%s on %s, study %d, trial %d) %s, left unfinished to rerun: "
                        "%s", (long long)trial_id, rec.submission, rec.workload, rec.study,
                        rec.trial,
-                       child_err.status == TB_ERR_MISSING ? "could not start"
-                                                          : "could not record its outcome",
+                       child_err.status == TB_ERR_IO ? "could not record its outcome"
+                                                     : "could not start",
                        child_err.message);
     }
     /* did the child record an outcome? */

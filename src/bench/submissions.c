@@ -4,6 +4,7 @@
 
 #include "bench/library.h"
 #include "bench/trial_impl.h"
+#include "trainbench/textfile.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -94,23 +95,21 @@ struct tb_submission_ref {
     char name[128];
     char spec[512];
     char *search_space;
+    char search_space_path[1024]; /* where a built-in's was read from */
 };
 
-static char *read_text(const char *path)
+/* The search space file of a built-in, if there is one: a missing file leaves it NULL (the
+ * external-tuning ruleset says so when it needs one); any other bad file is an error. */
+static tb_status read_search_space(tb_submission_ref *r, const char *dir, tb_error *err)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *buf = n >= 0 ? malloc((size_t)n + 1) : NULL;
-    if (buf && fread(buf, 1, (size_t)n, f) != (size_t)n) {
-        free(buf);
-        buf = NULL;
-    }
-    if (buf) buf[n] = 0;
-    fclose(f);
-    return buf;
+    snprintf(r->search_space_path, sizeof r->search_space_path, "%s/%s.json", dir, r->name);
+    bool missing = false;
+    tb_error lerr = {0};
+    tb_status st = tb_text_file_read(r->search_space_path, "search space", TB_TEXT_FILE_MAX,
+                                     &r->search_space, &missing, &lerr);
+    if (st == TB_OK || missing) return TB_OK;
+    if (err) *err = lerr;
+    return st == TB_ERR_IO ? st : TB_ERR_INVALID;
 }
 
 static bool is_library_path(const char *spec)
@@ -170,11 +169,7 @@ tb_status tb_submission_load(const char *spec, const char *search_space_dir,
                 .free_state = baseline_free,
             };
             r->sub = &r->builtin;
-            if (search_space_dir) {
-                char path[1024];
-                snprintf(path, sizeof path, "%s/%s.json", search_space_dir, info->name);
-                r->search_space = read_text(path);
-            }
+            if (search_space_dir) st = read_search_space(r, search_space_dir, err);
         }
     }
     if (st != TB_OK) {
@@ -200,4 +195,8 @@ bool tb_submission_ref_external(const tb_submission_ref *r) { return r && r->lib
 const char *tb_submission_ref_search_space(const tb_submission_ref *r)
 {
     return r ? r->search_space : NULL;
+}
+const char *tb_submission_ref_search_space_path(const tb_submission_ref *r)
+{
+    return r ? r->search_space_path : "";
 }

@@ -235,6 +235,15 @@ static void failure_reason(tb_status st, const char *message, char *out, size_t 
                  message);
 }
 
+/* Whether a trial's error st is the machine's, not the submission's (which the next run
+ * retries): its data or device missing, an I/O error (of the store, of the data: a full disk),
+ * or, before training, its data corrupt. An error from a submission's callback never is. */
+static bool environment_failure(const trial_run *r, tb_status st, bool at_setup)
+{
+    if (r->submission_failed) return false;
+    return st == TB_ERR_MISSING || st == TB_ERR_IO || (at_setup && st == TB_ERR_FORMAT);
+}
+
 tb_status tb_trial_execute(const char *store_path, int64_t trial_id,
                            const tb_submission_ref *ref, const tb_trial_options *opts,
                            tb_error *err)
@@ -260,18 +269,17 @@ tb_status tb_trial_execute(const char *store_path, int64_t trial_id,
         tb_backend *be = r.run ? tb_run_backend(r.run) : NULL;
         tb_machine_facts(be ? tb_backend_describe(be) : "",
                          be ? tb_backend_threads(be) : opts->threads, machine, sizeof machine);
-        /* a trial that cannot start for want of its data or device is not an attempt: the
-         * store keeps it as planned and a rerun is its first attempt */
-        if (tst != TB_ERR_MISSING)
+        /* a trial that cannot start for want of its data or device (or with its data
+         * corrupt) is not an attempt: the store keeps it as planned and a rerun is its first */
+        if (tst == TB_OK || !environment_failure(&r, tst, true))
             st = tb_store_trial_start(r.store, trial_id, tb_code_version(), machine, err);
     }
+    bool at_setup = tst != TB_OK;
     if (st == TB_OK && tst == TB_OK) tst = train(&r, &terr);
     if (st == TB_OK) {
-        /* an I/O error of the store itself, or missing data or device, is not the
-         * submission's failure: report it, and leave the trial to run again once mended */
-        if (!r.submission_failed &&
-            ((tst == TB_ERR_IO && strstr(terr.message, "results store")) ||
-             tst == TB_ERR_MISSING)) {
+        /* the machine's failure is not the submission's: report it, and leave the trial to
+         * run again once mended */
+        if (tst != TB_OK && environment_failure(&r, tst, at_setup)) {
             st = tb_fail(err, tst, "%s", terr.message);
         } else {
             char reason[600];

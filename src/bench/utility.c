@@ -4,6 +4,7 @@
 #include "bench/bench_impl.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -93,6 +94,23 @@ static tb_status build_coords(const tb_space_utility_spec *u, coords *c, tb_erro
 }
 
 /* ---- the trials ------------------------------------------------------------------------------ */
+/* A built-in submission's spaces against its optimizer, as bench checks them (an external
+ * submission reads its hyperparameters itself). */
+static tb_status check_spaces(const tb_space_utility_spec *u, const char *submission,
+                              tb_error *err)
+{
+    const tb_optimizer_info *info = tb_optimizer_find(submission);
+    tb_status st = TB_OK;
+    for (int s = 0; info && st == TB_OK && s < u->n_spaces; s++) {
+        char source[1100];
+        if (u->space_names && u->space_names[s])
+            snprintf(source, sizeof source, "search space %s", u->space_names[s]);
+        else snprintf(source, sizeof source, "search space %d", s + 1);
+        st = tb_bench_space_check(info, u->spaces[s], source, err);
+    }
+    return st;
+}
+
 static bool wanted(const tb_space_utility_spec *u, const tb_trial_record *t)
 {
     return strcmp(t->workload, u->workload) == 0 && strcmp(t->ruleset, "external") == 0 &&
@@ -160,6 +178,7 @@ tb_status tb_space_utility(tb_store *store, const tb_space_utility_spec *u, tb_u
     st = tb_store_trials(store, u->benchmark, &all, &n_all, err);
     if (st == TB_OK)
         st = pick_submission(u, all, n_all, inf.submission, sizeof inf.submission, err);
+    if (st == TB_OK && inf.submission[0]) st = check_spaces(u, inf.submission, err);
     for (int i = 0; st == TB_OK && i < n_all; i++) /* the trials that count, first in all */
         if (wanted(u, &all[i]) && strcmp(all[i].submission, inf.submission) == 0)
             all[n++] = all[i];

@@ -16,6 +16,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #define KJV_DEFAULT_DIR "/usr/lib"
 #define KJV_CACHE_FILE "kjv-chars.tbcache"
@@ -33,11 +34,49 @@ typedef struct kjv_ctx {
     const char *dir;
 } kjv_ctx;
 
+/* Starts `bible -p . -f Gen1:1-Rev22:21` in dir, with no shell (a path with a space or shell
+ * characters is just a path): its stdout is *out, its stderr goes to errf. The child exits
+ * 126 when it cannot enter dir, 127 when there is no `bible`. */
+static tb_status kjv_spawn(const char *dir, FILE *errf, pid_t *pid, FILE **out, tb_error *err)
+{
+    int fd[2];
+    if (pipe(fd) != 0) return tb_fail(err, TB_ERR_IO, "cannot run `bible`: no pipe");
+    *pid = fork();
+    if (*pid < 0) {
+        close(fd[0]);
+        close(fd[1]);
+        return tb_fail(err, TB_ERR_IO, "cannot run `bible`: cannot fork");
+    }
+    if (*pid == 0) {
+        dup2(fd[1], STDOUT_FILENO);
+        dup2(fileno(errf), STDERR_FILENO);
+        close(fd[0]);
+        close(fd[1]);
+        if (chdir(dir) != 0) _exit(126);
+        execlp("bible", "bible", "-p", ".", "-f", "Gen1:1-Rev22:21", (char *)NULL);
+        _exit(127);
+    }
+    close(fd[1]);
+    if (!(*out = fdopen(fd[0], "r"))) {
+        close(fd[0]);
+        waitpid(*pid, NULL, 0);
+        return tb_fail(err, TB_ERR_NOMEM, "cannot read `bible`'s output");
+    }
+    return TB_OK;
+}
+
+/* The first line of what `bible` wrote to errf, in buf ("" when nothing). */
+static void kjv_stderr(FILE *errf, char *buf, size_t cap)
+{
+    buf[0] = '\0';
+    rewind(errf);
+    if (!fgets(buf, (int)cap, errf)) buf[0] = '\0';
+    buf[strcspn(buf, "\r\n")] = '\0';
+}
+
 static tb_status kjv_build(void *p, tb_token_cache *out, tb_error *err)
 {
     const kjv_ctx *ctx = p;
-    if (strchr(ctx->dir, '\''))
-        return tb_fail(err, TB_ERR_INVALID, "data directory %s contains a quote", ctx->dir);
     /* without its concordance `bible` prints most verses, then crashes */
     char conc[1100];
     struct stat sb;
@@ -47,10 +86,14 @@ static tb_status kjv_build(void *p, tb_token_cache *out, tb_error *err)
                        "the King James Bible data in %s is incomplete: bible.data is there but "
                        "bible.data.conc is missing (%s)",
                        ctx->dir, KJV_REINSTALL);
-    char cmd[1200];
-    snprintf(cmd, sizeof cmd, "bible -p '%s' -f 'Gen1:1-Rev22:21' 2>/dev/null", ctx->dir);
-    FILE *f = popen(cmd, "r");
-    if (!f) return tb_fail(err, TB_ERR_MISSING, "cannot run `bible`: %s", KJV_MISSING);
+    FILE *errf = tmpfile(), *f = NULL;
+    if (!errf) return tb_fail(err, TB_ERR_IO, "cannot run `bible`: no temporary file");
+    pid_t pid = -1;
+    tb_status st = kjv_spawn(ctx->dir, errf, &pid, &f, err);
+    if (st != TB_OK) {
+        fclose(errf);
+        return st;
+    }
     size_t cap = 1 << 23, len = 0;
     unsigned char *text = malloc(cap);
     char line[8192];
@@ -75,11 +118,20 @@ static tb_status kjv_build(void *p, tb_token_cache *out, tb_error *err)
         text[len++] = '\n';
         verses++;
     }
-    int rc = pclose(f);
+    fclose(f);
+    int rc;
+    if (waitpid(pid, &rc, 0) != pid) rc = -1;
+    char said[256];
+    kjv_stderr(errf, said, sizeof said);
+    fclose(errf);
     if (!text) return tb_fail(err, TB_ERR_NOMEM, "out of memory reading the Bible");
-    if (rc != 0 && WIFEXITED(rc) && WEXITSTATUS(rc) == 127) { /* the shell found no `bible` */
+    if (rc != -1 && WIFEXITED(rc) && WEXITSTATUS(rc) == 127) { /* no `bible` */
         free(text);
         return tb_fail(err, TB_ERR_MISSING, "cannot run `bible`: %s", KJV_MISSING);
+    }
+    if (rc != -1 && WIFEXITED(rc) && WEXITSTATUS(rc) == 126) {
+        free(text);
+        return tb_fail(err, TB_ERR_MISSING, "cannot enter the data directory %s", ctx->dir);
     }
     if (rc != 0 || verses != KJV_VERSES) {
         /* the files are there (the signature found bible.data, and the concordance is there):
@@ -93,8 +145,9 @@ static tb_status kjv_build(void *p, tb_token_cache *out, tb_error *err)
         free(text);
         return tb_fail(err, TB_ERR_FORMAT,
                        "the King James Bible data in %s (bible.data, bible.data.conc) is corrupt "
-                       "or incomplete: `bible -p %s` printed %lld of the %d verses%s (%s)",
-                       ctx->dir, ctx->dir, (long long)verses, KJV_VERSES, how, KJV_REINSTALL);
+                       "or incomplete: `bible` printed %lld of the %d verses%s%s%s (%s)",
+                       ctx->dir, (long long)verses, KJV_VERSES, how, said[0] ? ": " : "", said,
+                       KJV_REINSTALL);
     }
     int map[256];
     int64_t n_vocab = 0;

@@ -106,8 +106,16 @@ static tb_status scan(const char *dir, word_fn fn, void *user, tb_error *err)
             break;
         }
         int64_t lineno = 0, glosses = 0;
-        while (st == TB_OK && getline(&line, &cap, fp) > 0) {
+        ssize_t n;
+        while (st == TB_OK && (n = getline(&line, &cap, fp)) > 0) {
             lineno++;
+            const char *nul = memchr(line, '\0', (size_t)n); /* would cut the gloss short */
+            if (nul) {
+                st = tb_fail(err, TB_ERR_FORMAT, "%s line %lld holds a NUL byte (at byte %lld): "
+                             "WordNet's data files are text", path, (long long)lineno,
+                             (long long)(nul - line + 1));
+                break;
+            }
             if (line[0] == ' ') continue; /* license header */
             char *bar = strstr(line, " | ");
             if (!bar) {

@@ -151,6 +151,7 @@ static tb_status adam_prepare(tb_optimizer *opt, double lr, tb_error *err)
         }
     }
     tb_adam_coefs c = {.beta1 = (float)b1, .beta2 = (float)b2,
+                       .one_minus_beta1 = (float)(1.0 - b1), .one_minus_beta2 = (float)(1.0 - b2),
                        .eps = (float)tb_opt_hp(opt, "epsilon"), .c_m = (float)c_m,
                        .c_g = (float)c_g, .inv_bc2 = (float)(1.0 / bc2)};
     for (int decays = 0; decays < 2; decays++) {

@@ -53,6 +53,7 @@ static tb_status lamb_step(tb_optimizer *opt, double lr, tb_error *err)
     double t = (double)opt->step, b1 = tb_opt_hp(opt, "beta1"), b2 = tb_opt_hp(opt, "beta2");
     double wd = tb_opt_hp(opt, "weight_decay");
     tb_adam_coefs c = {.beta1 = (float)b1, .beta2 = (float)b2,
+                       .one_minus_beta1 = (float)(1.0 - b1), .one_minus_beta2 = (float)(1.0 - b2),
                        .eps = (float)tb_opt_hp(opt, "epsilon"),
                        .c_m = (float)(1.0 / (1.0 - pow(b1, t))),
                        .inv_bc2 = (float)(1.0 / (1.0 - pow(b2, t)))};
@@ -60,7 +61,8 @@ static tb_status lamb_step(tb_optimizer *opt, double lr, tb_error *err)
         tb_param *p = tb_params_get(opt->params, i);
         int64_t n = tb_tensor_numel(&p->var.value), o = p->offset;
         bool layerwise = tb_param_decays(p->kind);
-        c.decay = layerwise ? (float)(1.0 - wd) : 1.0f; /* so u = r + wd w */
+        c.decay = 1.0f;
+        c.dir_decay = layerwise ? (float)wd : 0.0f; /* u = r + wd w, wd carried itself */
         be->ops.adam_update(be, n, p->var.value.data, p->var.grad.data, s->m + o, s->v + o, &c,
                             s->u + o);
         double wn = 1.0, un = 1.0;

@@ -115,6 +115,16 @@ tb_status tb_hparams_validate(const tb_hparams *hp, const tb_hparam_spec *specs,
             return tb_fail(err, TB_ERR_INVALID, "%s: %s = %g is outside %c%g, %g%c", algorithm,
                            spec->name, v, spec->min_open ? '(' : '[', spec->min, spec->max,
                            spec->max_open ? ')' : ']');
+        /* a learning rate above its excluded 0 in double, but 0 in float32 (1e-300): the
+         * updates would all be 0 and the run would train nothing (an epsilon's or a damping's
+         * tiny values are their algorithm's check, tb_opt_check_guard) */
+        if (strcmp(spec->name, "learning_rate") == 0 && spec->min_open && v > 0 &&
+            (float)v == 0.0f)
+            return tb_fail(err, TB_ERR_INVALID,
+                           "%s: %s = %g is 0 in float32, in which the updates run, outside its "
+                           "range (0, %g%c (the smallest float32 above 0 is %g)",
+                           algorithm, spec->name, v, spec->max, spec->max_open ? ')' : ']',
+                           (double)1.40129846e-45f);
         /* below an excluded upper bound in double, but float32 rounds it onto the bound
          * (beta2 = 0.99999999 is 1 in float32: 1 - beta2 would be 0). Values that round to an
          * excluded 0 are each algorithm's check (an epsilon, a damping: tb_opt_check_guard). */

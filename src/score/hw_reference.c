@@ -2,6 +2,8 @@
  * examples/s per workload and configuration, the weights, and where the figures came from. */
 #include "trainbench/hardware.h"
 
+#include "trainbench/textfile.h"
+
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <math.h>
@@ -13,23 +15,8 @@
 /* The whole file as a NUL-terminated string (malloc'ed), or NULL with err set. */
 static char *read_all(const char *path, tb_error *err)
 {
-    FILE *f = fopen(path, "rb");
-    struct stat sb;
-    if (!f || fstat(fileno(f), &sb) != 0 || sb.st_size > (64 << 20)) {
-        tb_fail(err, TB_ERR_IO, "cannot read the reference file %s: %s", path,
-                f ? "larger than 64 MB, or not a regular file" : strerror(errno));
-        if (f) fclose(f);
-        return NULL;
-    }
-    char *text = malloc((size_t)sb.st_size + 1);
-    size_t got = text ? fread(text, 1, (size_t)sb.st_size, f) : 0;
-    fclose(f);
-    if (!text || got != (size_t)sb.st_size) {
-        free(text);
-        tb_fail(err, TB_ERR_IO, "cannot read the reference file %s", path);
-        return NULL;
-    }
-    text[got] = 0;
+    char *text = NULL;
+    tb_text_file_read(path, "reference file", (size_t)64 << 20, &text, NULL, err);
     return text;
 }
 

@@ -260,6 +260,11 @@ static tb_status open_store(const char *path, bool writable, tb_store **out, tb_
                        path);
     if (!writable && access(path, F_OK) != 0)
         return tb_fail(err, TB_ERR_INVALID, "results store %s does not exist", path);
+    const bool created = writable && access(path, F_OK) != 0;
+    if (created) {
+        tb_status st = tb_store_create_check(path, err);
+        if (st != TB_OK) return st;
+    }
     tb_store *s = calloc(1, sizeof *s);
     if (!s) return tb_fail(err, TB_ERR_NOMEM, "cannot allocate the results store");
     snprintf(s->path, sizeof s->path, "%s", path);
@@ -272,6 +277,7 @@ static tb_status open_store(const char *path, bool writable, tb_store **out, tb_
     if (sqlite3_open_v2(path, &s->db, flags, NULL) != SQLITE_OK) {
         tb_status st = tb_fail(err, TB_ERR_IO, "cannot open results store %s: %s", path,
                                s->db ? sqlite3_errmsg(s->db) : "out of memory");
+        if (created) st = tb_store_create_failed(path, s->db, err);
         tb_store_close(s);
         return st;
     }
@@ -321,6 +327,7 @@ static tb_status open_store(const char *path, bool writable, tb_store **out, tb_
         st = tb_store_exec(s, "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;", err);
         if (st == TB_OK) st = tb_store_exec(s, schema, err);
         if (st == TB_OK) st = upgrade_schema(s, err);
+        if (st != TB_OK && created) st = tb_store_create_failed(path, s->db, err);
     }
     /* a store of schema 1 opened read-only reads its trials without the new columns */
     if (st == TB_OK) s->schema_2 = has_schema_2(s->db);
@@ -564,9 +571,12 @@ static void copy_text(char *dst, size_t cap, sqlite3_stmt *q, int col)
     snprintf(dst, cap, "%s", t ? (const char *)t : "");
 }
 
-static void read_trial(sqlite3_stmt *q, tb_trial_record *t)
+static tb_status read_trial(const tb_store *s, sqlite3_stmt *q, tb_trial_record *t,
+                            tb_error *err)
 {
     memset(t, 0, sizeof *t);
+    tb_status st = tb_store_trial_row_types(s->path, q, err); /* before a column converts */
+    if (st != TB_OK) return st;
     t->id = sqlite3_column_int64(q, 0);
     copy_text(t->benchmark, sizeof t->benchmark, q, 1);
     copy_text(t->submission, sizeof t->submission, q, 2);
@@ -594,6 +604,7 @@ static void read_trial(sqlite3_stmt *q, tb_trial_record *t)
     copy_text(t->machine, sizeof t->machine, q, 23);
     hparams_from_json((const char *)sqlite3_column_text(q, 24), &t->resolved_hparams);
     hparams_from_json((const char *)sqlite3_column_text(q, 25), &t->default_hparams);
+    return tb_store_trial_row_check(s->path, q, t, err);
 }
 
 tb_status tb_store_plan_trial(tb_store *s, tb_trial_record *t, tb_error *err)
@@ -668,7 +679,14 @@ tb_status tb_store_trials(tb_store *s, const char *benchmark, tb_trial_record **
             }
             *out = nt;
         }
-        read_trial(q, &(*out)[(*n)++]);
+        tb_status st = read_trial(s, q, &(*out)[(*n)++], err);
+        if (st != TB_OK) {
+            sqlite3_finalize(q);
+            free(*out);
+            *out = NULL;
+            *n = 0;
+            return st;
+        }
     }
     sqlite3_finalize(q);
     return rc == SQLITE_DONE ? TB_OK : tb_store_sql_fail(s, err, "reading trials");
@@ -683,9 +701,9 @@ tb_status tb_store_trial_get(tb_store *s, int64_t id, tb_trial_record *out, tb_e
         return tb_store_sql_fail(s, err, "reading a trial");
     sqlite3_bind_int64(q, 1, id);
     int rc = sqlite3_step(q);
-    if (rc == SQLITE_ROW) read_trial(q, out);
+    tb_status st = rc == SQLITE_ROW ? read_trial(s, q, out, err) : TB_OK;
     sqlite3_finalize(q);
-    if (rc == SQLITE_ROW) return TB_OK;
+    if (rc == SQLITE_ROW) return st;
     return tb_fail(err, TB_ERR_INVALID, "results store %s has no trial %lld", s->path,
                    (long long)id);
 }

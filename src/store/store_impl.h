@@ -45,6 +45,12 @@ bool tb_store_missing_column(sqlite3 *db, const char *tables, const char *const 
 tb_status tb_store_side_tables(tb_store *s, const char *tables, const char *const *added,
                                int n_added, const char *what, const char *purpose,
                                tb_error *err);
+/* Checks the row q is on (select_trials' columns) before it is read: its text columns are
+ * text, and those that name it not empty. Then, once read into t, what it holds. Both fail
+ * with TB_ERR_FORMAT naming the store (path), the row, the field and the cause (trial_row.c). */
+tb_status tb_store_trial_row_types(const char *path, sqlite3_stmt *q, tb_error *err);
+tb_status tb_store_trial_row_check(const char *path, sqlite3_stmt *q, const tb_trial_record *t,
+                                   tb_error *err);
 /* Binds v, or NULL where it is not finite. */
 void tb_store_bind_real(sqlite3_stmt *q, int i, double v);
 /* JSON text (malloc'ed) of a hyperparameter point / of the seeds by stream name. */
@@ -65,5 +71,11 @@ void tb_export_csv_real(FILE *f, double v);
 struct cJSON;
 /* o[k] = v, or null where v is not finite. */
 void tb_export_json_real(struct cJSON *o, const char *k, double v);
+/* Before creating a new store at path: TB_ERR_IO saying why it cannot be (its directory does
+ * not exist, is not one, is not writable); TB_OK when it may be, or path exists. */
+tb_status tb_store_create_check(const char *path, tb_error *err);
+/* After creating a new store failed with err (db: its connection, or NULL): says so when the
+ * disk is full, else keeps err and returns its status. */
+tb_status tb_store_create_failed(const char *path, sqlite3 *db, tb_error *err);
 
 #endif

@@ -2,6 +2,8 @@
  * The format is docs/STUDIES.md's; messages are "FILE: KEY: problem". */
 #include "trainbench/study_plan.h"
 
+#include "trainbench/textfile.h"
+
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <math.h>
@@ -485,6 +487,10 @@ tb_status tb_study_plan_parse(const char *text, const char *file, tb_study_plan 
     if (!text || !out) return tb_fail(err, TB_ERR_INVALID, "study_plan_parse: %s is NULL",
                                       text ? "out" : "text");
     *out = NULL;
+    long bad_at = tb_utf8_invalid_at(text, strlen(text)); /* --json prints its strings */
+    if (bad_at >= 0)
+        return tb_fail(err, TB_ERR_INVALID, "study %s: not valid UTF-8 at byte offset %ld",
+                       file ? file : "study", bad_at);
     tb_study_plan *p = calloc(1, sizeof *p);
     if (!p) return tb_fail(err, TB_ERR_NOMEM, "out of memory for a study plan");
     snprintf(p->file, sizeof p->file, "%s", file ? file : "study");
@@ -540,24 +546,9 @@ tb_status tb_study_plan_load(const char *path, tb_study_plan **out, tb_error *er
 {
     if (!path || !out) return tb_fail(err, TB_ERR_INVALID, "study_plan_load: %s is NULL",
                                       path ? "out" : "path");
-    FILE *f = fopen(path, "rb");
-    if (!f) return tb_fail(err, TB_ERR_IO, "cannot open study %s: %s", path, strerror(errno));
-    enum { CAP = 1 << 20 };
-    char *buf = malloc(CAP);
-    size_t n = buf ? fread(buf, 1, CAP - 1, f) : 0;
-    bool failed = !buf || ferror(f), big = buf && !failed && n == CAP - 1 && fgetc(f) != EOF;
-    int e = errno;
-    fclose(f);
-    tb_status st;
-    if (failed)
-        st = tb_fail(err, buf ? TB_ERR_IO : TB_ERR_NOMEM, "cannot read study %s: %s", path,
-                     buf ? strerror(e) : "out of memory");
-    else if (big)
-        st = tb_fail(err, TB_ERR_INVALID, "study %s is larger than 1 MiB", path);
-    else {
-        buf[n] = '\0';
-        st = tb_study_plan_parse(buf, path, out, err);
-    }
+    char *buf = NULL;
+    tb_status st = tb_text_file_read(path, "study", TB_TEXT_FILE_MAX, &buf, NULL, err);
+    if (st == TB_OK) st = tb_study_plan_parse(buf, path, out, err);
     free(buf);
     return st;
 }

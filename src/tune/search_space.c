@@ -4,6 +4,8 @@
 
 #include "trainbench/rng.h"
 
+#include "trainbench/textfile.h"
+
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <math.h>
@@ -206,33 +208,10 @@ tb_status tb_search_space_load(const char *path, tb_search_space **out, tb_error
     if (!path || !out)
         return tb_fail(err, TB_ERR_INVALID, "search_space_load: %s is NULL", path ? "out" : "path");
     *out = NULL;
-    FILE *f = fopen(path, "rb");
-    if (!f) return tb_fail(err, TB_ERR_IO, "cannot open search space %s: %s", path, strerror(errno));
     char *buf = NULL;
-    size_t len = 0, cap = 0;
-    for (;;) {
-        if (len + 4096 + 1 > cap) {
-            cap = cap ? 2 * cap : 8192;
-            char *nb = realloc(buf, cap);
-            if (!nb) {
-                free(buf);
-                fclose(f);
-                return tb_fail(err, TB_ERR_NOMEM, "reading %s: out of memory", path);
-            }
-            buf = nb;
-        }
-        size_t got = fread(buf + len, 1, 4096, f);
-        len += got;
-        if (got < 4096) break;
-    }
-    bool bad = ferror(f);
-    fclose(f);
-    if (bad) {
-        free(buf);
-        return tb_fail(err, TB_ERR_IO, "cannot read search space %s", path);
-    }
-    buf[len] = 0;
-    tb_status st = tb_search_space_parse(buf, path, out, err);
+    tb_status st = tb_text_file_read(path, "search space", TB_TEXT_FILE_MAX, &buf, NULL, err);
+    if (st != TB_OK) return st;
+    st = tb_search_space_parse(buf, path, out, err);
     free(buf);
     return st;
 }

@@ -25,18 +25,19 @@ static void cpu_adam_update(tb_backend *be, int64_t n, float *w, const float *g,
                             float *v, const tb_adam_coefs *c, float *dir)
 {
     const float b1 = c->beta1, b2 = c->beta2, eps = c->eps, l2 = c->l2, decay = c->decay;
+    const float g1 = c->one_minus_beta1, g2 = c->one_minus_beta2, dir_decay = c->dir_decay;
     const float c_m = c->c_m, c_g = c->c_g, inv_bc2 = c->inv_bc2;
 #pragma omp parallel for simd num_threads(be->threads) schedule(static) if (n > 32768)
     for (int64_t i = 0; i < n; i++) {
         float wi = w[i];
         float gi = g[i] + l2 * wi;
-        float mi = b1 * m[i] + (1.0f - b1) * gi;
-        float vi = b2 * v[i] + (1.0f - b2) * gi * gi;
+        float mi = b1 * m[i] + g1 * gi;
+        float vi = b2 * v[i] + g2 * gi * gi;
         m[i] = mi;
         v[i] = vi;
         float step = (c_m * mi + c_g * gi) / (sqrtf(vi * inv_bc2) + eps);
         if (dir)
-            dir[i] = (1.0f - decay) * wi + step;
+            dir[i] = dir_decay * wi + step;
         else
             w[i] = wi * decay - step;
     }

@@ -42,13 +42,13 @@ static void cuda_adam_update(tb_backend *be, int64_t n, float *w, const float *g
         const tb_adam_coefs k = dev ? *dev : host;
         float wi = w[i];
         float gi = g[i] + k.l2 * wi;
-        float mi = k.beta1 * m[i] + (1.0f - k.beta1) * gi;
-        float vi = k.beta2 * v[i] + (1.0f - k.beta2) * gi * gi;
+        float mi = k.beta1 * m[i] + k.one_minus_beta1 * gi;
+        float vi = k.beta2 * v[i] + k.one_minus_beta2 * gi * gi;
         m[i] = mi;
         v[i] = vi;
         float step = (k.c_m * mi + k.c_g * gi) / (sqrtf(vi * k.inv_bc2) + k.eps);
         if (dir)
-            dir[i] = (1.0f - k.decay) * wi + step;
+            dir[i] = k.dir_decay * wi + step;
         else
             w[i] = wi * k.decay - step;
     });
