@@ -61,9 +61,7 @@ tb_status tb_run_config_check(const tb_run_config *c, tb_error *err)
                        "cannot use %s", c->model.cuda_graph ? "CUDA graphs" : "sharpness");
     /* the algorithm and its hyperparameters, before any data is loaded */
     if (!hook) {
-        tb_hparams values, defaults;
-        tb_status st = tb_hparams_resolve(c->model.algorithm, &c->model.hparams, &values,
-                                          &defaults, err);
+        tb_status st = tb_optimizer_check_hparams(c->model.algorithm, &c->model.hparams, err);
         if (st != TB_OK) return st;
     }
     return tb_run_dist_refusals(c, 0, NULL, err); /* e.g. a GPU, before creating its backend */
