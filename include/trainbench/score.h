@@ -82,6 +82,9 @@ typedef struct tb_score_table {
 tb_status tb_score_store(tb_store *store, const tb_score_options *options,
                          tb_score_table **out, tb_error *err);
 void tb_score_table_destroy(tb_score_table *table);
+/* rho(tau) of submission s of the table: tb_score_profile over its row of ratios and the
+ * counted workloads. */
+double tb_score_table_profile(const tb_score_table *table, int s, double tau);
 /* Writes the table for a terminal (aligned columns) or as one JSON object. */
 void tb_score_table_write_text(const tb_score_table *table, FILE *f);
 void tb_score_table_write_json(const tb_score_table *table, FILE *f);

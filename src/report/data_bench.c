@@ -64,9 +64,7 @@ static void add_profiles(const tb_score_table *t, cJSON *b)
             double tau = 1 + (t->tau_max - 1) * k / 60.0;
             cJSON *pt = cJSON_CreateArray();
             cJSON_AddItemToArray(pt, cJSON_CreateNumber(tau));
-            cJSON_AddItemToArray(pt, cJSON_CreateNumber(tb_score_profile(
-                                         t->ratio + (size_t)s * (size_t)t->n_wl, t->counted,
-                                         t->n_wl, tau)));
+            cJSON_AddItemToArray(pt, cJSON_CreateNumber(tb_score_table_profile(t, s, tau)));
             cJSON_AddItemToArray(pts, pt);
         }
         cJSON_AddItemToArray(profiles, p);

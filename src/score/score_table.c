@@ -9,6 +9,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+double tb_score_table_profile(const tb_score_table *t, int s, double tau)
+{
+    return tb_score_profile(t->ratio + (size_t)s * (size_t)t->n_wl, t->counted, t->n_wl, tau);
+}
+
 void tb_score_table_destroy(tb_score_table *t)
 {
     if (!t) return;

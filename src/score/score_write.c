@@ -47,8 +47,7 @@ static void write_profile(const tb_score_table *t, FILE *f)
         fprintf(f, "%-24s", t->subs[s]);
         for (size_t k = 0; k < sizeof taus / sizeof taus[0]; k++) {
             if (taus[k] > t->tau_max) continue;
-            double rho = tb_score_profile(t->ratio + (size_t)s * (size_t)t->n_wl, t->counted,
-                                          t->n_wl, taus[k]);
+            double rho = tb_score_table_profile(t, s, taus[k]);
             char cell[32];
             snprintf(cell, sizeof cell, "%.2f (%d)", rho, (int)lround(rho * counted));
             fprintf(f, "  %12s", cell);
@@ -152,9 +151,7 @@ void tb_score_table_write_json(const tb_score_table *t, FILE *f)
             double tau = 1 + (t->tau_max - 1) * k / 12.0;
             cJSON *p = cJSON_CreateArray();
             cJSON_AddItemToArray(p, cJSON_CreateNumber(tau));
-            cJSON_AddItemToArray(p, cJSON_CreateNumber(tb_score_profile(
-                                        t->ratio + (size_t)s * (size_t)t->n_wl, t->counted,
-                                        t->n_wl, tau)));
+            cJSON_AddItemToArray(p, cJSON_CreateNumber(tb_score_table_profile(t, s, tau)));
             cJSON_AddItemToArray(prof, p);
         }
         cJSON_AddItemToArray(subs, x);
