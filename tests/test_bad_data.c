@@ -162,6 +162,14 @@ static const bad_case kjv_cases[] = {
 
 /* ---- WordNet: data.adv among the first lines of the four files ------------------------- */
 
+static tb_status load_wordnet(const char *dir, tb_error *err)
+{
+    tb_example_source src;
+    tb_status st = tb_wordnet_source_load(dir, NULL, "wordnet_sparse", 8, &src, err);
+    tb_example_source_free(&src);
+    return st;
+}
+
 #define WN_LINES 300
 
 /* The first WN_LINES lines of the installed file (its license header and some glosses). */
@@ -179,6 +187,64 @@ static void restore_head(const char *dir, const char *file, const char *valid_di
     bad_write(to, b, end);
     free(b);
 }
+
+/* the first gloss's " | " made "   ": a data line without its gloss */
+static void wn_no_gloss(const char *path, const char *valid)
+{
+    size_t n = 0;
+    unsigned char *b = bad_slurp(valid, &n);
+    char *bar = b ? strstr((char *)b + 2000, " | ") : NULL; /* past the license header */
+    if (!bar) abort();
+    bar[1] = ' ';
+    bad_write(path, b, n);
+    free(b);
+}
+
+static void wn_index_as_data(const char *path, const char *valid)
+{
+    (void)valid;
+    bad_remove(path);
+    if (symlink(WN_DIR "/index.adv", path) != 0) abort();
+}
+
+/* a gloss word of 300 letters (the reader's words are at most 255 bytes) */
+static void wn_long_word(const char *path, const char *valid)
+{
+    (void)valid;
+    char line[400] = "00001740 02 r 01 long 0 000 | a ";
+    size_t at = strlen(line);
+    memset(line + at, 'x', 300);
+    strcpy(line + at + 300, " word\n");
+    bad_write(path, line, strlen(line));
+}
+
+/* sparse: a gigabyte of NUL bytes and no newline */
+static void wn_huge(const char *path, const char *valid)
+{
+    (void)valid;
+    bad_write(path, "", 0);
+    if (truncate(path, (off_t)1 << 30) != 0) abort();
+}
+
+static void wn_latin1(const char *path, const char *valid)
+{
+    (void)valid;
+    static const char line[] = "00001740 02 r 01 caf\xe9 0 000 | in a caf\xe9\n";
+    bad_write(path, line, sizeof line - 1);
+}
+
+static const bad_case wordnet_cases[] = {
+    {"missing", NULL, bad_missing, TB_ERR_MISSING, "is not in the data directory"},
+    {"empty", NULL, bad_empty, TB_ERR_FORMAT, "has no glosses"},
+    {"directory", NULL, bad_directory, TB_ERR_IO, "is a directory, not a regular file"},
+    {"FIFO", NULL, bad_fifo, TB_ERR_IO, "is a FIFO, not a regular file"},
+    {"truncated", NULL, bad_truncated, TB_ERR_FORMAT, "no newline"},
+    {"corrupt", NULL, wn_no_gloss, TB_ERR_FORMAT, "no gloss"},
+    {"wrong type", NULL, wn_index_as_data, TB_ERR_FORMAT, "line 30: no gloss"},
+    {"out of range", NULL, wn_long_word, TB_ERR_FORMAT, "line 1: a word of more than 255"},
+    {"huge", NULL, wn_huge, TB_ERR_FORMAT, "1073741824 bytes, more than"},
+    {"invalid encoding", NULL, wn_latin1, TB_ERR_FORMAT, "line 1 is not valid UTF-8"},
+};
 
 /* ---- the prepared-data cache (WordNet's, from the first lines of its files) ------------ */
 
@@ -289,13 +355,16 @@ static const bad_reader readers[] = {
      CASES(fmnist_cases)},
     {"King James Bible", {"bible.data", "bible.data.conc", NULL}, "bible.data", KJV_DIR,
      load_kjv, restore_link, CASES(kjv_cases)},
+    {"WordNet", {"data.noun", "data.verb", "data.adj", "data.adv", NULL}, "data.adv", WN_DIR,
+     load_wordnet, restore_head, CASES(wordnet_cases)},
     {"data cache", {CACHE_FILE, NULL}, CACHE_FILE, WN_DIR, load_cache, restore_cache,
      CASES(cache_cases)},
 };
 
 /* What each reader needs installed. */
 static const char *const needs[] = {TB_FMNIST_DEFAULT_DIR "/t10k-labels-idx1-ubyte.gz",
-                                    KJV_DIR "/bible.data", WN_DIR "/data.adv"};
+                                    KJV_DIR "/bible.data", WN_DIR "/data.adv",
+                                    WN_DIR "/data.adv"};
 
 static const char *const wn_files[4] = {"data.noun", "data.verb", "data.adj", "data.adv"};
 
