@@ -10,6 +10,7 @@
 #include "data/path_impl.h"
 #include "data/source.h"
 #include "data/token_cache.h"
+#include "trainbench/textfile.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,6 +1,7 @@
 /* token_cache.c: reading, validating and writing the prepared-data cache of a text corpus. */
 #include "data/token_cache.h"
 #include "data/path_impl.h"
+#include "trainbench/textfile.h"
 
 #include <ctype.h>
 #include <dirent.h>
