@@ -62,6 +62,8 @@ void bad_copy(const char *src, const char *dst)
     free(b);
 }
 
+void bad_valid(const char *path, const char *valid) { bad_copy(valid, path); }
+
 void bad_missing(const char *path, const char *valid)
 {
     (void)valid;

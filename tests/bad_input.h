@@ -40,7 +40,8 @@ typedef struct bad_reader {
  * at the end. */
 void bad_run_reader(const bad_reader *r, const char *dir);
 
-/* The classes' makers. */
+/* The classes' makers (and bad_valid: a copy of valid, the control). */
+void bad_valid(const char *path, const char *valid);
 void bad_missing(const char *path, const char *valid);
 void bad_empty(const char *path, const char *valid);
 void bad_directory(const char *path, const char *valid);
