@@ -13,8 +13,10 @@ void bad_remove(const char *path)
 {
     struct stat sb;
     if (lstat(path, &sb) != 0) return;
-    if (S_ISDIR(sb.st_mode)) rmdir(path);
-    else unlink(path);
+    if (S_ISDIR(sb.st_mode))
+        rmdir(path);
+    else
+        unlink(path);
 }
 
 bool bad_have(const char *path)
@@ -62,7 +64,10 @@ void bad_copy(const char *src, const char *dst)
     free(b);
 }
 
-void bad_valid(const char *path, const char *valid) { bad_copy(valid, path); }
+void bad_valid(const char *path, const char *valid)
+{
+    bad_copy(valid, path);
+}
 
 void bad_missing(const char *path, const char *valid)
 {
@@ -104,7 +109,8 @@ void bad_flipped(const char *path, const char *valid)
     size_t n = 0;
     unsigned char *b = bad_slurp(valid, &n);
     if (!b || n < 64) abort();
-    for (size_t i = n / 2; i < n / 2 + 16; i++) b[i] = (unsigned char)~b[i];
+    for (size_t i = n / 2; i < n / 2 + 16; i++)
+        b[i] = (unsigned char)~b[i];
     bad_write(path, b, n);
     free(b);
 }
@@ -140,8 +146,8 @@ void bad_run_reader(const bad_reader *r, const char *dir)
                  strstr(err.message, c->cause);
         if (!ok)
             fprintf(stderr, "%s, %s %s: status %s (want %s), message \"%s\" (want \"%s\")\n",
-                    r->name, file, c->cls, tb_status_name(st), tb_status_name(c->want),
-                    err.message, c->cause ? c->cause : "");
+                    r->name, file, c->cls, tb_status_name(st), tb_status_name(c->want), err.message,
+                    c->cause ? c->cause : "");
         CHECK(ok);
     }
     for (int k = 0; r->files[k]; k++) {
@@ -149,4 +155,19 @@ void bad_run_reader(const bad_reader *r, const char *dir)
         snprintf(path, sizeof path, "%s/%s", dir, r->files[k]);
         bad_remove(path);
     }
+}
+
+void bad_restore_head(const char *dir, const char *file, const char *valid_dir)
+{
+    char from[2600], to[2600];
+    snprintf(from, sizeof from, "%s/%s", valid_dir, file);
+    snprintf(to, sizeof to, "%s/%s", dir, file);
+    size_t n = 0;
+    unsigned char *b = bad_slurp(from, &n);
+    if (!b) abort();
+    size_t end = 0;
+    for (int lines = 0; end < n && lines < BAD_HEAD_LINES; end++)
+        if (b[end] == '\n') lines++;
+    bad_write(to, b, end);
+    free(b);
 }

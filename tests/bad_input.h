@@ -46,8 +46,8 @@ void bad_missing(const char *path, const char *valid);
 void bad_empty(const char *path, const char *valid);
 void bad_directory(const char *path, const char *valid);
 void bad_fifo(const char *path, const char *valid);
-void bad_truncated(const char *path, const char *valid);   /* the first half of valid */
-void bad_flipped(const char *path, const char *valid);     /* valid, 16 bytes inverted midway */
+void bad_truncated(const char *path, const char *valid); /* the first half of valid */
+void bad_flipped(const char *path, const char *valid);   /* valid, 16 bytes inverted midway */
 /* A copy of the file src (restore's helper too). */
 void bad_copy(const char *src, const char *dst);
 /* Reads the whole file path into a malloc'd buffer (*n its size); NULL when it cannot. */
@@ -55,6 +55,10 @@ unsigned char *bad_slurp(const char *path, size_t *n);
 void bad_write(const char *path, const void *bytes, size_t n);
 /* Removes whatever is at path (a file, a FIFO, a link, an empty directory). */
 void bad_remove(const char *path);
+/* A restore: dir/file made the first BAD_HEAD_LINES lines of valid_dir/file (for a text file
+ * whose reader reads it whole: its header and a few records are real data, and quick). */
+#define BAD_HEAD_LINES 300
+void bad_restore_head(const char *dir, const char *file, const char *valid_dir);
 /* Whether path is a readable regular file (real data present). */
 bool bad_have(const char *path);
 

@@ -1,6 +1,6 @@
 /* test_bad_data.c: every data reader given the classes of bad input (bad_input.h), one table
  * per reader: Fashion-MNIST's IDX files, the King James Bible's data files, WordNet's data
- * files, and the prepared-data cache of a text corpus. Valid files are the installed Debian
+ * files (the prepared-data cache: test_bad_cache.c). Valid files are the installed Debian
  * packages' (copies, or their first lines); bad ones are derived from them in a temporary
  * directory. A reader whose package is not installed is skipped, saying so. */
 #include "bad_input.h"
@@ -42,7 +42,8 @@ static void write_idx(const char *path, int ndim, const uint32_t *dims, size_t n
 {
     unsigned char head[4 + 4 * 4] = {0, 0, 8, (unsigned char)ndim};
     for (int d = 0; d < ndim; d++)
-        for (int b = 0; b < 4; b++) head[4 + 4 * d + b] = (unsigned char)(dims[d] >> (24 - 8 * b));
+        for (int b = 0; b < 4; b++)
+            head[4 + 4 * d + b] = (unsigned char)(dims[d] >> (24 - 8 * b));
     unsigned char *body = malloc(n + 1);
     if (!body) abort();
     memset(body, fill, n);
@@ -137,7 +138,8 @@ static void kjv_latin1(const char *path, const char *valid)
     size_t n = 0;
     unsigned char *b = bad_slurp(valid, &n);
     if (!b) abort();
-    for (size_t i = 0; i < n; i++) b[i] = (unsigned char)(b[i] | 0x80);
+    for (size_t i = 0; i < n; i++)
+        b[i] = (unsigned char)(b[i] | 0x80);
     bad_write(path, b, n);
     free(b);
 }
@@ -168,24 +170,6 @@ static tb_status load_wordnet(const char *dir, tb_error *err)
     tb_status st = tb_wordnet_source_load(dir, NULL, "wordnet_sparse", 8, &src, err);
     tb_example_source_free(&src);
     return st;
-}
-
-#define WN_LINES 300
-
-/* The first WN_LINES lines of the installed file (its license header and some glosses). */
-static void restore_head(const char *dir, const char *file, const char *valid_dir)
-{
-    char from[2600], to[2600];
-    snprintf(from, sizeof from, "%s/%s", valid_dir, file);
-    snprintf(to, sizeof to, "%s/%s", dir, file);
-    size_t n = 0;
-    unsigned char *b = bad_slurp(from, &n);
-    if (!b) abort();
-    size_t end = 0;
-    for (int lines = 0; end < n && lines < WN_LINES; end++)
-        if (b[end] == '\n') lines++;
-    bad_write(to, b, end);
-    free(b);
 }
 
 /* the first gloss's " | " made "   ": a data line without its gloss */
@@ -246,177 +230,52 @@ static const bad_case wordnet_cases[] = {
     {"invalid encoding", NULL, wn_latin1, TB_ERR_FORMAT, "line 1 is not valid UTF-8"},
 };
 
-/* ---- the prepared-data cache (WordNet's, from the first lines of its files) ------------ */
-
-#define CACHE_FILE "wordnet-glosses.tbcache"
-#define CACHE_HEADER 64 /* magic, version, kind, signature, five sizes, checksum */
-
-static char cache_valid[1200]; /* a valid cache, built by main */
-
-static tb_status load_cache(const char *dir, tb_error *err)
-{
-    tb_example_source src; /* the data files are dir/wordnet */
-    char data[1200];
-    snprintf(data, sizeof data, "%s/wordnet", dir);
-    tb_status st = tb_wordnet_source_load(data, dir, "wordnet_sparse", 8, &src, err);
-    tb_example_source_free(&src);
-    return st;
-}
-
-static void restore_cache(const char *dir, const char *file, const char *valid_dir)
-{
-    (void)valid_dir;
-    char to[1200];
-    snprintf(to, sizeof to, "%s/%s", dir, file);
-    bad_copy(cache_valid, to);
-}
-
-static uint64_t get64(const unsigned char *p)
-{
-    uint64_t v;
-    memcpy(&v, p, 8);
-    return v;
-}
-
-static void put64(unsigned char *p, uint64_t v) { memcpy(p, &v, 8); }
-
-/* The header's FNV-1a checksum of the payload, recomputed (token_cache.h's format). */
-static void fix_checksum(unsigned char *b, size_t n)
-{
-    uint64_t h = 14695981039346656037ull;
-    for (size_t i = CACHE_HEADER; i < n; i++) h = (h ^ b[i]) * 1099511628211ull;
-    put64(b + 56, h);
-}
-
-/* The valid cache with one change: what (a header field at offset at, or a token) */
-static void cache_edit(const char *path, int at, uint64_t value, bool token, bool checksum)
-{
-    size_t n = 0;
-    unsigned char *b = bad_slurp(cache_valid, &n);
-    if (!b || n < CACHE_HEADER) abort();
-    if (token) { /* the first token: after the vocabulary */
-        int32_t t = (int32_t)value;
-        memcpy(b + CACHE_HEADER + get64(b + 32), &t, 4);
-    } else if (at == 8) {
-        uint32_t v = (uint32_t)value;
-        memcpy(b + 12, &v, 4); /* the kind */
-    } else {
-        put64(b + at, value);
-    }
-    if (checksum) fix_checksum(b, n);
-    bad_write(path, b, n);
-    free(b);
-}
-
-static void cache_kjv_kind(const char *path, const char *v) { (void)v; cache_edit(path, 8, 1, false, false); }
-static void cache_token_out(const char *path, const char *v) { (void)v; cache_edit(path, 0, 99999, true, true); }
-static void cache_huge(const char *path, const char *v) { (void)v; cache_edit(path, 40, (uint64_t)1 << 40, false, false); }
-
-/* the header as another byte order would write it */
-static void cache_swapped(const char *path, const char *valid)
-{
-    (void)valid;
-    size_t n = 0;
-    unsigned char *b = bad_slurp(cache_valid, &n);
-    if (!b || n < CACHE_HEADER) abort();
-    for (int f = 8; f < 16; f += 4)
-        for (int i = 0; i < 2; i++) {
-            unsigned char t = b[f + i];
-            b[f + i] = b[f + 3 - i];
-            b[f + 3 - i] = t;
-        }
-    bad_write(path, b, n);
-    free(b);
-}
-
-static void cache_flip(const char *path, const char *valid) { (void)valid; bad_flipped(path, cache_valid); }
-static void cache_cut(const char *path, const char *valid) { (void)valid; bad_truncated(path, cache_valid); }
-
-static const bad_case cache_cases[] = {
-    {"missing (rebuilt)", NULL, bad_missing, TB_OK, NULL},
-    {"empty", NULL, bad_empty, TB_ERR_FORMAT, "is corrupt (truncated header)"},
-    {"directory", NULL, bad_directory, TB_ERR_IO, "is a directory, not a regular file"},
-    {"FIFO", NULL, bad_fifo, TB_ERR_IO, "is a FIFO, not a regular file"},
-    {"truncated", NULL, cache_cut, TB_ERR_FORMAT, "the header implies"},
-    {"corrupt", NULL, cache_flip, TB_ERR_FORMAT, "checksum mismatch"},
-    {"wrong type", NULL, cache_kjv_kind, TB_ERR_FORMAT, "kind 1, expected version 1 kind 2"},
-    {"out of range", NULL, cache_token_out, TB_ERR_FORMAT, "token 0 is 99999, outside"},
-    {"huge", NULL, cache_huge, TB_ERR_FORMAT, "absurd sizes in the header"},
-    {"invalid encoding", NULL, cache_swapped, TB_ERR_FORMAT, "expected version 1 kind 2"},
-};
-
 #define CASES(t) t, (int)(sizeof t / sizeof t[0])
 
 static const bad_reader readers[] = {
     {"Fashion-MNIST",
      {"train-images-idx3-ubyte.gz", "train-labels-idx1-ubyte.gz", "t10k-images-idx3-ubyte.gz",
       "t10k-labels-idx1-ubyte.gz", NULL},
-     "t10k-labels-idx1-ubyte.gz", TB_FMNIST_DEFAULT_DIR, load_fmnist, restore_link,
+     "t10k-labels-idx1-ubyte.gz",
+     TB_FMNIST_DEFAULT_DIR,
+     load_fmnist,
+     restore_link,
      CASES(fmnist_cases)},
-    {"King James Bible", {"bible.data", "bible.data.conc", NULL}, "bible.data", KJV_DIR,
-     load_kjv, restore_link, CASES(kjv_cases)},
-    {"WordNet", {"data.noun", "data.verb", "data.adj", "data.adv", NULL}, "data.adv", WN_DIR,
-     load_wordnet, restore_head, CASES(wordnet_cases)},
-    {"data cache", {CACHE_FILE, NULL}, CACHE_FILE, WN_DIR, load_cache, restore_cache,
-     CASES(cache_cases)},
+    {"King James Bible",
+     {"bible.data", "bible.data.conc", NULL},
+     "bible.data",
+     KJV_DIR,
+     load_kjv,
+     restore_link,
+     CASES(kjv_cases)},
+    {"WordNet",
+     {"data.noun", "data.verb", "data.adj", "data.adv", NULL},
+     "data.adv",
+     WN_DIR,
+     load_wordnet,
+     bad_restore_head,
+     CASES(wordnet_cases)},
 };
 
 /* What each reader needs installed. */
 static const char *const needs[] = {TB_FMNIST_DEFAULT_DIR "/t10k-labels-idx1-ubyte.gz",
-                                    KJV_DIR "/bible.data", WN_DIR "/data.adv",
-                                    WN_DIR "/data.adv"};
-
-static const char *const wn_files[4] = {"data.noun", "data.verb", "data.adj", "data.adv"};
-
-/* dir/wordnet: the first lines of WordNet's four files; cache_valid: their cache in dir. */
-static bool make_cache(const char *dir)
-{
-    char wn[1200];
-    snprintf(wn, sizeof wn, "%s/wordnet", dir);
-    if (mkdir(wn, 0700) != 0) return false;
-    for (int i = 0; i < 4; i++) restore_head(wn, wn_files[i], WN_DIR);
-    tb_prepare_report rep;
-    tb_error err = {0};
-    snprintf(cache_valid, sizeof cache_valid, "%s/valid.tbcache", dir);
-    char built[1300];
-    snprintf(built, sizeof built, "%s/%s", dir, CACHE_FILE);
-    if (!CHECK_OK(tb_wordnet_prepare(wn, dir, false, &rep, &err), &err)) return false;
-    return rename(built, cache_valid) == 0;
-}
-
-static void clean(const char *dir)
-{
-    char path[1300];
-    for (int i = 0; i < 4; i++) {
-        snprintf(path, sizeof path, "%s/wordnet/%s", dir, wn_files[i]);
-        bad_remove(path);
-    }
-    snprintf(path, sizeof path, "%s/wordnet", dir);
-    bad_remove(path);
-    bad_remove(cache_valid);
-}
-
-/* The cache's reader works in the test's directory, beside the data its cache is of. */
-static bool in_root(const bad_reader *r) { return r->restore == restore_cache; }
+                                    KJV_DIR "/bible.data", WN_DIR "/data.adv"};
 
 int main(void)
 {
     char dir[] = "/tmp/tb_test_bad_data_XXXXXX";
     if (!mkdtemp(dir)) return 1;
-    bool cache = bad_have(WN_DIR "/data.adv") && make_cache(dir);
     for (size_t i = 0; i < sizeof readers / sizeof readers[0]; i++) {
-        if (!bad_have(needs[i]) || (in_root(&readers[i]) && !cache)) {
+        if (!bad_have(needs[i])) {
             printf("test_bad_data: %s skipped: %s is not installed\n", readers[i].name, needs[i]);
             continue;
         }
         char sub[64];
         snprintf(sub, sizeof sub, "%s/r%zu", dir, i);
-        if (in_root(&readers[i])) snprintf(sub, sizeof sub, "%s", dir);
-        else if (mkdir(sub, 0700) != 0) return 1;
+        if (mkdir(sub, 0700) != 0) return 1;
         bad_run_reader(&readers[i], sub);
-        if (!in_root(&readers[i])) rmdir(sub);
+        rmdir(sub);
     }
-    clean(dir);
     rmdir(dir);
     return tb_test_finish("test_bad_data");
 }

@@ -71,9 +71,18 @@ static void crasher(const char *path, const char *valid, const char *mode)
     setenv("TB_CRASHER_LOAD", mode, 1);
 }
 
-static void next_abi(const char *path, const char *valid) { crasher(path, valid, "abi"); }
-static void no_update(const char *path, const char *valid) { crasher(path, valid, "noupdate"); }
-static void segv(const char *path, const char *valid) { crasher(path, valid, "segv"); }
+static void next_abi(const char *path, const char *valid)
+{
+    crasher(path, valid, "abi");
+}
+static void no_update(const char *path, const char *valid)
+{
+    crasher(path, valid, "noupdate");
+}
+static void segv(const char *path, const char *valid)
+{
+    crasher(path, valid, "segv");
+}
 
 static const bad_case cases[] = {
     {"valid", NULL, bad_valid, TB_OK, NULL},
@@ -95,8 +104,8 @@ int main(void)
 {
     const char *lib = getenv("TB_CRASH_SUBMISSION");
     if (!lib || !bad_have(lib) || !bad_have(ZLIB)) {
-        printf("test_bad_plugin: skipped: no %s\n", lib && bad_have(lib) ? ZLIB
-                                                    : "TB_CRASH_SUBMISSION library");
+        printf("test_bad_plugin: skipped: no %s\n",
+               lib && bad_have(lib) ? ZLIB : "TB_CRASH_SUBMISSION library");
         return TB_TEST_SKIP;
     }
     char dir[] = "/tmp/tb_test_bad_plugin_XXXXXX";
@@ -107,8 +116,14 @@ int main(void)
     if (mkdir(valid_dir, 0700) != 0 || mkdir(sub, 0700) != 0) return 1;
     snprintf(path, sizeof path, "%s/%s", valid_dir, LIB);
     bad_copy(lib, path);
-    const bad_reader r = {"submission library", {LIB, NULL}, LIB, valid_dir, load, restore,
-                          cases, (int)(sizeof cases / sizeof cases[0])};
+    const bad_reader r = {"submission library",
+                          {LIB, NULL},
+                          LIB,
+                          valid_dir,
+                          load,
+                          restore,
+                          cases,
+                          (int)(sizeof cases / sizeof cases[0])};
     bad_run_reader(&r, sub);
     unsetenv("TB_CRASHER_LOAD");
     bad_remove(path);

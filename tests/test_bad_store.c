@@ -73,8 +73,7 @@ static void restore_store(const char *dir, const char *file, const char *valid_d
 static void sql(const char *path, const char *text)
 {
     sqlite3 *db = NULL;
-    if (sqlite3_open(path, &db) != SQLITE_OK || sqlite3_exec(db, text, NULL, NULL, NULL))
-        abort();
+    if (sqlite3_open(path, &db) != SQLITE_OK || sqlite3_exec(db, text, NULL, NULL, NULL)) abort();
     sqlite3_close(db);
 }
 
@@ -206,11 +205,20 @@ int main(void)
     tb_test_add_trial(s, "b", "adam", "fmnist_mlp", 0, 0, NULL, TB_TRIAL_DONE, 0.1, 3.0);
     tb_store_close(s);
     const bad_reader readers[] = {
-        {"store to write", {STORE, NULL}, STORE, valid_dir, open_rw, restore_store,
+        {"store to write",
+         {STORE, NULL},
+         STORE,
+         valid_dir,
+         open_rw,
+         restore_store,
          CASES(rw_cases)},
-        {"store to read", {STORE, NULL}, STORE, valid_dir, open_ro, restore_store,
-         CASES(ro_cases)},
-        {"read-only store to write", {STORE, NULL}, STORE, valid_dir, open_rw, restore_store,
+        {"store to read", {STORE, NULL}, STORE, valid_dir, open_ro, restore_store, CASES(ro_cases)},
+        {"read-only store to write",
+         {STORE, NULL},
+         STORE,
+         valid_dir,
+         open_rw,
+         restore_store,
          CASES(rw_readonly)},
     };
     int n = geteuid() == 0 ? 2 : 3;
@@ -218,7 +226,8 @@ int main(void)
     for (int i = 0; i < n; i++) {
         bad_run_reader(&readers[i], sub);
         for (int k = 0; k < 3; k++) { /* what SQLite may leave beside it */
-            snprintf(path, sizeof path, "%s/%s%s", sub, STORE, (const char *[]){"-wal", "-shm", "-lock"}[k]);
+            snprintf(path, sizeof path, "%s/%s%s", sub, STORE,
+                     (const char *[]){"-wal", "-shm", "-lock"}[k]);
             bad_remove(path);
         }
     }

@@ -42,8 +42,8 @@ static const struct {
 static void test_classify(void)
 {
     for (int i = 0; i < N_REASONS; i++) {
-        bool got = tb_trial_reason_is_machine(reasons[i].reason, reasons[i].steps,
-                                              reasons[i].evals);
+        bool got =
+            tb_trial_reason_is_machine(reasons[i].reason, reasons[i].steps, reasons[i].evals);
         if (got != reasons[i].machine)
             fprintf(stderr, "\"%s\" (steps %lld%s): %s\n", reasons[i].reason,
                     (long long)reasons[i].steps, reasons[i].evals ? ", evals" : "",
@@ -56,16 +56,15 @@ static void test_classify(void)
 static void sql(const char *db, const char *text)
 {
     sqlite3 *h = NULL;
-    bool ok = sqlite3_open(db, &h) == SQLITE_OK &&
-              sqlite3_exec(h, text, NULL, NULL, NULL) == SQLITE_OK;
+    bool ok =
+        sqlite3_open(db, &h) == SQLITE_OK && sqlite3_exec(h, text, NULL, NULL, NULL) == SQLITE_OK;
     if (!ok) fprintf(stderr, "%s: %s\n", text, h ? sqlite3_errmsg(h) : "no memory");
     CHECK(ok);
     sqlite3_close(h);
 }
 
 /* Trial id made an old failed row: reason, steps, and its evals kept or dropped. */
-static void make_old_row(const char *db, int64_t id, const char *reason, int64_t steps,
-                         bool evals)
+static void make_old_row(const char *db, int64_t id, const char *reason, int64_t steps, bool evals)
 {
     char *text = sqlite3_mprintf("UPDATE trials SET status='failed', reason=%Q, steps=%lld, "
                                  "reached=0, time_to_target=NULL, attempts=1 WHERE id=%lld;"
@@ -86,8 +85,8 @@ static void test_store(const char *dir)
     if (!CHECK_OK(tb_store_open(db, &s, &err), &err)) return;
     int64_t ids[N_REASONS];
     for (int i = 0; i < N_REASONS; i++)
-        ids[i] = tb_test_add_trial(s, "old", "adam", "fmnist_mlp", 0, i, NULL, TB_TRIAL_DONE,
-                                   0.1, 3.0);
+        ids[i] =
+            tb_test_add_trial(s, "old", "adam", "fmnist_mlp", 0, i, NULL, TB_TRIAL_DONE, 0.1, 3.0);
     tb_test_add_trial(s, "other", "adam", "fmnist_mlp", 0, 0, NULL, TB_TRIAL_DONE, 0.1, 3.0);
     tb_store_close(s);
     for (int i = 0; i < N_REASONS; i++)
@@ -132,8 +131,10 @@ static void test_bench(const char *dir)
     if (!CHECK_OK(tb_bench_run(db, &spec, NULL, NULL, &sum, &err), &err)) return;
     CHECK(sum.planned == 1 && sum.ran == 1);
     int64_t id = tb_test_query_int(db, "SELECT id FROM trials");
-    make_old_row(db, id, "format: /d/t10k-labels-idx1-ubyte.gz: corrupt gzip stream: "
-                 "incorrect data check (zlib code -3)", 0, false);
+    make_old_row(db, id,
+                 "format: /d/t10k-labels-idx1-ubyte.gz: corrupt gzip stream: "
+                 "incorrect data check (zlib code -3)",
+                 0, false);
     CHECK_OK(tb_bench_run(db, &spec, NULL, NULL, &sum, &err), &err);
     CHECK(sum.ran == 1 && sum.reused == 0 && sum.failed == 0);
     CHECK(tb_test_query_int(db, "SELECT count(*) FROM trials WHERE status='done' AND "

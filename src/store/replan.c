@@ -12,8 +12,8 @@
  * submission_error): such a failure is the submission's, whatever its status. "data selection"
  * also prefixes the built-in pipeline's errors; a reason cannot tell the two apart, so it is
  * kept as the submission's. */
-static const char *const callbacks[] = {"update_params", "init_optimizer_state",
-                                        "prepare_for_eval", "get_batch_size", "data selection"};
+static const char *const callbacks[] = {"update_params", "init_optimizer_state", "prepare_for_eval",
+                                        "get_batch_size", "data selection"};
 
 bool tb_trial_reason_is_machine(const char *reason, int64_t steps, bool has_evals)
 {
@@ -21,9 +21,12 @@ bool tb_trial_reason_is_machine(const char *reason, int64_t steps, bool has_eval
     /* a failure's reason is "<status name>: <message>" (tb_status_name) */
     bool setup = steps == 0 && !has_evals;
     const char *msg = NULL;
-    if (strncmp(reason, "missing: ", 9) == 0) msg = reason + 9;
-    else if (strncmp(reason, "io: ", 4) == 0) msg = reason + 4;
-    else if (setup && strncmp(reason, "format: ", 8) == 0) msg = reason + 8; /* before training */
+    if (strncmp(reason, "missing: ", 9) == 0)
+        msg = reason + 9;
+    else if (strncmp(reason, "io: ", 4) == 0)
+        msg = reason + 4;
+    else if (setup && strncmp(reason, "format: ", 8) == 0)
+        msg = reason + 8; /* before training */
     if (!msg) return false;
     for (size_t i = 0; i < sizeof callbacks / sizeof *callbacks; i++)
         if (strncmp(msg, callbacks[i], strlen(callbacks[i])) == 0) return false;
@@ -34,12 +37,10 @@ bool tb_trial_reason_is_machine(const char *reason, int64_t steps, bool has_eval
 static int has_evals(tb_store *s, int64_t id)
 {
     sqlite3_stmt *q = NULL;
-    int rc = sqlite3_prepare_v2(s->db, "SELECT count(*) FROM evals WHERE trial_id=?", -1, &q,
-                                NULL);
+    int rc = sqlite3_prepare_v2(s->db, "SELECT count(*) FROM evals WHERE trial_id=?", -1, &q, NULL);
     if (rc == SQLITE_OK) sqlite3_bind_int64(q, 1, id);
-    int found = rc == SQLITE_OK && sqlite3_step(q) == SQLITE_ROW
-                    ? sqlite3_column_int64(q, 0) > 0
-                    : -1;
+    int found =
+        rc == SQLITE_OK && sqlite3_step(q) == SQLITE_ROW ? sqlite3_column_int64(q, 0) > 0 : -1;
     sqlite3_finalize(q);
     return found;
 }
