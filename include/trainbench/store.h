@@ -127,6 +127,18 @@ tb_status tb_store_trial_hparams(tb_store *store, int64_t id, const tb_hparams *
 tb_status tb_store_trial_finish(tb_store *store, int64_t id, tb_trial_status status,
                                 const char *reason, bool reached, double time_to_target,
                                 double submission_time, int64_t steps, tb_error *err);
+/* Whether a failed trial's recorded reason is the machine's failure, not the submission's:
+ * "missing: ..." or "io: ..." (its data or device missing, an I/O error: a full disk), or
+ * "format: ..." (its data corrupt) when it failed before training (no steps, no evals);
+ * never an error of a submission's callback (a message opening with update_params,
+ * init_optimizer_state, prepare_for_eval, get_batch_size or data selection), a crash, a
+ * divergence or a time-out. */
+bool tb_trial_reason_is_machine(const char *reason, int64_t steps, bool has_evals);
+/* Plans again (status planned, its outcome and evals dropped, its attempts kept) every trial
+ * of benchmark that a store written before the environment-failure classification recorded
+ * as failed by the machine (tb_trial_reason_is_machine); *n (may be NULL): how many. */
+tb_status tb_store_replan_machine_failures(tb_store *store, const char *benchmark, int *n,
+                                           tb_error *err);
 /* Sets the hyperparameters of a trial that was planned without them (a sampler that chooses
  * a trial's point when its turn comes, after the trials before it: bench's gp sampler). */
 tb_status tb_store_trial_set_hparams(tb_store *store, int64_t id, const tb_hparams *hp,

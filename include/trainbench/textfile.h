@@ -10,6 +10,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <sys/types.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -30,6 +31,11 @@ tb_status tb_text_file_read(const char *path, const char *what, size_t max_bytes
 /* The offset of the first byte of text[0..n) that is not part of valid UTF-8 (overlong
  * forms, surrogates and code points past U+10FFFF are invalid), or -1 when all are valid. */
 long tb_utf8_invalid_at(const char *text, size_t n);
+
+/* What a file of this mode that is not a regular one is, for messages: "a FIFO", "a
+ * directory", "a socket", "a device" (readers check it before reading: opening a FIFO to read
+ * blocks until a writer comes). */
+const char *tb_file_kind(mode_t mode);
 
 #ifdef __cplusplus
 }

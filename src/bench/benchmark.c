@@ -430,6 +430,8 @@ tb_status tb_bench_run(const char *store_path, const tb_bench_spec *s,
     if (st == TB_OK) st = tb_store_put_benchmark(store, s->name, spec ? spec : "{}", err);
     for (int i = 0; st == TB_OK && i < n_refs; i++)
         st = plan_submission(store, s, refs[i], wls, n_wl, err);
+    /* an older store's trials failed by the machine run again, as a failure of it does now */
+    if (st == TB_OK) st = tb_store_replan_machine_failures(store, s->name, NULL, err);
     if (in_tx && st == TB_OK) st = tb_store_commit(store, err);
     else if (in_tx) tb_store_rollback(store);
     free(spec);

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 /* ---- the generic baseline ------------------------------------------------------------------ */
@@ -128,6 +129,11 @@ static tb_status load_library(tb_submission_ref *r, const char *spec, tb_error *
     if (access(path, F_OK) != 0)
         return tb_fail(err, TB_ERR_INVALID, "submission library %s does not exist (%s)", path,
                        strerror(errno));
+    /* never given to dlopen: its open of a FIFO would block the probe until its time limit */
+    struct stat sb;
+    if (stat(path, &sb) == 0 && !S_ISREG(sb.st_mode))
+        return tb_fail(err, TB_ERR_INVALID, "submission library %s is %s, not a regular file",
+                       path, tb_file_kind(sb.st_mode));
     /* a crash in its constructors or entry point is caught in a probe process */
     tb_status st = tb_library_open(path, spec, &r->library, &r->sub, err);
     if (st != TB_OK) return st;

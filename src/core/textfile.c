@@ -41,6 +41,15 @@ long tb_utf8_invalid_at(const char *text, size_t n)
 }
 
 /* Why st is not a file to read as text, or NULL when it is one. */
+const char *tb_file_kind(mode_t mode)
+{
+    if (S_ISFIFO(mode)) return "a FIFO";
+    if (S_ISDIR(mode)) return "a directory";
+    if (S_ISSOCK(mode)) return "a socket";
+    if (S_ISCHR(mode) || S_ISBLK(mode)) return "a device";
+    return "not a regular file";
+}
+
 static const char *not_regular(const struct stat *st)
 {
     if (S_ISREG(st->st_mode)) return NULL;

@@ -10,6 +10,7 @@
 #include "data/path_impl.h"
 #include "data/source.h"
 #include "data/token_cache.h"
+#include "trainbench/textfile.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -77,15 +78,22 @@ static void kjv_stderr(FILE *errf, char *buf, size_t cap)
 static tb_status kjv_build(void *p, tb_token_cache *out, tb_error *err)
 {
     const kjv_ctx *ctx = p;
-    /* without its concordance `bible` prints most verses, then crashes */
-    char conc[1100];
-    struct stat sb;
-    snprintf(conc, sizeof conc, "%s/bible.data.conc", ctx->dir);
-    if (stat(conc, &sb) != 0)
-        return tb_fail(err, TB_ERR_FORMAT,
-                       "the King James Bible data in %s is incomplete: bible.data is there but "
-                       "bible.data.conc is missing (%s)",
-                       ctx->dir, KJV_REINSTALL);
+    /* without its concordance `bible` prints most verses, then crashes; a FIFO would block it
+     * for ever */
+    static const char *const files[2] = {"bible.data", "bible.data.conc"};
+    for (int i = 0; i < 2; i++) {
+        char path[1100];
+        struct stat sb;
+        snprintf(path, sizeof path, "%.*s/%s", tb_dir_len(ctx->dir), ctx->dir, files[i]);
+        if (stat(path, &sb) != 0)
+            return tb_fail(err, TB_ERR_FORMAT,
+                           "the King James Bible data in %s is incomplete: bible.data is there "
+                           "but bible.data.conc is missing (%s)",
+                           ctx->dir, KJV_REINSTALL);
+        if (!S_ISREG(sb.st_mode))
+            return tb_fail(err, TB_ERR_IO, "%s is %s, not a regular file (%s)", path,
+                           tb_file_kind(sb.st_mode), KJV_REINSTALL);
+    }
     FILE *errf = tmpfile(), *f = NULL;
     if (!errf) return tb_fail(err, TB_ERR_IO, "cannot run `bible`: no temporary file");
     pid_t pid = -1;

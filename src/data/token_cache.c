@@ -1,6 +1,7 @@
 /* token_cache.c: reading, validating and writing the prepared-data cache of a text corpus. */
 #include "data/token_cache.h"
 #include "data/path_impl.h"
+#include "trainbench/textfile.h"
 
 #include <ctype.h>
 #include <dirent.h>
@@ -63,16 +64,6 @@ static uint64_t checksum(const tb_token_cache *c)
 
 typedef enum { CACHE_OK, CACHE_MISSING, CACHE_STALE, CACHE_CORRUPT, CACHE_NOT_FILE } cache_state;
 
-/* What a file that is not a regular one is, for messages. */
-static const char *file_kind(mode_t mode)
-{
-    if (S_ISFIFO(mode)) return "a FIFO";
-    if (S_ISDIR(mode)) return "a directory";
-    if (S_ISSOCK(mode)) return "a socket";
-    if (S_ISCHR(mode) || S_ISBLK(mode)) return "a device";
-    return "not a regular file";
-}
-
 /* Reads and validates path; on CACHE_CORRUPT why says what is wrong, on CACHE_NOT_FILE what
  * the path is (a FIFO, a directory...: never read, and opened without blocking). */
 static cache_state cache_read(const char *path, uint32_t kind, uint64_t sig, tb_token_cache *c,
@@ -84,7 +75,7 @@ static cache_state cache_read(const char *path, uint32_t kind, uint64_t sig, tb_
     if (fd < 0) return CACHE_MISSING;
     struct stat sb;
     if (fstat(fd, &sb) == 0 && !S_ISREG(sb.st_mode)) {
-        snprintf(why, why_size, "%s", file_kind(sb.st_mode));
+        snprintf(why, why_size, "%s", tb_file_kind(sb.st_mode));
         close(fd);
         return CACHE_NOT_FILE;
     }
@@ -311,7 +302,7 @@ tb_status tb_token_cache_obtain(const tb_token_cache_where *w, uint64_t sig, boo
                         : force ? CACHE_MISSING
                                 : cache_read(path, kind, sig, out, why, sizeof why);
         if (s == CACHE_NOT_FILE) {
-            if (!why[0]) snprintf(why, sizeof why, "%s", file_kind(sb.st_mode));
+            if (!why[0]) snprintf(why, sizeof why, "%s", tb_file_kind(sb.st_mode));
             return tb_fail(err, TB_ERR_IO,
                            "the data cache %s is %s, not a regular file: remove it, or give "
                            "another --cache-dir",

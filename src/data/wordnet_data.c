@@ -13,9 +13,15 @@
 #include "data/source.h"
 #include "data/token_cache.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "trainbench/textfile.h"
 
 #define WN_DEFAULT_DIR "/usr/share/wordnet"
 #define WN_CACHE_FILE "wordnet-glosses.tbcache"
@@ -23,6 +29,10 @@
 #define WN_KIND 2
 #define WN_MIN_COUNT 3
 #define WN_MAX_VOCAB 30000
+/* A data file larger than this is not WordNet's (data.noun, the largest, is 15 MB) */
+#define WN_MAX_FILE_BYTES ((int64_t)256 << 20)
+/* The longest word kept whole (WordNet's longest gloss word has 31 letters) */
+#define WN_MAX_WORD 255
 #define WN_MISSING                                                                               \
     "WordNet is not installed: install the Debian package wordnet-base (apt-get install "        \
     "wordnet-base)"
@@ -92,6 +102,81 @@ static int by_count(const void *a, const void *b)
 /* Calls fn(word) for each word of every gloss and fn(NULL) at each gloss end. */
 typedef tb_status (*word_fn)(void *user, const char *word, tb_error *err);
 
+/* Opens a data file for reading: a regular file of at most WN_MAX_FILE_BYTES (a FIFO is
+ * opened without blocking and refused, never read). */
+static tb_status open_data(const char *path, FILE **out, tb_error *err)
+{
+    *out = NULL;
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) {
+        if (errno == ENOENT || errno == ENOTDIR)
+            return tb_fail(err, TB_ERR_MISSING, "%s (cannot open %s)", WN_MISSING, path);
+        return tb_fail(err, TB_ERR_IO, "cannot open %s: %s", path, strerror(errno));
+    }
+    struct stat sb;
+    tb_status st = TB_OK;
+    if (fstat(fd, &sb) != 0)
+        st = tb_fail(err, TB_ERR_IO, "cannot read %s: %s", path, strerror(errno));
+    else if (!S_ISREG(sb.st_mode))
+        st = tb_fail(err, TB_ERR_IO, "%s is %s, not a regular file", path,
+                     tb_file_kind(sb.st_mode));
+    else if ((int64_t)sb.st_size > WN_MAX_FILE_BYTES)
+        st = tb_fail(err, TB_ERR_FORMAT, "%s has %lld bytes, more than the %lld a WordNet data "
+                     "file may have", path, (long long)sb.st_size, (long long)WN_MAX_FILE_BYTES);
+    int flags = fcntl(fd, F_GETFL);
+    if (st == TB_OK && flags != -1) fcntl(fd, F_SETFL, flags & ~O_NONBLOCK);
+    if (st == TB_OK && !(*out = fdopen(fd, "r")))
+        st = tb_fail(err, TB_ERR_NOMEM, "cannot read %s: out of memory", path);
+    if (st != TB_OK) close(fd);
+    return st;
+}
+
+/* A line read whole as text: no NUL byte (it would cut the gloss short), valid UTF-8, ended
+ * by a newline (a last line without one is a file cut short). */
+static tb_status check_line(const char *path, int64_t lineno, const char *line, size_t n,
+                            tb_error *err)
+{
+    const char *nul = memchr(line, '\0', n);
+    if (nul)
+        return tb_fail(err, TB_ERR_FORMAT, "%s line %lld holds a NUL byte (at byte %lld): "
+                       "WordNet's data files are text", path, (long long)lineno,
+                       (long long)(nul - line + 1));
+    long bad = tb_utf8_invalid_at(line, n);
+    if (bad >= 0)
+        return tb_fail(err, TB_ERR_FORMAT, "%s line %lld is not valid UTF-8 (at byte %ld)",
+                       path, (long long)lineno, bad + 1);
+    if (line[n - 1] != '\n')
+        return tb_fail(err, TB_ERR_FORMAT, "%s line %lld has no newline at the end: the file "
+                       "is truncated", path, (long long)lineno);
+    return TB_OK;
+}
+
+/* Calls fn for the words of one gloss (the text after " | "), then fn(NULL). */
+static tb_status scan_gloss(const char *path, int64_t lineno, const char *gloss, word_fn fn,
+                            void *user, tb_error *err)
+{
+    char word[WN_MAX_WORD + 1];
+    size_t wl = 0;
+    for (const char *p = gloss;; p++) {
+        char c = *p;
+        if (c >= 'A' && c <= 'Z') c = (char)(c - 'A' + 'a');
+        bool in = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '\'';
+        if (in && wl == WN_MAX_WORD)
+            return tb_fail(err, TB_ERR_FORMAT, "%s line %lld: a word of more than %d "
+                           "characters in the gloss", path, (long long)lineno, WN_MAX_WORD);
+        if (in) {
+            word[wl++] = c;
+        } else if (wl) {
+            word[wl] = '\0';
+            wl = 0;
+            tb_status st = fn(user, word, err);
+            if (st != TB_OK) return st;
+        }
+        if (!*p) break;
+    }
+    return fn(user, NULL, err);
+}
+
 static tb_status scan(const char *dir, word_fn fn, void *user, tb_error *err)
 {
     char *line = NULL;
@@ -100,22 +185,13 @@ static tb_status scan(const char *dir, word_fn fn, void *user, tb_error *err)
     for (int f = 0; f < 4 && st == TB_OK; f++) {
         char path[1024];
         snprintf(path, sizeof path, "%.*s/%s", tb_dir_len(dir), dir, wn_files[f]);
-        FILE *fp = fopen(path, "r");
-        if (!fp) {
-            st = tb_fail(err, TB_ERR_MISSING, "%s (cannot open %s)", WN_MISSING, path);
-            break;
-        }
+        FILE *fp;
+        if ((st = open_data(path, &fp, err)) != TB_OK) break;
         int64_t lineno = 0, glosses = 0;
         ssize_t n;
         while (st == TB_OK && (n = getline(&line, &cap, fp)) > 0) {
             lineno++;
-            const char *nul = memchr(line, '\0', (size_t)n); /* would cut the gloss short */
-            if (nul) {
-                st = tb_fail(err, TB_ERR_FORMAT, "%s line %lld holds a NUL byte (at byte %lld): "
-                             "WordNet's data files are text", path, (long long)lineno,
-                             (long long)(nul - line + 1));
-                break;
-            }
+            if ((st = check_line(path, lineno, line, (size_t)n, err)) != TB_OK) break;
             if (line[0] == ' ') continue; /* license header */
             char *bar = strstr(line, " | ");
             if (!bar) {
@@ -123,24 +199,11 @@ static tb_status scan(const char *dir, word_fn fn, void *user, tb_error *err)
                              path, (long long)lineno);
                 break;
             }
-            char word[256];
-            size_t wl = 0;
-            for (const char *p = bar + 3;; p++) {
-                char c = *p;
-                if (c >= 'A' && c <= 'Z') c = (char)(c - 'A' + 'a');
-                bool in = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '\'';
-                if (in && wl + 1 < sizeof word) {
-                    word[wl++] = c;
-                } else if (!in && wl) {
-                    word[wl] = '\0';
-                    wl = 0;
-                    if ((st = fn(user, word, err)) != TB_OK) break;
-                }
-                if (!*p) break;
-            }
-            if (st == TB_OK) st = fn(user, NULL, err);
+            st = scan_gloss(path, lineno, bar + 3, fn, user, err);
             glosses++;
         }
+        if (st == TB_OK && ferror(fp))
+            st = tb_fail(err, TB_ERR_IO, "cannot read %s: %s", path, strerror(errno));
         fclose(fp);
         if (st == TB_OK && glosses == 0)
             st = tb_fail(err, TB_ERR_FORMAT, "%s has no glosses", path);

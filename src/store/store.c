@@ -6,7 +6,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
+
+#include "trainbench/textfile.h"
 
 static const char schema[] =
     "CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);"
@@ -260,6 +263,11 @@ static tb_status open_store(const char *path, bool writable, tb_store **out, tb_
                        path);
     if (!writable && access(path, F_OK) != 0)
         return tb_fail(err, TB_ERR_INVALID, "results store %s does not exist", path);
+    /* never opened: SQLite would block on a FIFO opened to read, or fail vaguely */
+    struct stat sb;
+    if (stat(path, &sb) == 0 && !S_ISREG(sb.st_mode))
+        return tb_fail(err, TB_ERR_IO, "results store %s is %s, not a regular file", path,
+                       tb_file_kind(sb.st_mode));
     const bool created = writable && access(path, F_OK) != 0;
     if (created) {
         tb_status st = tb_store_create_check(path, err);

@@ -6,6 +6,7 @@
  * gradient returns (TB_ERR_NUMERIC: a divergence). More defects, by environment variable:
  *   TB_CRASHER_LOAD=segv      tb_submission_entry segfaults (the library crashes when loaded)
  *   TB_CRASHER_LOAD=noupdate  its table lacks update_params
+ *   TB_CRASHER_LOAD=abi       its table says it was built for the next ABI version
  *   TB_CRASHER_NAN=1          update_params writes NaN weights and reports a finite loss, and
  *                             never crashes
  *   TB_CRASHER_STDOUT=1       prints to stdout in an ELF constructor, in the entry point and
@@ -118,10 +119,19 @@ static const tb_submission no_update = {
     .init_optimizer_state = init_state,
 };
 
+static const tb_submission next_abi = {
+    .name = "crasher",
+    .abi_version = TB_SUBMISSION_ABI_VERSION + 1,
+    .get_batch_size = get_batch_size,
+    .init_optimizer_state = init_state,
+    .update_params = update,
+};
+
 const tb_submission *tb_submission_entry(int abi_version)
 {
     noise("entry");
     if (env_set("TB_CRASHER_LOAD", "segv")) segfault();
     if (abi_version != TB_SUBMISSION_ABI_VERSION) return NULL;
+    if (env_set("TB_CRASHER_LOAD", "abi")) return &next_abi;
     return env_set("TB_CRASHER_LOAD", "noupdate") ? &no_update : &submission;
 }
