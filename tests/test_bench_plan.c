@@ -326,6 +326,7 @@ static void test_schema_1_store(void)
     tb_store_close(store);
     sql(db, "ALTER TABLE trials DROP COLUMN resolved_hparams;"
             "ALTER TABLE trials DROP COLUMN default_hparams;"
+            TB_TEST_DROP_SCHEMA_3_COLUMNS
             "UPDATE meta SET value='1' WHERE key='schema_version'");
     tb_trial_record *rows = NULL;
     int n = 0;
