@@ -113,6 +113,8 @@ static char *spec_json(const tb_bench_spec *s, const char *const *wls, int n_wl,
                             (double)s->trial.eval_validation_examples);
     cJSON_AddNumberToObject(o, "eval_test_examples", (double)s->trial.eval_test_examples);
     cJSON_AddNumberToObject(o, "timeout_s", s->trial.timeout_s);
+    if (s->trial.hang_s > 0) /* (absent for the default: older specs stay valid) */
+        cJSON_AddNumberToObject(o, "hang_s", s->trial.hang_s);
     cJSON_AddNumberToObject(o, "threads", s->trial.threads);
     cJSON_AddStringToObject(o, "device", tb_device_name(s->trial.device));
     if (s->sampler != TB_SAMPLER_HALTON) { /* (absent for halton: older specs stay valid) */
