@@ -1,6 +1,6 @@
 /* benchmark.c: planning a benchmark into the store (trials, their hyperparameter points and
- * seeds, before anything runs) and executing it: every unfinished trial in a child process,
- * finished ones reused. Also the presets. */
+ * seeds, before anything runs) and executing it: every unfinished trial in a child process, in
+ * interleaved order (order.c), finished ones reused. Also the presets. */
 /* realpath */
 #define _XOPEN_SOURCE 700
 
@@ -446,8 +446,15 @@ tb_status tb_bench_run(const char *store_path, const tb_bench_spec *s,
     if (!spaces && st == TB_OK) st = tb_fail(err, TB_ERR_NOMEM, "out of memory");
     for (int j = 0; gp && st == TB_OK && j < n_refs; j++)
         st = load_space(s, refs[j], &spaces[j], err);
-    for (int i = 0; st == TB_OK && i < n; i++) {
-        tb_trial_record *t = &trials[i];
+    /* interleaved: every submission's trial of a round before the next round's (order.c) */
+    int *order = calloc((size_t)(n > 0 ? n : 1), sizeof *order);
+    const char **names = calloc((size_t)n_refs + 1, sizeof *names);
+    if ((!order || !names) && st == TB_OK) st = tb_fail(err, TB_ERR_NOMEM, "out of memory");
+    for (int j = 0; names && j < n_refs; j++) names[j] = tb_submission_ref_name(refs[j]);
+    if (st == TB_OK) st = tb_bench_interleave(trials, n, wls, n_wl, names, n_refs, order, err);
+    free(names);
+    for (int k = 0; st == TB_OK && k < n; k++) {
+        tb_trial_record *t = &trials[order[k]];
         const tb_submission_ref *ref = NULL;
         const tb_search_space *space = NULL;
         for (int j = 0; j < n_refs; j++)
@@ -475,10 +482,11 @@ tb_status tb_bench_run(const char *store_path, const tb_bench_spec *s,
         }
         if (st == TB_OK && t->status == TB_TRIAL_FAILED) sum.failed++;
         if (st == TB_OK && progress) {
-            tb_bench_event ev = {t, i + 1, n, reused};
+            tb_bench_event ev = {t, k + 1, n, reused};
             progress(user, &ev);
         }
     }
+    free(order);
     free(trials);
     for (int j = 0; spaces && j < n_refs; j++) tb_search_space_destroy(spaces[j]);
     free(spaces);
