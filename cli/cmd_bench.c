@@ -349,6 +349,10 @@ int tb_cli_bench(int argc, char **argv)
     spec.trial.cache_dir = data.cache_dir;
     if (timeout > 0 && check_timeout(&spec, timeout) != TB_EXIT_OK) return TB_EXIT_USAGE;
 
+    char busy[400];
+    if (tb_machine_busy(threads, busy, sizeof busy))
+        fprintf(stderr, "warning: %s; times measured now will be slower and noisier, and "
+                        "trials likely flagged contended (see `trainbench score`)\n", busy);
     tb_bench_summary sum;
     tb_status st = tb_bench_run(db, &spec, quiet ? NULL : show_trial, NULL, &sum, &err);
     if (st != TB_OK) {
