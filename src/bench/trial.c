@@ -289,6 +289,8 @@ static tb_status record_conditions(trial_run *r, tb_error *err)
     t->load_avg = c.load1;
     t->steal = c.steal;
     t->nivcsw = c.nivcsw;
+    /* a GPU trial's host thread waits for the device: its CPU share says nothing of others */
+    if (r->opts->device != TB_DEVICE_CPU) c.cpu_share = NAN;
     t->contended = tb_machine_contended(&c, r->threads, (int)sysconf(_SC_NPROCESSORS_ONLN),
                                         t->contention, sizeof t->contention);
     return tb_store_trial_conditions(r->store, t->id, t, err);
