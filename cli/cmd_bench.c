@@ -65,9 +65,10 @@ static const char bench_usage[] =
     "      --seed N              seeds every trial's sources of variation (default 0)\n"
     TB_CLI_THREADS_HELP
     TB_CLI_DEVICE_HELP
-    "      --hang-timeout SECONDS  a trial whose process completes no step (nor eval)\n"
-    "                            for this long is hung: killed and failed (default 300;\n"
-    "                            a slow trial that makes progress is never killed)\n"
+    "      --hang-timeout SECONDS\n"
+    "                            a trial whose process completes no step (nor eval) for\n"
+    "                            this long is hung: killed and failed (default 300; a\n"
+    "                            slow trial that makes progress is never killed)\n"
     "      --timeout SECONDS     an absolute wall-clock limit of one trial's process\n"
     "                            (default none); a trial past it is killed and failed;\n"
     "                            not below the budget (x1.5 self-tuning)\n"

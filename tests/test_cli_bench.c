@@ -62,6 +62,8 @@ int main(void)
           has("2 studies x 1 trial, 15 s budgets") && has("spread evenly over\n") &&
           has("(the train subset, validation and test)"));
     CHECK(run("bench --timeout -5") == 2 && has("--timeout: must be positive"));
+    CHECK(run("bench --hang-timeout 0") == 2 && has("--hang-timeout: must be positive") &&
+          has("the default, 300 s"));
     CHECK(run("bench -w fmnist_mlp --timeout 0.5") == 2 &&
           has("--timeout: 0.5 s is below the budget of a fmnist_mlp trial (15 s"));
     CHECK(run("bench -w fmnist_mlp --budget 2 --ruleset self --timeout 2.5") == 2 &&
