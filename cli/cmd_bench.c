@@ -65,8 +65,12 @@ static const char bench_usage[] =
     "      --seed N              seeds every trial's sources of variation (default 0)\n"
     TB_CLI_THREADS_HELP
     TB_CLI_DEVICE_HELP
-    "      --timeout SECONDS     wall-clock limit of one trial's process (default\n"
-    "                            3 x budget + 120 s); a trial past it is killed and failed;\n"
+    "      --hang-timeout SECONDS\n"
+    "                            a trial whose process completes no step (nor eval) for\n"
+    "                            this long is hung: killed and failed (default 300; a\n"
+    "                            slow trial that makes progress is never killed)\n"
+    "      --timeout SECONDS     an absolute wall-clock limit of one trial's process\n"
+    "                            (default none); a trial past it is killed and failed;\n"
     "                            not below the budget (x1.5 self-tuning)\n"
     "      --search-spaces DIR   where the built-ins' <name>.json search spaces are\n"
     "                            (default: the source tree's search_spaces/)\n"
@@ -83,7 +87,7 @@ static const char bench_usage[] =
 enum {
     OPT_DB = 1000, OPT_PRESET, OPT_NAME, OPT_RULESET, OPT_STUDIES, OPT_TRIALS, OPT_BUDGET,
     OPT_EVAL_PERIOD, OPT_FULL_TARGETS, OPT_VARIANTS, OPT_RUN_TO_BUDGET, OPT_SEED,
-    OPT_TIMEOUT, OPT_SPACES, OPT_JSON, OPT_SAMPLER, OPT_GP_INITIAL, OPT_PRIOR,
+    OPT_TIMEOUT, OPT_HANG, OPT_SPACES, OPT_JSON, OPT_SAMPLER, OPT_GP_INITIAL, OPT_PRIOR,
     OPT_PRIOR_WORKLOAD,
 };
 
@@ -125,8 +129,9 @@ static int check_timeout(const tb_bench_spec *spec, double timeout)
         if (timeout < budget) {
             tb_cli_error("--timeout: %g s is below the budget of a %s trial (%g s of submission "
                          "time); every trial would be killed before its budget: give more "
-                         "than the budget, with room for evals (the default is 3 x budget + "
-                         "120 s)", timeout, bw.workload, budget);
+                         "than the budget, with room for evals, or leave it out (the default: "
+                         "no wall-clock limit, a trial is killed when it hangs)", timeout,
+                         bw.workload, budget);
             return TB_EXIT_USAGE;
         }
     }
@@ -148,7 +153,7 @@ int tb_cli_bench(int argc, char **argv)
     long studies = -1, trials = -1;
     int threads = 0;
     int64_t eval_examples = -1;
-    double budget = -1, eval_period = -1, timeout = 0;
+    double budget = -1, eval_period = -1, timeout = 0, hang = 0;
     bool run_to_budget = false;
     uint64_t seed = 0;
     tb_ruleset ruleset = TB_RULESET_EXTERNAL;
@@ -177,6 +182,7 @@ int tb_cli_bench(int argc, char **argv)
         {"threads", required_argument, 0, 't'},
         {"device", required_argument, 0, TB_OPT_DEVICE},
         {"timeout", required_argument, 0, OPT_TIMEOUT},
+        {"hang-timeout", required_argument, 0, OPT_HANG},
         {"search-spaces", required_argument, 0, OPT_SPACES},
         TB_CLI_DATA_OPTIONS,
         {"json", no_argument, 0, OPT_JSON},
@@ -256,7 +262,13 @@ int tb_cli_bench(int argc, char **argv)
             if (!tb_cli_parse_double("--timeout", optarg, &timeout)) return TB_EXIT_USAGE;
             if (timeout <= 0)
                 return tb_cli_error("--timeout: must be positive (leave it out for the default, "
-                                    "3 x budget + 120 s)"), TB_EXIT_USAGE;
+                                    "no wall-clock limit)"), TB_EXIT_USAGE;
+            break;
+        case OPT_HANG:
+            if (!tb_cli_parse_double("--hang-timeout", optarg, &hang)) return TB_EXIT_USAGE;
+            if (hang <= 0)
+                return tb_cli_error("--hang-timeout: must be positive (leave it out for the "
+                                    "default, %g s)", TB_TRIAL_HANG_DEFAULT_S), TB_EXIT_USAGE;
             break;
         case OPT_SPACES: spaces = optarg; break;
         case OPT_JSON: json = true; break;
@@ -333,10 +345,15 @@ int tb_cli_bench(int argc, char **argv)
     spec.search_space_dir = spaces;
     spec.trial.threads = threads;
     spec.trial.timeout_s = timeout;
+    spec.trial.hang_s = hang;
     spec.trial.data_dir = data.data_dir;
     spec.trial.cache_dir = data.cache_dir;
     if (timeout > 0 && check_timeout(&spec, timeout) != TB_EXIT_OK) return TB_EXIT_USAGE;
 
+    char busy[400];
+    if (tb_machine_busy(threads, busy, sizeof busy))
+        fprintf(stderr, "warning: %s; times measured now will be slower and noisier, and "
+                        "trials likely flagged contended (see `trainbench score`)\n", busy);
     tb_bench_summary sum;
     tb_status st = tb_bench_run(db, &spec, quiet ? NULL : show_trial, NULL, &sum, &err);
     if (st != TB_OK) {

@@ -377,6 +377,13 @@ int tb_cli_hw(int argc, char **argv)
     }
     bool root = tb_dist_rank(q.dist) == 0;
     if (!root) o.quiet = true;
+    int most = 0; /* the largest thread count (0: the default's, all cores) */
+    for (int i = 0; q.threads && i < q.n_threads; i++)
+        if (q.threads[i] > most) most = q.threads[i];
+    char busy[400];
+    if (root && tb_machine_busy(q.threads ? most : 0, busy, sizeof busy))
+        fprintf(stderr, "warning: %s; throughputs measured now will read low and noisy\n",
+                busy);
     rc = run_suite(&o, &q, command, root);
     /* every rank ran the same rows to the same verdict: finalise together */
     if (q.dist) {

@@ -73,7 +73,8 @@ static void test_crash_isolated(void)
     }
     free(t);
 
-    /* a hanging submission is killed at its wall-clock limit */
+    /* a hanging submission is killed at its wall-clock limit (--timeout: set here, not by
+     * default; tests/test_bench_conditions.c kills one by its progress) */
     tb_trial_record h;
     memset(&h, 0, sizeof h);
     snprintf(h.benchmark, sizeof h.benchmark, "hang");

@@ -282,7 +282,7 @@ static void test_search_space_checked(void)
                     " \"batch_size\": {\"feasible_points\": [64]}}");
     CHECK_FAILS(tb_bench_run(db, &s, NULL, NULL, &sum, &err), TB_ERR_INVALID, &err,
                 "differs in: search_spaces)");
-    /* so are another per-trial timeout and another thread count */
+    /* so are another per-trial timeout, hang limit and thread count */
     tb_test_write_text(sgd, "{\"learning_rate\": {\"min\": 0.02, \"max\": 0.2, \"scaling\": \"log\"},"
                     " \"momentum\": {\"feasible_points\": [0.9]},"
                     " \"warmup_fraction\": {\"feasible_points\": [0.05]},"
@@ -291,6 +291,10 @@ static void test_search_space_checked(void)
     CHECK_FAILS(tb_bench_run(db, &s, NULL, NULL, &sum, &err), TB_ERR_INVALID, &err,
                 "differs in: timeout_s)");
     s.trial.timeout_s = 0;
+    s.trial.hang_s = 30; /* (in the spec only when given: older specs have none) */
+    CHECK_FAILS(tb_bench_run(db, &s, NULL, NULL, &sum, &err), TB_ERR_INVALID, &err,
+                "differs in: hang_s");
+    s.trial.hang_s = 0;
     s.trial.threads = 1;
     CHECK_FAILS(tb_bench_run(db, &s, NULL, NULL, &sum, &err), TB_ERR_INVALID, &err,
                 "differs in: threads)");
@@ -326,6 +330,7 @@ static void test_schema_1_store(void)
     tb_store_close(store);
     sql(db, "ALTER TABLE trials DROP COLUMN resolved_hparams;"
             "ALTER TABLE trials DROP COLUMN default_hparams;"
+            TB_TEST_DROP_SCHEMA_3_COLUMNS
             "UPDATE meta SET value='1' WHERE key='schema_version'");
     tb_trial_record *rows = NULL;
     int n = 0;

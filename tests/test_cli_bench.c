@@ -62,6 +62,8 @@ int main(void)
           has("2 studies x 1 trial, 15 s budgets") && has("spread evenly over\n") &&
           has("(the train subset, validation and test)"));
     CHECK(run("bench --timeout -5") == 2 && has("--timeout: must be positive"));
+    CHECK(run("bench --hang-timeout 0") == 2 && has("--hang-timeout: must be positive") &&
+          has("the default, 300 s"));
     CHECK(run("bench -w fmnist_mlp --timeout 0.5") == 2 &&
           has("--timeout: 0.5 s is below the budget of a fmnist_mlp trial (15 s"));
     CHECK(run("bench -w fmnist_mlp --budget 2 --ruleset self --timeout 2.5") == 2 &&
@@ -185,16 +187,16 @@ int main(void)
     CHECK(run(args) == 0 && !file_is(csv, "old export\n"));
 
     /* a store of another schema is refused by name and left as it was */
-    snprintf(other, sizeof other, "%s/v2.db", dir);
+    snprintf(other, sizeof other, "%s/v4.db", dir);
     snprintf(args, sizeof args, "cp %s %s", db, other);
     CHECK(system(args) == 0 &&
-          sql(other, "UPDATE meta SET value='3' WHERE key='schema_version'"));
+          sql(other, "UPDATE meta SET value='4' WHERE key='schema_version'"));
     const long before = file_size(other);
     snprintf(args, sizeof args, "score --db %s", other);
     CHECK(run(args) == 1 && has("a trainbench results store of another schema") &&
-          has("schema version 3; this build reads versions 1 and 2"));
+          has("schema version 4; this build reads versions 1 to 3"));
     snprintf(args, sizeof args, "bench --db %s --name tiny -s sgd -w fmnist_mlp", other);
-    CHECK(run(args) == 1 && has("schema version 3"));
+    CHECK(run(args) == 1 && has("schema version 4"));
     CHECK(file_size(other) == before);
     /* the right version but a table of another build's columns */
     CHECK(sql(other, "UPDATE meta SET value='2' WHERE key='schema_version';"

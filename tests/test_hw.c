@@ -400,7 +400,7 @@ static void test_store(void)
     tb_store_close(s);
     CHECK_OK(tb_store_open_readonly(db, &s, &err), &err);
     tb_store_close(s);
-    CHECK(query_int(db, "SELECT value FROM meta WHERE key = 'schema_version'") == 2);
+    CHECK(query_int(db, "SELECT value FROM meta WHERE key = 'schema_version'") == 3);
     remove_store(db);
 
     /* hardware tables of another build: refused by name before anything is written */

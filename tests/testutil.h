@@ -97,6 +97,15 @@ int tb_test_bench_in_child(const char *db, const tb_bench_spec *s);
 int tb_test_count_trials(const char *db, const char *bench, tb_trial_status want,
                          int *with_evals);
 int tb_test_run_cli(const char *args, char *out, size_t cap);
+/* SQL that turns a store of schema 3 into one of schema 2 (before the conditions): drops the
+ * columns schema 3 added to the trials and evals tables (the version row is the caller's). */
+#define TB_TEST_DROP_SCHEMA_3_COLUMNS                                                           \
+    "ALTER TABLE trials DROP COLUMN wall_time; ALTER TABLE trials DROP COLUMN cpu_time;"        \
+    "ALTER TABLE trials DROP COLUMN load_avg; ALTER TABLE trials DROP COLUMN steal;"            \
+    "ALTER TABLE trials DROP COLUMN nivcsw; ALTER TABLE trials DROP COLUMN contended;"          \
+    "ALTER TABLE trials DROP COLUMN contention; ALTER TABLE trials DROP COLUMN run_order;"      \
+    "ALTER TABLE evals DROP COLUMN cpu_time; ALTER TABLE evals DROP COLUMN load_avg;"           \
+    "ALTER TABLE evals DROP COLUMN steal; ALTER TABLE evals DROP COLUMN nivcsw;"
 /* tb_test_run_cli under `TB_MPIEXEC --oversubscribe --allow-run-as-root -np np` (the mpiexec
  * CMake found; every rank's output together). */
 int tb_test_run_mpi(int np, const char *args, char *out, size_t cap);

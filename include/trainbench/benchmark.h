@@ -55,6 +55,11 @@ tb_status tb_ruleset_parse(const char *name, tb_ruleset *out, tb_error *err);
 #define TB_SELF_TUNING_BUDGET_FACTOR 1.5
 
 /* ---- one trial ------------------------------------------------------------------------------ */
+/* Seconds without progress after which a trial is hung (tb_trial_options.hang_s): far more
+ * than a step, a whole-split eval or a set-up takes even on a machine 20 times slower than
+ * idle (docs/TIME_TO_RESULT.md). */
+#define TB_TRIAL_HANG_DEFAULT_S 300.0
+
 typedef struct tb_trial_options {
     tb_device device;
     int threads;                   /* CPU threads of the trial (0: all cores) */
@@ -64,8 +69,11 @@ typedef struct tb_trial_options {
     int64_t eval_train_examples;   /* train-metric subset per eval (0: as many as validation) */
     int64_t eval_validation_examples; /* 0: the whole validation split */
     int64_t eval_test_examples;    /* 0: the whole test split; < 0: no test evals */
-    double timeout_s;              /* wall-clock limit of a trial's process; 0: automatic
-                                      (3 x budget + 120 s) */
+    double timeout_s;              /* absolute wall-clock limit of a trial's process; 0: none
+                                      (a slow trial that makes progress runs on) */
+    double hang_s;                 /* a trial whose process completes no step (nor eval, nor
+                                      its set-up) for this long is hung and killed; 0:
+                                      TB_TRIAL_HANG_DEFAULT_S */
     const char *cache_dir;         /* prepared-data cache (see tb_workload_prepare); NULL:
                                       each trial prepares the data in memory */
 } tb_trial_options;
@@ -79,7 +87,8 @@ tb_status tb_trial_execute(const char *store_path, int64_t trial_id,
                            tb_error *err);
 
 /* Runs tb_trial_execute in a child process (fork; the child dies with its parent), waits for
- * it with the wall-clock limit (SIGKILL when it is passed), and, when the child ended without
+ * it, watching its progress (SIGKILL when it completes no step for opts->hang_s, or when it
+ * passes opts->timeout_s if one is set), and, when the child ended without
  * recording an outcome (a crash, a kill, a hang), records the trial failed with the reason.
  * When the child could not record an outcome because the store failed (tb_trial_execute's
  * error: a full disk, an I/O error), returns that error (its status, the trial named) and
@@ -192,7 +201,8 @@ tb_status tb_bench_preset(const char *preset, tb_bench_spec *spec, tb_error *err
 
 typedef struct tb_bench_event {
     const tb_trial_record *trial; /* after it ran (or was found finished) */
-    int index, total;             /* 1-based position among the plan's trials */
+    int index, total;             /* 1-based position in the order of execution (interleaved:
+                                     submissions in turn, workload by workload) */
     bool reused;                  /* finished in an earlier run: not rerun */
 } tb_bench_event;
 

@@ -61,6 +61,7 @@ typedef struct tb_score_table {
     int *studies;           /* studies planned */
     int *studies_reached;   /* studies whose fastest trial reached the target */
     int *trials, *trials_failed, *trials_unfinished;
+    int *trials_contended;  /* finished trials flagged contended (tb_trial_record.contended) */
     double *ratio;
     bool *disqualified;     /* a reached base time the variant rule voids (scored as a miss) */
     /* [w] */

@@ -65,6 +65,18 @@ typedef struct tb_trial_record {
      * defaults. Both empty for a trial not started (or started by an older trainbench). */
     tb_hparams resolved_hparams;
     tb_hparams default_hparams;
+    /* (store schema 3) The conditions of the trial's last attempt, from the end of its set-up
+     * to its end, recorded by the trial when it ends (unknown, NaN or -1, for a trial not
+     * started, killed, or recorded by an older trainbench; see trainbench/machine.h). */
+    double wall_time;           /* wall seconds */
+    double cpu_time;            /* its process's CPU seconds (user + system, all threads) */
+    double load_avg;            /* the largest 1-minute load average sampled */
+    double steal;               /* share of the machine's CPU time stolen, [0, 1] */
+    int64_t nivcsw;             /* its process's involuntary context switches */
+    int contended;              /* 1 contended (tb_machine_contended), 0 not, -1 unknown */
+    char contention[160];       /* why it was contended ("cpu share 0.31 < 0.5"), or "" */
+    int64_t run_order;          /* 1, 2, ... within the benchmark, in the order attempts
+                                   started (a rerun gets a later one); 0: never started */
 } tb_trial_record;
 
 typedef struct tb_eval_record {
@@ -78,6 +90,11 @@ typedef struct tb_eval_record {
     int64_t validation_examples;
     double test_loss, test_accuracy, test_error;
     int64_t test_examples;
+    /* (store schema 3) since the end of the trial's set-up: its process's CPU seconds, the
+     * share of the machine's CPU time stolen, its involuntary context switches; and the
+     * 1-minute load average at the eval (NaN or -1: unknown, or an older store) */
+    double cpu_time, load_avg, steal;
+    int64_t nivcsw;
 } tb_eval_record;
 
 /* Opens (creating if needed) the store at path: schema, WAL mode, busy timeout. Fails with
@@ -123,6 +140,9 @@ tb_status tb_store_add_eval(tb_store *store, int64_t trial_id, const tb_eval_rec
  * of them took defaults (see tb_trial_record). */
 tb_status tb_store_trial_hparams(tb_store *store, int64_t id, const tb_hparams *resolved,
                                  const tb_hparams *defaults, tb_error *err);
+/* Records the conditions a started trial ran in (t's wall_time to contention). */
+tb_status tb_store_trial_conditions(tb_store *store, int64_t id, const tb_trial_record *t,
+                                    tb_error *err);
 /* Records the outcome (status done or failed) of a trial; reason may be NULL (none). */
 tb_status tb_store_trial_finish(tb_store *store, int64_t id, tb_trial_status status,
                                 const char *reason, bool reached, double time_to_target,

@@ -37,4 +37,11 @@ tb_status tb_bench_check_dimension(const tb_optimizer_info *info, const char *so
 tb_status tb_bench_space_check(const tb_optimizer_info *info, const tb_search_space *space,
                                const char *source, tb_error *err);
 
+/* The order to run n trials in (order: a permutation of 0..n-1): interleaved by workload (the
+ * order of wls), study, trial, then one of each submission (the order of subs, reversed every
+ * other round); order.c says why. */
+tb_status tb_bench_interleave(const tb_trial_record *trials, int n, const char *const *wls,
+                              int n_wl, const char *const *subs, int n_subs, int *order,
+                              tb_error *err);
+
 #endif

@@ -1,6 +1,6 @@
 /* benchmark.c: planning a benchmark into the store (trials, their hyperparameter points and
- * seeds, before anything runs) and executing it: every unfinished trial in a child process,
- * finished ones reused. Also the presets. */
+ * seeds, before anything runs) and executing it: every unfinished trial in a child process, in
+ * interleaved order (order.c), finished ones reused. Also the presets. */
 /* realpath */
 #define _XOPEN_SOURCE 700
 
@@ -113,6 +113,8 @@ static char *spec_json(const tb_bench_spec *s, const char *const *wls, int n_wl,
                             (double)s->trial.eval_validation_examples);
     cJSON_AddNumberToObject(o, "eval_test_examples", (double)s->trial.eval_test_examples);
     cJSON_AddNumberToObject(o, "timeout_s", s->trial.timeout_s);
+    if (s->trial.hang_s > 0) /* (absent for the default: older specs stay valid) */
+        cJSON_AddNumberToObject(o, "hang_s", s->trial.hang_s);
     cJSON_AddNumberToObject(o, "threads", s->trial.threads);
     cJSON_AddStringToObject(o, "device", tb_device_name(s->trial.device));
     if (s->sampler != TB_SAMPLER_HALTON) { /* (absent for halton: older specs stay valid) */
@@ -446,8 +448,15 @@ tb_status tb_bench_run(const char *store_path, const tb_bench_spec *s,
     if (!spaces && st == TB_OK) st = tb_fail(err, TB_ERR_NOMEM, "out of memory");
     for (int j = 0; gp && st == TB_OK && j < n_refs; j++)
         st = load_space(s, refs[j], &spaces[j], err);
-    for (int i = 0; st == TB_OK && i < n; i++) {
-        tb_trial_record *t = &trials[i];
+    /* interleaved: every submission's trial of a round before the next round's (order.c) */
+    int *order = calloc((size_t)(n > 0 ? n : 1), sizeof *order);
+    const char **names = calloc((size_t)n_refs + 1, sizeof *names);
+    if ((!order || !names) && st == TB_OK) st = tb_fail(err, TB_ERR_NOMEM, "out of memory");
+    for (int j = 0; names && j < n_refs; j++) names[j] = tb_submission_ref_name(refs[j]);
+    if (st == TB_OK) st = tb_bench_interleave(trials, n, wls, n_wl, names, n_refs, order, err);
+    free(names);
+    for (int k = 0; st == TB_OK && k < n; k++) {
+        tb_trial_record *t = &trials[order[k]];
         const tb_submission_ref *ref = NULL;
         const tb_search_space *space = NULL;
         for (int j = 0; j < n_refs; j++)
@@ -475,10 +484,11 @@ tb_status tb_bench_run(const char *store_path, const tb_bench_spec *s,
         }
         if (st == TB_OK && t->status == TB_TRIAL_FAILED) sum.failed++;
         if (st == TB_OK && progress) {
-            tb_bench_event ev = {t, i + 1, n, reused};
+            tb_bench_event ev = {t, k + 1, n, reused};
             progress(user, &ev);
         }
     }
+    free(order);
     free(trials);
     for (int j = 0; spaces && j < n_refs; j++) tb_search_space_destroy(spaces[j]);
     free(spaces);

@@ -1,4 +1,5 @@
-/* child.c: waiting for a child process under a wall-clock limit, and how it ended. */
+/* child.c: waiting for a child process under a wall-clock limit and a progress watch, and
+ * how it ended. */
 #define _GNU_SOURCE /* strsignal, pipe2 */
 #include "bench/child.h"
 #include "core/clock.h"
@@ -41,10 +42,12 @@ pid_t tb_child_fork(int *fd)
     return pid;
 }
 
-bool tb_child_wait(pid_t pid, double limit_s, int *wstatus)
+tb_child_end tb_child_wait(pid_t pid, double limit_s, const _Atomic uint64_t *progress,
+                           double stall_s, int *wstatus)
 {
-    double t0 = tb_monotonic_s();
-    bool timed_out = false;
+    double t0 = tb_monotonic_s(), last_progress = t0;
+    uint64_t seen = progress ? atomic_load(progress) : 0;
+    tb_child_end end = TB_CHILD_ENDED;
     *wstatus = 0;
     for (;;) {
         pid_t w = waitpid(pid, wstatus, WNOHANG);
@@ -54,14 +57,23 @@ bool tb_child_wait(pid_t pid, double limit_s, int *wstatus)
             waitpid(pid, wstatus, 0);
             break;
         }
-        if (!timed_out && tb_monotonic_s() - t0 > limit_s) {
-            timed_out = true;
-            kill(pid, SIGKILL);
+        const double now = tb_monotonic_s();
+        if (progress) {
+            uint64_t beats = atomic_load(progress);
+            if (beats != seen) {
+                seen = beats;
+                last_progress = now;
+            }
+        }
+        if (end == TB_CHILD_ENDED) {
+            if (limit_s > 0 && now - t0 > limit_s) end = TB_CHILD_TIMED_OUT;
+            else if (progress && now - last_progress > stall_s) end = TB_CHILD_HUNG;
+            if (end != TB_CHILD_ENDED) kill(pid, SIGKILL); /* a stopped process too */
         }
         struct timespec ts = {0, 20 * 1000 * 1000};
         nanosleep(&ts, NULL);
     }
-    return timed_out;
+    return end;
 }
 
 void tb_child_describe(int wstatus, char *buf, size_t cap)

@@ -4,7 +4,9 @@
 #define TRAINBENCH_BENCH_CHILD_H
 
 #include <stdbool.h>
+#include <stdatomic.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 /* Forks a child that answers through a pipe: it dies with its parent (PR_SET_PDEATHSIG; it
@@ -15,10 +17,19 @@
  * Stdio buffers are flushed first; the caller must not have started threads. */
 pid_t tb_child_fork(int *fd);
 
+/* How a child that tb_child_wait waited for ended. */
+typedef enum tb_child_end {
+    TB_CHILD_ENDED = 0, /* by itself (or a signal from elsewhere): see its wait status */
+    TB_CHILD_TIMED_OUT, /* killed for passing the wall-clock limit */
+    TB_CHILD_HUNG,      /* killed for making no progress */
+} tb_child_end;
+
 /* Waits for child `pid` (polling every 20 ms, never blocking on it), and SIGKILLs it once
- * limit_s seconds have passed since the call. Writes its wait status to *wstatus and returns
- * whether it was killed for passing the limit. */
-bool tb_child_wait(pid_t pid, double limit_s, int *wstatus);
+ * limit_s seconds have passed since the call (limit_s <= 0: no limit) or, with progress not
+ * NULL, once the counter *progress (which the child raises) has not changed for stall_s
+ * seconds. Writes its wait status to *wstatus. */
+tb_child_end tb_child_wait(pid_t pid, double limit_s, const _Atomic uint64_t *progress,
+                           double stall_s, int *wstatus);
 
 /* How a child ended, from its wait status: "killed by signal 11 (Segmentation fault)" or
  * "exited with status 3". */

@@ -5,15 +5,24 @@
  * the child cannot record an outcome because the store failed (a full disk), its error comes
  * back through a pipe and is the benchmark's error, not the submission's failure. The child's
  * stdout is its stderr: what a submission prints never mixes into the caller's output (the
- * score table of `bench --json`). */
+ * score table of `bench --json`). The child beats a heartbeat in memory shared with the parent
+ * at every step and eval; a trial is hung, and killed, when it beats no more for
+ * opts->hang_s, however long it has run: a slow machine slows the beats, it does not stop
+ * them. An absolute wall-clock limit applies only when opts->timeout_s sets one. */
+/* MAP_ANONYMOUS */
+#define _DEFAULT_SOURCE
+
 #include "trainbench/benchmark.h"
 #include "bench/child.h"
+#include "bench/trial_impl.h"
+#include "core/clock.h"
 
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -35,17 +44,28 @@ tb_status tb_trial_run_isolated(const char *store_path, int64_t trial_id,
     st = tb_store_trial_get(store, trial_id, &rec, err);
     tb_store_close(store); /* no connection open across fork */
     if (st != TB_OK) return st;
-    double limit = opts->timeout_s > 0 ? opts->timeout_s : 3.0 * rec.budget_s + 120.0;
+    const double limit = opts->timeout_s > 0 ? opts->timeout_s : 0;
+    const double hang = opts->hang_s > 0 ? opts->hang_s : TB_TRIAL_HANG_DEFAULT_S;
+    tb_trial_heartbeat *hb = mmap(NULL, sizeof *hb, PROT_READ | PROT_WRITE,
+                                  MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (hb == MAP_FAILED)
+        return tb_fail(err, TB_ERR_IO, "cannot share a heartbeat with a trial process: %s",
+                       strerror(errno));
+    atomic_init(&hb->beats, 0);
+    atomic_init(&hb->step, 0);
 
     /* the child's error, when it could not record an outcome, comes back through a pipe;
      * its stdout is stderr: the submission's prints stay off the caller's (bench --json) */
     int fd;
     pid_t pid = tb_child_fork(&fd);
-    if (pid < 0)
-        return tb_fail(err, TB_ERR_IO, "cannot start a trial process: %s", strerror(errno));
+    if (pid < 0) {
+        int e = errno;
+        munmap(hb, sizeof *hb);
+        return tb_fail(err, TB_ERR_IO, "cannot start a trial process: %s", strerror(e));
+    }
     if (pid == 0) {
         tb_error cerr = {0};
-        tb_status cst = tb_trial_execute(store_path, trial_id, sub, opts, &cerr);
+        tb_status cst = tb_trial_execute_watched(store_path, trial_id, sub, opts, hb, &cerr);
         if (cst != TB_OK) {
             cerr.status = cst;
             /* one write of a few hundred bytes: atomic, and the pipe holds it */
@@ -55,7 +75,11 @@ tb_status tb_trial_run_isolated(const char *store_path, int64_t trial_id,
         _exit(cst == TB_OK ? 0 : CHILD_NO_OUTCOME);
     }
     int wstatus;
-    bool timed_out = tb_child_wait(pid, limit, &wstatus);
+    const double t0 = tb_monotonic_s();
+    const tb_child_end end = tb_child_wait(pid, limit, &hb->beats, hang, &wstatus);
+    const double ran = tb_monotonic_s() - t0;
+    const long long last_step = (long long)atomic_load(&hb->step);
+    munmap(hb, sizeof *hb);
     tb_error child_err = {0};
     bool child_failed = WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == CHILD_NO_OUTCOME &&
                         read(fd, &child_err, sizeof child_err) == (ssize_t)sizeof child_err &&
@@ -81,10 +105,14 @@ tb_status tb_trial_run_isolated(const char *store_path, int64_t trial_id,
     st = tb_store_trial_get(store, trial_id, &rec, err);
     if (st == TB_OK && (rec.status == TB_TRIAL_RUNNING || rec.status == TB_TRIAL_PLANNED)) {
         char reason[512];
-        if (timed_out)
+        if (end == TB_CHILD_TIMED_OUT)
             snprintf(reason, sizeof reason,
                      "timed out: the trial process ran past its %g s wall-clock limit and "
                      "was killed", limit);
+        else if (end == TB_CHILD_HUNG)
+            snprintf(reason, sizeof reason,
+                     "hung: the trial process completed no step for %g s (the last completed "
+                     "step was %lld, after %.0f s) and was killed", hang, last_step, ran);
         else if (WIFSIGNALED(wstatus)) {
             char how[128];
             tb_child_describe(wstatus, how, sizeof how);

@@ -5,9 +5,13 @@
  * one (tb_eval_sched) and at the end; the trial stops at the validation target (unless run to
  * the budget), at the budget, when the submission ends training, or at divergence (a failed
  * trial, recorded): the run core's rule on the training loss and on each eval's validation
- * loss. Every eval is written to the store as soon as it is measured. */
+ * loss. Every eval is written to the store as soon as it is measured, with the conditions it
+ * ran in (CPU time, load, steal, involuntary context switches since the end of set-up); the
+ * trial's conditions and whether it was contended when it ends. Each step and eval beats the
+ * heartbeat its parent watches for hangs. */
 #include "trainbench/benchmark.h"
 #include "core/clock.h"
+#include "trainbench/machine.h"
 
 #include "bench/trial_impl.h"
 #include "trainbench/run.h"
@@ -16,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 typedef struct trial_run {
     tb_trial_record rec;
@@ -33,7 +38,28 @@ typedef struct trial_run {
     bool reached;
     double time_to_target;
     bool submission_failed; /* the error came from a submission's callback */
+    tb_trial_heartbeat *hb;   /* NULL: no parent watching */
+    tb_machine_sample since;  /* at the end of set-up */
+    bool sampled;             /* since was taken */
+    double load_max;          /* the largest load average sampled since */
+    int threads;              /* the backend's */
 } trial_run;
+
+/* A sign of progress for the parent's hang detection. */
+static void beat(trial_run *r)
+{
+    if (!r->hb) return;
+    atomic_store(&r->hb->step, r->step);
+    atomic_fetch_add(&r->hb->beats, 1);
+}
+
+/* The conditions since the end of set-up, with a fresh sample (its load counted). */
+static void conditions_now(trial_run *r, tb_machine_sample *now, tb_machine_conditions *c)
+{
+    tb_machine_sample_now(now, NULL);
+    if (isnan(r->load_max) || now->load1 > r->load_max) r->load_max = now->load1;
+    tb_machine_conditions_between(&r->since, now, r->threads, r->load_max, c);
+}
 
 /* A submission callback returned st != TB_OK: its error (or, when it returned an error without
  * filling err, one saying so) prefixed with where, and marked as the submission's, so that
@@ -89,9 +115,17 @@ static tb_status eval_once(trial_run *r, tb_error *err)
         .test_error = test ? te.error_rate : NAN,
         .test_examples = test ? te.examples : 0,
     };
+    tb_machine_sample now;
+    tb_machine_conditions c;
+    conditions_now(r, &now, &c);
+    e.cpu_time = c.cpu_s;
+    e.load_avg = now.load1;
+    e.steal = c.steal;
+    e.nivcsw = c.nivcsw;
     st = tb_store_add_eval(r->store, r->rec.id, &e, err);
     if (st != TB_OK) return st;
     r->evals++;
+    beat(r);
     tb_eval_sched_done(&r->sched, r->t_sub);
     /* weights that diverged while the reported training loss did not: seen here (as `trainbench
      * train`'s final validation does), by the run core's rule */
@@ -185,10 +219,16 @@ static tb_status train(trial_run *r, tb_error *err)
 {
     tb_trial_ctx *c = &r->ctx;
     const tb_submission *s = r->sub;
+    /* the conditions are measured from here: set-up (reading the data) is not the training's */
+    tb_machine_sample_now(&r->since, NULL);
+    r->sampled = true;
+    r->load_max = r->since.load1;
+    beat(r);
     double t0 = tb_monotonic_s();
     tb_status st = s->init_optimizer_state(&tb_trial_api, c, &r->rec.hparams, &r->state, err);
     r->t_sub += tb_monotonic_s() - t0;
     if (st != TB_OK) return submission_error(r, st, err, "init_optimizer_state");
+    beat(r);
     /* the hyperparameters in effect: the point's, and the defaults of the optimizers and of a
      * built-in baseline (untimed) */
     tb_trial_note_hparams(c, &r->rec.hparams, NULL);
@@ -205,6 +245,7 @@ static tb_status train(trial_run *r, tb_error *err)
         }
         if (st != TB_OK) return st;
         r->step = step.step;
+        beat(r);
         bool over = r->t_sub >= r->rec.budget_s;
         if (over || step.done || tb_eval_sched_due(&r->sched, r->step, r->t_sub)) {
             if (s->prepare_for_eval) {
@@ -235,6 +276,26 @@ static void failure_reason(tb_status st, const char *message, char *out, size_t 
                  message);
 }
 
+/* Records the trial's conditions since the end of its set-up, and whether it was contended. */
+static tb_status record_conditions(trial_run *r, tb_error *err)
+{
+    if (!r->sampled) return TB_OK; /* it never trained */
+    tb_machine_sample now;
+    tb_machine_conditions c;
+    conditions_now(r, &now, &c);
+    tb_trial_record *t = &r->rec;
+    t->wall_time = c.wall_s;
+    t->cpu_time = c.cpu_s;
+    t->load_avg = c.load1;
+    t->steal = c.steal;
+    t->nivcsw = c.nivcsw;
+    /* a GPU trial's host thread waits for the device: its CPU share says nothing of others */
+    if (r->opts->device != TB_DEVICE_CPU) c.cpu_share = NAN;
+    t->contended = tb_machine_contended(&c, r->threads, (int)sysconf(_SC_NPROCESSORS_ONLN),
+                                        t->contention, sizeof t->contention);
+    return tb_store_trial_conditions(r->store, t->id, t, err);
+}
+
 /* Whether a trial's error st is the machine's, not the submission's (which the next run
  * retries): its data or device missing, an I/O error (of the store, of the data: a full disk),
  * or, before training, its data corrupt. An error from a submission's callback never is. */
@@ -248,6 +309,13 @@ tb_status tb_trial_execute(const char *store_path, int64_t trial_id,
                            const tb_submission_ref *ref, const tb_trial_options *opts,
                            tb_error *err)
 {
+    return tb_trial_execute_watched(store_path, trial_id, ref, opts, NULL, err);
+}
+
+tb_status tb_trial_execute_watched(const char *store_path, int64_t trial_id,
+                                   const tb_submission_ref *ref, const tb_trial_options *opts,
+                                   tb_trial_heartbeat *hb, tb_error *err)
+{
     if (!store_path || !ref || !opts)
         return tb_fail(err, TB_ERR_INVALID, "trial_execute: %s is NULL",
                        !store_path ? "the store's path" : !ref ? "the submission" : "opts");
@@ -258,6 +326,9 @@ tb_status tb_trial_execute(const char *store_path, int64_t trial_id,
     r.ctx.submission = tb_submission_ref_name(ref);
     r.time_to_target = INFINITY;
     r.t_start = tb_monotonic_s();
+    r.hb = hb;
+    r.load_max = NAN;
+    beat(&r);
     tb_status st = tb_store_open(store_path, &r.store, err);
     if (st != TB_OK) return st;
     st = tb_store_trial_get(r.store, trial_id, &r.rec, err);
@@ -267,8 +338,8 @@ tb_status tb_trial_execute(const char *store_path, int64_t trial_id,
         tst = setup(&r, &terr);
         char machine[1024];
         tb_backend *be = r.run ? tb_run_backend(r.run) : NULL;
-        tb_machine_facts(be ? tb_backend_describe(be) : "",
-                         be ? tb_backend_threads(be) : opts->threads, machine, sizeof machine);
+        r.threads = be ? tb_backend_threads(be) : opts->threads;
+        tb_machine_facts(be ? tb_backend_describe(be) : "", r.threads, machine, sizeof machine);
         /* a trial that cannot start for want of its data or device (or with its data
          * corrupt) is not an attempt: the store keeps it as planned and a rerun is its first */
         if (tst == TB_OK || !environment_failure(&r, tst, true))
@@ -286,9 +357,12 @@ tb_status tb_trial_execute(const char *store_path, int64_t trial_id,
             if (tst == TB_OK) snprintf(reason, sizeof reason, "%s",
                                        r.reached ? "reached the target" : "missed the target");
             else failure_reason(tst, terr.message, reason, sizeof reason);
-            st = tb_store_trial_finish(r.store, trial_id,
-                                       tst == TB_OK ? TB_TRIAL_DONE : TB_TRIAL_FAILED, reason,
-                                       r.reached, r.time_to_target, r.t_sub, r.step, err);
+            st = record_conditions(&r, err);
+            if (st == TB_OK)
+                st = tb_store_trial_finish(r.store, trial_id,
+                                           tst == TB_OK ? TB_TRIAL_DONE : TB_TRIAL_FAILED,
+                                           reason, r.reached, r.time_to_target, r.t_sub, r.step,
+                                           err);
         }
     }
     teardown(&r);

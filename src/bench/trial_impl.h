@@ -2,8 +2,11 @@
 #ifndef TRAINBENCH_TRIAL_IMPL_H
 #define TRAINBENCH_TRIAL_IMPL_H
 
+#include "trainbench/benchmark.h"
 #include "trainbench/run.h"
 #include "trainbench/submission.h"
+
+#include <stdatomic.h>
 
 struct tb_trial_ctx {
     const char *submission;
@@ -18,6 +21,20 @@ struct tb_trial_ctx {
 /* Adds values (those of them in defaults also to c->defaults) to what the trial records as
  * its hyperparameters in effect. */
 void tb_trial_note_hparams(tb_trial_ctx *c, const tb_hparams *values, const tb_hparams *defaults);
+
+/* What a trial's process tells its parent while it runs, in memory they share: `beats` goes up
+ * at every sign of progress (the process started, set-up done, the optimizer's state made,
+ * each step, each eval), `step` is the last step completed. The parent judges a trial hung by
+ * it (isolate.c). */
+typedef struct tb_trial_heartbeat {
+    _Atomic uint64_t beats;
+    _Atomic int64_t step;
+} tb_trial_heartbeat;
+
+/* tb_trial_execute, beating hb (NULL: none). */
+tb_status tb_trial_execute_watched(const char *store_path, int64_t trial_id,
+                                   const tb_submission_ref *ref, const tb_trial_options *opts,
+                                   tb_trial_heartbeat *hb, tb_error *err);
 
 /* The table handed to every submission call. */
 extern const tb_submission_api tb_trial_api;

@@ -1,7 +1,7 @@
 /* data_trials.c: one benchmark's trials in the report's data: the training curves (each
  * trial's validation metric against accumulated submission time, the target, how the trial
- * ended) per workload, and the search (each trial's hyperparameters and result) per
- * submission. */
+ * ended, whether it ran on a contended machine) per workload, and the search (each trial's
+ * hyperparameters and result) per submission. */
 #include "report/report_impl.h"
 
 #include <math.h>
@@ -45,6 +45,10 @@ static tb_status trial_json(tb_store *store, const tb_trial_record *t, int sub, 
     cJSON_AddNumberToObject(x, "trial", t->trial);
     cJSON_AddStringToObject(x, "end", trial_end(t));
     cJSON_AddStringToObject(x, "reason", t->reason);
+    /* run on a contended machine (and why); null when unknown */
+    if (t->contended >= 0) cJSON_AddBoolToObject(x, "contended", t->contended == 1);
+    else cJSON_AddNullToObject(x, "contended");
+    cJSON_AddStringToObject(x, "contention", t->contention);
     tb_report_num(x, "time_to_target", t->reached ? t->time_to_target : NAN);
     cJSON_AddItemToObject(x, "hparams", hparams_object(t->hparams.count ? &t->hparams
                                                                         : &t->resolved_hparams));

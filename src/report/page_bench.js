@@ -143,6 +143,7 @@
       table(d, ['workload', 'study', 'trial', 'result'].concat(keys), trials.map(function (x) {
         var res = x.t.end === 'reached' ? { text: fmt(x.t.time_to_target) + ' s', cls: 'reached' }
                                         : { text: x.t.end + (x.t.reason ? ': ' + x.t.reason : ''), cls: x.t.end };
+        if (x.t.contended) res.text += ' ~ contended: ' + x.t.contention;
         return [x.c.workload, x.t.study, x.t.trial, res].concat(keys.map(function (k) {
           var v = x.t.hparams[k]; return v === undefined || v === null ? '-' : Number(v).toPrecision(3); }));
       }));

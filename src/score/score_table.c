@@ -26,6 +26,7 @@ void tb_score_table_destroy(tb_score_table *t)
     free(t->trials);
     free(t->trials_failed);
     free(t->trials_unfinished);
+    free(t->trials_contended);
     free(t->ratio);
     free(t->score);
     free(t->speedup);
@@ -155,6 +156,7 @@ tb_status tb_score_store(tb_store *store, const tb_score_options *o, tb_score_ta
     t->trials = calloc(cells, sizeof(int));
     t->trials_failed = calloc(cells, sizeof(int));
     t->trials_unfinished = calloc(cells, sizeof(int));
+    t->trials_contended = calloc(cells, sizeof(int));
     t->score = calloc((size_t)t->n_subs, sizeof(double));
     t->speedup = calloc((size_t)t->n_subs, sizeof(double));
     t->counted = calloc((size_t)t->n_wl, sizeof(bool));
@@ -162,7 +164,8 @@ tb_status tb_score_store(tb_store *store, const tb_score_options *o, tb_score_ta
     double *study_best = malloc(cells * (size_t)max_study * sizeof(double));
     int *variant_of = malloc((size_t)t->n_wl * sizeof(int));
     if (!t->budgets || !t->time || !t->ratio || !t->studies || !t->studies_reached ||
-        !t->trials || !t->trials_failed || !t->trials_unfinished || !t->score || !t->speedup ||
+        !t->trials || !t->trials_failed || !t->trials_unfinished || !t->trials_contended ||
+        !t->score || !t->speedup ||
         !t->counted || !t->disqualified || !study_best || !variant_of) {
         free(tr);
         free(study_best);
@@ -179,6 +182,7 @@ tb_status tb_score_store(tb_store *store, const tb_score_options *o, tb_score_ta
         t->trials_failed[c] += tr[i].status == TB_TRIAL_FAILED;
         t->trials_unfinished[c] +=
             tr[i].status == TB_TRIAL_PLANNED || tr[i].status == TB_TRIAL_RUNNING;
+        t->trials_contended[c] += tr[i].status == TB_TRIAL_DONE && tr[i].contended == 1;
         double ttt = tr[i].status == TB_TRIAL_DONE && tr[i].reached ? tr[i].time_to_target
                                                                     : INFINITY;
         double *b = &study_best[c * (size_t)max_study + (size_t)tr[i].study];

@@ -2,6 +2,8 @@
  * JSON object. */
 #include "trainbench/score.h"
 
+#include "trainbench/machine.h"
+
 #include <cjson/cJSON.h>
 #include <math.h>
 #include <stdlib.h>
@@ -72,6 +74,19 @@ static void write_variant_note(const tb_score_table *t, FILE *f)
                "the profile and the speedup\n", t->tau_max, gates[0] ? gates : "none here");
 }
 
+/* What ~ means, under the table, when a cell has trials that ran on a contended machine. */
+static void write_contention_note(const tb_score_table *t, FILE *f)
+{
+    int n = 0;
+    for (size_t c = 0; c < (size_t)t->n_subs * (size_t)t->n_wl; c++) n += t->trials_contended[c];
+    if (n == 0) return;
+    fprintf(f, "~ marks a time with trials run on a contended machine (%d in all; CPU share below "
+               "%g, steal at or above %g%%, or the 1-minute load above the cores + %g): their "
+               "times are slower and noisier than the machine's; rerun them on an idle machine "
+               "to compare (each trial's conditions: `trainbench export --format jsonl`)\n", n,
+            TB_CONTENDED_CPU_SHARE, 100 * TB_CONTENDED_STEAL, TB_CONTENDED_LOAD_SLACK);
+}
+
 void tb_score_table_write_text(const tb_score_table *t, FILE *f)
 {
     if (!t || !f) return;
@@ -86,14 +101,18 @@ void tb_score_table_write_text(const tb_score_table *t, FILE *f)
             size_t c = (size_t)s * (size_t)t->n_wl + (size_t)w;
             char tm[32], cell[64];
             fmt_time(tm, sizeof tm, t, c);
-            int n = snprintf(cell, sizeof cell, "%s%s (%d/%d studies", tm,
-                             t->disqualified[c] ? "*" : "", t->studies_reached[c], t->studies[c]);
+            int n = snprintf(cell, sizeof cell, "%s%s%s (%d/%d studies", tm,
+                             t->disqualified[c] ? "*" : "", t->trials_contended[c] ? "~" : "",
+                             t->studies_reached[c], t->studies[c]);
             if (t->trials_failed[c])
                 n += snprintf(cell + n, sizeof cell - (size_t)n, ", %d failed",
                               t->trials_failed[c]);
             if (t->trials_unfinished[c])
                 n += snprintf(cell + n, sizeof cell - (size_t)n, ", %d unfinished",
                               t->trials_unfinished[c]);
+            if (t->trials_contended[c])
+                n += snprintf(cell + n, sizeof cell - (size_t)n, ", %d contended",
+                              t->trials_contended[c]);
             snprintf(cell + n, sizeof cell - (size_t)n, ")");
             fprintf(f, "  %-28s", cell);
         }
@@ -108,6 +127,7 @@ void tb_score_table_write_text(const tb_score_table *t, FILE *f)
     fprintf(f, "speedup: geometric mean of %s's time / this time (a miss counts as budget + 1 s); "
                "none for a submission that reached no target\n", t->reference);
     if (t->variant_rule) write_variant_note(t, f);
+    write_contention_note(t, f);
 }
 
 static void json_num(cJSON *o, const char *k, double v)
@@ -142,6 +162,7 @@ void tb_score_table_write_json(const tb_score_table *t, FILE *f)
             cJSON_AddNumberToObject(y, "trials", t->trials[c]);
             cJSON_AddNumberToObject(y, "trials_failed", t->trials_failed[c]);
             cJSON_AddNumberToObject(y, "trials_unfinished", t->trials_unfinished[c]);
+            cJSON_AddNumberToObject(y, "trials_contended", t->trials_contended[c]);
             cJSON_AddNumberToObject(y, "budget_s", t->budgets[w]);
             cJSON_AddBoolToObject(y, "counted", t->counted[w]);
             cJSON_AddBoolToObject(y, "disqualified", t->disqualified[c]);

@@ -66,6 +66,13 @@ void tb_export_json_real(cJSON *o, const char *k, double v)
     else cJSON_AddNullToObject(o, k);
 }
 
+/* o[k] = v, or null for an unknown count (< 0). */
+static void json_count(cJSON *o, const char *k, int64_t v)
+{
+    if (v >= 0) cJSON_AddNumberToObject(o, k, (double)v);
+    else cJSON_AddNullToObject(o, k);
+}
+
 static const char csv_header[] =
     "benchmark,submission,workload,ruleset,study,trial,trial_status,hparams,resolved_hparams,"
     "default_hparams," TB_EXPORT_EVAL_COLUMNS "\n";
@@ -161,6 +168,16 @@ static void jsonl_trial(FILE *f, const tb_trial_record *t, const tb_eval_record 
     cJSON *machine = cJSON_Parse(t->machine);
     if (machine) cJSON_AddItemToObject(o, "machine", machine);
     else cJSON_AddStringToObject(o, "machine", t->machine);
+    /* the conditions it ran in (unknown: null) and the order it ran in */
+    tb_export_json_real(o, "wall_time", t->wall_time);
+    tb_export_json_real(o, "cpu_time", t->cpu_time);
+    tb_export_json_real(o, "load_avg", t->load_avg);
+    tb_export_json_real(o, "steal", t->steal);
+    json_count(o, "nivcsw", t->nivcsw);
+    if (t->contended >= 0) cJSON_AddBoolToObject(o, "contended", t->contended == 1);
+    else cJSON_AddNullToObject(o, "contended");
+    cJSON_AddStringToObject(o, "contention", t->contention);
+    json_count(o, "run_order", t->run_order > 0 ? t->run_order : -1);
     cJSON *arr = cJSON_AddArrayToObject(o, "evals");
     for (int i = 0; i < n; i++) {
         const tb_eval_record *e = &ev[i];
@@ -179,6 +196,10 @@ static void jsonl_trial(FILE *f, const tb_trial_record *t, const tb_eval_record 
         tb_export_json_real(x, "test/accuracy", e->test_accuracy);
         tb_export_json_real(x, "test/error_rate", e->test_error);
         cJSON_AddNumberToObject(x, "test/num_examples", (double)e->test_examples);
+        tb_export_json_real(x, "cpu_time", e->cpu_time);
+        tb_export_json_real(x, "load_avg", e->load_avg);
+        tb_export_json_real(x, "steal", e->steal);
+        json_count(x, "nivcsw", e->nivcsw);
         cJSON_AddItemToArray(arr, x);
     }
     char *text = cJSON_PrintUnformatted(o);

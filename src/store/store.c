@@ -26,7 +26,7 @@ static const char schema[] =
     "  time_to_target REAL, submission_time REAL NOT NULL DEFAULT 0,"
     "  steps INTEGER NOT NULL DEFAULT 0, code_version TEXT NOT NULL DEFAULT '',"
     "  machine TEXT NOT NULL DEFAULT '', started TEXT, finished TEXT,"
-    "  resolved_hparams TEXT, default_hparams TEXT,"
+    "  resolved_hparams TEXT, default_hparams TEXT," TB_STORE_TRIAL_CONDITION_COLUMNS ","
     "  UNIQUE(benchmark, submission, workload, ruleset, study, trial));"
     "CREATE TABLE IF NOT EXISTS evals("
     "  trial_id INTEGER NOT NULL REFERENCES trials(id), idx INTEGER NOT NULL,"
@@ -34,12 +34,12 @@ static const char schema[] =
     "  total_duration REAL NOT NULL, train_loss REAL, train_accuracy REAL, train_error REAL,"
     "  validation_loss REAL, validation_accuracy REAL, validation_error REAL,"
     "  validation_examples INTEGER, test_loss REAL, test_accuracy REAL, test_error REAL,"
-    "  test_examples INTEGER, PRIMARY KEY(trial_id, idx));"
+    "  test_examples INTEGER," TB_STORE_EVAL_CONDITION_COLUMNS ", PRIMARY KEY(trial_id, idx));"
     "CREATE TABLE IF NOT EXISTS priors(benchmark TEXT NOT NULL, submission TEXT NOT NULL,"
     "  workload TEXT NOT NULL, params TEXT NOT NULL,"
     "  PRIMARY KEY(benchmark, submission, workload));"
     "INSERT OR IGNORE INTO meta(key, value) VALUES('format', 'trainbench-store'),"
-    "  ('schema_version', '2');"; /* TB_STORE_SCHEMA_VERSION */
+    "  ('schema_version', '3');"; /* TB_STORE_SCHEMA_VERSION */
 
 /* Schema 1 (before resolved hyperparameters) to 2: the two columns the trials table gained. */
 static const char schema_2_columns[] =
@@ -71,10 +71,14 @@ tb_status tb_store_add_columns(tb_store *s, bool (*present)(sqlite3 *db), const 
     return tb_store_exec(s, "COMMIT", err);
 }
 
-/* Brings a writable store to schema 2. */
+/* Brings a writable store to schema 3: schema 2's columns, then the conditions'
+ * (conditions.c). */
 static tb_status upgrade_schema(tb_store *s, tb_error *err)
 {
-    return tb_store_add_columns(s, has_schema_2, schema_2_columns, err);
+    tb_status st = tb_store_add_columns(s, has_schema_2, schema_2_columns, err);
+    if (st == TB_OK)
+        st = tb_store_add_columns(s, tb_store_has_schema_3, tb_store_schema_3_sql, err);
+    return st;
 }
 
 static const char *status_names[] = {"planned", "running", "done", "failed"};
@@ -114,9 +118,10 @@ tb_status tb_store_exec(tb_store *s, const char *sql, tb_error *err)
     return TB_OK;
 }
 
-#define TB_STORE_SCHEMA_VERSION "2"
-/* Schema 1 lacks these columns of schema 2: a writable open adds them (upgrade_schema), a
- * read-only one reads NULL for them. */
+#define TB_STORE_SCHEMA_VERSION "3"
+/* Schema 1 lacks these columns of schemas 2 and 3, schema 2 those of 3 (the conditions, from
+ * tb_store_schema_3_only on): a writable open adds them (upgrade_schema), a read-only one reads
+ * NULL for them. */
 static const char *const schema_2_only[] = {"trials.resolved_hparams", "trials.default_hparams"};
 /* Tables added to a schema version after it was released: a store without one gets it when
  * opened to write (CREATE TABLE IF NOT EXISTS), and reads that need it find it empty there. */
@@ -188,17 +193,22 @@ static bool schema_is_current(sqlite3 *db, char *why, size_t cap)
         sqlite3_step(q) == SQLITE_ROW && sqlite3_column_text(q, 0))
         snprintf(version, sizeof version, "%s", (const char *)sqlite3_column_text(q, 0));
     sqlite3_finalize(q);
-    /* schema 1 is read as it is and upgraded when opened to write */
-    const bool v1 = strcmp(version, "1") == 0;
-    if (!v1 && strcmp(version, TB_STORE_SCHEMA_VERSION) != 0) {
-        snprintf(why, cap, "schema version %s; this build reads versions 1 and %s", version,
+    /* schemas 1 and 2 are read as they are and upgraded when opened to write */
+    const bool v1 = strcmp(version, "1") == 0, v2 = strcmp(version, "2") == 0;
+    if (!v1 && !v2 && strcmp(version, TB_STORE_SCHEMA_VERSION) != 0) {
+        snprintf(why, cap, "schema version %s; this build reads versions 1 to %s", version,
                  TB_STORE_SCHEMA_VERSION);
         return false;
     }
+    const char *excused[32];
+    size_t n_excused = 0;
+    for (size_t i = 0; v1 && i < sizeof schema_2_only / sizeof *schema_2_only; i++)
+        excused[n_excused++] = schema_2_only[i];
+    for (size_t i = 0; (v1 || v2) && tb_store_schema_3_only[i]; i++)
+        excused[n_excused++] = tb_store_schema_3_only[i];
     char missing[160];
-    if (!tb_store_missing_column(db, schema, schema_2_only,
-                                 v1 ? sizeof schema_2_only / sizeof *schema_2_only : 0, missing,
-                                 sizeof missing, why, cap))
+    if (!tb_store_missing_column(db, schema, excused, n_excused, missing, sizeof missing, why,
+                                 cap))
         return false;
     if (missing[0]) {
         snprintf(why, cap, "schema version %s but no column %s: written by another build",
@@ -337,8 +347,9 @@ static tb_status open_store(const char *path, bool writable, tb_store **out, tb_
         if (st == TB_OK) st = upgrade_schema(s, err);
         if (st != TB_OK && created) st = tb_store_create_failed(path, s->db, err);
     }
-    /* a store of schema 1 opened read-only reads its trials without the new columns */
+    /* a store of schema 1 or 2 opened read-only reads its trials without the new columns */
     if (st == TB_OK) s->schema_2 = has_schema_2(s->db);
+    if (st == TB_OK) s->schema_3 = tb_store_has_schema_3(s->db);
     if (st != TB_OK) {
         tb_store_close(s);
         return st;
@@ -565,11 +576,13 @@ static void seeds_from_json(const char *text, uint64_t *seeds)
     "reached, time_to_target, submission_time, steps, code_version, machine, "
 
 /* SELECT <the columns read_trial reads> FROM trials <rest> into sql (schema 1: NULL for the
- * columns of schema 2). */
+ * columns of schema 2; schemas 1 and 2: NULL for those of 3). */
 static const char *select_trials(const tb_store *s, const char *rest, char *sql, size_t cap)
 {
-    snprintf(sql, cap, "SELECT " TRIAL_COLUMNS_1 "%s FROM trials %s",
-             s->schema_2 ? "resolved_hparams, default_hparams" : "NULL, NULL", rest);
+    snprintf(sql, cap, "SELECT " TRIAL_COLUMNS_1 "%s, %s FROM trials %s",
+             s->schema_2 ? "resolved_hparams, default_hparams" : "NULL, NULL",
+             s->schema_3 ? TB_STORE_TRIAL_CONDITIONS_SELECT : TB_STORE_TRIAL_CONDITIONS_NULL,
+             rest);
     return sql;
 }
 
@@ -612,6 +625,7 @@ static tb_status read_trial(const tb_store *s, sqlite3_stmt *q, tb_trial_record 
     copy_text(t->machine, sizeof t->machine, q, 23);
     hparams_from_json((const char *)sqlite3_column_text(q, 24), &t->resolved_hparams);
     hparams_from_json((const char *)sqlite3_column_text(q, 25), &t->default_hparams);
+    tb_store_read_trial_conditions(q, 26, t);
     return tb_store_trial_row_check(s->path, q, t, err);
 }
 
@@ -737,8 +751,8 @@ tb_status tb_store_trial_start(tb_store *s, int64_t id, const char *code_version
                                 "UPDATE trials SET status='running', attempts=attempts+1, "
                                 "reason='', reached=0, time_to_target=NULL, submission_time=0, "
                                 "steps=0, code_version=?, machine=?, started=datetime('now'), "
-                                "finished=NULL, resolved_hparams=NULL, default_hparams=NULL "
-                                "WHERE id=?", -1, &q, NULL);
+                                "finished=NULL, resolved_hparams=NULL, default_hparams=NULL, "
+                                TB_STORE_TRIAL_CONDITIONS_RESET " WHERE id=?", -1, &q, NULL);
     if (rc == SQLITE_OK) {
         sqlite3_bind_text(q, 1, code_version, -1, SQLITE_TRANSIENT);
         sqlite3_bind_text(q, 2, machine, -1, SQLITE_TRANSIENT);
@@ -766,8 +780,12 @@ tb_status tb_store_add_eval(tb_store *s, int64_t trial_id, const tb_eval_record 
     if (!s || !e) return tb_store_null(err, "store_add_eval", s ? "the eval" : "the store");
     sqlite3_stmt *q = NULL;
     if (sqlite3_prepare_v2(s->db,
-                           "INSERT OR REPLACE INTO evals VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                           -1, &q, NULL))
+                           "INSERT OR REPLACE INTO evals(trial_id, idx, step, submission_time, "
+                           "eval_time, total_duration, train_loss, train_accuracy, train_error, "
+                           "validation_loss, validation_accuracy, validation_error, "
+                           "validation_examples, test_loss, test_accuracy, test_error, "
+                           "test_examples, " TB_STORE_EVAL_CONDITIONS_NAMES ") "
+                           "VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", -1, &q, NULL))
         return tb_store_sql_fail(s, err, "recording an eval");
     sqlite3_bind_int64(q, 1, trial_id);
     sqlite3_bind_int(q, 2, e->index);
@@ -783,6 +801,7 @@ tb_status tb_store_add_eval(tb_store *s, int64_t trial_id, const tb_eval_record 
     bind_real(q, 15, e->test_accuracy);
     bind_real(q, 16, e->test_error);
     sqlite3_bind_int64(q, 17, e->test_examples);
+    tb_store_bind_eval_conditions(q, 18, e);
     int rc = sqlite3_step(q); /* autocommit: one transaction per eval */
     sqlite3_finalize(q);
     return rc == SQLITE_DONE ? TB_OK : tb_store_sql_fail(s, err, "recording an eval");
@@ -879,6 +898,7 @@ tb_status tb_store_evals(tb_store *s, int64_t trial_id, tb_eval_record **out, in
         e->test_accuracy = col_real(q, 14);
         e->test_error = col_real(q, 15);
         e->test_examples = sqlite3_column_int64(q, 16);
+        tb_store_read_eval_conditions(q, 17, e);
     }
     sqlite3_finalize(q);
     return rc == SQLITE_DONE ? TB_OK : tb_store_sql_fail(s, err, "reading evals");

@@ -12,6 +12,7 @@ struct tb_store {
     sqlite3 *db;
     char path[1024];
     bool schema_2; /* the trials table has the resolved and default hyperparameters */
+    bool schema_3; /* the trials and evals tables have the conditions (conditions.c) */
     /* the side tables' CREATE texts (tb_store_side_tables) already created and checked on
      * this connection: each is checked once, not at every get and put */
     const char *side_checked[4];
@@ -51,6 +52,33 @@ tb_status tb_store_side_tables(tb_store *s, const char *tables, const char *cons
 tb_status tb_store_trial_row_types(const char *path, sqlite3_stmt *q, tb_error *err);
 tb_status tb_store_trial_row_check(const char *path, sqlite3_stmt *q, const tb_trial_record *t,
                                    tb_error *err);
+/* ---- schema 3: the conditions a trial and each eval ran in (conditions.c) ----
+ * The columns as in the CREATE statements; the trials' as selected after the columns of
+ * schema 2 (or NULLs in their place in an older store), reset when a trial starts; the evals'
+ * names for the INSERT. */
+#define TB_STORE_TRIAL_CONDITION_COLUMNS                                                       \
+    "  wall_time REAL, cpu_time REAL, load_avg REAL, steal REAL, nivcsw INTEGER,"              \
+    "  contended INTEGER, contention TEXT, run_order INTEGER"
+#define TB_STORE_EVAL_CONDITION_COLUMNS "  cpu_time REAL, load_avg REAL, steal REAL, nivcsw INTEGER"
+#define TB_STORE_TRIAL_CONDITIONS_SELECT                                                       \
+    "wall_time, cpu_time, load_avg, steal, nivcsw, contended, contention, run_order"
+#define TB_STORE_TRIAL_CONDITIONS_NULL "NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL"
+#define TB_STORE_TRIAL_CONDITIONS_RESET                                                        \
+    "wall_time=NULL, cpu_time=NULL, load_avg=NULL, steal=NULL, nivcsw=NULL, contended=NULL, "  \
+    "contention=NULL, run_order=(SELECT coalesce(max(o.run_order), 0) + 1 FROM trials o "     \
+    "WHERE o.benchmark = trials.benchmark)"
+#define TB_STORE_EVAL_CONDITIONS_NAMES "cpu_time, load_avg, steal, nivcsw"
+/* The ALTER TABLE statements from schema 2 to 3, whether a database has their columns, and
+ * their "table.column" names (NULL-terminated). */
+extern const char tb_store_schema_3_sql[];
+extern const char *const tb_store_schema_3_only[];
+bool tb_store_has_schema_3(sqlite3 *db);
+/* Reads the trial's conditions from column `at` on (TB_STORE_TRIAL_CONDITIONS_SELECT's order)
+ * into t; NULLs as unknown. Binds an eval's conditions from parameter `at` on; reads them from
+ * column `at` on when the row has them (an older store's has not: unknown). */
+void tb_store_read_trial_conditions(sqlite3_stmt *q, int at, tb_trial_record *t);
+void tb_store_bind_eval_conditions(sqlite3_stmt *q, int at, const tb_eval_record *e);
+void tb_store_read_eval_conditions(sqlite3_stmt *q, int at, tb_eval_record *e);
 /* Binds v, or NULL where it is not finite. */
 void tb_store_bind_real(sqlite3_stmt *q, int i, double v);
 /* JSON text (malloc'ed) of a hyperparameter point / of the seeds by stream name. */
