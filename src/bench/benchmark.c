@@ -345,6 +345,10 @@ static tb_status check_spec(const tb_bench_spec *s, tb_error *err)
     if (s->sampler != TB_SAMPLER_GP && (s->gp_prior || s->gp_initial != 0))
         return tb_fail(err, TB_ERR_INVALID,
                        "a GP prior and initial points are settings of the gp sampler");
+    if (!(s->calibration_s <= 3600) || s->calibrate_every < 0 || s->calibrate_every > 100000)
+        return tb_fail(err, TB_ERR_INVALID, "calibration windows: seconds must be at most 3600 "
+                       "(< 0: none) and the trials between them in [0, 100000] (got %g, %d)",
+                       s->calibration_s, s->calibrate_every);
     if (s->gp_initial < 0 || s->gp_initial > 1000)
         return tb_fail(err, TB_ERR_INVALID, "gp initial points must be in [0, 1000] (got %d)",
                        s->gp_initial);
@@ -444,6 +448,7 @@ tb_status tb_bench_run(const char *store_path, const tb_bench_spec *s,
     if (!spaces && st == TB_OK) st = tb_fail(err, TB_ERR_NOMEM, "out of memory");
     for (int j = 0; gp && st == TB_OK && j < n_refs; j++)
         st = load_space(s, refs[j], &spaces[j], err);
+    tb_bench_calibration_state cal = {0}; /* the reference step's windows (calibrate.c) */
     for (int i = 0; st == TB_OK && i < n; i++) {
         tb_trial_record *t = &trials[i];
         const tb_submission_ref *ref = NULL;
@@ -454,6 +459,7 @@ tb_status tb_bench_run(const char *store_path, const tb_bench_spec *s,
                 space = spaces[j];
             }
         bool reused = t->status == TB_TRIAL_DONE || t->status == TB_TRIAL_FAILED;
+        if (st == TB_OK) st = tb_bench_calibrate_due(&cal, store_path, s, t, !reused && ref, err);
         if (!reused && ref) {
             tb_store *ps; /* a gp study's next point, from the trials finished before it */
             if (gp && t->hparams.count == 0 &&
