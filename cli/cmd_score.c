@@ -28,7 +28,7 @@ static const char score_usage[] =
     "      --time BASIS       the time each trial's time to target is counted in: wall\n"
     "                         (the default: accumulated submission seconds, AlgoPerf's),\n"
     "                         reference (its steps priced at the workload's reference step\n"
-    "                         time, from the benchmark's calibration windows) or steps\n"
+    "                         time, from the store's calibration windows) or steps\n"
     "      --json             one JSON object per benchmark on stdout\n"
     "  -h, --help             this help\n";
 

@@ -1,7 +1,8 @@
 /* test_time_basis.c: the time bases of scoring (wall, reference, steps): a store with known
  * calibration windows and evals gives the expected reference step times, times to target,
  * ratios and scores in each basis; a workload without windows is named when the reference basis
- * is asked for; a store without the windows' table reads as none; a short benchmark run
+ * is asked for; the windows of every benchmark of the store with the same reference step count;
+ * a store without the windows' table reads as none; a short benchmark run
  * records its calibration windows, and a rerun that reuses every trial adds none. */
 #include "testutil.h"
 
@@ -20,17 +21,23 @@ static void remove_store(const char *path)
     unlink(p);
 }
 
-static void put_window(tb_store *store, const char *wl, int64_t steps, double seconds)
+static void put_window_of(tb_store *store, const char *bench, int threads, const char *wl,
+                          int64_t steps, double seconds)
 {
     tb_error err = {0};
-    tb_calibration_record w = {.threads = 1, .batch_size = 128, .steps = steps,
+    tb_calibration_record w = {.threads = threads, .batch_size = 128, .steps = steps,
                                .seconds = seconds, .cpu_seconds = NAN};
-    snprintf(w.benchmark, sizeof w.benchmark, "b");
+    snprintf(w.benchmark, sizeof w.benchmark, "%s", bench);
     snprintf(w.workload, sizeof w.workload, "%s", wl);
     snprintf(w.algorithm, sizeof w.algorithm, "sgd");
     snprintf(w.device, sizeof w.device, "cpu");
     snprintf(w.code_version, sizeof w.code_version, "v");
     CHECK_OK(tb_store_add_calibration(store, &w, &err), &err);
+}
+
+static void put_window(tb_store *store, const char *wl, int64_t steps, double seconds)
+{
+    put_window_of(store, "b", 1, wl, steps, seconds);
 }
 
 /* A finished trial of benchmark "b" with evals at steps[i] / seconds[i]; it reaches its target
@@ -165,6 +172,26 @@ static void test_known_windows(void)
           strstr(buf, "fmnist_mlp 30.00 ms") && strstr(buf, "time to target in reference time"));
     free(buf);
     tb_score_table_destroy(t);
+
+    /* another benchmark's windows of the same reference step count too (one store prices its
+     * benchmarks alike): MLP {20, 30, 100, 40, 50} ms, median 40; a window at other threads
+     * does not */
+    put_window_of(store, "c", 1, "fmnist_mlp", 10, 0.4);
+    put_window_of(store, "c", 1, "fmnist_mlp", 10, 0.5);
+    put_window_of(store, "c", 2, "fmnist_mlp", 10, 0.01);
+    put_window_of(store, "c", 2, "fmnist_mlp", 10, 0.01);
+    t = scored(store, TB_TIME_REFERENCE);
+    if (t) {
+        CHECK_NEAR(t->reference_step_s[0], 0.040, 1e-12);
+        CHECK_NEAR(t->time[0], 8.0, 1e-9); /* 200 x 40 ms */
+        CHECK_NEAR(t->reference_step_s[1], 0.200, 1e-12);
+    }
+    tb_score_table_destroy(t);
+    CHECK_OK(tb_store_calibrations(store, NULL, &w, &nw, &err), &err);
+    CHECK(nw == 9);
+    CHECK_NEAR(tb_calibration_reference_step_s(w, nw, "c", "fmnist_mlp"), 0.040, 1e-12);
+    CHECK(isnan(tb_calibration_reference_step_s(w, nw, "c", "fmnist_cnn")));
+    free(w);
 
     /* a workload without a window: the reference basis names it; wall and steps still score */
     const int64_t s1[1] = {5};

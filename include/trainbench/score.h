@@ -42,9 +42,9 @@ double tb_score_speedup(const double *t_ref, const double *t_sub, const double *
 
 /* ---- time bases (docs/TIME_TO_RESULT.md "Time bases") -------------------------------------
  * wall: AlgoPerf's accumulated submission seconds (the default); reference: the trial's steps
- * priced at its workload's reference step time (tb_calibration_step_s: the median of the
- * benchmark's calibration windows); steps: the steps at the target (tb_trial_steps_to_target).
- * */
+ * priced at its workload's reference step time (tb_calibration_reference_step_s: the median
+ * of the store's calibration windows of the benchmark's reference step); steps: the steps at
+ * the target (tb_trial_steps_to_target). */
 typedef enum tb_time_basis {
     TB_TIME_WALL = 0,
     TB_TIME_REFERENCE = 1,

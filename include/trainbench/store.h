@@ -220,6 +220,13 @@ tb_status tb_store_calibrations(tb_store *store, const char *benchmark,
 /* The reference step time of workload: the median over windows[0..n) of that workload of
  * seconds / steps (a window another process slowed moves it little); NaN when it has none. */
 double tb_calibration_step_s(const tb_calibration_record *windows, int n, const char *workload);
+/* The reference step time of workload in benchmark: the median of seconds / steps over every
+ * window of windows[0..n) (a store's, of all its benchmarks) of the same reference step as
+ * the benchmark's first window of workload (the same workload, algorithm, device, threads and
+ * batch size), so that benchmarks of one store are priced alike; NaN when the benchmark has no
+ * window of it. */
+double tb_calibration_reference_step_s(const tb_calibration_record *windows, int n,
+                                       const char *benchmark, const char *workload);
 /* The steps of trial t at its target: those of its first eval at its recorded time to target
  * (evals: the trial's, in order); -1 when it did not reach it. */
 int64_t tb_trial_steps_to_target(const tb_trial_record *t, const tb_eval_record *evals,

@@ -36,7 +36,7 @@
       add(s, 'p', 'note', x.basis === 'steps'
         ? 'Time to target counted in steps: the steps at the eval that reached the target.'
         : 'Time to target in reference time: the steps at the target priced at the workload\'s ' +
-          'reference step time, the median of the benchmark\'s calibration windows (' +
+          'reference step time, the median of the store\'s calibration windows of it (' +
           Object.keys(x.reference_step_s).map(function (w) {
             return w + ' ' + fmt(1e3 * x.reference_step_s[w], 2) + ' ms'; }).join(', ') + ').');
       var head = ['submission'].concat(b.workloads.map(function (w) { return w.name; }), ['score', 'speedup']);

@@ -91,15 +91,16 @@ static tb_status speedups(tb_score_table *t, int ref, tb_error *err)
     return st;
 }
 
-/* The reference step time of each workload of t from the benchmark's calibration windows;
+/* The reference step time of each workload of t from the store's calibration windows of the
+ * benchmark's reference step;
  * TB_ERR_MISSING naming the first workload without one. */
 static tb_status reference_steps(tb_store *store, tb_score_table *t, tb_error *err)
 {
     tb_calibration_record *w = NULL;
     int n = 0;
-    tb_status st = tb_store_calibrations(store, t->benchmark, &w, &n, err);
+    tb_status st = tb_store_calibrations(store, NULL, &w, &n, err); /* every benchmark's */
     for (int i = 0; st == TB_OK && i < t->n_wl; i++) {
-        t->reference_step_s[i] = tb_calibration_step_s(w, n, t->wls[i]);
+        t->reference_step_s[i] = tb_calibration_reference_step_s(w, n, t->benchmark, t->wls[i]);
         if (!isfinite(t->reference_step_s[i]))
             st = tb_fail(err, TB_ERR_MISSING,
                          "benchmark '%s' has no calibration window of workload %s, which the "

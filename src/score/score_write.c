@@ -86,7 +86,7 @@ static void write_basis_note(const tb_score_table *t, FILE *f)
         return;
     }
     fprintf(f, "time basis: reference (the steps at the target x the workload's reference step "
-               "time, the median of the benchmark's calibration windows):");
+               "time, the median of the store's calibration windows of it):");
     for (int w = 0; w < t->n_wl; w++)
         fprintf(f, "%s %s %.2f ms", w ? "," : "", t->wls[w], 1e3 * t->reference_step_s[w]);
     fputc('\n', f);

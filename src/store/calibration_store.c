@@ -151,6 +151,31 @@ double tb_calibration_step_s(const tb_calibration_record *w, int n, const char *
     return m;
 }
 
+static bool same_step(const tb_calibration_record *a, const tb_calibration_record *b)
+{
+    return strcmp(a->workload, b->workload) == 0 && strcmp(a->algorithm, b->algorithm) == 0 &&
+           strcmp(a->device, b->device) == 0 && a->threads == b->threads &&
+           a->batch_size == b->batch_size;
+}
+
+double tb_calibration_reference_step_s(const tb_calibration_record *w, int n,
+                                       const char *benchmark, const char *workload)
+{
+    const tb_calibration_record *key = NULL;
+    for (int i = 0; w && benchmark && workload && i < n && !key; i++)
+        if (strcmp(w[i].benchmark, benchmark) == 0 && strcmp(w[i].workload, workload) == 0)
+            key = &w[i];
+    if (!key) return NAN;
+    tb_calibration_record *same = malloc((size_t)n * sizeof *same);
+    if (!same) return NAN;
+    int k = 0;
+    for (int i = 0; i < n; i++)
+        if (same_step(&w[i], key)) same[k++] = w[i];
+    double m = tb_calibration_step_s(same, k, workload);
+    free(same);
+    return m;
+}
+
 int64_t tb_trial_steps_to_target(const tb_trial_record *t, const tb_eval_record *ev, int n)
 {
     if (!t || !t->reached || !isfinite(t->time_to_target)) return -1;

@@ -204,21 +204,6 @@ static void jsonl_trial(FILE *f, const tb_trial_record *t, const tb_eval_record 
     cJSON_Delete(o);
 }
 
-/* The reference step time of workload in benchmark's windows (of all benchmarks' windows,
- * cal[0..n)); NaN when it has none. */
-static double reference_step(tb_calibration_record *cal, int n, const char *benchmark,
-                             const char *workload)
-{
-    int k = 0; /* the benchmark's windows moved to the front, in order */
-    for (int i = 0; i < n; i++)
-        if (strcmp(cal[i].benchmark, benchmark) == 0) {
-            tb_calibration_record w = cal[i];
-            cal[i] = cal[k];
-            cal[k++] = w;
-        }
-    return tb_calibration_step_s(cal, k, workload);
-}
-
 tb_status tb_store_export(tb_store *s, const char *benchmark, tb_export_format format, FILE *f,
                           tb_error *err)
 {
@@ -249,7 +234,8 @@ tb_status tb_store_export(tb_store *s, const char *benchmark, tb_export_format f
         if (st != TB_OK) break;
         if (format == TB_EXPORT_CSV) csv_trial(f, &trials[i], ev, ne);
         else jsonl_trial(f, &trials[i], ev, ne,
-                         reference_step(cal, n_cal, trials[i].benchmark, trials[i].workload));
+                         tb_calibration_reference_step_s(cal, n_cal, trials[i].benchmark,
+                                                         trials[i].workload));
         free(ev);
     }
     free(cal);
