@@ -166,6 +166,12 @@ tb_status tb_bench_calibrate_due(tb_bench_calibration_state *state, const char *
                                                        : TB_BENCH_CALIBRATION_S;
         st = tb_bench_calibrate(store_path, spec->name, t->workload, &spec->trial, seconds,
                                 state->ran, err);
+        /* the machine's failure (its data, its device, the store), not the submission's: the
+         * benchmark stops before the trial, which a rerun runs once it is mended */
+        if (st != TB_OK)
+            tb_error_prefix(err, "trial %lld (%s on %s, study %d, trial %d) left unfinished to "
+                            "rerun, its workload's calibration window could not run",
+                            (long long)t->id, t->submission, t->workload, t->study, t->trial);
         state->taken[i] = true;
         state->last[i] = state->ran;
     }
