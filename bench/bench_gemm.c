@@ -67,7 +67,7 @@ static void usage(FILE *f)
 
 int main(int argc, char **argv)
 {
-    tb_cli_choose_blas_kernels(argv);
+    tb_cli_choose_runtime(argv);
     int threads = 1, repeats = 20, json = 0, cold = 0;
     struct option opts[] = {{"threads", required_argument, 0, 't'},
                             {"repeats", required_argument, 0, 'r'},

@@ -21,6 +21,8 @@
  * internal products are not counted on the CPU) times the steps over the time, and with
  * --peak-tflops P the JSON also gives mfu = model_tflops / P (e.g. P = 989 for an H200's dense
  * bf16 peak).
+ * --static-split splits each large product into one block per thread, as before the dynamic
+ * split (docs/SPEED.md "Under contention" compares the two).
  * With --sgemm N it instead measures the OpenBLAS sgemm ceiling on N x N matrices. Not a test:
  * bench/speed.py runs it side by side with the PyTorch version of the same model. */
 #include <getopt.h>
@@ -103,6 +105,7 @@ static void usage(FILE *f)
                "                  [--device cpu|cuda] [--cuda-graph] [--profile]\n"
                "                  [--width-scale W] [--depth-scale D]\n"
                "                  [--precision fp32|tf32|bf16] [--peak-tflops P]\n"
+               "                  [--static-split]\n"
                "       bench_step --sgemm N [--threads N]\n"
                "Times training steps of one workload and prints one JSON line (examples/s,\n"
                "ms/step, GEMM FLOP/s, peak memory); --profile adds a per-op table on stderr;\n"
@@ -111,13 +114,13 @@ static void usage(FILE *f)
 
 int main(int argc, char **argv)
 {
-    tb_cli_choose_blas_kernels(argv); /* the fast OpenBLAS kernels, as the trainbench command */
+    tb_cli_choose_runtime(argv); /* OpenBLAS kernels, wait policy: as the trainbench command */
     const char *workload = "fmnist_mlp", *algorithm = "sgd";
     int threads = 1, steps = 200, warmup = 20, batch = 0, sgemm = 0, profile = 0;
     int width_scale = 1, depth_scale = 1;
     double peak_tflops = 0;
     tb_precision precision = TB_PRECISION_FP32;
-    bool cuda_graph = false;
+    bool cuda_graph = false, static_split = false;
     tb_device device = TB_DEVICE_CPU;
     tb_error err = {0};
     struct option opts[] = {
@@ -128,6 +131,7 @@ int main(int argc, char **argv)
         {"cuda-graph", no_argument, 0, 'c'},     {"profile", no_argument, 0, 'p'},
         {"width-scale", required_argument, 0, 'W'}, {"depth-scale", required_argument, 0, 'D'},
         {"precision", required_argument, 0, 'P'}, {"peak-tflops", required_argument, 0, 'T'},
+        {"static-split", no_argument, 0, 'S'},
         {"help", no_argument, 0, 'h'},           {0, 0, 0, 0},
     };
     int c;
@@ -141,6 +145,7 @@ int main(int argc, char **argv)
         case 'b': batch = atoi(optarg); break;
         case 'g': sgemm = atoi(optarg); break;
         case 'c': cuda_graph = true; break;
+        case 'S': static_split = true; break;
         case 'p': profile = 1; break;
         case 'W': width_scale = atoi(optarg); break;
         case 'D': depth_scale = atoi(optarg); break;
@@ -169,7 +174,8 @@ int main(int argc, char **argv)
     tc.workload = workload;
     tc.algorithm = algorithm;
     tb_hparams_set(&tc.hparams, "learning_rate", 0.01, NULL);
-    tc.backend = (tb_backend_config){.device = device, .threads = threads, .precision = precision};
+    tc.backend = (tb_backend_config){.device = device, .threads = threads, .precision = precision,
+                                     .static_split = static_split};
     tc.data.width_scale = width_scale;
     tc.data.depth_scale = depth_scale;
     tc.batch_size = batch;
@@ -186,7 +192,8 @@ int main(int argc, char **argv)
                "\"steps\":%lld,\"examples_per_s\":%.1f,\"ms_per_step\":%.3f,"
                "\"cpu_ms_per_step\":%.3f,\"gemm_gflops\":%.1f,\"model_tflops\":%.3f,"
                "\"mfu\":%.4f,\"parameters\":%lld,\"peak_rss_mb\":%.1f,\"cuda_graph\":%s,"
-               "\"graph_replays\":%lld,\"graph_note\":\"%s\",\"backend\":\"%s\"}\n",
+               "\"graph_replays\":%lld,\"graph_note\":\"%s\",\"backend\":\"%s\","
+               "\"static_split\":%s}\n",
                workload, algorithm, threads, r->batch_size, (long long)r->steps,
                (double)r->examples / dt, r->ms_per_step, r->cpu_ms_per_step,
                (double)r->gemm_flops / dt / 1e9,
@@ -195,7 +202,8 @@ int main(int argc, char **argv)
                    ? (double)r->step_gemm_flops * (double)r->steps / dt / 1e12 / peak_tflops
                    : 0.0,
                (long long)r->parameters, r->peak_rss_mb, r->graphed ? "true" : "false",
-               (long long)r->graph_replays, r->graph_note, r->backend);
+               (long long)r->graph_replays, r->graph_note, r->backend,
+               static_split ? "true" : "false");
         if (profile) print_profile(r);
     } else {
         fprintf(stderr, "bench_step: %s\n", err.message);

@@ -2,10 +2,20 @@
 #ifndef TRAINBENCH_CLI_BLAS_KERNELS_H
 #define TRAINBENCH_CLI_BLAS_KERNELS_H
 
+#include <stdbool.h>
+
+/* OpenMP's wait policy, unless the user sets one (or a spin count). */
+#define TB_CLI_WAIT_POLICY "passive"
+
 /* Unless OPENBLAS_CORETYPE is set, sets it from the CPU's features (SkylakeX with AVX-512,
- * Haswell with AVX2 + FMA) and re-executes the program once with the same argv; returns if
- * nothing needs to change or the re-exec fails (then the program runs as it is). Call first
- * thing in main, before any BLAS call. */
-void tb_cli_choose_blas_kernels(char **argv);
+ * Haswell with AVX2 + FMA); true when it set it. */
+bool tb_cli_set_blas_kernels(void);
+/* Unless OMP_WAIT_POLICY or GOMP_SPINCOUNT is set, sets OMP_WAIT_POLICY to
+ * TB_CLI_WAIT_POLICY; true when it set it. */
+bool tb_cli_set_wait_policy(void);
+/* Both, then, when either changed the environment, re-executes the program once with the same
+ * argv (the libraries read them when they load); returns if nothing needs to change or the
+ * re-exec fails (then the program runs as it is). Call first thing in main. */
+void tb_cli_choose_runtime(char **argv);
 
 #endif

@@ -30,7 +30,7 @@ int tb_cli_utility(int argc, char **argv);
 int tb_cli_hw(int argc, char **argv);
 /* Prints the score table(s) of a store (benchmark name NULL: all); returns an exit code. */
 int tb_cli_print_scores(const char *db, const char *name, const char *reference,
-                        bool variant_rule, bool json);
+                        bool variant_rule, tb_time_basis basis, bool json);
 int tb_cli_prepare(int argc, char **argv);
 
 /* ---- options several commands share (options.c): one rule each --------------------------

@@ -72,6 +72,11 @@ static const char bench_usage[] =
     "      --timeout SECONDS     an absolute wall-clock limit of one trial's process\n"
     "                            (default none); a trial past it is killed and failed;\n"
     "                            not below the budget (x1.5 self-tuning)\n"
+    "      --calibration-s S     seconds of each calibration window, which times the\n"
+    "                            workload's reference step (sgd at its batch size) for\n"
+    "                            `score --time reference` (default 2; below 0: none)\n"
+    "      --calibrate-every K   a workload's window is taken before its first trial run\n"
+    "                            and again once K trials have run since (default 8)\n"
     "      --search-spaces DIR   where the built-ins' <name>.json search spaces are\n"
     "                            (default: the source tree's search_spaces/)\n"
     TB_CLI_DATA_HELP
@@ -87,7 +92,8 @@ static const char bench_usage[] =
 enum {
     OPT_DB = 1000, OPT_PRESET, OPT_NAME, OPT_RULESET, OPT_STUDIES, OPT_TRIALS, OPT_BUDGET,
     OPT_EVAL_PERIOD, OPT_FULL_TARGETS, OPT_VARIANTS, OPT_RUN_TO_BUDGET, OPT_SEED,
-    OPT_TIMEOUT, OPT_HANG, OPT_SPACES, OPT_JSON, OPT_SAMPLER, OPT_GP_INITIAL, OPT_PRIOR,
+    OPT_TIMEOUT, OPT_HANG, OPT_CALIBRATION_S, OPT_CALIBRATE_EVERY, OPT_SPACES, OPT_JSON,
+    OPT_SAMPLER, OPT_GP_INITIAL, OPT_PRIOR,
     OPT_PRIOR_WORKLOAD,
 };
 
@@ -183,6 +189,8 @@ int tb_cli_bench(int argc, char **argv)
         {"device", required_argument, 0, TB_OPT_DEVICE},
         {"timeout", required_argument, 0, OPT_TIMEOUT},
         {"hang-timeout", required_argument, 0, OPT_HANG},
+        {"calibration-s", required_argument, 0, OPT_CALIBRATION_S},
+        {"calibrate-every", required_argument, 0, OPT_CALIBRATE_EVERY},
         {"search-spaces", required_argument, 0, OPT_SPACES},
         TB_CLI_DATA_OPTIONS,
         {"json", no_argument, 0, OPT_JSON},
@@ -270,6 +278,20 @@ int tb_cli_bench(int argc, char **argv)
                 return tb_cli_error("--hang-timeout: must be positive (leave it out for the "
                                     "default, %g s)", TB_TRIAL_HANG_DEFAULT_S), TB_EXIT_USAGE;
             break;
+        case OPT_CALIBRATION_S:
+            if (!tb_cli_parse_double("--calibration-s", optarg, &spec.calibration_s))
+                return TB_EXIT_USAGE;
+            if (spec.calibration_s == 0 || spec.calibration_s > 3600)
+                return tb_cli_error("--calibration-s: a window's seconds, in (0, 3600], or "
+                                    "below 0 for no windows (got %s)", optarg), TB_EXIT_USAGE;
+            break;
+        case OPT_CALIBRATE_EVERY: {
+            long k;
+            if (!tb_cli_parse_int("--calibrate-every", optarg, 1, 100000, &k))
+                return TB_EXIT_USAGE;
+            spec.calibrate_every = (int)k;
+            break;
+        }
         case OPT_SPACES: spaces = optarg; break;
         case OPT_JSON: json = true; break;
         case 'q': quiet = true; break;
@@ -366,5 +388,5 @@ int tb_cli_bench(int argc, char **argv)
         fprintf(stderr, "%d submission%s skipped, not scored: %s\n", sum.skipped,
                 sum.skipped > 1 ? "s" : "", sum.skipped_reasons);
     fputc('\n', stderr);
-    return tb_cli_print_scores(db, spec.name, NULL, false, json);
+    return tb_cli_print_scores(db, spec.name, NULL, false, TB_TIME_WALL, json);
 }

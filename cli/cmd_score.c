@@ -25,11 +25,15 @@ static const char score_usage[] =
     "                         are not counted; the score, the profile (JSON) and the\n"
     "                         speedup count the same workloads, a voided base time (marked\n"
     "                         *, \"disqualified\" in the JSON) as a miss\n"
+    "      --time BASIS       the time each trial's time to target is counted in: wall\n"
+    "                         (the default: accumulated submission seconds, AlgoPerf's),\n"
+    "                         reference (its steps priced at the workload's reference step\n"
+    "                         time, from the store's calibration windows) or steps\n"
     "      --json             one JSON object per benchmark on stdout\n"
     "  -h, --help             this help\n";
 
 int tb_cli_print_scores(const char *db, const char *name, const char *reference,
-                        bool variant_rule, bool json)
+                        bool variant_rule, tb_time_basis basis, bool json)
 {
     tb_error err = {0};
     tb_store *store;
@@ -45,7 +49,7 @@ int tb_cli_print_scores(const char *db, const char *name, const char *reference,
         st = tb_fail(&err, TB_ERR_INVALID, "%s holds no benchmark yet (run `trainbench bench`)",
                      db);
     for (int i = 0; st == TB_OK && i < (name ? 1 : n); i++) {
-        tb_score_options o = {name ? name : names[i], reference, variant_rule, 0};
+        tb_score_options o = {name ? name : names[i], reference, variant_rule, 0, basis};
         tb_score_table *t;
         st = tb_score_store(store, &o, &t, &err);
         if (st != TB_OK) break;
@@ -70,13 +74,16 @@ int tb_cli_score(int argc, char **argv)
 {
     const char *db = "results.db", *name = NULL, *reference = NULL;
     bool json = false, variant_rule = false;
-    enum { OPT_DB = 1000, OPT_NAME, OPT_REF, OPT_VARIANT, OPT_JSON };
+    tb_time_basis basis = TB_TIME_WALL;
+    tb_error err = {0};
+    enum { OPT_DB = 1000, OPT_NAME, OPT_REF, OPT_VARIANT, OPT_JSON, OPT_TIME };
     struct option opts[] = {
         {"db", required_argument, 0, OPT_DB},
         {"name", required_argument, 0, OPT_NAME},
         {"reference", required_argument, 0, OPT_REF},
         {"variant-rule", no_argument, 0, OPT_VARIANT},
         {"json", no_argument, 0, OPT_JSON},
+        {"time", required_argument, 0, OPT_TIME},
         {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0},
     };
@@ -93,10 +100,14 @@ int tb_cli_score(int argc, char **argv)
         case OPT_REF: reference = optarg; break;
         case OPT_VARIANT: variant_rule = true; break;
         case OPT_JSON: json = true; break;
+        case OPT_TIME:
+            if (tb_time_basis_parse(optarg, &basis, &err) != TB_OK)
+                return tb_cli_error("--time: %s", err.message), TB_EXIT_USAGE;
+            break;
         case 'h': fputs(score_usage, stdout); return TB_EXIT_OK;
         default: return tb_cli_option_error("score", c, argv);
         }
     }
     if (tb_cli_no_arguments("score", argc, argv) != TB_EXIT_OK) return TB_EXIT_USAGE;
-    return tb_cli_print_scores(db, name, reference, variant_rule, json);
+    return tb_cli_print_scores(db, name, reference, variant_rule, basis, json);
 }

@@ -73,7 +73,7 @@ static int run_command(int argc, char **argv)
 
 int main(int argc, char **argv)
 {
-    tb_cli_choose_blas_kernels(argv);
+    tb_cli_choose_runtime(argv);
     int rc = run_command(argc, argv);
     /* output that never arrived (a full disk, a closed pipe) is a failure, not success */
     errno = 0;

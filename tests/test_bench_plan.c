@@ -466,7 +466,7 @@ static void test_one_run_at_a_time(void)
     fclose(f);
     CHECK(len == 0);
     free(buf);
-    tb_score_options so = {"t", "nope", false, 0};
+    tb_score_options so = {"t", "nope", false, 0, TB_TIME_WALL};
     tb_score_table *table = NULL;
     CHECK_FAILS(tb_score_store(store, &so, &table, &err), TB_ERR_INVALID, &err,
                 "reference submission 'nope' is not in benchmark 't' (its submissions: sgd)");

@@ -134,9 +134,20 @@ int main(void)
     /* a tiny real benchmark: one trial of sgd, self-tuning (defaults), then resumed */
     snprintf(args, sizeof args,
              "bench --db %s --name tiny -s sgd -w fmnist_mlp --ruleset self --studies 1 --budget 0.3 "
-             "--eval-period 0.1 --eval-examples 200 --threads 2", db);
+             "--eval-period 0.1 --eval-examples 200 --threads 2 --calibration-s 0.2", db);
     CHECK(run(args) == 0 && has("1 run now") && has("score") && has("sgd"));
     CHECK(run(args) == 0 && has("1 reused") && has("(done before)"));
+    /* each time basis; the reference one from the run's calibration window */
+    snprintf(args, sizeof args, "score --db %s --time reference --json", db);
+    CHECK(run(args) == 0 && has("\"time_basis\":\"reference\"") &&
+          has("\"reference_step_s\":{\"fmnist_mlp\":"));
+    snprintf(args, sizeof args, "score --db %s --time steps", db);
+    CHECK(run(args) == 0 && has("time to target in steps") && has("time basis: steps"));
+    snprintf(args, sizeof args, "score --db %s --time wall", db);
+    CHECK(run(args) == 0 && has("time basis: wall"));
+    snprintf(args, sizeof args, "score --db %s --time cpu", db);
+    CHECK(run(args) == 2 && has("--time: unknown time basis 'cpu' (wall, reference or steps)"));
+    CHECK(run("bench --calibration-s 0") == 2 && has("--calibration-s: a window's seconds"));
     snprintf(args, sizeof args, "score --db %s --json", db);
     CHECK(run(args) == 0 && has("\"benchmark\":\"tiny\"") && has("\"ruleset\":\"self\""));
     /* output that cannot be written is a failure (the message goes to stderr, here lost) */
@@ -156,7 +167,8 @@ int main(void)
     snprintf(args, sizeof args, "export --db %s --format csv", db);
     CHECK(run(args) == 0 && has("global_step,preemption_count") && has("tiny,sgd,fmnist_mlp,self"));
     snprintf(args, sizeof args, "export --db %s --format jsonl", db);
-    CHECK(run(args) == 0 && has("\"machine\":{\"cpu\"") && has("\"code_version\""));
+    CHECK(run(args) == 0 && has("\"machine\":{\"cpu\"") && has("\"code_version\"") &&
+          has("\"reference_step_s\":") && has("\"reference_time\":"));
     /* the hyperparameters the trial ran with: self-tuning gives none, so all are defaults
      * (the optimizer's, then the baseline's own) */
     CHECK(has("\"hparams\":{},\"resolved_hparams\":{\"learning_rate\":0.1,\"momentum\":0.9,"

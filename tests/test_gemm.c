@@ -156,21 +156,26 @@ static void test_empty_product(void)
     free(work);
 }
 
-static tb_backend *backend(int threads)
+static tb_backend *backend_split(int threads, bool static_split)
 {
-    tb_backend_config cfg = {.device = TB_DEVICE_CPU, .threads = threads};
+    tb_backend_config cfg = {.device = TB_DEVICE_CPU, .threads = threads,
+                             .static_split = static_split};
     tb_backend *be = NULL;
     tb_error err = {0};
     if (!CHECK_OK(tb_backend_create(&cfg, &be, &err), &err)) exit(1);
     return be;
 }
 
-/* The backend entries: one thread against two (split by rows, or by columns when the product
- * is wider than tall), own kernel and OpenBLAS sizes, against the reference, and bit for bit
+static tb_backend *backend(int threads) { return backend_split(threads, false); }
+
+/* The backend entries: one thread against two and three (split by rows, or by columns when
+ * the product is wider than tall, into blocks the threads take in turn) and two with one block
+ * each (static_split), own kernel and OpenBLAS sizes, against the reference, and bit for bit
  * where the own kernel runs (AVX-512 builds). */
 static void test_backend_split(void)
 {
-    tb_backend *one = backend(1), *two = backend(2);
+    enum { N = 4 };
+    tb_backend *bes[N] = {backend(1), backend(2), backend(3), backend_split(2, true)};
     /* split by rows, by columns, too small to split (OpenBLAS), split by rows with tails */
     static const int shapes[][3] = {{1100, 200, 128}, {96, 700, 300}, {40, 40, 40},
                                     {1000, 70, 300}};
@@ -186,11 +191,13 @@ static void test_backend_split(void)
                 p.beta = with_bias ? 0.0f : 0.5f;
                 operands o;
                 double scale = setup(&p, &o, &rng);
-                float *c1 = malloc(sizeof(float) * (size_t)p.m * p.n);
-                memcpy(c1, o.c, sizeof(float) * (size_t)p.m * p.n);
-                tb_backend *bes[2] = {one, two};
-                float *cs[2] = {c1, o.c};
-                for (int i = 0; i < 2; i++) {
+                const size_t bytes = sizeof(float) * (size_t)p.m * p.n;
+                float *cs[N] = {o.c};
+                for (int i = 1; i < N; i++) {
+                    cs[i] = malloc(bytes);
+                    memcpy(cs[i], o.c, bytes);
+                }
+                for (int i = 0; i < N; i++) {
                     const tb_gemm_epilogue ep = {.bias = o.bias};
                     if (with_bias)
                         bes[i]->ops.gemm_ep(bes[i], p.ta, p.tb, p.m, p.n, p.k, o.a, p.lda, o.b,
@@ -200,14 +207,15 @@ static void test_backend_split(void)
                                          o.b, p.ldb, p.beta, cs[i], p.ldc);
                 }
                 CHECK(agrees(&p, o.c, o.ref, scale));
+                for (int i = 1; i < N; i++) {
 #ifdef TB_CPU_GEMM_TILES /* the own kernel; OpenBLAS may differ in the last bits */
-                CHECK(memcmp(c1, o.c, sizeof(float) * (size_t)p.m * p.n) == 0);
+                    CHECK(memcmp(cs[i], o.c, bytes) == 0);
 #endif
-                free(c1);
+                    free(cs[i]);
+                }
                 release(&o);
             }
-    tb_backend_destroy(one);
-    tb_backend_destroy(two);
+    for (int i = 0; i < N; i++) tb_backend_destroy(bes[i]);
 }
 
 /* The activations and their derivatives in double. */

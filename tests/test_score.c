@@ -119,7 +119,7 @@ static void test_store_table(void)
                                                x < 0 ? "crashed" : "", isfinite(x) && x > 0, x,
                                                60, 100, &err), &err);
             }
-    tb_score_options o = {"b", NULL, false, 0};
+    tb_score_options o = {"b", NULL, false, 0, TB_TIME_WALL};
     tb_score_table *t;
     CHECK_OK(tb_score_store(store, &o, &t, &err), &err);
     CHECK(t->n_subs == 2 && t->n_wl == 1);
@@ -181,7 +181,7 @@ static void test_store_variant_rule(void)
     double times[2][3] = {{2, 10, 3}, {4, 2, 3}};
     for (int s = 0; s < 2; s++)
         for (int w = 0; w < 3; w++) put_trial(store, s ? "b" : "a", wls[w], times[s][w]);
-    tb_score_options o = {"v", NULL, true, 0};
+    tb_score_options o = {"v", NULL, true, 0, TB_TIME_WALL};
     tb_score_table *t;
     CHECK_OK(tb_score_store(store, &o, &t, &err), &err);
     tb_store_close(store);

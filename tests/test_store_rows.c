@@ -48,7 +48,7 @@ static void check_refused(const char *path, const char *needle)
     CHECK_FAILS(tb_store_export(store, "b", TB_EXPORT_CSV, f, &err), TB_ERR_FORMAT, &err,
                 needle);
     if (f) fclose(f);
-    tb_score_options o = {"b", NULL, false, 0};
+    tb_score_options o = {"b", NULL, false, 0, TB_TIME_WALL};
     tb_score_table *t = NULL;
     CHECK_FAILS(tb_score_store(store, &o, &t, &err), TB_ERR_FORMAT, &err, needle);
     tb_store_close(store);

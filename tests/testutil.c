@@ -370,6 +370,7 @@ tb_bench_spec tb_test_bench_spec(const char *const *subs, int n, double budget_s
     s.trial.eval_train_examples = examples;
     s.trial.eval_validation_examples = examples;
     s.trial.eval_test_examples = examples;
+    s.calibration_s = -1; /* no calibration windows (test_time_basis takes them) */
     return s;
 }
 

@@ -85,7 +85,7 @@ tb_backend *tb_test_cuda_backend(const char *name, int *exit_code);
  * it did not exit normally). */
 /* A benchmark "t" of the given submissions on fmnist_mlp: 1 study x 1 trial, quick targets,
  * budget_s of training with an eval every budget_s / 2, evals on `examples` examples of each
- * split, 2 threads, the repository's search spaces. */
+ * split, 2 threads, the repository's search spaces, no calibration windows. */
 tb_bench_spec tb_test_bench_spec(const char *const *subs, int n, double budget_s,
                                  int64_t examples);
 /* Runs benchmark s into the store db in a forked child (exit status 0 on TB_OK, else 1);

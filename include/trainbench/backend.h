@@ -37,6 +37,11 @@ typedef struct tb_backend_config {
     int threads;      /* CPU: threads of the backend's kernels; 0 = all cores (below) */
     int device_index; /* CUDA: which GPU */
     tb_precision precision; /* zero (FP32) unless asked for */
+    /* CPU: split each large product into one block of C per thread, as before the dynamic
+     * split (kept to measure one against the other in bench/; the same bits either way). By
+     * default the threads take a few blocks each in turn, so that a thread descheduled by
+     * another process leaves its blocks to the others (docs/SPEED.md "Under contention") */
+    bool static_split;
 } tb_backend_config;
 
 /* Parses "fp32", "tf32" or "bf16"; TB_ERR_INVALID naming the text otherwise. */

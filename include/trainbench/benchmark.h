@@ -190,7 +190,48 @@ typedef struct tb_bench_spec {
     bool gp_prior;
     const char *const *prior_workloads; /* NULL: every other workload with finished trials */
     int n_prior_workloads;
+    /* calibration windows (the reference step, tb_bench_calibrate): not part of the spec (they
+       change no trial's outcome) */
+    double calibration_s;              /* each window's least seconds; 0: TB_BENCH_CALIBRATION_S;
+                                          < 0: no windows */
+    int calibrate_every;               /* trials run between two windows of a workload; 0:
+                                          TB_BENCH_CALIBRATE_EVERY */
 } tb_bench_spec;
+
+/* ---- calibration windows: the reference step of a workload ------------------------------------
+ * A window runs the reference step of a workload (TB_BENCH_REFERENCE_ALGORITHM at its default
+ * hyperparameters and the workload's batch size, on the trials' device and threads) in a child
+ * process: a few warm-up steps, then timed steps for at least the window's seconds, recorded in
+ * the store (tb_store_add_calibration). A trial's reference time is its steps priced at the
+ * median step time of its workload's windows (tb_score_reference_step_s). */
+#define TB_BENCH_REFERENCE_ALGORITHM "sgd"
+#define TB_BENCH_CALIBRATION_S 2.0
+#define TB_BENCH_CALIBRATE_EVERY 8
+
+/* Runs one window of workload for benchmark `benchmark` and records it; trials_before is
+ * how many trials the run has run so far. TB_ERR_* when the window could not run or be
+ * recorded (its data missing, the store failing, the child crashing or passing its limit). */
+tb_status tb_bench_calibrate(const char *store_path, const char *benchmark,
+                             const char *workload, const tb_trial_options *opts, double seconds,
+                             int trials_before, tb_error *err);
+
+/* When an executor takes its windows: before the first trial it runs of each workload, and
+ * again before one of a workload once calibrate_every trials (of any workload) have run since
+ * that workload's last window; and, for a workload whose trials are all reused and that has
+ * no window in the store, once. State of one run, zeroed before its first trial. */
+typedef struct tb_bench_calibration_state {
+    char workloads[64][64];
+    int last[64];     /* trials run when the workload's last window of this run was taken */
+    bool taken[64];   /* a window of it this run (or one in the store, for reused trials) */
+    int n;
+    int ran;          /* trials run so far */
+} tb_bench_calibration_state;
+
+/* Before trial t of the plan (will_run: it runs now, not reused): takes a window of its
+ * workload when one is due (above). Nothing with spec->calibration_s < 0. */
+tb_status tb_bench_calibrate_due(tb_bench_calibration_state *state, const char *store_path,
+                                 const tb_bench_spec *spec, const tb_trial_record *t,
+                                 bool will_run, tb_error *err);
 
 /* Zeroed spec with 1 study of 1 trial, external tuning. */
 tb_bench_spec tb_bench_spec_default(void);

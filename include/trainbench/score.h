@@ -40,6 +40,21 @@ double tb_score_profile(const double *ratios, const bool *counted, int n_wl, dou
 double tb_score_speedup(const double *t_ref, const double *t_sub, const double *budgets,
                         int n_wl);
 
+/* ---- time bases (docs/TIME_TO_RESULT.md "Time bases") -------------------------------------
+ * wall: AlgoPerf's accumulated submission seconds (the default); reference: the trial's steps
+ * priced at its workload's reference step time (tb_calibration_reference_step_s: the median
+ * of the store's calibration windows of the benchmark's reference step); steps: the steps at
+ * the target (tb_trial_steps_to_target). */
+typedef enum tb_time_basis {
+    TB_TIME_WALL = 0,
+    TB_TIME_REFERENCE = 1,
+    TB_TIME_STEPS = 2,
+} tb_time_basis;
+
+const char *tb_time_basis_name(tb_time_basis basis);
+/* "wall", "reference" or "steps"; anything else TB_ERR_INVALID naming the three. */
+tb_status tb_time_basis_parse(const char *name, tb_time_basis *out, tb_error *err);
+
 /* ---- a score table from a results store ----------------------------------------------------- */
 typedef struct tb_score_options {
     const char *benchmark; /* required */
@@ -47,6 +62,7 @@ typedef struct tb_score_options {
                               first submission */
     bool variant_rule;
     double tau_max;        /* 0: TB_SCORE_TAU_MAX */
+    tb_time_basis basis;   /* the time a trial's time to target is in (default wall) */
 } tb_score_options;
 
 typedef struct tb_score_table {
@@ -55,7 +71,10 @@ typedef struct tb_score_table {
     int n_subs, n_wl;
     char (*subs)[128];
     char (*wls)[64];
-    double *budgets;        /* [n_wl] */
+    tb_time_basis basis;
+    double *budgets;        /* [n_wl], in the basis: seconds, or for steps the most steps any
+                               trial of the workload ran */
+    double *reference_step_s; /* [n_wl] the reference step time (NaN unless basis reference) */
     /* [s * n_wl + w] */
     double *time;           /* median over studies of each study's fastest time to target */
     int *studies;           /* studies planned */
@@ -76,8 +95,9 @@ typedef struct tb_score_table {
     bool variant_rule;
 } tb_score_table;
 
-/* Builds the score table of one benchmark in store: the score, the profile (JSON) and the
- * speedup all count the same workloads (`counted`). Free with tb_score_table_destroy. Fails
+/* Builds the score table of one benchmark in store, in options->basis: the score, the profile
+ * (JSON) and the speedup all count the same workloads (`counted`). The reference basis fails
+ * with TB_ERR_MISSING naming a workload that has no calibration window. Free with tb_score_table_destroy. Fails
  * with TB_ERR_INVALID naming the benchmark if the store has no trials of it, and naming the
  * reference and listing the benchmark's submissions if the reference is not one of them. */
 tb_status tb_score_store(tb_store *store, const tb_score_options *options,

@@ -222,6 +222,48 @@ typedef struct tb_store_study_row {
 tb_status tb_store_study_history(tb_store *store, tb_store_study_row **out, int *n,
                                  tb_error *err);
 
+/* ---- calibration windows of a benchmark (the reference step, docs/TIME_TO_RESULT.md) -------
+ * A window times the reference step of one workload (a fixed algorithm at the workload's
+ * batch size) for a few seconds, between the trials of a benchmark run; the windows price a
+ * trial's steps in reference time. Their table is kept beside the schema (created when the
+ * first window is recorded); a store without it has no windows: n = 0, not an error. */
+typedef struct tb_calibration_record {
+    char benchmark[64];
+    char workload[64];
+    char algorithm[32];         /* the reference step's algorithm */
+    char device[16];
+    int threads, batch_size;
+    char started_at[32];        /* UTC, "YYYY-MM-DD HH:MM:SS" (set by the store) */
+    double started_unix;        /* seconds since 1970, when the window opened */
+    int trials_before;          /* trials this run had run before the window */
+    int64_t steps;              /* timed steps */
+    double seconds;             /* their wall seconds */
+    double cpu_seconds;         /* the process's CPU seconds over them (NaN: unknown) */
+    char code_version[64];
+} tb_calibration_record;
+
+/* Records one window (its table created if needed). */
+tb_status tb_store_add_calibration(tb_store *store, const tb_calibration_record *window,
+                                   tb_error *err);
+/* The windows of benchmark (NULL: every benchmark's) in the order recorded; *out malloc'ed
+ * (NULL when none), the caller frees it. Nothing is created or written. */
+tb_status tb_store_calibrations(tb_store *store, const char *benchmark,
+                                tb_calibration_record **out, int *n, tb_error *err);
+/* The reference step time of workload: the median over windows[0..n) of that workload of
+ * seconds / steps (a window another process slowed moves it little); NaN when it has none. */
+double tb_calibration_step_s(const tb_calibration_record *windows, int n, const char *workload);
+/* The reference step time of workload in benchmark: the median of seconds / steps over every
+ * window of windows[0..n) (a store's, of all its benchmarks) of the same reference step as
+ * the benchmark's first window of workload (the same workload, algorithm, device, threads and
+ * batch size), so that benchmarks of one store are priced alike; NaN when the benchmark has no
+ * window of it. */
+double tb_calibration_reference_step_s(const tb_calibration_record *windows, int n,
+                                       const char *benchmark, const char *workload);
+/* The steps of trial t at its target: those of its first eval at its recorded time to target
+ * (evals: the trial's, in order); -1 when it did not reach it. */
+int64_t tb_trial_steps_to_target(const tb_trial_record *t, const tb_eval_record *evals,
+                                 int n_evals);
+
 typedef enum tb_export_format {
     TB_EXPORT_CSV = 0,   /* one row per eval: trial keys + AlgoPerf's eval_measurements columns
                             (a trial without evals: one row, its eval columns empty) */

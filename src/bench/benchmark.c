@@ -347,6 +347,10 @@ static tb_status check_spec(const tb_bench_spec *s, tb_error *err)
     if (s->sampler != TB_SAMPLER_GP && (s->gp_prior || s->gp_initial != 0))
         return tb_fail(err, TB_ERR_INVALID,
                        "a GP prior and initial points are settings of the gp sampler");
+    if (!(s->calibration_s <= 3600) || s->calibrate_every < 0 || s->calibrate_every > 100000)
+        return tb_fail(err, TB_ERR_INVALID, "calibration windows: seconds must be at most 3600 "
+                       "(< 0: none) and the trials between them in [0, 100000] (got %g, %d)",
+                       s->calibration_s, s->calibrate_every);
     if (s->gp_initial < 0 || s->gp_initial > 1000)
         return tb_fail(err, TB_ERR_INVALID, "gp initial points must be in [0, 1000] (got %d)",
                        s->gp_initial);
@@ -455,6 +459,7 @@ tb_status tb_bench_run(const char *store_path, const tb_bench_spec *s,
     for (int j = 0; names && j < n_refs; j++) names[j] = tb_submission_ref_name(refs[j]);
     if (st == TB_OK) st = tb_bench_interleave(trials, n, wls, n_wl, names, n_refs, order, err);
     free(names);
+    tb_bench_calibration_state cal = {0}; /* the reference step's windows (calibrate.c) */
     for (int k = 0; st == TB_OK && k < n; k++) {
         tb_trial_record *t = &trials[order[k]];
         const tb_submission_ref *ref = NULL;
@@ -465,6 +470,7 @@ tb_status tb_bench_run(const char *store_path, const tb_bench_spec *s,
                 space = spaces[j];
             }
         bool reused = t->status == TB_TRIAL_DONE || t->status == TB_TRIAL_FAILED;
+        if (st == TB_OK) st = tb_bench_calibrate_due(&cal, store_path, s, t, !reused && ref, err);
         if (!reused && ref) {
             tb_store *ps; /* a gp study's next point, from the trials finished before it */
             if (gp && t->hparams.count == 0 &&

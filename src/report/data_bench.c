@@ -131,11 +131,44 @@ static tb_status add_study_times(tb_store *store, const tb_score_table *t, cJSON
     return TB_OK;
 }
 
+/* The score table and profiles in the reference and steps time bases, under "bases"; a basis
+ * that cannot be scored (no calibration window of a workload) says why instead. */
+static tb_status add_bases(tb_store *store, const char *benchmark, cJSON *b, tb_error *err)
+{
+    cJSON *bases = cJSON_AddArrayToObject(b, "bases");
+    static const tb_time_basis which[] = {TB_TIME_REFERENCE, TB_TIME_STEPS};
+    for (size_t i = 0; i < sizeof which / sizeof which[0]; i++) {
+        tb_score_options o = {benchmark, NULL, false, 0, which[i]};
+        tb_score_table *t;
+        tb_error why = {0};
+        tb_status st = tb_score_store(store, &o, &t, &why);
+        cJSON *x = cJSON_CreateObject();
+        cJSON_AddItemToArray(bases, x);
+        cJSON_AddStringToObject(x, "basis", tb_time_basis_name(which[i]));
+        if (st == TB_ERR_MISSING) {
+            cJSON_AddStringToObject(x, "missing", why.message);
+            continue;
+        }
+        if (st != TB_OK) {
+            if (err) *err = why;
+            return st;
+        }
+        if (which[i] == TB_TIME_REFERENCE) {
+            cJSON *rs = cJSON_AddObjectToObject(x, "reference_step_s");
+            for (int w = 0; w < t->n_wl; w++) tb_report_num(rs, t->wls[w], t->reference_step_s[w]);
+        }
+        add_table(t, x);
+        add_profiles(t, x);
+        tb_score_table_destroy(t);
+    }
+    return TB_OK;
+}
+
 tb_status tb_report_bench_json(tb_store *store, const char *benchmark, cJSON **out,
                                tb_error *err)
 {
     *out = NULL;
-    tb_score_options o = {benchmark, NULL, false, 0};
+    tb_score_options o = {benchmark, NULL, false, 0, TB_TIME_WALL};
     tb_score_table *t;
     tb_status st = tb_score_store(store, &o, &t, err);
     if (st != TB_OK) return st;
@@ -156,7 +189,8 @@ tb_status tb_report_bench_json(tb_store *store, const char *benchmark, cJSON **o
     }
     add_table(t, b);
     add_profiles(t, b);
-    st = add_study_times(store, t, b, err);
+    st = add_bases(store, benchmark, b, err);
+    if (st == TB_OK) st = add_study_times(store, t, b, err);
     if (st == TB_OK) st = tb_report_trials_json(store, t, b, err);
     tb_score_table_destroy(t);
     if (st != TB_OK) {

@@ -1,13 +1,14 @@
 /* page_bench.js: the report's page script, part 2 of 4 (see page.js): a benchmark's section:
  * the score table, performance profiles, time to target, training curves and the search. */
   /* A cell of the score table: the time and ratio where reached, else what happened. */
-  function cellText(c) {
+  function cellText(c, unit) {
+    unit = unit || ' s';
     var n = ' (' + c.studies_reached + '/' + c.studies + ' studies';
     if (c.trials_failed) n += ', ' + c.trials_failed + ' failed';
     if (c.trials_unfinished) n += ', ' + c.trials_unfinished + ' unfinished';
     n += ')';
-    if (c.state === 'reached') return { text: fmt(c.time) + ' s, r = ' + fmt(c.ratio, 2) + n, cls: 'reached' };
-    if (c.state === 'disqualified') return { text: fmt(c.time) + ' s, voided by the variant rule' + n, cls: 'disqualified' };
+    if (c.state === 'reached') return { text: fmt(c.time) + unit + ', r = ' + fmt(c.ratio, 2) + n, cls: 'reached' };
+    if (c.state === 'disqualified') return { text: fmt(c.time) + unit + ', voided by the variant rule' + n, cls: 'disqualified' };
     var words = { miss: 'miss', failed: 'failed', unfinished: 'unfinished' }[c.state];
     return { text: words + n, cls: c.state };
   }
@@ -24,6 +25,27 @@
         [{ text: fmt(r.score, 3), cls: 'num' },
          r.speedup === null ? { text: 'none reached', cls: 'miss' } : { text: fmt(r.speedup, 2) + 'x', cls: 'num' }]);
     }));
+  }
+
+  /* The score table again in the reference and steps time bases (docs/TIME_TO_RESULT.md). */
+  function basisTables(s, b) {
+    (b.bases || []).forEach(function (x) {
+      add(s, 'h3', null, 'Score table in ' + (x.basis === 'steps' ? 'steps' : 'reference time'));
+      if (x.missing) { add(s, 'p', 'note', x.missing); return; }
+      var unit = x.basis === 'steps' ? ' steps' : ' s';
+      add(s, 'p', 'note', x.basis === 'steps'
+        ? 'Time to target counted in steps: the steps at the eval that reached the target.'
+        : 'Time to target in reference time: the steps at the target priced at the workload\'s ' +
+          'reference step time, the median of the store\'s calibration windows of it (' +
+          Object.keys(x.reference_step_s).map(function (w) {
+            return w + ' ' + fmt(1e3 * x.reference_step_s[w], 2) + ' ms'; }).join(', ') + ').');
+      var head = ['submission'].concat(b.workloads.map(function (w) { return w.name; }), ['score', 'speedup']);
+      table(s, head, x.table.map(function (r) {
+        return [r.submission].concat(r.cells.map(function (c) { return cellText(c, unit); }),
+          [{ text: fmt(r.score, 3), cls: 'num' },
+           r.speedup === null ? { text: 'none reached', cls: 'miss' } : { text: fmt(r.speedup, 2) + 'x', cls: 'num' }]);
+      }));
+    });
   }
 
   function profiles(s, b, id) {
@@ -155,6 +177,7 @@
     var s = section(id, 'Benchmark ' + b.name, b.ruleset + ' tuning; ' + b.submissions.length +
                     ' submissions on ' + b.workloads.length + ' workloads.');
     scoreTable(s, b);
+    basisTables(s, b);
     add(s, 'h3', null, 'Performance profiles');
     profiles(s, b, id);
     add(s, 'h3', null, 'Time to target per workload');

@@ -20,6 +20,7 @@ void tb_score_table_destroy(tb_score_table *t)
     free(t->subs);
     free(t->wls);
     free(t->budgets);
+    free(t->reference_step_s);
     free(t->time);
     free(t->studies);
     free(t->studies_reached);
@@ -91,6 +92,48 @@ static tb_status speedups(tb_score_table *t, int ref, tb_error *err)
     return st;
 }
 
+/* The reference step time of each workload of t from the store's calibration windows of the
+ * benchmark's reference step;
+ * TB_ERR_MISSING naming the first workload without one. */
+static tb_status reference_steps(tb_store *store, tb_score_table *t, tb_error *err)
+{
+    tb_calibration_record *w = NULL;
+    int n = 0;
+    tb_status st = tb_store_calibrations(store, NULL, &w, &n, err); /* every benchmark's */
+    for (int i = 0; st == TB_OK && i < t->n_wl; i++) {
+        t->reference_step_s[i] = tb_calibration_reference_step_s(w, n, t->benchmark, t->wls[i]);
+        if (!isfinite(t->reference_step_s[i]))
+            st = tb_fail(err, TB_ERR_MISSING,
+                         "benchmark '%s' has no calibration window of workload %s, which the "
+                         "reference time prices its steps with (a store written before "
+                         "calibration windows, or run with --calibration-s -1): score it with "
+                         "--time wall or --time steps, or run the benchmark again to take one",
+                         t->benchmark, t->wls[i]);
+    }
+    free(w);
+    return st;
+}
+
+/* Trial tr's time to target in t's basis (infinite for a miss or a failed trial): its steps
+ * at the target, read from its evals, priced in the reference basis at rstep seconds. */
+static tb_status trial_time(tb_store *store, const tb_score_table *t, const tb_trial_record *tr,
+                            double rstep, double *out, tb_error *err)
+{
+    *out = INFINITY;
+    if (tr->status != TB_TRIAL_DONE || !tr->reached) return TB_OK;
+    if (t->basis == TB_TIME_WALL) {
+        *out = tr->time_to_target;
+        return TB_OK;
+    }
+    tb_eval_record *ev = NULL;
+    int n = 0;
+    tb_status st = tb_store_evals(store, tr->id, &ev, &n, err);
+    int64_t steps = st == TB_OK ? tb_trial_steps_to_target(tr, ev, n) : -1;
+    free(ev);
+    if (steps >= 0) *out = t->basis == TB_TIME_STEPS ? (double)steps : (double)steps * rstep;
+    return st;
+}
+
 tb_status tb_score_store(tb_store *store, const tb_score_options *o, tb_score_table **out,
                          tb_error *err)
 {
@@ -128,6 +171,12 @@ tb_status tb_score_store(tb_store *store, const tb_score_options *o, tb_score_ta
     snprintf(t->ruleset, sizeof t->ruleset, "%s", tr[0].ruleset);
     t->tau_max = o->tau_max > 0 ? o->tau_max : TB_SCORE_TAU_MAX;
     t->variant_rule = o->variant_rule;
+    t->basis = o->basis;
+    if (t->basis < TB_TIME_WALL || t->basis > TB_TIME_STEPS) {
+        free(tr);
+        tb_score_table_destroy(t);
+        return tb_fail(err, TB_ERR_INVALID, "score_store: unknown time basis %d", (int)o->basis);
+    }
     for (int i = 0; i < n; i++) {
         if (index_of_sub(t, tr[i].submission) < 0)
             snprintf(t->subs[t->n_subs++], sizeof t->subs[0], "%s", tr[i].submission);
@@ -149,6 +198,7 @@ tb_status tb_score_store(tb_store *store, const tb_score_options *o, tb_score_ta
     }
     size_t cells = (size_t)t->n_subs * (size_t)t->n_wl;
     t->budgets = calloc((size_t)t->n_wl, sizeof(double));
+    t->reference_step_s = calloc((size_t)t->n_wl, sizeof(double));
     t->time = calloc(cells, sizeof(double));
     t->ratio = calloc(cells, sizeof(double));
     t->studies = calloc(cells, sizeof(int));
@@ -163,9 +213,9 @@ tb_status tb_score_store(tb_store *store, const tb_score_options *o, tb_score_ta
     t->disqualified = calloc(cells, sizeof(bool));
     double *study_best = malloc(cells * (size_t)max_study * sizeof(double));
     int *variant_of = malloc((size_t)t->n_wl * sizeof(int));
-    if (!t->budgets || !t->time || !t->ratio || !t->studies || !t->studies_reached ||
-        !t->trials || !t->trials_failed || !t->trials_unfinished || !t->trials_contended ||
-        !t->score || !t->speedup ||
+    if (!t->budgets || !t->reference_step_s || !t->time || !t->ratio || !t->studies ||
+        !t->studies_reached || !t->trials || !t->trials_failed || !t->trials_unfinished ||
+        !t->trials_contended || !t->score || !t->speedup ||
         !t->counted || !t->disqualified || !study_best || !variant_of) {
         free(tr);
         free(study_best);
@@ -174,19 +224,30 @@ tb_status tb_score_store(tb_store *store, const tb_score_options *o, tb_score_ta
         return tb_fail(err, TB_ERR_NOMEM, "scoring: out of memory");
     }
     for (size_t i = 0; i < cells * (size_t)max_study; i++) study_best[i] = NAN; /* no trial */
-    for (int i = 0; i < n; i++) {
+    for (int w = 0; w < t->n_wl; w++) t->reference_step_s[w] = NAN;
+    st = t->basis == TB_TIME_REFERENCE ? reference_steps(store, t, err) : TB_OK;
+    for (int i = 0; st == TB_OK && i < n; i++) {
         int s = index_of_sub(t, tr[i].submission), w = index_of_wl(t, tr[i].workload);
         size_t c = (size_t)s * (size_t)t->n_wl + (size_t)w;
-        t->budgets[w] = tr[i].budget_s;
+        /* a miss in the speedup: the budget, or in steps the most steps of the workload's trials */
+        if (t->basis != TB_TIME_STEPS) t->budgets[w] = tr[i].budget_s;
+        else if ((double)tr[i].steps > t->budgets[w]) t->budgets[w] = (double)tr[i].steps;
         t->trials[c]++;
         t->trials_failed[c] += tr[i].status == TB_TRIAL_FAILED;
         t->trials_unfinished[c] +=
             tr[i].status == TB_TRIAL_PLANNED || tr[i].status == TB_TRIAL_RUNNING;
         t->trials_contended[c] += tr[i].status == TB_TRIAL_DONE && tr[i].contended == 1;
-        double ttt = tr[i].status == TB_TRIAL_DONE && tr[i].reached ? tr[i].time_to_target
-                                                                    : INFINITY;
+        double ttt;
+        st = trial_time(store, t, &tr[i], t->reference_step_s[w], &ttt, err);
         double *b = &study_best[c * (size_t)max_study + (size_t)tr[i].study];
         if (isnan(*b) || ttt < *b) *b = ttt; /* the fastest trial of the study, by time */
+    }
+    if (st != TB_OK) {
+        free(tr);
+        free(study_best);
+        free(variant_of);
+        tb_score_table_destroy(t);
+        return st;
     }
     double *per_study = malloc((size_t)max_study * sizeof(double));
     for (size_t c = 0; per_study && c < cells; c++) {

@@ -12,7 +12,9 @@
 /* A cell's time, or what happened instead: a miss, every trial failed, not finished. */
 static void fmt_time(char *buf, size_t cap, const tb_score_table *t, size_t c)
 {
-    if (isfinite(t->time[c])) snprintf(buf, cap, "%.1f s", t->time[c]);
+    if (isfinite(t->time[c]) && t->basis == TB_TIME_STEPS)
+        snprintf(buf, cap, "%.0f steps", t->time[c]);
+    else if (isfinite(t->time[c])) snprintf(buf, cap, "%.1f s", t->time[c]);
     else if (t->trials[c] > 0 && t->trials_failed[c] == t->trials[c]) snprintf(buf, cap, "failed");
     else if (t->trials_unfinished[c] > 0) snprintf(buf, cap, "unfinished");
     else snprintf(buf, cap, "miss");
@@ -87,11 +89,31 @@ static void write_contention_note(const tb_score_table *t, FILE *f)
             TB_CONTENDED_CPU_SHARE, 100 * TB_CONTENDED_STEAL, TB_CONTENDED_LOAD_SLACK);
 }
 
+/* What the table's times are, under it. */
+static void write_basis_note(const tb_score_table *t, FILE *f)
+{
+    if (t->basis == TB_TIME_WALL) {
+        fprintf(f, "time basis: wall (accumulated submission seconds, AlgoPerf's)\n");
+        return;
+    }
+    if (t->basis == TB_TIME_STEPS) {
+        fprintf(f, "time basis: steps (the steps at the eval that reached the target)\n");
+        return;
+    }
+    fprintf(f, "time basis: reference (the steps at the target x the workload's reference step "
+               "time, the median of the store's calibration windows of it):");
+    for (int w = 0; w < t->n_wl; w++)
+        fprintf(f, "%s %s %.2f ms", w ? "," : "", t->wls[w], 1e3 * t->reference_step_s[w]);
+    fputc('\n', f);
+}
+
 void tb_score_table_write_text(const tb_score_table *t, FILE *f)
 {
     if (!t || !f) return;
-    fprintf(f, "benchmark %s (%s tuning): time to target (median over studies of each study's "
-               "fastest trial)\n\n", t->benchmark, t->ruleset);
+    fprintf(f, "benchmark %s (%s tuning): time to target in %s (median over studies of each "
+               "study's fastest trial)\n\n", t->benchmark, t->ruleset,
+            t->basis == TB_TIME_WALL ? "wall time"
+            : t->basis == TB_TIME_REFERENCE ? "reference time" : "steps");
     fprintf(f, "%-24s", "submission");
     for (int w = 0; w < t->n_wl; w++) fprintf(f, "  %-28s", t->wls[w]);
     fprintf(f, "  %7s  %12s\n", "score", "speedup");
@@ -124,8 +146,11 @@ void tb_score_table_write_text(const tb_score_table *t, FILE *f)
     fprintf(f, "\nscore: AlgoPerf benchmark score, sum_w max(0, %g - r_w) / (n (%g - 1)), r = "
                "time / fastest time (1 = fastest everywhere, 0 = never within %gx)\n",
             t->tau_max, t->tau_max, t->tau_max);
-    fprintf(f, "speedup: geometric mean of %s's time / this time (a miss counts as budget + 1 s); "
-               "none for a submission that reached no target\n", t->reference);
+    fprintf(f, "speedup: geometric mean of %s's time / this time (a miss counts as %s); "
+               "none for a submission that reached no target\n", t->reference,
+            t->basis == TB_TIME_STEPS ? "the most steps of the workload's trials + 1"
+                                      : "budget + 1 s");
+    write_basis_note(t, f);
     if (t->variant_rule) write_variant_note(t, f);
     write_contention_note(t, f);
 }
@@ -145,6 +170,11 @@ void tb_score_table_write_json(const tb_score_table *t, FILE *f)
     cJSON_AddNumberToObject(o, "tau_max", t->tau_max);
     cJSON_AddBoolToObject(o, "variant_rule", t->variant_rule);
     cJSON_AddStringToObject(o, "reference", t->reference);
+    cJSON_AddStringToObject(o, "time_basis", tb_time_basis_name(t->basis));
+    if (t->basis == TB_TIME_REFERENCE) {
+        cJSON *rs = cJSON_AddObjectToObject(o, "reference_step_s");
+        for (int w = 0; w < t->n_wl; w++) json_num(rs, t->wls[w], t->reference_step_s[w]);
+    }
     cJSON *subs = cJSON_AddArrayToObject(o, "submissions");
     for (int s = 0; s < t->n_subs; s++) {
         cJSON *x = cJSON_CreateObject();
@@ -163,7 +193,8 @@ void tb_score_table_write_json(const tb_score_table *t, FILE *f)
             cJSON_AddNumberToObject(y, "trials_failed", t->trials_failed[c]);
             cJSON_AddNumberToObject(y, "trials_unfinished", t->trials_unfinished[c]);
             cJSON_AddNumberToObject(y, "trials_contended", t->trials_contended[c]);
-            cJSON_AddNumberToObject(y, "budget_s", t->budgets[w]);
+            cJSON_AddNumberToObject(y, t->basis == TB_TIME_STEPS ? "budget_steps" : "budget_s",
+                                    t->budgets[w]);
             cJSON_AddBoolToObject(y, "counted", t->counted[w]);
             cJSON_AddBoolToObject(y, "disqualified", t->disqualified[c]);
         }

@@ -128,7 +128,23 @@ static void csv_trial(FILE *f, const tb_trial_record *t, const tb_eval_record *e
     for (int i = 0; i < 3; i++) free(hp[i]);
 }
 
-static void jsonl_trial(FILE *f, const tb_trial_record *t, const tb_eval_record *ev, int n)
+/* t's steps at its target and their reference time at rstep seconds a step (NaN: its
+ * workload has no calibration window), and each eval's reference time: the time bases of
+ * `score --time`. */
+static void jsonl_bases(cJSON *o, cJSON *evals, const tb_trial_record *t,
+                        const tb_eval_record *ev, int n, double rstep)
+{
+    const int64_t steps = tb_trial_steps_to_target(t, ev, n);
+    tb_export_json_real(o, "steps_to_target", steps >= 0 ? (double)steps : NAN);
+    tb_export_json_real(o, "reference_step_s", rstep);
+    tb_export_json_real(o, "reference_time_to_target", steps >= 0 ? (double)steps * rstep : NAN);
+    int i = 0;
+    for (cJSON *x = evals ? evals->child : NULL; x && i < n; x = x->next, i++)
+        tb_export_json_real(x, "reference_time", (double)ev[i].step * rstep);
+}
+
+static void jsonl_trial(FILE *f, const tb_trial_record *t, const tb_eval_record *ev, int n,
+                        double rstep)
 {
     cJSON *o = cJSON_CreateObject();
     cJSON_AddStringToObject(o, "benchmark", t->benchmark);
@@ -202,6 +218,7 @@ static void jsonl_trial(FILE *f, const tb_trial_record *t, const tb_eval_record 
         json_count(x, "nivcsw", e->nivcsw);
         cJSON_AddItemToArray(arr, x);
     }
+    jsonl_bases(o, arr, t, ev, n, rstep);
     char *text = cJSON_PrintUnformatted(o);
     if (text) fprintf(f, "%s\n", text);
     free(text);
@@ -228,15 +245,21 @@ tb_status tb_store_export(tb_store *s, const char *benchmark, tb_export_format f
                        s->path, benchmark, list);
     }
     if (format == TB_EXPORT_CSV) fputs(csv_header, f);
+    tb_calibration_record *cal = NULL; /* the reference step times (jsonl) */
+    int n_cal = 0;
+    if (format == TB_EXPORT_JSONL) st = tb_store_calibrations(s, NULL, &cal, &n_cal, err);
     for (int i = 0; i < n && st == TB_OK; i++) {
         tb_eval_record *ev;
         int ne;
         st = tb_store_evals(s, trials[i].id, &ev, &ne, err);
         if (st != TB_OK) break;
         if (format == TB_EXPORT_CSV) csv_trial(f, &trials[i], ev, ne);
-        else jsonl_trial(f, &trials[i], ev, ne);
+        else jsonl_trial(f, &trials[i], ev, ne,
+                         tb_calibration_reference_step_s(cal, n_cal, trials[i].benchmark,
+                                                         trials[i].workload));
         free(ev);
     }
+    free(cal);
     free(trials);
     if (st == TB_OK && (fflush(f) != 0 || ferror(f)))
         st = tb_fail(err, TB_ERR_IO, "writing the export failed (disk full?)");

@@ -222,6 +222,7 @@ void tb_cpu_gemm_pack_a_panels(int mc, int kc, const float *at, int64_t ldat, fl
 /* The CPU backend's private state (tb_backend.impl): one gemm scratch slice per thread. */
 typedef struct tb_cpu_state {
     float *gemm_work; /* threads x TB_CPU_GEMM_WORK floats */
+    bool static_split; /* large products: one block per thread (tb_backend_config) */
 } tb_cpu_state;
 
 /* Thread tid's gemm scratch (tid below the backend's thread count: a thread of a team the

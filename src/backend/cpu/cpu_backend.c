@@ -104,6 +104,7 @@ tb_status tb_cpu_backend_init(tb_backend *be, const tb_backend_config *config, t
         omp_set_num_threads(caller);
 #endif
     }
+    st->static_split = config->static_split;
     be->impl = st;
     be->destroy = cpu_destroy;
     be->device = TB_DEVICE_CPU;

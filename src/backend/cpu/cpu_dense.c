@@ -32,13 +32,59 @@ static void gemm_one(tb_backend *be, int tid, bool own, bool ta, bool tb, int m,
     }
 }
 
-/* Large products are split into one block of C per thread, along its longer side (columns in
- * multiples of the 32-column micro tile), each block a single-threaded product. Measured on
- * the 2-core development machine, this beats OpenBLAS's own threading on the tall-skinny
- * products of training steps (e.g. 2048 x 512 x 128) and matches it on square ones. With the
- * backend's own kernel each block's result is the same as the unsplit one's, bit for bit
- * (every element is the same dot product in the same order); OpenBLAS (without AVX-512)
- * picks its kernels by shape, so there the last bits may differ between thread counts. */
+/* Large products are split into blocks of C along its longer side (columns in multiples of
+ * the 32-column micro tile), a few per thread, each block a single-threaded product, and the
+ * threads take the blocks in turn (dynamic schedule): a thread that starts late, or is
+ * descheduled because another process shares its core, leaves its blocks to the threads that
+ * run, instead of stalling the product for its static share (docs/SPEED.md "Under
+ * contention"). Measured on the 2-core development machine, splitting beats OpenBLAS's own
+ * threading on the tall-skinny products of training steps (e.g. 2048 x 512 x 128) and matches
+ * it on square ones. With the backend's own kernel each block's result is the same as the
+ * unsplit one's, bit for bit, whichever thread computes it (every element is the same dot
+ * product in the same order); OpenBLAS (without AVX-512) picks its kernels by shape, so there
+ * the last bits may differ between thread counts. */
+#define GEMM_BLOCKS_PER_THREAD 4
+#define GEMM_BLOCK_MIN ((int64_t)1 << 21) /* multiply-adds: no block smaller (B repacked) */
+
+/* One product's operands, for its blocks. */
+typedef struct gemm_args {
+    bool own, ta, tb, transposed, rows;
+    int m, n, k, lda, ldb, ldc;
+    float alpha, beta;
+    const float *a, *b;
+    const tb_gemm_epilogue *ep;
+    float *c, *at_sums;
+} gemm_args;
+
+/* Block i of `blocks` of C, on thread id: rows (or, !rows, columns in whole micro tiles)
+ * [x0, x1) of the product. */
+static void gemm_block(tb_backend *be, int id, const gemm_args *g, int i, int blocks)
+{
+    int x0, x1;
+    if (g->rows) {
+        x0 = (int)((int64_t)g->m * i / blocks);
+        x1 = (int)((int64_t)g->m * (i + 1) / blocks);
+    } else {
+        const int tile = TB_CPU_GEMM_NR, tiles = (g->n + tile - 1) / tile;
+        x0 = tile * (int)((int64_t)tiles * i / blocks);
+        x1 = tile * (int)((int64_t)tiles * (i + 1) / blocks);
+        if (x1 > g->n) x1 = g->n;
+    }
+    if (x1 <= x0) return;
+    tb_gemm_epilogue at;
+    if (g->rows)
+        gemm_one(be, id, g->own, g->ta, g->tb, x1 - x0, g->n, g->k, g->alpha,
+                 g->ta ? g->a + x0 : g->a + (int64_t)x0 * g->lda, g->lda, g->b, g->ldb, g->beta,
+                 tb_cpu_gemm_ep_at(g->ep, x0, 0, g->ldc, &at), g->c + (int64_t)x0 * g->ldc,
+                 g->ldc, g->at_sums ? g->at_sums + x0 : NULL, g->transposed);
+    else
+        gemm_one(be, id, g->own, g->ta, g->tb, g->m, x1 - x0, g->k, g->alpha, g->a, g->lda,
+                 g->tb ? g->b + (int64_t)x0 * g->ldb : g->b + x0, g->ldb, g->beta,
+                 tb_cpu_gemm_ep_at(g->ep, 0, x0, g->ldc, &at), g->c + x0, g->ldc,
+                 x0 == 0 ? g->at_sums : NULL, /* every block reads all of A: one sums */
+                 g->transposed);
+}
+
 static void gemm_run(tb_backend *be, bool ta, bool tb, int m, int n, int k, float alpha,
                      const float *a, int lda, const float *b, int ldb, float beta,
                      const tb_gemm_epilogue *ep, float *c, int ldc, float *at_sums)
@@ -56,29 +102,21 @@ static void gemm_run(tb_backend *be, bool ta, bool tb, int m, int n, int k, floa
                  transposed);
         return;
     }
-    const bool rows = m >= n;
+    const gemm_args g = {own, ta, tb, transposed, m >= n, m, n, k, lda, ldb, ldc, alpha, beta,
+                         a, b, ep, c, at_sums};
+    const int64_t side = g.rows ? m : (n + TB_CPU_GEMM_NR - 1) / TB_CPU_GEMM_NR;
+    int64_t blocks = (int64_t)GEMM_BLOCKS_PER_THREAD * threads;
+    if (blocks > size / GEMM_BLOCK_MIN) blocks = size / GEMM_BLOCK_MIN;
+    if (blocks < threads) blocks = threads;
+    if (blocks > side) blocks = side;
+    const bool dynamic = !((const tb_cpu_state *)be->impl)->static_split;
 #pragma omp parallel num_threads(threads)
     {
-        const int id = omp_get_thread_num(), nth = omp_get_num_threads();
-        tb_gemm_epilogue at;
-        if (rows) {
-            const int m0 = (int)((int64_t)m * id / nth), m1 = (int)((int64_t)m * (id + 1) / nth);
-            if (m1 > m0)
-                gemm_one(be, id, own, ta, tb, m1 - m0, n, k, alpha,
-                         ta ? a + m0 : a + (int64_t)m0 * lda, lda, b, ldb, beta,
-                         tb_cpu_gemm_ep_at(ep, m0, 0, ldc, &at), c + (int64_t)m0 * ldc, ldc,
-                         at_sums ? at_sums + m0 : NULL, transposed);
-        } else {
-            const int tile = TB_CPU_GEMM_NR, blocks = (n + tile - 1) / tile;
-            const int n0 = tile * (int)((int64_t)blocks * id / nth);
-            int n1 = tile * (int)((int64_t)blocks * (id + 1) / nth);
-            n1 = n1 < n ? n1 : n;
-            if (n1 > n0)
-                gemm_one(be, id, own, ta, tb, m, n1 - n0, k, alpha, a, lda,
-                         tb ? b + (int64_t)n0 * ldb : b + n0, ldb, beta,
-                         tb_cpu_gemm_ep_at(ep, 0, n0, ldc, &at), c + n0, ldc,
-                         n0 == 0 ? at_sums : NULL, /* every block reads all of A: one sums */
-                         transposed);
+        if (dynamic) {
+#pragma omp for schedule(dynamic, 1)
+            for (int i = 0; i < (int)blocks; i++) gemm_block(be, omp_get_thread_num(), &g, i, (int)blocks);
+        } else { /* one block per thread (tb_backend_config.static_split) */
+            gemm_block(be, omp_get_thread_num(), &g, omp_get_thread_num(), omp_get_num_threads());
         }
     }
 }
