@@ -29,8 +29,10 @@ static const char study_usage[] =
     "      --db FILE             record every run in this results store, and reuse the runs\n"
     "                            it holds (a run is keyed by its whole configuration): a\n"
     "                            study stopped midway resumes without redoing finished runs\n"
-    "      --scale S             multiply the runs per cell (at least 2) and the steps (or\n"
-    "                            epochs) of every run by S > 0, e.g. 0.25 for a quick look\n"
+    "      --scale S             multiply the steps (or epochs) of every run, and the budget\n"
+    "                            of every tuning trial, by S > 0, e.g. 0.25 for a quick look;\n"
+    "                            the runs per cell stay the file's \"seeds\"\n"
+    "      --seeds N             N runs per cell (2 to 1000) in place of the file's \"seeds\"\n"
     "      --list                list the shipped studies and exit\n"
     "      --studies DIR         where the shipped studies are (default: the source tree's\n"
     "                            studies/)\n"
@@ -44,7 +46,7 @@ static const char study_usage[] =
     "exit codes: 0 the study ran (whatever its outcome), 2 a malformed study or bad option,\n"
     "3 data missing, 1 any other failure\n";
 
-enum { O_DB = 1000, O_SCALE, O_LIST, O_STUDIES, O_JSON };
+enum { O_DB = 1000, O_SCALE, O_SEEDS, O_LIST, O_STUDIES, O_JSON };
 
 static void show_run(void *user, int done, int total, int cell, int run, bool reused,
                      double value, const tb_error *err)
@@ -132,11 +134,13 @@ int tb_cli_study(int argc, char **argv)
     const char *db = NULL, *dir = TB_STUDIES_DIR;
     bool json = false, quiet = false, list = false;
     double scale = 1.0;
+    long seeds = 0;
     tb_cli_data data = {0};
     tb_study_exec_options o = {0};
     struct option opts[] = {
         {"db", required_argument, 0, O_DB},         {"scale", required_argument, 0, O_SCALE},
-        {"list", no_argument, 0, O_LIST},           {"studies", required_argument, 0, O_STUDIES},
+        {"seeds", required_argument, 0, O_SEEDS},   {"list", no_argument, 0, O_LIST},
+        {"studies", required_argument, 0, O_STUDIES},
         {"json", no_argument, 0, O_JSON},           {"threads", required_argument, 0, 't'},
         {"device", required_argument, 0, TB_OPT_DEVICE}, TB_CLI_DATA_OPTIONS,
         {"quiet", no_argument, 0, 'q'},             {"help", no_argument, 0, 'h'},
@@ -158,6 +162,10 @@ int tb_cli_study(int argc, char **argv)
                 tb_cli_error("--scale: %g is not in (0, 1000]", scale);
                 return TB_EXIT_USAGE;
             }
+            break;
+        case O_SEEDS:
+            if (!tb_cli_parse_int("--seeds", optarg, 2, TB_STUDY_MAX_SEEDS, &seeds))
+                return TB_EXIT_USAGE;
             break;
         case O_LIST: list = true; break;
         case O_STUDIES: dir = optarg; break;
@@ -187,6 +195,7 @@ int tb_cli_study(int argc, char **argv)
     tb_error err = {0};
     tb_status st = tb_study_plan_load(path, &plan, &err);
     if (st == TB_OK && scale != 1.0) st = tb_study_plan_scale(plan, scale, &err);
+    if (st == TB_OK && seeds) st = tb_study_plan_set_seeds(plan, (int)seeds, &err);
     if (st != TB_OK) {
         tb_cli_error("%s", err.message);
         tb_study_plan_free(plan);

@@ -77,7 +77,7 @@ int main(void)
                             " \"settings\": {\"workload\": \"fmnist_mlp\"},\n"
                             " \"axes\": {\"algorithm\": [\"adam\", \"adamm\"]}, \"seeds\": 2}");
 
-    CHECK(run("study --help") == 0 && has("--scale S") && has("--list") && has("--db FILE"));
+    CHECK(run("study --help") == 0 && has("--scale S") && has("--seeds N") && has("--list") && has("--db FILE"));
     CHECK(run("help study") == 0 && has("usage: trainbench study"));
     CHECK(run("--help") == 0 && has("  study "));
     CHECK(run("study") == 2 && has("give a study file or name"));
@@ -87,6 +87,8 @@ int main(void)
     CHECK(run(args) == 2 && has("bad.json: axes.algorithm[1]: unknown algorithm 'adamm'"));
     snprintf(args, sizeof args, "study %s --scale 0", file);
     CHECK(run(args) == 2 && has("--scale: 0 is not in (0, 1000]"));
+    snprintf(args, sizeof args, "study %s --seeds 1", file);
+    CHECK(run(args) == 2 && has("--seeds"));
     CHECK(run("study no_such_study") == 2 && has("no_such_study.json"));
 
     /* a tiny real study, recorded */
@@ -120,6 +122,10 @@ int main(void)
     snprintf(args, sizeof args, "study %s --db %s -t 2 -q --json", file, db);
     CHECK(run(args) == 0 && has("{\"study\":\"tiny\"") && has("\"reused\":4") &&
           has("\"outcome\":\"") && !strstr(out, "[1/4]"));
+
+    /* --seeds: a third run per cell (at any --scale the file's seeds stay), the rest reused */
+    snprintf(args, sizeof args, "study %s --db %s -t 2 --seeds 3", file, db);
+    CHECK(run(args) == 0 && has("3 runs per cell, 2 trained now and 4 from the store"));
 
     tb_test_remove_store(db);
     unlink(file);

@@ -48,7 +48,11 @@ static void test_valid(void)
     CHECK_OK(tb_study_plan_run_config(p, 0, 1, &c, &err), &err);
     CHECK(c.seeds[TB_STREAM_INIT] != seed_run1);
     CHECK_OK(tb_study_plan_scale(p, 0.25, &err), &err);
-    CHECK(p->seeds == 2 && p->base.length.max_steps == 3); /* at least 2 runs; 2.5 steps round up */
+    CHECK(p->seeds == 4 && p->base.length.max_steps == 3); /* seeds kept; 2.5 steps round up */
+    CHECK_FAILS(tb_study_plan_set_seeds(p, 1, &err), TB_ERR_INVALID, &err, "seeds: 1 is not");
+    CHECK(p->seeds == 4);
+    CHECK_OK(tb_study_plan_set_seeds(p, 9, &err), &err);
+    CHECK(p->seeds == 9 && p->base.length.max_steps == 3);
     tb_study_plan_free(p);
 }
 

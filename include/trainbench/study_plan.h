@@ -130,9 +130,12 @@ tb_status tb_study_plan_parse(const char *text, const char *file, tb_study_plan 
 tb_status tb_study_plan_load(const char *path, tb_study_plan **out, tb_error *err);
 void tb_study_plan_free(tb_study_plan *plan);
 
-/* Scales the runs per cell (at least 2) and the steps or epochs of every run (at least 1
- * step) by factor > 0, for a quick look (< 1) or a closer one (> 1). */
+/* Scales the steps or epochs of every run (at least 1 step; a tuning budget too) by factor > 0,
+ * for a quick look (< 1) or a closer one (> 1). The runs per cell are left alone: they are
+ * set by tb_study_plan_set_seeds. */
 tb_status tb_study_plan_scale(tb_study_plan *plan, double factor, tb_error *err);
+/* Sets the runs per cell (pairs), 2 to TB_STUDY_MAX_SEEDS, in place of the file's "seeds". */
+tb_status tb_study_plan_set_seeds(tb_study_plan *plan, int seeds, tb_error *err);
 
 /* Cells: every combination of the axes' values, the last axis varying fastest. */
 int tb_study_plan_cells(const tb_study_plan *plan);

@@ -119,8 +119,6 @@ tb_status tb_study_plan_scale(tb_study_plan *plan, double factor, tb_error *err)
 {
     if (!plan || !(factor > 0) || !isfinite(factor) || factor > 1000)
         return tb_fail(err, TB_ERR_INVALID, "scale %g is not in (0, 1000]", factor);
-    double seeds = round(plan->seeds * factor);
-    plan->seeds = seeds < 2 ? 2 : seeds > TB_STUDY_MAX_SEEDS ? TB_STUDY_MAX_SEEDS : (int)seeds;
     if (plan->base.length.max_steps > 0) {
         double s = round((double)plan->base.length.max_steps * factor);
         plan->base.length.max_steps = s < 1 ? 1 : (int64_t)s;
@@ -136,5 +134,14 @@ tb_status tb_study_plan_scale(tb_study_plan *plan, double factor, tb_error *err)
             snprintf(a->labels[i], sizeof a->labels[i], "%.0f", a->numbers[i]);
         }
     }
+    return TB_OK;
+}
+
+tb_status tb_study_plan_set_seeds(tb_study_plan *plan, int seeds, tb_error *err)
+{
+    if (!plan || seeds < 2 || seeds > TB_STUDY_MAX_SEEDS)
+        return tb_fail(err, TB_ERR_INVALID, "seeds: %d is not a whole number in [2, %d] (runs "
+                       "per cell)", seeds, TB_STUDY_MAX_SEEDS);
+    plan->seeds = seeds;
     return TB_OK;
 }
