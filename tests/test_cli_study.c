@@ -84,7 +84,7 @@ int main(void)
     CHECK(run("study --list") == 0 && has("ekfac_vs_kfac") && has("large_batch") &&
           has("data_echoing") && !strstr(out, "invalid"));
     snprintf(args, sizeof args, "study %s", bad);
-    CHECK(run(args) == 2 && has("bad.json: axes.algorithm[1]: unknown algorithm 'adamm'"));
+    CHECK(run(args) == 2 && has("bad.json:3:33: axes.algorithm[1]: unknown algorithm 'adamm'"));
     snprintf(args, sizeof args, "study %s --scale 0", file);
     CHECK(run(args) == 2 && has("--scale: 0 is not in (0, 1000]"));
     snprintf(args, sizeof args, "study %s --seeds 1", file);

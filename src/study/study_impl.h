@@ -24,4 +24,9 @@ tb_status tb_study_check_source(const tb_run_config *c, tb_stream s, tb_error *e
  * instead of after A's runs. */
 tb_status tb_study_check_base(const tb_run_config *c, tb_error *err);
 
+/* The line and column (1-based) of the value at key path `path` ("overrides[1].tune.sampler")
+ * of JSON text, or of the deepest part of the path the text has; 0 and 0 when not even its
+ * first key is there (locate.c). */
+void tb_study_locate(const char *text, const char *path, int *line, int *column);
+
 #endif
