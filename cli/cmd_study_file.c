@@ -48,18 +48,24 @@ static const char study_usage[] =
 
 enum { O_DB = 1000, O_SCALE, O_SEEDS, O_LIST, O_STUDIES, O_JSON };
 
-static void show_run(void *user, int done, int total, int cell, int run, bool reused,
-                     double value, const tb_error *err)
+static void show_run(void *user, int done, int total, int cell, int run, int trial,
+                     bool reused, double value, const tb_error *err)
 {
     const tb_study_plan *p = user;
-    char label[256];
+    char label[256], what[64];
     tb_study_plan_cell_label(p, cell, label, sizeof label);
+    const tb_study_tune *t = tb_study_plan_cell_tune(p, cell);
+    if (trial < 0) snprintf(what, sizeof what, "run %d", run + 1);
+    else if (t && t->per_run) snprintf(what, sizeof what, "run %d tuning trial %d", run + 1,
+                                       trial + 1);
+    else snprintf(what, sizeof what, "tuning trial %d", trial + 1);
+    tb_study_metric m = trial < 0 ? p->metric : tb_study_selection_metric(p->metric);
     if (err)
-        fprintf(stderr, "[%d/%d] %s run %d: diverged%s: %s\n", done, total, label, run + 1,
+        fprintf(stderr, "[%d/%d] %s %s: diverged%s: %s\n", done, total, label, what,
                 reused ? " (recorded)" : "", err->message);
     else
-        fprintf(stderr, "[%d/%d] %s run %d: %s %.5g%s\n", done, total, label, run + 1,
-                tb_study_metric_name(p->metric), value, reused ? " (recorded)" : "");
+        fprintf(stderr, "[%d/%d] %s %s: %s %.5g%s\n", done, total, label, what,
+                tb_study_metric_name(m), value, reused ? " (recorded)" : "");
 }
 
 static int filter_json(const struct dirent *d)

@@ -64,6 +64,48 @@ static const char tiny[] =
     " \"comparisons\": [{\"a\": {\"algorithm\": \"adam\"}, \"b\": {\"algorithm\": \"sgd\"},\n"
     "                  \"expect\": \"a_wins\", \"min_wins\": 1}]}\n";
 
+/* adam tuned in 2 trials of 5 steps, then 2 runs of 10 steps each on fresh seeds */
+static const char tuned[] =
+    "{\"name\": \"tuned\", \"claim\": \"c\", \"source\": \"a test\",\n"
+    " \"settings\": {\"workload\": \"fmnist_mlp\", \"algorithm\": \"adam\", \"steps\": 10,\n"
+    "              \"eval_examples\": 200},\n"
+    " \"axes\": {\"batch_size\": [64]}, \"seeds\": 2, \"metric\": \"validation_loss\",\n"
+    " \"tune\": {\"space\": {\"learning_rate\": {\"min\": 1e-4, \"max\": 1e-2, \"scaling\": \"log\"}},\n"
+    "          \"trials\": 2, \"budget\": {\"steps\": 5}}}\n";
+
+/* A tuned study: its trials recorded, a rerun trains nothing (no retuning), the chosen point
+ * shown; a bad tune block refused with its line and column. */
+static void test_tuned(const char *dir)
+{
+    char file[300], db[300], args[1200];
+    snprintf(file, sizeof file, "%s/tuned.json", dir);
+    snprintf(db, sizeof db, "%s/tuned.db", dir);
+    tb_test_write_text(file, tuned);
+    snprintf(args, sizeof args, "study %s --db %s -t 2", file, db);
+    CHECK(run(args) == 0 && has("[1/4] batch_size=64 tuning trial 1: validation_loss") &&
+          has("4 trained now and 0 from the store") && has("tuned (selected by validation_loss") &&
+          has("batch_size=64: learning_rate=") && has("best of 2 halton trials of 5 steps"));
+    char first[8192], second[8192];
+    figure_of(out, first, sizeof first);
+    CHECK(sql_count(db, "SELECT count(*) FROM study_runs WHERE study = 'tuned/tune'") == 2);
+    CHECK(sql_count(db, "SELECT count(*) FROM study_runs WHERE study = 'tuned'") == 2);
+    CHECK(run(args) == 0 && has("0 trained now and 4 from the store"));
+    figure_of(out, second, sizeof second);
+    CHECK(strcmp(first, second) == 0);
+    snprintf(args, sizeof args, "study %s --db %s -q --json", file, db);
+    CHECK(run(args) == 0 && has("\"tuned\":{\"trials\":2,\"sampler\":\"halton\"") &&
+          has("\"chosen\":[{\"learning_rate\":"));
+    char bad[sizeof tuned + 64];
+    const char *at = strstr(tuned, "\"trials\": 2");
+    snprintf(bad, sizeof bad, "%.*s\"trials\": 2, \"sampler\": \"grid\"%s", (int)(at - tuned), tuned,
+             at + strlen("\"trials\": 2"));
+    tb_test_write_text(file, bad);
+    snprintf(args, sizeof args, "study %s --db %s", file, db);
+    CHECK(run(args) == 2 && has("tuned.json:6:35: tune.sampler: unknown sampler 'grid'"));
+    tb_test_remove_store(db);
+    unlink(file);
+}
+
 int main(void)
 {
     char dir[] = "/tmp/tb_cli_study_XXXXXX";
@@ -127,6 +169,7 @@ int main(void)
     snprintf(args, sizeof args, "study %s --db %s -t 2 --seeds 3", file, db);
     CHECK(run(args) == 0 && has("3 runs per cell, 2 trained now and 4 from the store"));
 
+    test_tuned(dir);
     tb_test_remove_store(db);
     unlink(file);
     unlink(bad);

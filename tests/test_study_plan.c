@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "study/study_impl.h"
 #include "trainbench/study_plan.h"
 
 static const char valid[] =
@@ -138,6 +139,128 @@ static void test_malformed(void)
                 "cannot open study /nonexistent/s.json");
 }
 
+/* A tuned study: the study's tune, an override's for sgd at 256; each malformed block refused
+ * with the file, line and column before any run. */
+static const char tuned[] =
+    "{\"name\": \"t\", \"claim\": \"c\", \"source\": \"s\",\n"
+    " \"settings\": {\"workload\": \"fmnist_mlp\", \"steps\": 10, \"eval_examples\": 100},\n"
+    " \"axes\": {\"algorithm\": [\"adam\", \"sgd\"], \"batch_size\": [64, 256]},\n"
+    " \"seeds\": 2,\n"
+    " \"tune\": {\"space\": {\"learning_rate\": {\"min\": 1e-4, \"max\": 1e-1, \"scaling\": \"log\"}},\n"
+    "          \"trials\": 4, \"sampler\": \"halton\", \"budget\": {\"steps\": 5}},\n"
+    " \"overrides\": [{\"when\": {\"algorithm\": \"sgd\", \"batch_size\": 256},\n"
+    "   \"tune\": {\"space\": [{\"learning_rate\": 0.1}, {\"learning_rate\": 0.2}], \"trials\": 2,\n"
+    "            \"search\": \"per_run\"}}]}";
+
+static const char *tuned_variant(const char *from, const char *to)
+{
+    static char buf[4096];
+    const char *at = strstr(tuned, from);
+    if (!at) return NULL;
+    snprintf(buf, sizeof buf, "%.*s%s%s", (int)(at - tuned), tuned, to, at + strlen(from));
+    return buf;
+}
+
+static void test_tune(void)
+{
+    tb_study_plan *p = NULL;
+    tb_error err = {0};
+    if (!CHECK_OK(tb_study_plan_parse(tuned, "t.json", &p, &err), &err)) return;
+    const tb_study_tune *t0 = tb_study_plan_cell_tune(p, 0), *t3 = tb_study_plan_cell_tune(p, 3);
+    CHECK(t0 == &p->tune && t0->trials == 4 && t0->budget_steps == 5 && !t0->per_run);
+    CHECK(t3 == &p->overrides[0].tune && t3->per_run && t3->trials == 2);
+    CHECK(tb_study_plan_cell_tune(p, 2) == &p->tune); /* sgd at 64 */
+    tb_hparams point = {0};
+    tb_hparams_set(&point, "learning_rate", 0.03, NULL);
+    tb_run_config c;
+    CHECK_OK(tb_study_plan_trial_config(p, 0, 0, &point, &c, &err), &err);
+    CHECK(c.length.max_steps == 5 && tb_hparams_get(&c.model.hparams, "learning_rate", 0) == 0.03);
+    CHECK(c.seeds[TB_STREAM_HPARAM] == p->seed); /* index 0: the search made once */
+    tb_run_config r;
+    CHECK_OK(tb_study_plan_run_config(p, 0, 0, &r, &err), &err);
+    CHECK(r.length.max_steps == 10 && r.seeds[TB_STREAM_INIT] != c.seeds[TB_STREAM_INIT]);
+    CHECK_OK(tb_study_plan_scale(p, 2, &err), &err);
+    CHECK(p->tune.budget_steps == 10);
+    tb_study_plan_free(p);
+
+    static const struct {
+        const char *from, *to, *needle;
+    } cases[] = {
+        {"\"halton\"", "\"sobol\"", "m.json:6:35: tune.sampler: unknown sampler 'sobol'"},
+        {"\"trials\": 4", "\"trials\": 0", "m.json:6:21: tune.trials: 0 is not a whole number"},
+        {"{\"learning_rate\": {\"min\": 1e-4, \"max\": 1e-1, \"scaling\": \"log\"}}", "{}",
+         "m.json:5:20: tune.space: "},
+        {"\"max\": 1e-1", "\"max\": 1e-5", "tune.space: "},
+        {"\"space\": {\"learning_rate\"", "\"space\": 3, \"x\": {\"learning_rate\"",
+         "tune.x: unknown key"},
+        {"\"min\": 1e-4, \"max\": 1e-1", "\"min\": 1e-4, \"max\": 1e13",
+         "tune.space: cell algorithm=adam batch_size=64: adam: learning_rate"},
+        {"{\"learning_rate\": {\"min\"", "{\"learning_rat\": {\"min\"",
+         "tune.space: cell algorithm=adam batch_size=64: "},
+        {"{\"steps\": 5}", "{\"seconds\": 100000}", "tune.budget: cell algorithm=adam "
+         "batch_size=64: 100000 s is past fmnist_mlp's time budget"},
+        {"{\"steps\": 5}", "{\"steps\": 5, \"epochs\": 1}", "tune.budget: must be one of"},
+        {"{\"steps\": 5}", "{\"steps\": 0}", "tune.budget.steps: 0 is not a whole number"},
+        {"\"trials\": 2,", "\"trials\": 3,", "overrides[0].tune.trials: 3 trials, but the space "
+         "lists 2 points"},
+        {"\"search\": \"per_run\"", "\"search\": \"each\"",
+         "m.json:9:23: overrides[0].tune.search: 'each' is not once or per_run"},
+        {"\"trials\": 2,", "\"trials\": 2, \"sampler\": \"gp\",",
+         "overrides[0].tune.space: the gp sampler needs a space of ranges"},
+        {"\"seeds\": 2,", "\"seeds\": 2, \"metric\": \"time_to_target\",",
+         "m.json:6:55: tune.budget: cell algorithm=adam batch_size=64: a time_to_target run"},
+        {"[{\"learning_rate\": 0.1}, {\"learning_rate\": 0.2}]", "\"no_such_space.json\"",
+         "cannot open search space /nonexistent/no_such_space.json"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        const char *text = tuned_variant(cases[i].from, cases[i].to);
+        if (!CHECK(text != NULL)) {
+            printf("  tune case %zu: '%s' not in the tuned file\n", i, cases[i].from);
+            continue;
+        }
+        if (i == 13) { /* and an epochs budget: time_to_target runs end by time */
+            static char b2[4096];
+            const char *at = strstr(text, "{\"steps\": 5}");
+            snprintf(b2, sizeof b2, "%.*s{\"epochs\": 1}%s", (int)(at - text), text, at + 12);
+            text = b2;
+        }
+        tb_study_plan *q = NULL;
+        const char *file = i == 14 ? "/nonexistent/m.json" : "m.json";
+        if (!CHECK_FAILS(tb_study_plan_parse(text, file, &q, &err), TB_ERR_INVALID, &err,
+                         cases[i].needle))
+            printf("  tune case %zu\n", i);
+        CHECK(q == NULL);
+    }
+}
+
+/* A search's points come from its seed: the same seed the same points, another seed other
+ * points (not the same set reordered), all inside the space. */
+static void test_search_points(void)
+{
+    tb_search_space *space = NULL;
+    tb_error err = {0};
+    if (!CHECK_OK(tb_search_space_parse("{\"learning_rate\": {\"min\": 1e-4, \"max\": 1e-1, "
+                                        "\"scaling\": \"log\"}, \"momentum\": {\"min\": 0.8, "
+                                        "\"max\": 0.99}}", NULL, &space, &err), &err))
+        return;
+    tb_hparams a[5], b[5], c[5];
+    CHECK_OK(tb_study_search_points(space, 5, 11, a, &err), &err);
+    CHECK_OK(tb_study_search_points(space, 5, 11, b, &err), &err);
+    CHECK_OK(tb_study_search_points(space, 5, 12, c, &err), &err);
+    int same = 0, shared = 0;
+    for (int i = 0; i < 5; i++) {
+        same += memcmp(a[i].values, b[i].values, sizeof a[i].values[0] * 2) == 0;
+        double lr = tb_hparams_get(&a[i], "learning_rate", 0);
+        double m = tb_hparams_get(&a[i], "momentum", 0);
+        CHECK(lr >= 1e-4 && lr <= 1e-1 && m >= 0.8 && m <= 0.99);
+        for (int j = 0; j < 5; j++)
+            shared += tb_hparams_get(&a[i], "learning_rate", 0) ==
+                      tb_hparams_get(&c[j], "learning_rate", 0);
+    }
+    CHECK(same == 5 && shared == 0);
+    tb_search_space_destroy(space);
+}
+
 /* The checks of the figure on made-up values (no training). */
 static void test_figure(void)
 {
@@ -148,7 +271,7 @@ static void test_figure(void)
     if (!CHECK_OK(tb_study_plan_parse(text, "f.json", &p, &err), &err)) return;
     p->seeds = 6;
     double v[6 * 6];
-    tb_study_values vals = {6, 6, v, 0, 0};
+    tb_study_values vals = {.cells = 6, .seeds = 6, .v = v};
     for (int cell = 0; cell < 6; cell++)
         for (int r = 0; r < 6; r++) /* adam (cells 0-2) lower than sgd, except at 256 */
             v[cell * 6 + r] = cell < 3 ? 0.1 + 0.01 * r : (cell == 5 ? 0.05 : 0.5 + 0.01 * r);
@@ -179,7 +302,7 @@ static void test_same_within(void)
     CHECK(p->comparisons[0].tolerance == 0.001);
     p->seeds = 6;
     double v[6 * 6];
-    tb_study_values vals = {6, 6, v, 0, 0};
+    tb_study_values vals = {.cells = 6, .seeds = 6, .v = v};
     for (int cell = 0; cell < 6; cell++) /* sgd = adam +-0.05% alternately, except at 128 */
         for (int r = 0; r < 6; r++)
             v[cell * 6 + r] = (1.0 + 0.1 * r) * (cell < 3 ? 1 : 1 + (r % 2 ? 5e-4 : -5e-4));
@@ -236,6 +359,8 @@ int main(void)
     test_malformed();
     test_figure();
     test_same_within();
+    test_tune();
+    test_search_points();
     test_shipped();
     return tb_test_finish("test_study_plan");
 }

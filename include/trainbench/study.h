@@ -19,6 +19,15 @@
 extern "C" {
 #endif
 
+/* How a search draws its points: the scrambled Halton sequence, shifted by the search's seed
+ * (every seed a different set of points), or Bayesian optimisation (a GP fitted to the trials
+ * so far, expected improvement; its first TB_STUDY_GP_INITIAL points are Halton's). */
+typedef enum tb_study_sampler {
+    TB_STUDY_SAMPLER_HALTON = 0,
+    TB_STUDY_SAMPLER_GP,
+} tb_study_sampler;
+#define TB_STUDY_GP_INITIAL 3
+
 /* What one run contributes: a metric of the validation or test split after the run. */
 typedef enum tb_study_metric {
     TB_METRIC_VALIDATION = 0,   /* the workload's own metric (error rate, loss, bits/char) */
@@ -33,6 +42,8 @@ typedef enum tb_study_metric {
 
 const char *tb_study_metric_name(tb_study_metric m);
 tb_status tb_study_metric_parse(const char *name, tb_study_metric *out, tb_error *err);
+/* The metric a search selects by: the validation form of m (never the test split). */
+tb_study_metric tb_study_selection_metric(tb_study_metric m);
 /* The metric's value in a result (all of these are lower-is-better). */
 double tb_study_metric_value(tb_study_metric m, const tb_train_result *r);
 /* Sets what a run needs for metric m: for time to target, the workload's budget, eval period

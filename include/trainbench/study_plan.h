@@ -56,9 +56,28 @@ typedef struct tb_study_where {
     int value[TB_STUDY_MAX_AXES];
 } tb_study_where;
 
+/* Tuning inside a cell ("tune": docs/STUDIES.md): a search of `trials` points of a search
+ * space, each a trial trained for the budget, the best by the validation form of the study's
+ * metric; the cell's runs are that point retrained on each run's seeds (every source re-drawn:
+ * FixHOptEst(k, All) of Bouthillier et al.), or with per_run a new search per run on the run's
+ * own seeds, its hyperparameter-search seed included (IdealEst(k)). */
+typedef struct tb_study_tune {
+    bool on;
+    char key[48];               /* where the file gives it ("tune", "overrides[2].tune") */
+    int space;                  /* index into the plan's space_json */
+    char space_source[TB_STUDY_TEXT_MAX]; /* the file it came from, or "inline" */
+    int trials;                 /* >= 1 */
+    tb_study_sampler sampler;
+    int64_t budget_steps;       /* the length of a trial: steps, epochs or timed seconds; */
+    double budget_epochs;       /* all 0: the cell's own length */
+    double budget_seconds;
+    bool per_run;               /* "search": "per_run" (else "once") */
+} tb_study_tune;
+
 typedef struct tb_study_override {
     tb_study_where when;
     tb_hparams hparams;
+    tb_study_tune tune;         /* when on: the matching cells tune so (the last one wins) */
 } tb_study_override;
 
 typedef enum tb_study_expect {
@@ -117,6 +136,9 @@ typedef struct tb_study_plan {
     tb_statistic statistic;         /* of the table: median (bootstrap CI) or mean (t CI) */
     int n_comparisons;
     tb_study_comparison comparisons[TB_STUDY_MAX_COMPARISONS];
+    tb_study_tune tune;             /* the study's own "tune" (every cell without an override's) */
+    int n_spaces;
+    char *space_json[TB_STUDY_MAX_OVERRIDES + 1]; /* the tunes' search spaces, owned */
 } tb_study_plan;
 
 /* Parses and validates study text; `file` names it in messages ("file: key: problem").
@@ -143,6 +165,15 @@ int tb_study_plan_cells(const tb_study_plan *plan);
 void tb_study_plan_cell_values(const tb_study_plan *plan, int cell, int *values);
 /* "algorithm=ekfac batch_size=64" (the fixed grid of one cell: "all"). */
 void tb_study_plan_cell_label(const tb_study_plan *plan, int cell, char *buf, size_t cap);
+/* The tuning of cell `cell` (the last matching override's, else the study's), or NULL. */
+const tb_study_tune *tb_study_plan_cell_tune(const tb_study_plan *plan, int cell);
+/* The configuration of a tuning trial of cell `cell`: the cell's configuration with the
+ * tune's budget as its length, the seeds of index `seeds_index` (0: the base seeds of a search
+ * made once; run + 1 for a run's own search) and the hyperparameters of point over the cell's;
+ * prepared for the metric. */
+tb_status tb_study_plan_trial_config(const tb_study_plan *plan, int cell, int seeds_index,
+                                     const tb_hparams *point, tb_run_config *out,
+                                     tb_error *err);
 /* The training configuration of run `run` (0-based seed index) of cell `cell`: the settings,
  * the cell's axis values, its hyperparameters ("*", then its algorithm's, then the matching
  * overrides in order, then a hyperparameter axis) and seeds; prepared for the metric. */
@@ -151,10 +182,11 @@ tb_status tb_study_plan_run_config(const tb_study_plan *plan, int cell, int run,
 
 /* ---- running -------------------------------------------------------------------------------- */
 
-/* After each run of the study: done of total, whether it came from the store, its value (NaN
- * if it diverged; err then says why). */
+/* After each run of the study, and each trial of a tuning search (trial >= 0: its index; -1
+ * for a run): done of total, whether it came from the store, its value (NaN if it diverged;
+ * err then says why). A trial's value is the metric it is selected by. */
 typedef void (*tb_study_progress_fn)(void *user, int done, int total, int cell, int run,
-                                     bool reused, double value, const tb_error *err);
+                                     int trial, bool reused, double value, const tb_error *err);
 
 typedef struct tb_study_exec_options {
     tb_backend_config backend;
@@ -168,7 +200,15 @@ typedef struct tb_study_values {
     int cells, seeds;
     double *v;                  /* v[cell * seeds + run]: the metric (+inf for a run that
                                    diverged or missed its target); owned */
-    int64_t trained, reused;    /* runs trained now, runs read from the store */
+    int64_t trained, reused;    /* runs trained now, runs read from the store (tuning trials
+                                   included) */
+    int max_trials;             /* the most trials of any cell's search (0: nothing tuned) */
+    double *trial_v;            /* [(cell * seeds + run) * max_trials + t]: the selection metric
+                                   of trial t of run `run`'s search (a search made once: run
+                                   0's), +inf if it diverged, NaN where there is none; owned */
+    tb_hparams *chosen;         /* [cell * seeds + run]: the point its search chose (only the
+                                   space's hyperparameters; count 0 where nothing was tuned);
+                                   owned */
 } tb_study_values;
 
 /* Runs every run of the plan, run index outer and cells inner (a study stopped early has

@@ -10,16 +10,6 @@
 
 #include "trainbench/tune.h"
 
-/* A search selects on validation, never on test. */
-static tb_study_metric selection_metric(tb_study_metric m)
-{
-    return m == TB_METRIC_TEST_ERROR  ? TB_METRIC_VALIDATION_ERROR
-           : m == TB_METRIC_TEST_LOSS ? TB_METRIC_VALIDATION_LOSS
-           : m == TB_METRIC_TEST      ? TB_METRIC_VALIDATION
-                                      : m;
-}
-
-
 void tb_compare_result_free(tb_compare_result *r)
 {
     if (!r) return;
@@ -95,7 +85,7 @@ static tb_status search(const tb_compare_config *cfg, const tb_run_config *c, co
         for (int s = 0; s < TB_STREAM_COUNT; s++)
             t.seeds[s] = tb_study_seed(cfg->seed, (tb_stream)s, pair);
         double v, reported;
-        st = tb_study_run_one(&t, selection_metric(cfg->metric), cfg->metric, &v, &reported, group, i + 1,
+        st = tb_study_run_one(&t, tb_study_selection_metric(cfg->metric), cfg->metric, &v, &reported, group, i + 1,
                      cfg->search_trials, cfg->on_run, cfg->user, err);
         (*runs)++;
         if (st == TB_ERR_NUMERIC) continue;

@@ -47,6 +47,14 @@ double tb_study_metric_value(tb_study_metric m, const tb_train_result *r)
     return NAN;
 }
 
+tb_study_metric tb_study_selection_metric(tb_study_metric m)
+{
+    return m == TB_METRIC_TEST_ERROR  ? TB_METRIC_VALIDATION_ERROR
+           : m == TB_METRIC_TEST_LOSS ? TB_METRIC_VALIDATION_LOSS
+           : m == TB_METRIC_TEST      ? TB_METRIC_VALIDATION
+                                      : m;
+}
+
 /* An error-rate metric asked of a workload that does not classify. */
 tb_status tb_study_no_error_rate(const char *workload, const char *where, tb_error *err)
 {

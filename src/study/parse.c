@@ -233,7 +233,7 @@ static tb_status parse_hparam_sets(tb_sp_ctx *c, const cJSON *o)
 
 static tb_status parse_overrides(tb_sp_ctx *c, const cJSON *o)
 {
-    static const char *const keys[] = {"when", "hparams"};
+    static const char *const keys[] = {"when", "hparams", "tune"};
     tb_study_plan *p = c->plan;
     if (!cJSON_IsArray(o)) return tb_sp_bad(c, "overrides", "must be a list of {when, hparams}");
     int i = 0;
@@ -242,17 +242,21 @@ static tb_status parse_overrides(tb_sp_ctx *c, const cJSON *o)
         snprintf(key, sizeof key, "overrides[%d]", i);
         if (p->n_overrides == TB_STUDY_MAX_OVERRIDES) return tb_sp_bad(c, key, "too many overrides");
         if (!cJSON_IsObject(it)) return tb_sp_bad(c, key, "must be an object {when, hparams}");
-        tb_status st = tb_sp_only_keys(c, it, key, keys, 2);
+        tb_status st = tb_sp_only_keys(c, it, key, keys, 3);
         if (st != TB_OK) return st;
         tb_study_override *ov = &p->overrides[p->n_overrides];
         const cJSON *when = cJSON_GetObjectItemCaseSensitive(it, "when");
         const cJSON *hp = cJSON_GetObjectItemCaseSensitive(it, "hparams");
+        const cJSON *tune = cJSON_GetObjectItemCaseSensitive(it, "tune");
         snprintf(k2, sizeof k2, "%s.%s", key, when ? "hparams" : "when");
-        if (!when || !hp) return tb_sp_bad(c, k2, "missing");
+        if (!when || (!hp && !tune))
+            return tb_sp_bad(c, k2, when ? "missing (or a tune)" : "missing");
         snprintf(k2, sizeof k2, "%s.when", key);
         if ((st = parse_where(c, when, k2, &ov->when)) != TB_OK) return st;
         snprintf(k2, sizeof k2, "%s.hparams", key);
-        if ((st = parse_hparams(c, hp, k2, &ov->hparams)) != TB_OK) return st;
+        if (hp && (st = parse_hparams(c, hp, k2, &ov->hparams)) != TB_OK) return st;
+        snprintf(k2, sizeof k2, "%s.tune", key);
+        if (tune && (st = tb_sp_parse_tune(c, tune, k2, &ov->tune)) != TB_OK) return st;
         p->n_overrides++;
     }
     return TB_OK;
@@ -408,7 +412,7 @@ tb_status tb_study_plan_parse(const char *text, const char *file, tb_study_plan 
 {
     static const char *const keys[] = {"name", "claim", "source", "settings", "hparams",
                                        "overrides", "axes", "seeds", "seed", "metric",
-                                       "table", "comparisons", "notes"};
+                                       "table", "comparisons", "notes", "tune"};
     if (!text || !out) return tb_fail(err, TB_ERR_INVALID, "study_plan_parse: %s is NULL",
                                       text ? "out" : "text");
     *out = NULL;
@@ -433,7 +437,7 @@ tb_status tb_study_plan_parse(const char *text, const char *file, tb_study_plan 
     } else if (!cJSON_IsObject(root)) {
         st = tb_fail(err, TB_ERR_INVALID, "%s: a study is a JSON object", p->file);
     }
-    if (st == TB_OK) st = tb_sp_only_keys(&c, root, "", keys, 13);
+    if (st == TB_OK) st = tb_sp_only_keys(&c, root, "", keys, 14);
     if (st == TB_OK) st = parse_top(&c, root);
     const cJSON *v;
     if (st == TB_OK) {
@@ -452,15 +456,18 @@ tb_status tb_study_plan_parse(const char *text, const char *file, tb_study_plan 
         st = parse_hparam_sets(&c, v);
     if (st == TB_OK && (v = cJSON_GetObjectItemCaseSensitive(root, "overrides")))
         st = parse_overrides(&c, v);
+    if (st == TB_OK && (v = cJSON_GetObjectItemCaseSensitive(root, "tune")))
+        st = tb_sp_parse_tune(&c, v, "tune", &p->tune);
     if (st == TB_OK && (v = cJSON_GetObjectItemCaseSensitive(root, "comparisons")))
         st = parse_comparisons(&c, v);
     if (st == TB_OK && (v = cJSON_GetObjectItemCaseSensitive(root, "notes")) &&
         !cJSON_IsString(v))
         st = tb_sp_bad(&c, "notes", "must be a string");
     if (st == TB_OK) st = check_cells(&c);
+    if (st == TB_OK) st = tb_sp_check_tunes(&c);
     cJSON_Delete(root);
     if (st != TB_OK) {
-        free(p);
+        tb_study_plan_free(p);
         return st;
     }
     *out = p;
@@ -478,4 +485,9 @@ tb_status tb_study_plan_load(const char *path, tb_study_plan **out, tb_error *er
     return st;
 }
 
-void tb_study_plan_free(tb_study_plan *plan) { free(plan); }
+void tb_study_plan_free(tb_study_plan *plan)
+{
+    if (!plan) return;
+    for (int i = 0; i < plan->n_spaces; i++) free(plan->space_json[i]);
+    free(plan);
+}

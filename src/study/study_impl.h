@@ -3,6 +3,7 @@
 #define TRAINBENCH_STUDY_IMPL_H
 
 #include "trainbench/study.h"
+#include "trainbench/tune.h"
 
 /* TB_ERR_INVALID: an error-rate metric asked of a workload without classes, named with where. */
 tb_status tb_study_no_error_rate(const char *workload, const char *where, tb_error *err);
@@ -23,6 +24,37 @@ tb_status tb_study_check_source(const tb_run_config *c, tb_stream s, tb_error *e
  * algorithm, hyperparameters), before any training: a typo in B's algorithm fails at once
  * instead of after A's runs. */
 tb_status tb_study_check_base(const tb_run_config *c, tb_error *err);
+
+/* One trial of a search: cfg is the base with the trial's point; sets *select (the selection
+ * metric) and *report (the reported one). TB_ERR_NUMERIC: it diverged (the search goes on);
+ * another status stops the search. */
+typedef tb_status (*tb_study_trial_fn)(void *user, const tb_run_config *cfg, int trial,
+                                       double *select, double *report, tb_error *err);
+
+typedef struct tb_study_search {
+    const tb_search_space *space;
+    int trials;
+    tb_study_sampler sampler;
+    uint64_t seed;             /* the search's own: the run's TB_STREAM_HPARAM seed */
+    tb_study_trial_fn trial;
+    void *user;
+} tb_study_search;
+
+typedef struct tb_study_search_result {
+    int n;                     /* trials */
+    int best;                  /* the best trial, -1 if every one diverged */
+    double best_select, best_report;
+    double *select;            /* per trial (+inf: diverged); owned */
+    tb_hparams *points;        /* per trial: the space's hyperparameters; owned */
+} tb_study_search_result;
+
+/* The first n points of a Halton search (or of a list's) with the given seed (search.c). */
+tb_status tb_study_search_points(const tb_search_space *space, int n, uint64_t seed,
+                                 tb_hparams *out, tb_error *err);
+/* Runs the search's trials on base (each with its point over base's hyperparameters). */
+tb_status tb_study_search_run(const tb_study_search *s, const tb_run_config *base,
+                              tb_study_search_result *out, tb_error *err);
+void tb_study_search_result_free(tb_study_search_result *r);
 
 /* The line and column (1-based) of the value at key path `path` ("overrides[1].tune.sampler")
  * of JSON text, or of the deepest part of the path the text has; 0 and 0 when not even its
