@@ -68,6 +68,13 @@ typedef struct tb_variance_study_config {
     int n_sources;                      /* sources varied one at a time (plus "all") */
     tb_stream sources[TB_STREAM_COUNT];
     tb_study_metric metric;
+    /* A search (0 trials: none). One search of search_trials Halton points of the space
+     * (AlgoPerf JSON text) on the base seeds picks the point every source's runs train, except
+     * the hparam source's and "all"'s: each of their runs makes its own search on its own seeds
+     * (its hparam seed draws the points) and gives its best trial's metric. */
+    const char *space;
+    const char *space_source;           /* its file, for messages (NULL: "search space") */
+    int search_trials;
     tb_study_run_fn on_run;
     void *user;
 } tb_variance_study_config;

@@ -137,3 +137,59 @@ tb_status tb_study_search_run(const tb_study_search *s, const tb_run_config *bas
     if (st != TB_OK) tb_study_search_result_free(out);
     return st;
 }
+
+typedef struct train_ctx {
+    tb_study_metric metric;
+    const char *group;
+    int trials;
+    tb_study_run_fn on_run;
+    void *user;
+    int64_t *runs;
+} train_ctx;
+
+static tb_status train_trial(void *user, const tb_run_config *cfg, int trial, double *select,
+                             double *report, tb_error *err)
+{
+    train_ctx *c = user;
+    if (c->runs) (*c->runs)++;
+    return tb_study_run_one(cfg, tb_study_selection_metric(c->metric), c->metric, select, report,
+                            c->group, trial + 1, c->trials, c->on_run, c->user, err);
+}
+
+tb_status tb_study_search_train(const tb_study_train_search *t, const tb_run_config *base,
+                                tb_hparams *best, double *best_report, tb_error *err)
+{
+    train_ctx c = {t->metric, t->group, t->trials, t->on_run, t->user, t->runs};
+    tb_study_search s = {t->space, t->trials, t->sampler, base->seeds[TB_STREAM_HPARAM],
+                         train_trial, &c};
+    tb_study_search_result r;
+    tb_status st = tb_study_search_run(&s, base, &r, err);
+    if (st != TB_OK) return st;
+    if (r.best < 0) {
+        st = tb_fail(err, TB_ERR_NUMERIC, "%s: every one of the %d search trials diverged",
+                     t->group, t->trials);
+    } else {
+        *best = base->model.hparams;
+        for (int k = 0; k < r.points[r.best].count; k++)
+            tb_hparams_set(best, r.points[r.best].names[k], r.points[r.best].values[k], NULL);
+        if (best_report) *best_report = r.best_report;
+    }
+    tb_study_search_result_free(&r);
+    return st;
+}
+
+tb_status tb_study_search_check(const tb_search_space *space, int trials, uint64_t seed,
+                                const tb_run_config *base, tb_error *err)
+{
+    tb_hparams *pts = calloc((size_t)trials, sizeof *pts);
+    if (!pts) return tb_fail(err, TB_ERR_NOMEM, "out of memory for search points");
+    tb_status st = tb_study_search_points(space, trials, seed, pts, err);
+    for (int i = 0; i < trials && st == TB_OK; i++) {
+        tb_run_config t = *base;
+        for (int k = 0; k < pts[i].count; k++)
+            tb_hparams_set(&t.model.hparams, pts[i].names[k], pts[i].values[k], NULL);
+        st = tb_study_check_base(&t, err);
+    }
+    free(pts);
+    return st;
+}

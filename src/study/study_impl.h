@@ -18,8 +18,9 @@ tb_status tb_study_run_one(const tb_run_config *cfg, tb_study_metric m, tb_study
 
 /* TB_OK when source s varies something in runs of config c, else TB_ERR_INVALID naming
  * why not: dropout on a model without dropout (and no true-Fisher sampling), augment without
- * augmentation, hparam in a run that searches nothing (sources.c). */
-tb_status tb_study_check_source(const tb_run_config *c, tb_stream s, tb_error *err);
+ * augmentation, hparam in runs that search nothing (searches false) (sources.c). */
+tb_status tb_study_check_source(const tb_run_config *c, tb_stream s, bool searches,
+                                tb_error *err);
 /* The checks of a configuration that tb_train would make only after loading data (workload,
  * algorithm, hyperparameters), before any training: a typo in B's algorithm fails at once
  * instead of after A's runs. */
@@ -55,6 +56,29 @@ tb_status tb_study_search_points(const tb_search_space *space, int n, uint64_t s
 tb_status tb_study_search_run(const tb_study_search *s, const tb_run_config *base,
                               tb_study_search_result *out, tb_error *err);
 void tb_study_search_result_free(tb_study_search_result *r);
+
+/* A search whose trials are tb_study_run_one's runs (compare, variance): the metric selected
+ * by its validation form, progress as group's runs 1..trials, *runs counting the trainings. */
+typedef struct tb_study_train_search {
+    const tb_search_space *space;
+    int trials;
+    tb_study_sampler sampler;
+    tb_study_metric metric;
+    const char *group;
+    tb_study_run_fn on_run;
+    void *user;
+    int64_t *runs;             /* may be NULL */
+} tb_study_train_search;
+
+/* Runs it on base's seeds (its TB_STREAM_HPARAM seed draws the points); *best: base's
+ * hyperparameters with the best point over them, *best_report (may be NULL) its reported
+ * metric (NaN if not finite). TB_ERR_NUMERIC if every trial diverged. */
+tb_status tb_study_search_train(const tb_study_train_search *t, const tb_run_config *base,
+                                tb_hparams *best, double *best_report, tb_error *err);
+/* The Halton points a search with this seed tries, checked as their runs would be
+ * (tb_study_check_base), before any training. */
+tb_status tb_study_search_check(const tb_search_space *space, int trials, uint64_t seed,
+                                const tb_run_config *base, tb_error *err);
 
 /* The line and column (1-based) of the value at key path `path` ("overrides[1].tune.sampler")
  * of JSON text, or of the deepest part of the path the text has; 0 and 0 when not even its
