@@ -126,7 +126,8 @@ void tb_cli_study_print(const tb_study_plan *p, const tb_study_values *v,
     print_table(p, f);
     print_tuned(p, v);
     if (f->n_pairs) {
-        printf("paired comparisons (P(A>B): A better, lower %s; exact 95%% interval):\n",
+        printf("paired comparisons (P(A>B): A better, %s %s; exact 95%% interval):\n",
+               tb_study_metric_higher_is_better(p->metric) ? "higher" : "lower",
                tb_study_metric_name(p->metric));
         print_pairs(p, f);
     }

@@ -115,6 +115,9 @@ static void test_compare_divergence_and_errors(void)
     c.pab.gamma = 0.5 + 1e-9;
     CHECK_FAILS(tb_compare_run(&c, &r, &err), TB_ERR_INVALID, &err, "too close to 0.5");
     c.pab = tb_pab_options_default();
+    c.metric = TB_METRIC_EXAMPLES_PER_SECOND; /* a study file's metric only */
+    CHECK_FAILS(tb_compare_run(&c, &r, &err), TB_ERR_INVALID, &err,
+                "compare cannot use examples_per_second");
     /* an error rate of a workload that does not classify (it failed after the first run) */
     c.metric = TB_METRIC_TEST_ERROR;
     c.a.model.workload = c.b.model.workload = "fmnist_autoencoder";

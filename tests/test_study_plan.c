@@ -4,6 +4,8 @@
 #include "testutil.h"
 
 #include <dirent.h>
+#include <sqlite3.h>
+#include <unistd.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -261,6 +263,86 @@ static void test_search_points(void)
     tb_search_space_destroy(space);
 }
 
+/* The timed metrics: their values from a run's result, their direction in the figure, and
+ * the examples they need kept in the store (also in a store written before they existed). */
+static void test_timed_metrics(void)
+{
+    tb_train_result r = {0};
+    r.steps = 10;
+    r.examples = 640;
+    r.train_time_s = 2.0;
+    CHECK_NEAR(tb_study_metric_value(TB_METRIC_TIME_PER_STEP, &r), 0.2, 1e-12);
+    CHECK_NEAR(tb_study_metric_value(TB_METRIC_EXAMPLES_PER_SECOND, &r), 320, 1e-9);
+    CHECK(tb_study_metric_higher_is_better(TB_METRIC_EXAMPLES_PER_SECOND) &&
+          !tb_study_metric_higher_is_better(TB_METRIC_TIME_PER_STEP));
+    CHECK(tb_study_selection_metric(TB_METRIC_TIME_PER_STEP) == TB_METRIC_VALIDATION);
+    r.steps = 0;
+    CHECK(isnan(tb_study_metric_value(TB_METRIC_TIME_PER_STEP, &r)));
+
+    tb_study_plan *p = NULL;
+    tb_error err = {0};
+    char buf[4096]; /* the valid file, metric examples_per_second, expecting adam better */
+    snprintf(buf, sizeof buf, "%s",
+             variant("\"expect\": \"a_wins\", \"min_wins\": 0.75", "\"expect\": \"a_better\""));
+    char *m = strstr(buf, "validation_error");
+    if (!CHECK(m != NULL)) return;
+    char rest[4096];
+    snprintf(rest, sizeof rest, "%s", m + strlen("validation_error"));
+    snprintf(m, sizeof buf - (size_t)(m - buf), "examples_per_second%s", rest);
+    if (!CHECK_OK(tb_study_plan_parse(buf, "x.json", &p, &err), &err)) return;
+    CHECK(p->metric == TB_METRIC_EXAMPLES_PER_SECOND);
+    p->seeds = 6;
+    double v[6 * 6];
+    tb_study_values vals = {.cells = 6, .seeds = 6, .v = v};
+    for (int cell = 0; cell < 6; cell++) /* adam (cells 0-2) faster: higher is better */
+        for (int i = 0; i < 6; i++) v[cell * 6 + i] = (cell < 3 ? 900 : 500) + i;
+    v[3 * 6] = -INFINITY; /* a diverged run: the worst */
+    tb_study_figure f;
+    if (CHECK_OK(tb_study_figure_compute(p, &vals, &f, &err), &err)) {
+        CHECK(f.pairs[0].pab.verdict == TB_VERDICT_A_BETTER && f.pairs[0].pab.wins == 6);
+        CHECK(f.cells[3].lost == 1 && f.outcome == TB_STUDY_REPRODUCED);
+        tb_study_figure_free(&f);
+    }
+    tb_study_plan_free(p);
+
+    char path[] = "/tmp/tb_study_plan_XXXXXX";
+    if (!CHECK(mkdtemp(path) != NULL)) return;
+    char db[128];
+    snprintf(db, sizeof db, "%s/r.db", path);
+    tb_store *store = NULL;
+    if (!CHECK_OK(tb_store_open(db, &store, &err), &err)) return;
+    tb_store_close(store);
+    sqlite3 *h = NULL; /* a study_runs table as written before the examples column */
+    CHECK(sqlite3_open(db, &h) == SQLITE_OK &&
+          sqlite3_exec(h, "CREATE TABLE study_runs(key TEXT PRIMARY KEY, study TEXT NOT NULL,"
+                          " created TEXT NOT NULL DEFAULT (datetime('now')), code_version TEXT "
+                          "NOT NULL, diverged INTEGER NOT NULL, reason TEXT NOT NULL, steps "
+                          "INTEGER NOT NULL, train_time_s REAL, validation_loss REAL, "
+                          "validation_error REAL, validation_metric REAL, test_loss REAL, "
+                          "test_error REAL, test_metric REAL, reached INTEGER NOT NULL, "
+                          "time_to_target_s REAL); INSERT INTO study_runs VALUES('old', 's', "
+                          "'now', 'v', 0, '', 5, 1.0, 0.5, 0.1, 0.1, 0.5, 0.1, 0.1, 0, NULL);",
+                          NULL, NULL, NULL) == SQLITE_OK);
+    sqlite3_close(h);
+    if (!CHECK_OK(tb_store_open(db, &store, &err), &err)) return;
+    static tb_study_run_record rec, back;
+    bool found = false;
+    CHECK_OK(tb_store_get_study_run(store, "old", &back, &found, &err), &err);
+    CHECK(found && back.result.steps == 5 && back.result.examples == 0);
+    CHECK(isnan(tb_study_metric_value(TB_METRIC_EXAMPLES_PER_SECOND, &back.result)));
+    snprintf(rec.key, sizeof rec.key, "new");
+    snprintf(rec.study, sizeof rec.study, "s");
+    rec.result = r;
+    rec.result.steps = 10;
+    CHECK_OK(tb_store_put_study_run(store, &rec, "v", &err), &err);
+    CHECK_OK(tb_store_get_study_run(store, "new", &back, &found, &err), &err);
+    CHECK(found && back.result.examples == 640);
+    CHECK_NEAR(tb_study_metric_value(TB_METRIC_EXAMPLES_PER_SECOND, &back.result), 320, 1e-9);
+    tb_store_close(store);
+    tb_test_remove_store(db);
+    rmdir(path);
+}
+
 /* The checks of the figure on made-up values (no training). */
 static void test_figure(void)
 {
@@ -361,6 +443,7 @@ int main(void)
     test_same_within();
     test_tune();
     test_search_points();
+    test_timed_metrics();
     test_shipped();
     return tb_test_finish("test_study_plan");
 }

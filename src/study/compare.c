@@ -73,6 +73,9 @@ tb_status tb_compare_run(const tb_compare_config *cfg, tb_compare_result *out, t
     if (st != TB_OK) return tb_error_prefix(err, "side A");
     st = tb_study_check_base(&cfg->b, err);
     if (st != TB_OK) return tb_error_prefix(err, "side B");
+    if (cfg->metric == TB_METRIC_TIME_PER_STEP || cfg->metric == TB_METRIC_EXAMPLES_PER_SECOND)
+        return tb_fail(err, TB_ERR_INVALID, "compare cannot use %s: it is a study file's metric "
+                       "(`trainbench study`, docs/STUDIES.md)", tb_study_metric_name(cfg->metric));
     if (cfg->pairs < 2)
         return tb_fail(err, TB_ERR_INVALID, "a comparison needs at least 2 pairs, got %d",
                        cfg->pairs);

@@ -54,13 +54,15 @@ static tb_status run_key(const tb_run_config *c, char *buf, size_t cap, tb_error
                                 "than %zu characters", cap - 1);
 }
 
-/* The metric of a finished run: +inf if it diverged or its value is not finite (a missed
- * target under time_to_target is +inf already). */
+/* The metric of a finished run: the worst value (+inf, or -inf where higher is better) if it
+ * diverged or its value is not finite (a missed target under time_to_target is +inf
+ * already). */
 static double run_value(tb_study_metric m, const tb_train_result *r, bool diverged)
 {
-    if (diverged) return INFINITY;
+    const double worst = tb_study_metric_higher_is_better(m) ? -INFINITY : INFINITY;
+    if (diverged) return worst;
     double v = tb_study_metric_value(m, r);
-    return isfinite(v) || (isinf(v) && m == TB_METRIC_TIME_TO_TARGET) ? v : INFINITY;
+    return isfinite(v) || (isinf(v) && m == TB_METRIC_TIME_TO_TARGET) ? v : worst;
 }
 
 typedef struct exec_ctx {
