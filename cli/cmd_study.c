@@ -19,6 +19,8 @@
     "      --eval-examples N     evaluate N examples of each split, spread evenly over it\n"  \
     "      --split KIND          official (default) or bootstrap: a new bootstrap training\n" \
     "                            set with out-of-bootstrap validation/test per split seed\n"  \
+    "      --full-batch N        a fixed subset of N training examples, every step on all\n" \
+    "                            of it (train --help)\n"                                      \
     "      --dropout-rate R      dropout_rate of the hidden layers, in [0, 1) (workloads\n"  \
     "                            with dropout: fmnist_*_dropout*)\n"  \
     TB_CLI_DATA_HELP                                                                            \

@@ -79,6 +79,9 @@ static void test_malformed(void)
         {"\"seed\": 7,", "\"seed\": 7, \"colour\": 1,", "colour: unknown key"},
         {"\"steps\": 10", "\"steps\": 10, \"epoch\": 1", "settings.epoch: unknown key"},
         {"\"steps\": 10", "\"steps\": 0", "settings.steps: 0 is not a whole number"},
+        {"\"steps\": 10", "\"steps\": 10, \"full_batch\": 64",
+         "cell: algorithm=adam batch_size=128: full batch (64 examples, every step all of them) "
+         "cannot be combined with another batch size"},
         {"\"steps\": 10", "\"steps\": 10, \"epochs\": 1", "settings.epochs: give steps or"},
         {"\"workload\": \"fmnist_mlp\"", "\"workload\": \"mnist\"",
          "settings.workload: unknown workload 'mnist'"},

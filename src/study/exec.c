@@ -32,6 +32,9 @@ static tb_status run_key(const tb_run_config *c, char *buf, size_t cap, tb_error
     tb_status st = tb_hparams_resolve(c->model.algorithm, &c->model.hparams, &hp, NULL, err);
     if (st != TB_OK) return st;
     size_t len = 0;
+    char full[48] = ""; /* only when set: the keys of every other run stay as they were */
+    if (c->data.full_batch > 0)
+        snprintf(full, sizeof full, " full_batch=%lld", (long long)c->data.full_batch);
     bool ok = put(buf, cap, &len, "workload=%s algorithm=%s hparams={", c->model.workload,
                   c->model.algorithm);
     for (int i = 0; i < hp.count && ok; i++)
@@ -40,14 +43,14 @@ static tb_status run_key(const tb_run_config *c, char *buf, size_t cap, tb_error
                    "} batch_size=%d steps=%lld epochs=%.17g schedule=%s warmup=%.17g "
                    "evals=%d eval_examples=%lld split=%d stop_at_target=%d max_time_s=%.17g "
                    "eval_period_s=%.17g device=%s precision=%s echo=%s echo_factor=%.17g "
-                   "augment=%d shuffle_buffer=%lld seeds=",
+                   "augment=%d shuffle_buffer=%lld%s seeds=",
                    c->data.batch_size, (long long)c->length.max_steps, c->length.epochs,
                    tb_schedule_name(c->length.schedule), c->length.warmup_fraction, c->eval.during,
                    (long long)c->eval.examples, (int)c->data.source.split_kind, (int)c->eval.stop_at_target,
                    c->length.max_time_s, c->eval.period_s, tb_device_name(c->model.backend.device),
                    tb_precision_name(c->model.backend.precision), tb_echo_kind_name(c->data.pipeline.echo),
                    c->data.pipeline.echo_factor, (int)c->data.pipeline.augment,
-                   (long long)c->data.pipeline.shuffle_buffer);
+                   (long long)c->data.pipeline.shuffle_buffer, full);
     for (int s = 0; s < TB_STREAM_COUNT && ok; s++)
         ok = put(buf, cap, &len, "%s%llu", s ? "," : "", (unsigned long long)c->seeds[s]);
     return ok ? TB_OK : tb_fail(err, TB_ERR_INVALID, "a study run's configuration is longer "

@@ -41,10 +41,10 @@ static tb_status parse_settings(tb_sp_ctx *c, const cJSON *o)
 {
     static const char *const keys[] = {"workload", "algorithm", "steps", "epochs",
                                        "batch_size", "eval_examples", "schedule",
-                                       "warmup_fraction", "echo"};
+                                       "warmup_fraction", "echo", "full_batch"};
     tb_study_plan *p = c->plan;
     if (!cJSON_IsObject(o)) return tb_sp_bad(c, "settings", "must be an object");
-    tb_status st = tb_sp_only_keys(c, o, "settings", keys, 9);
+    tb_status st = tb_sp_only_keys(c, o, "settings", keys, 10);
     if (st == TB_OK)
         st = tb_sp_text(c, o, "workload", "settings.workload", false, p->workload,
                       sizeof p->workload);
@@ -75,6 +75,12 @@ static tb_status parse_settings(tb_sp_ctx *c, const cJSON *o)
     if ((v = cJSON_GetObjectItemCaseSensitive(o, "batch_size"))) {
         if ((st = tb_sp_whole(c, v, "settings.batch_size", 1, 1 << 20, &n)) != TB_OK) return st;
         p->base.data.batch_size = (int)n;
+    }
+    if ((v = cJSON_GetObjectItemCaseSensitive(o, "full_batch"))) {
+        if ((st = tb_sp_whole(c, v, "settings.full_batch", 1, 1 << 20, &n)) != TB_OK) return st;
+        if (p->base.data.batch_size > 0)
+            return tb_sp_bad(c, "settings.full_batch", "give batch_size or full_batch, not both");
+        p->base.data.full_batch = n;
     }
     if ((v = cJSON_GetObjectItemCaseSensitive(o, "eval_examples"))) {
         if ((st = tb_sp_whole(c, v, "settings.eval_examples", 1, 1e9, &n)) != TB_OK) return st;
@@ -398,6 +404,7 @@ static tb_status check_cells(tb_sp_ctx *c)
         tb_error e = {0};
         tb_status st = tb_study_plan_run_config(p, cell, 0, &cfg, &e);
         if (st == TB_OK) st = tb_optimizer_check_hparams(cfg.model.algorithm, &cfg.model.hparams, &e);
+        if (st == TB_OK) st = tb_run_config_check(&cfg, &e); /* as tb_train would, first */
         if (st != TB_OK) {
             char label[256];
             tb_study_plan_cell_label(p, cell, label, sizeof label);
