@@ -116,7 +116,7 @@ static void print_pairs(const tb_study_plan *p, const tb_study_figure *f)
 }
 
 void tb_cli_study_print(const tb_study_plan *p, const tb_study_values *v,
-                        const tb_study_figure *f)
+                        const tb_study_figure *f, const tb_study_figures *figs)
 {
     printf("study %s: %s\n", p->name, p->claim);
     printf("source: %s\n", p->source);
@@ -125,6 +125,7 @@ void tb_cli_study_print(const tb_study_plan *p, const tb_study_values *v,
            (long long)v->reused);
     print_table(p, f);
     print_tuned(p, v);
+    tb_cli_study_print_figures(p, v, figs);
     if (f->n_pairs) {
         printf("paired comparisons (P(A>B): A better, %s %s; exact 95%% interval):\n",
                tb_study_metric_higher_is_better(p->metric) ? "higher" : "lower",
@@ -210,7 +211,7 @@ static void json_tuned(const tb_study_plan *p, const tb_study_values *v, int cel
 }
 
 void tb_cli_study_print_json(const tb_study_plan *p, const tb_study_values *v,
-                             const tb_study_figure *f)
+                             const tb_study_figure *f, const tb_study_figures *figs)
 {
     printf("{\"study\":\"");
     tb_cli_json_text(p->name);
@@ -258,5 +259,7 @@ void tb_cli_study_print_json(const tb_study_plan *p, const tb_study_values *v,
                tb_verdict_name(r->pab.verdict), tb_study_expect_name(p->comparisons[r->comparison].expect),
                tb_study_outcome_name(r->outcome));
     }
-    printf("],\"outcome\":\"%s\"}\n", tb_study_outcome_name(f->outcome));
+    fputs("]", stdout);
+    tb_cli_study_json_figures(p, v, figs);
+    printf(",\"outcome\":\"%s\"}\n", tb_study_outcome_name(f->outcome));
 }

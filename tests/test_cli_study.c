@@ -64,6 +64,17 @@ static const char tiny[] =
     " \"comparisons\": [{\"a\": {\"algorithm\": \"adam\"}, \"b\": {\"algorithm\": \"sgd\"},\n"
     "                  \"expect\": \"a_wins\", \"min_wins\": 1}]}\n";
 
+/* The text of a file (false if it cannot be read). */
+static bool read_text(const char *path, char *buf, size_t cap)
+{
+    FILE *f = fopen(path, "r");
+    if (!f) return false;
+    size_t n = fread(buf, 1, cap - 1, f);
+    buf[n] = '\0';
+    fclose(f);
+    return n > 0;
+}
+
 /* adam tuned in 2 trials of 5 steps, then 2 runs of 10 steps each on fresh seeds */
 static const char tuned[] =
     "{\"name\": \"tuned\", \"claim\": \"c\", \"source\": \"a test\",\n"
@@ -71,7 +82,8 @@ static const char tuned[] =
     "              \"eval_examples\": 200},\n"
     " \"axes\": {\"batch_size\": [64]}, \"seeds\": 2, \"metric\": \"validation_loss\",\n"
     " \"tune\": {\"space\": {\"learning_rate\": {\"min\": 1e-4, \"max\": 1e-2, \"scaling\": \"log\"}},\n"
-    "          \"trials\": 2, \"budget\": {\"steps\": 5}}}\n";
+    "          \"trials\": 2, \"budget\": {\"steps\": 5}},\n"
+    " \"figures\": [\"curve\"]}\n";
 
 /* A tuned study: its trials recorded, a rerun trains nothing (no retuning), the chosen point
  * shown; a bad tune block refused with its line and column. */
@@ -91,7 +103,20 @@ static void test_tuned(const char *dir)
     CHECK(sql_count(db, "SELECT count(*) FROM study_runs WHERE study = 'tuned'") == 2);
     CHECK(run(args) == 0 && has("0 trained now and 4 from the store"));
     figure_of(out, second, sizeof second);
-    CHECK(strcmp(first, second) == 0);
+    CHECK(strcmp(first, second) == 0 && strstr(first, "best tuning trial so far"));
+    /* the curve as data: a CSV and a JSON file, one row per trial */
+    snprintf(args, sizeof args, "study %s --db %s -q --out %s", file, db, dir);
+    char csv[320], json[320];
+    snprintf(csv, sizeof csv, "%s/tuned.curve.csv", dir);
+    snprintf(json, sizeof json, "%s/tuned.curve.json", dir);
+    CHECK(run(args) == 0);
+    char text[2048];
+    CHECK(read_text(csv, text, sizeof text) && strstr(text, "cell,trial,best_so_far\n") &&
+          strstr(text, "\"batch_size=64\",1,") && strstr(text, "\"batch_size=64\",2,"));
+    CHECK(read_text(json, text, sizeof text) && strstr(text, "\"figure\":\"curve\"") &&
+          strstr(text, "\"trial\":2,\"best_so_far\":"));
+    unlink(csv);
+    unlink(json);
     snprintf(args, sizeof args, "study %s --db %s -q --json", file, db);
     CHECK(run(args) == 0 && has("\"tuned\":{\"trials\":2,\"sampler\":\"halton\"") &&
           has("\"chosen\":[{\"learning_rate\":"));

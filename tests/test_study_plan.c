@@ -346,6 +346,69 @@ static void test_timed_metrics(void)
     rmdir(path);
 }
 
+/* The figures beyond the table: refused where they do not fit; computed on made-up values. */
+static void test_figures(void)
+{
+    static const struct {
+        const char *to, *needle;
+    } cases[] = {
+        {"[\"histogram\"]", "m.json:10:14: figures[0]: unknown figure 'histogram'"},
+        {"[\"curve\"]", "figures[0]: a curve shows the best tuning trial so far: no cell tunes"},
+        {"[\"rank\", \"rank\"]", "figures[1]: 'rank' is listed twice"},
+        {"[\"variance\"]", "figures[0]: a variance figure names its sources"},
+        {"[{\"type\": \"variance\"}]", "figures[0].sources: missing"},
+        {"[{\"type\": \"variance\", \"sources\": [\"hparam\"]}]",
+         "figures[0].sources[0]: hparam is not varied alone"},
+        {"[{\"type\": \"variance\", \"sources\": [\"dropout\"]}]",
+         "figures[0].sources[0]: cell algorithm=adam batch_size=64: source dropout does not vary"},
+        {"[{\"type\": \"variance\", \"sources\": [\"init\", \"init\"]}]",
+         "figures[0].sources[1]: 'init' is listed twice"},
+    };
+    char text[4096];
+    tb_error err = {0};
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        snprintf(text, sizeof text, "%.*s,\n \"figures\": %s}", (int)(strlen(valid) - 1), valid,
+                 cases[i].to);
+        tb_study_plan *p = NULL;
+        if (!CHECK_FAILS(tb_study_plan_parse(text, "m.json", &p, &err), TB_ERR_INVALID, &err,
+                         cases[i].needle))
+            printf("  figure case %zu\n", i);
+    }
+    /* time_to_target has no std of misses */
+    const char *ttt = variant("\"validation_error\"", "\"time_to_target\"");
+    snprintf(text, sizeof text, "%.*s,\n \"figures\": [{\"type\": \"variance\", \"sources\": "
+             "[\"init\"]}]}", (int)(strlen(ttt) - 1), ttt);
+    tb_study_plan *p = NULL;
+    CHECK_FAILS(tb_study_plan_parse(text, "m.json", &p, &err), TB_ERR_INVALID, &err,
+                "a variance figure cannot use time_to_target");
+
+    snprintf(text, sizeof text, "%.*s,\n \"figures\": [{\"type\": \"variance\", \"sources\": "
+             "[\"init\", \"split\"]}, \"rank\"]}", (int)(strlen(valid) - 1), valid);
+    if (!CHECK_OK(tb_study_plan_parse(text, "f.json", &p, &err), &err)) return;
+    CHECK(p->fig_variance && p->fig_rank && !p->fig_curve && p->n_fig_sources == 2);
+    double v[6 * 4], sv[2 * 6 * 4];
+    for (int cell = 0; cell < 6; cell++)
+        for (int r = 0; r < 4; r++) {
+            v[cell * 4 + r] = cell + 0.1 * r;           /* cell 0 the best in every run */
+            sv[cell * 4 + r] = cell + 0.01 * r;         /* init: a tenth of all's spread */
+            sv[(6 + cell) * 4 + r] = cell + 0.05 * r;   /* split: half */
+        }
+    v[5 * 4 + 1] = INFINITY; /* diverged: left out of the std, last in the rank */
+    v[1 * 4 + 3] = v[0 * 4 + 3]; /* a tie for first in run 4 */
+    tb_study_values vals = {.cells = 6, .seeds = 4, .v = v, .source_v = sv};
+    tb_study_figures f;
+    if (!CHECK_OK(tb_study_figures_compute(p, &vals, &f, &err), &err)) return;
+    CHECK(f.variance[0].n_groups == 3 && strcmp(f.variance[0].rows[2].name, "all") == 0);
+    CHECK_NEAR(f.variance[0].rows[0].std_share, 0.1, 1e-9);
+    CHECK_NEAR(f.variance[0].rows[1].std_share, 0.5, 1e-9);
+    CHECK(f.variance[5].lost[2] == 1 && f.variance[5].rows[2].n == 3);
+    CHECK_NEAR(f.rank[0].mean_rank, (1 + 1 + 1 + 1.5) / 4, 1e-12);
+    CHECK(f.rank[0].firsts == 4 && f.rank[1].firsts == 1);
+    CHECK_NEAR(f.rank[5].mean_rank, 6, 1e-12);
+    tb_study_figures_free(&f);
+    tb_study_plan_free(p);
+}
+
 /* The checks of the figure on made-up values (no training). */
 static void test_figure(void)
 {
@@ -447,6 +510,7 @@ int main(void)
     test_tune();
     test_search_points();
     test_timed_metrics();
+    test_figures();
     test_shipped();
     return tb_test_finish("test_study_plan");
 }

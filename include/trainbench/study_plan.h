@@ -137,6 +137,9 @@ typedef struct tb_study_plan {
     int n_comparisons;
     tb_study_comparison comparisons[TB_STUDY_MAX_COMPARISONS];
     tb_study_tune tune;             /* the study's own "tune" (every cell without an override's) */
+    bool fig_variance, fig_rank, fig_curve; /* "figures" beyond the table (figures.c) */
+    int n_fig_sources;              /* the variance figure's sources, each varied alone */
+    tb_stream fig_sources[TB_STREAM_COUNT];
     int n_spaces;
     char *space_json[TB_STUDY_MAX_OVERRIDES + 1]; /* the tunes' search spaces, owned */
 } tb_study_plan;
@@ -209,6 +212,9 @@ typedef struct tb_study_values {
     tb_hparams *chosen;         /* [cell * seeds + run]: the point its search chose (only the
                                    space's hyperparameters; count 0 where nothing was tuned);
                                    owned */
+    double *source_v;           /* the variance figure's runs: [(k * cells + cell) * seeds + i]
+                                   for plan->fig_sources[k], run i varying that source alone
+                                   (the others at the base seeds); owned */
 } tb_study_values;
 
 /* Runs every run of the plan, run index outer and cells inner (a study stopped early has
@@ -253,6 +259,33 @@ typedef struct tb_study_figure {
 tb_status tb_study_figure_compute(const tb_study_plan *plan, const tb_study_values *values,
                                   tb_study_figure *out, tb_error *err);
 void tb_study_figure_free(tb_study_figure *figure);
+
+/* ---- the figures beyond the table (figures.c): data first -------------------------------- */
+
+typedef struct tb_study_variance_cell {
+    int n_groups;                /* the sources, then "all" (the cell's runs) */
+    tb_variance_row rows[TB_STREAM_COUNT + 1];
+    int64_t lost[TB_STREAM_COUNT + 1]; /* runs left out: diverged, or a miss */
+} tb_study_variance_cell;
+
+typedef struct tb_study_rank_cell {
+    double mean_rank;            /* over the runs: 1 the best cell of a run (ties share) */
+    int64_t firsts;              /* runs in which the cell ranked first (alone or tied) */
+} tb_study_rank_cell;
+
+typedef struct tb_study_figures {
+    tb_study_variance_cell *variance; /* per cell (fig_variance), owned */
+    tb_study_rank_cell *rank;         /* per cell (fig_rank), owned */
+    double *curve;                    /* per cell, max_trials values (fig_curve): the best
+                                         selection value so far after each trial (the median
+                                         over the runs' searches for per_run; NaN for a cell
+                                         that does not tune), owned */
+} tb_study_figures;
+
+/* The figures the plan asks for, from its values. */
+tb_status tb_study_figures_compute(const tb_study_plan *plan, const tb_study_values *values,
+                                   tb_study_figures *out, tb_error *err);
+void tb_study_figures_free(tb_study_figures *f);
 
 /* ---- the store's study runs (src/store/study_store.c) ---------------------------------------- */
 

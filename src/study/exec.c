@@ -186,6 +186,34 @@ static tb_status one_run(exec_ctx *x, int cell, int run, tb_error *err)
     return TB_OK;
 }
 
+/* Run i of cell `cell` varying source fig_sources[k] alone: every other seed the base one
+ * (index 0), that source's run i's; the cell's chosen point when it tunes once. */
+static tb_status source_run(exec_ctx *x, int k, int cell, int run, tb_error *err)
+{
+    x->cell = cell;
+    x->run = run;
+    const tb_study_plan *plan = x->plan;
+    tb_study_values *out = x->out;
+    tb_run_config cfg;
+    tb_status st = tb_study_plan_run_config(plan, cell, run, &cfg, err);
+    if (st != TB_OK) return st;
+    const tb_stream src = plan->fig_sources[k];
+    for (int s = 0; s < TB_STREAM_COUNT; s++)
+        cfg.seeds[s] = tb_study_seed(plan->seed, (tb_stream)s, s == (int)src ? run + 1 : 0);
+    const tb_hparams *chosen = out->chosen ? &out->chosen[(size_t)cell * (size_t)out->seeds]
+                                           : NULL;
+    for (int i = 0; chosen && st == TB_OK && i < chosen->count; i++)
+        st = tb_hparams_set(&cfg.model.hparams, chosen->names[i], chosen->values[i], err);
+    bool reused = false;
+    if (st == TB_OK) st = record_run(x, &cfg, false, &reused, err);
+    if (st != TB_OK) return st;
+    double v = run_value(plan->metric, &x->rec->result, x->rec->diverged);
+    out->source_v[((size_t)k * (size_t)out->cells + (size_t)cell) * (size_t)out->seeds +
+                  (size_t)run] = v;
+    report(x, -2 - k, reused, v);
+    return TB_OK;
+}
+
 /* Room for the values, and the tuning's rows when a cell tunes; the progress total. */
 static tb_status values_alloc(exec_ctx *x, tb_error *err)
 {
@@ -202,6 +230,10 @@ static tb_status values_alloc(exec_ctx *x, tb_error *err)
         x->total += t->trials * (t->per_run ? out->seeds : 1);
     }
     out->v = malloc(runs * sizeof(double));
+    x->total += plan->n_fig_sources * (int)runs;
+    if (plan->n_fig_sources > 0 &&
+        !(out->source_v = malloc((size_t)plan->n_fig_sources * runs * sizeof(double))))
+        return tb_fail(err, TB_ERR_NOMEM, "out of memory for a study's results");
     if (out->max_trials > 0) {
         out->trial_v = malloc(runs * (size_t)out->max_trials * sizeof(double));
         out->chosen = calloc(runs, sizeof *out->chosen);
@@ -247,6 +279,18 @@ tb_status tb_study_execute(const tb_study_plan *plan, const tb_study_exec_option
                 tb_error_prefix(err, "%s, run %d", label, run + 1);
             }
         }
+    /* the variance figure's runs: each source varied alone, seed-major as the runs */
+    for (int run = 0; run < out->seeds && st == TB_OK; run++)
+        for (int k = 0; k < plan->n_fig_sources && st == TB_OK; k++)
+            for (int cell = 0; cell < out->cells && st == TB_OK; cell++) {
+                st = source_run(&x, k, cell, run, err);
+                if (st != TB_OK) {
+                    char label[256];
+                    tb_study_plan_cell_label(plan, cell, label, sizeof label);
+                    tb_error_prefix(err, "%s, %s run %d", label,
+                                    tb_stream_name(plan->fig_sources[k]), run + 1);
+                }
+            }
     free(x.rec);
     if (st != TB_OK) tb_study_values_free(out);
     return st;
@@ -258,5 +302,6 @@ void tb_study_values_free(tb_study_values *values)
     free(values->v);
     free(values->trial_v);
     free(values->chosen);
+    free(values->source_v);
     memset(values, 0, sizeof *values);
 }

@@ -419,7 +419,7 @@ tb_status tb_study_plan_parse(const char *text, const char *file, tb_study_plan 
 {
     static const char *const keys[] = {"name", "claim", "source", "settings", "hparams",
                                        "overrides", "axes", "seeds", "seed", "metric",
-                                       "table", "comparisons", "notes", "tune"};
+                                       "table", "comparisons", "notes", "tune", "figures"};
     if (!text || !out) return tb_fail(err, TB_ERR_INVALID, "study_plan_parse: %s is NULL",
                                       text ? "out" : "text");
     *out = NULL;
@@ -444,7 +444,7 @@ tb_status tb_study_plan_parse(const char *text, const char *file, tb_study_plan 
     } else if (!cJSON_IsObject(root)) {
         st = tb_fail(err, TB_ERR_INVALID, "%s: a study is a JSON object", p->file);
     }
-    if (st == TB_OK) st = tb_sp_only_keys(&c, root, "", keys, 14);
+    if (st == TB_OK) st = tb_sp_only_keys(&c, root, "", keys, 15);
     if (st == TB_OK) st = parse_top(&c, root);
     const cJSON *v;
     if (st == TB_OK) {
@@ -472,6 +472,8 @@ tb_status tb_study_plan_parse(const char *text, const char *file, tb_study_plan 
         st = tb_sp_bad(&c, "notes", "must be a string");
     if (st == TB_OK) st = check_cells(&c);
     if (st == TB_OK) st = tb_sp_check_tunes(&c);
+    if (st == TB_OK && (v = cJSON_GetObjectItemCaseSensitive(root, "figures")))
+        st = tb_sp_parse_figures(&c, v);
     cJSON_Delete(root);
     if (st != TB_OK) {
         tb_study_plan_free(p);

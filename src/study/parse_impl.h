@@ -35,4 +35,8 @@ tb_status tb_sp_parse_tune(tb_sp_ctx *c, const cJSON *o, const char *key, tb_stu
 /* Every tuned cell checked against its space, sampler and budget (after the grid is known). */
 tb_status tb_sp_check_tunes(tb_sp_ctx *c);
 
+/* "figures": the list of figures beyond the table, each checked against the metric and the
+ * plan (parse_figures.c). */
+tb_status tb_sp_parse_figures(tb_sp_ctx *c, const cJSON *o);
+
 #endif
