@@ -44,6 +44,7 @@ enum {
     TB_OPT_EVAL_EXAMPLES,
     TB_OPT_SPLIT,
     TB_OPT_DROPOUT_RATE,
+    TB_OPT_FULL_BATCH,
 };
 
 /* The data options of every command that loads data (prepare, train, variance, compare,
@@ -103,7 +104,8 @@ bool tb_cli_parse_eval_examples(const char *text, int64_t *out);
         {"split", required_argument, 0, TB_OPT_SPLIT}, {"threads", required_argument, 0, 't'}, \
         {"device", required_argument, 0, TB_OPT_DEVICE},                                        \
         {"precision", required_argument, 0, TB_OPT_PRECISION},                                  \
-        {"dropout-rate", required_argument, 0, TB_OPT_DROPOUT_RATE}, TB_CLI_DATA_OPTIONS
+        {"dropout-rate", required_argument, 0, TB_OPT_DROPOUT_RATE},                            \
+        {"full-batch", required_argument, 0, TB_OPT_FULL_BATCH}, TB_CLI_DATA_OPTIONS
 int tb_cli_run_option(int c, tb_run_config *const *cfgs, int n);
 /* After the options: every config's cache directory given or the default; false, with the
  * message printed, when there is neither. */

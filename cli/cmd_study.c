@@ -19,6 +19,8 @@
     "      --eval-examples N     evaluate N examples of each split, spread evenly over it\n"  \
     "      --split KIND          official (default) or bootstrap: a new bootstrap training\n" \
     "                            set with out-of-bootstrap validation/test per split seed\n"  \
+    "      --full-batch N        a fixed subset of N training examples, every step on all\n" \
+    "                            of it (train --help)\n"                                      \
     "      --dropout-rate R      dropout_rate of the hidden layers, in [0, 1) (workloads\n"  \
     "                            with dropout: fmnist_*_dropout*)\n"  \
     TB_CLI_DATA_HELP                                                                            \
@@ -46,9 +48,17 @@ static const char variance_usage[] =
     "  -n, --runs N              runs per source (default 5, at least 2)\n"
     "      --sources LIST        comma-separated sources to vary one at a time, each once,\n"
     "                            at least one (default init,data_order,split; also\n"
-    "                            dropout, augment; a source the runs never read -- dropout\n"
-    "                            on a model without dropout, augment without --augment,\n"
-    "                            hparam -- is refused, naming why)\n"
+    "                            dropout, augment, hparam; a source the runs never read --\n"
+    "                            dropout on a model without dropout, augment without\n"
+    "                            --augment, hparam without --search -- is refused, naming why)\n"
+    "      --search N            tune first: N quasi-random points of the search space on the\n"
+    "                            base seeds, the best by the validation metric, which every\n"
+    "                            source's runs train; each run of hparam (its search seed\n"
+    "                            varied) and of \"all\" makes a search of its own instead\n"
+    "      --space FILE          the search space (AlgoPerf JSON; default\n"
+    "                            <search spaces>/<algorithm>.json)\n"
+    "      --search-spaces DIR   where the built-ins' <name>.json search spaces are\n"
+    "                            (default: the source tree's search_spaces/)\n"
     "  -m, --metric NAME         validation (default: the workload's metric on the\n"
     "                            validation split), test, validation_error, validation_loss,\n"
     "                            test_error, test_loss (not time_to_target: a missed target\n"
@@ -88,7 +98,8 @@ static const char compare_usage[] =
     "      --search-spaces DIR   where the built-ins' <name>.json search spaces are\n"
     "                            (default: the source tree's search_spaces/), as bench\n"
     "      --ideal               the ideal estimator: a new search for every pair, on that\n"
-    "                            pair's seeds (pairs x N runs per side)\n"
+    "                            pair's seeds, its hparam seed drawing the points (pairs x N\n"
+    "                            runs per side)\n"
     "  -m, --metric NAME         validation (default: the workload's metric), test,\n"
     "                            validation_error, validation_loss, test_error, test_loss,\n"
     "                            or time_to_target (runs stop at the workload's\n"
@@ -189,8 +200,11 @@ int tb_cli_variance(int argc, char **argv)
         {"sources", required_argument, 0, O_SOURCES}, {"metric", required_argument, 0, 'm'},
         {"seed", required_argument, 0, 's'},      {"json", no_argument, 0, O_JSON},
         {"quiet", no_argument, 0, 'q'},           {"help", no_argument, 0, 'h'},
+        {"search", required_argument, 0, O_SEARCH}, {"space", required_argument, 0, O_SPACE_A},
+        {"search-spaces", required_argument, 0, O_SPACES},
         {0, 0, 0, 0},
     };
+    const char *space = NULL, *spaces = TB_SEARCH_SPACE_DIR;
     optind = 1;
     opterr = 0;
     int c;
@@ -232,6 +246,12 @@ int tb_cli_variance(int argc, char **argv)
             }
             break;
         }
+        case O_SEARCH:
+            if (!tb_cli_parse_int("--search", optarg, 1, 10000, &lv)) return TB_EXIT_USAGE;
+            cfg.search_trials = (int)lv;
+            break;
+        case O_SPACE_A: space = optarg; break;
+        case O_SPACES: spaces = optarg; break;
         case O_JSON: json = true; break;
         case 'q': quiet = true; break;
         case 'h': fputs(variance_usage, stdout); return TB_EXIT_OK;
@@ -244,9 +264,21 @@ int tb_cli_variance(int argc, char **argv)
         cfg.on_run = show_run;
         cfg.user = &cfg.metric;
     }
+    if (space && cfg.search_trials == 0) {
+        tb_cli_error("variance: --space needs a search (--search N)");
+        return TB_EXIT_USAGE;
+    }
+    char path[1024], *text = NULL;
+    if (cfg.search_trials > 0) {
+        snprintf(path, sizeof path, "%s/%s.json", spaces, cfg.base.model.algorithm);
+        cfg.space_source = space ? space : path;
+        if (!(text = read_space(cfg.space_source))) return TB_EXIT_USAGE;
+        cfg.space = text;
+    }
     tb_variance_study study;
     tb_error err = {0};
     tb_status st = tb_variance_study_run(&cfg, &study, &err);
+    free(text);
     if (st != TB_OK) {
         tb_cli_error("%s", err.message);
         return tb_cli_exit_code(st);

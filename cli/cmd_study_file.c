@@ -29,12 +29,16 @@ static const char study_usage[] =
     "      --db FILE             record every run in this results store, and reuse the runs\n"
     "                            it holds (a run is keyed by its whole configuration): a\n"
     "                            study stopped midway resumes without redoing finished runs\n"
-    "      --scale S             multiply the runs per cell (at least 2) and the steps (or\n"
-    "                            epochs) of every run by S > 0, e.g. 0.25 for a quick look\n"
+    "      --scale S             multiply the steps (or epochs) of every run, and the budget\n"
+    "                            of every tuning trial, by S > 0, e.g. 0.25 for a quick look;\n"
+    "                            the runs per cell stay the file's \"seeds\"\n"
+    "      --seeds N             N runs per cell (2 to 1000) in place of the file's \"seeds\"\n"
     "      --list                list the shipped studies and exit\n"
     "      --studies DIR         where the shipped studies are (default: the source tree's\n"
     "                            studies/)\n"
     "      --json                print the figure as JSON on stdout\n"
+    "      --out DIR             write each of the file's \"figures\" (variance, rank, curve)\n"
+    "                            as DIR/<study>.<figure>.csv and .json\n"
     TB_CLI_THREADS_HELP
     TB_CLI_DEVICE_HELP
     TB_CLI_DATA_HELP
@@ -44,20 +48,28 @@ static const char study_usage[] =
     "exit codes: 0 the study ran (whatever its outcome), 2 a malformed study or bad option,\n"
     "3 data missing, 1 any other failure\n";
 
-enum { O_DB = 1000, O_SCALE, O_LIST, O_STUDIES, O_JSON };
+enum { O_DB = 1000, O_SCALE, O_SEEDS, O_LIST, O_STUDIES, O_JSON, O_OUT };
 
-static void show_run(void *user, int done, int total, int cell, int run, bool reused,
-                     double value, const tb_error *err)
+static void show_run(void *user, int done, int total, int cell, int run, int trial,
+                     bool reused, double value, const tb_error *err)
 {
     const tb_study_plan *p = user;
-    char label[256];
+    char label[256], what[64];
     tb_study_plan_cell_label(p, cell, label, sizeof label);
+    const tb_study_tune *t = tb_study_plan_cell_tune(p, cell);
+    if (trial <= -2) snprintf(what, sizeof what, "%s run %d",
+                              tb_stream_name(p->fig_sources[-2 - trial]), run + 1);
+    else if (trial < 0) snprintf(what, sizeof what, "run %d", run + 1);
+    else if (t && t->per_run) snprintf(what, sizeof what, "run %d tuning trial %d", run + 1,
+                                       trial + 1);
+    else snprintf(what, sizeof what, "tuning trial %d", trial + 1);
+    tb_study_metric m = trial < 0 ? p->metric : tb_study_selection_metric(p->metric);
     if (err)
-        fprintf(stderr, "[%d/%d] %s run %d: diverged%s: %s\n", done, total, label, run + 1,
+        fprintf(stderr, "[%d/%d] %s %s: diverged%s: %s\n", done, total, label, what,
                 reused ? " (recorded)" : "", err->message);
     else
-        fprintf(stderr, "[%d/%d] %s run %d: %s %.5g%s\n", done, total, label, run + 1,
-                tb_study_metric_name(p->metric), value, reused ? " (recorded)" : "");
+        fprintf(stderr, "[%d/%d] %s %s: %s %.5g%s\n", done, total, label, what,
+                tb_study_metric_name(m), value, reused ? " (recorded)" : "");
 }
 
 static int filter_json(const struct dirent *d)
@@ -105,7 +117,8 @@ static void resolve(const char *arg, const char *dir, char *path, size_t cap)
         snprintf(path, cap, "%s/%s.json", dir, arg);
 }
 
-static int run_study(tb_study_plan *plan, tb_study_exec_options *o, const char *db, bool json)
+static int run_study(tb_study_plan *plan, tb_study_exec_options *o, const char *db, bool json,
+                     const char *out_dir)
 {
     tb_error err = {0};
     tb_status st = TB_OK;
@@ -114,30 +127,38 @@ static int run_study(tb_study_plan *plan, tb_study_exec_options *o, const char *
     if (st == TB_OK) st = tb_study_execute(plan, o, &values, &err);
     tb_store_close(o->store);
     tb_study_figure fig = {0};
+    tb_study_figures figs = {0};
     if (st == TB_OK) st = tb_study_figure_compute(plan, &values, &fig, &err);
+    if (st == TB_OK) st = tb_study_figures_compute(plan, &values, &figs, &err);
     if (st != TB_OK) {
         tb_cli_error("study %s: %s", plan->name, err.message);
+        tb_study_figure_free(&fig);
         tb_study_values_free(&values);
         return tb_cli_exit_code(st);
     }
-    if (json) tb_cli_study_print_json(plan, &values, &fig);
-    else tb_cli_study_print(plan, &values, &fig);
+    if (json) tb_cli_study_print_json(plan, &values, &fig, &figs);
+    else tb_cli_study_print(plan, &values, &fig, &figs);
+    bool written = !out_dir || tb_cli_study_write_figures(plan, &values, &figs, out_dir);
+    tb_study_figures_free(&figs);
     tb_study_figure_free(&fig);
     tb_study_values_free(&values);
-    return TB_EXIT_OK;
+    return written ? TB_EXIT_OK : TB_EXIT_FAILURE;
 }
 
 int tb_cli_study(int argc, char **argv)
 {
-    const char *db = NULL, *dir = TB_STUDIES_DIR;
+    const char *db = NULL, *dir = TB_STUDIES_DIR, *out_dir = NULL;
     bool json = false, quiet = false, list = false;
     double scale = 1.0;
+    long seeds = 0;
     tb_cli_data data = {0};
     tb_study_exec_options o = {0};
     struct option opts[] = {
         {"db", required_argument, 0, O_DB},         {"scale", required_argument, 0, O_SCALE},
-        {"list", no_argument, 0, O_LIST},           {"studies", required_argument, 0, O_STUDIES},
+        {"seeds", required_argument, 0, O_SEEDS},   {"list", no_argument, 0, O_LIST},
+        {"studies", required_argument, 0, O_STUDIES},
         {"json", no_argument, 0, O_JSON},           {"threads", required_argument, 0, 't'},
+        {"out", required_argument, 0, O_OUT},
         {"device", required_argument, 0, TB_OPT_DEVICE}, TB_CLI_DATA_OPTIONS,
         {"quiet", no_argument, 0, 'q'},             {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0},
@@ -159,9 +180,14 @@ int tb_cli_study(int argc, char **argv)
                 return TB_EXIT_USAGE;
             }
             break;
+        case O_SEEDS:
+            if (!tb_cli_parse_int("--seeds", optarg, 2, TB_STUDY_MAX_SEEDS, &seeds))
+                return TB_EXIT_USAGE;
+            break;
         case O_LIST: list = true; break;
         case O_STUDIES: dir = optarg; break;
         case O_JSON: json = true; break;
+        case O_OUT: out_dir = optarg; break;
         case 't':
             if (!tb_cli_parse_threads(optarg, &o.backend.threads)) return TB_EXIT_USAGE;
             break;
@@ -187,6 +213,7 @@ int tb_cli_study(int argc, char **argv)
     tb_error err = {0};
     tb_status st = tb_study_plan_load(path, &plan, &err);
     if (st == TB_OK && scale != 1.0) st = tb_study_plan_scale(plan, scale, &err);
+    if (st == TB_OK && seeds) st = tb_study_plan_set_seeds(plan, (int)seeds, &err);
     if (st != TB_OK) {
         tb_cli_error("%s", err.message);
         tb_study_plan_free(plan);
@@ -202,7 +229,7 @@ int tb_cli_study(int argc, char **argv)
         o.progress = show_run;
         o.user = plan;
     }
-    int rc = run_study(plan, &o, db, json);
+    int rc = run_study(plan, &o, db, json, out_dir);
     tb_study_plan_free(plan);
     return rc;
 }

@@ -95,6 +95,7 @@ static void apply(int c, const run_value *v, tb_run_config *t)
     case TB_OPT_EVAL_EXAMPLES: t->eval.examples = v->l; break;
     case TB_OPT_SPLIT: t->data.source.split_kind = v->split; break;
     case TB_OPT_DROPOUT_RATE: t->data.source.dropout_rate = v->d; break;
+    case TB_OPT_FULL_BATCH: t->data.full_batch = v->l; break;
     case TB_OPT_DATA_DIR: t->data.source.data_dir = v->s; break;
     case TB_OPT_CACHE_DIR: t->data.source.cache_dir = v->s; break;
     }
@@ -143,6 +144,9 @@ int tb_cli_run_option(int c, tb_run_config *const *cfgs, int n)
         break;
     case TB_OPT_DROPOUT_RATE: /* the range is the workload's to check (it names the field) */
         if (!tb_cli_parse_double("--dropout-rate", optarg, &v.d)) return 2;
+        break;
+    case TB_OPT_FULL_BATCH: /* past the training split: the run says so, naming its size */
+        if (!tb_cli_parse_int("--full-batch", optarg, 1, 1000000L, &v.l)) return 2;
         break;
     default: return 1;
     }

@@ -38,6 +38,59 @@ static void print_table(const tb_study_plan *p, const tb_study_figure *f)
            p->metric == TB_METRIC_TIME_TO_TARGET ? " or missed the target" : "");
 }
 
+static void hparams_text(const tb_hparams *hp, char *buf, size_t cap)
+{
+    size_t len = 0;
+    buf[0] = '\0';
+    for (int i = 0; i < hp->count && len < cap; i++) {
+        int w = snprintf(buf + len, cap - len, "%s%s=%.4g", i ? " " : "", hp->names[i],
+                         hp->values[i]);
+        if (w < 0) break;
+        len += (size_t)w;
+    }
+}
+
+static const char *budget_text(const tb_study_tune *t, char *buf, size_t cap)
+{
+    if (t->budget_steps > 0) snprintf(buf, cap, "%lld steps", (long long)t->budget_steps);
+    else if (t->budget_epochs > 0) snprintf(buf, cap, "%g epochs", t->budget_epochs);
+    else if (t->budget_seconds > 0) snprintf(buf, cap, "%g s", t->budget_seconds);
+    else snprintf(buf, cap, "the run's length");
+    return buf;
+}
+
+/* The best of a search's trials (row `slot` of the values' trials). */
+static double best_trial(const tb_study_values *v, size_t slot)
+{
+    double best = INFINITY;
+    for (int t = 0; t < v->max_trials; t++) {
+        double x = v->trial_v[slot * (size_t)v->max_trials + (size_t)t];
+        if (x < best) best = x;
+    }
+    return best;
+}
+
+/* The hyperparameters each tuned cell chose. */
+static void print_tuned(const tb_study_plan *p, const tb_study_values *v)
+{
+    if (v->max_trials == 0) return;
+    printf("tuned (selected by %s on the validation split):\n",
+           tb_study_metric_name(tb_study_selection_metric(p->metric)));
+    for (int c = 0; c < v->cells; c++) {
+        const tb_study_tune *t = tb_study_plan_cell_tune(p, c);
+        if (!t) continue;
+        char label[256], hp[512], budget[64];
+        tb_study_plan_cell_label(p, c, label, sizeof label);
+        const size_t slot = (size_t)c * (size_t)v->seeds;
+        hparams_text(&v->chosen[slot], hp, sizeof hp);
+        printf("  %s: %s\n    best of %d %s trials of %s (space %s): %.4g%s\n", label, hp,
+               t->trials, t->sampler == TB_STUDY_SAMPLER_GP ? "gp" : "halton",
+               budget_text(t, budget, sizeof budget), t->space_source, best_trial(v, slot),
+               t->per_run ? "; a new search per run, run 1's shown (every run's in --json)"
+                          : "; every run retrains it on its own seeds");
+    }
+}
+
 static void print_pairs(const tb_study_plan *p, const tb_study_figure *f)
 {
     for (int i = 0; i < f->n_pairs; i++) {
@@ -63,7 +116,7 @@ static void print_pairs(const tb_study_plan *p, const tb_study_figure *f)
 }
 
 void tb_cli_study_print(const tb_study_plan *p, const tb_study_values *v,
-                        const tb_study_figure *f)
+                        const tb_study_figure *f, const tb_study_figures *figs)
 {
     printf("study %s: %s\n", p->name, p->claim);
     printf("source: %s\n", p->source);
@@ -71,8 +124,11 @@ void tb_cli_study_print(const tb_study_plan *p, const tb_study_values *v,
            tb_study_metric_name(p->metric), p->seeds, (long long)v->trained,
            (long long)v->reused);
     print_table(p, f);
+    print_tuned(p, v);
+    tb_cli_study_print_figures(p, v, figs);
     if (f->n_pairs) {
-        printf("paired comparisons (P(A>B): A better, lower %s; exact 95%% interval):\n",
+        printf("paired comparisons (P(A>B): A better, %s %s; exact 95%% interval):\n",
+               tb_study_metric_higher_is_better(p->metric) ? "higher" : "lower",
                tb_study_metric_name(p->metric));
         print_pairs(p, f);
     }
@@ -112,8 +168,50 @@ static void json_cell(const tb_study_plan *p, int cell)
     fputs("}", stdout);
 }
 
+static void json_hparams(const tb_hparams *hp)
+{
+    fputs("{", stdout);
+    for (int i = 0; i < hp->count; i++) {
+        printf("%s\"", i ? "," : "");
+        tb_cli_json_text(hp->names[i]);
+        fputs("\":", stdout);
+        tb_cli_json_number("%.17g", hp->values[i]);
+    }
+    fputs("}", stdout);
+}
+
+/* A tuned cell's search: its settings, each run's chosen point and the trials' values. */
+static void json_tuned(const tb_study_plan *p, const tb_study_values *v, int cell)
+{
+    const tb_study_tune *t = v->max_trials ? tb_study_plan_cell_tune(p, cell) : NULL;
+    if (!t) return;
+    char budget[64];
+    printf(",\"tuned\":{\"trials\":%d,\"sampler\":\"%s\",\"search\":\"%s\",\"budget\":\"%s\","
+           "\"space\":\"", t->trials, t->sampler == TB_STUDY_SAMPLER_GP ? "gp" : "halton",
+           t->per_run ? "per_run" : "once", budget_text(t, budget, sizeof budget));
+    tb_cli_json_text(t->space_source);
+    fputs("\",\"chosen\":[", stdout);
+    const int searches = t->per_run ? v->seeds : 1;
+    for (int r = 0; r < searches; r++) {
+        if (r) fputs(",", stdout);
+        json_hparams(&v->chosen[(size_t)cell * (size_t)v->seeds + (size_t)r]);
+    }
+    fputs("],\"trial_values\":[", stdout);
+    for (int r = 0; r < searches; r++) {
+        const double *row = v->trial_v + ((size_t)cell * (size_t)v->seeds + (size_t)r) *
+                                             (size_t)v->max_trials;
+        fputs(r ? ",[" : "[", stdout);
+        for (int k = 0; k < t->trials; k++) {
+            if (k) fputs(",", stdout);
+            tb_cli_json_number("%.6g", row[k]);
+        }
+        fputs("]", stdout);
+    }
+    fputs("]}", stdout);
+}
+
 void tb_cli_study_print_json(const tb_study_plan *p, const tb_study_values *v,
-                             const tb_study_figure *f)
+                             const tb_study_figure *f, const tb_study_figures *figs)
 {
     printf("{\"study\":\"");
     tb_cli_json_text(p->name);
@@ -138,7 +236,9 @@ void tb_cli_study_print_json(const tb_study_plan *p, const tb_study_values *v,
             if (i) fputs(",", stdout);
             tb_cli_json_number("%.6g", v->v[r->cell * v->seeds + i]);
         }
-        fputs("]}", stdout);
+        fputs("]", stdout);
+        json_tuned(p, v, r->cell);
+        fputs("}", stdout);
     }
     fputs("],\"comparisons\":[", stdout);
     for (int i = 0; i < f->n_pairs; i++) {
@@ -159,5 +259,7 @@ void tb_cli_study_print_json(const tb_study_plan *p, const tb_study_values *v,
                tb_verdict_name(r->pab.verdict), tb_study_expect_name(p->comparisons[r->comparison].expect),
                tb_study_outcome_name(r->outcome));
     }
-    printf("],\"outcome\":\"%s\"}\n", tb_study_outcome_name(f->outcome));
+    fputs("]", stdout);
+    tb_cli_study_json_figures(p, v, figs);
+    printf(",\"outcome\":\"%s\"}\n", tb_study_outcome_name(f->outcome));
 }

@@ -131,6 +131,10 @@ int main(void)
      * with this seed both "all" runs misclassify the one example evaluated */
     CHECK(run("variance -w fmnist_mlp --steps 1 -n 2 --sources dropout -q") == 2 &&
           has("source dropout does not vary: fmnist_mlp has no dropout") && !has("[1/"));
+    CHECK(run("variance -w fmnist_mlp --steps 1 -n 2 --sources hparam -q") == 2 &&
+          has("source hparam does not vary") && has("--search N") && !has("[1/"));
+    CHECK(run("variance -w fmnist_mlp --steps 1 -n 2 --sources hparam --search 2 "
+              "--space /nonexistent/s.json -q") == 2 && has("/nonexistent/s.json"));
     CHECK(run("variance -w fmnist_mlp --steps 1 -n 2 --sources init -m validation_error "
               "--eval-examples 1 --threads 2 -q -s 3") == 0 &&
           has("(std / all: - where it is undefined") && !has("nan") && !has("inf"));

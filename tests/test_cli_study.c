@@ -64,6 +64,73 @@ static const char tiny[] =
     " \"comparisons\": [{\"a\": {\"algorithm\": \"adam\"}, \"b\": {\"algorithm\": \"sgd\"},\n"
     "                  \"expect\": \"a_wins\", \"min_wins\": 1}]}\n";
 
+/* The text of a file (false if it cannot be read). */
+static bool read_text(const char *path, char *buf, size_t cap)
+{
+    FILE *f = fopen(path, "r");
+    if (!f) return false;
+    size_t n = fread(buf, 1, cap - 1, f);
+    buf[n] = '\0';
+    fclose(f);
+    return n > 0;
+}
+
+/* adam tuned in 2 trials of 5 steps, then 2 runs of 10 steps each on fresh seeds */
+static const char tuned[] =
+    "{\"name\": \"tuned\", \"claim\": \"c\", \"source\": \"a test\",\n"
+    " \"settings\": {\"workload\": \"fmnist_mlp\", \"algorithm\": \"adam\", \"steps\": 10,\n"
+    "              \"eval_examples\": 200},\n"
+    " \"axes\": {\"batch_size\": [64]}, \"seeds\": 2, \"metric\": \"validation_loss\",\n"
+    " \"tune\": {\"space\": {\"learning_rate\": {\"min\": 1e-4, \"max\": 1e-2, \"scaling\": \"log\"}},\n"
+    "          \"trials\": 2, \"budget\": {\"steps\": 5}},\n"
+    " \"figures\": [\"curve\"]}\n";
+
+/* A tuned study: its trials recorded, a rerun trains nothing (no retuning), the chosen point
+ * shown; a bad tune block refused with its line and column. */
+static void test_tuned(const char *dir)
+{
+    char file[300], db[300], args[1200];
+    snprintf(file, sizeof file, "%s/tuned.json", dir);
+    snprintf(db, sizeof db, "%s/tuned.db", dir);
+    tb_test_write_text(file, tuned);
+    snprintf(args, sizeof args, "study %s --db %s -t 2", file, db);
+    CHECK(run(args) == 0 && has("[1/4] batch_size=64 tuning trial 1: validation_loss") &&
+          has("4 trained now and 0 from the store") && has("tuned (selected by validation_loss") &&
+          has("batch_size=64: learning_rate=") && has("best of 2 halton trials of 5 steps"));
+    char first[8192], second[8192];
+    figure_of(out, first, sizeof first);
+    CHECK(sql_count(db, "SELECT count(*) FROM study_runs WHERE study = 'tuned/tune'") == 2);
+    CHECK(sql_count(db, "SELECT count(*) FROM study_runs WHERE study = 'tuned'") == 2);
+    CHECK(run(args) == 0 && has("0 trained now and 4 from the store"));
+    figure_of(out, second, sizeof second);
+    CHECK(strcmp(first, second) == 0 && strstr(first, "best tuning trial so far"));
+    /* the curve as data: a CSV and a JSON file, one row per trial */
+    snprintf(args, sizeof args, "study %s --db %s -q --out %s", file, db, dir);
+    char csv[320], json[320];
+    snprintf(csv, sizeof csv, "%s/tuned.curve.csv", dir);
+    snprintf(json, sizeof json, "%s/tuned.curve.json", dir);
+    CHECK(run(args) == 0);
+    char text[2048];
+    CHECK(read_text(csv, text, sizeof text) && strstr(text, "cell,trial,best_so_far\n") &&
+          strstr(text, "\"batch_size=64\",1,") && strstr(text, "\"batch_size=64\",2,"));
+    CHECK(read_text(json, text, sizeof text) && strstr(text, "\"figure\":\"curve\"") &&
+          strstr(text, "\"trial\":2,\"best_so_far\":"));
+    unlink(csv);
+    unlink(json);
+    snprintf(args, sizeof args, "study %s --db %s -q --json", file, db);
+    CHECK(run(args) == 0 && has("\"tuned\":{\"trials\":2,\"sampler\":\"halton\"") &&
+          has("\"chosen\":[{\"learning_rate\":"));
+    char bad[sizeof tuned + 64];
+    const char *at = strstr(tuned, "\"trials\": 2");
+    snprintf(bad, sizeof bad, "%.*s\"trials\": 2, \"sampler\": \"grid\"%s", (int)(at - tuned), tuned,
+             at + strlen("\"trials\": 2"));
+    tb_test_write_text(file, bad);
+    snprintf(args, sizeof args, "study %s --db %s", file, db);
+    CHECK(run(args) == 2 && has("tuned.json:6:35: tune.sampler: unknown sampler 'grid'"));
+    tb_test_remove_store(db);
+    unlink(file);
+}
+
 int main(void)
 {
     char dir[] = "/tmp/tb_cli_study_XXXXXX";
@@ -77,16 +144,18 @@ int main(void)
                             " \"settings\": {\"workload\": \"fmnist_mlp\"},\n"
                             " \"axes\": {\"algorithm\": [\"adam\", \"adamm\"]}, \"seeds\": 2}");
 
-    CHECK(run("study --help") == 0 && has("--scale S") && has("--list") && has("--db FILE"));
+    CHECK(run("study --help") == 0 && has("--scale S") && has("--seeds N") && has("--list") && has("--db FILE"));
     CHECK(run("help study") == 0 && has("usage: trainbench study"));
     CHECK(run("--help") == 0 && has("  study "));
     CHECK(run("study") == 2 && has("give a study file or name"));
     CHECK(run("study --list") == 0 && has("ekfac_vs_kfac") && has("large_batch") &&
           has("data_echoing") && !strstr(out, "invalid"));
     snprintf(args, sizeof args, "study %s", bad);
-    CHECK(run(args) == 2 && has("bad.json: axes.algorithm[1]: unknown algorithm 'adamm'"));
+    CHECK(run(args) == 2 && has("bad.json:3:33: axes.algorithm[1]: unknown algorithm 'adamm'"));
     snprintf(args, sizeof args, "study %s --scale 0", file);
     CHECK(run(args) == 2 && has("--scale: 0 is not in (0, 1000]"));
+    snprintf(args, sizeof args, "study %s --seeds 1", file);
+    CHECK(run(args) == 2 && has("--seeds"));
     CHECK(run("study no_such_study") == 2 && has("no_such_study.json"));
 
     /* a tiny real study, recorded */
@@ -121,6 +190,11 @@ int main(void)
     CHECK(run(args) == 0 && has("{\"study\":\"tiny\"") && has("\"reused\":4") &&
           has("\"outcome\":\"") && !strstr(out, "[1/4]"));
 
+    /* --seeds: a third run per cell (at any --scale the file's seeds stay), the rest reused */
+    snprintf(args, sizeof args, "study %s --db %s -t 2 --seeds 3", file, db);
+    CHECK(run(args) == 0 && has("3 runs per cell, 2 trained now and 4 from the store"));
+
+    test_tuned(dir);
     tb_test_remove_store(db);
     unlink(file);
     unlink(bad);

@@ -115,6 +115,9 @@ static void test_compare_divergence_and_errors(void)
     c.pab.gamma = 0.5 + 1e-9;
     CHECK_FAILS(tb_compare_run(&c, &r, &err), TB_ERR_INVALID, &err, "too close to 0.5");
     c.pab = tb_pab_options_default();
+    c.metric = TB_METRIC_EXAMPLES_PER_SECOND; /* a study file's metric only */
+    CHECK_FAILS(tb_compare_run(&c, &r, &err), TB_ERR_INVALID, &err,
+                "compare cannot use examples_per_second");
     /* an error rate of a workload that does not classify (it failed after the first run) */
     c.metric = TB_METRIC_TEST_ERROR;
     c.a.model.workload = c.b.model.workload = "fmnist_autoencoder";
@@ -216,6 +219,38 @@ static void test_variance_study(void)
                 "unknown algorithm 'adamax'");
 }
 
+/* The hparam source: refused without a search; with one, each of its runs searches anew from
+ * its own hparam seed (the other seeds fixed), so its values differ, as "all"'s do. */
+static void test_hparam_source(void)
+{
+    tb_variance_study_config c = {0};
+    c.base = short_run("adamw");
+    c.base.length.max_steps = 3;
+    c.runs = 2;
+    c.n_sources = 1;
+    c.sources[0] = TB_STREAM_HPARAM;
+    c.seed = 9;
+    c.metric = TB_METRIC_VALIDATION_LOSS;
+    tb_variance_study s;
+    tb_error err = {0};
+    CHECK_FAILS(tb_variance_study_run(&c, &s, &err), TB_ERR_INVALID, &err,
+                "source hparam does not vary");
+    c.space = "{\"learning_rate\": {\"min\": 1e-5, \"max\": 1e-1, \"scaling\": \"log\"}}";
+    c.search_trials = 2;
+    int runs = 0;
+    c.on_run = count_run;
+    c.user = &runs;
+    if (!CHECK_OK(tb_variance_study_run(&c, &s, &err), &err)) return;
+    CHECK(runs == 2 + 2 * 2 + 2 * 2); /* the base search, then a search per run of each group */
+    CHECK(strcmp(s.names[0], "hparam") == 0 && s.n_values[0] == 2);
+    CHECK(s.values[0][0] != s.values[0][1]); /* another search, another result */
+    tb_variance_study_free(&s);
+    c.space = "{\"learning_rat\": {\"min\": 1e-5, \"max\": 1e-1}}";
+    runs = 0;
+    CHECK_FAILS(tb_variance_study_run(&c, &s, &err), TB_ERR_INVALID, &err, "learning_rat");
+    CHECK(runs == 0); /* refused before any training */
+}
+
 int main(void)
 {
     test_seeds();
@@ -223,5 +258,6 @@ int main(void)
     test_compare_divergence_and_errors();
     test_search_and_ideal();
     test_variance_study();
+    test_hparam_source();
     return tb_test_finish("test_study");
 }

@@ -4,10 +4,13 @@
 #include "testutil.h"
 
 #include <dirent.h>
+#include <sqlite3.h>
+#include <unistd.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "study/study_impl.h"
 #include "trainbench/study_plan.h"
 
 static const char valid[] =
@@ -48,7 +51,11 @@ static void test_valid(void)
     CHECK_OK(tb_study_plan_run_config(p, 0, 1, &c, &err), &err);
     CHECK(c.seeds[TB_STREAM_INIT] != seed_run1);
     CHECK_OK(tb_study_plan_scale(p, 0.25, &err), &err);
-    CHECK(p->seeds == 2 && p->base.length.max_steps == 3); /* at least 2 runs; 2.5 steps round up */
+    CHECK(p->seeds == 4 && p->base.length.max_steps == 3); /* seeds kept; 2.5 steps round up */
+    CHECK_FAILS(tb_study_plan_set_seeds(p, 1, &err), TB_ERR_INVALID, &err, "seeds: 1 is not");
+    CHECK(p->seeds == 4);
+    CHECK_OK(tb_study_plan_set_seeds(p, 9, &err), &err);
+    CHECK(p->seeds == 9 && p->base.length.max_steps == 3);
     tb_study_plan_free(p);
 }
 
@@ -69,14 +76,17 @@ static void test_malformed(void)
     } cases[] = {
         {"\"name\": \"t\",", "\"name\": \"t\"", "m.json: not valid JSON (near line 1)"},
         {"\"claim\": \"c\", ", "", "m.json: claim: missing"},
-        {"\"seed\": 7,", "\"seed\": 7, \"colour\": 1,", "m.json: colour: unknown key"},
+        {"\"seed\": 7,", "\"seed\": 7, \"colour\": 1,", "colour: unknown key"},
         {"\"steps\": 10", "\"steps\": 10, \"epoch\": 1", "settings.epoch: unknown key"},
         {"\"steps\": 10", "\"steps\": 0", "settings.steps: 0 is not a whole number"},
+        {"\"steps\": 10", "\"steps\": 10, \"full_batch\": 64",
+         "cell: algorithm=adam batch_size=128: full batch (64 examples, every step all of them) "
+         "cannot be combined with another batch size"},
         {"\"steps\": 10", "\"steps\": 10, \"epochs\": 1", "settings.epochs: give steps or"},
         {"\"workload\": \"fmnist_mlp\"", "\"workload\": \"mnist\"",
          "settings.workload: unknown workload 'mnist'"},
         {"[\"adam\", \"sgd\"]", "[\"adam\", \"sgdd\"]",
-         "axes.algorithm[1]: unknown algorithm 'sgdd'"},
+         "m.json:6:33: axes.algorithm[1]: unknown algorithm 'sgdd'"}, /* line and column */
         {"[\"adam\", \"sgd\"]", "[]", "axes.algorithm: is empty"},
         {"[64, 128, 256]", "[64, 64]", "axes.batch_size[1]: '64' is listed twice"},
         {"[64, 128, 256]", "[64, -1]", "axes.batch_size[1]: -1 is not a whole number"},
@@ -122,7 +132,7 @@ static void test_malformed(void)
                          cases[i].needle))
             printf("  case %zu\n", i);
         CHECK(p == NULL);
-        if (cases[i].needle[0] != 'm') CHECK(strncmp(err.message, "m.json: ", 8) == 0);
+        if (cases[i].needle[0] != 'm') CHECK(strncmp(err.message, "m.json:", 7) == 0);
     }
     /* an error-rate metric on a workload that does not classify, refused before training */
     const char *ae = variant("\"workload\": \"fmnist_mlp\"", "\"workload\": \"fmnist_autoencoder\"");
@@ -132,6 +142,271 @@ static void test_malformed(void)
                 "has no error rate");
     CHECK_FAILS(tb_study_plan_load("/nonexistent/s.json", &p, &err), TB_ERR_IO, &err,
                 "cannot open study /nonexistent/s.json");
+}
+
+/* A tuned study: the study's tune, an override's for sgd at 256; each malformed block refused
+ * with the file, line and column before any run. */
+static const char tuned[] =
+    "{\"name\": \"t\", \"claim\": \"c\", \"source\": \"s\",\n"
+    " \"settings\": {\"workload\": \"fmnist_mlp\", \"steps\": 10, \"eval_examples\": 100},\n"
+    " \"axes\": {\"algorithm\": [\"adam\", \"sgd\"], \"batch_size\": [64, 256]},\n"
+    " \"seeds\": 2,\n"
+    " \"tune\": {\"space\": {\"learning_rate\": {\"min\": 1e-4, \"max\": 1e-1, \"scaling\": \"log\"}},\n"
+    "          \"trials\": 4, \"sampler\": \"halton\", \"budget\": {\"steps\": 5}},\n"
+    " \"overrides\": [{\"when\": {\"algorithm\": \"sgd\", \"batch_size\": 256},\n"
+    "   \"tune\": {\"space\": [{\"learning_rate\": 0.1}, {\"learning_rate\": 0.2}], \"trials\": 2,\n"
+    "            \"search\": \"per_run\"}}]}";
+
+static const char *tuned_variant(const char *from, const char *to)
+{
+    static char buf[4096];
+    const char *at = strstr(tuned, from);
+    if (!at) return NULL;
+    snprintf(buf, sizeof buf, "%.*s%s%s", (int)(at - tuned), tuned, to, at + strlen(from));
+    return buf;
+}
+
+static void test_tune(void)
+{
+    tb_study_plan *p = NULL;
+    tb_error err = {0};
+    if (!CHECK_OK(tb_study_plan_parse(tuned, "t.json", &p, &err), &err)) return;
+    const tb_study_tune *t0 = tb_study_plan_cell_tune(p, 0), *t3 = tb_study_plan_cell_tune(p, 3);
+    CHECK(t0 == &p->tune && t0->trials == 4 && t0->budget_steps == 5 && !t0->per_run);
+    CHECK(t3 == &p->overrides[0].tune && t3->per_run && t3->trials == 2);
+    CHECK(tb_study_plan_cell_tune(p, 2) == &p->tune); /* sgd at 64 */
+    tb_hparams point = {0};
+    tb_hparams_set(&point, "learning_rate", 0.03, NULL);
+    tb_run_config c;
+    CHECK_OK(tb_study_plan_trial_config(p, 0, 0, &point, &c, &err), &err);
+    CHECK(c.length.max_steps == 5 && tb_hparams_get(&c.model.hparams, "learning_rate", 0) == 0.03);
+    CHECK(c.seeds[TB_STREAM_HPARAM] == p->seed); /* index 0: the search made once */
+    tb_run_config r;
+    CHECK_OK(tb_study_plan_run_config(p, 0, 0, &r, &err), &err);
+    CHECK(r.length.max_steps == 10 && r.seeds[TB_STREAM_INIT] != c.seeds[TB_STREAM_INIT]);
+    CHECK_OK(tb_study_plan_scale(p, 2, &err), &err);
+    CHECK(p->tune.budget_steps == 10);
+    tb_study_plan_free(p);
+
+    static const struct {
+        const char *from, *to, *needle;
+    } cases[] = {
+        {"\"halton\"", "\"sobol\"", "m.json:6:35: tune.sampler: unknown sampler 'sobol'"},
+        {"\"trials\": 4", "\"trials\": 0", "m.json:6:21: tune.trials: 0 is not a whole number"},
+        {"{\"learning_rate\": {\"min\": 1e-4, \"max\": 1e-1, \"scaling\": \"log\"}}", "{}",
+         "m.json:5:20: tune.space: "},
+        {"\"max\": 1e-1", "\"max\": 1e-5", "tune.space: "},
+        {"\"space\": {\"learning_rate\"", "\"space\": 3, \"x\": {\"learning_rate\"",
+         "tune.x: unknown key"},
+        {"\"min\": 1e-4, \"max\": 1e-1", "\"min\": 1e-4, \"max\": 1e13",
+         "tune.space: cell algorithm=adam batch_size=64: adam: learning_rate"},
+        {"{\"learning_rate\": {\"min\"", "{\"learning_rat\": {\"min\"",
+         "tune.space: cell algorithm=adam batch_size=64: "},
+        {"{\"steps\": 5}", "{\"seconds\": 100000}", "tune.budget: cell algorithm=adam "
+         "batch_size=64: 100000 s is past fmnist_mlp's time budget"},
+        {"{\"steps\": 5}", "{\"steps\": 5, \"epochs\": 1}", "tune.budget: must be one of"},
+        {"{\"steps\": 5}", "{\"steps\": 0}", "tune.budget.steps: 0 is not a whole number"},
+        {"\"trials\": 2,", "\"trials\": 3,", "overrides[0].tune.trials: 3 trials, but the space "
+         "lists 2 points"},
+        {"\"search\": \"per_run\"", "\"search\": \"each\"",
+         "m.json:9:23: overrides[0].tune.search: 'each' is not once or per_run"},
+        {"\"trials\": 2,", "\"trials\": 2, \"sampler\": \"gp\",",
+         "overrides[0].tune.space: the gp sampler needs a space of ranges"},
+        {"\"seeds\": 2,", "\"seeds\": 2, \"metric\": \"time_to_target\",",
+         "m.json:6:55: tune.budget: cell algorithm=adam batch_size=64: a time_to_target run"},
+        {"[{\"learning_rate\": 0.1}, {\"learning_rate\": 0.2}]", "\"no_such_space.json\"",
+         "cannot open search space /nonexistent/no_such_space.json"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        const char *text = tuned_variant(cases[i].from, cases[i].to);
+        if (!CHECK(text != NULL)) {
+            printf("  tune case %zu: '%s' not in the tuned file\n", i, cases[i].from);
+            continue;
+        }
+        if (i == 13) { /* and an epochs budget: time_to_target runs end by time */
+            static char b2[4096];
+            const char *at = strstr(text, "{\"steps\": 5}");
+            snprintf(b2, sizeof b2, "%.*s{\"epochs\": 1}%s", (int)(at - text), text, at + 12);
+            text = b2;
+        }
+        tb_study_plan *q = NULL;
+        const char *file = i == 14 ? "/nonexistent/m.json" : "m.json";
+        if (!CHECK_FAILS(tb_study_plan_parse(text, file, &q, &err), TB_ERR_INVALID, &err,
+                         cases[i].needle))
+            printf("  tune case %zu\n", i);
+        CHECK(q == NULL);
+    }
+}
+
+/* A search's points come from its seed: the same seed the same points, another seed other
+ * points (not the same set reordered), all inside the space. */
+static void test_search_points(void)
+{
+    tb_search_space *space = NULL;
+    tb_error err = {0};
+    if (!CHECK_OK(tb_search_space_parse("{\"learning_rate\": {\"min\": 1e-4, \"max\": 1e-1, "
+                                        "\"scaling\": \"log\"}, \"momentum\": {\"min\": 0.8, "
+                                        "\"max\": 0.99}}", NULL, &space, &err), &err))
+        return;
+    tb_hparams a[5], b[5], c[5];
+    CHECK_OK(tb_study_search_points(space, 5, 11, a, &err), &err);
+    CHECK_OK(tb_study_search_points(space, 5, 11, b, &err), &err);
+    CHECK_OK(tb_study_search_points(space, 5, 12, c, &err), &err);
+    int same = 0, shared = 0;
+    for (int i = 0; i < 5; i++) {
+        same += memcmp(a[i].values, b[i].values, sizeof a[i].values[0] * 2) == 0;
+        double lr = tb_hparams_get(&a[i], "learning_rate", 0);
+        double m = tb_hparams_get(&a[i], "momentum", 0);
+        CHECK(lr >= 1e-4 && lr <= 1e-1 && m >= 0.8 && m <= 0.99);
+        for (int j = 0; j < 5; j++)
+            shared += tb_hparams_get(&a[i], "learning_rate", 0) ==
+                      tb_hparams_get(&c[j], "learning_rate", 0);
+    }
+    CHECK(same == 5 && shared == 0);
+    tb_search_space_destroy(space);
+}
+
+/* The timed metrics: their values from a run's result, their direction in the figure, and
+ * the examples they need kept in the store (also in a store written before they existed). */
+static void test_timed_metrics(void)
+{
+    tb_train_result r = {0};
+    r.steps = 10;
+    r.examples = 640;
+    r.train_time_s = 2.0;
+    CHECK_NEAR(tb_study_metric_value(TB_METRIC_TIME_PER_STEP, &r), 0.2, 1e-12);
+    CHECK_NEAR(tb_study_metric_value(TB_METRIC_EXAMPLES_PER_SECOND, &r), 320, 1e-9);
+    CHECK(tb_study_metric_higher_is_better(TB_METRIC_EXAMPLES_PER_SECOND) &&
+          !tb_study_metric_higher_is_better(TB_METRIC_TIME_PER_STEP));
+    CHECK(tb_study_selection_metric(TB_METRIC_TIME_PER_STEP) == TB_METRIC_VALIDATION);
+    r.steps = 0;
+    CHECK(isnan(tb_study_metric_value(TB_METRIC_TIME_PER_STEP, &r)));
+
+    tb_study_plan *p = NULL;
+    tb_error err = {0};
+    char buf[4096]; /* the valid file, metric examples_per_second, expecting adam better */
+    snprintf(buf, sizeof buf, "%s",
+             variant("\"expect\": \"a_wins\", \"min_wins\": 0.75", "\"expect\": \"a_better\""));
+    char *m = strstr(buf, "validation_error");
+    if (!CHECK(m != NULL)) return;
+    char rest[4096];
+    snprintf(rest, sizeof rest, "%s", m + strlen("validation_error"));
+    snprintf(m, sizeof buf - (size_t)(m - buf), "examples_per_second%s", rest);
+    if (!CHECK_OK(tb_study_plan_parse(buf, "x.json", &p, &err), &err)) return;
+    CHECK(p->metric == TB_METRIC_EXAMPLES_PER_SECOND);
+    p->seeds = 6;
+    double v[6 * 6];
+    tb_study_values vals = {.cells = 6, .seeds = 6, .v = v};
+    for (int cell = 0; cell < 6; cell++) /* adam (cells 0-2) faster: higher is better */
+        for (int i = 0; i < 6; i++) v[cell * 6 + i] = (cell < 3 ? 900 : 500) + i;
+    v[3 * 6] = -INFINITY; /* a diverged run: the worst */
+    tb_study_figure f;
+    if (CHECK_OK(tb_study_figure_compute(p, &vals, &f, &err), &err)) {
+        CHECK(f.pairs[0].pab.verdict == TB_VERDICT_A_BETTER && f.pairs[0].pab.wins == 6);
+        CHECK(f.cells[3].lost == 1 && f.outcome == TB_STUDY_REPRODUCED);
+        tb_study_figure_free(&f);
+    }
+    tb_study_plan_free(p);
+
+    char path[] = "/tmp/tb_study_plan_XXXXXX";
+    if (!CHECK(mkdtemp(path) != NULL)) return;
+    char db[128];
+    snprintf(db, sizeof db, "%s/r.db", path);
+    tb_store *store = NULL;
+    if (!CHECK_OK(tb_store_open(db, &store, &err), &err)) return;
+    tb_store_close(store);
+    sqlite3 *h = NULL; /* a study_runs table as written before the examples column */
+    CHECK(sqlite3_open(db, &h) == SQLITE_OK &&
+          sqlite3_exec(h, "CREATE TABLE study_runs(key TEXT PRIMARY KEY, study TEXT NOT NULL,"
+                          " created TEXT NOT NULL DEFAULT (datetime('now')), code_version TEXT "
+                          "NOT NULL, diverged INTEGER NOT NULL, reason TEXT NOT NULL, steps "
+                          "INTEGER NOT NULL, train_time_s REAL, validation_loss REAL, "
+                          "validation_error REAL, validation_metric REAL, test_loss REAL, "
+                          "test_error REAL, test_metric REAL, reached INTEGER NOT NULL, "
+                          "time_to_target_s REAL); INSERT INTO study_runs VALUES('old', 's', "
+                          "'now', 'v', 0, '', 5, 1.0, 0.5, 0.1, 0.1, 0.5, 0.1, 0.1, 0, NULL);",
+                          NULL, NULL, NULL) == SQLITE_OK);
+    sqlite3_close(h);
+    if (!CHECK_OK(tb_store_open(db, &store, &err), &err)) return;
+    static tb_study_run_record rec, back;
+    bool found = false;
+    CHECK_OK(tb_store_get_study_run(store, "old", &back, &found, &err), &err);
+    CHECK(found && back.result.steps == 5 && back.result.examples == 0);
+    CHECK(isnan(tb_study_metric_value(TB_METRIC_EXAMPLES_PER_SECOND, &back.result)));
+    snprintf(rec.key, sizeof rec.key, "new");
+    snprintf(rec.study, sizeof rec.study, "s");
+    rec.result = r;
+    rec.result.steps = 10;
+    CHECK_OK(tb_store_put_study_run(store, &rec, "v", &err), &err);
+    CHECK_OK(tb_store_get_study_run(store, "new", &back, &found, &err), &err);
+    CHECK(found && back.result.examples == 640);
+    CHECK_NEAR(tb_study_metric_value(TB_METRIC_EXAMPLES_PER_SECOND, &back.result), 320, 1e-9);
+    tb_store_close(store);
+    tb_test_remove_store(db);
+    rmdir(path);
+}
+
+/* The figures beyond the table: refused where they do not fit; computed on made-up values. */
+static void test_figures(void)
+{
+    static const struct {
+        const char *to, *needle;
+    } cases[] = {
+        {"[\"histogram\"]", "m.json:10:14: figures[0]: unknown figure 'histogram'"},
+        {"[\"curve\"]", "figures[0]: a curve shows the best tuning trial so far: no cell tunes"},
+        {"[\"rank\", \"rank\"]", "figures[1]: 'rank' is listed twice"},
+        {"[\"variance\"]", "figures[0]: a variance figure names its sources"},
+        {"[{\"type\": \"variance\"}]", "figures[0].sources: missing"},
+        {"[{\"type\": \"variance\", \"sources\": [\"hparam\"]}]",
+         "figures[0].sources[0]: hparam is not varied alone"},
+        {"[{\"type\": \"variance\", \"sources\": [\"dropout\"]}]",
+         "figures[0].sources[0]: cell algorithm=adam batch_size=64: source dropout does not vary"},
+        {"[{\"type\": \"variance\", \"sources\": [\"init\", \"init\"]}]",
+         "figures[0].sources[1]: 'init' is listed twice"},
+    };
+    char text[4096];
+    tb_error err = {0};
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        snprintf(text, sizeof text, "%.*s,\n \"figures\": %s}", (int)(strlen(valid) - 1), valid,
+                 cases[i].to);
+        tb_study_plan *p = NULL;
+        if (!CHECK_FAILS(tb_study_plan_parse(text, "m.json", &p, &err), TB_ERR_INVALID, &err,
+                         cases[i].needle))
+            printf("  figure case %zu\n", i);
+    }
+    /* time_to_target has no std of misses */
+    const char *ttt = variant("\"validation_error\"", "\"time_to_target\"");
+    snprintf(text, sizeof text, "%.*s,\n \"figures\": [{\"type\": \"variance\", \"sources\": "
+             "[\"init\"]}]}", (int)(strlen(ttt) - 1), ttt);
+    tb_study_plan *p = NULL;
+    CHECK_FAILS(tb_study_plan_parse(text, "m.json", &p, &err), TB_ERR_INVALID, &err,
+                "a variance figure cannot use time_to_target");
+
+    snprintf(text, sizeof text, "%.*s,\n \"figures\": [{\"type\": \"variance\", \"sources\": "
+             "[\"init\", \"split\"]}, \"rank\"]}", (int)(strlen(valid) - 1), valid);
+    if (!CHECK_OK(tb_study_plan_parse(text, "f.json", &p, &err), &err)) return;
+    CHECK(p->fig_variance && p->fig_rank && !p->fig_curve && p->n_fig_sources == 2);
+    double v[6 * 4], sv[2 * 6 * 4];
+    for (int cell = 0; cell < 6; cell++)
+        for (int r = 0; r < 4; r++) {
+            v[cell * 4 + r] = cell + 0.1 * r;           /* cell 0 the best in every run */
+            sv[cell * 4 + r] = cell + 0.01 * r;         /* init: a tenth of all's spread */
+            sv[(6 + cell) * 4 + r] = cell + 0.05 * r;   /* split: half */
+        }
+    v[5 * 4 + 1] = INFINITY; /* diverged: left out of the std, last in the rank */
+    v[1 * 4 + 3] = v[0 * 4 + 3]; /* a tie for first in run 4 */
+    tb_study_values vals = {.cells = 6, .seeds = 4, .v = v, .source_v = sv};
+    tb_study_figures f;
+    if (!CHECK_OK(tb_study_figures_compute(p, &vals, &f, &err), &err)) return;
+    CHECK(f.variance[0].n_groups == 3 && strcmp(f.variance[0].rows[2].name, "all") == 0);
+    CHECK_NEAR(f.variance[0].rows[0].std_share, 0.1, 1e-9);
+    CHECK_NEAR(f.variance[0].rows[1].std_share, 0.5, 1e-9);
+    CHECK(f.variance[5].lost[2] == 1 && f.variance[5].rows[2].n == 3);
+    CHECK_NEAR(f.rank[0].mean_rank, (1 + 1 + 1 + 1.5) / 4, 1e-12);
+    CHECK(f.rank[0].firsts == 4 && f.rank[1].firsts == 1);
+    CHECK_NEAR(f.rank[5].mean_rank, 6, 1e-12);
+    tb_study_figures_free(&f);
+    tb_study_plan_free(p);
 }
 
 /* The checks of the figure on made-up values (no training). */
@@ -144,7 +419,7 @@ static void test_figure(void)
     if (!CHECK_OK(tb_study_plan_parse(text, "f.json", &p, &err), &err)) return;
     p->seeds = 6;
     double v[6 * 6];
-    tb_study_values vals = {6, 6, v, 0, 0};
+    tb_study_values vals = {.cells = 6, .seeds = 6, .v = v};
     for (int cell = 0; cell < 6; cell++)
         for (int r = 0; r < 6; r++) /* adam (cells 0-2) lower than sgd, except at 256 */
             v[cell * 6 + r] = cell < 3 ? 0.1 + 0.01 * r : (cell == 5 ? 0.05 : 0.5 + 0.01 * r);
@@ -175,7 +450,7 @@ static void test_same_within(void)
     CHECK(p->comparisons[0].tolerance == 0.001);
     p->seeds = 6;
     double v[6 * 6];
-    tb_study_values vals = {6, 6, v, 0, 0};
+    tb_study_values vals = {.cells = 6, .seeds = 6, .v = v};
     for (int cell = 0; cell < 6; cell++) /* sgd = adam +-0.05% alternately, except at 128 */
         for (int r = 0; r < 6; r++)
             v[cell * 6 + r] = (1.0 + 0.1 * r) * (cell < 3 ? 1 : 1 + (r % 2 ? 5e-4 : -5e-4));
@@ -232,6 +507,10 @@ int main(void)
     test_malformed();
     test_figure();
     test_same_within();
+    test_tune();
+    test_search_points();
+    test_timed_metrics();
+    test_figures();
     test_shipped();
     return tb_test_finish("test_study_plan");
 }

@@ -198,6 +198,36 @@ static void test_evals(void)
     CHECK_FAILS(tb_train(&c, NULL, &r, &err), TB_ERR_INVALID, &err, "eval period");
 }
 
+/* Full-batch training: every step the same fixed subset (its size the batch, read once, an
+ * epoch one step), the same result from the same seeds, another subset from another data-order
+ * seed; what would change a step's examples refused before any data. */
+static void test_full_batch(void)
+{
+    tb_run_config c = base();
+    c.data.full_batch = 64;
+    c.length.epochs = 4; /* 4 steps: an epoch of the subset is one step */
+    c.eval.examples = 200;
+    tb_train_result a, b;
+    tb_error err = {0};
+    if (!CHECK_OK(tb_train(&c, NULL, &a, &err), &err)) return;
+    CHECK(a.steps == 4 && a.examples == 4 * 64 && a.fresh_examples == 64);
+    CHECK_OK(tb_train(&c, NULL, &b, &err), &err);
+    CHECK(a.final_train_loss == b.final_train_loss);
+    c.seeds[TB_STREAM_DATA_ORDER] = 99;
+    CHECK_OK(tb_train(&c, NULL, &b, &err), &err);
+    CHECK(a.final_train_loss != b.final_train_loss); /* another subset */
+    c.data.batch_size = 32;
+    CHECK_FAILS(tb_train(&c, NULL, &b, &err), TB_ERR_INVALID, &err,
+                "full batch (64 examples, every step all of them) cannot be combined with "
+                "another batch size");
+    c.data.batch_size = 0;
+    c.data.pipeline.augment = true;
+    CHECK_FAILS(tb_train(&c, NULL, &b, &err), TB_ERR_INVALID, &err, "with augmentation");
+    c.data.pipeline.augment = false;
+    c.data.full_batch = 1000000;
+    CHECK_FAILS(tb_train(&c, NULL, &b, &err), TB_ERR_INVALID, &err, "exceeds the");
+}
+
 int main(void)
 {
     test_learns();
@@ -205,5 +235,6 @@ int main(void)
     test_errors();
     test_schedule_horizon();
     test_evals();
+    test_full_batch();
     return tb_test_finish("test_train");
 }

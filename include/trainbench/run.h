@@ -58,6 +58,12 @@ typedef struct tb_run_data {
     int batch_size;            /* 0: the workload's default */
     tb_pipeline_config pipeline; /* prefetch, augmentation, echoing; its batch size and
                                     seeds are the run's */
+    int64_t full_batch;        /* > 0: full-batch training on a fixed subset of this many
+                                  training examples (drawn without replacement by the
+                                  data-order seed): every step is all of it, the batch size is
+                                  full_batch and an epoch is one step. Refused with another
+                                  batch size, echoing, augmentation, a shuffle buffer, an
+                                  update hook or several ranks */
 } tb_run_data;
 
 /* The length of the run and its learning-rate schedule. max_steps when > 0, else epochs; with

@@ -10,6 +10,7 @@
 #ifndef TRAINBENCH_STUDY_H
 #define TRAINBENCH_STUDY_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "trainbench/stats.h"
@@ -18,6 +19,15 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+/* How a search draws its points: the scrambled Halton sequence, shifted by the search's seed
+ * (every seed a different set of points), or Bayesian optimisation (a GP fitted to the trials
+ * so far, expected improvement; its first TB_STUDY_GP_INITIAL points are Halton's). */
+typedef enum tb_study_sampler {
+    TB_STUDY_SAMPLER_HALTON = 0,
+    TB_STUDY_SAMPLER_GP,
+} tb_study_sampler;
+#define TB_STUDY_GP_INITIAL 3
 
 /* What one run contributes: a metric of the validation or test split after the run. */
 typedef enum tb_study_metric {
@@ -29,11 +39,23 @@ typedef enum tb_study_metric {
     TB_METRIC_TEST_LOSS,
     TB_METRIC_TIME_TO_TARGET, /* timed seconds to the workload's validation target (+inf if
                                  not reached within its budget); runs stop at the target */
+    TB_METRIC_TIME_PER_STEP,  /* timed seconds per step: train_time_s / steps */
+    TB_METRIC_EXAMPLES_PER_SECOND, /* examples per timed second (higher is better) */
 } tb_study_metric;
 
 const char *tb_study_metric_name(tb_study_metric m);
 tb_status tb_study_metric_parse(const char *name, tb_study_metric *out, tb_error *err);
-/* The metric's value in a result (all of these are lower-is-better). */
+/* Whether higher values of m are better (examples_per_second); every other metric is
+ * lower-is-better. */
+bool tb_study_metric_higher_is_better(tb_study_metric m);
+/* Whether m is a measurement of time (time_to_target, time_per_step, examples_per_second):
+ * the machine and its load enter it. */
+bool tb_study_metric_timed(tb_study_metric m);
+/* The metric a search selects by: the validation form of m (never the test split; the
+ * workload's own validation metric for time_per_step and examples_per_second: a search picks
+ * what trains best, not what steps fastest). */
+tb_study_metric tb_study_selection_metric(tb_study_metric m);
+/* The metric's value in a result (NaN where the result lacks it). */
 double tb_study_metric_value(tb_study_metric m, const tb_train_result *r);
 /* Sets what a run needs for metric m: for time to target, the workload's budget, eval period
  * and stop-at-target (unless the config already sets a budget). Fails with TB_ERR_INVALID for
@@ -57,6 +79,13 @@ typedef struct tb_variance_study_config {
     int n_sources;                      /* sources varied one at a time (plus "all") */
     tb_stream sources[TB_STREAM_COUNT];
     tb_study_metric metric;
+    /* A search (0 trials: none). One search of search_trials Halton points of the space
+     * (AlgoPerf JSON text) on the base seeds picks the point every source's runs train, except
+     * the hparam source's and "all"'s: each of their runs makes its own search on its own seeds
+     * (its hparam seed draws the points) and gives its best trial's metric. */
+    const char *space;
+    const char *space_source;           /* its file, for messages (NULL: "search space") */
+    int search_trials;
     tb_study_run_fn on_run;
     void *user;
 } tb_variance_study_config;

@@ -56,9 +56,28 @@ typedef struct tb_study_where {
     int value[TB_STUDY_MAX_AXES];
 } tb_study_where;
 
+/* Tuning inside a cell ("tune": docs/STUDIES.md): a search of `trials` points of a search
+ * space, each a trial trained for the budget, the best by the validation form of the study's
+ * metric; the cell's runs are that point retrained on each run's seeds (every source re-drawn:
+ * FixHOptEst(k, All) of Bouthillier et al.), or with per_run a new search per run on the run's
+ * own seeds, its hyperparameter-search seed included (IdealEst(k)). */
+typedef struct tb_study_tune {
+    bool on;
+    char key[48];               /* where the file gives it ("tune", "overrides[2].tune") */
+    int space;                  /* index into the plan's space_json */
+    char space_source[TB_STUDY_TEXT_MAX]; /* the file it came from, or "inline" */
+    int trials;                 /* >= 1 */
+    tb_study_sampler sampler;
+    int64_t budget_steps;       /* the length of a trial: steps, epochs or timed seconds; */
+    double budget_epochs;       /* all 0: the cell's own length */
+    double budget_seconds;
+    bool per_run;               /* "search": "per_run" (else "once") */
+} tb_study_tune;
+
 typedef struct tb_study_override {
     tb_study_where when;
     tb_hparams hparams;
+    tb_study_tune tune;         /* when on: the matching cells tune so (the last one wins) */
 } tb_study_override;
 
 typedef enum tb_study_expect {
@@ -117,6 +136,12 @@ typedef struct tb_study_plan {
     tb_statistic statistic;         /* of the table: median (bootstrap CI) or mean (t CI) */
     int n_comparisons;
     tb_study_comparison comparisons[TB_STUDY_MAX_COMPARISONS];
+    tb_study_tune tune;             /* the study's own "tune" (every cell without an override's) */
+    bool fig_variance, fig_rank, fig_curve; /* "figures" beyond the table (figures.c) */
+    int n_fig_sources;              /* the variance figure's sources, each varied alone */
+    tb_stream fig_sources[TB_STREAM_COUNT];
+    int n_spaces;
+    char *space_json[TB_STUDY_MAX_OVERRIDES + 1]; /* the tunes' search spaces, owned */
 } tb_study_plan;
 
 /* Parses and validates study text; `file` names it in messages ("file: key: problem").
@@ -130,9 +155,12 @@ tb_status tb_study_plan_parse(const char *text, const char *file, tb_study_plan 
 tb_status tb_study_plan_load(const char *path, tb_study_plan **out, tb_error *err);
 void tb_study_plan_free(tb_study_plan *plan);
 
-/* Scales the runs per cell (at least 2) and the steps or epochs of every run (at least 1
- * step) by factor > 0, for a quick look (< 1) or a closer one (> 1). */
+/* Scales the steps or epochs of every run (at least 1 step; a tuning budget too) by factor > 0,
+ * for a quick look (< 1) or a closer one (> 1). The runs per cell are left alone: they are
+ * set by tb_study_plan_set_seeds. */
 tb_status tb_study_plan_scale(tb_study_plan *plan, double factor, tb_error *err);
+/* Sets the runs per cell (pairs), 2 to TB_STUDY_MAX_SEEDS, in place of the file's "seeds". */
+tb_status tb_study_plan_set_seeds(tb_study_plan *plan, int seeds, tb_error *err);
 
 /* Cells: every combination of the axes' values, the last axis varying fastest. */
 int tb_study_plan_cells(const tb_study_plan *plan);
@@ -140,6 +168,15 @@ int tb_study_plan_cells(const tb_study_plan *plan);
 void tb_study_plan_cell_values(const tb_study_plan *plan, int cell, int *values);
 /* "algorithm=ekfac batch_size=64" (the fixed grid of one cell: "all"). */
 void tb_study_plan_cell_label(const tb_study_plan *plan, int cell, char *buf, size_t cap);
+/* The tuning of cell `cell` (the last matching override's, else the study's), or NULL. */
+const tb_study_tune *tb_study_plan_cell_tune(const tb_study_plan *plan, int cell);
+/* The configuration of a tuning trial of cell `cell`: the cell's configuration with the
+ * tune's budget as its length, the seeds of index `seeds_index` (0: the base seeds of a search
+ * made once; run + 1 for a run's own search) and the hyperparameters of point over the cell's;
+ * prepared for the metric. */
+tb_status tb_study_plan_trial_config(const tb_study_plan *plan, int cell, int seeds_index,
+                                     const tb_hparams *point, tb_run_config *out,
+                                     tb_error *err);
 /* The training configuration of run `run` (0-based seed index) of cell `cell`: the settings,
  * the cell's axis values, its hyperparameters ("*", then its algorithm's, then the matching
  * overrides in order, then a hyperparameter axis) and seeds; prepared for the metric. */
@@ -148,10 +185,11 @@ tb_status tb_study_plan_run_config(const tb_study_plan *plan, int cell, int run,
 
 /* ---- running -------------------------------------------------------------------------------- */
 
-/* After each run of the study: done of total, whether it came from the store, its value (NaN
- * if it diverged; err then says why). */
+/* After each run of the study, and each trial of a tuning search (trial >= 0: its index; -1
+ * for a run): done of total, whether it came from the store, its value (NaN if it diverged;
+ * err then says why). A trial's value is the metric it is selected by. */
 typedef void (*tb_study_progress_fn)(void *user, int done, int total, int cell, int run,
-                                     bool reused, double value, const tb_error *err);
+                                     int trial, bool reused, double value, const tb_error *err);
 
 typedef struct tb_study_exec_options {
     tb_backend_config backend;
@@ -165,7 +203,18 @@ typedef struct tb_study_values {
     int cells, seeds;
     double *v;                  /* v[cell * seeds + run]: the metric (+inf for a run that
                                    diverged or missed its target); owned */
-    int64_t trained, reused;    /* runs trained now, runs read from the store */
+    int64_t trained, reused;    /* runs trained now, runs read from the store (tuning trials
+                                   included) */
+    int max_trials;             /* the most trials of any cell's search (0: nothing tuned) */
+    double *trial_v;            /* [(cell * seeds + run) * max_trials + t]: the selection metric
+                                   of trial t of run `run`'s search (a search made once: run
+                                   0's), +inf if it diverged, NaN where there is none; owned */
+    tb_hparams *chosen;         /* [cell * seeds + run]: the point its search chose (only the
+                                   space's hyperparameters; count 0 where nothing was tuned);
+                                   owned */
+    double *source_v;           /* the variance figure's runs: [(k * cells + cell) * seeds + i]
+                                   for plan->fig_sources[k], run i varying that source alone
+                                   (the others at the base seeds); owned */
 } tb_study_values;
 
 /* Runs every run of the plan, run index outer and cells inner (a study stopped early has
@@ -210,6 +259,33 @@ typedef struct tb_study_figure {
 tb_status tb_study_figure_compute(const tb_study_plan *plan, const tb_study_values *values,
                                   tb_study_figure *out, tb_error *err);
 void tb_study_figure_free(tb_study_figure *figure);
+
+/* ---- the figures beyond the table (figures.c): data first -------------------------------- */
+
+typedef struct tb_study_variance_cell {
+    int n_groups;                /* the sources, then "all" (the cell's runs) */
+    tb_variance_row rows[TB_STREAM_COUNT + 1];
+    int64_t lost[TB_STREAM_COUNT + 1]; /* runs left out: diverged, or a miss */
+} tb_study_variance_cell;
+
+typedef struct tb_study_rank_cell {
+    double mean_rank;            /* over the runs: 1 the best cell of a run (ties share) */
+    int64_t firsts;              /* runs in which the cell ranked first (alone or tied) */
+} tb_study_rank_cell;
+
+typedef struct tb_study_figures {
+    tb_study_variance_cell *variance; /* per cell (fig_variance), owned */
+    tb_study_rank_cell *rank;         /* per cell (fig_rank), owned */
+    double *curve;                    /* per cell, max_trials values (fig_curve): the best
+                                         selection value so far after each trial (the median
+                                         over the runs' searches for per_run; NaN for a cell
+                                         that does not tune), owned */
+} tb_study_figures;
+
+/* The figures the plan asks for, from its values. */
+tb_status tb_study_figures_compute(const tb_study_plan *plan, const tb_study_values *values,
+                                   tb_study_figures *out, tb_error *err);
+void tb_study_figures_free(tb_study_figures *f);
 
 /* ---- the store's study runs (src/store/study_store.c) ---------------------------------------- */
 

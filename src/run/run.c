@@ -27,8 +27,31 @@ void tb_run_config_seed_all(tb_run_config *c, uint64_t seed)
 
 static bool finite_nonneg(double v) { return v >= 0 && v < INFINITY; }
 
+/* Full-batch training's refusals: what would change the examples of a step. */
+static tb_status check_full_batch(const tb_run_config *c, tb_error *err)
+{
+    const tb_run_data *d = &c->data;
+    if (d->full_batch < 0)
+        return tb_fail(err, TB_ERR_INVALID, "full batch: %lld examples is negative",
+                       (long long)d->full_batch);
+    if (d->full_batch == 0) return TB_OK;
+    const char *why = d->batch_size > 0 && d->batch_size != d->full_batch ? "another batch size"
+                      : d->pipeline.echo != TB_ECHO_NONE || d->pipeline.echo_factor > 1
+                          ? "data echoing"
+                      : d->pipeline.augment        ? "augmentation"
+                      : d->pipeline.shuffle_buffer ? "a shuffle buffer"
+                      : c->update.update           ? "a submission's own update"
+                      : tb_dist_size(c->dist) > 1  ? "several ranks"
+                                                   : NULL;
+    if (why)
+        return tb_fail(err, TB_ERR_INVALID, "full batch (%lld examples, every step all of them) "
+                       "cannot be combined with %s", (long long)d->full_batch, why);
+    return TB_OK;
+}
+
 tb_status tb_run_config_check(const tb_run_config *c, tb_error *err)
 {
+    tb_status st_full;
     if (!c) return tb_fail(err, TB_ERR_INVALID, "run: config is NULL");
     const bool hook = c->update.update != NULL;
     if (!c->model.workload || (!c->model.algorithm && !hook))
@@ -64,6 +87,8 @@ tb_status tb_run_config_check(const tb_run_config *c, tb_error *err)
         tb_status st = tb_optimizer_check_hparams(c->model.algorithm, &c->model.hparams, err);
         if (st != TB_OK) return st;
     }
+    st_full = check_full_batch(c, err);
+    if (st_full != TB_OK) return st_full;
     return tb_run_dist_refusals(c, 0, NULL, err); /* e.g. a GPU, before creating its backend */
 }
 
@@ -76,7 +101,7 @@ static tb_status plan_length(tb_run *r, tb_error *err)
     if (r->batch > n_train)
         return tb_fail(err, TB_ERR_INVALID, "batch size %lld exceeds the %lld training examples",
                        (long long)r->batch, (long long)n_train);
-    int64_t per_epoch = n_train / r->batch;
+    int64_t per_epoch = r->cfg.data.full_batch > 0 ? 1 : n_train / r->batch; /* full: 1 step */
     r->open_ended = l->max_steps == 0 && l->epochs == 0;
     double epoch_steps = ceil(l->epochs * (double)per_epoch);
     if (l->max_steps == 0 && !r->open_ended && epoch_steps > TB_RUN_MAX_STEPS)
@@ -110,10 +135,36 @@ static tb_status choose_batch(tb_run *r, tb_error *err)
         int b = c->update.batch_size(c->update.user, r);
         if (b < 1) return tb_fail(err, TB_ERR_INVALID, "the batch size chosen is %d", b);
         r->batch = b;
+    } else if (c->data.full_batch > 0) {
+        r->batch = c->data.full_batch;
     } else {
         r->batch = c->data.batch_size > 0 ? c->data.batch_size
                                           : tb_workload_get_info(r->wl)->default_batch_size;
     }
+    return TB_OK;
+}
+
+/* Full batch: the fixed subset, drawn without replacement by the data-order seed (a partial
+ * Fisher-Yates shuffle of the training rows). */
+static tb_status draw_full_rows(tb_run *r, tb_error *err)
+{
+    const int64_t n_train = tb_workload_size(r->wl, TB_SPLIT_TRAIN), n = r->cfg.data.full_batch;
+    int64_t *all = malloc((size_t)n_train * sizeof *all);
+    r->full_rows = malloc((size_t)n * sizeof *r->full_rows);
+    if (!all || !r->full_rows) {
+        free(all);
+        return tb_fail(err, TB_ERR_NOMEM, "out of memory for a full batch's rows");
+    }
+    for (int64_t i = 0; i < n_train; i++) all[i] = i;
+    tb_rng rng = tb_rng_make(r->cfg.seeds[TB_STREAM_DATA_ORDER], TB_STREAM_COUNT + 2);
+    for (int64_t i = 0; i < n; i++) {
+        int64_t j = i + (int64_t)tb_rng_below(&rng, (uint64_t)(n_train - i));
+        int64_t t = all[i];
+        all[i] = all[j];
+        all[j] = t;
+        r->full_rows[i] = all[i];
+    }
+    free(all);
     return TB_OK;
 }
 
@@ -132,6 +183,7 @@ static tb_status setup_training(tb_run *r, tb_error *err)
     pc.batch_size = r->batch;
     pc.data_order_seed = c->seeds[TB_STREAM_DATA_ORDER];
     pc.augment_seed = c->seeds[TB_STREAM_AUGMENT];
+    if (c->data.full_batch > 0) pc.prefetch = -1; /* no thread: the steps read full_rows */
     if (st == TB_OK) st = tb_pipeline_create(r->wl, &pc, &r->pipe, err);
     if (st == TB_OK && r->opt) st = tb_run_runner_create(r, r->opt, c->model.cuda_graph,
                                                          &r->own, err);
@@ -155,6 +207,7 @@ static tb_status setup(tb_run *r, tb_error *err)
     if (st == TB_OK) st = tb_tape_create(r->be, &r->tape, err);
     if (st == TB_OK) st = choose_batch(r, err);
     if (st == TB_OK) st = plan_length(r, err);
+    if (st == TB_OK && c->data.full_batch > 0) st = draw_full_rows(r, err);
     if (st == TB_OK) st = setup_training(r, err);
     return st;
 }
@@ -195,6 +248,7 @@ void tb_run_destroy(tb_run *r)
     tb_tape_destroy(r->eval_tape);
     tb_workload_destroy(r->wl);
     tb_backend_destroy(r->be);
+    free(r->full_rows);
     free(r);
 }
 

@@ -24,6 +24,7 @@ struct tb_run {
     tb_rng dropout;         /* this rank's dropout masks */
     tb_rng fisher;          /* targets sampled for curvature statistics */
     int64_t batch;
+    int64_t *full_rows;     /* data.full_batch > 0: the subset every step trains on */
     int64_t total;          /* steps to take; INT64_MAX when open-ended */
     bool open_ended;
     tb_schedule schedule;

@@ -71,13 +71,32 @@ static tb_status hook_step(tb_run *r, int64_t step, tb_run_step_info *info, tb_e
     return st;
 }
 
+/* Full batch: the fixed subset on the reset tape, then the runner's step on it. */
+static tb_status full_batch_step(tb_run *r, int64_t step, float *loss, int64_t *examples,
+                                 tb_error *err)
+{
+    tb_tape_reset(r->tape);
+    tb_batch b = {.n = r->batch, .fresh = step == 1 ? r->batch : 0, .rows = r->full_rows};
+    if (!tb_workload_gather(r->wl, r->tape, TB_SPLIT_TRAIN, r->full_rows, r->batch, &b.inputs,
+                            &b.targets)) {
+        if (err) *err = *tb_tape_error(r->tape);
+        return tb_tape_status(r->tape);
+    }
+    *examples = b.n;
+    return tb_step_runner_run(r->own.runner, &b, tb_schedule_factor(&r->schedule, step),
+                              &r->dropout, loss, err);
+}
+
 static tb_status runner_step(tb_run *r, int64_t step, bool read_loss, tb_run_step_info *info,
                              tb_error *err)
 {
     float loss = NAN;
-    tb_status st = tb_step_runner_step(r->own.runner, r->pipe,
-                                       tb_schedule_factor(&r->schedule, step), &r->dropout,
-                                       read_loss ? &loss : NULL, &info->examples, err);
+    tb_status st = r->full_rows
+                       ? full_batch_step(r, step, read_loss ? &loss : NULL, &info->examples, err)
+                       : tb_step_runner_step(r->own.runner, r->pipe,
+                                             tb_schedule_factor(&r->schedule, step),
+                                             &r->dropout, read_loss ? &loss : NULL,
+                                             &info->examples, err);
     info->loss = loss;
     return st;
 }

@@ -19,13 +19,30 @@ static const char study_table[] =
     "  diverged INTEGER NOT NULL, reason TEXT NOT NULL, steps INTEGER NOT NULL,"
     "  train_time_s REAL, validation_loss REAL, validation_error REAL, validation_metric REAL,"
     "  test_loss REAL, test_error REAL, test_metric REAL, reached INTEGER NOT NULL,"
-    "  time_to_target_s REAL);";
+    "  time_to_target_s REAL, examples INTEGER);";
+
+/* Whether study_runs has its examples column (false when the query fails: the check reports). */
+static bool has_examples(sqlite3 *db)
+{
+    sqlite3_stmt *q = NULL;
+    bool has = sqlite3_prepare_v2(db, "SELECT count(*) FROM pragma_table_info('study_runs') "
+                                      "WHERE name = 'examples'", -1, &q, NULL) == SQLITE_OK &&
+               sqlite3_step(q) == SQLITE_ROW && sqlite3_column_int(q, 0) > 0;
+    sqlite3_finalize(q);
+    return has;
+}
 
 /* The table ready (created and checked), then sql prepared into *q. */
 static tb_status prepare(tb_store *s, const char *sql, const char *what, sqlite3_stmt **q,
                          tb_error *err)
 {
-    tb_status st = tb_store_side_tables(s, study_table, NULL, 0, "study table", "studies", err);
+    /* a study_runs table from before the timed metrics lacks examples alone: added below (its
+     * runs read back with examples unknown) */
+    static const char *const added[] = {"study_runs.examples"};
+    tb_status st = tb_store_side_tables(s, study_table, added, 1, "study table", "studies", err);
+    if (st == TB_OK)
+        st = tb_store_add_columns(s, has_examples, "ALTER TABLE study_runs ADD COLUMN examples "
+                                  "INTEGER", err);
     if (st != TB_OK) return st;
     return sqlite3_prepare_v2(s->db, sql, -1, q, NULL) ? tb_store_sql_fail(s, err, what)
                                                        : TB_OK;
@@ -47,8 +64,8 @@ tb_status tb_store_put_study_run(tb_store *s, const tb_study_run_record *r,
                            "INSERT OR REPLACE INTO study_runs(key, study, code_version, "
                            "diverged, reason, steps, train_time_s, validation_loss, "
                            "validation_error, validation_metric, test_loss, test_error, "
-                           "test_metric, reached, time_to_target_s) "
-                           "VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                           "test_metric, reached, time_to_target_s, examples) "
+                           "VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                            "recording a study run", &q, err);
     if (st != TB_OK) return st;
     const tb_train_result *t = &r->result;
@@ -67,6 +84,7 @@ tb_status tb_store_put_study_run(tb_store *s, const tb_study_run_record *r,
     tb_store_bind_real(q, 13, t->test.metric);
     sqlite3_bind_int(q, 14, t->reached_target);
     tb_store_bind_real(q, 15, t->time_to_target_s);
+    sqlite3_bind_int64(q, 16, t->examples);
     int rc = sqlite3_step(q);
     st = rc == SQLITE_DONE ? TB_OK : tb_store_sql_fail(s, err, "recording a study run");
     sqlite3_finalize(q);
@@ -83,7 +101,7 @@ tb_status tb_store_get_study_run(tb_store *s, const char *key, tb_study_run_reco
     tb_status st = prepare(s,
                            "SELECT study, diverged, reason, steps, train_time_s, "
                            "validation_loss, validation_error, validation_metric, test_loss, "
-                           "test_error, test_metric, reached, time_to_target_s "
+                           "test_error, test_metric, reached, time_to_target_s, examples "
                            "FROM study_runs WHERE key = ?", "reading a study run", &q, err);
     if (st != TB_OK) return st;
     sqlite3_bind_text(q, 1, key, -1, SQLITE_TRANSIENT);
@@ -108,6 +126,10 @@ tb_status tb_store_get_study_run(tb_store *s, const char *key, tb_study_run_reco
         t->test.metric = column_real(q, 10);
         t->reached_target = sqlite3_column_int(q, 11) != 0;
         t->time_to_target_s = column_real(q, 12);
+        t->examples = sqlite3_column_type(q, 13) == SQLITE_NULL ? 0 : sqlite3_column_int64(q, 13);
+        t->examples_per_s = t->examples > 0 && t->train_time_s > 0
+                                ? (double)t->examples / t->train_time_s
+                                : NAN;
         t->diverged = out->diverged;
     } else if (rc != SQLITE_DONE) {
         st = tb_store_sql_fail(s, err, "reading a study run");

@@ -10,16 +10,6 @@
 
 #include "trainbench/tune.h"
 
-/* A search selects on validation, never on test. */
-static tb_study_metric selection_metric(tb_study_metric m)
-{
-    return m == TB_METRIC_TEST_ERROR  ? TB_METRIC_VALIDATION_ERROR
-           : m == TB_METRIC_TEST_LOSS ? TB_METRIC_VALIDATION_LOSS
-           : m == TB_METRIC_TEST      ? TB_METRIC_VALIDATION
-                                      : m;
-}
-
-
 void tb_compare_result_free(tb_compare_result *r)
 {
     if (!r) return;
@@ -28,95 +18,50 @@ void tb_compare_result_free(tb_compare_result *r)
     memset(r, 0, sizeof *r);
 }
 
-/* Draws the points of every search a comparison makes on one side: study 0 for the single
- * search, study i + 1 for pair i's search of the ideal estimator; studies get distinct points
- * (tb_search_space_sample). */
-static tb_status draw_points(const tb_compare_config *cfg, const char *name,
-                             const char *space_json, const char *source, tb_hparams **out,
-                             tb_error *err)
+/* One side's search space, parsed (malformed JSON counts as a bad value, as in bench). */
+static tb_status parse_space(const char *name, const char *space_json, const char *source,
+                             tb_search_space **out, tb_error *err)
 {
     char src[512];
     if (source) snprintf(src, sizeof src, "search space %s (%s)", source, name);
     else snprintf(src, sizeof src, "%s's search space", name);
-    tb_search_space *space = NULL;
-    tb_status st = tb_search_space_parse(space_json, src, &space, err);
-    if (st == TB_ERR_FORMAT) { /* malformed JSON: a bad value, as a bad range (as in bench) */
+    tb_status st = tb_search_space_parse(space_json, src, out, err);
+    if (st == TB_ERR_FORMAT) {
         st = TB_ERR_INVALID;
         if (err) err->status = st;
-    }
-    if (st != TB_OK) return st;
-    int studies = cfg->ideal ? cfg->pairs + 1 : 1;
-    *out = calloc((size_t)studies * (size_t)cfg->search_trials, sizeof **out);
-    if (!*out) st = tb_fail(err, TB_ERR_NOMEM, "out of memory for search points");
-    if (st == TB_OK)
-        st = tb_search_space_sample(space, studies, cfg->search_trials,
-                                    tb_study_seed(cfg->seed, TB_STREAM_HPARAM, 0), *out, err);
-    tb_search_space_destroy(space);
-    if (st != TB_OK) {
-        free(*out);
-        *out = NULL;
     }
     return st;
 }
 
-/* Every drawn point checked as its run would be (names and ranges of the algorithm's
- * hyperparameters) before any training, so a typo in B's search space fails at once instead
- * of after A's search. */
-static tb_status check_points(const tb_run_config *base, const char *name,
-                              const tb_hparams *points, int n, tb_error *err)
+/* Every search a side makes (index 0: the single search; 1..pairs: the ideal estimator's),
+ * its points checked before any training, so a typo in B's search space fails at once
+ * instead of after A's search. */
+static tb_status check_searches(const tb_compare_config *cfg, const tb_search_space *space,
+                                const tb_run_config *base, const char *name, tb_error *err)
 {
-    for (int i = 0; i < n; i++) {
-        tb_run_config t = *base;
-        for (int k = 0; k < points[i].count; k++)
-            tb_hparams_set(&t.model.hparams, points[i].names[k], points[i].values[k], NULL);
-        tb_status st = tb_study_check_base(&t, err);
+    for (int k = cfg->ideal ? 1 : 0; k <= (cfg->ideal ? cfg->pairs : 0); k++) {
+        tb_status st = tb_study_search_check(space, cfg->search_trials,
+                                             tb_study_seed(cfg->seed, TB_STREAM_HPARAM, k), base,
+                                             err);
         if (st != TB_OK) return tb_error_prefix(err, "search space of %s", name);
     }
     return TB_OK;
 }
 
-/* Trains the `trials` points (given) on the seeds of pair index `pair` (0: the base seeds),
- * selects the best by the validation form of the metric, writes its configuration to best and
- * its reported metric to *best_reported (if not NULL). Trials that diverge are passed over;
- * TB_ERR_NUMERIC if every one did; any other failure of a trial stops the search. */
-static tb_status search(const tb_compare_config *cfg, const tb_run_config *c, const char *name,
-                        const tb_hparams *points, int64_t pair, tb_hparams *best,
-                        double *best_reported, int64_t *runs, tb_error *err)
+/* The search of one side on the seeds of pair index `pair` (0: the base seeds; its hparam
+ * seed draws the points, so each pair of the ideal estimator searches anew). */
+static tb_status search(const tb_compare_config *cfg, const tb_run_config *c,
+                        const tb_search_space *space, const char *name, int64_t pair,
+                        tb_hparams *best, double *best_reported, int64_t *runs, tb_error *err)
 {
-    tb_status st = TB_OK;
-    double best_v = INFINITY, best_r = NAN;
-    int best_i = -1;
     char group[64];
     snprintf(group, sizeof group, "search %s", name);
-    for (int i = 0; i < cfg->search_trials; i++) {
-        tb_run_config t = *c;
-        for (int k = 0; k < points[i].count; k++)
-            tb_hparams_set(&t.model.hparams, points[i].names[k], points[i].values[k], NULL);
-        for (int s = 0; s < TB_STREAM_COUNT; s++)
-            t.seeds[s] = tb_study_seed(cfg->seed, (tb_stream)s, pair);
-        double v, reported;
-        st = tb_study_run_one(&t, selection_metric(cfg->metric), cfg->metric, &v, &reported, group, i + 1,
-                     cfg->search_trials, cfg->on_run, cfg->user, err);
-        (*runs)++;
-        if (st == TB_ERR_NUMERIC) continue;
-        if (st != TB_OK) return st;
-        if (best_i < 0 || v < best_v) {
-            best_v = v;
-            best_r = reported;
-            best_i = i;
-        }
-    }
-    st = TB_OK;
-    if (best_i < 0)
-        st = tb_fail(err, TB_ERR_NUMERIC, "%s: every one of the %d search trials diverged", name,
-                     cfg->search_trials);
-    if (best_reported) *best_reported = best_r;
-    if (st == TB_OK) {
-        *best = c->model.hparams;
-        for (int k = 0; k < points[best_i].count; k++)
-            tb_hparams_set(best, points[best_i].names[k], points[best_i].values[k], NULL);
-    }
-    return st;
+    tb_run_config base = *c;
+    for (int s = 0; s < TB_STREAM_COUNT; s++)
+        base.seeds[s] = tb_study_seed(cfg->seed, (tb_stream)s, pair);
+    tb_study_train_search t = {space, cfg->search_trials, TB_STUDY_SAMPLER_HALTON, cfg->metric,
+                               group, cfg->on_run, cfg->user, runs};
+    return tb_study_search_train(&t, &base, best, best_reported, err);
 }
 
 tb_status tb_compare_run(const tb_compare_config *cfg, tb_compare_result *out, tb_error *err)
@@ -128,6 +73,9 @@ tb_status tb_compare_run(const tb_compare_config *cfg, tb_compare_result *out, t
     if (st != TB_OK) return tb_error_prefix(err, "side A");
     st = tb_study_check_base(&cfg->b, err);
     if (st != TB_OK) return tb_error_prefix(err, "side B");
+    if (cfg->metric == TB_METRIC_TIME_PER_STEP || cfg->metric == TB_METRIC_EXAMPLES_PER_SECOND)
+        return tb_fail(err, TB_ERR_INVALID, "compare cannot use %s: it is a study file's metric "
+                       "(`trainbench study`, docs/STUDIES.md)", tb_study_metric_name(cfg->metric));
     if (cfg->pairs < 2)
         return tb_fail(err, TB_ERR_INVALID, "a comparison needs at least 2 pairs, got %d",
                        cfg->pairs);
@@ -154,24 +102,21 @@ tb_status tb_compare_run(const tb_compare_config *cfg, tb_compare_result *out, t
     out->best_a = base_a.model.hparams;
     out->best_b = base_b.model.hparams;
     bool searching = cfg->search_trials > 0;
-    tb_hparams *pts_a = NULL, *pts_b = NULL;
-    const int T = cfg->search_trials;
+    tb_search_space *sp_a = NULL, *sp_b = NULL;
     if (searching) {
-        st = draw_points(cfg, na, cfg->space_a, cfg->space_a_source, &pts_a, err);
-        if (st == TB_OK)
-            st = draw_points(cfg, nb, cfg->space_b, cfg->space_b_source, &pts_b, err);
-        const int points = (cfg->ideal ? cfg->pairs + 1 : 1) * T;
-        if (st == TB_OK) st = check_points(&base_a, na, pts_a, points, err);
-        if (st == TB_OK) st = check_points(&base_b, nb, pts_b, points, err);
+        st = parse_space(na, cfg->space_a, cfg->space_a_source, &sp_a, err);
+        if (st == TB_OK) st = parse_space(nb, cfg->space_b, cfg->space_b_source, &sp_b, err);
+        if (st == TB_OK) st = check_searches(cfg, sp_a, &base_a, na, err);
+        if (st == TB_OK) st = check_searches(cfg, sp_b, &base_b, nb, err);
     }
     if (st == TB_OK && searching && !cfg->ideal) { /* one search per side, on the base seeds */
-        st = search(cfg, &base_a, na, pts_a, 0, &out->best_a, NULL, &out->runs, err);
+        st = search(cfg, &base_a, sp_a, na, 0, &out->best_a, NULL, &out->runs, err);
         if (st == TB_OK)
-            st = search(cfg, &base_b, nb, pts_b, 0, &out->best_b, NULL, &out->runs, err);
+            st = search(cfg, &base_b, sp_b, nb, 0, &out->best_b, NULL, &out->runs, err);
     }
     if (st != TB_OK) {
-        free(pts_a);
-        free(pts_b);
+        tb_search_space_destroy(sp_a);
+        tb_search_space_destroy(sp_b);
         tb_compare_result_free(out);
         return st;
     }
@@ -184,11 +129,9 @@ tb_status tb_compare_run(const tb_compare_config *cfg, tb_compare_result *out, t
              * search's own points); the sample is the selected trial's result. A side whose
              * every trial diverged has diverged in this pair. */
             tb_hparams ha, hb;
-            sa = search(cfg, &base_a, na, pts_a + (size_t)(i + 1) * T, i + 1, &ha, &va,
-                        &out->runs, err);
+            sa = search(cfg, &base_a, sp_a, na, i + 1, &ha, &va, &out->runs, err);
             sb = sa == TB_OK || sa == TB_ERR_NUMERIC
-                     ? search(cfg, &base_b, nb, pts_b + (size_t)(i + 1) * T, i + 1, &hb, &vb,
-                              &out->runs, err)
+                     ? search(cfg, &base_b, sp_b, nb, i + 1, &hb, &vb, &out->runs, err)
                      : sa;
             if (i == 0) {
                 if (sa == TB_OK) out->best_a = ha;
@@ -224,8 +167,8 @@ tb_status tb_compare_run(const tb_compare_config *cfg, tb_compare_result *out, t
         out->b[out->n] = sb == TB_OK ? vb : INFINITY;
         out->n++;
     }
-    free(pts_a);
-    free(pts_b);
+    tb_search_space_destroy(sp_a);
+    tb_search_space_destroy(sp_b);
     if (st == TB_OK && out->failed_a == out->n && out->failed_b == out->n)
         st = tb_fail(err, TB_ERR_NUMERIC, "every run diverged, on both sides (%lld pairs)",
                      (long long)out->n);

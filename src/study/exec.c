@@ -1,4 +1,5 @@
 /* exec.c: runs a study plan's runs, reusing and recording them in a results store. */
+#include "study/study_impl.h"
 #include "trainbench/machine.h"
 #include "trainbench/study_plan.h"
 
@@ -31,6 +32,9 @@ static tb_status run_key(const tb_run_config *c, char *buf, size_t cap, tb_error
     tb_status st = tb_hparams_resolve(c->model.algorithm, &c->model.hparams, &hp, NULL, err);
     if (st != TB_OK) return st;
     size_t len = 0;
+    char full[48] = ""; /* only when set: the keys of every other run stay as they were */
+    if (c->data.full_batch > 0)
+        snprintf(full, sizeof full, " full_batch=%lld", (long long)c->data.full_batch);
     bool ok = put(buf, cap, &len, "workload=%s algorithm=%s hparams={", c->model.workload,
                   c->model.algorithm);
     for (int i = 0; i < hp.count && ok; i++)
@@ -39,48 +43,61 @@ static tb_status run_key(const tb_run_config *c, char *buf, size_t cap, tb_error
                    "} batch_size=%d steps=%lld epochs=%.17g schedule=%s warmup=%.17g "
                    "evals=%d eval_examples=%lld split=%d stop_at_target=%d max_time_s=%.17g "
                    "eval_period_s=%.17g device=%s precision=%s echo=%s echo_factor=%.17g "
-                   "augment=%d shuffle_buffer=%lld seeds=",
+                   "augment=%d shuffle_buffer=%lld%s seeds=",
                    c->data.batch_size, (long long)c->length.max_steps, c->length.epochs,
                    tb_schedule_name(c->length.schedule), c->length.warmup_fraction, c->eval.during,
                    (long long)c->eval.examples, (int)c->data.source.split_kind, (int)c->eval.stop_at_target,
                    c->length.max_time_s, c->eval.period_s, tb_device_name(c->model.backend.device),
                    tb_precision_name(c->model.backend.precision), tb_echo_kind_name(c->data.pipeline.echo),
                    c->data.pipeline.echo_factor, (int)c->data.pipeline.augment,
-                   (long long)c->data.pipeline.shuffle_buffer);
+                   (long long)c->data.pipeline.shuffle_buffer, full);
     for (int s = 0; s < TB_STREAM_COUNT && ok; s++)
         ok = put(buf, cap, &len, "%s%llu", s ? "," : "", (unsigned long long)c->seeds[s]);
     return ok ? TB_OK : tb_fail(err, TB_ERR_INVALID, "a study run's configuration is longer "
                                 "than %zu characters", cap - 1);
 }
 
-/* The metric of a finished run: +inf if it diverged or its value is not finite (a missed
- * target under time_to_target is +inf already). */
+/* The metric of a finished run: the worst value (+inf, or -inf where higher is better) if it
+ * diverged or its value is not finite (a missed target under time_to_target is +inf
+ * already). */
 static double run_value(tb_study_metric m, const tb_train_result *r, bool diverged)
 {
-    if (diverged) return INFINITY;
+    const double worst = tb_study_metric_higher_is_better(m) ? -INFINITY : INFINITY;
+    if (diverged) return worst;
     double v = tb_study_metric_value(m, r);
-    return isfinite(v) || (isinf(v) && m == TB_METRIC_TIME_TO_TARGET) ? v : INFINITY;
+    return isfinite(v) || (isinf(v) && m == TB_METRIC_TIME_TO_TARGET) ? v : worst;
 }
 
-/* One run: from the store if it holds it, else trained (and recorded). */
-static tb_status one_run(const tb_study_plan *plan, const tb_study_exec_options *o, int cell,
-                         int run, tb_study_run_record *rec, bool *reused, tb_error *err)
+typedef struct exec_ctx {
+    const tb_study_plan *plan;
+    const tb_study_exec_options *o;
+    tb_study_values *out;
+    tb_study_run_record *rec;
+    int done, total;
+    int cell, run;              /* the run (or the search) under way */
+} exec_ctx;
+
+/* A run of configuration cfg: from the store if it holds it, else trained (and recorded under
+ * the study's name, or "<name>/tune" for a tuning trial). */
+static tb_status record_run(exec_ctx *x, tb_run_config *cfg, bool trial, bool *reused,
+                            tb_error *err)
 {
-    tb_run_config cfg;
-    tb_status st = tb_study_plan_run_config(plan, cell, run, &cfg, err);
+    const tb_study_exec_options *o = x->o;
+    tb_study_run_record *rec = x->rec;
+    memset(rec, 0, sizeof *rec);
+    cfg->model.backend = o->backend;
+    cfg->data.source.data_dir = o->data_dir;
+    cfg->data.source.cache_dir = o->cache_dir;
+    tb_status st = run_key(cfg, rec->key, sizeof rec->key, err);
     if (st != TB_OK) return st;
-    cfg.model.backend = o->backend;
-    cfg.data.source.data_dir = o->data_dir;
-    cfg.data.source.cache_dir = o->cache_dir;
-    if ((st = run_key(&cfg, rec->key, sizeof rec->key, err)) != TB_OK) return st;
     *reused = false;
     if (o->store) {
         st = tb_store_get_study_run(o->store, rec->key, rec, reused, err);
         if (st != TB_OK || *reused) return st;
     }
-    snprintf(rec->study, sizeof rec->study, "%s", plan->name);
+    snprintf(rec->study, sizeof rec->study, "%.56s%s", x->plan->name, trial ? "/tune" : "");
     tb_error e = {0};
-    st = tb_train(&cfg, NULL, &rec->result, &e);
+    st = tb_train(cfg, NULL, &rec->result, &e);
     if (st != TB_OK && st != TB_ERR_NUMERIC) {
         *err = e;
         return st;
@@ -90,6 +107,144 @@ static tb_status one_run(const tb_study_plan *plan, const tb_study_exec_options 
     return o->store ? tb_store_put_study_run(o->store, rec, tb_code_version(), err) : TB_OK;
 }
 
+static void report(exec_ctx *x, int trial, bool reused, double v)
+{
+    if (reused) x->out->reused++;
+    else x->out->trained++;
+    x->done++;
+    if (!x->o->progress) return;
+    tb_error why = {0};
+    if (x->rec->diverged) snprintf(why.message, sizeof why.message, "%s", x->rec->reason);
+    x->o->progress(x->o->user, x->done, x->total, x->cell, x->run, trial, reused,
+                   x->rec->diverged ? NAN : v, x->rec->diverged ? &why : NULL);
+}
+
+static tb_status trial_fn(void *user, const tb_run_config *cfg, int trial, double *select,
+                          double *reported, tb_error *err)
+{
+    exec_ctx *x = user;
+    tb_run_config c = *cfg;
+    bool reused = false;
+    tb_status st = record_run(x, &c, true, &reused, err);
+    if (st != TB_OK) return tb_error_prefix(err, "tuning trial %d", trial + 1);
+    const tb_study_metric m = x->plan->metric;
+    *select = run_value(tb_study_selection_metric(m), &x->rec->result, x->rec->diverged);
+    *reported = run_value(m, &x->rec->result, x->rec->diverged);
+    report(x, trial, reused, *select);
+    return x->rec->diverged ? TB_ERR_NUMERIC : TB_OK;
+}
+
+/* The search of cell x->cell on the seeds of index seeds_index (0: the cell's one search; a
+ * run's own: run + 1), its trials' values into the values' row `slot`; *chosen its best. */
+static tb_status tune_cell(exec_ctx *x, const tb_study_tune *t, int seeds_index, int slot,
+                           tb_hparams *chosen, tb_error *err)
+{
+    tb_run_config base;
+    tb_status st = tb_study_plan_trial_config(x->plan, x->cell, seeds_index, NULL, &base, err);
+    tb_search_space *space = NULL;
+    if (st == TB_OK)
+        st = tb_search_space_parse(x->plan->space_json[t->space], t->space_source, &space, err);
+    if (st != TB_OK) return st;
+    tb_study_search s = {space, t->trials, t->sampler, base.seeds[TB_STREAM_HPARAM], trial_fn, x};
+    tb_study_search_result r;
+    st = tb_study_search_run(&s, &base, &r, err);
+    tb_search_space_destroy(space);
+    if (st != TB_OK) return st;
+    double *row = x->out->trial_v + (size_t)slot * (size_t)x->out->max_trials;
+    for (int i = 0; i < r.n; i++) row[i] = r.select[i];
+    if (r.best < 0)
+        st = tb_fail(err, TB_ERR_NUMERIC, "every one of the %d tuning trials diverged", r.n);
+    else
+        *chosen = r.points[r.best];
+    tb_study_search_result_free(&r);
+    return st;
+}
+
+/* Run `run` of cell `cell`: the cell's configuration with its tuned point, if it has one. */
+static tb_status one_run(exec_ctx *x, int cell, int run, tb_error *err)
+{
+    x->cell = cell;
+    x->run = run;
+    const tb_study_plan *plan = x->plan;
+    tb_study_values *out = x->out;
+    const size_t slot = (size_t)cell * (size_t)out->seeds + (size_t)run;
+    const tb_study_tune *t = tb_study_plan_cell_tune(plan, cell);
+    tb_status st = TB_OK;
+    if (t && t->per_run) st = tune_cell(x, t, run + 1, (int)slot, &out->chosen[slot], err);
+    else if (t) out->chosen[slot] = out->chosen[(size_t)cell * (size_t)out->seeds];
+    tb_run_config cfg;
+    if (st == TB_OK) st = tb_study_plan_run_config(plan, cell, run, &cfg, err);
+    for (int k = 0; t && st == TB_OK && k < out->chosen[slot].count; k++)
+        st = tb_hparams_set(&cfg.model.hparams, out->chosen[slot].names[k],
+                            out->chosen[slot].values[k], err);
+    bool reused = false;
+    if (st == TB_OK) st = record_run(x, &cfg, false, &reused, err);
+    if (st != TB_OK) return st;
+    double v = run_value(plan->metric, &x->rec->result, x->rec->diverged);
+    out->v[slot] = v;
+    report(x, -1, reused, v);
+    return TB_OK;
+}
+
+/* Run i of cell `cell` varying source fig_sources[k] alone: every other seed the base one
+ * (index 0), that source's run i's; the cell's chosen point when it tunes once. */
+static tb_status source_run(exec_ctx *x, int k, int cell, int run, tb_error *err)
+{
+    x->cell = cell;
+    x->run = run;
+    const tb_study_plan *plan = x->plan;
+    tb_study_values *out = x->out;
+    tb_run_config cfg;
+    tb_status st = tb_study_plan_run_config(plan, cell, run, &cfg, err);
+    if (st != TB_OK) return st;
+    const tb_stream src = plan->fig_sources[k];
+    for (int s = 0; s < TB_STREAM_COUNT; s++)
+        cfg.seeds[s] = tb_study_seed(plan->seed, (tb_stream)s, s == (int)src ? run + 1 : 0);
+    const tb_hparams *chosen = out->chosen ? &out->chosen[(size_t)cell * (size_t)out->seeds]
+                                           : NULL;
+    for (int i = 0; chosen && st == TB_OK && i < chosen->count; i++)
+        st = tb_hparams_set(&cfg.model.hparams, chosen->names[i], chosen->values[i], err);
+    bool reused = false;
+    if (st == TB_OK) st = record_run(x, &cfg, false, &reused, err);
+    if (st != TB_OK) return st;
+    double v = run_value(plan->metric, &x->rec->result, x->rec->diverged);
+    out->source_v[((size_t)k * (size_t)out->cells + (size_t)cell) * (size_t)out->seeds +
+                  (size_t)run] = v;
+    report(x, -2 - k, reused, v);
+    return TB_OK;
+}
+
+/* Room for the values, and the tuning's rows when a cell tunes; the progress total. */
+static tb_status values_alloc(exec_ctx *x, tb_error *err)
+{
+    const tb_study_plan *plan = x->plan;
+    tb_study_values *out = x->out;
+    out->cells = tb_study_plan_cells(plan);
+    out->seeds = plan->seeds;
+    const size_t runs = (size_t)out->cells * (size_t)out->seeds;
+    x->total = (int)runs;
+    for (int cell = 0; cell < out->cells; cell++) {
+        const tb_study_tune *t = tb_study_plan_cell_tune(plan, cell);
+        if (!t) continue;
+        if (t->trials > out->max_trials) out->max_trials = t->trials;
+        x->total += t->trials * (t->per_run ? out->seeds : 1);
+    }
+    out->v = malloc(runs * sizeof(double));
+    x->total += plan->n_fig_sources * (int)runs;
+    if (plan->n_fig_sources > 0 &&
+        !(out->source_v = malloc((size_t)plan->n_fig_sources * runs * sizeof(double))))
+        return tb_fail(err, TB_ERR_NOMEM, "out of memory for a study's results");
+    if (out->max_trials > 0) {
+        out->trial_v = malloc(runs * (size_t)out->max_trials * sizeof(double));
+        out->chosen = calloc(runs, sizeof *out->chosen);
+    }
+    if (!out->v || (out->max_trials > 0 && (!out->trial_v || !out->chosen)))
+        return tb_fail(err, TB_ERR_NOMEM, "out of memory for a study's results");
+    for (size_t i = 0; out->trial_v && i < runs * (size_t)out->max_trials; i++)
+        out->trial_v[i] = NAN;
+    return TB_OK;
+}
+
 tb_status tb_study_execute(const tb_study_plan *plan, const tb_study_exec_options *opts,
                            tb_study_values *out, tb_error *err)
 {
@@ -97,40 +252,46 @@ tb_status tb_study_execute(const tb_study_plan *plan, const tb_study_exec_option
         return tb_fail(err, TB_ERR_INVALID, "study_execute: %s is NULL",
                        !plan ? "plan" : !opts ? "options" : "out");
     memset(out, 0, sizeof *out);
-    out->cells = tb_study_plan_cells(plan);
-    out->seeds = plan->seeds;
-    out->v = malloc((size_t)out->cells * (size_t)out->seeds * sizeof(double));
-    tb_study_run_record *rec = malloc(sizeof *rec);
-    if (!out->v || !rec) {
-        free(rec);
-        tb_study_values_free(out);
-        return tb_fail(err, TB_ERR_NOMEM, "out of memory for a study's results");
+    exec_ctx x = {plan, opts, out, malloc(sizeof *x.rec), 0, 0, 0, 0};
+    tb_status st = x.rec ? values_alloc(&x, err)
+                         : tb_fail(err, TB_ERR_NOMEM, "out of memory for a study's results");
+    /* the cells that search once, first: their runs retrain the point chosen */
+    for (int cell = 0; cell < out->cells && st == TB_OK; cell++) {
+        const tb_study_tune *t = tb_study_plan_cell_tune(plan, cell);
+        x.cell = cell;
+        x.run = 0;
+        if (t && !t->per_run) {
+            const int slot = cell * out->seeds;
+            st = tune_cell(&x, t, 0, slot, &out->chosen[slot], err);
+            if (st != TB_OK) {
+                char label[256];
+                tb_study_plan_cell_label(plan, cell, label, sizeof label);
+                tb_error_prefix(err, "%s, tuning", label);
+            }
+        }
     }
-    const int total = out->cells * out->seeds;
-    tb_status st = TB_OK;
     for (int run = 0; run < out->seeds && st == TB_OK; run++)
         for (int cell = 0; cell < out->cells && st == TB_OK; cell++) {
-            memset(rec, 0, sizeof *rec);
-            bool reused = false;
-            st = one_run(plan, opts, cell, run, rec, &reused, err);
+            st = one_run(&x, cell, run, err);
             if (st != TB_OK) {
                 char label[256];
                 tb_study_plan_cell_label(plan, cell, label, sizeof label);
                 tb_error_prefix(err, "%s, run %d", label, run + 1);
-                break;
-            }
-            double v = run_value(plan->metric, &rec->result, rec->diverged);
-            out->v[cell * out->seeds + run] = v;
-            if (reused) out->reused++;
-            else out->trained++;
-            if (opts->progress) {
-                tb_error why = {0};
-                if (rec->diverged) snprintf(why.message, sizeof why.message, "%s", rec->reason);
-                opts->progress(opts->user, run * out->cells + cell + 1, total, cell, run,
-                               reused, rec->diverged ? NAN : v, rec->diverged ? &why : NULL);
             }
         }
-    free(rec);
+    /* the variance figure's runs: each source varied alone, seed-major as the runs */
+    for (int run = 0; run < out->seeds && st == TB_OK; run++)
+        for (int k = 0; k < plan->n_fig_sources && st == TB_OK; k++)
+            for (int cell = 0; cell < out->cells && st == TB_OK; cell++) {
+                st = source_run(&x, k, cell, run, err);
+                if (st != TB_OK) {
+                    char label[256];
+                    tb_study_plan_cell_label(plan, cell, label, sizeof label);
+                    tb_error_prefix(err, "%s, %s run %d", label,
+                                    tb_stream_name(plan->fig_sources[k]), run + 1);
+                }
+            }
+    free(x.rec);
     if (st != TB_OK) tb_study_values_free(out);
     return st;
 }
@@ -139,5 +300,8 @@ void tb_study_values_free(tb_study_values *values)
 {
     if (!values) return;
     free(values->v);
+    free(values->trial_v);
+    free(values->chosen);
+    free(values->source_v);
     memset(values, 0, sizeof *values);
 }

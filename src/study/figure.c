@@ -93,7 +93,8 @@ static tb_status compare(const tb_study_plan *plan, const tb_study_values *v, in
         row->cell_b = cell_of(plan, val);
         if (row->cell_b == cell) continue; /* b's values change nothing here */
         tb_pab_options o = tb_pab_options_default();
-        o.direction = TB_LOWER_IS_BETTER;
+        o.direction = tb_study_metric_higher_is_better(plan->metric) ? TB_HIGHER_IS_BETTER
+                                                                      : TB_LOWER_IS_BETTER;
         o.gamma = c->gamma;
         const double *va = v->v + (size_t)cell * (size_t)v->seeds;
         const double *vb = v->v + (size_t)row->cell_b * (size_t)v->seeds;

@@ -70,12 +70,13 @@ static bool matches(const tb_study_plan *plan, const tb_study_where *w, const in
     return true;
 }
 
-tb_status tb_study_plan_run_config(const tb_study_plan *plan, int cell, int run,
-                                   tb_run_config *out, tb_error *err)
+/* The cell's configuration before seeds: settings, axis values, hyperparameters ("*", its
+ * algorithm's, the matching overrides in order, a hyperparameter axis last). */
+static tb_status cell_config(const tb_study_plan *plan, int cell, tb_run_config *out,
+                             tb_error *err)
 {
-    if (!plan || !out || cell < 0 || cell >= tb_study_plan_cells(plan) || run < 0)
-        return tb_fail(err, TB_ERR_INVALID, "study_plan_run_config: no run %d of cell %d", run,
-                       cell);
+    if (!plan || !out || cell < 0 || cell >= tb_study_plan_cells(plan))
+        return tb_fail(err, TB_ERR_INVALID, "study_plan: no cell %d", cell);
     int v[TB_STUDY_MAX_AXES];
     tb_study_plan_cell_values(plan, cell, v);
     *out = plan->base;
@@ -109,9 +110,48 @@ tb_status tb_study_plan_run_config(const tb_study_plan *plan, int cell, int run,
         if (plan->axes[k].kind == TB_AXIS_HPARAM)
             st = tb_hparams_set(&out->model.hparams, plan->axes[k].name, plan->axes[k].numbers[v[k]],
                                 err);
-    if (st != TB_OK) return st;
+    return st;
+}
+
+static void set_seeds(const tb_study_plan *plan, int index, tb_run_config *c)
+{
     for (int s = 0; s < TB_STREAM_COUNT; s++)
-        out->seeds[s] = tb_study_seed(plan->seed, (tb_stream)s, (int64_t)run + 1);
+        c->seeds[s] = tb_study_seed(plan->seed, (tb_stream)s, index);
+}
+
+tb_status tb_study_plan_run_config(const tb_study_plan *plan, int cell, int run,
+                                   tb_run_config *out, tb_error *err)
+{
+    if (run < 0) return tb_fail(err, TB_ERR_INVALID, "study_plan_run_config: no run %d", run);
+    tb_status st = cell_config(plan, cell, out, err);
+    if (st != TB_OK) return st;
+    set_seeds(plan, run + 1, out);
+    return tb_study_prepare_config(plan->metric, out, err);
+}
+
+const tb_study_tune *tb_study_plan_cell_tune(const tb_study_plan *plan, int cell)
+{
+    int v[TB_STUDY_MAX_AXES];
+    tb_study_plan_cell_values(plan, cell, v);
+    for (int i = plan->n_overrides - 1; i >= 0; i--)
+        if (plan->overrides[i].tune.on && matches(plan, &plan->overrides[i].when, v))
+            return &plan->overrides[i].tune;
+    return plan->tune.on ? &plan->tune : NULL;
+}
+
+tb_status tb_study_plan_trial_config(const tb_study_plan *plan, int cell, int seeds_index,
+                                     const tb_hparams *point, tb_run_config *out, tb_error *err)
+{
+    tb_status st = cell_config(plan, cell, out, err);
+    if (st != TB_OK) return st;
+    const tb_study_tune *t = tb_study_plan_cell_tune(plan, cell);
+    if (t && (t->budget_steps > 0 || t->budget_epochs > 0 || t->budget_seconds > 0)) {
+        out->length.max_steps = t->budget_steps;
+        out->length.epochs = t->budget_epochs;
+        out->length.max_time_s = t->budget_seconds;
+    }
+    if (point && (st = merge(&out->model.hparams, point, err)) != TB_OK) return st;
+    set_seeds(plan, seeds_index, out);
     return tb_study_prepare_config(plan->metric, out, err);
 }
 
@@ -119,13 +159,20 @@ tb_status tb_study_plan_scale(tb_study_plan *plan, double factor, tb_error *err)
 {
     if (!plan || !(factor > 0) || !isfinite(factor) || factor > 1000)
         return tb_fail(err, TB_ERR_INVALID, "scale %g is not in (0, 1000]", factor);
-    double seeds = round(plan->seeds * factor);
-    plan->seeds = seeds < 2 ? 2 : seeds > TB_STUDY_MAX_SEEDS ? TB_STUDY_MAX_SEEDS : (int)seeds;
     if (plan->base.length.max_steps > 0) {
         double s = round((double)plan->base.length.max_steps * factor);
         plan->base.length.max_steps = s < 1 ? 1 : (int64_t)s;
     } else {
         plan->base.length.epochs *= factor;
+    }
+    for (int i = -1; i < plan->n_overrides; i++) { /* the tuning budgets */
+        tb_study_tune *t = i < 0 ? &plan->tune : &plan->overrides[i].tune;
+        if (t->budget_steps > 0) {
+            double s = round((double)t->budget_steps * factor);
+            t->budget_steps = s < 1 ? 1 : (int64_t)s;
+        }
+        t->budget_epochs *= factor;
+        t->budget_seconds *= factor;
     }
     for (int k = 0; k < plan->n_axes; k++) {
         tb_study_axis *a = &plan->axes[k];
@@ -136,5 +183,14 @@ tb_status tb_study_plan_scale(tb_study_plan *plan, double factor, tb_error *err)
             snprintf(a->labels[i], sizeof a->labels[i], "%.0f", a->numbers[i]);
         }
     }
+    return TB_OK;
+}
+
+tb_status tb_study_plan_set_seeds(tb_study_plan *plan, int seeds, tb_error *err)
+{
+    if (!plan || seeds < 2 || seeds > TB_STUDY_MAX_SEEDS)
+        return tb_fail(err, TB_ERR_INVALID, "seeds: %d is not a whole number in [2, %d] (runs "
+                       "per cell)", seeds, TB_STUDY_MAX_SEEDS);
+    plan->seeds = seeds;
     return TB_OK;
 }

@@ -6,10 +6,10 @@
 #include <stdio.h>
 #include <string.h>
 
-#define N_METRICS 7
+#define N_METRICS 9
 static const char *const metric_names[N_METRICS] = {
     "validation", "test", "validation_error", "validation_loss", "test_error", "test_loss",
-    "time_to_target"};
+    "time_to_target", "time_per_step", "examples_per_second"};
 
 const char *tb_study_metric_name(tb_study_metric m)
 {
@@ -28,7 +28,8 @@ tb_status tb_study_metric_parse(const char *name, tb_study_metric *out, tb_error
         }
     return tb_fail(err, TB_ERR_INVALID,
                    "unknown metric '%s' (expected validation, test, validation_error, "
-                   "validation_loss, test_error, test_loss or time_to_target)",
+                   "validation_loss, test_error, test_loss, time_to_target, time_per_step or "
+                   "examples_per_second)",
                    name);
 }
 
@@ -43,8 +44,33 @@ double tb_study_metric_value(tb_study_metric m, const tb_train_result *r)
     case TB_METRIC_TEST_ERROR: return r->test.error_rate;
     case TB_METRIC_TEST_LOSS: return r->test.loss;
     case TB_METRIC_TIME_TO_TARGET: return r->reached_target ? r->time_to_target_s : INFINITY;
+    case TB_METRIC_TIME_PER_STEP: return r->steps > 0 ? r->train_time_s / (double)r->steps : NAN;
+    case TB_METRIC_EXAMPLES_PER_SECOND:
+        return r->examples > 0 && r->train_time_s > 0 ? (double)r->examples / r->train_time_s
+                                                      : NAN;
     }
     return NAN;
+}
+
+bool tb_study_metric_higher_is_better(tb_study_metric m)
+{
+    return m == TB_METRIC_EXAMPLES_PER_SECOND;
+}
+
+bool tb_study_metric_timed(tb_study_metric m)
+{
+    return m == TB_METRIC_TIME_TO_TARGET || m == TB_METRIC_TIME_PER_STEP ||
+           m == TB_METRIC_EXAMPLES_PER_SECOND;
+}
+
+tb_study_metric tb_study_selection_metric(tb_study_metric m)
+{
+    if (m == TB_METRIC_TIME_PER_STEP || m == TB_METRIC_EXAMPLES_PER_SECOND)
+        return TB_METRIC_VALIDATION;
+    return m == TB_METRIC_TEST_ERROR  ? TB_METRIC_VALIDATION_ERROR
+           : m == TB_METRIC_TEST_LOSS ? TB_METRIC_VALIDATION_LOSS
+           : m == TB_METRIC_TEST      ? TB_METRIC_VALIDATION
+                                      : m;
 }
 
 /* An error-rate metric asked of a workload that does not classify. */

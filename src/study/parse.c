@@ -2,6 +2,8 @@
  * The format is docs/STUDIES.md's; messages are "FILE: KEY: problem". */
 #include "trainbench/study_plan.h"
 
+#include "study/parse_impl.h"
+#include "study/study_impl.h"
 #include "trainbench/textfile.h"
 
 #include <cjson/cJSON.h>
@@ -12,83 +14,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-typedef struct parse_ctx {
-    tb_study_plan *plan;
-    tb_error *err;
-} parse_ctx;
-
-__attribute__((format(printf, 3, 4))) static tb_status bad(parse_ctx *c, const char *key,
-                                                           const char *fmt, ...)
-{
-    char msg[TB_ERROR_MESSAGE_MAX];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    return tb_fail(c->err, TB_ERR_INVALID, "%s: %s: %s", c->plan->file, key, msg);
-}
-
-/* Every key of object o must be one of known[0..n). */
-static tb_status only_keys(parse_ctx *c, const cJSON *o, const char *where,
-                           const char *const *known, int n)
-{
-    for (const cJSON *it = o->child; it; it = it->next) {
-        bool ok = false;
-        for (int i = 0; i < n && !ok; i++) ok = strcmp(it->string, known[i]) == 0;
-        if (!ok) {
-            char list[256] = "";
-            for (int i = 0; i < n; i++)
-                snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s",
-                         i ? (i == n - 1 ? " or " : ", ") : "", known[i]);
-            char key[160];
-            snprintf(key, sizeof key, "%.64s%s%.64s", where, where[0] ? "." : "", it->string);
-            return bad(c, key, "unknown key (expected %s)", list);
-        }
-        for (const cJSON *d = o->child; d != it; d = d->next)
-            if (strcmp(d->string, it->string) == 0)
-                return bad(c, it->string, "given twice%s%s", where[0] ? " in " : "", where);
-    }
-    return TB_OK;
-}
-
-static tb_status get_text(parse_ctx *c, const cJSON *o, const char *name, const char *key,
-                          bool required, char *out, size_t cap)
-{
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, name);
-    if (!v) return required ? bad(c, key, "missing (a string)") : TB_OK;
-    if (!cJSON_IsString(v)) return bad(c, key, "must be a string");
-    if (!v->valuestring[0]) return bad(c, key, "is empty");
-    if (strlen(v->valuestring) >= cap) return bad(c, key, "longer than %zu characters", cap - 1);
-    snprintf(out, cap, "%s", v->valuestring);
-    return TB_OK;
-}
-
-/* A number (true/false read as 1/0 when flags is set). */
-static tb_status number_of(parse_ctx *c, const cJSON *v, const char *key, bool flags, double *out)
-{
-    if (flags && cJSON_IsBool(v)) {
-        *out = cJSON_IsTrue(v) ? 1.0 : 0.0;
-        return TB_OK;
-    }
-    if (!cJSON_IsNumber(v) || !isfinite(v->valuedouble))
-        return bad(c, key, "must be a number");
-    *out = v->valuedouble;
-    return TB_OK;
-}
-
-/* A whole number in [lo, hi]. */
-static tb_status whole_of(parse_ctx *c, const cJSON *v, const char *key, double lo, double hi,
-                          int64_t *out)
-{
-    double d = 0;
-    tb_status st = number_of(c, v, key, false, &d);
-    if (st != TB_OK) return st;
-    if (d != floor(d) || d < lo || d > hi)
-        return bad(c, key, "%g is not a whole number in [%.0f, %.0f]", d, lo, hi);
-    *out = (int64_t)d;
-    return TB_OK;
-}
-
 static bool known_workload(const char *id)
 {
     for (int i = 0; i < tb_workload_count(); i++)
@@ -96,81 +21,87 @@ static bool known_workload(const char *id)
     return false;
 }
 
-static tb_status parse_hparams(parse_ctx *c, const cJSON *o, const char *key, tb_hparams *out)
+static tb_status parse_hparams(tb_sp_ctx *c, const cJSON *o, const char *key, tb_hparams *out)
 {
-    if (!cJSON_IsObject(o)) return bad(c, key, "must be an object of name: value");
+    if (!cJSON_IsObject(o)) return tb_sp_bad(c, key, "must be an object of name: value");
     for (const cJSON *it = o->child; it; it = it->next) {
         char k[200];
         snprintf(k, sizeof k, "%s.%s", key, it->string);
         double v = 0;
-        tb_status st = number_of(c, it, k, true, &v);
+        tb_status st = tb_sp_number(c, it, k, true, &v);
         if (st != TB_OK) return st;
-        if (tb_hparams_has(out, it->string)) return bad(c, k, "given twice");
+        if (tb_hparams_has(out, it->string)) return tb_sp_bad(c, k, "given twice");
         tb_error e = {0};
-        if (tb_hparams_set(out, it->string, v, &e) != TB_OK) return bad(c, k, "%s", e.message);
+        if (tb_hparams_set(out, it->string, v, &e) != TB_OK) return tb_sp_bad(c, k, "%s", e.message);
     }
     return TB_OK;
 }
 
-static tb_status parse_settings(parse_ctx *c, const cJSON *o)
+static tb_status parse_settings(tb_sp_ctx *c, const cJSON *o)
 {
     static const char *const keys[] = {"workload", "algorithm", "steps", "epochs",
                                        "batch_size", "eval_examples", "schedule",
-                                       "warmup_fraction", "echo"};
+                                       "warmup_fraction", "echo", "full_batch"};
     tb_study_plan *p = c->plan;
-    if (!cJSON_IsObject(o)) return bad(c, "settings", "must be an object");
-    tb_status st = only_keys(c, o, "settings", keys, 9);
+    if (!cJSON_IsObject(o)) return tb_sp_bad(c, "settings", "must be an object");
+    tb_status st = tb_sp_only_keys(c, o, "settings", keys, 10);
     if (st == TB_OK)
-        st = get_text(c, o, "workload", "settings.workload", false, p->workload,
+        st = tb_sp_text(c, o, "workload", "settings.workload", false, p->workload,
                       sizeof p->workload);
     if (st == TB_OK)
-        st = get_text(c, o, "algorithm", "settings.algorithm", false, p->algorithm,
+        st = tb_sp_text(c, o, "algorithm", "settings.algorithm", false, p->algorithm,
                       sizeof p->algorithm);
     if (st != TB_OK) return st;
     if (p->workload[0] && !known_workload(p->workload))
-        return bad(c, "settings.workload", "unknown workload '%s' (see `trainbench workloads`)",
+        return tb_sp_bad(c, "settings.workload", "unknown workload '%s' (see `trainbench workloads`)",
                    p->workload);
     if (p->algorithm[0] && !tb_optimizer_find(p->algorithm))
-        return bad(c, "settings.algorithm", "unknown algorithm '%s' (see `trainbench "
+        return tb_sp_bad(c, "settings.algorithm", "unknown algorithm '%s' (see `trainbench "
                    "algorithms`)", p->algorithm);
     const cJSON *v;
     int64_t n;
     if ((v = cJSON_GetObjectItemCaseSensitive(o, "steps"))) {
-        if ((st = whole_of(c, v, "settings.steps", 1, 1e9, &n)) != TB_OK) return st;
+        if ((st = tb_sp_whole(c, v, "settings.steps", 1, 1e9, &n)) != TB_OK) return st;
         p->base.length.max_steps = n;
     }
     if ((v = cJSON_GetObjectItemCaseSensitive(o, "epochs"))) {
         if (p->base.length.max_steps > 0)
-            return bad(c, "settings.epochs", "give steps or epochs, not both");
-        if ((st = number_of(c, v, "settings.epochs", false, &p->base.length.epochs)) != TB_OK)
+            return tb_sp_bad(c, "settings.epochs", "give steps or epochs, not both");
+        if ((st = tb_sp_number(c, v, "settings.epochs", false, &p->base.length.epochs)) != TB_OK)
             return st;
         if (p->base.length.epochs <= 0 || p->base.length.epochs > 1e4)
-            return bad(c, "settings.epochs", "%g is not in (0, 10000]", p->base.length.epochs);
+            return tb_sp_bad(c, "settings.epochs", "%g is not in (0, 10000]", p->base.length.epochs);
     }
     if ((v = cJSON_GetObjectItemCaseSensitive(o, "batch_size"))) {
-        if ((st = whole_of(c, v, "settings.batch_size", 1, 1 << 20, &n)) != TB_OK) return st;
+        if ((st = tb_sp_whole(c, v, "settings.batch_size", 1, 1 << 20, &n)) != TB_OK) return st;
         p->base.data.batch_size = (int)n;
     }
+    if ((v = cJSON_GetObjectItemCaseSensitive(o, "full_batch"))) {
+        if ((st = tb_sp_whole(c, v, "settings.full_batch", 1, 1 << 20, &n)) != TB_OK) return st;
+        if (p->base.data.batch_size > 0)
+            return tb_sp_bad(c, "settings.full_batch", "give batch_size or full_batch, not both");
+        p->base.data.full_batch = n;
+    }
     if ((v = cJSON_GetObjectItemCaseSensitive(o, "eval_examples"))) {
-        if ((st = whole_of(c, v, "settings.eval_examples", 1, 1e9, &n)) != TB_OK) return st;
+        if ((st = tb_sp_whole(c, v, "settings.eval_examples", 1, 1e9, &n)) != TB_OK) return st;
         p->base.eval.examples = n;
     }
     char sched[32] = "";
-    if ((st = get_text(c, o, "schedule", "settings.schedule", false, sched, sizeof sched)))
+    if ((st = tb_sp_text(c, o, "schedule", "settings.schedule", false, sched, sizeof sched)))
         return st;
     tb_error e = {0};
     if (sched[0] && tb_schedule_parse(sched, &p->base.length.schedule, &e) != TB_OK)
-        return bad(c, "settings.schedule", "%s", e.message);
+        return tb_sp_bad(c, "settings.schedule", "%s", e.message);
     char echo[32] = "";
-    if ((st = get_text(c, o, "echo", "settings.echo", false, echo, sizeof echo))) return st;
+    if ((st = tb_sp_text(c, o, "echo", "settings.echo", false, echo, sizeof echo))) return st;
     if (echo[0] && tb_echo_kind_parse(echo, &p->base.data.pipeline.echo, &e) != TB_OK)
-        return bad(c, "settings.echo", "%s", e.message);
+        return tb_sp_bad(c, "settings.echo", "%s", e.message);
     if ((v = cJSON_GetObjectItemCaseSensitive(o, "warmup_fraction"))) {
-        if ((st = number_of(c, v, "settings.warmup_fraction", false,
+        if ((st = tb_sp_number(c, v, "settings.warmup_fraction", false,
                             &p->base.length.warmup_fraction)) != TB_OK)
             return st;
         if (p->base.length.warmup_fraction < 0 || p->base.length.warmup_fraction >= 1)
-            return bad(c, "settings.warmup_fraction", "%g is not in [0, 1)",
+            return tb_sp_bad(c, "settings.warmup_fraction", "%g is not in [0, 1)",
                        p->base.length.warmup_fraction);
     }
     return TB_OK;
@@ -186,69 +117,69 @@ static tb_study_axis_kind axis_kind(const char *name)
     return TB_AXIS_HPARAM;
 }
 
-static tb_status parse_axis_value(parse_ctx *c, tb_study_axis *a, const cJSON *v,
+static tb_status parse_axis_value(tb_sp_ctx *c, tb_study_axis *a, const cJSON *v,
                                   const char *key)
 {
     int i = a->n;
     if (a->kind == TB_AXIS_WORKLOAD || a->kind == TB_AXIS_ALGORITHM) {
-        if (!cJSON_IsString(v) || !v->valuestring[0]) return bad(c, key, "must be a name");
-        if (strlen(v->valuestring) >= TB_STUDY_LABEL_MAX) return bad(c, key, "name too long");
+        if (!cJSON_IsString(v) || !v->valuestring[0]) return tb_sp_bad(c, key, "must be a name");
+        if (strlen(v->valuestring) >= TB_STUDY_LABEL_MAX) return tb_sp_bad(c, key, "name too long");
         if (a->kind == TB_AXIS_WORKLOAD && !known_workload(v->valuestring))
-            return bad(c, key, "unknown workload '%s' (see `trainbench workloads`)",
+            return tb_sp_bad(c, key, "unknown workload '%s' (see `trainbench workloads`)",
                        v->valuestring);
         if (a->kind == TB_AXIS_ALGORITHM && !tb_optimizer_find(v->valuestring))
-            return bad(c, key, "unknown algorithm '%s' (see `trainbench algorithms`)",
+            return tb_sp_bad(c, key, "unknown algorithm '%s' (see `trainbench algorithms`)",
                        v->valuestring);
         snprintf(a->labels[i], TB_STUDY_LABEL_MAX, "%s", v->valuestring);
         a->numbers[i] = NAN;
     } else if (a->kind == TB_AXIS_HPARAM || a->kind == TB_AXIS_ECHO) {
-        tb_status st = number_of(c, v, key, a->kind == TB_AXIS_HPARAM, &a->numbers[i]);
+        tb_status st = tb_sp_number(c, v, key, a->kind == TB_AXIS_HPARAM, &a->numbers[i]);
         if (st != TB_OK) return st;
         if (a->kind == TB_AXIS_ECHO && !(a->numbers[i] >= 1 && a->numbers[i] <= 100))
-            return bad(c, key, "echo factor %g is not in [1, 100]", a->numbers[i]);
+            return tb_sp_bad(c, key, "echo factor %g is not in [1, 100]", a->numbers[i]);
         snprintf(a->labels[i], TB_STUDY_LABEL_MAX, "%g", a->numbers[i]);
     } else {
         int64_t n;
-        tb_status st = whole_of(c, v, key, 1, a->kind == TB_AXIS_STEPS ? 1e9 : 1 << 20, &n);
+        tb_status st = tb_sp_whole(c, v, key, 1, a->kind == TB_AXIS_STEPS ? 1e9 : 1 << 20, &n);
         if (st != TB_OK) return st;
         a->numbers[i] = (double)n;
         snprintf(a->labels[i], TB_STUDY_LABEL_MAX, "%lld", (long long)n);
     }
     for (int j = 0; j < i; j++)
         if (strcmp(a->labels[j], a->labels[i]) == 0)
-            return bad(c, key, "'%s' is listed twice", a->labels[i]);
+            return tb_sp_bad(c, key, "'%s' is listed twice", a->labels[i]);
     a->n++;
     return TB_OK;
 }
 
-static tb_status parse_axes(parse_ctx *c, const cJSON *o)
+static tb_status parse_axes(tb_sp_ctx *c, const cJSON *o)
 {
     tb_study_plan *p = c->plan;
     if (!cJSON_IsObject(o) || !o->child)
-        return bad(c, "axes", "must be an object of one or more axis: [values]");
+        return tb_sp_bad(c, "axes", "must be an object of one or more axis: [values]");
     for (const cJSON *it = o->child; it; it = it->next) {
         char key[160];
         snprintf(key, sizeof key, "axes.%s", it->string);
         if (p->n_axes == TB_STUDY_MAX_AXES)
-            return bad(c, key, "more than %d axes", TB_STUDY_MAX_AXES);
+            return tb_sp_bad(c, key, "more than %d axes", TB_STUDY_MAX_AXES);
         for (int k = 0; k < p->n_axes; k++)
-            if (strcmp(p->axes[k].name, it->string) == 0) return bad(c, key, "given twice");
+            if (strcmp(p->axes[k].name, it->string) == 0) return tb_sp_bad(c, key, "given twice");
         tb_study_axis *a = &p->axes[p->n_axes];
-        if (strlen(it->string) >= sizeof a->name) return bad(c, key, "name too long");
+        if (strlen(it->string) >= sizeof a->name) return tb_sp_bad(c, key, "name too long");
         snprintf(a->name, sizeof a->name, "%s", it->string);
         a->kind = axis_kind(it->string);
         if ((a->kind == TB_AXIS_WORKLOAD && p->workload[0]) ||
             (a->kind == TB_AXIS_ALGORITHM && p->algorithm[0]))
-            return bad(c, key, "also fixed in settings.%s: give it in one place", a->name);
+            return tb_sp_bad(c, key, "also fixed in settings.%s: give it in one place", a->name);
         if (a->kind == TB_AXIS_STEPS && p->base.length.epochs > 0)
-            return bad(c, key, "settings give epochs: a steps axis needs settings in steps");
-        if (!cJSON_IsArray(it)) return bad(c, key, "must be a list of values");
-        if (!it->child) return bad(c, key, "is empty (an axis needs one or more values)");
+            return tb_sp_bad(c, key, "settings give epochs: a steps axis needs settings in steps");
+        if (!cJSON_IsArray(it)) return tb_sp_bad(c, key, "must be a list of values");
+        if (!it->child) return tb_sp_bad(c, key, "is empty (an axis needs one or more values)");
         int i = 0;
         for (const cJSON *v = it->child; v; v = v->next, i++) {
             snprintf(key, sizeof key, "axes.%s[%d]", it->string, i);
             if (a->n == TB_STUDY_MAX_VALUES)
-                return bad(c, key, "more than %d values", TB_STUDY_MAX_VALUES);
+                return tb_sp_bad(c, key, "more than %d values", TB_STUDY_MAX_VALUES);
             tb_status st = parse_axis_value(c, a, v, key);
             if (st != TB_OK) return st;
         }
@@ -258,19 +189,19 @@ static tb_status parse_axes(parse_ctx *c, const cJSON *o)
 }
 
 /* {axis: value, ...} of some axes into w (a value must be one of its axis's). */
-static tb_status parse_where(parse_ctx *c, const cJSON *o, const char *key, tb_study_where *w)
+static tb_status parse_where(tb_sp_ctx *c, const cJSON *o, const char *key, tb_study_where *w)
 {
     const tb_study_plan *p = c->plan;
     for (int k = 0; k < TB_STUDY_MAX_AXES; k++) w->value[k] = -1;
     if (!cJSON_IsObject(o) || !o->child)
-        return bad(c, key, "must be an object of one or more axis: value");
+        return tb_sp_bad(c, key, "must be an object of one or more axis: value");
     for (const cJSON *it = o->child; it; it = it->next) {
         char k2[200];
         snprintf(k2, sizeof k2, "%s.%s", key, it->string);
         int k = 0;
         while (k < p->n_axes && strcmp(p->axes[k].name, it->string) != 0) k++;
-        if (k == p->n_axes) return bad(c, k2, "not an axis of the study");
-        if (w->value[k] >= 0) return bad(c, k2, "given twice");
+        if (k == p->n_axes) return tb_sp_bad(c, k2, "not an axis of the study");
+        if (w->value[k] >= 0) return tb_sp_bad(c, k2, "given twice");
         const tb_study_axis *a = &p->axes[k];
         char label[TB_STUDY_LABEL_MAX] = "";
         if (cJSON_IsString(it)) snprintf(label, sizeof label, "%s", it->valuestring);
@@ -279,25 +210,25 @@ static tb_status parse_where(parse_ctx *c, const cJSON *o, const char *key, tb_s
             if (strcmp(a->labels[i], label) == 0 ||
                 (cJSON_IsNumber(it) && a->numbers[i] == it->valuedouble))
                 w->value[k] = i;
-        if (w->value[k] < 0) return bad(c, k2, "'%s' is not one of the axis's values", label);
+        if (w->value[k] < 0) return tb_sp_bad(c, k2, "'%s' is not one of the axis's values", label);
     }
     return TB_OK;
 }
 
-static tb_status parse_hparam_sets(parse_ctx *c, const cJSON *o)
+static tb_status parse_hparam_sets(tb_sp_ctx *c, const cJSON *o)
 {
     tb_study_plan *p = c->plan;
     if (!cJSON_IsObject(o))
-        return bad(c, "hparams", "must be an object of algorithm (or \"*\"): {name: value}");
+        return tb_sp_bad(c, "hparams", "must be an object of algorithm (or \"*\"): {name: value}");
     for (const cJSON *it = o->child; it; it = it->next) {
         char key[160];
         snprintf(key, sizeof key, "hparams.%s", it->string);
         if (strcmp(it->string, "*") != 0 && !tb_optimizer_find(it->string))
-            return bad(c, key, "unknown algorithm '%s' (or \"*\" for every algorithm)",
+            return tb_sp_bad(c, key, "unknown algorithm '%s' (or \"*\" for every algorithm)",
                        it->string);
-        if (p->n_hp_sets == TB_STUDY_MAX_HP_SETS) return bad(c, key, "too many entries");
+        if (p->n_hp_sets == TB_STUDY_MAX_HP_SETS) return tb_sp_bad(c, key, "too many entries");
         for (int i = 0; i < p->n_hp_sets; i++)
-            if (strcmp(p->hp_names[i], it->string) == 0) return bad(c, key, "given twice");
+            if (strcmp(p->hp_names[i], it->string) == 0) return tb_sp_bad(c, key, "given twice");
         snprintf(p->hp_names[p->n_hp_sets], sizeof p->hp_names[0], "%s", it->string);
         tb_status st = parse_hparams(c, it, key, &p->hp_sets[p->n_hp_sets]);
         if (st != TB_OK) return st;
@@ -306,108 +237,112 @@ static tb_status parse_hparam_sets(parse_ctx *c, const cJSON *o)
     return TB_OK;
 }
 
-static tb_status parse_overrides(parse_ctx *c, const cJSON *o)
+static tb_status parse_overrides(tb_sp_ctx *c, const cJSON *o)
 {
-    static const char *const keys[] = {"when", "hparams"};
+    static const char *const keys[] = {"when", "hparams", "tune"};
     tb_study_plan *p = c->plan;
-    if (!cJSON_IsArray(o)) return bad(c, "overrides", "must be a list of {when, hparams}");
+    if (!cJSON_IsArray(o)) return tb_sp_bad(c, "overrides", "must be a list of {when, hparams}");
     int i = 0;
     for (const cJSON *it = o->child; it; it = it->next, i++) {
         char key[160], k2[200];
         snprintf(key, sizeof key, "overrides[%d]", i);
-        if (p->n_overrides == TB_STUDY_MAX_OVERRIDES) return bad(c, key, "too many overrides");
-        if (!cJSON_IsObject(it)) return bad(c, key, "must be an object {when, hparams}");
-        tb_status st = only_keys(c, it, key, keys, 2);
+        if (p->n_overrides == TB_STUDY_MAX_OVERRIDES) return tb_sp_bad(c, key, "too many overrides");
+        if (!cJSON_IsObject(it)) return tb_sp_bad(c, key, "must be an object {when, hparams}");
+        tb_status st = tb_sp_only_keys(c, it, key, keys, 3);
         if (st != TB_OK) return st;
         tb_study_override *ov = &p->overrides[p->n_overrides];
         const cJSON *when = cJSON_GetObjectItemCaseSensitive(it, "when");
         const cJSON *hp = cJSON_GetObjectItemCaseSensitive(it, "hparams");
+        const cJSON *tune = cJSON_GetObjectItemCaseSensitive(it, "tune");
         snprintf(k2, sizeof k2, "%s.%s", key, when ? "hparams" : "when");
-        if (!when || !hp) return bad(c, k2, "missing");
+        if (!when || (!hp && !tune))
+            return tb_sp_bad(c, k2, when ? "missing (or a tune)" : "missing");
         snprintf(k2, sizeof k2, "%s.when", key);
         if ((st = parse_where(c, when, k2, &ov->when)) != TB_OK) return st;
         snprintf(k2, sizeof k2, "%s.hparams", key);
-        if ((st = parse_hparams(c, hp, k2, &ov->hparams)) != TB_OK) return st;
+        if (hp && (st = parse_hparams(c, hp, k2, &ov->hparams)) != TB_OK) return st;
+        snprintf(k2, sizeof k2, "%s.tune", key);
+        if (tune && (st = tb_sp_parse_tune(c, tune, k2, &ov->tune)) != TB_OK) return st;
         p->n_overrides++;
     }
     return TB_OK;
 }
 
 /* "tolerance": required with "same_within" and refused without it; a fraction in (0, 1). */
-static tb_status parse_tolerance(parse_ctx *c, const cJSON *o, const char *key,
+static tb_status parse_tolerance(tb_sp_ctx *c, const cJSON *o, const char *key,
                                  tb_study_comparison *cmp)
 {
     char k2[200];
     snprintf(k2, sizeof k2, "%s.tolerance", key);
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, "tolerance");
     if ((v != NULL) != (cmp->expect == TB_EXPECT_SAME_WITHIN))
-        return bad(c, k2, v ? "only with \"expect\": \"same_within\"" : "missing "
+        return tb_sp_bad(c, k2, v ? "only with \"expect\": \"same_within\"" : "missing "
                    "(\"same_within\" needs the relative tolerance of every pair)");
     if (!v) return TB_OK;
-    tb_status st = number_of(c, v, k2, false, &cmp->tolerance);
+    tb_status st = tb_sp_number(c, v, k2, false, &cmp->tolerance);
     if (st == TB_OK && !(cmp->tolerance > 0 && cmp->tolerance < 1))
-        return bad(c, k2, "%g is not a relative tolerance in (0, 1)", cmp->tolerance);
+        return tb_sp_bad(c, k2, "%g is not a relative tolerance in (0, 1)", cmp->tolerance);
     return st;
 }
 
-static tb_status parse_comparison(parse_ctx *c, const cJSON *o, const char *key,
+static tb_status parse_comparison(tb_sp_ctx *c, const cJSON *o, const char *key,
                                   tb_study_comparison *cmp)
 {
     static const char *const keys[] = {"a", "b", "expect", "min_wins", "gamma",
                                        "tolerance"};
-    if (!cJSON_IsObject(o)) return bad(c, key, "must be an object {a, b, expect}");
-    tb_status st = only_keys(c, o, key, keys, 6);
+    if (!cJSON_IsObject(o)) return tb_sp_bad(c, key, "must be an object {a, b, expect}");
+    tb_status st = tb_sp_only_keys(c, o, key, keys, 6);
     char k2[200];
     for (int side = 0; side < 2 && st == TB_OK; side++) {
         const char *name = side ? "b" : "a";
         snprintf(k2, sizeof k2, "%s.%s", key, name);
         const cJSON *w = cJSON_GetObjectItemCaseSensitive(o, name);
-        if (!w) return bad(c, k2, "missing (the cell values of side %s)", side ? "B" : "A");
+        if (!w) return tb_sp_bad(c, k2, "missing (the cell values of side %s)", side ? "B" : "A");
         st = parse_where(c, w, k2, side ? &cmp->b : &cmp->a);
     }
     if (st != TB_OK) return st;
     if (memcmp(&cmp->a, &cmp->b, sizeof cmp->a) == 0)
-        return bad(c, key, "sides a and b are the same cells");
+        return tb_sp_bad(c, key, "sides a and b are the same cells");
     char expect[32] = "none";
     snprintf(k2, sizeof k2, "%s.expect", key);
-    if ((st = get_text(c, o, "expect", k2, false, expect, sizeof expect)) != TB_OK) return st;
+    if ((st = tb_sp_text(c, o, "expect", k2, false, expect, sizeof expect)) != TB_OK) return st;
     int e = 0;
     while (e <= TB_EXPECT_SAME_WITHIN && strcmp(expect, tb_study_expect_name(e)) != 0) e++;
     if (e > TB_EXPECT_SAME_WITHIN)
-        return bad(c, k2, "unknown expectation '%s' (expected none, a_better, b_better, "
+        return tb_sp_bad(c, k2, "unknown expectation '%s' (expected none, a_better, b_better, "
                    "no_meaningful_difference, a_not_worse, a_wins or same_within)", expect);
     cmp->expect = (tb_study_expect)e;
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, "min_wins");
     snprintf(k2, sizeof k2, "%s.min_wins", key);
     if ((v != NULL) != (cmp->expect == TB_EXPECT_A_WINS))
-        return bad(c, k2, v ? "only with \"expect\": \"a_wins\"" : "missing (\"a_wins\" needs "
+        return tb_sp_bad(c, k2, v ? "only with \"expect\": \"a_wins\"" : "missing (\"a_wins\" needs "
                    "the fraction of pairs A must win)");
     if (v) {
-        if ((st = number_of(c, v, k2, false, &cmp->min_wins)) != TB_OK) return st;
+        if ((st = tb_sp_number(c, v, k2, false, &cmp->min_wins)) != TB_OK) return st;
         if (!(cmp->min_wins > 0 && cmp->min_wins <= 1))
-            return bad(c, k2, "%g is not a fraction in (0, 1]", cmp->min_wins);
+            return tb_sp_bad(c, k2, "%g is not a fraction in (0, 1]", cmp->min_wins);
     }
     if ((st = parse_tolerance(c, o, key, cmp)) != TB_OK) return st;
     cmp->gamma = 0.75;
     snprintf(k2, sizeof k2, "%s.gamma", key);
     if ((v = cJSON_GetObjectItemCaseSensitive(o, "gamma"))) {
-        if ((st = number_of(c, v, k2, false, &cmp->gamma)) != TB_OK) return st;
+        if ((st = tb_sp_number(c, v, k2, false, &cmp->gamma)) != TB_OK) return st;
         if (!(cmp->gamma > 0.5 && cmp->gamma < 1))
-            return bad(c, k2, "%g is not in (0.5, 1)", cmp->gamma);
+            return tb_sp_bad(c, k2, "%g is not in (0.5, 1)", cmp->gamma);
     }
     return TB_OK;
 }
 
-static tb_status parse_comparisons(parse_ctx *c, const cJSON *o)
+static tb_status parse_comparisons(tb_sp_ctx *c, const cJSON *o)
 {
     tb_study_plan *p = c->plan;
-    if (!cJSON_IsArray(o)) return bad(c, "comparisons", "must be a list of {a, b, expect}");
+    if (!cJSON_IsArray(o)) return tb_sp_bad(c, "comparisons", "must be a list of {a, b, expect}");
     int i = 0;
     for (const cJSON *it = o->child; it; it = it->next, i++) {
         char key[64];
         snprintf(key, sizeof key, "comparisons[%d]", i);
         if (p->n_comparisons == TB_STUDY_MAX_COMPARISONS)
-            return bad(c, key, "more than %d comparisons", TB_STUDY_MAX_COMPARISONS);
+            return tb_sp_bad(c, key, "more than %d comparisons", TB_STUDY_MAX_COMPARISONS);
         tb_status st = parse_comparison(c, it, key, &p->comparisons[p->n_comparisons]);
         if (st != TB_OK) return st;
         p->n_comparisons++;
@@ -416,43 +351,43 @@ static tb_status parse_comparisons(parse_ctx *c, const cJSON *o)
 }
 
 /* The top level's scalars: name, claim, source, seeds, seed, metric, table. */
-static tb_status parse_top(parse_ctx *c, const cJSON *root)
+static tb_status parse_top(tb_sp_ctx *c, const cJSON *root)
 {
     tb_study_plan *p = c->plan;
-    tb_status st = get_text(c, root, "name", "name", true, p->name, sizeof p->name);
-    if (st == TB_OK) st = get_text(c, root, "claim", "claim", true, p->claim, sizeof p->claim);
+    tb_status st = tb_sp_text(c, root, "name", "name", true, p->name, sizeof p->name);
+    if (st == TB_OK) st = tb_sp_text(c, root, "claim", "claim", true, p->claim, sizeof p->claim);
     if (st == TB_OK)
-        st = get_text(c, root, "source", "source", true, p->source, sizeof p->source);
+        st = tb_sp_text(c, root, "source", "source", true, p->source, sizeof p->source);
     if (st != TB_OK) return st;
     for (const char *q = p->name; *q; q++)
         if (!((*q >= 'a' && *q <= 'z') || (*q >= '0' && *q <= '9') || *q == '_' || *q == '-'))
-            return bad(c, "name", "'%s': use lower-case letters, digits, '_' and '-'", p->name);
+            return tb_sp_bad(c, "name", "'%s': use lower-case letters, digits, '_' and '-'", p->name);
     int64_t n;
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, "seeds");
-    if (!v) return bad(c, "seeds", "missing (runs per cell, at least 2)");
-    if ((st = whole_of(c, v, "seeds", 2, TB_STUDY_MAX_SEEDS, &n)) != TB_OK) return st;
+    if (!v) return tb_sp_bad(c, "seeds", "missing (runs per cell, at least 2)");
+    if ((st = tb_sp_whole(c, v, "seeds", 2, TB_STUDY_MAX_SEEDS, &n)) != TB_OK) return st;
     p->seeds = (int)n;
     if ((v = cJSON_GetObjectItemCaseSensitive(root, "seed"))) {
-        if ((st = whole_of(c, v, "seed", 0, 9007199254740992.0, &n)) != TB_OK) return st;
+        if ((st = tb_sp_whole(c, v, "seed", 0, 9007199254740992.0, &n)) != TB_OK) return st;
         p->seed = (uint64_t)n;
     }
     char text[32] = "validation";
-    if ((st = get_text(c, root, "metric", "metric", false, text, sizeof text)) != TB_OK)
+    if ((st = tb_sp_text(c, root, "metric", "metric", false, text, sizeof text)) != TB_OK)
         return st;
     tb_error e = {0};
-    if (tb_study_metric_parse(text, &p->metric, &e) != TB_OK) return bad(c, "metric", "%s",
+    if (tb_study_metric_parse(text, &p->metric, &e) != TB_OK) return tb_sp_bad(c, "metric", "%s",
                                                                          e.message);
     snprintf(text, sizeof text, "median");
-    if ((st = get_text(c, root, "table", "table", false, text, sizeof text)) != TB_OK)
+    if ((st = tb_sp_text(c, root, "table", "table", false, text, sizeof text)) != TB_OK)
         return st;
     if (strcmp(text, "median") && strcmp(text, "mean"))
-        return bad(c, "table", "'%s' is not median or mean", text);
+        return tb_sp_bad(c, "table", "'%s' is not median or mean", text);
     p->statistic = strcmp(text, "mean") == 0 ? TB_STAT_MEAN : TB_STAT_MEDIAN;
     return TB_OK;
 }
 
 /* Every cell's configuration, as a run would get it, checked as tb_train would. */
-static tb_status check_cells(parse_ctx *c)
+static tb_status check_cells(tb_sp_ctx *c)
 {
     const tb_study_plan *p = c->plan;
     bool workload_axis = false, algo_axis = false;
@@ -461,18 +396,19 @@ static tb_status check_cells(parse_ctx *c)
         algo_axis |= p->axes[k].kind == TB_AXIS_ALGORITHM;
     }
     if (!p->workload[0] && !workload_axis)
-        return bad(c, "settings.workload", "missing (or an axis \"workload\")");
+        return tb_sp_bad(c, "settings.workload", "missing (or an axis \"workload\")");
     if (!p->algorithm[0] && !algo_axis)
-        return bad(c, "settings.algorithm", "missing (or an axis \"algorithm\")");
+        return tb_sp_bad(c, "settings.algorithm", "missing (or an axis \"algorithm\")");
     for (int cell = 0; cell < tb_study_plan_cells(p); cell++) {
         tb_run_config cfg;
         tb_error e = {0};
         tb_status st = tb_study_plan_run_config(p, cell, 0, &cfg, &e);
         if (st == TB_OK) st = tb_optimizer_check_hparams(cfg.model.algorithm, &cfg.model.hparams, &e);
+        if (st == TB_OK) st = tb_run_config_check(&cfg, &e); /* as tb_train would, first */
         if (st != TB_OK) {
             char label[256];
             tb_study_plan_cell_label(p, cell, label, sizeof label);
-            return bad(c, "cell", "%s: %s", label, e.message);
+            return tb_sp_bad(c, "cell", "%s: %s", label, e.message);
         }
     }
     return TB_OK;
@@ -483,7 +419,7 @@ tb_status tb_study_plan_parse(const char *text, const char *file, tb_study_plan 
 {
     static const char *const keys[] = {"name", "claim", "source", "settings", "hparams",
                                        "overrides", "axes", "seeds", "seed", "metric",
-                                       "table", "comparisons", "notes"};
+                                       "table", "comparisons", "notes", "tune", "figures"};
     if (!text || !out) return tb_fail(err, TB_ERR_INVALID, "study_plan_parse: %s is NULL",
                                       text ? "out" : "text");
     *out = NULL;
@@ -497,7 +433,7 @@ tb_status tb_study_plan_parse(const char *text, const char *file, tb_study_plan 
     p->base = tb_run_config_default();
     p->base.length.epochs = 0;
     p->base.eval.during = 0;
-    parse_ctx c = {p, err};
+    tb_sp_ctx c = {p, err, text};
     const char *end = NULL;
     cJSON *root = cJSON_ParseWithOpts(text, &end, true);
     tb_status st = TB_OK;
@@ -508,16 +444,16 @@ tb_status tb_study_plan_parse(const char *text, const char *file, tb_study_plan 
     } else if (!cJSON_IsObject(root)) {
         st = tb_fail(err, TB_ERR_INVALID, "%s: a study is a JSON object", p->file);
     }
-    if (st == TB_OK) st = only_keys(&c, root, "", keys, 13);
+    if (st == TB_OK) st = tb_sp_only_keys(&c, root, "", keys, 15);
     if (st == TB_OK) st = parse_top(&c, root);
     const cJSON *v;
     if (st == TB_OK) {
         if ((v = cJSON_GetObjectItemCaseSensitive(root, "settings"))) st = parse_settings(&c, v);
-        else st = bad(&c, "settings", "missing (workload, steps or epochs, ...)");
+        else st = tb_sp_bad(&c, "settings", "missing (workload, steps or epochs, ...)");
     }
     if (st == TB_OK) {
         if ((v = cJSON_GetObjectItemCaseSensitive(root, "axes"))) st = parse_axes(&c, v);
-        else st = bad(&c, "axes", "missing (the grid of runs, e.g. {\"algorithm\": [...]})");
+        else st = tb_sp_bad(&c, "axes", "missing (the grid of runs, e.g. {\"algorithm\": [...]})");
     }
     bool steps_axis = false;
     for (int k = 0; k < p->n_axes; k++) steps_axis |= p->axes[k].kind == TB_AXIS_STEPS;
@@ -527,15 +463,20 @@ tb_status tb_study_plan_parse(const char *text, const char *file, tb_study_plan 
         st = parse_hparam_sets(&c, v);
     if (st == TB_OK && (v = cJSON_GetObjectItemCaseSensitive(root, "overrides")))
         st = parse_overrides(&c, v);
+    if (st == TB_OK && (v = cJSON_GetObjectItemCaseSensitive(root, "tune")))
+        st = tb_sp_parse_tune(&c, v, "tune", &p->tune);
     if (st == TB_OK && (v = cJSON_GetObjectItemCaseSensitive(root, "comparisons")))
         st = parse_comparisons(&c, v);
     if (st == TB_OK && (v = cJSON_GetObjectItemCaseSensitive(root, "notes")) &&
         !cJSON_IsString(v))
-        st = bad(&c, "notes", "must be a string");
+        st = tb_sp_bad(&c, "notes", "must be a string");
     if (st == TB_OK) st = check_cells(&c);
+    if (st == TB_OK) st = tb_sp_check_tunes(&c);
+    if (st == TB_OK && (v = cJSON_GetObjectItemCaseSensitive(root, "figures")))
+        st = tb_sp_parse_figures(&c, v);
     cJSON_Delete(root);
     if (st != TB_OK) {
-        free(p);
+        tb_study_plan_free(p);
         return st;
     }
     *out = p;
@@ -553,4 +494,9 @@ tb_status tb_study_plan_load(const char *path, tb_study_plan **out, tb_error *er
     return st;
 }
 
-void tb_study_plan_free(tb_study_plan *plan) { free(plan); }
+void tb_study_plan_free(tb_study_plan *plan)
+{
+    if (!plan) return;
+    for (int i = 0; i < plan->n_spaces; i++) free(plan->space_json[i]);
+    free(plan);
+}

@@ -16,7 +16,8 @@ static bool samples_fisher(const tb_run_model *m)
     return tb_hparams_get(&m->hparams, "empirical_fisher", 0) != 1;
 }
 
-tb_status tb_study_check_source(const tb_run_config *c, tb_stream s, tb_error *err)
+tb_status tb_study_check_source(const tb_run_config *c, tb_stream s, bool searches,
+                                tb_error *err)
 {
     const char *w = c->model.workload ? c->model.workload : "the workload";
     if (c->update.update) return TB_OK; /* a submission's own update: it may read any stream */
@@ -34,10 +35,11 @@ tb_status tb_study_check_source(const tb_run_config *c, tb_stream s, tb_error *e
                        "source augment does not vary: the run has no data augmentation (set "
                        "--augment)");
     case TB_STREAM_HPARAM:
+        if (searches) return TB_OK; /* each run of the source searches anew from its seed */
         return tb_fail(err, TB_ERR_INVALID,
-                       "source hparam does not vary: a variance study trains one fixed point, "
-                       "no search draws hyperparameters from the hparam stream (a tuning study "
-                       "does: tune)");
+                       "source hparam does not vary: the runs train one fixed point, no search "
+                       "draws hyperparameters from the hparam stream (give a search: --search "
+                       "N, each run of the source then searches anew)");
     default: return TB_OK;
     }
 }

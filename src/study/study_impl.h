@@ -3,6 +3,7 @@
 #define TRAINBENCH_STUDY_IMPL_H
 
 #include "trainbench/study.h"
+#include "trainbench/tune.h"
 
 /* TB_ERR_INVALID: an error-rate metric asked of a workload without classes, named with where. */
 tb_status tb_study_no_error_rate(const char *workload, const char *where, tb_error *err);
@@ -17,11 +18,71 @@ tb_status tb_study_run_one(const tb_run_config *cfg, tb_study_metric m, tb_study
 
 /* TB_OK when source s varies something in runs of config c, else TB_ERR_INVALID naming
  * why not: dropout on a model without dropout (and no true-Fisher sampling), augment without
- * augmentation, hparam in a run that searches nothing (sources.c). */
-tb_status tb_study_check_source(const tb_run_config *c, tb_stream s, tb_error *err);
+ * augmentation, hparam in runs that search nothing (searches false) (sources.c). */
+tb_status tb_study_check_source(const tb_run_config *c, tb_stream s, bool searches,
+                                tb_error *err);
 /* The checks of a configuration that tb_train would make only after loading data (workload,
  * algorithm, hyperparameters), before any training: a typo in B's algorithm fails at once
  * instead of after A's runs. */
 tb_status tb_study_check_base(const tb_run_config *c, tb_error *err);
+
+/* One trial of a search: cfg is the base with the trial's point; sets *select (the selection
+ * metric) and *report (the reported one). TB_ERR_NUMERIC: it diverged (the search goes on);
+ * another status stops the search. */
+typedef tb_status (*tb_study_trial_fn)(void *user, const tb_run_config *cfg, int trial,
+                                       double *select, double *report, tb_error *err);
+
+typedef struct tb_study_search {
+    const tb_search_space *space;
+    int trials;
+    tb_study_sampler sampler;
+    uint64_t seed;             /* the search's own: the run's TB_STREAM_HPARAM seed */
+    tb_study_trial_fn trial;
+    void *user;
+} tb_study_search;
+
+typedef struct tb_study_search_result {
+    int n;                     /* trials */
+    int best;                  /* the best trial, -1 if every one diverged */
+    double best_select, best_report;
+    double *select;            /* per trial (+inf: diverged); owned */
+    tb_hparams *points;        /* per trial: the space's hyperparameters; owned */
+} tb_study_search_result;
+
+/* The first n points of a Halton search (or of a list's) with the given seed (search.c). */
+tb_status tb_study_search_points(const tb_search_space *space, int n, uint64_t seed,
+                                 tb_hparams *out, tb_error *err);
+/* Runs the search's trials on base (each with its point over base's hyperparameters). */
+tb_status tb_study_search_run(const tb_study_search *s, const tb_run_config *base,
+                              tb_study_search_result *out, tb_error *err);
+void tb_study_search_result_free(tb_study_search_result *r);
+
+/* A search whose trials are tb_study_run_one's runs (compare, variance): the metric selected
+ * by its validation form, progress as group's runs 1..trials, *runs counting the trainings. */
+typedef struct tb_study_train_search {
+    const tb_search_space *space;
+    int trials;
+    tb_study_sampler sampler;
+    tb_study_metric metric;
+    const char *group;
+    tb_study_run_fn on_run;
+    void *user;
+    int64_t *runs;             /* may be NULL */
+} tb_study_train_search;
+
+/* Runs it on base's seeds (its TB_STREAM_HPARAM seed draws the points); *best: base's
+ * hyperparameters with the best point over them, *best_report (may be NULL) its reported
+ * metric (NaN if not finite). TB_ERR_NUMERIC if every trial diverged. */
+tb_status tb_study_search_train(const tb_study_train_search *t, const tb_run_config *base,
+                                tb_hparams *best, double *best_report, tb_error *err);
+/* The Halton points a search with this seed tries, checked as their runs would be
+ * (tb_study_check_base), before any training. */
+tb_status tb_study_search_check(const tb_search_space *space, int trials, uint64_t seed,
+                                const tb_run_config *base, tb_error *err);
+
+/* The line and column (1-based) of the value at key path `path` ("overrides[1].tune.sampler")
+ * of JSON text, or of the deepest part of the path the text has; 0 and 0 when not even its
+ * first key is there (locate.c). */
+void tb_study_locate(const char *text, const char *path, int *line, int *column);
 
 #endif

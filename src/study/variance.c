@@ -14,6 +14,51 @@ void tb_variance_study_free(tb_variance_study *s)
     memset(s, 0, sizeof *s);
 }
 
+/* The search space parsed, every search's points checked (the base search and each run's
+ * own, before any training), then the base search run: base gets its point. */
+static tb_status prepare_search(const tb_variance_study_config *cfg, tb_run_config *base,
+                                tb_search_space **space, tb_error *err)
+{
+    tb_status st = tb_search_space_parse(cfg->space, cfg->space_source, space, err);
+    if (st == TB_ERR_FORMAT) {
+        st = TB_ERR_INVALID;
+        if (err) err->status = st;
+    }
+    if (st != TB_OK) return st;
+    for (int i = 0; i <= cfg->runs && st == TB_OK; i++)
+        st = tb_study_search_check(*space, cfg->search_trials,
+                                   tb_study_seed(cfg->seed, TB_STREAM_HPARAM, i), base, err);
+    for (int s = 0; s < TB_STREAM_COUNT; s++) base->seeds[s] = tb_study_seed(cfg->seed, s, 0);
+    tb_study_train_search t = {*space, cfg->search_trials, TB_STUDY_SAMPLER_HALTON, cfg->metric,
+                               "search", cfg->on_run, cfg->user, NULL};
+    tb_hparams best;
+    if (st == TB_OK) st = tb_study_search_train(&t, base, &best, NULL, err);
+    if (st == TB_OK) base->model.hparams = best;
+    if (st != TB_OK) {
+        tb_search_space_destroy(*space);
+        *space = NULL;
+    }
+    return st;
+}
+
+/* A run of the hparam source (or of "all") with a search: a search of its own on its seeds,
+ * whose best trial is the run (TB_ERR_NUMERIC if every trial diverged or its metric is not
+ * finite). */
+static tb_status searched_run(const tb_variance_study_config *cfg, const tb_search_space *space,
+                              const tb_run_config *c, const char *group, double *v,
+                              tb_error *err)
+{
+    char name[64];
+    snprintf(name, sizeof name, "%s search", group);
+    tb_study_train_search t = {space, cfg->search_trials, TB_STUDY_SAMPLER_HALTON, cfg->metric,
+                               name, cfg->on_run, cfg->user, NULL};
+    tb_hparams best;
+    *v = NAN;
+    tb_status st = tb_study_search_train(&t, c, &best, v, err);
+    if (st == TB_OK && !isfinite(*v)) st = TB_ERR_NUMERIC;
+    return st;
+}
+
 tb_status tb_variance_study_run(const tb_variance_study_config *cfg, tb_variance_study *out,
                                 tb_error *err)
 {
@@ -41,10 +86,17 @@ tb_status tb_variance_study_run(const tb_variance_study_config *cfg, tb_variance
                 return tb_fail(err, TB_ERR_INVALID, "source of variation '%s' is listed twice",
                                tb_stream_name(cfg->sources[g]));
     for (int g = 0; g < cfg->n_sources; g++)
-        if ((st = tb_study_check_source(&cfg->base, cfg->sources[g], err)) != TB_OK) return st;
+        if ((st = tb_study_check_source(&cfg->base, cfg->sources[g], cfg->search_trials > 0,
+                                        err)) != TB_OK)
+            return st;
     tb_run_config base = cfg->base;
     st = tb_study_prepare_config(cfg->metric, &base, err);
     if (st != TB_OK) return st;
+    tb_search_space *space = NULL;
+    if (cfg->search_trials > 0) {
+        st = prepare_search(cfg, &base, &space, err);
+        if (st != TB_OK) return st;
+    }
     int n_groups = cfg->n_sources + 1;
     int total = n_groups * cfg->runs;
     for (int g = 0; g < n_groups; g++) {
@@ -70,18 +122,23 @@ tb_status tb_variance_study_run(const tb_variance_study_config *cfg, tb_variance
             else
                 c.seeds[cfg->sources[g]] = tb_study_seed(cfg->seed, cfg->sources[g], i + 1);
             double v;
-            st = tb_study_run_one(&c, cfg->metric, cfg->metric, &v, NULL, out->names[g],
-                         g * cfg->runs + i + 1, total, cfg->on_run, cfg->user, err);
+            if (space && (all || cfg->sources[g] == TB_STREAM_HPARAM))
+                st = searched_run(cfg, space, &c, out->names[g], &v, err);
+            else
+                st = tb_study_run_one(&c, cfg->metric, cfg->metric, &v, NULL, out->names[g],
+                                      g * cfg->runs + i + 1, total, cfg->on_run, cfg->user, err);
             if (st == TB_OK) {
                 out->values[g][out->n_values[g]++] = v;
             } else if (st == TB_ERR_NUMERIC) {
                 out->failed[g]++;
             } else {
+                tb_search_space_destroy(space);
                 tb_variance_study_free(out);
                 return st;
             }
         }
     }
+    tb_search_space_destroy(space);
     tb_variation_group groups[TB_STUDY_MAX_GROUPS];
     for (int g = 0; g < n_groups; g++) {
         if (out->n_values[g] < 2) {

@@ -1,0 +1,208 @@
+/* study_figures.c: a study's figures beyond the table (variance, rank, curve) as text, and as
+ * data: one JSON and one CSV file per figure (`study --out DIR`), the same rows in both. */
+#include "study_output.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+/* Where a figure is written: text lines, a CSV file, a JSON file (either may be NULL). */
+typedef struct sink {
+    FILE *csv, *json;
+    int rows; /* JSON rows written */
+} sink;
+
+static void json_str(FILE *f, const char *s)
+{
+    fputc('"', f);
+    for (; *s; s++) {
+        if (*s == '"' || *s == '\\') fputc('\\', f);
+        if ((unsigned char)*s >= 0x20) fputc(*s, f);
+    }
+    fputc('"', f);
+}
+
+static void json_num(FILE *f, double v)
+{
+    if (isfinite(v)) fprintf(f, "%.6g", v);
+    else fputs("null", f);
+}
+
+static void csv_num(FILE *f, double v)
+{
+    if (isfinite(v)) fprintf(f, ",%.6g", v);
+    else fputs(",", f);
+}
+
+/* A row's cell label, quoted for CSV (labels have no quotes: they are names and numbers). */
+static void row_start(sink *s, const char *label)
+{
+    if (s->csv) fprintf(s->csv, "\"%s\"", label);
+    if (s->json) {
+        fputs(s->rows++ ? ",\n{\"cell\":" : "{\"cell\":", s->json);
+        json_str(s->json, label);
+    }
+}
+
+static void field(sink *s, const char *name, double v)
+{
+    if (s->csv) csv_num(s->csv, v);
+    if (s->json) {
+        fprintf(s->json, ",\"%s\":", name);
+        json_num(s->json, v);
+    }
+}
+
+static void row_end(sink *s)
+{
+    if (s->csv) fputc('\n', s->csv);
+    if (s->json) fputc('}', s->json);
+}
+
+static void variance_rows(const tb_study_plan *p, const tb_study_values *v,
+                          const tb_study_figures *f, sink *s, bool text)
+{
+    if (s->csv) fputs("cell,source,n,lost,mean,std,std_lo,std_hi,std_share\n", s->csv);
+    if (text)
+        printf("variance by source (each varied alone; \"all\": the cell's runs; std with its "
+               "95%% chi-square interval):\n");
+    for (int c = 0; c < v->cells; c++) {
+        char label[256];
+        tb_study_plan_cell_label(p, c, label, sizeof label);
+        const tb_study_variance_cell *vc = &f->variance[c];
+        for (int g = 0; g < vc->n_groups; g++) {
+            const tb_variance_row *r = &vc->rows[g];
+            if (text)
+                printf("  %-28s %-11s n %3lld  mean %10.4g  std %10.4g  [%.4g, %.4g]  %5.0f%% "
+                       "of all\n", g ? "" : label, r->name, (long long)r->n, r->mean, r->std,
+                       r->std_ci.lo, r->std_ci.hi, 100 * r->std_share);
+            row_start(s, label);
+            if (s->csv) fprintf(s->csv, ",%s", r->name);
+            if (s->json) fprintf(s->json, ",\"source\":\"%s\"", r->name);
+            field(s, "n", (double)r->n);
+            field(s, "lost", (double)vc->lost[g]);
+            field(s, "mean", r->mean);
+            field(s, "std", r->std);
+            field(s, "std_lo", r->std_ci.lo);
+            field(s, "std_hi", r->std_ci.hi);
+            field(s, "std_share", r->std_share);
+            row_end(s);
+        }
+    }
+}
+
+static void rank_rows(const tb_study_plan *p, const tb_study_values *v,
+                      const tb_study_figures *f, sink *s, bool text)
+{
+    if (s->csv) fputs("cell,mean_rank,firsts\n", s->csv);
+    if (text)
+        printf("rank of each cell within each run (1: the best of the run; mean over %d runs):\n",
+               v->seeds);
+    for (int c = 0; c < v->cells; c++) {
+        char label[256];
+        tb_study_plan_cell_label(p, c, label, sizeof label);
+        if (text)
+            printf("  %-28s mean rank %5.2f  first in %lld of %d\n", label, f->rank[c].mean_rank,
+                   (long long)f->rank[c].firsts, v->seeds);
+        row_start(s, label);
+        field(s, "mean_rank", f->rank[c].mean_rank);
+        field(s, "firsts", (double)f->rank[c].firsts);
+        row_end(s);
+    }
+}
+
+static void curve_rows(const tb_study_plan *p, const tb_study_values *v,
+                       const tb_study_figures *f, sink *s, bool text)
+{
+    if (s->csv) fputs("cell,trial,best_so_far\n", s->csv);
+    if (text)
+        printf("best tuning trial so far (%s; the median over the runs' searches for "
+               "per_run):\n", tb_study_metric_name(tb_study_selection_metric(p->metric)));
+    for (int c = 0; c < v->cells; c++) {
+        const tb_study_tune *t = tb_study_plan_cell_tune(p, c);
+        if (!t) continue;
+        char label[256];
+        tb_study_plan_cell_label(p, c, label, sizeof label);
+        if (text) printf("  %-28s", label);
+        for (int k = 0; k < t->trials; k++) {
+            double x = f->curve[(size_t)c * (size_t)v->max_trials + (size_t)k];
+            if (text) printf(" %.4g", x);
+            row_start(s, label);
+            field(s, "trial", k + 1);
+            field(s, "best_so_far", x);
+            row_end(s);
+        }
+        if (text) printf("\n");
+    }
+}
+
+typedef void (*rows_fn)(const tb_study_plan *, const tb_study_values *,
+                        const tb_study_figures *, sink *, bool);
+
+static void each_figure(const tb_study_plan *p, rows_fn *fns, const char **names)
+{
+    int n = 0;
+    if (p->fig_variance) names[n] = "variance", fns[n++] = variance_rows;
+    if (p->fig_rank) names[n] = "rank", fns[n++] = rank_rows;
+    if (p->fig_curve) names[n] = "curve", fns[n++] = curve_rows;
+    names[n] = NULL;
+}
+
+void tb_cli_study_print_figures(const tb_study_plan *p, const tb_study_values *v,
+                                const tb_study_figures *f)
+{
+    rows_fn fns[4];
+    const char *names[4];
+    each_figure(p, fns, names);
+    for (int i = 0; names[i]; i++) {
+        sink s = {0};
+        fns[i](p, v, f, &s, true);
+    }
+}
+
+void tb_cli_study_json_figures(const tb_study_plan *p, const tb_study_values *v,
+                               const tb_study_figures *f)
+{
+    rows_fn fns[4];
+    const char *names[4];
+    each_figure(p, fns, names);
+    fputs(",\"figures\":{", stdout);
+    for (int i = 0; names[i]; i++) {
+        sink s = {NULL, stdout, 0};
+        printf("%s\"%s\":[", i ? "," : "", names[i]);
+        fns[i](p, v, f, &s, false);
+        fputs("]", stdout);
+    }
+    fputs("}", stdout);
+}
+
+bool tb_cli_study_write_figures(const tb_study_plan *p, const tb_study_values *v,
+                                const tb_study_figures *f, const char *dir)
+{
+    rows_fn fns[4];
+    const char *names[4];
+    each_figure(p, fns, names);
+    for (int i = 0; names[i]; i++) {
+        char csv[4096], json[4096];
+        snprintf(csv, sizeof csv, "%s/%s.%s.csv", dir, p->name, names[i]);
+        snprintf(json, sizeof json, "%s/%s.%s.json", dir, p->name, names[i]);
+        sink s = {fopen(csv, "w"), fopen(json, "w"), 0};
+        bool ok = s.csv && s.json;
+        if (ok) {
+            fputs("{\"study\":", s.json);
+            json_str(s.json, p->name);
+            fprintf(s.json, ",\"figure\":\"%s\",\"metric\":\"%s\",\"rows\":[\n", names[i],
+                    tb_study_metric_name(p->metric));
+            fns[i](p, v, f, &s, false);
+            fputs("]}\n", s.json);
+        }
+        ok = ok && !ferror(s.csv) && !ferror(s.json);
+        if (s.csv && fclose(s.csv) != 0) ok = false;
+        if (s.json && fclose(s.json) != 0) ok = false;
+        if (!ok) {
+            tb_cli_error("study --out: cannot write %s or %s", csv, json);
+            return false;
+        }
+    }
+    return true;
+}

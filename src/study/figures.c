@@ -1,0 +1,143 @@
+/* figures.c: the figures beyond the table, as data: the std of each source varied alone per
+ * cell (with its chi-square interval and its share of the cell's own runs, which vary every
+ * source: tb_variance_decompose), the cells ranked within each run, and the best tuning trial
+ * so far over the trials. */
+#include "trainbench/study_plan.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+void tb_study_figures_free(tb_study_figures *f)
+{
+    if (!f) return;
+    free(f->variance);
+    free(f->rank);
+    free(f->curve);
+    memset(f, 0, sizeof *f);
+}
+
+/* The finite values of x[0..n) into out; their count. */
+static int64_t finite_of(const double *x, int n, double *out)
+{
+    int64_t k = 0;
+    for (int i = 0; i < n; i++)
+        if (isfinite(x[i])) out[k++] = x[i];
+    return k;
+}
+
+static tb_status variance_cell(const tb_study_plan *plan, const tb_study_values *v, int cell,
+                               double *scratch, tb_study_variance_cell *out, tb_error *err)
+{
+    tb_variation_group g[TB_STREAM_COUNT + 1];
+    const int n = plan->n_fig_sources + 1;
+    for (int k = 0; k < n; k++) {
+        const bool all = k == plan->n_fig_sources;
+        const double *x = all ? v->v + (size_t)cell * (size_t)v->seeds
+                              : v->source_v + ((size_t)k * (size_t)v->cells + (size_t)cell) *
+                                                  (size_t)v->seeds;
+        double *kept = scratch + (size_t)k * (size_t)v->seeds;
+        int64_t m = finite_of(x, v->seeds, kept);
+        out->lost[k] = v->seeds - m;
+        g[k] = (tb_variation_group){all ? "all" : tb_stream_name(plan->fig_sources[k]), kept, m};
+        if (m < 2) {
+            char label[256];
+            tb_study_plan_cell_label(plan, cell, label, sizeof label);
+            return tb_fail(err, TB_ERR_NUMERIC, "variance figure: cell %s, source %s: only %lld "
+                           "of %d runs finished", label, g[k].name, (long long)m, v->seeds);
+        }
+    }
+    out->n_groups = n;
+    return tb_variance_decompose(g, n, "all", 0.05, out->rows, err);
+}
+
+/* Ranks of the cells in run i: 1 the best, tied cells the mean of their places. */
+static void rank_run(const tb_study_plan *plan, const tb_study_values *v, int run,
+                     tb_study_rank_cell *out)
+{
+    const bool higher = tb_study_metric_higher_is_better(plan->metric);
+    for (int c = 0; c < v->cells; c++) {
+        double x = v->v[(size_t)c * (size_t)v->seeds + (size_t)run];
+        int better = 0, tied = 0;
+        for (int d = 0; d < v->cells; d++) {
+            double y = v->v[(size_t)d * (size_t)v->seeds + (size_t)run];
+            if (d != c && y == x) tied++;
+            else if (higher ? y > x : y < x) better++;
+        }
+        out[c].mean_rank += 1.0 + better + tied / 2.0;
+        out[c].firsts += better == 0;
+    }
+}
+
+/* The best so far after each trial of search row `slot`. */
+static void best_so_far(const tb_study_values *v, size_t slot, double *out)
+{
+    double best = INFINITY;
+    for (int t = 0; t < v->max_trials; t++) {
+        double x = v->trial_v[slot * (size_t)v->max_trials + (size_t)t];
+        if (!isnan(x) && x < best) best = x;
+        out[t] = isnan(x) ? NAN : best;
+    }
+}
+
+static int compare_doubles(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static tb_status curve_cell(const tb_study_plan *plan, const tb_study_values *v, int cell,
+                            double *scratch, double *out)
+{
+    const tb_study_tune *t = tb_study_plan_cell_tune(plan, cell);
+    for (int k = 0; k < v->max_trials; k++) out[k] = NAN;
+    if (!t || !v->trial_v) return TB_OK;
+    const int searches = t->per_run ? v->seeds : 1;
+    for (int r = 0; r < searches; r++)
+        best_so_far(v, (size_t)cell * (size_t)v->seeds + (size_t)r,
+                    scratch + (size_t)r * (size_t)v->max_trials);
+    double *col = scratch + (size_t)searches * (size_t)v->max_trials;
+    for (int k = 0; k < t->trials; k++) { /* the median over the searches */
+        int m = 0;
+        for (int r = 0; r < searches; r++) {
+            double x = scratch[(size_t)r * (size_t)v->max_trials + (size_t)k];
+            if (!isnan(x)) col[m++] = x;
+        }
+        if (m == 0) continue;
+        qsort(col, (size_t)m, sizeof *col, compare_doubles);
+        out[k] = m % 2 ? col[m / 2] : (col[m / 2 - 1] + col[m / 2]) / 2;
+    }
+    return TB_OK;
+}
+
+tb_status tb_study_figures_compute(const tb_study_plan *plan, const tb_study_values *v,
+                                   tb_study_figures *out, tb_error *err)
+{
+    if (!plan || !v || !out)
+        return tb_fail(err, TB_ERR_INVALID, "study_figures_compute: %s is NULL",
+                       !plan ? "plan" : !v ? "values" : "out");
+    memset(out, 0, sizeof *out);
+    const size_t cells = (size_t)v->cells, seeds = (size_t)v->seeds;
+    double *scratch = malloc((TB_STREAM_COUNT + 2) * (seeds + 1) *
+                             ((size_t)v->max_trials + 1) * sizeof *scratch);
+    if (plan->fig_variance) out->variance = calloc(cells, sizeof *out->variance);
+    if (plan->fig_rank) out->rank = calloc(cells, sizeof *out->rank);
+    if (plan->fig_curve) out->curve = malloc(cells * ((size_t)v->max_trials + 1) * sizeof(double));
+    tb_status st = TB_OK;
+    if (!scratch || (plan->fig_variance && !out->variance) || (plan->fig_rank && !out->rank) ||
+        (plan->fig_curve && !out->curve))
+        st = tb_fail(err, TB_ERR_NOMEM, "out of memory for a study's figures");
+    if (st == TB_OK && plan->fig_variance && !v->source_v)
+        st = tb_fail(err, TB_ERR_INVALID, "variance figure: the values have no source runs");
+    for (int c = 0; c < v->cells && st == TB_OK && plan->fig_variance; c++)
+        st = variance_cell(plan, v, c, scratch, &out->variance[c], err);
+    for (int r = 0; r < v->seeds && st == TB_OK && plan->fig_rank; r++)
+        rank_run(plan, v, r, out->rank);
+    for (size_t c = 0; c < cells && st == TB_OK && plan->fig_rank; c++)
+        out->rank[c].mean_rank /= (double)seeds;
+    for (int c = 0; c < v->cells && st == TB_OK && plan->fig_curve; c++)
+        st = curve_cell(plan, v, c, scratch, out->curve + (size_t)c * (size_t)v->max_trials);
+    free(scratch);
+    if (st != TB_OK) tb_study_figures_free(out);
+    return st;
+}

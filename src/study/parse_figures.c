@@ -1,0 +1,108 @@
+/* parse_figures.c: a study's "figures" beyond the table: "variance" (std per source, each
+ * varied alone, with intervals), "rank" (cells ranked within each run) and "curve" (the best
+ * tuning trial so far over the trials), each refused at load where it cannot describe the
+ * metric or the plan. */
+#include "study/parse_impl.h"
+
+#include "study/study_impl.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static tb_status parse_variance(tb_sp_ctx *c, const cJSON *o, const char *key)
+{
+    static const char *const keys[] = {"type", "sources"};
+    tb_study_plan *p = c->plan;
+    tb_status st = tb_sp_only_keys(c, o, key, keys, 2);
+    if (st != TB_OK) return st;
+    char k2[96];
+    snprintf(k2, sizeof k2, "%s.sources", key);
+    const cJSON *list = cJSON_GetObjectItemCaseSensitive(o, "sources");
+    if (!list || !cJSON_IsArray(list) || !list->child)
+        return tb_sp_bad(c, k2, "missing (a list of the sources varied one at a time: init, "
+                         "data_order, split, dropout, augment)");
+    if (p->metric == TB_METRIC_TIME_TO_TARGET)
+        return tb_sp_bad(c, key, "a variance figure cannot use time_to_target: a run that "
+                         "misses the target has no finite time to take a std of");
+    int i = 0;
+    for (const cJSON *v = list->child; v; v = v->next, i++) {
+        snprintf(k2, sizeof k2, "%s.sources[%d]", key, i);
+        tb_stream s;
+        tb_error e = {0};
+        if (!cJSON_IsString(v) || tb_stream_parse(v->valuestring, &s, &e) != TB_OK)
+            return tb_sp_bad(c, k2, "%s", e.message[0] ? e.message : "must be a source's name");
+        for (int k = 0; k < p->n_fig_sources; k++)
+            if (p->fig_sources[k] == s)
+                return tb_sp_bad(c, k2, "'%s' is listed twice", v->valuestring);
+        if (s == TB_STREAM_HPARAM)
+            return tb_sp_bad(c, k2, "hparam is not varied alone in a study (a cell's "
+                             "\"search\": \"per_run\" varies it with every other source; "
+                             "`trainbench variance --sources hparam --search N` varies it "
+                             "alone)");
+        for (int cell = 0; cell < tb_study_plan_cells(p); cell++) {
+            tb_run_config cfg;
+            if (tb_study_plan_run_config(p, cell, 0, &cfg, &e) != TB_OK ||
+                tb_study_check_source(&cfg, s, false, &e) != TB_OK) {
+                char label[256];
+                tb_study_plan_cell_label(p, cell, label, sizeof label);
+                return tb_sp_bad(c, k2, "cell %s: %s", label, e.message);
+            }
+            const tb_study_tune *t = tb_study_plan_cell_tune(p, cell);
+            if (t && t->per_run) {
+                char label[256];
+                tb_study_plan_cell_label(p, cell, label, sizeof label);
+                return tb_sp_bad(c, key, "cell %s searches per run: its runs vary the search "
+                                 "with every source, so no source varies alone", label);
+            }
+        }
+        p->fig_sources[p->n_fig_sources++] = s;
+    }
+    p->fig_variance = true;
+    return TB_OK;
+}
+
+tb_status tb_sp_parse_figures(tb_sp_ctx *c, const cJSON *o)
+{
+    tb_study_plan *p = c->plan;
+    if (!cJSON_IsArray(o))
+        return tb_sp_bad(c, "figures", "must be a list of \"rank\", \"curve\" or {\"type\": "
+                         "\"variance\", \"sources\": [...]}");
+    int i = 0;
+    for (const cJSON *it = o->child; it; it = it->next, i++) {
+        char key[48];
+        snprintf(key, sizeof key, "figures[%d]", i);
+        const char *type = cJSON_IsString(it) ? it->valuestring : NULL;
+        const cJSON *t = cJSON_IsObject(it) ? cJSON_GetObjectItemCaseSensitive(it, "type") : NULL;
+        if (t) type = cJSON_IsString(t) ? t->valuestring : NULL;
+        if (!type) return tb_sp_bad(c, key, "must be a figure's name or {\"type\": ...}");
+        bool *seen = strcmp(type, "variance") == 0 ? &p->fig_variance
+                     : strcmp(type, "rank") == 0   ? &p->fig_rank
+                     : strcmp(type, "curve") == 0  ? &p->fig_curve
+                                                   : NULL;
+        if (!seen)
+            return tb_sp_bad(c, key, "unknown figure '%s' (expected variance, rank or curve)",
+                             type);
+        if (*seen) return tb_sp_bad(c, key, "'%s' is listed twice", type);
+        tb_status st = TB_OK;
+        if (strcmp(type, "variance") == 0) {
+            if (!cJSON_IsObject(it))
+                return tb_sp_bad(c, key, "a variance figure names its sources: {\"type\": "
+                                 "\"variance\", \"sources\": [...]}");
+            st = parse_variance(c, it, key);
+        } else if (cJSON_IsObject(it)) {
+            static const char *const keys[] = {"type"};
+            st = tb_sp_only_keys(c, it, key, keys, 1);
+        }
+        if (st != TB_OK) return st;
+        bool tuned = false;
+        for (int cell = 0; cell < tb_study_plan_cells(p); cell++)
+            tuned |= tb_study_plan_cell_tune(p, cell) != NULL;
+        if (strcmp(type, "curve") == 0 && !tuned)
+            return tb_sp_bad(c, key, "a curve shows the best tuning trial so far: no cell "
+                             "tunes (give a \"tune\")");
+        if (strcmp(type, "rank") == 0 && tb_study_plan_cells(p) < 2)
+            return tb_sp_bad(c, key, "a rank table needs two or more cells");
+        *seen = true;
+    }
+    return TB_OK;
+}
