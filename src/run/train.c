@@ -168,6 +168,7 @@ static tb_status loop(trainer *t, tb_error *err)
     res->train_time_s = tb_run_timed_s(t->run);
     res->examples_per_s = res->train_time_s > 0 ? (double)res->examples / res->train_time_s : 0;
     res->fresh_examples = tb_pipeline_fresh_examples(tb_run_pipeline(t->run));
+    tb_pipeline_projection_stats(tb_run_pipeline(t->run), &res->projection);
     if (t->cfg->diag.profile) {
         int n = tb_tape_profile(tb_run_tape(t->run), res->profile, TB_TRAIN_PROFILE_MAX);
         res->profile_ops = n < TB_TRAIN_PROFILE_MAX ? n : TB_TRAIN_PROFILE_MAX;
