@@ -299,6 +299,9 @@ static tb_status check_config(const tb_pipeline_config *c, const tb_example_layo
         return tb_fail(err, TB_ERR_INVALID, "projection: max_steps, step_size, tol and "
                        "target_error must not be negative (got %d, %g, %g, %g)",
                        pc->max_steps, pc->step_size, pc->tol, pc->target_error);
+    if (!(pc->momentum >= 0 && pc->momentum < 1))
+        return tb_fail(err, TB_ERR_INVALID, "projection: momentum = %g is outside [0, 1)",
+                       pc->momentum);
     return TB_OK;
 }
 
