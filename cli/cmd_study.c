@@ -22,7 +22,8 @@
     "      --full-batch N        a fixed subset of N training examples, every step on all\n" \
     "                            of it (train --help)\n"                                      \
     "      --dropout-rate R      dropout_rate of the hidden layers, in [0, 1) (workloads\n"  \
-    "                            with dropout: fmnist_*_dropout*)\n"  \
+    "                            with dropout: fmnist_*_dropout*, fmnist_mlp_projected:\n"  \
+    "                            the rate of its projected noise)\n"  \
     TB_CLI_DATA_HELP                                                                            \
     "      --json                print the result as JSON on stdout\n"                        \
     "  -q, --quiet               no progress lines\n"                                         \

@@ -53,7 +53,8 @@ static const char train_usage[] =
     "      --split KIND          official (default) or bootstrap (out-of-bootstrap\n"
     "                            validation and test, stratified; varies with --seed-split)\n"
     "      --dropout-rate R      dropout_rate of the hidden layers, in [0, 1) (workloads\n"
-    "                            with dropout: fmnist_*_dropout*)\n"
+    "                            with dropout: fmnist_*_dropout*, fmnist_mlp_projected:\n"
+    "                            the rate of its projected noise)\n"
     "      --augment             random crop (padding 2) and horizontal flip (images; the\n"
     "                            autoencoder's target, the image, gets the same crop and flip)\n"
     "      --echo KIND           data echoing: none, example_before_augment (or example),\n"
@@ -175,6 +176,31 @@ static void print_json_field(bool first, const char *name, const char *fmt, doub
     tb_cli_json_number(fmt, v);
 }
 
+/* the projection stage of a projected variant (docs/DROPOUT.md) */
+static void print_projection(const tb_projection_stats *p)
+{
+    if (p->batches == 0) return;
+    printf("projection: %lld of %lld batches trained on their projection: %.1f input-gradient "
+           "steps on average (at most %d), relative error %.4g -> %.4g on average\n",
+           (long long)p->projected, (long long)p->batches, p->mean_steps, p->max_steps,
+           p->mean_initial_error, p->mean_final_error);
+    printf("            %lld refused (did not converge; trained on their clean inputs)%s%s\n",
+           (long long)p->unconverged, p->last_refusal[0] ? ", the last: " : "", p->last_refusal);
+}
+
+static void print_projection_json(const tb_projection_stats *p)
+{
+    if (p->batches == 0) return;
+    printf("\"projection\":{\"batches\":%lld,\"projected\":%lld,\"unconverged\":%lld,",
+           (long long)p->batches, (long long)p->projected, (long long)p->unconverged);
+    print_json_field(true, "mean_steps", "%.4f", p->mean_steps);
+    print_json_field(false, "mean_initial_error", "%.6g", p->mean_initial_error);
+    print_json_field(false, "mean_final_error", "%.6g", p->mean_final_error);
+    printf(",\"max_steps\":%d,\"last_refusal\":\"", p->max_steps);
+    tb_cli_json_text(p->last_refusal);
+    printf("\"},");
+}
+
 static void print_json(const tb_run_config *c, const tb_train_result *r, tb_status st,
                        const tb_error *err, int64_t sharpness_batch,
                        const tb_cli_sharpness_log *sharpness)
@@ -233,6 +259,7 @@ static void print_json(const tb_run_config *c, const tb_train_result *r, tb_stat
             printf("},");
         }
     }
+    print_projection_json(&r->projection);
     printf("\"fresh_examples\":%lld,\"evaluations\":%lld,\"reached_target\":%s,",
            (long long)r->fresh_examples, (long long)r->evaluations,
            r->reached_target ? "true" : "false");
@@ -568,6 +595,7 @@ int tb_cli_train(int argc, char **argv)
                    winfo->validation_target, res.best_validation_metric);
         print_hparams(&res);
         printf("input:      %lld fresh examples read\n", (long long)res.fresh_examples);
+        print_projection(&res.projection);
         printf("backend:    %s\n", res.backend);
         if (cfg.model.cuda_graph && res.graph_note[0])
             printf("graph:      %s\n", res.graph_note);

@@ -9,13 +9,18 @@
  * tape. Every random choice has its own stream: data order (TB_STREAM_DATA_ORDER), echo copy
  * counts and the shuffle buffer (streams derived from the data-order seed), augmentation
  * (TB_STREAM_AUGMENT). The stream of batches depends only on the seeds and the config, never
- * on thread timing; prefetch < 0 runs upstream on the calling thread with the same result. */
+ * on thread timing; prefetch < 0 runs upstream on the calling thread with the same result.
+ * For a workload that trains on projected dropout noise (tb_workload_projection_rate > 0:
+ * fmnist_mlp_projected), tb_pipeline_next also projects each batch through the model as it is
+ * at that step, on the calling thread (docs/DROPOUT.md), its masks from a stream of the
+ * dropout seed. */
 #ifndef TRAINBENCH_PIPELINE_H
 #define TRAINBENCH_PIPELINE_H
 
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "trainbench/dropout.h"
 #include "trainbench/nn.h"
 #include "trainbench/workload.h"
 
@@ -60,6 +65,10 @@ typedef struct tb_pipeline_config {
     int64_t shuffle_buffer;   /* examples mixed after echoing (0: none; at most the training
                                  examples) */
     double upstream_delay_s;  /* artificial upstream cost per fresh example (to study echoing) */
+    /* the projection stage (projected variants only; other workloads ignore these) */
+    uint64_t dropout_seed;    /* seed of the stage's masks (the run's TB_STREAM_DROPOUT seed) */
+    tb_projection_config projection; /* its steps, step size, tolerance and target error (0:
+                                        the defaults); the rate is the workload's dropout_rate */
 } tb_pipeline_config;
 
 typedef struct tb_pipeline tb_pipeline;
@@ -79,6 +88,8 @@ int64_t tb_pipeline_epoch(const tb_pipeline *p);
 int64_t tb_pipeline_fresh_examples(const tb_pipeline *p);
 /* Batches delivered so far. */
 int64_t tb_pipeline_batches(const tb_pipeline *p);
+/* What the projection stage did so far (all zero for a workload without one). */
+void tb_pipeline_projection_stats(const tb_pipeline *p, tb_projection_stats *out);
 
 #ifdef __cplusplus
 }

@@ -56,6 +56,8 @@ typedef struct tb_train_result {
     int64_t fresh_examples;        /* examples read fresh and delivered in the run's batches
                                       (tb_pipeline_fresh_examples: echo copies and reads
                                       still in the shuffle buffer are not counted) */
+    tb_projection_stats projection; /* projected variants: the pipeline's projection stage
+                                       (docs/DROPOUT.md); all zero for other workloads */
     double train_time_s;           /* timed training seconds */
     double examples_per_s;
     double final_train_loss;       /* of the last step counted in steps; NaN if none */

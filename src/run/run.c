@@ -184,6 +184,7 @@ static tb_status setup_training(tb_run *r, tb_error *err)
     pc.data_order_seed = c->seeds[TB_STREAM_DATA_ORDER];
     pc.augment_seed = c->seeds[TB_STREAM_AUGMENT];
     if (c->data.full_batch > 0) pc.prefetch = -1; /* no thread: the steps read full_rows */
+    pc.dropout_seed = c->seeds[TB_STREAM_DROPOUT]; /* the projection stage's masks */
     if (st == TB_OK) st = tb_pipeline_create(r->wl, &pc, &r->pipe, err);
     if (st == TB_OK && r->opt) st = tb_run_runner_create(r, r->opt, c->model.cuda_graph,
                                                          &r->own, err);

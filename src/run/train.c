@@ -170,6 +170,7 @@ static tb_status loop(trainer *t, tb_error *err)
     const int64_t full = t->cfg->data.full_batch; /* full batch: the subset, read once */
     res->fresh_examples = full > 0 ? (res->steps > 0 ? full : 0)
                                    : tb_pipeline_fresh_examples(tb_run_pipeline(t->run));
+    tb_pipeline_projection_stats(tb_run_pipeline(t->run), &res->projection);
     if (t->cfg->diag.profile) {
         int n = tb_tape_profile(tb_run_tape(t->run), res->profile, TB_TRAIN_PROFILE_MAX);
         res->profile_ops = n < TB_TRAIN_PROFILE_MAX ? n : TB_TRAIN_PROFILE_MAX;

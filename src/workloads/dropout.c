@@ -1,5 +1,8 @@
 /* dropout.c: a workload's dropout on its hidden layers (docs/DROPOUT.md): the rate a run sets
- * (AlgoPerf's dropout_rate) or the variant's own, fixed or drawn per example. */
+ * (AlgoPerf's dropout_rate) or the variant's own, fixed or drawn per example, or projected
+ * into the input space instead (the projected variants). */
+#include "trainbench/dropout.h"
+
 #include "workloads/workload_impl.h"
 
 #include <math.h>
@@ -13,7 +16,8 @@ tb_status tb_workload_set_dropout(tb_workload *wl, float config_rate, tb_error *
     if (config_rate > 0.0f && vt->dropout_rate == 0.0f)
         return tb_fail(err, TB_ERR_UNSUPPORTED,
                        "%s has no dropout (dropout_rate = %g; the variants with dropout: "
-                       "fmnist_mlp_dropout, fmnist_mlp_dropout_random, fmnist_cnn_dropout)",
+                       "fmnist_mlp_dropout, fmnist_mlp_dropout_random, fmnist_mlp_projected, "
+                       "fmnist_cnn_dropout)",
                        vt->info.id, (double)config_rate);
     float rate = config_rate > 0.0f ? config_rate : vt->dropout_rate;
     if (vt->dropout_random && !(rate < 0.5f))
@@ -25,9 +29,19 @@ tb_status tb_workload_set_dropout(tb_workload *wl, float config_rate, tb_error *
     return TB_OK;
 }
 
+bool tb_workload_drops(const tb_workload *wl)
+{
+    return wl->dropout_rate > 0.0f && !wl->vt->dropout_projected;
+}
+
+float tb_workload_projection_rate(const tb_workload *wl)
+{
+    return wl && wl->vt->dropout_projected ? wl->dropout_rate : 0.0f;
+}
+
 tb_var *tb_workload_dropout(tb_workload *wl, tb_tape *tape, tb_var *h, tb_rng *rng)
 {
-    if (!h || !tb_tape_training(tape) || wl->dropout_rate == 0.0f) return h;
+    if (!h || !tb_tape_training(tape) || !tb_workload_drops(wl)) return h;
     if (wl->vt->dropout_random)
         return tb_op_dropout_random(tape, h, 0.0f, 2.0f * wl->dropout_rate, rng);
     return tb_op_dropout(tape, h, wl->dropout_rate, rng);

@@ -1,6 +1,7 @@
 /* fmnist_mlp.c: Fashion-MNIST with an MLP 784-H-H-10, torch's default init. Base: H = 1024,
- * ReLU; variants: tanh, H = 256 ("narrow"), and dropout on both hidden layers, fixed-rate or
- * random-rate (docs/DROPOUT.md). Targets and budgets: docs/WORKLOADS.md,
+ * ReLU; variants: tanh, H = 256 ("narrow"), dropout on both hidden layers, fixed-rate or
+ * random-rate, and no dropout but training on inputs that carry the first hidden layer's
+ * dropout noise projected into the input space ("projected"; docs/DROPOUT.md). Targets and budgets: docs/WORKLOADS.md,
  * measured by scripts/calibrate.py (raw data in docs/calibration/). */
 #include "workloads/workload_impl.h"
 
@@ -67,7 +68,7 @@ static tb_var *mlp_forward(tb_workload *wl, tb_tape *tape, tb_var *x, tb_rng *dr
 {
     const mlp_options *o = wl->vt->options;
     mlp *m = wl->model;
-    if (wl->dropout_rate > 0) { /* unfused: dropout after each hidden activation */
+    if (tb_workload_drops(wl)) { /* unfused: dropout after each hidden activation */
         tb_var *h = tb_workload_dropout(wl, tape, mlp_hidden(wl, tape, x), dropout);
         h = tb_op_activation(tape, o->act, tb_linear_layer_forward(tape, &m->l2, h));
         h = tb_workload_dropout(wl, tape, h, dropout);
@@ -95,8 +96,9 @@ static void mlp_destroy(tb_workload *wl) { free(wl->model); }
 #define MLP_NARROW_TEST_TARGET 0.1094
 #define MLP_NARROW_BUDGET 30.0
 
-/* The dropout variants (rate 0.3 on both hidden layers; random-rate: U[0, 0.6) per example)
- * take the base's targets and budget: the same model and data, not calibrated on their own
+/* The dropout variants (rate 0.3 on both hidden layers; random-rate: U[0, 0.6) per example;
+ * projected: the first layer's dropout at 0.3, projected into the input space) take the
+ * base's targets and budget: the same model and data, not calibrated on their own
  * (docs/WORKLOADS.md). */
 #define MLP_DROPOUT_RATE 0.3f
 
@@ -168,4 +170,18 @@ const tb_workload_vtable tb_workload_fmnist_mlp_dropout_random = {
     .options = &base_opts,
     .dropout_rate = MLP_DROPOUT_RATE,
     .dropout_random = true,
+};
+
+const tb_workload_vtable tb_workload_fmnist_mlp_projected = {
+    .info = {.id = "fmnist_mlp_projected",
+             .summary = "Fashion-MNIST, MLP as fmnist_mlp without dropout, trained on inputs "
+                        "carrying its first layer's dropout noise (0.3) projected into the "
+                        "input space",
+             .variant = "deterministic, on projected dropout noise (0.3) of the first layer",
+             .validation_target = MLP_VAL_TARGET, .test_target = MLP_TEST_TARGET,
+             .max_runtime_s = MLP_BUDGET, MLP_INFO},
+    MLP_COMMON,
+    .options = &base_opts,
+    .dropout_rate = MLP_DROPOUT_RATE,
+    .dropout_projected = true,
 };

@@ -1,7 +1,10 @@
 /* pipeline.c: the input pipeline: an upstream thread reads, augments, echoes and shuffles
- * examples into host batches in a bounded queue; tb_pipeline_next uploads them onto a tape.
- * The batches depend only on the seeds and the config (the thread only runs ahead). */
+ * examples into host batches in a bounded queue; tb_pipeline_next projects them (projected
+ * variants: projection_stage.c) and uploads them onto a tape. The batches depend only on the
+ * seeds, the config and (projected) the weights of the step (the thread only runs ahead). */
 #include "trainbench/pipeline.h"
+
+#include "workloads/projection_stage.h"
 
 #include <math.h>
 #include <pthread.h>
@@ -44,6 +47,7 @@ struct tb_pipeline {
     pthread_cond_t not_empty, not_full;
     atomic_bool stop;
     /* consumer */
+    tb_projection_stage *proj; /* projected variants: the model's own noise, per step */
     int64_t fresh_delivered, batches;
 };
 
@@ -289,6 +293,15 @@ static tb_status check_config(const tb_pipeline_config *c, const tb_example_layo
     if (!(c->upstream_delay_s >= 0 && c->upstream_delay_s < 10))
         return tb_fail(err, TB_ERR_INVALID, "upstream delay must be in [0, 10) s, got %g",
                        c->upstream_delay_s);
+    const tb_projection_config *pc = &c->projection;
+    if (pc->max_steps < 0 || !(pc->step_size >= 0) || !(pc->tol >= 0) ||
+        !(pc->target_error >= 0))
+        return tb_fail(err, TB_ERR_INVALID, "projection: max_steps, step_size, tol and "
+                       "target_error must not be negative (got %d, %g, %g, %g)",
+                       pc->max_steps, pc->step_size, pc->tol, pc->target_error);
+    if (!(pc->momentum >= 0 && pc->momentum < 1))
+        return tb_fail(err, TB_ERR_INVALID, "projection: momentum = %g is outside [0, 1)",
+                       pc->momentum);
     return TB_OK;
 }
 
@@ -340,6 +353,13 @@ tb_status tb_pipeline_create(tb_workload *wl, const tb_pipeline_config *cfg, tb_
     pthread_mutex_init(&p->mu, NULL);
     pthread_cond_init(&p->not_empty, NULL);
     pthread_cond_init(&p->not_full, NULL);
+    if (ok && tb_workload_projection_rate(wl) > 0 &&
+        (st = tb_projection_stage_create(wl, &cfg->projection, cfg->dropout_seed, &p->proj,
+                                         err)) != TB_OK) {
+        p->threaded = false; /* no thread yet */
+        tb_pipeline_destroy(p);
+        return st;
+    }
     if (ok && p->threaded && pthread_create(&p->thread, NULL, upstream, p) != 0) {
         p->threaded = false;
         tb_pipeline_destroy(p);
@@ -379,6 +399,7 @@ void tb_pipeline_destroy(tb_pipeline *p)
     free(p->buf_y);
     free(p->buf_rows);
     free(p->buf_fresh);
+    tb_projection_stage_destroy(p->proj);
     free(p);
 }
 
@@ -402,6 +423,9 @@ tb_status tb_pipeline_next(tb_pipeline *p, tb_tape *tape, tb_batch *out, tb_erro
     hbatch *b = &p->slots[p->head];
     p->held = true;
     pthread_mutex_unlock(&p->mu);
+    /* the slot is the consumer's until the next call: projected in place */
+    tb_status st = p->proj ? tb_projection_stage_apply(p->proj, b->n, (float *)b->x, err) : TB_OK;
+    if (st != TB_OK) return st;
     tb_var *x, *y;
     if (!tb_workload_upload(p->wl, tape, b->n, b->x, b->y, &x, &y))
         return tb_fail(err, tb_tape_status(tape), "input pipeline: %s",
@@ -422,3 +446,8 @@ int64_t tb_pipeline_epoch(const tb_pipeline *p)
 }
 int64_t tb_pipeline_fresh_examples(const tb_pipeline *p) { return p ? p->fresh_delivered : 0; }
 int64_t tb_pipeline_batches(const tb_pipeline *p) { return p ? p->batches : 0; }
+
+void tb_pipeline_projection_stats(const tb_pipeline *p, tb_projection_stats *out)
+{
+    if (out) tb_projection_stage_stats(p ? p->proj : NULL, out);
+}

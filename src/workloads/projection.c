@@ -17,6 +17,7 @@ typedef struct proj {
     int64_t xshape[4];
     int xdim;
     float *t, *g;       /* the target t = m * h(x) (n x hid), the input gradient (n x in) */
+    float *v, *best;    /* the momentum and the best iterate (n x in) */
     double t_sq;        /* ||t||^2 */
 } proj;
 
@@ -53,7 +54,6 @@ static tb_status draw_target(proj *p, const float *x, float rate, tb_rng *rng, t
 static tb_status error_at(proj *p, const float *xs, double *e, tb_error *err)
 {
     tb_tape_reset(p->tape);
-    tb_params_zero_grad(tb_workload_params(p->wl));
     tb_var *xv = upload(p, xs, true, err);
     if (!xv) return err->status ? err->status : tape_status(p, err);
     tb_var *h = p->wl->vt->hidden(p->wl, p->tape, xv);
@@ -78,39 +78,78 @@ static tb_status check(const tb_workload *wl, int64_t n, const tb_projection_con
     if (!(c->rate >= 0.0f && c->rate < 1.0f))
         return tb_fail(err, TB_ERR_INVALID, "projection: rate = %g is outside [0, 1)",
                        (double)c->rate);
-    if (c->max_steps < 0 || !(c->step_size >= 0) || !(c->tol >= 0))
-        return tb_fail(err, TB_ERR_INVALID, "projection: max_steps, step_size and tol must not "
-                       "be negative");
+    if (c->max_steps < 0 || !(c->step_size >= 0) || !(c->tol >= 0) || !(c->target_error >= 0))
+        return tb_fail(err, TB_ERR_INVALID, "projection: max_steps, step_size, tol and "
+                       "target_error must not be negative");
+    if (!(c->momentum >= 0 && c->momentum < 1))
+        return tb_fail(err, TB_ERR_INVALID, "projection: momentum = %g is outside [0, 1)",
+                       c->momentum);
     return TB_OK;
 }
 
-/* gradient steps from x_out = x until the error stalls (or max steps) */
+/* Nesterov momentum steps from x_out = x (PyTorch's form: v = mu v + g, z -= eta (g + mu v))
+ * until the error reaches the goal or its best value stalls; x_out ends at the best iterate. */
 static tb_status descend(proj *p, const tb_projection_config *c, float *xs,
                          tb_projection_report *r, tb_error *err)
 {
     int max = c->max_steps ? c->max_steps : 500;
-    double eta = (c->step_size > 0 ? c->step_size : 0.3) * (double)(p->n * p->hid);
-    double tol = c->tol > 0 ? c->tol : 1e-2, hist[WINDOW] = {0};
-    double goal = c->target_error > 0 ? c->target_error : 0.01;
     /* the gradient of the mean is that of the per-example sum over n * hid: eta rescales */
+    double eta = (c->step_size > 0 ? c->step_size : 0.3) * (double)(p->n * p->hid) / p->n;
+    double mu = c->momentum > 0 ? c->momentum : 0.0;
+    double tol = c->tol > 0 ? c->tol : 1e-2, best_hist[WINDOW] = {0};
+    double goal = c->target_error > 0 ? c->target_error : 0.01;
+    const int64_t len = p->n * p->in;
     double e;
     tb_status st = error_at(p, xs, &e, err);
     r->initial_error = r->final_error = e;
+    memcpy(p->best, xs, (size_t)len * sizeof *xs);
+    memset(p->v, 0, (size_t)len * sizeof *p->v);
     for (int k = 0; st == TB_OK && isfinite(e) && k < max && !r->converged; k++) {
-        hist[k % WINDOW] = e;
-        for (int64_t i = 0; i < p->n * p->in; i++) xs[i] -= (float)(eta * p->g[i] / p->n);
+        best_hist[k % WINDOW] = r->final_error;
+        for (int64_t i = 0; i < len; i++) {
+            float g = p->g[i];
+            p->v[i] = (float)(mu * p->v[i]) + g;
+            xs[i] -= (float)(eta * (g + mu * p->v[i]));
+        }
         st = error_at(p, xs, &e, err);
         r->steps = k + 1;
-        r->final_error = e;
-        double old = hist[(k + 1) % WINDOW];
-        r->converged = e <= goal || (k + 1 >= WINDOW && old - e <= tol * old && e < r->initial_error);
+        if (e < r->final_error) { /* the best so far: what is returned */
+            r->final_error = e;
+            memcpy(p->best, xs, (size_t)len * sizeof *xs);
+        }
+        double old = best_hist[(k + 1) % WINDOW]; /* the best WINDOW steps ago */
+        r->converged = r->final_error <= goal ||
+                       (k + 1 >= WINDOW && old - r->final_error <= tol * old &&
+                        r->final_error < r->initial_error);
     }
+    memcpy(xs, p->best, (size_t)len * sizeof *xs);
     if (st != TB_OK) return st;
     if (!r->converged)
         return tb_fail(err, TB_ERR_NUMERIC, "projection did not converge: %d steps, relative "
                        "error %.4g -> %.4g (not for use)", r->steps, r->initial_error,
-                       r->final_error);
+                       isfinite(e) ? r->final_error : e);
     return TB_OK;
+}
+
+/* Whether each parameter takes a gradient: off while projecting (only the input's gradient is
+ * wanted, so the first layer's weight-gradient product is skipped and the model's gradients
+ * stay as they were), restored after. */
+static bool *freeze_params(tb_params *params)
+{
+    int n = tb_params_count(params);
+    bool *was = malloc((size_t)(n > 0 ? n : 1) * sizeof *was);
+    for (int i = 0; was && i < n; i++) {
+        tb_var *v = &tb_params_get(params, i)->var;
+        was[i] = v->requires_grad;
+        v->requires_grad = false;
+    }
+    return was;
+}
+
+static void thaw_params(tb_params *params, const bool *was)
+{
+    for (int i = 0; was && i < tb_params_count(params); i++)
+        tb_params_get(params, i)->var.requires_grad = was[i];
 }
 
 tb_status tb_dropout_project(tb_workload *wl, tb_tape *tape, int64_t n, const float *x,
@@ -128,13 +167,19 @@ tb_status tb_dropout_project(tb_workload *wl, tb_tape *tape, int64_t n, const fl
               .xshape = {n, l->x_shape[0], l->x_shape[1], l->x_shape[2]}};
     p.t = malloc((size_t)(n * p.hid) * sizeof *p.t);
     p.g = malloc((size_t)(n * p.in) * sizeof *p.g);
-    if (!p.t || !p.g) st = tb_fail(err, TB_ERR_NOMEM, "projection: no host memory");
+    p.v = malloc((size_t)(n * p.in) * sizeof *p.v);
+    p.best = malloc((size_t)(n * p.in) * sizeof *p.best);
+    bool *frozen = freeze_params(wl->params);
+    if (!p.t || !p.g || !p.v || !p.best || !frozen) st = tb_fail(err, TB_ERR_NOMEM, "projection: no host memory");
     if (st == TB_OK) st = draw_target(&p, x, config->rate, rng, err);
     memcpy(x_out, x, (size_t)(n * p.in) * sizeof *x_out);
     if (st == TB_OK) st = descend(&p, config, x_out, report, err);
     tb_tape_reset(tape);
-    tb_params_zero_grad(tb_workload_params(wl));
+    thaw_params(wl->params, frozen);
+    free(frozen);
     free(p.t);
     free(p.g);
+    free(p.v);
+    free(p.best);
     return st;
 }

@@ -44,6 +44,10 @@ typedef struct tb_workload_vtable {
      * uniformly in [0, 2 * rate) (the random-rate scheme, mean = rate) instead of fixed. */
     float dropout_rate;
     bool dropout_random;
+    /* Dropout as data augmentation: the forward has no dropout; instead the input pipeline
+     * trains it on inputs whose first hidden layer's dropout noise at dropout_rate is
+     * projected into the input space (the projection stage, projection_stage.c) */
+    bool dropout_projected;
     /* The first hidden layer's output in eval mode (for the projection of its dropout noise,
      * tb_dropout_project); NULL: the model has no projection. */
     tb_var *(*hidden)(tb_workload *wl, tb_tape *tape, tb_var *x);
@@ -71,9 +75,12 @@ struct tb_workload {
 /* Records a linear or conv layer of the model (during create_model). */
 tb_status tb_workload_add_layer(tb_workload *wl, tb_layer_kind kind, const char *name,
                                 void *layer, tb_error *err);
-/* The model's dropout applied to a hidden layer h (dropout.c): identity in eval mode or at
- * rate 0, else fixed-rate or random-rate dropout as the workload says, masks from rng. */
+/* The model's dropout applied to a hidden layer h (dropout.c): identity in eval mode, at
+ * rate 0 or for a projected variant, else fixed-rate or random-rate dropout as the workload
+ * says, masks from rng. */
 tb_var *tb_workload_dropout(tb_workload *wl, tb_tape *tape, tb_var *h, tb_rng *rng);
+/* Whether the model's forward drops units in training (a rate, and not a projected variant). */
+bool tb_workload_drops(const tb_workload *wl);
 /* Sets wl->dropout_rate from the config (0: the workload's own), refusing a rate outside
  * [0, 1) and one for a model without dropout (dropout.c). */
 tb_status tb_workload_set_dropout(tb_workload *wl, float config_rate, tb_error *err);
@@ -92,7 +99,7 @@ tb_status tb_init_conv_default(tb_conv_layer *l, tb_rng *rng, tb_error *err);
 /* the registry */
 extern const tb_workload_vtable tb_workload_fmnist_mlp, tb_workload_fmnist_mlp_tanh,
     tb_workload_fmnist_mlp_narrow, tb_workload_fmnist_mlp_dropout,
-    tb_workload_fmnist_mlp_dropout_random;
+    tb_workload_fmnist_mlp_dropout_random, tb_workload_fmnist_mlp_projected;
 extern const tb_workload_vtable tb_workload_fmnist_cnn, tb_workload_fmnist_cnn_silu,
     tb_workload_fmnist_cnn_nonorm, tb_workload_fmnist_cnn_dropout;
 extern const tb_workload_vtable tb_workload_fmnist_autoencoder,
