@@ -41,10 +41,11 @@ static tb_status parse_settings(tb_sp_ctx *c, const cJSON *o)
 {
     static const char *const keys[] = {"workload", "algorithm", "steps", "epochs",
                                        "batch_size", "eval_examples", "schedule",
-                                       "warmup_fraction", "echo", "full_batch"};
+                                       "warmup_fraction", "echo", "full_batch", "split",
+                                       "augment"};
     tb_study_plan *p = c->plan;
     if (!cJSON_IsObject(o)) return tb_sp_bad(c, "settings", "must be an object");
-    tb_status st = tb_sp_only_keys(c, o, "settings", keys, 10);
+    tb_status st = tb_sp_only_keys(c, o, "settings", keys, 12);
     if (st == TB_OK)
         st = tb_sp_text(c, o, "workload", "settings.workload", false, p->workload,
                       sizeof p->workload);
@@ -96,6 +97,14 @@ static tb_status parse_settings(tb_sp_ctx *c, const cJSON *o)
     if ((st = tb_sp_text(c, o, "echo", "settings.echo", false, echo, sizeof echo))) return st;
     if (echo[0] && tb_echo_kind_parse(echo, &p->base.data.pipeline.echo, &e) != TB_OK)
         return tb_sp_bad(c, "settings.echo", "%s", e.message);
+    char split[32] = "";
+    if ((st = tb_sp_text(c, o, "split", "settings.split", false, split, sizeof split))) return st;
+    if (split[0] && tb_split_kind_parse(split, &p->base.data.source.split_kind, &e) != TB_OK)
+        return tb_sp_bad(c, "settings.split", "%s", e.message);
+    if ((v = cJSON_GetObjectItemCaseSensitive(o, "augment"))) {
+        if (!cJSON_IsBool(v)) return tb_sp_bad(c, "settings.augment", "must be true or false");
+        p->base.data.pipeline.augment = cJSON_IsTrue(v);
+    }
     if ((v = cJSON_GetObjectItemCaseSensitive(o, "warmup_fraction"))) {
         if ((st = tb_sp_number(c, v, "settings.warmup_fraction", false,
                             &p->base.length.warmup_fraction)) != TB_OK)
