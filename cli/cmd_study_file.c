@@ -37,8 +37,8 @@ static const char study_usage[] =
     "      --studies DIR         where the shipped studies are (default: the source tree's\n"
     "                            studies/)\n"
     "      --json                print the figure as JSON on stdout\n"
-    "      --out DIR             write each of the file's \"figures\" (variance, rank, curve)\n"
-    "                            as DIR/<study>.<figure>.csv and .json\n"
+    "      --out DIR             write each of the file's \"figures\" (variance, rank, curve,\n"
+    "                            estimators) as DIR/<study>.<figure>.csv and .json\n"
     TB_CLI_THREADS_HELP
     TB_CLI_DEVICE_HELP
     TB_CLI_DATA_HELP

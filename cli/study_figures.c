@@ -1,5 +1,6 @@
-/* study_figures.c: a study's figures beyond the table (variance, rank, curve) as text, and as
- * data: one JSON and one CSV file per figure (`study --out DIR`), the same rows in both. */
+/* study_figures.c: a study's figures beyond the table (variance, rank, curve, estimators) as
+ * text, and as data: one JSON and one CSV file per figure (`study --out DIR`), the same rows in
+ * both. */
 #include "study_output.h"
 
 #include <math.h>
