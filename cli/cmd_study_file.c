@@ -37,8 +37,8 @@ static const char study_usage[] =
     "      --studies DIR         where the shipped studies are (default: the source tree's\n"
     "                            studies/)\n"
     "      --json                print the figure as JSON on stdout\n"
-    "      --out DIR             write each of the file's \"figures\" (variance, rank, curve)\n"
-    "                            as DIR/<study>.<figure>.csv and .json\n"
+    "      --out DIR             write each of the file's \"figures\" (variance, rank, curve,\n"
+    "                            estimators) as DIR/<study>.<figure>.csv and .json\n"
     TB_CLI_THREADS_HELP
     TB_CLI_DEVICE_HELP
     TB_CLI_DATA_HELP
@@ -60,7 +60,7 @@ static void show_run(void *user, int done, int total, int cell, int run, int tri
     if (trial <= -2) snprintf(what, sizeof what, "%s run %d",
                               tb_stream_name(p->fig_sources[-2 - trial]), run + 1);
     else if (trial < 0) snprintf(what, sizeof what, "run %d", run + 1);
-    else if (t && t->per_run) snprintf(what, sizeof what, "run %d tuning trial %d", run + 1,
+    else if (t && tb_study_plan_cell_per_run(p, cell)) snprintf(what, sizeof what, "run %d tuning trial %d", run + 1,
                                        trial + 1);
     else snprintf(what, sizeof what, "tuning trial %d", trial + 1);
     tb_study_metric m = trial < 0 ? p->metric : tb_study_selection_metric(p->metric);

@@ -1,5 +1,6 @@
-/* study_figures.c: a study's figures beyond the table (variance, rank, curve) as text, and as
- * data: one JSON and one CSV file per figure (`study --out DIR`), the same rows in both. */
+/* study_figures.c: a study's figures beyond the table (variance, rank, curve, estimators) as
+ * text, and as data: one JSON and one CSV file per figure (`study --out DIR`), the same rows in
+ * both. */
 #include "study_output.h"
 
 #include <math.h>
@@ -136,6 +137,55 @@ static void curve_rows(const tb_study_plan *p, const tb_study_values *v,
     }
 }
 
+static void estimator_rows(const tb_study_plan *p, const tb_study_values *v,
+                           const tb_study_figures *f, sink *s, bool text)
+{
+    (void)v;
+    if (s->csv)
+        fputs("cell,n_once,mean_once,std_once,std_once_lo,std_once_hi,n_ideal,mean_ideal,"
+              "std_ideal,std_ideal_lo,std_ideal_hi,mean_error,std_ratio,trainings_once,"
+              "trainings_ideal,compute_ratio,outcome\n", s->csv);
+    if (text)
+        printf("estimators (once: one search, then k retrains with every source re-drawn; "
+               "ideal: a search per run; std with its 95%% chi-square interval):\n");
+    for (int i = 0; i < f->n_estimators; i++) {
+        const tb_study_estimator_row *r = &f->estimators[i];
+        char label[256];
+        tb_study_plan_cell_label(p, r->cell_once, label, sizeof label);
+        if (text)
+            printf("  %s\n    once   n %3lld  mean %10.4g  std %10.4g  [%.4g, %.4g]  %lld "
+                   "trainings\n    ideal  n %3lld  mean %10.4g  std %10.4g  [%.4g, %.4g]  %lld "
+                   "trainings\n    once - ideal: mean %+.4g, std ratio %.3g; the ideal costs "
+                   "%.3gx the trainings%s%s\n", label, (long long)r->n_once, r->mean_once,
+                   r->std_once, r->std_ci_once.lo, r->std_ci_once.hi,
+                   (long long)r->trainings_once, (long long)r->n_ideal, r->mean_ideal,
+                   r->std_ideal, r->std_ci_ideal.lo, r->std_ci_ideal.hi,
+                   (long long)r->trainings_ideal, r->mean_error, r->std_ratio, r->compute_ratio,
+                   r->outcome == TB_STUDY_NOT_JUDGED ? "" : "\n    expected: close (each std in the "
+                   "other's interval, |mean error| <= the ideal's std): ",
+                   r->outcome == TB_STUDY_NOT_JUDGED ? "" : tb_study_outcome_name(r->outcome));
+        row_start(s, label);
+        field(s, "n_once", (double)r->n_once);
+        field(s, "mean_once", r->mean_once);
+        field(s, "std_once", r->std_once);
+        field(s, "std_once_lo", r->std_ci_once.lo);
+        field(s, "std_once_hi", r->std_ci_once.hi);
+        field(s, "n_ideal", (double)r->n_ideal);
+        field(s, "mean_ideal", r->mean_ideal);
+        field(s, "std_ideal", r->std_ideal);
+        field(s, "std_ideal_lo", r->std_ci_ideal.lo);
+        field(s, "std_ideal_hi", r->std_ci_ideal.hi);
+        field(s, "mean_error", r->mean_error);
+        field(s, "std_ratio", r->std_ratio);
+        field(s, "trainings_once", (double)r->trainings_once);
+        field(s, "trainings_ideal", (double)r->trainings_ideal);
+        field(s, "compute_ratio", r->compute_ratio);
+        if (s->csv) fprintf(s->csv, ",%s", tb_study_outcome_name(r->outcome));
+        if (s->json) fprintf(s->json, ",\"outcome\":\"%s\"", tb_study_outcome_name(r->outcome));
+        row_end(s);
+    }
+}
+
 typedef void (*rows_fn)(const tb_study_plan *, const tb_study_values *,
                         const tb_study_figures *, sink *, bool);
 
@@ -145,14 +195,15 @@ static void each_figure(const tb_study_plan *p, rows_fn *fns, const char **names
     if (p->fig_variance) names[n] = "variance", fns[n++] = variance_rows;
     if (p->fig_rank) names[n] = "rank", fns[n++] = rank_rows;
     if (p->fig_curve) names[n] = "curve", fns[n++] = curve_rows;
+    if (p->fig_estimators) names[n] = "estimators", fns[n++] = estimator_rows;
     names[n] = NULL;
 }
 
 void tb_cli_study_print_figures(const tb_study_plan *p, const tb_study_values *v,
                                 const tb_study_figures *f)
 {
-    rows_fn fns[4];
-    const char *names[4];
+    rows_fn fns[5];
+    const char *names[5];
     each_figure(p, fns, names);
     for (int i = 0; names[i]; i++) {
         sink s = {0};
@@ -163,8 +214,8 @@ void tb_cli_study_print_figures(const tb_study_plan *p, const tb_study_values *v
 void tb_cli_study_json_figures(const tb_study_plan *p, const tb_study_values *v,
                                const tb_study_figures *f)
 {
-    rows_fn fns[4];
-    const char *names[4];
+    rows_fn fns[5];
+    const char *names[5];
     each_figure(p, fns, names);
     fputs(",\"figures\":{", stdout);
     for (int i = 0; names[i]; i++) {
@@ -179,8 +230,8 @@ void tb_cli_study_json_figures(const tb_study_plan *p, const tb_study_values *v,
 bool tb_cli_study_write_figures(const tb_study_plan *p, const tb_study_values *v,
                                 const tb_study_figures *f, const char *dir)
 {
-    rows_fn fns[4];
-    const char *names[4];
+    rows_fn fns[5];
+    const char *names[5];
     each_figure(p, fns, names);
     for (int i = 0; names[i]; i++) {
         char csv[4096], json[4096];

@@ -86,7 +86,7 @@ static void print_tuned(const tb_study_plan *p, const tb_study_values *v)
         printf("  %s: %s\n    best of %d %s trials of %s (space %s): %.4g%s\n", label, hp,
                t->trials, t->sampler == TB_STUDY_SAMPLER_GP ? "gp" : "halton",
                budget_text(t, budget, sizeof budget), t->space_source, best_trial(v, slot),
-               t->per_run ? "; a new search per run, run 1's shown (every run's in --json)"
+               tb_study_plan_cell_per_run(p, c) ? "; a new search per run, run 1's shown (every run's in --json)"
                           : "; every run retrains it on its own seeds");
     }
 }
@@ -133,12 +133,9 @@ void tb_cli_study_print(const tb_study_plan *p, const tb_study_values *v,
         print_pairs(p, f);
     }
     int judged = 0, reproduced = 0;
-    for (int i = 0; i < f->n_pairs; i++) {
-        judged += f->pairs[i].outcome != TB_STUDY_NOT_JUDGED;
-        reproduced += f->pairs[i].outcome == TB_STUDY_REPRODUCED;
-    }
+    tb_study_outcome outcome = tb_study_outcome_of(f, figs, &judged, &reproduced);
     if (judged)
-        printf("claim: %s (%d of %d checks reproduced)\n", tb_study_outcome_name(f->outcome),
+        printf("claim: %s (%d of %d checks reproduced)\n", tb_study_outcome_name(outcome),
                reproduced, judged);
     else
         printf("claim: not judged (the study states no expected outcome)\n");
@@ -188,10 +185,10 @@ static void json_tuned(const tb_study_plan *p, const tb_study_values *v, int cel
     char budget[64];
     printf(",\"tuned\":{\"trials\":%d,\"sampler\":\"%s\",\"search\":\"%s\",\"budget\":\"%s\","
            "\"space\":\"", t->trials, t->sampler == TB_STUDY_SAMPLER_GP ? "gp" : "halton",
-           t->per_run ? "per_run" : "once", budget_text(t, budget, sizeof budget));
+           tb_study_plan_cell_per_run(p, cell) ? "per_run" : "once", budget_text(t, budget, sizeof budget));
     tb_cli_json_text(t->space_source);
     fputs("\",\"chosen\":[", stdout);
-    const int searches = t->per_run ? v->seeds : 1;
+    const int searches = tb_study_plan_cell_per_run(p, cell) ? v->seeds : 1;
     for (int r = 0; r < searches; r++) {
         if (r) fputs(",", stdout);
         json_hparams(&v->chosen[(size_t)cell * (size_t)v->seeds + (size_t)r]);
@@ -261,5 +258,6 @@ void tb_cli_study_print_json(const tb_study_plan *p, const tb_study_values *v,
     }
     fputs("]", stdout);
     tb_cli_study_json_figures(p, v, figs);
-    printf(",\"outcome\":\"%s\"}\n", tb_study_outcome_name(f->outcome));
+    printf(",\"outcome\":\"%s\"}\n",
+           tb_study_outcome_name(tb_study_outcome_of(f, figs, NULL, NULL)));
 }

@@ -131,6 +131,56 @@ static void test_tuned(const char *dir)
     unlink(file);
 }
 
+/* one search against a search per run, 2 trials of 3 steps, 2 runs of 6 steps each, and the
+ * variance figure's hparam varied alone (a search of its own per run) and init */
+static const char estimators[] =
+    "{\"name\": \"est\", \"claim\": \"c\", \"source\": \"a test\",\n"
+    " \"settings\": {\"workload\": \"fmnist_mlp\", \"algorithm\": \"adam\", \"steps\": 6,\n"
+    "              \"batch_size\": 32, \"eval_examples\": 200, \"split\": \"bootstrap\"},\n"
+    " \"axes\": {\"search\": [\"once\", \"per_run\"]}, \"seeds\": 2, \"metric\": \"validation_loss\",\n"
+    " \"tune\": {\"space\": {\"learning_rate\": {\"min\": 1e-4, \"max\": 1e-2, \"scaling\": \"log\"}},\n"
+    "          \"trials\": 2, \"budget\": {\"steps\": 3}},\n"
+    " \"figures\": [{\"type\": \"variance\", \"sources\": [\"hparam\", \"init\"]},\n"
+    "             {\"type\": \"estimators\", \"expect\": \"close\"}]}\n";
+
+/* The two estimators side by side: every training counted once (2 + 2 x 2 trials, 2 + 2 runs,
+ * init 2 runs, hparam 2 x (2 trials + 1 run)), the rows as text and data, a rerun reusing all. */
+static void test_estimators(const char *dir)
+{
+    char file[300], db[300], args[1200];
+    snprintf(file, sizeof file, "%s/est.json", dir);
+    snprintf(db, sizeof db, "%s/est.db", dir);
+    tb_test_write_text(file, estimators);
+    snprintf(args, sizeof args, "study %s --db %s -t 2 --out %s", file, db, dir);
+    CHECK(run(args) == 0 && has("[18/18] search=once init run 2: validation_loss") &&
+          has("search=once hparam run 2: validation_loss") &&
+          has("18 trained now and 0 from the store") &&
+          has("estimators (once: one search, then k retrains") &&
+          has("4 trainings\n") && has("6 trainings\n") &&
+          has("the ideal costs 1.5x the trainings") && has("expected: close") &&
+          has("of 1 checks reproduced)"));
+    CHECK(has("search=once                  hparam") && !has("search=per_run               init"));
+    CHECK(sql_count(db, "SELECT count(*) FROM study_runs WHERE study = 'est/tune'") == 10);
+    char csv[320], text[4096];
+    snprintf(csv, sizeof csv, "%s/est.estimators.csv", dir);
+    CHECK(read_text(csv, text, sizeof text) && strstr(text, ",compute_ratio,outcome\n") &&
+          strstr(text, "\"search=once\",2,") && strstr(text, ",4,6,1.5,"));
+    unlink(csv);
+    snprintf(csv, sizeof csv, "%s/est.estimators.json", dir);
+    unlink(csv);
+    snprintf(csv, sizeof csv, "%s/est.variance.csv", dir);
+    unlink(csv);
+    snprintf(csv, sizeof csv, "%s/est.variance.json", dir);
+    unlink(csv);
+    snprintf(args, sizeof args, "study %s --db %s -t 2", file, db);
+    CHECK(run(args) == 0 && has("0 trained now and 18 from the store"));
+    snprintf(args, sizeof args, "study %s --db %s -t 2 --json", file, db);
+    CHECK(run(args) == 0 && has("\"estimators\":[{\"cell\":\"search=once\",\"n_once\":2") &&
+          has("\"trainings_ideal\":6,\"compute_ratio\":1.5,\"outcome\":\""));
+    tb_test_remove_store(db);
+    unlink(file);
+}
+
 int main(void)
 {
     char dir[] = "/tmp/tb_cli_study_XXXXXX";
@@ -195,6 +245,7 @@ int main(void)
     CHECK(run(args) == 0 && has("3 runs per cell, 2 trained now and 4 from the store"));
 
     test_tuned(dir);
+    test_estimators(dir);
     tb_test_remove_store(db);
     unlink(file);
     unlink(bad);

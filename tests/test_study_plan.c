@@ -358,7 +358,8 @@ static void test_figures(void)
         {"[\"variance\"]", "figures[0]: a variance figure names its sources"},
         {"[{\"type\": \"variance\"}]", "figures[0].sources: missing"},
         {"[{\"type\": \"variance\", \"sources\": [\"hparam\"]}]",
-         "figures[0].sources[0]: hparam is not varied alone"},
+         "figures[0].sources[0]: cell algorithm=adam batch_size=64: source hparam does not vary"},
+        {"[\"estimators\"]", "figures[0]: the estimators figure needs an axis \"search\""},
         {"[{\"type\": \"variance\", \"sources\": [\"dropout\"]}]",
          "figures[0].sources[0]: cell algorithm=adam batch_size=64: source dropout does not vary"},
         {"[{\"type\": \"variance\", \"sources\": [\"init\", \"init\"]}]",
@@ -479,6 +480,102 @@ static int is_json(const struct dirent *d)
     return n > 5 && strcmp(d->d_name + n - 5, ".json") == 0;
 }
 
+/* Two estimators side by side: the search axis, the estimators figure, hparam varied alone. */
+static const char searched[] =
+    "{\"name\": \"e\", \"claim\": \"c\", \"source\": \"s\",\n"
+    " \"settings\": {\"workload\": \"fmnist_mlp\", \"algorithm\": \"adam\", \"steps\": 10,\n"
+    "              \"split\": \"bootstrap\", \"augment\": true},\n"
+    " \"tune\": {\"space\": {\"learning_rate\": {\"min\": 1e-4, \"max\": 1e-2}}, \"trials\": 3},\n"
+    " \"axes\": {\"search\": [\"once\", \"per_run\"]}, \"seeds\": 4,\n"
+    " \"metric\": \"validation_loss\",\n"
+    " \"figures\": [{\"type\": \"variance\", \"sources\": [\"hparam\", \"split\", \"augment\"]},\n"
+    "             {\"type\": \"estimators\", \"expect\": \"close\"}]}";
+
+static const char *searched_variant(const char *from, const char *to)
+{
+    static char buf[4096];
+    const char *at = strstr(searched, from);
+    if (!at) return NULL;
+    snprintf(buf, sizeof buf, "%.*s%s%s", (int)(at - searched), searched, to, at + strlen(from));
+    return buf;
+}
+
+static void test_estimators(void)
+{
+    static const struct {
+        const char *from, *to, *needle;
+    } cases[] = {
+        {"\"per_run\"]", "\"each\"]", "e.json:5:30: axes.search[1]: must be \"once\" or \"per_run\""},
+        {"\"tune\"", "\"tunes\"", "e.json:4:11: tunes: unknown key"},
+        {" \"tune\": {", " \"overrides\": [{\"when\": {\"search\": \"once\"}, \"tune\": {",
+         NULL},
+        {"\"close\"", "\"near\"", "figures[1].expect: 'near' is not close or none"},
+        {"\"once\", \"per_run\"", "\"once\"", "figures[1]: the estimators figure needs an axis"},
+        {"\"split\": \"bootstrap\"", "\"split\": \"random\"", "settings.split: "},
+        {"\"augment\": true", "\"augment\": 1", "settings.augment: must be true or false"},
+    };
+    tb_error err = {0};
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        const char *text = searched_variant(cases[i].from, cases[i].to);
+        char fixed[4096];
+        if (!cases[i].needle) { /* a tune for the once cells only: per_run cells tune nothing */
+            const char *end = strstr(text, "\"trials\": 3}");
+            snprintf(fixed, sizeof fixed, "%.*s\"trials\": 3}}]%s", (int)(end - text), text,
+                     end + strlen("\"trials\": 3}"));
+            text = fixed;
+        }
+        tb_study_plan *p = NULL;
+        if (!CHECK_FAILS(tb_study_plan_parse(text, "e.json", &p, &err), TB_ERR_INVALID, &err,
+                         cases[i].needle ? cases[i].needle
+                                         : "cell search=per_run does not tune: a search axis"))
+            printf("  estimators case %zu\n", i);
+    }
+    tb_study_plan *p = NULL;
+    if (!CHECK_OK(tb_study_plan_parse(searched, "e.json", &p, &err), &err)) return;
+    CHECK(!tb_study_plan_cell_per_run(p, 0) && tb_study_plan_cell_per_run(p, 1));
+    CHECK(p->fig_estimators && p->fig_estimators_judged && p->n_fig_sources == 3);
+    CHECK(p->base.data.source.split_kind == TB_SPLITS_BOOTSTRAP && p->base.data.pipeline.augment);
+    /* once: 1.0 .. 1.3; ideal: the same spread 0.05 higher; then an ideal 10 times as wide */
+    double v[2 * 4], sv[3 * 2 * 4];
+    for (int r = 0; r < 4; r++) {
+        v[r] = 1 + 0.1 * r;
+        v[4 + r] = 1.05 + 0.1 * r;
+        for (int k = 0; k < 3; k++) {
+            sv[(k * 2 + 0) * 4 + r] = 1 + 0.01 * (k + 1) * r;
+            sv[(k * 2 + 1) * 4 + r] = NAN; /* a per_run cell has no source runs */
+        }
+    }
+    tb_study_values vals = {.cells = 2, .seeds = 4, .v = v, .source_v = sv};
+    tb_study_figures f;
+    if (!CHECK_OK(tb_study_figures_compute(p, &vals, &f, &err), &err)) return;
+    CHECK(f.variance[0].n_groups == 4 && f.variance[1].n_groups == 0);
+    CHECK_NEAR(f.variance[0].rows[0].std_share, 0.1, 1e-9); /* hparam alone */
+    CHECK(f.n_estimators == 1 && f.estimators[0].cell_once == 0 && f.estimators[0].cell_ideal == 1);
+    const tb_study_estimator_row *r = &f.estimators[0];
+    CHECK_NEAR(r->mean_once, 1.15, 1e-12);
+    CHECK_NEAR(r->mean_error, -0.05, 1e-12);
+    CHECK_NEAR(r->std_ratio, 1, 1e-9);
+    CHECK(r->trainings_once == 3 + 4 && r->trainings_ideal == 4 * (3 + 1));
+    CHECK_NEAR(r->compute_ratio, 16.0 / 7.0, 1e-12);
+    CHECK(r->outcome == TB_STUDY_REPRODUCED && r->std_ci_once.lo < r->std_once);
+    tb_study_figure none = {0};
+    int judged = 0, yes = 0;
+    CHECK(tb_study_outcome_of(&none, &f, &judged, &yes) == TB_STUDY_REPRODUCED && judged == 1 &&
+          yes == 1);
+    tb_study_figures_free(&f);
+    for (int r2 = 0; r2 < 4; r2++) v[4 + r2] = 1.05 + 1.0 * r2; /* the ideal 10 times as wide */
+    if (!CHECK_OK(tb_study_figures_compute(p, &vals, &f, &err), &err)) return;
+    CHECK(f.estimators[0].outcome == TB_STUDY_NOT_REPRODUCED);
+    CHECK(tb_study_outcome_of(&none, &f, &judged, &yes) == TB_STUDY_NOT_REPRODUCED && yes == 0);
+    tb_study_figures_free(&f);
+    v[0] = v[1] = v[2] = INFINITY; /* one finished run of four: no std to judge */
+    p->fig_variance = false;       /* (whose "all" group would refuse it) */
+    if (!CHECK_OK(tb_study_figures_compute(p, &vals, &f, &err), &err)) return;
+    CHECK(f.estimators[0].outcome == TB_STUDY_INCONCLUSIVE && f.estimators[0].n_once == 1);
+    tb_study_figures_free(&f);
+    tb_study_plan_free(p);
+}
+
 static void test_shipped(void)
 {
     struct dirent **names = NULL;
@@ -493,7 +590,9 @@ static void test_shipped(void)
             char want[256];
             snprintf(want, sizeof want, "%s.json", p->name); /* the file is named after it */
             CHECK(strcmp(want, names[i]->d_name) == 0);
-            CHECK(p->n_comparisons > 0 && p->comparisons[0].expect != TB_EXPECT_NONE);
+            /* a claim stated as a check: a judged comparison, or judged estimators */
+            CHECK((p->n_comparisons > 0 && p->comparisons[0].expect != TB_EXPECT_NONE) ||
+                  p->fig_estimators_judged);
         }
         tb_study_plan_free(p);
         free(names[i]);
@@ -511,6 +610,7 @@ int main(void)
     test_search_points();
     test_timed_metrics();
     test_figures();
+    test_estimators();
     test_shipped();
     return tb_test_finish("test_study_plan");
 }

@@ -41,6 +41,8 @@ typedef enum tb_study_axis_kind {
     TB_AXIS_STEPS,
     TB_AXIS_ECHO,   /* "echo_factor": data echoing's factor (settings.echo: its kind) */
     TB_AXIS_HPARAM, /* any other name: a hyperparameter of every algorithm of the cell */
+    TB_AXIS_SEARCH, /* "search": "once" or "per_run", in place of every tune's own "search"
+                       (the two estimators of Bouthillier et al. side by side) */
 } tb_study_axis_kind;
 
 typedef struct tb_study_axis {
@@ -137,7 +139,9 @@ typedef struct tb_study_plan {
     int n_comparisons;
     tb_study_comparison comparisons[TB_STUDY_MAX_COMPARISONS];
     tb_study_tune tune;             /* the study's own "tune" (every cell without an override's) */
-    bool fig_variance, fig_rank, fig_curve; /* "figures" beyond the table (figures.c) */
+    bool fig_variance, fig_rank, fig_curve, fig_estimators; /* "figures" beyond the table
+                                                               (figures.c) */
+    bool fig_estimators_judged;     /* "expect": "close": each estimator row a check */
     int n_fig_sources;              /* the variance figure's sources, each varied alone */
     tb_stream fig_sources[TB_STREAM_COUNT];
     int n_spaces;
@@ -170,6 +174,9 @@ void tb_study_plan_cell_values(const tb_study_plan *plan, int cell, int *values)
 void tb_study_plan_cell_label(const tb_study_plan *plan, int cell, char *buf, size_t cap);
 /* The tuning of cell `cell` (the last matching override's, else the study's), or NULL. */
 const tb_study_tune *tb_study_plan_cell_tune(const tb_study_plan *plan, int cell);
+/* Whether cell `cell` tunes with a new search per run: its "search" axis value where the plan
+ * has that axis, else its tune's "search" (false for a cell that does not tune). */
+bool tb_study_plan_cell_per_run(const tb_study_plan *plan, int cell);
 /* The configuration of a tuning trial of cell `cell`: the cell's configuration with the
  * tune's budget as its length, the seeds of index `seeds_index` (0: the base seeds of a search
  * made once; run + 1 for a run's own search) and the hyperparameters of point over the cell's;
@@ -273,6 +280,24 @@ typedef struct tb_study_rank_cell {
     int64_t firsts;              /* runs in which the cell ranked first (alone or tied) */
 } tb_study_rank_cell;
 
+/* The biased estimator against the ideal one (fig_estimators): a cell with search=once (one
+ * search, then k retrains with every source re-drawn: FixHOptEst(k, All)) and its twin with
+ * search=per_run (a search per run: IdealEst(k)), the other axes equal. */
+typedef struct tb_study_estimator_row {
+    int cell_once, cell_ideal;
+    int64_t n_once, n_ideal;     /* finite runs of each */
+    double mean_once, std_once, mean_ideal, std_ideal;
+    tb_interval std_ci_once, std_ci_ideal; /* 95% chi-square intervals (tb_std_interval) */
+    double mean_error;           /* mean_once - mean_ideal */
+    double std_ratio;            /* std_once / std_ideal (1: the same spread as the ideal) */
+    int64_t trainings_once;      /* the plan's: trials + k */
+    int64_t trainings_ideal;     /* k (trials + 1) */
+    double compute_ratio;        /* trainings_ideal / trainings_once */
+    tb_study_outcome outcome;    /* judged ("expect": "close"): reproduced when each std lies in
+                                    the other's interval and |mean_error| <= std_ideal; not
+                                    reproduced otherwise; inconclusive with < 2 runs a side */
+} tb_study_estimator_row;
+
 typedef struct tb_study_figures {
     tb_study_variance_cell *variance; /* per cell (fig_variance), owned */
     tb_study_rank_cell *rank;         /* per cell (fig_rank), owned */
@@ -280,7 +305,16 @@ typedef struct tb_study_figures {
                                          selection value so far after each trial (the median
                                          over the runs' searches for per_run; NaN for a cell
                                          that does not tune), owned */
+    int n_estimators;
+    tb_study_estimator_row *estimators; /* fig_estimators: one per search=once cell, owned */
 } tb_study_figures;
+
+/* The study's outcome over its checks: the figure's paired comparisons and the judged
+ * estimator rows (not reproduced if any is; else inconclusive if any is; else reproduced; not
+ * judged without checks); *judged and *reproduced (either may be NULL) count the checks. */
+tb_study_outcome tb_study_outcome_of(const tb_study_figure *figure,
+                                     const tb_study_figures *figures, int *judged,
+                                     int *reproduced);
 
 /* The figures the plan asks for, from its values. */
 tb_status tb_study_figures_compute(const tb_study_plan *plan, const tb_study_values *values,

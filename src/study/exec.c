@@ -135,12 +135,16 @@ static tb_status trial_fn(void *user, const tb_run_config *cfg, int trial, doubl
 }
 
 /* The search of cell x->cell on the seeds of index seeds_index (0: the cell's one search; a
- * run's own: run + 1), its trials' values into the values' row `slot`; *chosen its best. */
-static tb_status tune_cell(exec_ctx *x, const tb_study_tune *t, int seeds_index, int slot,
-                           tb_hparams *chosen, tb_error *err)
+ * run's own: run + 1), its hparam seed that of index hparam_index (-1: seeds_index's), its
+ * trials' values into the values' row `slot` (none when slot < 0); *chosen its best. */
+static tb_status tune_cell(exec_ctx *x, const tb_study_tune *t, int seeds_index,
+                           int hparam_index, int slot, tb_hparams *chosen, tb_error *err)
 {
     tb_run_config base;
     tb_status st = tb_study_plan_trial_config(x->plan, x->cell, seeds_index, NULL, &base, err);
+    if (hparam_index >= 0)
+        base.seeds[TB_STREAM_HPARAM] = tb_study_seed(x->plan->seed, TB_STREAM_HPARAM,
+                                                      hparam_index);
     tb_search_space *space = NULL;
     if (st == TB_OK)
         st = tb_search_space_parse(x->plan->space_json[t->space], t->space_source, &space, err);
@@ -150,8 +154,8 @@ static tb_status tune_cell(exec_ctx *x, const tb_study_tune *t, int seeds_index,
     st = tb_study_search_run(&s, &base, &r, err);
     tb_search_space_destroy(space);
     if (st != TB_OK) return st;
-    double *row = x->out->trial_v + (size_t)slot * (size_t)x->out->max_trials;
-    for (int i = 0; i < r.n; i++) row[i] = r.select[i];
+    double *row = x->out->trial_v + (size_t)(slot < 0 ? 0 : slot) * (size_t)x->out->max_trials;
+    for (int i = 0; slot >= 0 && i < r.n; i++) row[i] = r.select[i];
     if (r.best < 0)
         st = tb_fail(err, TB_ERR_NUMERIC, "every one of the %d tuning trials diverged", r.n);
     else
@@ -170,7 +174,7 @@ static tb_status one_run(exec_ctx *x, int cell, int run, tb_error *err)
     const size_t slot = (size_t)cell * (size_t)out->seeds + (size_t)run;
     const tb_study_tune *t = tb_study_plan_cell_tune(plan, cell);
     tb_status st = TB_OK;
-    if (t && t->per_run) st = tune_cell(x, t, run + 1, (int)slot, &out->chosen[slot], err);
+    if (tb_study_plan_cell_per_run(plan, cell)) st = tune_cell(x, t, run + 1, -1, (int)slot, &out->chosen[slot], err);
     else if (t) out->chosen[slot] = out->chosen[(size_t)cell * (size_t)out->seeds];
     tb_run_config cfg;
     if (st == TB_OK) st = tb_study_plan_run_config(plan, cell, run, &cfg, err);
@@ -187,13 +191,19 @@ static tb_status one_run(exec_ctx *x, int cell, int run, tb_error *err)
 }
 
 /* Run i of cell `cell` varying source fig_sources[k] alone: every other seed the base one
- * (index 0), that source's run i's; the cell's chosen point when it tunes once. */
+ * (index 0), that source's run i's; the cell's chosen point (it tunes once), or for hparam the
+ * best of a search of its own on the base seeds with run i's hparam seed. A cell that
+ * searches per run has none (NaN). */
 static tb_status source_run(exec_ctx *x, int k, int cell, int run, tb_error *err)
 {
     x->cell = cell;
     x->run = run;
     const tb_study_plan *plan = x->plan;
     tb_study_values *out = x->out;
+    double *value = &out->source_v[((size_t)k * (size_t)out->cells + (size_t)cell) *
+                                       (size_t)out->seeds + (size_t)run];
+    *value = NAN;
+    if (tb_study_plan_cell_per_run(plan, cell)) return TB_OK;
     tb_run_config cfg;
     tb_status st = tb_study_plan_run_config(plan, cell, run, &cfg, err);
     if (st != TB_OK) return st;
@@ -202,14 +212,19 @@ static tb_status source_run(exec_ctx *x, int k, int cell, int run, tb_error *err
         cfg.seeds[s] = tb_study_seed(plan->seed, (tb_stream)s, s == (int)src ? run + 1 : 0);
     const tb_hparams *chosen = out->chosen ? &out->chosen[(size_t)cell * (size_t)out->seeds]
                                            : NULL;
+    tb_hparams own;
+    if (src == TB_STREAM_HPARAM) {
+        st = tune_cell(x, tb_study_plan_cell_tune(plan, cell), 0, run + 1, -1, &own, err);
+        if (st != TB_OK) return st;
+        chosen = &own;
+    }
     for (int i = 0; chosen && st == TB_OK && i < chosen->count; i++)
         st = tb_hparams_set(&cfg.model.hparams, chosen->names[i], chosen->values[i], err);
     bool reused = false;
     if (st == TB_OK) st = record_run(x, &cfg, false, &reused, err);
     if (st != TB_OK) return st;
     double v = run_value(plan->metric, &x->rec->result, x->rec->diverged);
-    out->source_v[((size_t)k * (size_t)out->cells + (size_t)cell) * (size_t)out->seeds +
-                  (size_t)run] = v;
+    *value = v;
     report(x, -2 - k, reused, v);
     return TB_OK;
 }
@@ -227,10 +242,16 @@ static tb_status values_alloc(exec_ctx *x, tb_error *err)
         const tb_study_tune *t = tb_study_plan_cell_tune(plan, cell);
         if (!t) continue;
         if (t->trials > out->max_trials) out->max_trials = t->trials;
-        x->total += t->trials * (t->per_run ? out->seeds : 1);
+        x->total += t->trials * (tb_study_plan_cell_per_run(plan, cell) ? out->seeds : 1);
     }
     out->v = malloc(runs * sizeof(double));
-    x->total += plan->n_fig_sources * (int)runs;
+    for (int k = 0; k < plan->n_fig_sources; k++) /* per_run cells have no source runs */
+        for (int cell = 0; cell < out->cells; cell++) {
+            if (tb_study_plan_cell_per_run(plan, cell)) continue;
+            const tb_study_tune *t = tb_study_plan_cell_tune(plan, cell);
+            const bool search = plan->fig_sources[k] == TB_STREAM_HPARAM;
+            x->total += out->seeds * (1 + (search && t ? t->trials : 0));
+        }
     if (plan->n_fig_sources > 0 &&
         !(out->source_v = malloc((size_t)plan->n_fig_sources * runs * sizeof(double))))
         return tb_fail(err, TB_ERR_NOMEM, "out of memory for a study's results");
@@ -260,9 +281,9 @@ tb_status tb_study_execute(const tb_study_plan *plan, const tb_study_exec_option
         const tb_study_tune *t = tb_study_plan_cell_tune(plan, cell);
         x.cell = cell;
         x.run = 0;
-        if (t && !t->per_run) {
+        if (t && !tb_study_plan_cell_per_run(plan, cell)) {
             const int slot = cell * out->seeds;
-            st = tune_cell(&x, t, 0, slot, &out->chosen[slot], err);
+            st = tune_cell(&x, t, 0, -1, slot, &out->chosen[slot], err);
             if (st != TB_OK) {
                 char label[256];
                 tb_study_plan_cell_label(plan, cell, label, sizeof label);

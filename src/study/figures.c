@@ -14,6 +14,7 @@ void tb_study_figures_free(tb_study_figures *f)
     free(f->variance);
     free(f->rank);
     free(f->curve);
+    free(f->estimators);
     memset(f, 0, sizeof *f);
 }
 
@@ -31,6 +32,7 @@ static tb_status variance_cell(const tb_study_plan *plan, const tb_study_values 
 {
     tb_variation_group g[TB_STREAM_COUNT + 1];
     const int n = plan->n_fig_sources + 1;
+    if (tb_study_plan_cell_per_run(plan, cell)) return TB_OK; /* no source varies alone */
     for (int k = 0; k < n; k++) {
         const bool all = k == plan->n_fig_sources;
         const double *x = all ? v->v + (size_t)cell * (size_t)v->seeds
@@ -92,7 +94,7 @@ static tb_status curve_cell(const tb_study_plan *plan, const tb_study_values *v,
     const tb_study_tune *t = tb_study_plan_cell_tune(plan, cell);
     for (int k = 0; k < v->max_trials; k++) out[k] = NAN;
     if (!t || !v->trial_v) return TB_OK;
-    const int searches = t->per_run ? v->seeds : 1;
+    const int searches = tb_study_plan_cell_per_run(plan, cell) ? v->seeds : 1;
     for (int r = 0; r < searches; r++)
         best_so_far(v, (size_t)cell * (size_t)v->seeds + (size_t)r,
                     scratch + (size_t)r * (size_t)v->max_trials);
@@ -108,6 +110,98 @@ static tb_status curve_cell(const tb_study_plan *plan, const tb_study_values *v,
         out[k] = m % 2 ? col[m / 2] : (col[m / 2 - 1] + col[m / 2]) / 2;
     }
     return TB_OK;
+}
+
+/* The cell whose axis values are cell's but for axis k, which has value index i. */
+static int twin_of(const tb_study_plan *plan, int cell, int k, int i)
+{
+    int v[TB_STUDY_MAX_AXES];
+    tb_study_plan_cell_values(plan, cell, v);
+    v[k] = i;
+    int c = 0;
+    for (int a = 0; a < plan->n_axes; a++) c = c * plan->axes[a].n + v[a];
+    return c;
+}
+
+/* Mean, std and the std's 95% interval of the finite values of cell c's runs; their count. */
+static tb_status cell_stats(const tb_study_values *v, int c, double *scratch, double *mean,
+                            double *std, tb_interval *ci, tb_error *err)
+{
+    int64_t n = finite_of(v->v + (size_t)c * (size_t)v->seeds, v->seeds, scratch);
+    *mean = *std = NAN;
+    *ci = (tb_interval){NAN, NAN};
+    if (n < 2) return TB_OK;
+    double s = 0, ss = 0;
+    for (int64_t i = 0; i < n; i++) s += scratch[i];
+    *mean = s / (double)n;
+    for (int64_t i = 0; i < n; i++) ss += (scratch[i] - *mean) * (scratch[i] - *mean);
+    *std = sqrt(ss / (double)(n - 1));
+    return tb_std_interval(scratch, n, 0.05, ci, err);
+}
+
+/* One row per search=once cell: its statistics, its per_run twin's, the error and the cost. */
+static tb_status estimators(const tb_study_plan *plan, const tb_study_values *v,
+                            double *scratch, tb_study_figures *out, tb_error *err)
+{
+    int k = 0;
+    while (k < plan->n_axes && plan->axes[k].kind != TB_AXIS_SEARCH) k++;
+    if (k == plan->n_axes)
+        return tb_fail(err, TB_ERR_INVALID, "estimators figure: the plan has no search axis");
+    const int once = strcmp(plan->axes[k].labels[0], "once") == 0 ? 0 : 1;
+    out->estimators = calloc((size_t)v->cells, sizeof *out->estimators);
+    if (!out->estimators) return tb_fail(err, TB_ERR_NOMEM, "out of memory for a study's figures");
+    tb_status st = TB_OK;
+    for (int c = 0; c < v->cells && st == TB_OK; c++) {
+        int vals[TB_STUDY_MAX_AXES];
+        tb_study_plan_cell_values(plan, c, vals);
+        if (vals[k] != once) continue;
+        tb_study_estimator_row *r = &out->estimators[out->n_estimators++];
+        r->cell_once = c;
+        r->cell_ideal = twin_of(plan, c, k, 1 - once);
+        r->n_once = finite_of(v->v + (size_t)c * (size_t)v->seeds, v->seeds, scratch);
+        r->n_ideal = finite_of(v->v + (size_t)r->cell_ideal * (size_t)v->seeds, v->seeds, scratch);
+        st = cell_stats(v, c, scratch, &r->mean_once, &r->std_once, &r->std_ci_once, err);
+        if (st == TB_OK)
+            st = cell_stats(v, r->cell_ideal, scratch, &r->mean_ideal, &r->std_ideal,
+                            &r->std_ci_ideal, err);
+        r->mean_error = r->mean_once - r->mean_ideal;
+        r->std_ratio = r->std_once / r->std_ideal;
+        const int64_t trials = tb_study_plan_cell_tune(plan, c)->trials;
+        const int64_t trials_ideal = tb_study_plan_cell_tune(plan, r->cell_ideal)->trials;
+        r->trainings_once = trials + v->seeds;
+        r->trainings_ideal = (int64_t)v->seeds * (trials_ideal + 1);
+        r->compute_ratio = (double)r->trainings_ideal / (double)r->trainings_once;
+        r->outcome = !plan->fig_estimators_judged        ? TB_STUDY_NOT_JUDGED
+                     : r->n_once < 2 || r->n_ideal < 2   ? TB_STUDY_INCONCLUSIVE
+                     : r->std_ideal >= r->std_ci_once.lo && r->std_ideal <= r->std_ci_once.hi &&
+                               r->std_once >= r->std_ci_ideal.lo &&
+                               r->std_once <= r->std_ci_ideal.hi &&
+                               fabs(r->mean_error) <= r->std_ideal
+                         ? TB_STUDY_REPRODUCED
+                         : TB_STUDY_NOT_REPRODUCED;
+    }
+    return st;
+}
+
+tb_study_outcome tb_study_outcome_of(const tb_study_figure *figure,
+                                     const tb_study_figures *figures, int *judged,
+                                     int *reproduced)
+{
+    bool any[4] = {false};
+    int n = 0, yes = 0;
+    for (int i = 0; figure && i < figure->n_pairs + (figures ? figures->n_estimators : 0); i++) {
+        tb_study_outcome o = i < figure->n_pairs ? figure->pairs[i].outcome
+                                                 : figures->estimators[i - figure->n_pairs].outcome;
+        any[o] = true;
+        n += o != TB_STUDY_NOT_JUDGED;
+        yes += o == TB_STUDY_REPRODUCED;
+    }
+    if (judged) *judged = n;
+    if (reproduced) *reproduced = yes;
+    return any[TB_STUDY_NOT_REPRODUCED] ? TB_STUDY_NOT_REPRODUCED
+           : any[TB_STUDY_INCONCLUSIVE] ? TB_STUDY_INCONCLUSIVE
+           : any[TB_STUDY_REPRODUCED]   ? TB_STUDY_REPRODUCED
+                                        : TB_STUDY_NOT_JUDGED;
 }
 
 tb_status tb_study_figures_compute(const tb_study_plan *plan, const tb_study_values *v,
@@ -137,6 +231,7 @@ tb_status tb_study_figures_compute(const tb_study_plan *plan, const tb_study_val
         out->rank[c].mean_rank /= (double)seeds;
     for (int c = 0; c < v->cells && st == TB_OK && plan->fig_curve; c++)
         st = curve_cell(plan, v, c, scratch, out->curve + (size_t)c * (size_t)v->max_trials);
+    if (st == TB_OK && plan->fig_estimators) st = estimators(plan, v, scratch, out, err);
     free(scratch);
     if (st != TB_OK) tb_study_figures_free(out);
     return st;

@@ -96,6 +96,7 @@ static tb_status cell_config(const tb_study_plan *plan, int cell, tb_run_config 
                 out->data.pipeline.echo = TB_ECHO_EXAMPLE_BEFORE_AUGMENT;
             break;
         case TB_AXIS_HPARAM: break; /* set last, below */
+        case TB_AXIS_SEARCH: break; /* the tuning's, tb_study_plan_cell_per_run */
         }
     }
     tb_status st = TB_OK;
@@ -137,6 +138,18 @@ const tb_study_tune *tb_study_plan_cell_tune(const tb_study_plan *plan, int cell
         if (plan->overrides[i].tune.on && matches(plan, &plan->overrides[i].when, v))
             return &plan->overrides[i].tune;
     return plan->tune.on ? &plan->tune : NULL;
+}
+
+bool tb_study_plan_cell_per_run(const tb_study_plan *plan, int cell)
+{
+    const tb_study_tune *t = tb_study_plan_cell_tune(plan, cell);
+    if (!t) return false;
+    int v[TB_STUDY_MAX_AXES];
+    tb_study_plan_cell_values(plan, cell, v);
+    for (int k = 0; k < plan->n_axes; k++)
+        if (plan->axes[k].kind == TB_AXIS_SEARCH)
+            return strcmp(plan->axes[k].labels[v[k]], "per_run") == 0;
+    return t->per_run;
 }
 
 tb_status tb_study_plan_trial_config(const tb_study_plan *plan, int cell, int seeds_index,

@@ -41,10 +41,11 @@ static tb_status parse_settings(tb_sp_ctx *c, const cJSON *o)
 {
     static const char *const keys[] = {"workload", "algorithm", "steps", "epochs",
                                        "batch_size", "eval_examples", "schedule",
-                                       "warmup_fraction", "echo", "full_batch"};
+                                       "warmup_fraction", "echo", "full_batch", "split",
+                                       "augment"};
     tb_study_plan *p = c->plan;
     if (!cJSON_IsObject(o)) return tb_sp_bad(c, "settings", "must be an object");
-    tb_status st = tb_sp_only_keys(c, o, "settings", keys, 10);
+    tb_status st = tb_sp_only_keys(c, o, "settings", keys, 12);
     if (st == TB_OK)
         st = tb_sp_text(c, o, "workload", "settings.workload", false, p->workload,
                       sizeof p->workload);
@@ -96,6 +97,14 @@ static tb_status parse_settings(tb_sp_ctx *c, const cJSON *o)
     if ((st = tb_sp_text(c, o, "echo", "settings.echo", false, echo, sizeof echo))) return st;
     if (echo[0] && tb_echo_kind_parse(echo, &p->base.data.pipeline.echo, &e) != TB_OK)
         return tb_sp_bad(c, "settings.echo", "%s", e.message);
+    char split[32] = "";
+    if ((st = tb_sp_text(c, o, "split", "settings.split", false, split, sizeof split))) return st;
+    if (split[0] && tb_split_kind_parse(split, &p->base.data.source.split_kind, &e) != TB_OK)
+        return tb_sp_bad(c, "settings.split", "%s", e.message);
+    if ((v = cJSON_GetObjectItemCaseSensitive(o, "augment"))) {
+        if (!cJSON_IsBool(v)) return tb_sp_bad(c, "settings.augment", "must be true or false");
+        p->base.data.pipeline.augment = cJSON_IsTrue(v);
+    }
     if ((v = cJSON_GetObjectItemCaseSensitive(o, "warmup_fraction"))) {
         if ((st = tb_sp_number(c, v, "settings.warmup_fraction", false,
                             &p->base.length.warmup_fraction)) != TB_OK)
@@ -114,6 +123,7 @@ static tb_study_axis_kind axis_kind(const char *name)
     if (strcmp(name, "batch_size") == 0) return TB_AXIS_BATCH_SIZE;
     if (strcmp(name, "steps") == 0) return TB_AXIS_STEPS;
     if (strcmp(name, "echo_factor") == 0) return TB_AXIS_ECHO;
+    if (strcmp(name, "search") == 0) return TB_AXIS_SEARCH;
     return TB_AXIS_HPARAM;
 }
 
@@ -130,6 +140,12 @@ static tb_status parse_axis_value(tb_sp_ctx *c, tb_study_axis *a, const cJSON *v
         if (a->kind == TB_AXIS_ALGORITHM && !tb_optimizer_find(v->valuestring))
             return tb_sp_bad(c, key, "unknown algorithm '%s' (see `trainbench algorithms`)",
                        v->valuestring);
+        snprintf(a->labels[i], TB_STUDY_LABEL_MAX, "%s", v->valuestring);
+        a->numbers[i] = NAN;
+    } else if (a->kind == TB_AXIS_SEARCH) {
+        if (!cJSON_IsString(v) || (strcmp(v->valuestring, "once") != 0 &&
+                                   strcmp(v->valuestring, "per_run") != 0))
+            return tb_sp_bad(c, key, "must be \"once\" or \"per_run\" (a tuned cell's search)");
         snprintf(a->labels[i], TB_STUDY_LABEL_MAX, "%s", v->valuestring);
         a->numbers[i] = NAN;
     } else if (a->kind == TB_AXIS_HPARAM || a->kind == TB_AXIS_ECHO) {
@@ -399,9 +415,17 @@ static tb_status check_cells(tb_sp_ctx *c)
         return tb_sp_bad(c, "settings.workload", "missing (or an axis \"workload\")");
     if (!p->algorithm[0] && !algo_axis)
         return tb_sp_bad(c, "settings.algorithm", "missing (or an axis \"algorithm\")");
+    bool search_axis = false;
+    for (int k = 0; k < p->n_axes; k++) search_axis |= p->axes[k].kind == TB_AXIS_SEARCH;
     for (int cell = 0; cell < tb_study_plan_cells(p); cell++) {
         tb_run_config cfg;
         tb_error e = {0};
+        if (search_axis && !tb_study_plan_cell_tune(p, cell)) {
+            char label[256];
+            tb_study_plan_cell_label(p, cell, label, sizeof label);
+            return tb_sp_bad(c, "axes.search", "cell %s does not tune: a search axis needs "
+                             "every cell to tune (give a \"tune\")", label);
+        }
         tb_status st = tb_study_plan_run_config(p, cell, 0, &cfg, &e);
         if (st == TB_OK) st = tb_optimizer_check_hparams(cfg.model.algorithm, &cfg.model.hparams, &e);
         if (st == TB_OK) st = tb_run_config_check(&cfg, &e); /* as tb_train would, first */

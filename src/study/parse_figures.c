@@ -34,30 +34,56 @@ static tb_status parse_variance(tb_sp_ctx *c, const cJSON *o, const char *key)
         for (int k = 0; k < p->n_fig_sources; k++)
             if (p->fig_sources[k] == s)
                 return tb_sp_bad(c, k2, "'%s' is listed twice", v->valuestring);
-        if (s == TB_STREAM_HPARAM)
-            return tb_sp_bad(c, k2, "hparam is not varied alone in a study (a cell's "
-                             "\"search\": \"per_run\" varies it with every other source; "
-                             "`trainbench variance --sources hparam --search N` varies it "
-                             "alone)");
+        int kept = 0; /* the cells that search per run are left out */
         for (int cell = 0; cell < tb_study_plan_cells(p); cell++) {
+            if (tb_study_plan_cell_per_run(p, cell)) continue;
+            kept++;
             tb_run_config cfg;
+            const bool tunes = tb_study_plan_cell_tune(p, cell) != NULL;
             if (tb_study_plan_run_config(p, cell, 0, &cfg, &e) != TB_OK ||
-                tb_study_check_source(&cfg, s, false, &e) != TB_OK) {
+                tb_study_check_source(&cfg, s, tunes, &e) != TB_OK) {
                 char label[256];
                 tb_study_plan_cell_label(p, cell, label, sizeof label);
                 return tb_sp_bad(c, k2, "cell %s: %s", label, e.message);
             }
-            const tb_study_tune *t = tb_study_plan_cell_tune(p, cell);
-            if (t && t->per_run) {
-                char label[256];
-                tb_study_plan_cell_label(p, cell, label, sizeof label);
-                return tb_sp_bad(c, key, "cell %s searches per run: its runs vary the search "
-                                 "with every source, so no source varies alone", label);
-            }
         }
+        if (kept == 0)
+            return tb_sp_bad(c, key, "every cell searches per run: its runs vary the search "
+                             "with every source, so no source varies alone");
         p->fig_sources[p->n_fig_sources++] = s;
     }
     p->fig_variance = true;
+    return TB_OK;
+}
+
+/* The estimators figure pairs each search=once cell with its search=per_run twin: it needs a
+ * search axis with both values, and a metric with a finite value to take a mean of. */
+static tb_status check_estimators(tb_sp_ctx *c, const char *key)
+{
+    const tb_study_plan *p = c->plan;
+    int k = 0;
+    while (k < p->n_axes && p->axes[k].kind != TB_AXIS_SEARCH) k++;
+    if (k == p->n_axes || p->axes[k].n != 2)
+        return tb_sp_bad(c, key, "the estimators figure needs an axis \"search\": [\"once\", "
+                         "\"per_run\"] (the biased estimator against the ideal one)");
+    if (p->metric == TB_METRIC_TIME_TO_TARGET)
+        return tb_sp_bad(c, key, "the estimators figure cannot use time_to_target: a run that "
+                         "misses the target has no finite time to take a mean of");
+    return TB_OK;
+}
+
+/* {"type": "estimators", "expect": "close" | "none"}: whether each row is a check. */
+static tb_status parse_estimators(tb_sp_ctx *c, const cJSON *o, const char *key)
+{
+    static const char *const keys[] = {"type", "expect"};
+    tb_status st = tb_sp_only_keys(c, o, key, keys, 2);
+    char k2[96], expect[32] = "none";
+    snprintf(k2, sizeof k2, "%s.expect", key);
+    if (st == TB_OK) st = tb_sp_text(c, o, "expect", k2, false, expect, sizeof expect);
+    if (st != TB_OK) return st;
+    if (strcmp(expect, "close") != 0 && strcmp(expect, "none") != 0)
+        return tb_sp_bad(c, k2, "'%s' is not close or none", expect);
+    c->plan->fig_estimators_judged = strcmp(expect, "close") == 0;
     return TB_OK;
 }
 
@@ -78,10 +104,11 @@ tb_status tb_sp_parse_figures(tb_sp_ctx *c, const cJSON *o)
         bool *seen = strcmp(type, "variance") == 0 ? &p->fig_variance
                      : strcmp(type, "rank") == 0   ? &p->fig_rank
                      : strcmp(type, "curve") == 0  ? &p->fig_curve
+                     : strcmp(type, "estimators") == 0 ? &p->fig_estimators
                                                    : NULL;
         if (!seen)
-            return tb_sp_bad(c, key, "unknown figure '%s' (expected variance, rank or curve)",
-                             type);
+            return tb_sp_bad(c, key, "unknown figure '%s' (expected variance, rank, curve or "
+                             "estimators)", type);
         if (*seen) return tb_sp_bad(c, key, "'%s' is listed twice", type);
         tb_status st = TB_OK;
         if (strcmp(type, "variance") == 0) {
@@ -89,6 +116,8 @@ tb_status tb_sp_parse_figures(tb_sp_ctx *c, const cJSON *o)
                 return tb_sp_bad(c, key, "a variance figure names its sources: {\"type\": "
                                  "\"variance\", \"sources\": [...]}");
             st = parse_variance(c, it, key);
+        } else if (strcmp(type, "estimators") == 0 && cJSON_IsObject(it)) {
+            st = parse_estimators(c, it, key);
         } else if (cJSON_IsObject(it)) {
             static const char *const keys[] = {"type"};
             st = tb_sp_only_keys(c, it, key, keys, 1);
@@ -102,6 +131,8 @@ tb_status tb_sp_parse_figures(tb_sp_ctx *c, const cJSON *o)
                              "tunes (give a \"tune\")");
         if (strcmp(type, "rank") == 0 && tb_study_plan_cells(p) < 2)
             return tb_sp_bad(c, key, "a rank table needs two or more cells");
+        if (strcmp(type, "estimators") == 0 && (st = check_estimators(c, key)) != TB_OK)
+            return st;
         *seen = true;
     }
     return TB_OK;
