@@ -21,15 +21,6 @@ static void temp_path(char *buf, size_t cap, const char *tag)
     unlink(buf);
 }
 
-static void remove_store(const char *path)
-{
-    char p[600];
-    unlink(path);
-    snprintf(p, sizeof p, "%s-wal", path);
-    unlink(p);
-    snprintf(p, sizeof p, "%s-shm", path);
-    unlink(p);
-}
 
 static tb_bench_spec small_spec(const char *const *subs, int n)
 {
@@ -102,7 +93,7 @@ static void test_crash_isolated(void)
     CHECK_FAILS(tb_submission_load("no_such_optimizer", NULL, &ref, &err), TB_ERR_INVALID, &err,
                 "unknown submission 'no_such_optimizer'");
     tb_store_close(store);
-    remove_store(db);
+    tb_test_remove_store(db);
 }
 
 static void test_kill_and_resume(void)
@@ -208,7 +199,7 @@ static void test_kill_and_resume(void)
     free(before);
     free(after);
     tb_store_close(store);
-    remove_store(db);
+    tb_test_remove_store(db);
 }
 
 /* A workload whose metric is neither the error rate nor the loss (the transformer's bits per
@@ -249,7 +240,7 @@ static void test_target_metric(void)
     }
     free(t);
     tb_store_close(store);
-    remove_store(db);
+    tb_test_remove_store(db);
 }
 
 /* Evals on a 1-example validation subset: the target (calibrated on the whole split) was
@@ -297,7 +288,7 @@ static void test_target_on_subset(void)
     }
     free(t);
     tb_store_close(store);
-    remove_store(db);
+    tb_test_remove_store(db);
 }
 
 /* Missing or corrupt data is the machine's failure (TB_ERR_MISSING, TB_ERR_FORMAT), not the
@@ -324,7 +315,7 @@ static void check_rerun_with_data(const char *db, const char *data_dir, tb_statu
     CHECK(n == 1 && t[0].status == TB_TRIAL_DONE && t[0].attempts == 1);
     free(t);
     tb_store_close(store);
-    remove_store(db);
+    tb_test_remove_store(db);
 }
 
 static void test_missing_data(void)
@@ -394,7 +385,7 @@ static void test_submission_errors(void)
                 fprintf(stderr, "reason: %s\n", t[i].reason);
         free(t);
         tb_store_close(store);
-        remove_store(db);
+        tb_test_remove_store(db);
     }
     unsetenv("TB_CRASHER_FAIL");
 }
@@ -423,7 +414,7 @@ static void test_load_crash(void)
                 "no submission left to run");
     CHECK(sum.skipped == 1 && sum.planned == 0);
     unsetenv("TB_CRASHER_LOAD");
-    remove_store(db);
+    tb_test_remove_store(db);
 }
 
 /* NaN weights behind a finite reported loss: the eval's validation loss is NaN and the trial
@@ -451,7 +442,7 @@ static void test_nan_weights(void)
           strstr(t[0].reason, "diverged: the validation loss is nan"));
     free(t);
     tb_store_close(store);
-    remove_store(db);
+    tb_test_remove_store(db);
 }
 
 int main(void)

@@ -19,17 +19,6 @@ static void temp_path(char *buf, size_t cap, const char *tag)
     unlink(buf);
 }
 
-static void remove_store(const char *path)
-{
-    char p[600];
-    unlink(path);
-    snprintf(p, sizeof p, "%s-wal", path);
-    unlink(p);
-    snprintf(p, sizeof p, "%s-shm", path);
-    unlink(p);
-    snprintf(p, sizeof p, "%s-lock", path);
-    unlink(p);
-}
 
 static void sleep_s(double s)
 {
@@ -127,7 +116,7 @@ static void test_contended(void)
         tb_score_table_destroy(table);
     }
     tb_store_close(store);
-    remove_store(db);
+    tb_test_remove_store(db);
 }
 
 /* Stopped 10 times for 0.5 s, 5 s in all against a hang limit of 4 s: slow, not hung. (The
@@ -165,7 +154,7 @@ static void test_slow_not_hung(void)
           strstr(t.reason, "the target"));
     /* it trained through every stop: its wall time holds them */
     CHECK(t.wall_time > stops * 0.5 && stops * 0.5 > s.trial.hang_s);
-    remove_store(db);
+    tb_test_remove_store(db);
 }
 
 /* A submission stuck in update_params, with no wall-clock limit: killed as hung, once it was
@@ -205,7 +194,7 @@ static void test_stuck_hung(void)
         tb_submission_unload(ref);
     }
     tb_store_close(store);
-    remove_store(db);
+    tb_test_remove_store(db);
 }
 
 /* Two submissions, two studies: run one of each in turn (the second study's in the other
@@ -261,7 +250,7 @@ static void test_interleaved_resume(void)
     free(t);
     CHECK_OK(tb_bench_run(db, &s, NULL, NULL, &sum, &err), &err);
     CHECK(sum.reused == 4 && sum.ran == 0);
-    remove_store(db);
+    tb_test_remove_store(db);
 }
 
 int main(void)

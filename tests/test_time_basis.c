@@ -11,15 +11,6 @@
 #include <string.h>
 #include <unistd.h>
 
-static void remove_store(const char *path)
-{
-    char p[600];
-    unlink(path);
-    snprintf(p, sizeof p, "%s-wal", path);
-    unlink(p);
-    snprintf(p, sizeof p, "%s-shm", path);
-    unlink(p);
-}
 
 static void put_window_of(tb_store *store, const char *bench, int threads, const char *wl,
                           int64_t steps, double seconds)
@@ -212,7 +203,7 @@ static void test_known_windows(void)
     CHECK_OK(tb_time_basis_parse("steps", &b, &err), &err);
     CHECK(b == TB_TIME_STEPS && strcmp(tb_time_basis_name(TB_TIME_REFERENCE), "reference") == 0);
     tb_store_close(store);
-    remove_store(path);
+    tb_test_remove_store(path);
 }
 
 /* A short benchmark of two trials, a window before each (calibrate_every 1), then the same
@@ -221,7 +212,7 @@ static void test_bench_windows(void)
 {
     char db[256];
     snprintf(db, sizeof db, "/tmp/tb_test_time_basis_%d.db", (int)getpid());
-    remove_store(db);
+    tb_test_remove_store(db);
     const char *subs[2] = {"sgd", "adamw"};
     tb_bench_spec s = tb_test_bench_spec(subs, 2, 0.3, 200);
     s.calibration_s = 0.2;
@@ -254,7 +245,7 @@ static void test_bench_windows(void)
     s.calibration_s = 5000;
     CHECK_FAILS(tb_bench_run(db, &s, NULL, NULL, &sum, &err), TB_ERR_INVALID, &err,
                 "calibration windows");
-    remove_store(db);
+    tb_test_remove_store(db);
 }
 
 int main(void)
