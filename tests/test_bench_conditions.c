@@ -130,9 +130,8 @@ static void test_contended(void)
     remove_store(db);
 }
 
-/* Stopped 10 times for 0.5 s, 5 s in all against a hang limit of 4 s: slow, not hung. (The
- * limit is above what the trial's set-up, which beats once at its end, takes on this busy
- * machine under the sanitizers.) */
+/* Stopped 10 times for 0.5 s, 5 s in all against a hang limit of 4 s: slow, not hung. (Its
+ * set-up, which beats once at its end, has a limit of its own: test_bench_steps.) */
 static void test_slow_not_hung(void)
 {
     char db[256];
