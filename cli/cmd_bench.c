@@ -37,6 +37,10 @@ static const char bench_usage[] =
     "      --budget SECONDS      accumulated submission time per trial (overrides the\n"
     "                            workload's max runtime)\n"
     "      --eval-period SECONDS submission seconds between evals\n"
+    "      --eval-every-steps N  evaluate after every N steps instead (the period off): the\n"
+    "                            evals, and so the steps to target, fall at the same steps\n"
+    "                            however fast the machine runs; for score --time steps or\n"
+    "                            reference (default: the eval period, AlgoPerf's)\n"
     "      --eval-examples N     evaluate on N examples of each split, spread evenly over\n"
     "                            it (the train subset, validation and test); a validation\n"
     "                            subset at the target is confirmed on the whole split,\n"
@@ -69,6 +73,10 @@ static const char bench_usage[] =
     "                            a trial whose process completes no step (nor eval) for\n"
     "                            this long is hung: killed and failed (default 300; a\n"
     "                            slow trial that makes progress is never killed)\n"
+    "      --setup-timeout SECONDS\n"
+    "                            the same for a trial's set-up (reading the data, building\n"
+    "                            the model), which beats once it is done (default 1800, and\n"
+    "                            at least the hang timeout)\n"
     "      --timeout SECONDS     an absolute wall-clock limit of one trial's process\n"
     "                            (default none); a trial past it is killed and failed;\n"
     "                            not below the budget (x1.5 self-tuning)\n"
@@ -92,8 +100,8 @@ static const char bench_usage[] =
 enum {
     OPT_DB = 1000, OPT_PRESET, OPT_NAME, OPT_RULESET, OPT_STUDIES, OPT_TRIALS, OPT_BUDGET,
     OPT_EVAL_PERIOD, OPT_FULL_TARGETS, OPT_VARIANTS, OPT_RUN_TO_BUDGET, OPT_SEED,
-    OPT_TIMEOUT, OPT_HANG, OPT_CALIBRATION_S, OPT_CALIBRATE_EVERY, OPT_SPACES, OPT_JSON,
-    OPT_SAMPLER, OPT_GP_INITIAL, OPT_PRIOR,
+    OPT_TIMEOUT, OPT_HANG, OPT_SETUP, OPT_EVAL_STEPS, OPT_CALIBRATION_S, OPT_CALIBRATE_EVERY,
+    OPT_SPACES, OPT_JSON, OPT_SAMPLER, OPT_GP_INITIAL, OPT_PRIOR,
     OPT_PRIOR_WORKLOAD,
 };
 
@@ -189,6 +197,8 @@ int tb_cli_bench(int argc, char **argv)
         {"device", required_argument, 0, TB_OPT_DEVICE},
         {"timeout", required_argument, 0, OPT_TIMEOUT},
         {"hang-timeout", required_argument, 0, OPT_HANG},
+        {"setup-timeout", required_argument, 0, OPT_SETUP},
+        {"eval-every-steps", required_argument, 0, OPT_EVAL_STEPS},
         {"calibration-s", required_argument, 0, OPT_CALIBRATION_S},
         {"calibrate-every", required_argument, 0, OPT_CALIBRATE_EVERY},
         {"search-spaces", required_argument, 0, OPT_SPACES},
@@ -278,6 +288,20 @@ int tb_cli_bench(int argc, char **argv)
                 return tb_cli_error("--hang-timeout: must be positive (leave it out for the "
                                     "default, %g s)", TB_TRIAL_HANG_DEFAULT_S), TB_EXIT_USAGE;
             break;
+        case OPT_SETUP:
+            if (!tb_cli_parse_double("--setup-timeout", optarg, &spec.trial.setup_s))
+                return TB_EXIT_USAGE;
+            if (spec.trial.setup_s <= 0)
+                return tb_cli_error("--setup-timeout: must be positive (leave it out for the "
+                                    "default, %g s)", TB_TRIAL_SETUP_DEFAULT_S), TB_EXIT_USAGE;
+            break;
+        case OPT_EVAL_STEPS: {
+            long every = 0;
+            if (!tb_cli_parse_int("--eval-every-steps", optarg, 1, 1000000000L, &every))
+                return TB_EXIT_USAGE;
+            spec.trial.eval_every_steps = every;
+            break;
+        }
         case OPT_CALIBRATION_S:
             if (!tb_cli_parse_double("--calibration-s", optarg, &spec.calibration_s))
                 return TB_EXIT_USAGE;

@@ -295,6 +295,18 @@ static void test_search_space_checked(void)
     CHECK_FAILS(tb_bench_run(db, &s, NULL, NULL, &sum, &err), TB_ERR_INVALID, &err,
                 "differs in: hang_s");
     s.trial.hang_s = 0;
+    s.trial.setup_s = 900; /* (the same) */
+    CHECK_FAILS(tb_bench_run(db, &s, NULL, NULL, &sum, &err), TB_ERR_INVALID, &err,
+                "differs in: setup_s");
+    s.trial.setup_s = 0;
+    /* evals placed by steps change the steps a trial reaches its target at */
+    s.trial.eval_every_steps = 20;
+    CHECK_FAILS(tb_bench_run(db, &s, NULL, NULL, &sum, &err), TB_ERR_INVALID, &err,
+                "differs in: eval_every_steps");
+    s.trial.eval_every_steps = -1;
+    CHECK_FAILS(tb_bench_run(db, &s, NULL, NULL, &sum, &err), TB_ERR_INVALID, &err,
+                "eval step interval");
+    s.trial.eval_every_steps = 0;
     s.trial.threads = 1;
     CHECK_FAILS(tb_bench_run(db, &s, NULL, NULL, &sum, &err), TB_ERR_INVALID, &err,
                 "differs in: threads)");

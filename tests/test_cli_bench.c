@@ -64,6 +64,10 @@ int main(void)
     CHECK(run("bench --timeout -5") == 2 && has("--timeout: must be positive"));
     CHECK(run("bench --hang-timeout 0") == 2 && has("--hang-timeout: must be positive") &&
           has("the default, 300 s"));
+    CHECK(run("bench --setup-timeout -1") == 2 && has("--setup-timeout: must be positive") &&
+          has("the default, 1800 s"));
+    CHECK(run("bench --eval-every-steps 0") == 2 && has("--eval-every-steps"));
+    CHECK(run("bench --help") == 0 && has("--eval-every-steps N") && has("--setup-timeout"));
     CHECK(run("bench -w fmnist_mlp --timeout 0.5") == 2 &&
           has("--timeout: 0.5 s is below the budget of a fmnist_mlp trial (15 s"));
     CHECK(run("bench -w fmnist_mlp --budget 2 --ruleset self --timeout 2.5") == 2 &&

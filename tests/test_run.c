@@ -111,6 +111,15 @@ static void test_eval_sched(void)
     e = (tb_run_eval){.during = 5};
     s = tb_eval_sched_make(&e, INT64_MAX);
     CHECK(!tb_eval_sched_due(&s, 1000000, 0));
+    /* by steps: after every 4th step whatever the clock says, the period off */
+    e = (tb_run_eval){.every_steps = 4, .period_s = 1.0};
+    s = tb_eval_sched_make(&e, 10);
+    static const double clock[11] = {0, 0.1, 5, 9, 9.1, 9.2, 20, 30, 31, 40, 50};
+    for (int step = 1; step <= 10; step++) {
+        bool d = tb_eval_sched_due(&s, step, clock[step]);
+        if (d) tb_eval_sched_done(&s, clock[step]);
+        CHECK(d == (step == 4 || step == 8));
+    }
 }
 
 /* An update hook with its own sgd through tb_run_standard_update: the built-in run's bits. */

@@ -59,6 +59,10 @@ tb_status tb_ruleset_parse(const char *name, tb_ruleset *out, tb_error *err);
  * than a step, a whole-split eval or a set-up takes even on a machine 20 times slower than
  * idle (docs/TIME_TO_RESULT.md). */
 #define TB_TRIAL_HANG_DEFAULT_S 300.0
+/* Seconds a trial's set-up may take before it is hung (tb_trial_options.setup_s): set-up
+ * reads and prepares the data, which on a loaded machine or a cold cache takes far longer than
+ * a step, and beats only when it is done. */
+#define TB_TRIAL_SETUP_DEFAULT_S 1800.0
 
 typedef struct tb_trial_options {
     tb_device device;
@@ -71,9 +75,17 @@ typedef struct tb_trial_options {
     int64_t eval_test_examples;    /* 0: the whole test split; < 0: no test evals */
     double timeout_s;              /* absolute wall-clock limit of a trial's process; 0: none
                                       (a slow trial that makes progress runs on) */
-    double hang_s;                 /* a trial whose process completes no step (nor eval, nor
-                                      its set-up) for this long is hung and killed; 0:
+    double hang_s;                 /* a trial whose process, once set up, completes no step
+                                      (nor eval) for this long is hung and killed; 0:
                                       TB_TRIAL_HANG_DEFAULT_S */
+    double setup_s;                /* the same for its set-up (reading the data, building the
+                                      model), which beats only at its end; 0:
+                                      TB_TRIAL_SETUP_DEFAULT_S (at least hang_s) */
+    int64_t eval_every_steps;      /* > 0: evaluate after every this many steps instead of
+                                      every eval period (the steps of the evals, and so the
+                                      steps to target, do not move with the machine's speed:
+                                      for the steps and reference time bases); 0: AlgoPerf's
+                                      eval period of submission seconds */
     const char *cache_dir;         /* prepared-data cache (see tb_workload_prepare); NULL:
                                       each trial prepares the data in memory */
 } tb_trial_options;

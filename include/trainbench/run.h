@@ -87,6 +87,9 @@ typedef struct tb_run_eval {
                                   open-ended run: use period_s) */
     double period_s;           /* also evaluate once this many timed seconds have passed
                                   since the last evaluation (0: off; AlgoPerf's eval period) */
+    int64_t every_steps;       /* > 0: also evaluate after every this many steps, and not by
+                                  period_s (placed by steps, the evaluations fall at the same
+                                  steps however fast the machine runs) */
     int64_t examples;          /* evaluate N examples spread over each split; 0: all */
     bool stop_at_target;       /* stop once validation reaches the workload's target (on the
                                   whole validation split: a subset at the target is confirmed
@@ -216,10 +219,12 @@ double tb_run_first_loss(const tb_run *r);     /* the divergence rule's yardstic
 
 /* ---- the evaluation scheduler ---------------------------------------------------------------
  * When a run evaluates: the k-th of eval->during evaluations after step ceil(k * total /
- * (during + 1)), and once eval->period_s seconds of the driver's clock have passed since the
- * last evaluation; never at the last step (the final evaluation follows it). Plain data. */
+ * (during + 1)), after every eval->every_steps steps, and, when every_steps is 0, once
+ * eval->period_s seconds of the driver's clock have passed since the last evaluation; never
+ * at the last step (the final evaluation follows it). With every_steps set, the steps of the
+ * evaluations are a function of the run's length alone, not of its speed. Plain data. */
 typedef struct tb_eval_sched {
-    int64_t during, next, total;
+    int64_t during, next, total, every;
     double period_s, last_s;
 } tb_eval_sched;
 

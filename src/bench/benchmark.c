@@ -115,6 +115,10 @@ static char *spec_json(const tb_bench_spec *s, const char *const *wls, int n_wl,
     cJSON_AddNumberToObject(o, "timeout_s", s->trial.timeout_s);
     if (s->trial.hang_s > 0) /* (absent for the default: older specs stay valid) */
         cJSON_AddNumberToObject(o, "hang_s", s->trial.hang_s);
+    if (s->trial.setup_s > 0) /* (absent for the default: older specs stay valid) */
+        cJSON_AddNumberToObject(o, "setup_s", s->trial.setup_s);
+    if (s->trial.eval_every_steps > 0) /* (absent for the eval period: older specs stay valid) */
+        cJSON_AddNumberToObject(o, "eval_every_steps", (double)s->trial.eval_every_steps);
     cJSON_AddNumberToObject(o, "threads", s->trial.threads);
     cJSON_AddStringToObject(o, "device", tb_device_name(s->trial.device));
     if (s->sampler != TB_SAMPLER_HALTON) { /* (absent for halton: older specs stay valid) */
@@ -338,6 +342,10 @@ static tb_status check_spec(const tb_bench_spec *s, tb_error *err)
                        s->studies, s->trials);
     if (s->budget_s < 0 || s->eval_period_s < 0)
         return tb_fail(err, TB_ERR_INVALID, "budget and eval period must not be negative");
+    if (s->trial.eval_every_steps < 0 || s->trial.setup_s < 0 || s->trial.hang_s < 0)
+        return tb_fail(err, TB_ERR_INVALID,
+                       "the eval step interval, the set-up and the hang limits must not be "
+                       "negative");
     if (s->sampler != TB_SAMPLER_HALTON && s->sampler != TB_SAMPLER_GP)
         return tb_fail(err, TB_ERR_INVALID, "unknown sampler %d", (int)s->sampler);
     if (s->sampler == TB_SAMPLER_GP && s->ruleset == TB_RULESET_SELF)

@@ -94,7 +94,7 @@ tb_status tb_bench_calibrate(const char *store_path, const char *benchmark,
     /* setup (data, model) and the window itself, with room for a loaded machine */
     const double limit = 10.0 * seconds + 300.0;
     int wstatus;
-    bool timed_out = tb_child_wait(pid, limit, NULL, 0, &wstatus) == TB_CHILD_TIMED_OUT;
+    bool timed_out = tb_child_wait(pid, limit, NULL, &wstatus) == TB_CHILD_TIMED_OUT;
     tb_error child_err = {0};
     bool reported = WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == CHILD_FAILED &&
                     read(fd, &child_err, sizeof child_err) == (ssize_t)sizeof child_err &&

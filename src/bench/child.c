@@ -42,10 +42,17 @@ pid_t tb_child_fork(int *fd)
     return pid;
 }
 
-tb_child_end tb_child_wait(pid_t pid, double limit_s, const _Atomic uint64_t *progress,
-                           double stall_s, int *wstatus)
+/* The watch's limit on the seconds between beats in the child's present phase. */
+static double stall_limit(const tb_child_watch *w)
+{
+    return w->ready && !atomic_load(w->ready) ? w->setup_s : w->stall_s;
+}
+
+tb_child_end tb_child_wait(pid_t pid, double limit_s, const tb_child_watch *watch,
+                           int *wstatus)
 {
     double t0 = tb_monotonic_s(), last_progress = t0;
+    const _Atomic uint64_t *progress = watch ? watch->beats : NULL;
     uint64_t seen = progress ? atomic_load(progress) : 0;
     tb_child_end end = TB_CHILD_ENDED;
     *wstatus = 0;
@@ -67,7 +74,8 @@ tb_child_end tb_child_wait(pid_t pid, double limit_s, const _Atomic uint64_t *pr
         }
         if (end == TB_CHILD_ENDED) {
             if (limit_s > 0 && now - t0 > limit_s) end = TB_CHILD_TIMED_OUT;
-            else if (progress && now - last_progress > stall_s) end = TB_CHILD_HUNG;
+            else if (progress && now - last_progress > stall_limit(watch))
+                end = TB_CHILD_HUNG;
             if (end != TB_CHILD_ENDED) kill(pid, SIGKILL); /* a stopped process too */
         }
         struct timespec ts = {0, 20 * 1000 * 1000};

@@ -24,12 +24,20 @@ typedef enum tb_child_end {
     TB_CHILD_HUNG,      /* killed for making no progress */
 } tb_child_end;
 
+/* A child's progress, in memory it shares with its parent. */
+typedef struct tb_child_watch {
+    const _Atomic uint64_t *beats; /* a counter the child raises as it makes progress */
+    const _Atomic int *ready;      /* nonzero once its set-up is done (NULL: from the start) */
+    double setup_s;                /* the most seconds between beats before it is ready */
+    double stall_s;                /* the most seconds between beats once it is */
+} tb_child_watch;
+
 /* Waits for child `pid` (polling every 20 ms, never blocking on it), and SIGKILLs it once
- * limit_s seconds have passed since the call (limit_s <= 0: no limit) or, with progress not
- * NULL, once the counter *progress (which the child raises) has not changed for stall_s
- * seconds. Writes its wait status to *wstatus. */
-tb_child_end tb_child_wait(pid_t pid, double limit_s, const _Atomic uint64_t *progress,
-                           double stall_s, int *wstatus);
+ * limit_s seconds have passed since the call (limit_s <= 0: no limit) or, with watch not
+ * NULL, once its beats have not changed for the watch's limit of the child's phase (set-up or
+ * not). Writes its wait status to *wstatus. */
+tb_child_end tb_child_wait(pid_t pid, double limit_s, const tb_child_watch *watch,
+                           int *wstatus);
 
 /* How a child ended, from its wait status: "killed by signal 11 (Segmentation fault)" or
  * "exited with status 3". */

@@ -8,7 +8,8 @@
  * score table of `bench --json`). The child beats a heartbeat in memory shared with the parent
  * at every step and eval; a trial is hung, and killed, when it beats no more for
  * opts->hang_s, however long it has run: a slow machine slows the beats, it does not stop
- * them. An absolute wall-clock limit applies only when opts->timeout_s sets one. */
+ * them. Its set-up (reading the data), which beats only at its end, has a limit of its own,
+ * opts->setup_s. An absolute wall-clock limit applies only when opts->timeout_s sets one. */
 /* MAP_ANONYMOUS */
 #define _DEFAULT_SOURCE
 
@@ -46,6 +47,7 @@ tb_status tb_trial_run_isolated(const char *store_path, int64_t trial_id,
     if (st != TB_OK) return st;
     const double limit = opts->timeout_s > 0 ? opts->timeout_s : 0;
     const double hang = opts->hang_s > 0 ? opts->hang_s : TB_TRIAL_HANG_DEFAULT_S;
+    const double setup = fmax(opts->setup_s > 0 ? opts->setup_s : TB_TRIAL_SETUP_DEFAULT_S, hang);
     tb_trial_heartbeat *hb = mmap(NULL, sizeof *hb, PROT_READ | PROT_WRITE,
                                   MAP_SHARED | MAP_ANONYMOUS, -1, 0);
     if (hb == MAP_FAILED)
@@ -53,6 +55,7 @@ tb_status tb_trial_run_isolated(const char *store_path, int64_t trial_id,
                        strerror(errno));
     atomic_init(&hb->beats, 0);
     atomic_init(&hb->step, 0);
+    atomic_init(&hb->ready, 0);
 
     /* the child's error, when it could not record an outcome, comes back through a pipe;
      * its stdout is stderr: the submission's prints stay off the caller's (bench --json) */
@@ -76,9 +79,12 @@ tb_status tb_trial_run_isolated(const char *store_path, int64_t trial_id,
     }
     int wstatus;
     const double t0 = tb_monotonic_s();
-    const tb_child_end end = tb_child_wait(pid, limit, &hb->beats, hang, &wstatus);
+    const tb_child_watch watch = {.beats = &hb->beats, .ready = &hb->ready, .setup_s = setup,
+                                  .stall_s = hang};
+    const tb_child_end end = tb_child_wait(pid, limit, &watch, &wstatus);
     const double ran = tb_monotonic_s() - t0;
     const long long last_step = (long long)atomic_load(&hb->step);
+    const bool ready = atomic_load(&hb->ready) != 0;
     munmap(hb, sizeof *hb);
     tb_error child_err = {0};
     bool child_failed = WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == CHILD_NO_OUTCOME &&
@@ -109,6 +115,10 @@ tb_status tb_trial_run_isolated(const char *store_path, int64_t trial_id,
             snprintf(reason, sizeof reason,
                      "timed out: the trial process ran past its %g s wall-clock limit and "
                      "was killed", limit);
+        else if (end == TB_CHILD_HUNG && !ready)
+            snprintf(reason, sizeof reason,
+                     "hung in set-up: the trial process did not finish its set-up (reading the "
+                     "data, building the model) in %g s and was killed", setup);
         else if (end == TB_CHILD_HUNG)
             snprintf(reason, sizeof reason,
                      "hung: the trial process completed no step for %g s (the last completed "

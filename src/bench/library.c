@@ -110,7 +110,7 @@ static tb_status probe(const char *path, const char *spec, tb_error *err)
         _exit(wrote == (ssize_t)sizeof cerr ? 0 : 4);
     }
     int wstatus;
-    bool timed_out = tb_child_wait(pid, PROBE_LIMIT_S, NULL, 0, &wstatus) == TB_CHILD_TIMED_OUT;
+    bool timed_out = tb_child_wait(pid, PROBE_LIMIT_S, NULL, &wstatus) == TB_CHILD_TIMED_OUT;
     tb_error cerr = {0};
     bool answered = WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 0 &&
                     read(fd, &cerr, sizeof cerr) == (ssize_t)sizeof cerr;

@@ -45,12 +45,21 @@ typedef struct trial_run {
     int threads;              /* the backend's */
 } trial_run;
 
-/* A sign of progress for the parent's hang detection. */
+/* A sign of progress for the parent's hang detection (its limit is the set-up's until the
+ * trial is ready: set_up_done). */
 static void beat(trial_run *r)
 {
     if (!r->hb) return;
     atomic_store(&r->hb->step, r->step);
     atomic_fetch_add(&r->hb->beats, 1);
+}
+
+/* The set-up is done: from here the parent's limit on the time between beats is the hang
+ * limit, no longer the set-up's. */
+static void set_up_done(trial_run *r)
+{
+    if (r->hb) atomic_store(&r->hb->ready, 1);
+    beat(r);
 }
 
 /* The conditions since the end of set-up, with a fresh sample (its load counted). */
@@ -188,6 +197,7 @@ static tb_status setup(trial_run *r, tb_error *err)
                         /* AlgoPerf's dropout_rate hyperparameter sets the model's */
                         .dropout_rate = tb_hparams_get(&r->rec.hparams, TB_HP_DROPOUT_RATE, 0)},
         .eval.period_s = r->rec.eval_period_s,
+        .eval.every_steps = r->opts->eval_every_steps, /* > 0: the period is off */
         .update = {.batch_size = hook_batch_size, .select = hook_select,
                    .update = hook_update, .user = r},
     };
@@ -223,7 +233,7 @@ static tb_status train(trial_run *r, tb_error *err)
     tb_machine_sample_now(&r->since, NULL);
     r->sampled = true;
     r->load_max = r->since.load1;
-    beat(r);
+    set_up_done(r);
     double t0 = tb_monotonic_s();
     tb_status st = s->init_optimizer_state(&tb_trial_api, c, &r->rec.hparams, &r->state, err);
     r->t_sub += tb_monotonic_s() - t0;

@@ -29,6 +29,7 @@ void tb_trial_note_hparams(tb_trial_ctx *c, const tb_hparams *values, const tb_h
 typedef struct tb_trial_heartbeat {
     _Atomic uint64_t beats;
     _Atomic int64_t step;
+    _Atomic int ready;        /* set once the trial's set-up is done and it trains */
 } tb_trial_heartbeat;
 
 /* tb_trial_execute, beating hb (NULL: none). */

@@ -8,8 +8,11 @@ tb_eval_sched tb_eval_sched_make(const tb_run_eval *eval, int64_t total_steps)
 {
     /* evaluations by count need a known length; an open-ended run has its period only */
     bool counted = eval->during > 0 && total_steps < INT64_MAX;
+    /* placed by steps, the clock places none: a slower machine moves no evaluation */
+    bool by_steps = eval->every_steps > 0;
     return (tb_eval_sched){.during = counted ? eval->during : 0, .next = 1,
-                           .total = total_steps, .period_s = eval->period_s};
+                           .total = total_steps, .every = by_steps ? eval->every_steps : 0,
+                           .period_s = by_steps ? 0 : eval->period_s};
 }
 
 /* The step after which the k-th of n evaluations during a run of `total` steps is made. */
@@ -25,8 +28,9 @@ bool tb_eval_sched_due(tb_eval_sched *s, int64_t step, double clock_s)
         by_count = true;
         s->next++;
     }
+    bool by_steps = s->every > 0 && step % s->every == 0;
     bool by_time = s->period_s > 0 && clock_s - s->last_s >= s->period_s;
-    return (by_count || by_time) && step < s->total;
+    return (by_count || by_steps || by_time) && step < s->total;
 }
 
 void tb_eval_sched_done(tb_eval_sched *s, double clock_s) { s->last_s = clock_s; }

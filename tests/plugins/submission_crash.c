@@ -1,5 +1,7 @@
 /* submission_crash.c: a deliberately broken external submission for the tests: it segfaults
- * in update_params at step `crash_step` (default 3), or, with hang = 1, never returns. With
+ * in update_params at step `crash_step` (default 3), or, with hang = 1, never returns. In the
+ * trial's set-up, get_batch_size sleeps `setup_sleep` seconds, or, with setup_hang = 1, never
+ * returns. With
  * the environment variable TB_CRASHER_FAIL it returns an error there instead: "silent" an
  * error status without filling err, "missing" TB_ERR_MISSING through api->fail (a failure of
  * the submission, not missing data of the benchmark's), "nan" what an sgd step over a NaN
@@ -11,11 +13,15 @@
  *                             never crashes
  *   TB_CRASHER_STDOUT=1       prints to stdout in an ELF constructor, in the entry point and
  *                             in every update_params */
+/* nanosleep */
+#define _POSIX_C_SOURCE 200809L
+
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "trainbench/submission.h"
@@ -45,9 +51,12 @@ __attribute__((constructor)) static void on_load(void) { noise("constructor"); }
 
 static int get_batch_size(const tb_submission_api *api, tb_trial_ctx *c, const tb_hparams *hp)
 {
-    (void)api;
     (void)c;
-    (void)hp;
+    if (api->hparam(hp, "setup_hang", 0) > 0)
+        for (;;) pause();
+    double s = api->hparam(hp, "setup_sleep", 0);
+    struct timespec ts = {(time_t)s, (long)((s - (double)(time_t)s) * 1e9)};
+    if (s > 0) nanosleep(&ts, NULL);
     return 32;
 }
 
