@@ -224,7 +224,7 @@ typedef struct build_params {
 typedef struct build_state {
     word_table t;
     tb_token_cache *out;
-    int64_t tok_cap;
+    int64_t tok_cap, seg_cap;
     int32_t eos;
 } build_state;
 
@@ -249,9 +249,11 @@ static tb_status emit_word(void *user, const char *w, tb_error *err)
     }
     if (!w) {
         c->tokens[c->n_tokens++] = b->eos;
-        int64_t *s = realloc(c->segments, (size_t)(c->n_segments + 1) * sizeof *s);
-        if (!s) return tb_fail(err, TB_ERR_NOMEM, "out of memory for WordNet's glosses");
-        c->segments = s;
+        if (c->n_segments == b->seg_cap) { /* doubling: a realloc per gloss is quadratic */
+            int64_t *s = realloc(c->segments, (size_t)(b->seg_cap *= 2) * sizeof *s);
+            if (!s) return tb_fail(err, TB_ERR_NOMEM, "out of memory for WordNet's glosses");
+            c->segments = s;
+        }
         c->segments[c->n_segments++] = c->n_tokens; /* the start of the next gloss */
         return TB_OK;
     }
@@ -300,7 +302,8 @@ static tb_status wn_build(void *p, tb_token_cache *out, tb_error *err)
     if (st == TB_OK) {
         b.tok_cap = 1 << 20;
         out->tokens = malloc((size_t)b.tok_cap * sizeof(int32_t));
-        out->segments = malloc(sizeof(int64_t));
+        b.seg_cap = 1 << 12;
+        out->segments = malloc((size_t)b.seg_cap * sizeof(int64_t));
         if (!out->tokens || !out->segments)
             st = tb_fail(err, TB_ERR_NOMEM, "out of memory for WordNet's tokens");
         else

@@ -114,7 +114,7 @@ static tb_status scan_lemmas(const char *path, int64_t lineno, const char *line,
 typedef struct lemma_build {
     word_table t;
     tb_token_cache *out;
-    int64_t tok_cap;
+    int64_t tok_cap, seg_cap;
     int64_t synset_start; /* the first token of the synset being emitted */
     bool emit;
 } lemma_build;
@@ -122,9 +122,11 @@ typedef struct lemma_build {
 static tb_status add_segment(lemma_build *b, tb_error *err)
 {
     tb_token_cache *c = b->out;
-    int64_t *s = realloc(c->segments, (size_t)(c->n_segments + 1) * sizeof *s);
-    if (!s) return tb_fail(err, TB_ERR_NOMEM, "out of memory for WordNet's synsets");
-    c->segments = s;
+    if (c->n_segments == b->seg_cap) { /* doubling: a realloc per synset is quadratic */
+        int64_t *s = realloc(c->segments, (size_t)(b->seg_cap *= 2) * sizeof *s);
+        if (!s) return tb_fail(err, TB_ERR_NOMEM, "out of memory for WordNet's synsets");
+        c->segments = s;
+    }
     c->segments[c->n_segments++] = c->n_tokens;
     b->synset_start = c->n_tokens;
     return TB_OK;
@@ -204,7 +206,8 @@ static tb_status lemma_build_fn(void *p, tb_token_cache *out, tb_error *err)
     if (st == TB_OK) {
         b.tok_cap = 1 << 18;
         out->tokens = malloc((size_t)b.tok_cap * sizeof *out->tokens);
-        out->segments = malloc(sizeof *out->segments);
+        b.seg_cap = 1 << 12;
+        out->segments = malloc((size_t)b.seg_cap * sizeof *out->segments);
         if (!out->tokens || !out->segments)
             st = tb_fail(err, TB_ERR_NOMEM, "out of memory for WordNet's lemmas");
         else
