@@ -1,8 +1,8 @@
 /* test_bad_data.c: every data reader given the classes of bad input (bad_input.h), one table
  * per reader: Fashion-MNIST's IDX files, the King James Bible's data files, WordNet's data
- * files (the prepared-data cache: test_bad_cache.c). Valid files are the installed Debian
- * packages' (copies, or their first lines); bad ones are derived from them in a temporary
- * directory. A reader whose package is not installed is skipped, saying so. */
+ * files, read for their glosses and for their lemmas (the prepared-data cache:
+ * test_bad_cache.c). Valid files are the installed Debian packages' (copies, or their first
+ * lines); bad ones are derived from them in a temporary directory. A reader whose package is not installed is skipped, saying so. */
 #include "bad_input.h"
 
 #include <stdint.h>
@@ -230,6 +230,64 @@ static const bad_case wordnet_cases[] = {
     {"invalid encoding", NULL, wn_latin1, TB_ERR_FORMAT, "line 1 is not valid UTF-8"},
 };
 
+/* ---- WordNet's lemmas (the word fields of the same data lines) ------------------------- */
+
+static tb_status load_wordnet_lemmas(const char *dir, tb_error *err)
+{
+    tb_example_source src;
+    tb_status st = tb_wordnet_lemma_source_load(dir, NULL, "wordnet_sparse_sq_exact_lemma", 8,
+                                                &src, err);
+    tb_example_source_free(&src);
+    return st;
+}
+
+/* valid's lines with the first data line replaced by line */
+static void wn_first_synset(const char *path, const char *valid, const char *line)
+{
+    size_t n = 0;
+    unsigned char *b = bad_slurp(valid, &n);
+    char *at = b ? strstr((char *)b, "\n0") : NULL; /* the first data line (after the license) */
+    char *end = at ? strchr(at + 1, '\n') : NULL;
+    if (!end) abort();
+    size_t head = (size_t)(at + 1 - (char *)b), tail = n - (size_t)(end + 1 - (char *)b);
+    size_t ln = strlen(line);
+    unsigned char *out = malloc(head + ln + tail);
+    if (!out) abort();
+    memcpy(out, b, head);
+    memcpy(out + head, line, ln);
+    memcpy(out + head + ln, end + 1, tail);
+    bad_write(path, out, head + ln + tail);
+    free(out);
+    free(b);
+}
+
+/* a lemma's lex_id "x": not a hexadecimal digit */
+static void wn_bad_lex_id(const char *path, const char *valid)
+{
+    wn_first_synset(path, valid, "00001740 02 r 02 well x good 0 000 | in a good way\n");
+}
+
+/* w_cnt 00: a synset of no lemmas */
+static void wn_no_lemmas(const char *path, const char *valid)
+{
+    wn_first_synset(path, valid, "00001740 02 r 00 000 | in a good way\n");
+}
+
+static const bad_case wordnet_lemma_cases[] = {
+    {"missing", NULL, bad_missing, TB_ERR_MISSING, "is not in the data directory"},
+    {"empty", NULL, bad_empty, TB_ERR_FORMAT, "has no glosses"},
+    {"directory", NULL, bad_directory, TB_ERR_IO, "is a directory, not a regular file"},
+    {"FIFO", NULL, bad_fifo, TB_ERR_IO, "is a FIFO, not a regular file"},
+    {"truncated", NULL, bad_truncated, TB_ERR_FORMAT, "no newline"},
+    {"corrupt", NULL, wn_bad_lex_id, TB_ERR_FORMAT,
+     "lex_id of lemma 1 (\"well\") \"x\" is not 1 hexadecimal digit"},
+    {"wrong type", NULL, wn_index_as_data, TB_ERR_FORMAT,
+     "line 30: the synset offset \"'tween\" is not 8 digits"},
+    {"out of range", NULL, wn_no_lemmas, TB_ERR_FORMAT, "a synset of 0 lemmas"},
+    {"huge", NULL, wn_huge, TB_ERR_FORMAT, "1073741824 bytes, more than"},
+    {"invalid encoding", NULL, wn_latin1, TB_ERR_FORMAT, "line 1 is not valid UTF-8"},
+};
+
 #define CASES(t) t, (int)(sizeof t / sizeof t[0])
 
 static const bad_reader readers[] = {
@@ -255,11 +313,19 @@ static const bad_reader readers[] = {
      load_wordnet,
      bad_restore_head,
      CASES(wordnet_cases)},
+    {"WordNet lemmas",
+     {"data.noun", "data.verb", "data.adj", "data.adv", NULL},
+     "data.adv",
+     WN_DIR,
+     load_wordnet_lemmas,
+     bad_restore_head,
+     CASES(wordnet_lemma_cases)},
 };
 
 /* What each reader needs installed. */
 static const char *const needs[] = {TB_FMNIST_DEFAULT_DIR "/t10k-labels-idx1-ubyte.gz",
-                                    KJV_DIR "/bible.data", WN_DIR "/data.adv"};
+                                    KJV_DIR "/bible.data", WN_DIR "/data.adv",
+                                    WN_DIR "/data.adv"};
 
 int main(void)
 {

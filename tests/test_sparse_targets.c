@@ -1,9 +1,10 @@
 /* test_sparse_targets.c: the sparse-target output layer (trainbench/sparse_out.h,
  * docs/SPARSE_TARGETS.md). On a small D the exact form (W = V U, Q = W^T W) and the naive one
  * (o formed) agree, step after step and across renormalisations, on the loss, the gradient for
- * h and W itself, for both losses and K = 3 targets; the naive gradients match finite
- * differences; bad input (an index outside the vocabulary, K = 0, a layer too large for memory,
- * a diverging U) fails with a status naming it.
+ * h and W itself, for both losses and K = 3 targets, and K = 1..3 targets with empty slots
+ * (-1); the naive gradients match finite differences; bad input (an index outside the
+ * vocabulary, K = 0, a target of empty slots only, a layer too large for memory, a diverging
+ * U) fails with a status naming it.
  *
  * Tolerance: float32 throughout (both forms, in different orders of operations) after up to 8
  * updates and 2 renormalisations; we assert |a - b| <= TOL (1 + |b|) with TOL = 2e-4. The
@@ -55,7 +56,30 @@ static double max_rel(const float *a, const float *b, int64_t n)
     return worst;
 }
 
-static void test_agree(tb_sparse_loss loss)
+/* Empty slots (-1): example i keeps 1 + i % K indices; the exact form gets -1 with NaN values
+ * (not read), the naive one, for squared error, the same targets written out: distinct unused
+ * indices of value 0 (for the spherical loss, which refuses a 0, the -1 targets too). */
+static void empty_slots(const int32_t *idx, const float *val, int32_t *ie, float *ve,
+                        int32_t *in, float *vn, bool spherical)
+{
+    for (int i = 0; i < M; i++)
+        for (int j = 0; j < K; j++) {
+            int q = i * K + j;
+            bool empty = j >= 1 + i % K;
+            ie[q] = empty ? -1 : idx[q];
+            ve[q] = empty ? NAN : val[q];
+            in[q] = ie[q], vn[q] = ve[q];
+            if (!empty || spherical) continue;
+            int32_t c = 0;
+            for (bool used = true; used; c += used) { /* an index the example does not use */
+                used = false;
+                for (int t = 0; t < K; t++) used |= idx[i * K + t] == c || in[i * K + t] == c;
+            }
+            in[q] = c, vn[q] = 0.0f;
+        }
+}
+
+static void test_agree(tb_sparse_loss loss, bool empty)
 {
     tb_error err = {0};
     tb_sparse_out *ex = NULL, *nv = NULL;
@@ -76,10 +100,15 @@ static void test_agree(tb_sparse_loss loss)
         int32_t idx[M * K];
         for (int i = 0; i < M * DIM; i++) h[i] = frand(&s);
         make_targets(&s, idx, val);
+        int32_t ie[M * K], in[M * K];
+        float ve[M * K], vn[M * K];
+        empty_slots(idx, val, ie, ve, in, vn, loss == TB_SPARSE_SPHERICAL);
         tb_sparse_target y = {.m = M, .k = K, .idx = idx, .val = val};
+        tb_sparse_target ye = {.m = M, .k = K, .idx = ie, .val = ve};
+        tb_sparse_target yn = {.m = M, .k = K, .idx = in, .val = vn};
         double le = 0, ln = 0;
-        CHECK_OK(tb_sparse_out_forward(ex, h, &y, &le, &err), &err);
-        CHECK_OK(tb_sparse_out_forward(nv, h, &y, &ln, &err), &err);
+        CHECK_OK(tb_sparse_out_forward(ex, h, empty ? &ye : &y, &le, &err), &err);
+        CHECK_OK(tb_sparse_out_forward(nv, h, empty ? &yn : &y, &ln, &err), &err);
         CHECK_NEAR(le, ln, TOL * (1.0 + fabs(ln)));
         CHECK_OK(tb_sparse_out_backward_update(ex, 1.0f, 0.05f, dhe, false, &err), &err);
         CHECK_OK(tb_sparse_out_backward_update(nv, 1.0f, 0.05f, dhn, false, &err), &err);
@@ -94,8 +123,9 @@ static void test_agree(tb_sparse_loss loss)
     CHECK(tb_sparse_out_renormalisations(ex) == 2);
     CHECK(tb_sparse_out_updates(ex) == STEPS);
     CHECK(max_rel(we, w, D * DIM) > 1e-3); /* the model did move */
-    printf("  %s: exact vs naive after %d updates, largest relative gap %.2g\n",
-           loss == TB_SPARSE_SQUARED ? "squared error" : "spherical softmax", STEPS, worst);
+    printf("  %s%s: exact vs naive after %d updates, largest relative gap %.2g\n",
+           loss == TB_SPARSE_SQUARED ? "squared error" : "spherical softmax",
+           empty ? " (K = 1..3, empty slots)" : "", STEPS, worst);
     tb_sparse_out_destroy(ex);
     tb_sparse_out_destroy(nv);
 }
@@ -173,6 +203,13 @@ static void test_bad_input(void)
     CHECK_FAILS(tb_sparse_out_forward(ex, h, &y, &loss, &err), TB_ERR_INVALID, &err,
                 "appears twice");
     make_targets(&s, idx, val);
+    idx[K] = idx[K + 1] = idx[K + 2] = -1; /* example 1: every slot empty */
+    CHECK_FAILS(tb_sparse_out_forward(ex, h, &y, &loss, &err), TB_ERR_INVALID, &err,
+                "example 1 has no target index");
+    idx[K] = -2;
+    CHECK_FAILS(tb_sparse_out_forward(ex, h, &y, &loss, &err), TB_ERR_INVALID, &err,
+                "index -2 of example 1 is outside");
+    make_targets(&s, idx, val);
     y.k = 0;
     CHECK_FAILS(tb_sparse_out_forward(ex, h, &y, &loss, &err), TB_ERR_INVALID, &err, "K = 0");
     y.k = K;
@@ -206,8 +243,10 @@ static void test_bad_input(void)
 
 int main(void)
 {
-    test_agree(TB_SPARSE_SQUARED);
-    test_agree(TB_SPARSE_SPHERICAL);
+    test_agree(TB_SPARSE_SQUARED, false);
+    test_agree(TB_SPARSE_SPHERICAL, false);
+    test_agree(TB_SPARSE_SQUARED, true);
+    test_agree(TB_SPARSE_SPHERICAL, true);
     test_finite_differences(TB_SPARSE_SQUARED);
     test_finite_differences(TB_SPARSE_SPHERICAL);
     test_bad_input();

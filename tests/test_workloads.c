@@ -166,8 +166,8 @@ int main(void)
     for (int i = 0; i < tb_workload_count(); i++) test_one(tb_workload_info_at(i)->id, cache);
     test_scaled_models(cache);
     const char *files[] = {"kjv-chars.tbcache", "wordnet-glosses.tbcache",
-                           "wordnet-glosses-all.tbcache"};
-    for (int i = 0; i < 3; i++) {
+                           "wordnet-glosses-all.tbcache", "wordnet-lemmas.tbcache"};
+    for (int i = 0; i < 4; i++) {
         char path[256];
         snprintf(path, sizeof path, "%s/%s", cache, files[i]);
         unlink(path);

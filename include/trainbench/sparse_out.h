@@ -61,7 +61,8 @@ void tb_sparse_out_set_weights(tb_sparse_out *l, const float *w);
 void tb_sparse_out_weights(const tb_sparse_out *l, float *w);
 
 /* m targets of k nonzeros each: idx[i k + j] in [0, D), distinct within a target, with values
- * val (NULL: all 1; the spherical loss needs them > 0). */
+ * val (NULL: all 1; the spherical loss needs them > 0). A target of fewer nonzeros fills its
+ * other slots with -1 (empty: its value is not read); each target needs one index at least. */
 typedef struct tb_sparse_target {
     int64_t m, k;
     const int32_t *idx;

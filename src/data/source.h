@@ -15,6 +15,7 @@ typedef struct tb_example_source {
     int64_t n, n_official_train;
     const int32_t *classes_of; /* class per id, or NULL */
     int classes;
+    int64_t input_vocab; /* token inputs of another vocabulary than the targets' (0: classes) */
     tb_example_layout layout;
     /* writes example id's input to x and target to y (host memory) */
     void (*read)(const void *data, int64_t id, void *x, void *y);
@@ -48,6 +49,21 @@ tb_status tb_wordnet_source_load_vocab(const char *data_dir, const char *cache_d
                                        tb_wordnet_vocab vocab, tb_example_source *out,
                                        tb_error *err);
 
+/* WordNet's synsets: the input is the first `words` tokens of the gloss (the default gloss
+ * vocabulary, as tb_wordnet_source_load's; "</s>" after its end), the target the synset's
+ * lemmas (ids into the lemma vocabulary: every distinct lemma of the data files, lower-cased,
+ * an adjective's syntactic marker dropped, most frequent first), -1 after the last, in a
+ * vector of the most lemmas a synset has. classes: the lemma vocabulary's size; input_vocab
+ * the gloss vocabulary's. Every 50th synset is the official test set (its gloss is the glosses'
+ * test set). The lemmas are cached in a file of their own (wordnet-lemmas.tbcache). */
+tb_status tb_wordnet_lemma_source_load(const char *data_dir, const char *cache_dir,
+                                       const char *workload, int words, tb_example_source *out,
+                                       tb_error *err);
+/* The lemma of id in a source tb_wordnet_lemma_source_load made (NULL: outside), and the id
+ * of a lemma (-1: not a lemma). */
+const char *tb_wordnet_lemma_name(const tb_example_source *src, int32_t id);
+int32_t tb_wordnet_lemma_id(const tb_example_source *src, const char *lemma);
+
 /* Builds or checks a source's data cache (see tb_workload_prepare); report must not be NULL. */
 typedef tb_status (*tb_source_prepare_fn)(const char *data_dir, const char *cache_dir,
                                           bool force, tb_prepare_report *report, tb_error *err);
@@ -59,5 +75,8 @@ tb_status tb_wordnet_prepare(const char *data_dir, const char *cache_dir, bool f
                              tb_prepare_report *report, tb_error *err);
 tb_status tb_wordnet_prepare_all(const char *data_dir, const char *cache_dir, bool force,
                                  tb_prepare_report *report, tb_error *err);
+/* the glosses' default cache, then the lemmas' (the one report describes) */
+tb_status tb_wordnet_prepare_lemma(const char *data_dir, const char *cache_dir, bool force,
+                                   tb_prepare_report *report, tb_error *err);
 
 #endif

@@ -12,6 +12,7 @@
 #include "data/path_impl.h"
 #include "data/source.h"
 #include "data/token_cache.h"
+#include "data/wordnet_impl.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -23,7 +24,6 @@
 
 #include "trainbench/textfile.h"
 
-#define WN_DEFAULT_DIR "/usr/share/wordnet"
 #define WN_CACHE_FILE "wordnet-glosses.tbcache"
 #define WN_CACHE_FILE_ALL "wordnet-glosses-all.tbcache"
 #define WN_KIND 2
@@ -31,25 +31,10 @@
 #define WN_MAX_VOCAB 30000
 /* A data file larger than this is not WordNet's (data.noun, the largest, is 15 MB) */
 #define WN_MAX_FILE_BYTES ((int64_t)256 << 20)
-/* The longest word kept whole (WordNet's longest gloss word has 31 letters) */
-#define WN_MAX_WORD 255
-#define WN_MISSING                                                                               \
-    "WordNet is not installed: install the Debian package wordnet-base (apt-get install "        \
-    "wordnet-base)"
 
 static const char *const wn_files[4] = {"data.noun", "data.verb", "data.adj", "data.adv"};
 
 /* ---- a string -> count hash table ------------------------------------------------------- */
-typedef struct word_entry {
-    char *word;
-    int64_t count;
-    int32_t id;
-} word_entry;
-
-typedef struct word_table {
-    word_entry *e;
-    int64_t cap, n;
-} word_table;
 
 static uint64_t hash_str(const char *s)
 {
@@ -58,7 +43,7 @@ static uint64_t hash_str(const char *s)
     return h;
 }
 
-static word_entry *table_find(word_table *t, const char *w, bool insert)
+word_entry *tb_word_table_find(word_table *t, const char *w, bool insert)
 {
     if (insert && 2 * (t->n + 1) > t->cap) {
         int64_t cap = t->cap ? 2 * t->cap : 1 << 16;
@@ -86,13 +71,13 @@ static word_entry *table_find(word_table *t, const char *w, bool insert)
     return &t->e[j];
 }
 
-static void table_free(word_table *t)
+void tb_word_table_free(word_table *t)
 {
     for (int64_t i = 0; i < t->cap; i++) free(t->e[i].word);
     free(t->e);
 }
 
-static int by_count(const void *a, const void *b)
+int tb_word_by_count(const void *a, const void *b)
 {
     const word_entry *x = *(const word_entry *const *)a, *y = *(const word_entry *const *)b;
     if (x->count != y->count) return x->count > y->count ? -1 : 1;
@@ -177,7 +162,8 @@ static tb_status scan_gloss(const char *path, int64_t lineno, const char *gloss,
     return fn(user, NULL, err);
 }
 
-static tb_status scan(const char *dir, word_fn fn, void *user, tb_error *err)
+tb_status tb_wordnet_scan_lines(const char *dir, tb_wordnet_line_fn fn, void *user,
+                                tb_error *err)
 {
     char *line = NULL;
     size_t cap = 0;
@@ -193,13 +179,7 @@ static tb_status scan(const char *dir, word_fn fn, void *user, tb_error *err)
             lineno++;
             if ((st = check_line(path, lineno, line, (size_t)n, err)) != TB_OK) break;
             if (line[0] == ' ') continue; /* license header */
-            char *bar = strstr(line, " | ");
-            if (!bar) {
-                st = tb_fail(err, TB_ERR_FORMAT, "%s line %lld: no gloss (\" | \") in a data line",
-                             path, (long long)lineno);
-                break;
-            }
-            st = scan_gloss(path, lineno, bar + 3, fn, user, err);
+            st = fn(user, path, lineno, line, err);
             glosses++;
         }
         if (st == TB_OK && ferror(fp))
@@ -212,6 +192,29 @@ static tb_status scan(const char *dir, word_fn fn, void *user, tb_error *err)
     return st;
 }
 
+typedef struct gloss_scan {
+    word_fn fn;
+    void *user;
+} gloss_scan;
+
+/* A data line's gloss: the text after " | " */
+static tb_status gloss_line(void *user, const char *path, int64_t lineno, const char *line,
+                            tb_error *err)
+{
+    const gloss_scan *g = user;
+    const char *bar = strstr(line, " | ");
+    if (!bar)
+        return tb_fail(err, TB_ERR_FORMAT, "%s line %lld: no gloss (\" | \") in a data line",
+                       path, (long long)lineno);
+    return scan_gloss(path, lineno, bar + 3, g->fn, g->user, err);
+}
+
+static tb_status scan(const char *dir, word_fn fn, void *user, tb_error *err)
+{
+    gloss_scan g = {fn, user};
+    return tb_wordnet_scan_lines(dir, gloss_line, &g, err);
+}
+
 /* What wn_build reads: the directory and the vocabulary's bounds. */
 typedef struct build_params {
     const char *dir;
@@ -221,7 +224,7 @@ typedef struct build_params {
 typedef struct build_state {
     word_table t;
     tb_token_cache *out;
-    int64_t tok_cap;
+    int64_t tok_cap, seg_cap;
     int32_t eos;
 } build_state;
 
@@ -229,7 +232,7 @@ static tb_status count_word(void *user, const char *w, tb_error *err)
 {
     build_state *b = user;
     if (!w) return TB_OK;
-    word_entry *e = table_find(&b->t, w, true);
+    word_entry *e = tb_word_table_find(&b->t, w, true);
     if (!e) return tb_fail(err, TB_ERR_NOMEM, "out of memory counting WordNet's words");
     e->count++;
     return TB_OK;
@@ -246,13 +249,15 @@ static tb_status emit_word(void *user, const char *w, tb_error *err)
     }
     if (!w) {
         c->tokens[c->n_tokens++] = b->eos;
-        int64_t *s = realloc(c->segments, (size_t)(c->n_segments + 1) * sizeof *s);
-        if (!s) return tb_fail(err, TB_ERR_NOMEM, "out of memory for WordNet's glosses");
-        c->segments = s;
+        if (c->n_segments == b->seg_cap) { /* doubling: a realloc per gloss is quadratic */
+            int64_t *s = realloc(c->segments, (size_t)(b->seg_cap *= 2) * sizeof *s);
+            if (!s) return tb_fail(err, TB_ERR_NOMEM, "out of memory for WordNet's glosses");
+            c->segments = s;
+        }
         c->segments[c->n_segments++] = c->n_tokens; /* the start of the next gloss */
         return TB_OK;
     }
-    word_entry *e = table_find(&b->t, w, false);
+    word_entry *e = tb_word_table_find(&b->t, w, false);
     c->tokens[c->n_tokens++] = e && e->id >= 0 ? e->id : 0;
     return TB_OK;
 }
@@ -272,7 +277,7 @@ static tb_status wn_build(void *p, tb_token_cache *out, tb_error *err)
         int64_t k = 0;
         for (int64_t i = 0; i < b.t.cap; i++)
             if (b.t.e[i].word) sorted[k++] = &b.t.e[i];
-        qsort(sorted, (size_t)k, sizeof *sorted, by_count);
+        qsort(sorted, (size_t)k, sizeof *sorted, tb_word_by_count);
         int64_t n_vocab = 2, bytes = 11; /* "<unk>\0</s>\0" */
         for (int64_t i = 0; i < k && n_vocab < bp->max_vocab && sorted[i]->count >= bp->min_count;
              i++) {
@@ -297,7 +302,8 @@ static tb_status wn_build(void *p, tb_token_cache *out, tb_error *err)
     if (st == TB_OK) {
         b.tok_cap = 1 << 20;
         out->tokens = malloc((size_t)b.tok_cap * sizeof(int32_t));
-        out->segments = malloc(sizeof(int64_t));
+        b.seg_cap = 1 << 12;
+        out->segments = malloc((size_t)b.seg_cap * sizeof(int64_t));
         if (!out->tokens || !out->segments)
             st = tb_fail(err, TB_ERR_NOMEM, "out of memory for WordNet's tokens");
         else
@@ -305,28 +311,34 @@ static tb_status wn_build(void *p, tb_token_cache *out, tb_error *err)
     }
     if (st == TB_OK) st = scan(dir, emit_word, &b, err);
     if (st == TB_OK) out->n_segments--; /* the last start is the end */
-    table_free(&b.t);
+    tb_word_table_free(&b.t);
     return st;
 }
 
-/* id: the workload the data is for (named in the command that rebuilds a corrupt cache). */
-static tb_status wn_obtain(const char *data_dir, const char *cache_dir, const char *id,
-                           tb_wordnet_vocab vocab, bool force, tb_prepare_report *rep, tb_token_cache *out,
-                           tb_error *err)
+tb_status tb_wordnet_signature(const char *data_dir, const char **dir, uint64_t *sig,
+                               tb_error *err)
 {
-    const char *dir = data_dir ? data_dir : WN_DEFAULT_DIR;
+    *dir = data_dir ? data_dir : WN_DEFAULT_DIR;
     char paths[4][1024];
     const char *pp[4];
     for (int i = 0; i < 4; i++) {
-        snprintf(paths[i], sizeof paths[i], "%.*s/%s", tb_dir_len(dir), dir, wn_files[i]);
+        snprintf(paths[i], sizeof paths[i], "%.*s/%s", tb_dir_len(*dir), *dir, wn_files[i]);
         pp[i] = paths[i];
     }
     char hint[512] = WN_MISSING;
     if (data_dir) /* a directory the user chose */
         snprintf(hint, sizeof hint, "WordNet is not in the data directory %s (the Debian "
-                 "package wordnet-base installs its data.* files in " WN_DEFAULT_DIR ")", dir);
+                 "package wordnet-base installs its data.* files in " WN_DEFAULT_DIR ")", *dir);
+    return tb_source_signature(pp, 4, sig, hint, err);
+}
+
+tb_status tb_wordnet_obtain(const char *data_dir, const char *cache_dir, const char *id,
+                            tb_wordnet_vocab vocab, bool force, tb_prepare_report *rep,
+                            tb_token_cache *out, tb_error *err)
+{
+    const char *dir;
     uint64_t sig;
-    tb_status st = tb_source_signature(pp, 4, &sig, hint, err);
+    tb_status st = tb_wordnet_signature(data_dir, &dir, &sig, err);
     if (st != TB_OK) return st;
     bool all = vocab == TB_WORDNET_VOCAB_ALL;
     build_params bp = {.dir = dir, .min_count = all ? 1 : WN_MIN_COUNT,
@@ -341,8 +353,8 @@ tb_status tb_wordnet_prepare(const char *data_dir, const char *cache_dir, bool f
                              tb_prepare_report *report, tb_error *err)
 {
     tb_token_cache c;
-    tb_status st = wn_obtain(data_dir, cache_dir, NULL, TB_WORDNET_VOCAB_DEFAULT, force, report,
-                             &c, err);
+    tb_status st = tb_wordnet_obtain(data_dir, cache_dir, NULL, TB_WORDNET_VOCAB_DEFAULT, force,
+                                     report, &c, err);
     if (st == TB_OK) tb_token_cache_free(&c);
     return st;
 }
@@ -351,8 +363,8 @@ tb_status tb_wordnet_prepare_all(const char *data_dir, const char *cache_dir, bo
                                  tb_prepare_report *report, tb_error *err)
 {
     tb_token_cache c;
-    tb_status st = wn_obtain(data_dir, cache_dir, NULL, TB_WORDNET_VOCAB_ALL, force, report, &c,
-                             err);
+    tb_status st = tb_wordnet_obtain(data_dir, cache_dir, NULL, TB_WORDNET_VOCAB_ALL, force,
+                                     report, &c, err);
     if (st == TB_OK) tb_token_cache_free(&c);
     return st;
 }
@@ -403,7 +415,8 @@ tb_status tb_wordnet_source_load_vocab(const char *data_dir, const char *cache_d
     wn_data *d = calloc(1, sizeof *d);
     if (!d) return tb_fail(err, TB_ERR_NOMEM, "cannot allocate WordNet");
     d->context = context;
-    tb_status st = wn_obtain(data_dir, cache_dir, workload, vocab, false, NULL, &d->c, err);
+    tb_status st =
+        tb_wordnet_obtain(data_dir, cache_dir, workload, vocab, false, NULL, &d->c, err);
     int64_t n = d->c.n_tokens;
     if (st == TB_OK) {
         d->pos = malloc((size_t)n * sizeof *d->pos);

@@ -16,13 +16,16 @@ static tb_status check_target(const tb_sparse_out *l, const tb_sparse_target *y,
         return tb_fail(err, TB_ERR_SHAPE, "sparse_out: a batch of %lld targets of %lld "
                        "nonzeros, the layer takes 1..%lld of at most %lld", (long long)y->m,
                        (long long)y->k, (long long)l->cfg.max_batch, (long long)l->cfg.max_k);
-    for (int64_t i = 0; i < y->m; i++)
+    for (int64_t i = 0; i < y->m; i++) {
+        int64_t used = 0;
         for (int64_t j = 0; j < y->k; j++) {
             int32_t c = y->idx[i * y->k + j];
+            if (c == -1) continue; /* an empty slot */
+            used++;
             if (c < 0 || c >= l->cfg.vocab)
                 return tb_fail(err, TB_ERR_INVALID, "sparse_out: target index %d of example "
-                               "%lld is outside the vocabulary [0, %lld)", (int)c, (long long)i,
-                               (long long)l->cfg.vocab);
+                               "%lld is outside the vocabulary [0, %lld) (-1: an empty slot)",
+                               (int)c, (long long)i, (long long)l->cfg.vocab);
             for (int64_t j2 = 0; j2 < j; j2++)
                 if (y->idx[i * y->k + j2] == c)
                     return tb_fail(err, TB_ERR_INVALID, "sparse_out: target index %d appears "
@@ -34,7 +37,29 @@ static tb_status check_target(const tb_sparse_out *l, const tb_sparse_target *y,
                                l->cfg.loss == TB_SPARSE_SPHERICAL ? "must be finite and > 0"
                                                                   : "must be finite");
         }
+        if (used == 0)
+            return tb_fail(err, TB_ERR_INVALID, "sparse_out: example %lld has no target index "
+                           "(all %lld slots empty: K = 0, nothing to predict)", (long long)i,
+                           (long long)y->k);
+    }
     return TB_OK;
+}
+
+/* y into the layer; an empty slot (-1) becomes the example's first index with value 0, which
+ * adds nothing to the loss or either gradient in both forms (docs/SPARSE_TARGETS.md) */
+static void copy_target(tb_sparse_out *l, const tb_sparse_target *y)
+{
+    int64_t m = y->m, k = y->k;
+    for (int64_t i = 0; i < m; i++) {
+        const int32_t *idx = y->idx + i * k;
+        int32_t first = -1;
+        for (int64_t j = 0; j < k && first < 0; j++) first = idx[j];
+        for (int64_t j = 0; j < k; j++) {
+            bool empty = idx[j] == -1;
+            l->idx[i * k + j] = empty ? first : idx[j];
+            l->val[i * k + j] = empty ? 0.0f : y->val ? y->val[i * k + j] : 1.0f;
+        }
+    }
 }
 
 tb_status tb_sparse_out_forward(tb_sparse_out *l, const float *h, const tb_sparse_target *y,
@@ -51,8 +76,7 @@ tb_status tb_sparse_out_forward(tb_sparse_out *l, const float *h, const tb_spars
                            (long long)(i / d), (long long)(i % d), (double)h[i]);
     l->m = m, l->k = k;
     memcpy(l->h, h, (size_t)(m * d) * sizeof *h);
-    memcpy(l->idx, y->idx, (size_t)(m * k) * sizeof *y->idx);
-    for (int64_t i = 0; i < m * k; i++) l->val[i] = y->val ? y->val[i] : 1.0f;
+    copy_target(l, y);
     if (l->cfg.algo == TB_SPARSE_EXACT)
         tb_sparse_exact_forward(l, loss);
     else

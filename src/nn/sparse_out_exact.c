@@ -47,20 +47,23 @@ static void gamma_gram(tb_sparse_out *l)
 {
     int64_t m = l->m, k = l->k, d = l->cfg.dim, mk = m * k;
     for (int64_t c = 0; c < mk; c++) /* X[i][c] = o_i at the c-th target index of the batch */
-        cblas_sgemv(CblasRowMajor, NT, (int)m, (int)d, 1.0f, l->t, (int)d,
+        if (l->zeta[c] != 0.0f) /* else unused: an empty slot's zeta is 0 */
+            cblas_sgemv(CblasRowMajor, NT, (int)m, (int)d, 1.0f, l->t, (int)d,
                     l->v + (int64_t)l->idx[c] * d, 1, 0.0f, l->x + c, (int)mk);
     gemm(false, true, m, m, d, 1.0f, l->h, l->r, 0.0f, l->p); /* o_i . o_j = h_i^T Q h_j */
     for (int64_t i = 0; i < m; i++)                           /* gram[i][j] = o_i . zeta_j */
         for (int64_t j = 0; j < m; j++) {
             double s = 0.0;
-            for (int64_t c = 0; c < k; c++) s += (double)l->zeta[j * k + c] * l->x[i * mk + j * k + c];
+            for (int64_t c = 0; c < k; c++)
+                if (l->zeta[j * k + c] != 0.0f)
+                    s += (double)l->zeta[j * k + c] * l->x[i * mk + j * k + c];
             l->gram[i * m + j] = (float)s;
         }
     for (int64_t i = 0; i < m; i++)
         for (int64_t j = 0; j < m; j++) {
             double zz = 0.0; /* zeta_i . zeta_j: where their indices meet */
             for (int64_t a = 0; a < k; a++)
-                for (int64_t b = 0; b < k; b++)
+                for (int64_t b = 0; b < k && l->zeta[i * k + a] != 0.0f; b++)
                     if (l->idx[i * k + a] == l->idx[j * k + b])
                         zz += (double)l->zeta[i * k + a] * l->zeta[j * k + b];
             double ai = l->alpha[i], aj = l->alpha[j];

@@ -4,7 +4,10 @@
  * whole vocabulary (about 27k words) against the next word as a 1-sparse target, with squared
  * error or the spherical softmax, computed naively or exactly. Naive and exact give the same
  * model (to float32 rounding) from the same seeds. The _54k variants: every word of the glosses
- * in the vocabulary (about 54k, TB_WORDNET_VOCAB_ALL), the same model otherwise.
+ * in the vocabulary (about 54k, TB_WORDNET_VOCAB_ALL), the same model otherwise. The _lemma
+ * variants: one example per synset, the first 8 words of its gloss (embedded as above) against
+ * the lemmas the synset defines, a K-sparse target over WordNet's 147,306 lemmas
+ * (tb_wordnet_lemma_source_load; K = 1 .. 28).
  *
  * The output layer is not a tb_params parameter: it updates itself in the loss's backward pass,
  * by SGD at its own fixed rate (WN_OUT_LR), whatever the submission's optimizer does with the
@@ -24,11 +27,13 @@
 #define WN_DIM 128
 #define WN_MAX_BATCH 1024
 #define WN_OUT_LR 1e-3f
+#define WN_LEMMA_WORDS 8 /* the gloss words a _lemma variant reads */
 
 typedef struct wnx_options {
     tb_sparse_loss loss;
     tb_sparse_algo algo;
     tb_wordnet_vocab vocab;
+    bool lemma; /* the synset's lemmas from its gloss, not the next word */
 } wnx_options;
 
 typedef struct wnx_model {
@@ -40,6 +45,9 @@ typedef struct wnx_model {
 static tb_status wnx_load(tb_workload *wl, const tb_workload_config *cfg, tb_error *err)
 {
     const wnx_options *o = wl->vt->options;
+    if (o->lemma)
+        return tb_wordnet_lemma_source_load(cfg->data_dir, cfg->cache_dir, wl->vt->info.id,
+                                            WN_LEMMA_WORDS, &wl->src, err);
     return tb_wordnet_source_load_vocab(cfg->data_dir, cfg->cache_dir, wl->vt->info.id,
                                         WN_CONTEXT, o->vocab, &wl->src, err);
 }
@@ -50,16 +58,18 @@ static tb_status wnx_create(tb_workload *wl, tb_error *err)
     wnx_model *m = calloc(1, sizeof *m);
     if (!m) return tb_fail(err, TB_ERR_NOMEM, "cannot allocate the WordNet model");
     wl->model = m;
-    int64_t v = wl->src.classes, shape[2] = {v, WN_EMBED};
+    const tb_example_layout *lay = &wl->src.layout;
+    int64_t v = wl->src.classes, words = lay->x_shape[0], k = lay->y_ndim ? lay->y_shape[0] : 1;
+    int64_t shape[2] = {wl->src.input_vocab ? wl->src.input_vocab : v, WN_EMBED};
     m->emb = tb_params_add(wl->params, "embedding", TB_PARAM_EMBEDDING, 2, shape, err);
     if (!m->emb) return err ? err->status : TB_ERR_INVALID;
-    tb_status st = tb_linear_layer_init(&m->hidden, wl->params, "hidden", WN_CONTEXT * WN_EMBED,
+    tb_status st = tb_linear_layer_init(&m->hidden, wl->params, "hidden", words * WN_EMBED,
                                         WN_HIDDEN, true, err);
     if (st == TB_OK)
         st = tb_linear_layer_init(&m->proj, wl->params, "proj", WN_HIDDEN, WN_DIM, true, err);
     if (st == TB_OK) st = tb_workload_add_layer(wl, TB_LAYER_LINEAR, "hidden", &m->hidden, err);
     if (st == TB_OK) st = tb_workload_add_layer(wl, TB_LAYER_LINEAR, "proj", &m->proj, err);
-    tb_sparse_out_config c = tb_sparse_out_defaults(v, WN_DIM, WN_MAX_BATCH, 1, o->loss, o->algo);
+    tb_sparse_out_config c = tb_sparse_out_defaults(v, WN_DIM, WN_MAX_BATCH, k, o->loss, o->algo);
     if (st == TB_OK) st = tb_sparse_out_create(&c, &m->out, err);
     return st;
 }
@@ -124,9 +134,10 @@ static void wnx_destroy(tb_workload *wl)
     .default_test = 10000, .eval_batch = 500
 
 #define WNX_VARIANT(name, id_, loss_, algo_, vocab_, target, desc, lossdesc)                    \
-    static const wnx_options name##_opts = {.loss = loss_, .algo = algo_, .vocab = vocab_};     \
+    static const wnx_options name##_opts = {.loss = loss_, .algo = algo_, .vocab = vocab_,      \
+                                            .lemma = vocab_##_LEMMA};                        \
     const tb_workload_vtable name = {                                                           \
-        .info = {.id = id_, .summary = "WordNet glosses, next word, " desc, .variant = desc,    \
+        .info = {.id = id_, .summary = vocab_##_TASK desc, .variant = desc,                    \
                  .validation_target = target, .test_target = target,                            \
                  .quick_target = target, .loss_desc = lossdesc, WNX_INFO},                      \
         WNX_COMMON,                                                                             \
@@ -140,6 +151,14 @@ static void wnx_destroy(tb_workload *wl)
 #define WNX_ALL TB_WORDNET_VOCAB_ALL
 #define WNX_D_PREPARE tb_wordnet_prepare
 #define WNX_ALL_PREPARE tb_wordnet_prepare_all
+#define WNX_LEMMA TB_WORDNET_VOCAB_DEFAULT /* the glosses' words as input */
+#define WNX_LEMMA_PREPARE tb_wordnet_prepare_lemma
+#define WNX_D_LEMMA false
+#define WNX_ALL_LEMMA false
+#define WNX_LEMMA_LEMMA true
+#define WNX_D_TASK "WordNet glosses, next word, "
+#define WNX_ALL_TASK WNX_D_TASK
+#define WNX_LEMMA_TASK "WordNet synsets, lemmas from the gloss, "
 WNX_VARIANT(tb_workload_wordnet_sparse_sq_naive, "wordnet_sparse_sq_naive", TB_SPARSE_SQUARED,
             TB_SPARSE_NAIVE, WNX_D, WNX_SQ_TARGET, "squared error, naive output layer", WNX_SQ);
 WNX_VARIANT(tb_workload_wordnet_sparse_sq_exact, "wordnet_sparse_sq_exact", TB_SPARSE_SQUARED,
@@ -163,3 +182,15 @@ WNX_VARIANT(tb_workload_wordnet_sparse_sph_naive_54k, "wordnet_sparse_sph_naive_
 WNX_VARIANT(tb_workload_wordnet_sparse_sph_exact_54k, "wordnet_sparse_sph_exact_54k",
             TB_SPARSE_SPHERICAL, TB_SPARSE_EXACT, WNX_ALL, WNX_SPH_TARGET,
             "spherical softmax, exact sparse-target layer, every gloss word (54k)", WNX_SPH);
+WNX_VARIANT(tb_workload_wordnet_sparse_sq_naive_lemma, "wordnet_sparse_sq_naive_lemma",
+            TB_SPARSE_SQUARED, TB_SPARSE_NAIVE, WNX_LEMMA, WNX_SQ_TARGET,
+            "squared error, naive output layer, every lemma (147k)", WNX_SQ);
+WNX_VARIANT(tb_workload_wordnet_sparse_sq_exact_lemma, "wordnet_sparse_sq_exact_lemma",
+            TB_SPARSE_SQUARED, TB_SPARSE_EXACT, WNX_LEMMA, WNX_SQ_TARGET,
+            "squared error, exact sparse-target layer, every lemma (147k)", WNX_SQ);
+WNX_VARIANT(tb_workload_wordnet_sparse_sph_naive_lemma, "wordnet_sparse_sph_naive_lemma",
+            TB_SPARSE_SPHERICAL, TB_SPARSE_NAIVE, WNX_LEMMA, WNX_SPH_TARGET,
+            "spherical softmax, naive output layer, every lemma (147k)", WNX_SPH);
+WNX_VARIANT(tb_workload_wordnet_sparse_sph_exact_lemma, "wordnet_sparse_sph_exact_lemma",
+            TB_SPARSE_SPHERICAL, TB_SPARSE_EXACT, WNX_LEMMA, WNX_SPH_TARGET,
+            "spherical softmax, exact sparse-target layer, every lemma (147k)", WNX_SPH);

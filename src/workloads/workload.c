@@ -21,6 +21,8 @@ static const tb_workload_vtable *const registry[] = {
     &tb_workload_wordnet_sparse_sph_naive, &tb_workload_wordnet_sparse_sph_exact,
     &tb_workload_wordnet_sparse_sq_naive_54k, &tb_workload_wordnet_sparse_sq_exact_54k,
     &tb_workload_wordnet_sparse_sph_naive_54k, &tb_workload_wordnet_sparse_sph_exact_54k,
+    &tb_workload_wordnet_sparse_sq_naive_lemma, &tb_workload_wordnet_sparse_sq_exact_lemma,
+    &tb_workload_wordnet_sparse_sph_naive_lemma, &tb_workload_wordnet_sparse_sph_exact_lemma,
 };
 #define N_REGISTRY ((int)(sizeof registry / sizeof *registry))
 

@@ -112,6 +112,8 @@ extern const tb_workload_vtable tb_workload_wordnet_sparse_sq_naive,
     tb_workload_wordnet_sparse_sq_exact, tb_workload_wordnet_sparse_sph_naive,
     tb_workload_wordnet_sparse_sph_exact, tb_workload_wordnet_sparse_sq_naive_54k,
     tb_workload_wordnet_sparse_sq_exact_54k, tb_workload_wordnet_sparse_sph_naive_54k,
-    tb_workload_wordnet_sparse_sph_exact_54k; /* wordnet_sparse_exact.c */
+    tb_workload_wordnet_sparse_sph_exact_54k, tb_workload_wordnet_sparse_sq_naive_lemma,
+    tb_workload_wordnet_sparse_sq_exact_lemma, tb_workload_wordnet_sparse_sph_naive_lemma,
+    tb_workload_wordnet_sparse_sph_exact_lemma; /* wordnet_sparse_exact.c */
 
 #endif
