@@ -49,8 +49,8 @@ typedef struct tb_workload_info {
     int64_t step_hint;         /* steps a baseline needs, roughly (for step-based schedules) */
     const char *data_source;   /* files the data comes from */
     const char *loss_desc;     /* the training loss, in words */
-    bool no_error_rate;        /* its targets are not classes (reconstruction): accuracy and
-                                  error rate are NaN */
+    bool no_error_rate;        /* no class prediction to score (a reconstruction, or the
+                                  sparse-target layer's output): accuracy and error rate NaN */
     /* A looser validation target that a default baseline reaches within the quick budget
      * (15 s of timed training on 2 cores), per base workload (variants take their base's):
      * set from the best validation metric of 15 s runs of the default adamw and sgd

@@ -205,7 +205,8 @@ tb_status tb_workload_evaluate(tb_workload *wl, tb_tape *tape, tb_split split, i
     int64_t size = tb_workload_size(wl, split), total = size;
     if (limit > 0 && limit < total) total = limit;
     const int64_t batch = wl->vt->eval_batch > 0 ? wl->vt->eval_batch : 500;
-    bool classify = wl->src.layout.y_dtype == TB_I32;
+    /* class labels, and a model whose logits pick one (not a sparse-target output layer) */
+    bool classify = wl->src.layout.y_dtype == TB_I32 && !wl->vt->info.no_error_rate;
     int64_t *rows = malloc((size_t)batch * sizeof *rows);
     float *host = NULL;
     double loss_sum = 0;

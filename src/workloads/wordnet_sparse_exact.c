@@ -12,8 +12,9 @@
  * The output layer is not a tb_params parameter: it updates itself in the loss's backward pass,
  * by SGD at its own fixed rate (WN_OUT_LR), whatever the submission's optimizer does with the
  * rest of the model. So a curvature optimizer's extra backward pass (K-FAC's Fisher) would
- * update it twice: use first-order optimizers. Metric: validation loss (the layer's). The
- * accuracy tb_workload_evaluate reports for these variants (argmax over h) means nothing. */
+ * update it twice: use first-order optimizers. Metric: validation loss (the layer's); the
+ * model has no logits over the vocabulary to take an argmax of, so accuracy and error rate
+ * are NaN (no_error_rate), as for the autoencoder. */
 #include "workloads/workload_impl.h"
 
 #include "trainbench/sparse_out.h"
@@ -125,7 +126,7 @@ static void wnx_destroy(tb_workload *wl)
     .data_package = "wordnet-base", .metric = "loss", .default_batch_size = 256,                \
     .base = "wordnet_sparse", .lower_is_better = true, .eval_period_s = 5.0, .step_hint = 3000, \
     .data_source = "/usr/share/wordnet/data.{noun,verb,adj,adv} (glosses)",                     \
-    .max_runtime_s = 120.0
+    .max_runtime_s = 120.0, .no_error_rate = true
 
 #define WNX_COMMON                                                                              \
     .load_data = wnx_load, .create_model = wnx_create,                                         \
