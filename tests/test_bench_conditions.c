@@ -20,24 +20,6 @@ static void temp_path(char *buf, size_t cap, const char *tag)
 }
 
 
-static void sleep_s(double s)
-{
-    struct timespec ts = {(time_t)s, (long)((s - (double)(time_t)s) * 1e9)};
-    nanosleep(&ts, NULL);
-}
-
-/* The first child of process pid (0 when it has none yet). */
-static pid_t child_of(pid_t pid)
-{
-    char path[96];
-    snprintf(path, sizeof path, "/proc/%d/task/%d/children", (int)pid, (int)pid);
-    FILE *f = fopen(path, "r");
-    long c = 0;
-    if (f && fscanf(f, "%ld", &c) != 1) c = 0;
-    if (f) fclose(f);
-    return (pid_t)c;
-}
-
 /* The only trial of benchmark "t" in db. */
 static bool only_trial(const char *db, tb_trial_record *out)
 {
@@ -135,15 +117,16 @@ static void test_slow_not_hung(void)
     pid_t bench = tb_test_bench_in_child(db, &s);
     pid_t trial = 0;
     for (int i = 0; i < 3000 && !trial; i++) { /* until it trains (its set-up is done) */
-        if (tb_test_count_trials(db, "t", TB_TRIAL_RUNNING, NULL) == 1) trial = child_of(bench);
-        sleep_s(0.01);
+        if (tb_test_count_trials(db, "t", TB_TRIAL_RUNNING, NULL) == 1)
+            trial = (pid_t)tb_test_child_of(bench);
+        tb_test_sleep_s(0.01);
     }
     int stops = 0;
     for (; trial > 0 && stops < 10; stops++) {
         if (kill(trial, SIGSTOP) != 0) break;
-        sleep_s(0.5);
+        tb_test_sleep_s(0.5);
         kill(trial, SIGCONT);
-        sleep_s(0.2);
+        tb_test_sleep_s(0.2);
     }
     int wst = 0;
     waitpid(bench, &wst, 0);
@@ -216,11 +199,11 @@ static void test_interleaved_resume(void)
         int done = tb_test_count_trials(db, "t", TB_TRIAL_DONE, NULL);
         int running = tb_test_count_trials(db, "t", TB_TRIAL_RUNNING, &evals);
         if (done >= 1 && running == 1 && evals >= 1) killed = kill(pid, SIGKILL) == 0;
-        sleep_s(0.01);
+        tb_test_sleep_s(0.01);
     }
     waitpid(pid, NULL, 0);
     CHECK(killed);
-    sleep_s(0.3); /* the trial process dies with its parent */
+    tb_test_sleep_s(0.3); /* the trial process dies with its parent */
     tb_bench_summary sum;
     tb_error err = {0};
     CHECK_OK(tb_bench_run(db, &s, NULL, NULL, &sum, &err), &err);

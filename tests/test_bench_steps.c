@@ -19,23 +19,6 @@ static void temp_path(char *buf, size_t cap, const char *tag)
     unlink(buf);
 }
 
-static void sleep_s(double s)
-{
-    struct timespec ts = {(time_t)s, (long)((s - (double)(time_t)s) * 1e9)};
-    nanosleep(&ts, NULL);
-}
-
-/* The first child of process pid (0 when it has none yet). */
-static pid_t child_of(pid_t pid)
-{
-    char path[96];
-    snprintf(path, sizeof path, "/proc/%d/task/%d/children", (int)pid, (int)pid);
-    FILE *f = fopen(path, "r");
-    long c = 0;
-    if (f && fscanf(f, "%ld", &c) != 1) c = 0;
-    if (f) fclose(f);
-    return (pid_t)c;
-}
 
 /* The only trial of benchmark "t" in db, and the steps of its evals (at most cap). */
 static bool only_trial(const char *db, tb_trial_record *out, int64_t *steps, int cap, int *n_ev)
@@ -90,15 +73,15 @@ static int run_slowed(const char *db, const tb_bench_spec *s, int stops)
     for (int i = 0; stops > 0 && i < 6000 && !trial; i++) {
         int evals = 0;
         if (tb_test_count_trials(db, "t", TB_TRIAL_RUNNING, &evals) == 1 && evals == 1)
-            trial = child_of(bench);
-        sleep_s(0.01);
+            trial = (pid_t)tb_test_child_of(bench);
+        tb_test_sleep_s(0.01);
     }
     int made = 0;
     for (; trial > 0 && made < stops; made++) {
         if (kill(trial, SIGSTOP) != 0) break;
-        sleep_s(0.3);
+        tb_test_sleep_s(0.3);
         kill(trial, SIGCONT);
-        sleep_s(0.1);
+        tb_test_sleep_s(0.1);
     }
     int wst = 0;
     waitpid(bench, &wst, 0);

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 tb_test_state *tb_test_state_get(void)
@@ -408,6 +409,23 @@ int tb_test_count_trials(const char *db, const char *bench, tb_trial_status want
     free(t);
     tb_store_close(store);
     return k;
+}
+
+void tb_test_sleep_s(double s)
+{
+    struct timespec ts = {(time_t)s, (long)((s - (double)(time_t)s) * 1e9)};
+    nanosleep(&ts, NULL);
+}
+
+int tb_test_child_of(int pid)
+{
+    char path[96];
+    snprintf(path, sizeof path, "/proc/%d/task/%d/children", pid, pid);
+    FILE *f = fopen(path, "r");
+    long c = 0;
+    if (f && fscanf(f, "%ld", &c) != 1) c = 0;
+    if (f) fclose(f);
+    return (int)c;
 }
 
 void tb_test_remove_store(const char *path)

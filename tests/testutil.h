@@ -120,6 +120,10 @@ int tb_test_dist_main(const char *name, void (*one)(tb_dist *), void (*ranks)(tb
 int tb_test_count(const char *hay, const char *needle);
 /* Removes a results store's file and its -wal, -shm and -lock files (those there). */
 void tb_test_remove_store(const char *path);
+/* Sleeps s seconds. */
+void tb_test_sleep_s(double s);
+/* The first child of process pid (0 when it has none yet), from /proc. */
+int tb_test_child_of(int pid);
 /* A synthetic trial (no training) of submission on workload in benchmark bench, planned with
  * hp (NULL: without a point) and, unless want is TB_TRIAL_PLANNED, finished with that status
  * and one eval of validation error err_rate: target 0.2 in error_rate, budget 10 s, reached
