@@ -475,6 +475,20 @@ static void test_schedules(void)
     CHECK_NEAR(tb_schedule_factor(&lin, 35), 0.75, 1e-15);
     CHECK_NEAR(tb_schedule_factor(&lin, 110), 0.0, 0);
     CHECK_NEAR(tb_schedule_factor(&lin, 200), 0.0, 0);
+    /* AlgoPerf's end_factor: the decay ends there and holds it; warmup is unchanged */
+    tb_schedule lin_end = lin, cos_end = {.kind = TB_SCHEDULE_WARMUP_COSINE, .warmup_steps = 10,
+                                          .total_steps = 110, .end_factor = 0.01};
+    lin_end.end_factor = 0.01;
+    CHECK_NEAR(tb_schedule_factor(&lin_end, 5), 0.5, 1e-15);
+    CHECK_NEAR(tb_schedule_factor(&lin_end, 35), 0.01 + 0.99 * 0.75, 1e-15);
+    CHECK_NEAR(tb_schedule_factor(&lin_end, 110), 0.01, 0);
+    CHECK_NEAR(tb_schedule_factor(&lin_end, 500), 0.01, 0);
+    CHECK_NEAR(tb_schedule_factor(&cos_end, 60), 0.01 + 0.99 * 0.5, 1e-15);
+    CHECK_NEAR(tb_schedule_factor(&cos_end, 110), 0.01, 0);
+    CHECK_OK(tb_schedule_validate(&lin_end, &err), &err);
+    lin_end.end_factor = 1.5;
+    CHECK_FAILS(tb_schedule_validate(&lin_end, &err), TB_ERR_INVALID, &err,
+                "end_factor = 1.5 is outside [0, 1]");
     tb_schedule poly = {.kind = TB_SCHEDULE_POLYNOMIAL, .warmup_steps = 196, .total_steps = 1729};
     CHECK_NEAR(tb_schedule_factor(&poly, 98), 0.5, 1e-15); /* Nado et al.'s lengths, power 2 */
     double p = (1000.0 - 196) / 1533;

@@ -182,6 +182,9 @@ typedef struct tb_schedule {
     double power;        /* polynomial: exponent > 0 */
     double decay_factor; /* step: factor in (0, 1] applied every step_every steps */
     int64_t step_every;  /* step: interval >= 1 */
+    /* warmup_cosine, linear_decay, polynomial: the factor decays from 1 to end_factor in
+     * [0, 1] (0: to 0), end + (1 - end) shape(p), AlgoPerf's end_factor */
+    double end_factor;
 } tb_schedule;
 
 /* Parses a schedule name (constant, warmup_cosine or cosine, linear_decay or linear,
@@ -190,11 +193,11 @@ tb_status tb_schedule_parse(const char *name, tb_schedule_kind *out, tb_error *e
 /* The canonical name of a kind ("constant", "warmup_cosine", ...); "unknown" if out of range. */
 const char *tb_schedule_name(tb_schedule_kind kind);
 /* Checks a schedule's settings (negative steps, warmup beyond the total, power <= 0, decay
- * factor outside (0, 1], negative interval); fails with TB_ERR_INVALID naming the value. */
+ * factor outside (0, 1], negative interval, end factor outside [0, 1]); fails with TB_ERR_INVALID naming the value. */
 tb_status tb_schedule_validate(const tb_schedule *s, tb_error *err);
 /* The learning-rate factor at step, counted from 1 (a step < 1 gets step 1's factor, never 0
  * or a negative value; s NULL: 1); past total_steps it stays at its value there
- * (0 for the decaying schedules, the last level for step), for runs longer than their
+ * (end_factor for the decaying schedules, the last level for step), for runs longer than their
  * schedule (a run ended by time whose schedule spans a step hint). */
 double tb_schedule_factor(const tb_schedule *s, int64_t step);
 

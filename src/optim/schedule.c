@@ -51,6 +51,9 @@ tb_status tb_schedule_validate(const tb_schedule *s, tb_error *err)
     if (s->kind == TB_SCHEDULE_POLYNOMIAL && (!(s->power >= 0.0) || !isfinite(s->power)))
         return tb_fail(err, TB_ERR_INVALID, "schedule polynomial: power = %g must be > 0 "
                        "(0 selects the default 2)", s->power);
+    if (!(s->end_factor >= 0.0 && s->end_factor <= 1.0))
+        return tb_fail(err, TB_ERR_INVALID, "schedule %s: end_factor = %g is outside [0, 1]",
+                       name, s->end_factor);
     if (s->kind == TB_SCHEDULE_STEP) {
         if (!(s->decay_factor >= 0.0 && s->decay_factor <= 1.0))
             return tb_fail(err, TB_ERR_INVALID, "schedule step: decay_factor = %g is outside "
@@ -81,13 +84,16 @@ double tb_schedule_factor(const tb_schedule *s, int64_t step)
     if (decay <= 0) return 1.0;
     double p = (double)after / (double)decay;
     if (p < 0.0) p = 0.0;
-    if (p >= 1.0) return 0.0;
+    if (p > 1.0) p = 1.0;
+    double shape;
     switch (s->kind) {
-    case TB_SCHEDULE_WARMUP_COSINE: return 0.5 * (1.0 + cos(3.14159265358979323846 * p));
-    case TB_SCHEDULE_LINEAR_DECAY: return 1.0 - p;
-    case TB_SCHEDULE_POLYNOMIAL: return pow(1.0 - p, s->power > 0.0 ? s->power : 2.0);
+    case TB_SCHEDULE_WARMUP_COSINE: shape = 0.5 * (1.0 + cos(3.14159265358979323846 * p)); break;
+    case TB_SCHEDULE_LINEAR_DECAY: shape = 1.0 - p; break;
+    case TB_SCHEDULE_POLYNOMIAL: shape = pow(1.0 - p, s->power > 0.0 ? s->power : 2.0); break;
     default: return 1.0;
     }
+    if (p >= 1.0) shape = 0.0; /* exactly (cos(pi) is not -1 in double) */
+    return s->end_factor + (1.0 - s->end_factor) * shape;
 }
 
 double tb_params_clip_grad_norm(tb_params *params, double max_norm)
