@@ -104,9 +104,18 @@ typedef struct tb_workload_config {
      * workload without dropout refuses a rate (TB_ERR_UNSUPPORTED), a rate outside [0, 1) is
      * TB_ERR_INVALID naming dropout_rate. Evaluation never drops. */
     double dropout_rate;
+    /* AlgoPerf's label_smoothing: the training loss's cross-entropy takes the target
+     * (1 - s) onehot + s / C, s in [0, 1); 0: none. Only workloads whose loss is softmax
+     * cross-entropy against class labels take it (tb_workload_has_label_smoothing); another
+     * refuses s > 0 (TB_ERR_UNSUPPORTED), s outside [0, 1) is TB_ERR_INVALID naming
+     * label_smoothing. Evaluation never smooths (the metrics stay the workload's). */
+    double label_smoothing;
 } tb_workload_config;
 /* Whether workload id has dropout (a rate it applies in training; its info otherwise). */
 bool tb_workload_has_dropout(const char *id);
+/* Whether workload id's training loss is softmax cross-entropy against class labels, which
+ * takes label smoothing. */
+bool tb_workload_has_label_smoothing(const char *id);
 
 typedef struct tb_workload tb_workload;
 

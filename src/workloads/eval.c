@@ -131,7 +131,13 @@ tb_var *tb_workload_loss_fn(tb_workload *wl, tb_tape *tape, tb_var *outputs, tb_
         return null_arg(tape, "workload_loss_fn",
                         !wl ? "the workload" : !outputs ? "outputs" : "targets");
     if (wl->vt->loss) return wl->vt->loss(wl, tape, outputs, targets);
-    return tb_op_softmax_xent(tape, outputs, targets, 0.0f);
+    return tb_workload_xent(wl, tape, outputs, targets);
+}
+
+tb_var *tb_workload_xent(tb_workload *wl, tb_tape *tape, tb_var *logits, tb_var *labels)
+{
+    float s = tb_tape_training(tape) ? wl->label_smoothing : 0.0f;
+    return tb_op_softmax_xent(tape, logits, labels, s);
 }
 
 tb_var *tb_workload_fisher_loss(tb_workload *wl, tb_tape *tape, tb_var *outputs, tb_rng *rng)

@@ -187,10 +187,9 @@ static tb_var *tf_forward(tb_workload *wl, tb_tape *tape, tb_var *x, tb_rng *dro
 /* mean cross-entropy over every position: logits [N, T, V], targets [N, T] */
 static tb_var *tf_loss(tb_workload *wl, tb_tape *tape, tb_var *outputs, tb_var *targets)
 {
-    (void)wl;
     int64_t ls[2] = {-1, outputs ? outputs->value.shape[2] : 0}, ts[1] = {-1};
-    return tb_op_softmax_xent(tape, tb_op_reshape(tape, outputs, 2, ls),
-                              tb_op_reshape(tape, targets, 1, ts), 0.0f);
+    return tb_workload_xent(wl, tape, tb_op_reshape(tape, outputs, 2, ls),
+                            tb_op_reshape(tape, targets, 1, ts));
 }
 
 static void tf_destroy(tb_workload *wl)
@@ -230,7 +229,7 @@ static void tf_destroy(tb_workload *wl)
 
 #define TF_COMMON                                                                               \
     .load_data = tf_load, .prepare = tb_kjv_prepare, .create_model = tf_create,                 \
-    .init_model = tf_init, .forward = tf_forward, .loss = tf_loss, .destroy_model = tf_destroy, \
+    .init_model = tf_init, .forward = tf_forward, .loss = tf_loss, .xent_loss = true, .destroy_model = tf_destroy, \
     .metric_kind = TB_METRIC_BPC, .eval_batch = 128, .scalable = true
 
 static const tf_options base_opts = {.blocks = 2, .channels = 128, .heads = 4, .act = TB_GELU},

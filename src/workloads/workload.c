@@ -89,6 +89,30 @@ bool tb_workload_has_dropout(const char *id)
     return vt && vt->dropout_rate > 0;
 }
 
+bool tb_workload_vt_smooths(const tb_workload_vtable *vt)
+{
+    return vt && (!vt->loss || vt->xent_loss);
+}
+
+bool tb_workload_has_label_smoothing(const char *id) { return tb_workload_vt_smooths(find(id, NULL)); }
+
+/* Sets wl->label_smoothing from the config, refusing a value outside [0, 1) and one for a
+ * workload whose loss is not softmax cross-entropy against labels. */
+static tb_status set_label_smoothing(tb_workload *wl, double s, tb_error *err)
+{
+    const tb_workload_vtable *vt = wl->vt;
+    if (!(s >= 0.0 && s < 1.0))
+        return tb_fail(err, TB_ERR_INVALID, "%s: label_smoothing = %g is outside [0, 1)",
+                       vt->info.id, s);
+    if (s > 0.0 && !tb_workload_vt_smooths(vt))
+        return tb_fail(err, TB_ERR_UNSUPPORTED,
+                       "%s has no label smoothing (label_smoothing = %g): its loss is not "
+                       "softmax cross-entropy against class labels",
+                       vt->info.id, s);
+    wl->label_smoothing = (float)s;
+    return TB_OK;
+}
+
 const char *tb_workload_variant_of(const tb_workload_info *w)
 {
     return w && w->variant && w->variant[0] ? w->base : NULL;
@@ -119,6 +143,7 @@ tb_status tb_workload_create(const char *id, tb_backend *be, const tb_workload_c
                      "%s has no scaled model (width and depth scales are for kjv_transformer and "
                      "its variants)", id);
     if (st == TB_OK) st = tb_workload_set_dropout(wl, (float)cfg.dropout_rate, err);
+    if (st == TB_OK) st = set_label_smoothing(wl, cfg.label_smoothing, err);
     if (st == TB_OK) st = vt->load_data(wl, &cfg, err);
     if (st == TB_OK) st = tb_workload_draw_splits(wl, &cfg, err);
     if (st == TB_OK) st = tb_params_create(be, &wl->params, err);

@@ -30,6 +30,9 @@ typedef struct tb_workload_vtable {
     tb_var *(*forward)(tb_workload *wl, tb_tape *tape, tb_var *x, tb_rng *dropout);
     /* the training loss; NULL: softmax cross-entropy of outputs [N, C] against labels [N] */
     tb_var *(*loss)(tb_workload *wl, tb_tape *tape, tb_var *outputs, tb_var *targets);
+    /* its own loss is softmax cross-entropy against labels too (tb_workload_xent), so it takes
+     * label smoothing as the default loss does */
+    bool xent_loss;
     void (*destroy_model)(tb_workload *wl);
     /* targets sampled from the model's predictive distribution given outputs (for the Fisher);
      * NULL: categorical over the last dimension of softmax outputs */
@@ -68,6 +71,7 @@ struct tb_workload {
     int n_layers;
     int width_scale, depth_scale;     /* model size multipliers (>= 1; see tb_workload_config) */
     float dropout_rate;               /* of the hidden layers in training (0: none) */
+    float label_smoothing;            /* of the training loss's cross-entropy (0: none) */
     unsigned char *stage_x, *stage_y; /* host staging of one batch */
     int64_t stage_cap;
 };
@@ -84,6 +88,12 @@ bool tb_workload_drops(const tb_workload *wl);
 /* Sets wl->dropout_rate from the config (0: the workload's own), refusing a rate outside
  * [0, 1) and one for a model without dropout (dropout.c). */
 tb_status tb_workload_set_dropout(tb_workload *wl, float config_rate, tb_error *err);
+/* Softmax cross-entropy of logits [N, C] against labels [N], with the workload's label
+ * smoothing in training mode (none in evaluation) (eval.c). */
+tb_var *tb_workload_xent(tb_workload *wl, tb_tape *tape, tb_var *logits, tb_var *labels);
+/* Whether the workload's training loss takes label smoothing (its loss is the default or
+ * declares xent_loss). */
+bool tb_workload_vt_smooths(const tb_workload_vtable *vt);
 /* Draws the splits (splits.c). */
 tb_status tb_workload_draw_splits(tb_workload *wl, const tb_workload_config *cfg, tb_error *err);
 /* The k-th of the n rows (0 <= k < n) that evaluate a subset of n examples of a split of size
