@@ -87,6 +87,10 @@ static const char bench_usage[] =
     "                            and again once K trials have run since (default 8)\n"
     "      --search-spaces DIR   where the built-ins' <name>.json search spaces are\n"
     "                            (default: the source tree's search_spaces/)\n"
+    "      --space FILE          the search space of the one submission (-s) instead, e.g.\n"
+    "                            an AlgoPerf baseline's tuning_search_space.json unedited\n"
+    "                            (its names: docs/TUNING.md); a list of points runs\n"
+    "                            min(points, --trials) trials per study, in file order\n"
     TB_CLI_DATA_HELP
     "      --json                print the score table as JSON on stdout\n"
     "  -q, --quiet               no line per trial\n"
@@ -95,14 +99,18 @@ static const char bench_usage[] =
     "examples:\n"
     "  trainbench bench --preset quick --db results.db\n"
     "  trainbench bench --preset quick -s sgd -s build/submission_example.so --name mine\n"
-    "  trainbench bench -w fmnist_mlp -s adamw --studies 1 --trials 8 --sampler gp --name bo\n";
+    "  trainbench bench -w fmnist_mlp -s adamw --studies 1 --trials 8 --sampler gp --name bo\n"
+    "  trainbench bench -w fmnist_mlp -s nadamw --trials 5 --name algoperf \\\n"
+    "      --space tests/algoperf/prize_qualification_baselines/external_tuning/"
+    "tuning_search_space.json\n"
+    "  trainbench bench --ruleset self -s nadamw_self_tuning --name self\n";
 
 enum {
     OPT_DB = 1000, OPT_PRESET, OPT_NAME, OPT_RULESET, OPT_STUDIES, OPT_TRIALS, OPT_BUDGET,
     OPT_EVAL_PERIOD, OPT_FULL_TARGETS, OPT_VARIANTS, OPT_RUN_TO_BUDGET, OPT_SEED,
     OPT_TIMEOUT, OPT_HANG, OPT_SETUP, OPT_EVAL_STEPS, OPT_CALIBRATION_S, OPT_CALIBRATE_EVERY,
     OPT_SPACES, OPT_JSON, OPT_SAMPLER, OPT_GP_INITIAL, OPT_PRIOR,
-    OPT_PRIOR_WORKLOAD,
+    OPT_PRIOR_WORKLOAD, OPT_SPACE,
 };
 
 static void show_trial(void *user, const tb_bench_event *e)
@@ -171,7 +179,7 @@ int tb_cli_bench(int argc, char **argv)
     bool run_to_budget = false;
     uint64_t seed = 0;
     tb_ruleset ruleset = TB_RULESET_EXTERNAL;
-    const char *spaces = TB_SEARCH_SPACE_DIR;
+    const char *spaces = TB_SEARCH_SPACE_DIR, *space_file = NULL;
     tb_cli_data data = {0};
     struct option opts[] = {
         {"db", required_argument, 0, OPT_DB},
@@ -202,6 +210,7 @@ int tb_cli_bench(int argc, char **argv)
         {"calibration-s", required_argument, 0, OPT_CALIBRATION_S},
         {"calibrate-every", required_argument, 0, OPT_CALIBRATE_EVERY},
         {"search-spaces", required_argument, 0, OPT_SPACES},
+        {"space", required_argument, 0, OPT_SPACE},
         TB_CLI_DATA_OPTIONS,
         {"json", no_argument, 0, OPT_JSON},
         {"quiet", no_argument, 0, 'q'},
@@ -317,6 +326,7 @@ int tb_cli_bench(int argc, char **argv)
             break;
         }
         case OPT_SPACES: spaces = optarg; break;
+        case OPT_SPACE: space_file = optarg; break;
         case OPT_JSON: json = true; break;
         case 'q': quiet = true; break;
         case 'h': fputs(bench_usage, stdout); return TB_EXIT_OK;
@@ -359,6 +369,15 @@ int tb_cli_bench(int argc, char **argv)
         tb_cli_error("--sampler gp tunes from search spaces: not with --ruleset self");
         return TB_EXIT_USAGE;
     }
+    if (space_file && n_subs != 1) {
+        tb_cli_error("--space gives one submission's search space: name that submission with "
+                     "one -s (got %d)", n_subs);
+        return TB_EXIT_USAGE;
+    }
+    if (space_file && ruleset == TB_RULESET_SELF) {
+        tb_cli_error("--space is a search space, for external tuning: not with --ruleset self");
+        return TB_EXIT_USAGE;
+    }
     if (tb_bench_preset(preset, &spec, &err) != TB_OK) {
         tb_cli_error("--preset: %s", err.message);
         return TB_EXIT_USAGE;
@@ -389,6 +408,7 @@ int tb_cli_bench(int argc, char **argv)
     spec.prior_workloads = n_prior_wls ? prior_wls : NULL;
     spec.n_prior_workloads = n_prior_wls;
     spec.search_space_dir = spaces;
+    spec.search_space_file = space_file;
     spec.trial.threads = threads;
     spec.trial.timeout_s = timeout;
     spec.trial.hang_s = hang;
@@ -405,6 +425,12 @@ int tb_cli_bench(int argc, char **argv)
     if (st != TB_OK) {
         tb_cli_error("%s", err.message);
         return tb_cli_exit_code(st);
+    }
+    for (const char *line = sum.notes; *line;) { /* one "note:" per line */
+        const char *end = strchr(line, '\n');
+        int len = end ? (int)(end - line) : (int)strlen(line);
+        fprintf(stderr, "note: %.*s\n", len, line);
+        line += len + (end ? 1 : 0);
     }
     fprintf(stderr, "%d trials: %d run now, %d reused from %s, %d failed\n", sum.planned,
             sum.ran, sum.reused, db, sum.failed);

@@ -60,5 +60,12 @@ int tb_cli_algorithms(int argc, char **argv)
             printf("  %-20s %-9g %-14s %s\n", h->name, h->default_value, range, h->help);
         }
     }
+    printf("\npresets (bench -s NAME: a built-in baseline at a fixed configuration; "
+           "docs/SUBMISSIONS.md):\n");
+    for (int i = 0; i < tb_submission_preset_count(); i++) {
+        const char *name, *optimizer, *summary;
+        if (tb_submission_preset_at(i, &name, &optimizer, &summary))
+            printf("  %-20s %s (%s)\n", name, summary, optimizer);
+    }
     return TB_EXIT_OK;
 }

@@ -189,6 +189,8 @@ typedef struct tb_bench_spec {
     uint64_t seed;                     /* seeds every trial's sources of variation (all 64
                                           bits; the store and exports hold seeds exactly) */
     const char *search_space_dir;      /* where built-ins' <name>.json search spaces live */
+    const char *search_space_file;     /* the one submission's search space instead (NULL:
+                                          the built-in's <dir>/<name>.json or the library's) */
     tb_trial_options trial;
     bool include_variants;             /* with workloads NULL: the held-out variants too */
     /* how external tuning picks each trial's point (a gp study's trials run one after another
@@ -265,6 +267,8 @@ typedef struct tb_bench_summary {
     int planned, reused, ran, failed;
     int skipped;                /* submission libraries that crashed while loading */
     char skipped_reasons[1024]; /* their reasons (library, signal), "; "-separated */
+    char notes[1024];           /* what planning did that the spec did not say (a list of
+                                   points shorter than the trials), newline-separated */
 } tb_bench_summary;
 
 /* Plans spec into the store at store_path (idempotent: a second call with the same spec adds

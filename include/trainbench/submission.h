@@ -135,12 +135,39 @@ bool tb_submission_ref_external(const tb_submission_ref *ref);
 const char *tb_submission_ref_search_space(const tb_submission_ref *ref);
 /* The file a built-in's search space was read from ("" for an external submission). */
 const char *tb_submission_ref_search_space_path(const tb_submission_ref *ref);
+/* The presets, built-in submissions of a fixed configuration (nadamw_self_tuning:
+ * AlgoPerf's self-tuning baseline): count, and preset i's name, optimizer and summary. */
+int tb_submission_preset_count(void);
+bool tb_submission_preset_at(int i, const char **name, const char **optimizer,
+                             const char **summary);
+/* The registry optimizer a built-in runs (its name, or a preset's optimizer: nadamw for
+ * nadamw_self_tuning); NULL for an external submission. */
+const char *tb_submission_ref_optimizer(const tb_submission_ref *ref);
+/* Replaces ref's search space by the file at path (`bench --space FILE`); TB_ERR_IO or
+ * TB_ERR_INVALID naming the file when it cannot be read (missing, a directory, a FIFO, too
+ * large, not text). */
+tb_status tb_submission_ref_set_search_space_file(tb_submission_ref *ref, const char *path,
+                                                  tb_error *err);
 
-/* A hyperparameter the built-in baselines read themselves (not passed to the optimizer). */
+/* Hyperparameters the built-in baselines read themselves (not passed to the optimizer), by
+ * their names in a point (docs/TUNING.md, "AlgoPerf's names"): the schedule's warmup as a
+ * fraction of the step hint (warmup_fraction, or AlgoPerf's warmup_factor) or in steps
+ * (warmup_steps, AlgoPerf's target setting), and AlgoPerf's linear decay (decay_steps_factor,
+ * end_factor). */
 #define TB_HP_WARMUP_FRACTION "warmup_fraction"
-/* The built-in baselines pass dropout_rate on to the workload (tb_workload_config; AlgoPerf's
- * name): the rate of its hidden layers' dropout, for the workloads with dropout. */
+#define TB_HP_WARMUP_FACTOR "warmup_factor"
+#define TB_HP_WARMUP_STEPS "warmup_steps"
+#define TB_HP_DECAY_STEPS_FACTOR "decay_steps_factor"
+#define TB_HP_END_FACTOR "end_factor"
+/* AlgoPerf's 1 - beta1: a built-in baseline gives its optimizer beta1 = 1 - v, or momentum =
+ * 1 - v where the optimizer has a momentum and no beta1 (nadamw takes the name itself). */
+#define TB_HP_ONE_MINUS_BETA1 "one_minus_beta1"
+/* A trial passes dropout_rate and label_smoothing of its point on to the workload
+ * (tb_workload_config; AlgoPerf's names) for every submission: the rate of its hidden layers'
+ * dropout, and the label smoothing of its training loss. A workload without dropout, or
+ * whose loss is not cross-entropy against labels, ignores them there, as AlgoPerf's do. */
 #define TB_HP_DROPOUT_RATE "dropout_rate"
+#define TB_HP_LABEL_SMOOTHING "label_smoothing"
 
 #ifdef __cplusplus
 }

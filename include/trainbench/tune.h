@@ -40,6 +40,8 @@ void tb_search_space_destroy(tb_search_space *space);
 int tb_search_space_dims(const tb_search_space *space);
 /* Points of an explicit list; 0 for a space of ranges. */
 int tb_search_space_list_size(const tb_search_space *space);
+/* Point i (0-based, file order) of an explicit list; false when there is none. */
+bool tb_search_space_list_point(const tb_search_space *space, int i, tb_hparams *out);
 /* The point of u in [0,1)^dims: linear min + u (max - min); log min exp(u ln(max/min));
  * feasible points feasible[floor(u n)]. A NULL space or u leaves *out empty. */
 void tb_search_space_map(const tb_search_space *space, const double *u, tb_hparams *out);

@@ -5,6 +5,7 @@
 
 #include "trainbench/benchmark.h"
 #include "trainbench/optim.h"
+#include "trainbench/submission.h"
 #include "trainbench/tune.h"
 
 /* splitmix64's finaliser, and FNV-1a of a text: the benchmark's seed derivations. */
@@ -28,14 +29,48 @@ tb_status tb_bench_gp_prior(tb_store *store, const tb_bench_spec *s, const char 
 tb_status tb_bench_gp_point(tb_store *store, const tb_bench_spec *s,
                             const tb_search_space *space, tb_trial_record *t, tb_error *err);
 
-/* One value of a built-in's search-space dimension against what its optimizer accepts (its
- * own warmup_fraction and batch_size, or one of its hyperparameters): TB_ERR_INVALID naming
- * source and the dimension. */
+/* One value of a built-in's search-space dimension against what its baseline accepts: its
+ * own names (the schedule's, the workload's dropout_rate and label_smoothing, batch_size:
+ * baseline_hparams.c), one of its optimizer's hyperparameters, or one_minus_beta1 as
+ * 1 - beta1 (or 1 - momentum); TB_ERR_INVALID naming source and the dimension, and for an
+ * unknown name the accepted ones. */
 tb_status tb_bench_check_dimension(const tb_optimizer_info *info, const char *source,
                                    const char *name, double value, tb_error *err);
 /* Every dimension of a parsed space of ranges (its ends and feasible points) the same way. */
 tb_status tb_bench_space_check(const tb_optimizer_info *info, const tb_search_space *space,
                                const char *source, tb_error *err);
+
+/* The parsed search space of submission ref under external tuning, checked (a built-in's
+ * against its baseline: tb_bench_check_dimension); the caller destroys it. */
+tb_status tb_bench_load_space(const tb_bench_spec *s, const tb_submission_ref *ref,
+                              tb_search_space **space, tb_error *err);
+/* The points of ref's trials under s, study-major, *trials per study (the caller frees
+ * *points and destroys *space, the parsed search space, NULL under self-tuning): Halton points
+ * of a space of ranges; of a list, min(points, s->trials) per study, every study the list's
+ * first ones in file order, with a note (note_cap bytes) when fewer than s->trials; empty
+ * points (1 per study) under self-tuning. */
+tb_status tb_bench_plan_points(const tb_bench_spec *s, const tb_submission_ref *ref,
+                               tb_hparams **points, int *trials, tb_search_space **space,
+                               char *note, size_t note_cap, tb_error *err);
+
+/* The name one_minus_beta1 stands for in info's baseline: one_minus_beta1 itself (nadamw),
+ * beta1, momentum, or NULL when the optimizer has neither. */
+const char *tb_baseline_one_minus_beta1_target(const tb_optimizer_info *info);
+
+/* What a built-in baseline runs with for a point: its optimizer's hyperparameters (the point's
+ * other names, one_minus_beta1 turned into beta1 or momentum) and its schedule over the step
+ * hint (baseline_hparams.c says which). */
+typedef struct tb_baseline_config {
+    tb_hparams opt;
+    tb_schedule schedule;
+    double warmup_fraction; /* in effect: the point's, or warmup_steps / step hint */
+} tb_baseline_config;
+
+/* Fills out from point for optimizer over step_hint steps; TB_ERR_INVALID naming the value
+ * when the optimizer refuses one (one_minus_beta1 named with what it makes), two names of
+ * one value disagree, or a schedule's value is out of range. */
+tb_status tb_baseline_config_make(const char *optimizer, const tb_hparams *point,
+                                  int64_t step_hint, tb_baseline_config *out, tb_error *err);
 
 /* The order to run n trials in (order: a permutation of 0..n-1): interleaved by workload (the
  * order of wls), study, trial, then one of each submission (the order of subs, reversed every

@@ -146,101 +146,22 @@ static char *spec_json(const tb_bench_spec *s, const char *const *wls, int n_wl,
     return text;
 }
 
-/* Checks a built-in's (parsed, so well-formed) search space against its optimizer: every
- * dimension a hyperparameter it has, every range end and feasible point in its valid range.
- * Without this a typo ("learning_rat") plans trials that all fail when they run. */
-static tb_status check_search_space(const tb_optimizer_info *info, const char *text,
-                                    const char *source, tb_error *err)
-{
-    cJSON *root = cJSON_Parse(text);
-    if (!root) return tb_fail(err, TB_ERR_INVALID, "%s: malformed JSON", source);
-    tb_status st = TB_OK;
-    if (cJSON_IsArray(root)) { /* an explicit list of points */
-        for (const cJSON *pt = root->child; st == TB_OK && pt; pt = pt->next)
-            for (const cJSON *v = pt->child; st == TB_OK && v; v = v->next)
-                st = tb_bench_check_dimension(info, source, v->string,
-                                     cJSON_IsBool(v) ? cJSON_IsTrue(v) : v->valuedouble, err);
-    } else {
-        for (const cJSON *d = root->child; st == TB_OK && d; d = d->next) {
-            const cJSON *lo = cJSON_GetObjectItemCaseSensitive(d, "min");
-            const cJSON *hi = cJSON_GetObjectItemCaseSensitive(d, "max");
-            const cJSON *pts = cJSON_GetObjectItemCaseSensitive(d, "feasible_points");
-            if (!d->string || !d->string[0])
-                st = tb_bench_check_dimension(info, source, d->string, 0, err);
-            if (st == TB_OK && cJSON_IsNumber(lo))
-                st = tb_bench_check_dimension(info, source, d->string, lo->valuedouble, err);
-            if (st == TB_OK && cJSON_IsNumber(hi))
-                st = tb_bench_check_dimension(info, source, d->string, hi->valuedouble, err);
-            for (const cJSON *v = pts ? pts->child : NULL; st == TB_OK && v; v = v->next)
-                st = tb_bench_check_dimension(info, source, d->string,
-                                     cJSON_IsBool(v) ? cJSON_IsTrue(v) : v->valuedouble, err);
-        }
-    }
-    cJSON_Delete(root);
-    return st;
-}
-
-/* The parsed search space of a submission under external tuning, checked (a built-in's
- * against its optimizer); the caller destroys it. */
-static tb_status load_space(const tb_bench_spec *s, const tb_submission_ref *ref,
-                            tb_search_space **space, tb_error *err)
-{
-    *space = NULL;
-    const char *text = tb_submission_ref_search_space(ref);
-    if (!text && tb_submission_ref_external(ref))
-        return tb_fail(err, TB_ERR_INVALID,
-                       "submission library %s sets no default_search_space, which the "
-                       "external-tuning ruleset samples its trials from: set one, or run it "
-                       "with --ruleset self", tb_submission_ref_spec(ref));
-    if (!text)
-        return tb_fail(err, TB_ERR_MISSING,
-                       "submission %s has no search space for the external-tuning ruleset "
-                       "(expected %s/%s.json)", tb_submission_ref_name(ref),
-                       s->search_space_dir ? s->search_space_dir : "<search space dir>",
-                       tb_submission_ref_name(ref));
-    char source[1200];
-    const char *file = tb_submission_ref_search_space_path(ref);
-    if (file[0])
-        snprintf(source, sizeof source, "search space %s of %s", file, tb_submission_ref_name(ref));
-    else
-        snprintf(source, sizeof source, "search space of %s", tb_submission_ref_name(ref));
-    tb_status st = tb_search_space_parse(text, source, space, err);
-    if (st == TB_ERR_FORMAT) { /* malformed JSON: a bad value, like a bad range */
-        st = TB_ERR_INVALID;
-        if (err) err->status = st;
-    }
-    /* a built-in's space is checked against its optimizer (an external submission reads its
-     * hyperparameters itself) */
-    const tb_optimizer_info *info =
-        tb_submission_ref_external(ref) ? NULL : tb_optimizer_find(tb_submission_ref_name(ref));
-    if (st == TB_OK && info) st = check_search_space(info, text, source, err);
-    if (st == TB_OK && s->sampler == TB_SAMPLER_GP)
-        st = tb_bench_gp_check(*space, tb_submission_ref_name(ref), err);
-    if (st != TB_OK) {
-        tb_search_space_destroy(*space);
-        *space = NULL;
-    }
-    return st;
-}
-
 static tb_status plan_submission(tb_store *store, const tb_bench_spec *s,
                                  const tb_submission_ref *ref, const char *const *wls, int n_wl,
-                                 tb_error *err)
+                                 tb_bench_summary *sum, tb_error *err)
 {
     bool self = s->ruleset == TB_RULESET_SELF;
     bool gp = !self && s->sampler == TB_SAMPLER_GP;
-    int trials = self ? 1 : s->trials;
-    int n = s->studies * trials;
-    tb_hparams *points = calloc((size_t)n, sizeof *points);
-    if (!points) return tb_fail(err, TB_ERR_NOMEM, "planning: out of memory");
-    tb_status st = TB_OK;
+    int trials = 0;
+    tb_hparams *points = NULL;
     tb_search_space *space = NULL;
-    if (!self) st = load_space(s, ref, &space, err);
-    if (st == TB_OK && !self) {
-        st = tb_search_space_sample(space, s->studies, trials, tb_bench_points_seed(s), points,
-                                    err);
-        if (st != TB_OK) tb_error_prefix(err, "search space of %s", tb_submission_ref_name(ref));
+    char note[512] = "";
+    tb_status st = tb_bench_plan_points(s, ref, &points, &trials, &space, note, sizeof note, err);
+    if (st == TB_OK && note[0]) {
+        size_t used = strlen(sum->notes);
+        snprintf(sum->notes + used, sizeof sum->notes - used, "%s%s", used ? "\n" : "", note);
     }
+    int n = s->studies * trials;
     for (int w = 0; st == TB_OK && w < n_wl; w++) {
         tb_bench_workload bwv;
         tb_bench_workload_find(wls[w], &bwv);
@@ -337,6 +258,14 @@ static tb_status check_spec(const tb_bench_spec *s, tb_error *err)
         return tb_fail(err, TB_ERR_INVALID, "a benchmark needs a name (under 64 characters)");
     if (s->n_submissions < 1)
         return tb_fail(err, TB_ERR_INVALID, "a benchmark needs at least one submission");
+    if (s->search_space_file && s->n_submissions != 1)
+        return tb_fail(err, TB_ERR_INVALID,
+                       "a search space file (%s) is one submission's: give one submission "
+                       "(got %d)", s->search_space_file, s->n_submissions);
+    if (s->search_space_file && s->ruleset == TB_RULESET_SELF)
+        return tb_fail(err, TB_ERR_INVALID,
+                       "a search space file (%s) is for external tuning: the self-tuning "
+                       "ruleset has no search space", s->search_space_file);
     if (s->studies < 1 || s->trials < 1 || s->studies > 1000 || s->trials > 1000)
         return tb_fail(err, TB_ERR_INVALID, "studies and trials must be in [1, 1000] (got %d, %d)",
                        s->studies, s->trials);
@@ -426,6 +355,12 @@ tb_status tb_bench_run(const char *store_path, const tb_bench_spec *s,
             if (err) *err = lerr;
             break;
         }
+        if (s->search_space_file &&
+            (st = tb_submission_ref_set_search_space_file(refs[n_refs], s->search_space_file,
+                                                          err)) != TB_OK) {
+            n_refs++; /* unloaded below */
+            break;
+        }
         const char *name = tb_submission_ref_name(refs[n_refs++]);
         for (int j = 0; st == TB_OK && j < n_refs - 1; j++)
             if (strcmp(name, tb_submission_ref_name(refs[j])) == 0)
@@ -443,7 +378,7 @@ tb_status tb_bench_run(const char *store_path, const tb_bench_spec *s,
     bool in_tx = st == TB_OK && (st = tb_store_begin(store, err)) == TB_OK;
     if (st == TB_OK) st = tb_store_put_benchmark(store, s->name, spec ? spec : "{}", err);
     for (int i = 0; st == TB_OK && i < n_refs; i++)
-        st = plan_submission(store, s, refs[i], wls, n_wl, err);
+        st = plan_submission(store, s, refs[i], wls, n_wl, &sum, err);
     /* an older store's trials failed by the machine run again, as a failure of it does now */
     if (st == TB_OK) st = tb_store_replan_machine_failures(store, s->name, NULL, err);
     if (in_tx && st == TB_OK) st = tb_store_commit(store, err);
@@ -459,7 +394,7 @@ tb_status tb_bench_run(const char *store_path, const tb_bench_spec *s,
     tb_search_space **spaces = calloc((size_t)s->n_submissions, sizeof *spaces);
     if (!spaces && st == TB_OK) st = tb_fail(err, TB_ERR_NOMEM, "out of memory");
     for (int j = 0; gp && st == TB_OK && j < n_refs; j++)
-        st = load_space(s, refs[j], &spaces[j], err);
+        st = tb_bench_load_space(s, refs[j], &spaces[j], err);
     /* interleaved: every submission's trial of a round before the next round's (order.c) */
     int *order = calloc((size_t)(n > 0 ? n : 1), sizeof *order);
     const char **names = calloc((size_t)n_refs + 1, sizeof *names);

@@ -2,9 +2,11 @@
  * and the loader of external submissions (shared libraries, dlopen). */
 #include "trainbench/submission.h"
 
+#include "bench/bench_impl.h"
 #include "bench/library.h"
 #include "bench/trial_impl.h"
 #include "trainbench/textfile.h"
+#include "trainbench/tune.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -28,44 +30,42 @@ static int baseline_batch_size(const tb_submission_api *api, tb_trial_ctx *c,
     return b >= 1 ? (int)b : api->workload_info(c)->default_batch_size;
 }
 
-static tb_status baseline_init(const tb_submission_api *api, tb_trial_ctx *c,
-                               const tb_hparams *hp, void **state, tb_error *err)
+/* The baseline of optimizer `optimizer` at point hp: its optimizer and schedule from the
+ * point's names (tb_baseline_config_make: AlgoPerf's among them), the hyperparameters in
+ * effect noted for the trial. */
+static tb_status baseline_start(const tb_submission_api *api, tb_trial_ctx *c,
+                                const char *optimizer, const tb_hparams *hp, void **state,
+                                tb_error *err)
 {
     baseline_state *s = calloc(1, sizeof *s);
     if (!s) return tb_fail(err, TB_ERR_NOMEM, "cannot allocate the optimizer state");
-    /* the optimizer gets the point without the baseline's own hyperparameters */
-    tb_hparams opt_hp = {0};
-    for (int i = 0; hp && i < hp->count; i++)
-        if (strcmp(hp->names[i], TB_HP_WARMUP_FRACTION) != 0 &&
-            strcmp(hp->names[i], "batch_size") != 0 &&
-            strcmp(hp->names[i], TB_HP_DROPOUT_RATE) != 0) /* the workload's (trial.c) */
-            tb_hparams_set(&opt_hp, hp->names[i], hp->values[i], NULL);
-    double warmup = api->hparam(hp, TB_HP_WARMUP_FRACTION, 0);
-    if (!(warmup >= 0 && warmup < 1)) {
-        free(s);
-        return tb_fail(err, TB_ERR_INVALID, "%s = %g must be in [0, 1)", TB_HP_WARMUP_FRACTION,
-                       warmup);
-    }
-    int64_t hint = api->step_hint(c);
-    s->schedule.kind = warmup > 0 ? TB_SCHEDULE_WARMUP_COSINE : TB_SCHEDULE_CONSTANT;
-    s->schedule.total_steps = hint;
-    s->schedule.warmup_steps = (int64_t)(warmup * (double)hint);
-    tb_status st = api->optimizer_create(c, api->submission_name(c), &opt_hp, &s->opt, err);
+    tb_baseline_config cfg;
+    tb_status st = tb_baseline_config_make(optimizer, hp, api->step_hint(c), &cfg, err);
+    if (st == TB_OK) st = api->optimizer_create(c, optimizer, &cfg.opt, &s->opt, err);
     if (st != TB_OK) {
         tb_optimizer_destroy(s->opt);
         free(s);
         return st;
     }
+    s->schedule = cfg.schedule;
     /* the baseline's own hyperparameters in effect (the optimizer's are noted by the API) */
     tb_hparams own = {0}, own_defaults = {0};
-    tb_hparams_set(&own, TB_HP_WARMUP_FRACTION, warmup, NULL);
+    tb_hparams_set(&own, TB_HP_WARMUP_FRACTION, cfg.warmup_fraction, NULL);
     tb_hparams_set(&own, "batch_size", baseline_batch_size(api, c, hp), NULL);
     for (int i = 0; i < own.count; i++)
-        if (!tb_hparams_has(hp, own.names[i]))
+        if (!tb_hparams_has(hp, own.names[i]) &&
+            !(strcmp(own.names[i], TB_HP_WARMUP_FRACTION) == 0 &&
+              (tb_hparams_has(hp, TB_HP_WARMUP_FACTOR) || tb_hparams_has(hp, TB_HP_WARMUP_STEPS))))
             tb_hparams_set(&own_defaults, own.names[i], own.values[i], NULL);
     tb_trial_note_hparams(c, &own, &own_defaults);
     *state = s;
     return TB_OK;
+}
+
+static tb_status baseline_init(const tb_submission_api *api, tb_trial_ctx *c,
+                               const tb_hparams *hp, void **state, tb_error *err)
+{
+    return baseline_start(api, c, api->submission_name(c), hp, state, err);
 }
 
 /* The run core's standard step (tb_run_standard_update) on the baseline's schedule; past the
@@ -78,6 +78,64 @@ static tb_status baseline_update(const tb_submission_api *api, tb_trial_ctx *c, 
     baseline_state *s = state;
     return api->standard_update(c, s->opt, batch, tb_schedule_factor(&s->schedule, step),
                                 &report->loss, err);
+}
+
+/* ---- presets: a baseline with a fixed configuration ---------------------------------------
+ * AlgoPerf's self-tuning baseline (prize_qualification_baselines/self_tuning, the full-budget
+ * NAdamW): its HPARAMS, with eps 1e-8 (its NAdamW's) and the warmup then cosine decay over the
+ * step hint. Its HPARAMS also list dropout_rate 0.1, which AlgoPerf never applies (the runner
+ * takes a model's dropout from the tuning point, which self-tuning has none of, and the
+ * baseline's model_fn call passes none), so neither does the preset. Under external tuning
+ * its search space is this one point, so each study runs it once. */
+typedef struct preset {
+    const char *name, *optimizer, *summary, *point;
+} preset;
+
+static const preset presets[] = {
+    {"nadamw_self_tuning", "nadamw",
+     "AlgoPerf's self-tuning baseline: NAdamW at its fixed configuration, warmup 2% then cosine",
+     "[{\"learning_rate\": 0.0017486387539278373, \"one_minus_beta1\": 0.06733926164, "
+     "\"beta2\": 0.9955159689799007, \"epsilon\": 1e-8, \"weight_decay\": 0.08121616522670176, "
+     "\"warmup_factor\": 0.02}]"},
+};
+#define N_PRESETS ((int)(sizeof presets / sizeof *presets))
+
+static const preset *find_preset(const char *name)
+{
+    for (int i = 0; name && i < N_PRESETS; i++)
+        if (strcmp(presets[i].name, name) == 0) return &presets[i];
+    return NULL;
+}
+
+int tb_submission_preset_count(void) { return N_PRESETS; }
+
+bool tb_submission_preset_at(int i, const char **name, const char **optimizer,
+                             const char **summary)
+{
+    if (i < 0 || i >= N_PRESETS) return false;
+    *name = presets[i].name;
+    *optimizer = presets[i].optimizer;
+    *summary = presets[i].summary;
+    return true;
+}
+
+/* A preset runs its own point, whatever the trial's (none under self-tuning). */
+static tb_status preset_init(const tb_submission_api *api, tb_trial_ctx *c,
+                             const tb_hparams *hp, void **state, tb_error *err)
+{
+    (void)hp;
+    const preset *p = find_preset(api->submission_name(c));
+    tb_search_space *space = NULL;
+    tb_hparams point = {0};
+    tb_status st = p ? tb_search_space_parse(p->point, p->name, &space, err)
+                     : tb_fail(err, TB_ERR_INTERNAL, "no preset %s", api->submission_name(c));
+    if (st == TB_OK && !tb_search_space_list_point(space, 0, &point))
+        st = tb_fail(err, TB_ERR_INTERNAL, "preset %s has no point", p->name);
+    tb_search_space_destroy(space);
+    if (st == TB_OK) st = baseline_start(api, c, p->optimizer, &point, state, err);
+    /* the configuration in effect, as the trial's own point is under external tuning */
+    if (st == TB_OK) tb_trial_note_hparams(c, &point, NULL);
+    return st;
 }
 
 static void baseline_free(void *state)
@@ -97,6 +155,7 @@ struct tb_submission_ref {
     char spec[512];
     char *search_space;
     char search_space_path[1024]; /* where a built-in's was read from */
+    const char *optimizer;        /* a built-in's registry optimizer */
 };
 
 /* The search space file of a built-in, if there is one: a missing file leaves it NULL (the
@@ -157,14 +216,31 @@ tb_status tb_submission_load(const char *spec, const char *search_space_dir,
     tb_status st = TB_OK;
     if (is_library_path(spec)) {
         st = load_library(r, spec, err);
+    } else if (find_preset(spec)) {
+        const preset *p = find_preset(spec);
+        snprintf(r->name, sizeof r->name, "%s", p->name);
+        r->optimizer = p->optimizer;
+        r->builtin = (tb_submission){
+            .name = r->name,
+            .summary = p->summary,
+            .abi_version = TB_SUBMISSION_ABI_VERSION,
+            .get_batch_size = baseline_batch_size,
+            .init_optimizer_state = preset_init,
+            .update_params = baseline_update,
+            .free_state = baseline_free,
+        };
+        r->sub = &r->builtin;
+        if (!(r->search_space = strdup(p->point))) st = tb_fail(err, TB_ERR_NOMEM, "out of memory");
     } else {
         const tb_optimizer_info *info = tb_optimizer_find(spec);
         if (!info) {
             st = tb_fail(err, TB_ERR_INVALID,
                          "unknown submission '%s': not an optimizer in the registry (see "
-                         "`trainbench algorithms`) nor a path to a shared library", spec);
+                         "`trainbench algorithms`), a preset (nadamw_self_tuning) nor a path "
+                         "to a shared library", spec);
         } else {
             snprintf(r->name, sizeof r->name, "%s", info->name);
+            r->optimizer = info->name;
             r->builtin = (tb_submission){
                 .name = r->name,
                 .summary = info->summary,
@@ -205,4 +281,23 @@ const char *tb_submission_ref_search_space(const tb_submission_ref *r)
 const char *tb_submission_ref_search_space_path(const tb_submission_ref *r)
 {
     return r ? r->search_space_path : "";
+}
+const char *tb_submission_ref_optimizer(const tb_submission_ref *r)
+{
+    return r ? r->optimizer : NULL;
+}
+
+tb_status tb_submission_ref_set_search_space_file(tb_submission_ref *r, const char *path,
+                                                  tb_error *err)
+{
+    if (!r || !path)
+        return tb_fail(err, TB_ERR_INVALID, "submission_ref_set_search_space_file: %s is NULL",
+                       r ? "path" : "the submission");
+    char *text = NULL;
+    tb_status st = tb_text_file_read(path, "search space", TB_TEXT_FILE_MAX, &text, NULL, err);
+    if (st != TB_OK) return st;
+    free(r->search_space);
+    r->search_space = text;
+    snprintf(r->search_space_path, sizeof r->search_space_path, "%s", path);
+    return TB_OK;
 }

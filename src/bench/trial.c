@@ -194,8 +194,16 @@ static tb_status setup(trial_run *r, tb_error *err)
         .model = {.workload = r->rec.workload,
                   .backend = {.device = r->opts->device, .threads = r->opts->threads}},
         .data.source = {.data_dir = r->opts->data_dir, .cache_dir = r->opts->cache_dir,
-                        /* AlgoPerf's dropout_rate hyperparameter sets the model's */
-                        .dropout_rate = tb_hparams_get(&r->rec.hparams, TB_HP_DROPOUT_RATE, 0)},
+                        /* AlgoPerf's dropout_rate and label_smoothing set the model's and
+                         * its training loss's; a workload without either ignores it, as
+                         * AlgoPerf's workloads do (docs/TUNING.md) */
+                        .dropout_rate = tb_workload_has_dropout(r->rec.workload)
+                                            ? tb_hparams_get(&r->rec.hparams, TB_HP_DROPOUT_RATE, 0)
+                                            : 0,
+                        .label_smoothing =
+                            tb_workload_has_label_smoothing(r->rec.workload)
+                                ? tb_hparams_get(&r->rec.hparams, TB_HP_LABEL_SMOOTHING, 0)
+                                : 0},
         .eval.period_s = r->rec.eval_period_s,
         .eval.every_steps = r->opts->eval_every_steps, /* > 0: the period is off */
         .update = {.batch_size = hook_batch_size, .select = hook_select,

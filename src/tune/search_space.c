@@ -218,6 +218,12 @@ tb_status tb_search_space_load(const char *path, tb_search_space **out, tb_error
 
 int tb_search_space_dims(const tb_search_space *s) { return s ? s->n_dims : 0; }
 int tb_search_space_list_size(const tb_search_space *s) { return s ? s->n_list : 0; }
+bool tb_search_space_list_point(const tb_search_space *s, int i, tb_hparams *out)
+{
+    if (!s || !out || i < 0 || i >= s->n_list) return false;
+    *out = s->list[i];
+    return true;
+}
 
 void tb_search_space_map(const tb_search_space *s, const double *u, tb_hparams *out)
 {
