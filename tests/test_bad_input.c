@@ -1,10 +1,12 @@
 /* test_bad_input.c: every JSON reader of the suite (search spaces, built-in submissions'
- * search spaces, studies, the hardware reference) given the same classes of bad input:
+ * search spaces, bench --space files, studies, the hardware reference) given the same classes of bad input:
  * missing, empty, a directory, a FIFO, truncated, corrupt, the wrong type, out of range, huge,
  * a NUL byte, invalid UTF-8. Each must fail (never hang, never crash) with a message that
  * names the file. tb_text_file_read, the helper they share, is checked on its own too; and
  * a WordNet gloss holding a NUL byte. */
 #include "testutil.h"
+
+#include "bench/bench_impl.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -58,6 +60,28 @@ static tb_status load_submission(const char *path, tb_error *err)
     return st;
 }
 
+/* `bench -s adamw --space FILE`: the file read into the submission and planned as bench
+ * plans it (parsed, checked against the baseline's names, sampled). */
+static tb_status load_space_file(const char *path, tb_error *err)
+{
+    static const char *subs[1] = {"adamw"};
+    tb_bench_spec s = tb_test_bench_spec(subs, 1, 1, 100);
+    s.search_space_file = path;
+    tb_submission_ref *r = NULL;
+    tb_status st = tb_submission_load("adamw", NULL, &r, err);
+    if (st == TB_OK) st = tb_submission_ref_set_search_space_file(r, path, err);
+    tb_hparams *points = NULL;
+    tb_search_space *space = NULL;
+    int trials = 0;
+    char note[256];
+    if (st == TB_OK)
+        st = tb_bench_plan_points(&s, r, &points, &trials, &space, note, sizeof note, err);
+    free(points);
+    tb_search_space_destroy(space);
+    tb_submission_unload(r);
+    return st;
+}
+
 typedef struct reader {
     const char *name;
     load_fn load;
@@ -80,6 +104,12 @@ static const reader readers[] = {
      "{\"learning_rate\": {\"min\": 1e-4, \"max\": 1e-2, \"scaling\": \"log\"}}",
      "{\"learning_rate\": {\"min\": 1e-4, \"max\"", "{\"learning_rate\" :: 3}", "\"adam\"",
      "{\"learning_rate\": {\"min\": 1e-2, \"max\": 1e-4}}"},
+    {"bench --space file", load_space_file, 1 << 20,
+     "{\"learning_rate\": {\"min\": 1e-4, \"max\": 1e-2, \"scaling\": \"log\"}, "
+     "\"one_minus_beta1\": {\"feasible_points\": [0.1]}, "
+     "\"warmup_factor\": {\"feasible_points\": [0.05]}}",
+     "{\"learning_rate\": {\"min\": 1e-4, \"max\"", "{\"learning_rate\" :: 3}", "\"adam\"",
+     "{\"one_minus_beta1\": {\"feasible_points\": [1.5]}}"},
     {"study", load_study, 1 << 20,
      STUDY_HEAD "}",
      "{\"name\": \"t\", \"settings\": {", "{\"name\" \"t\"}", "[1, 2]",

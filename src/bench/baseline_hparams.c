@@ -58,8 +58,8 @@ const char *tb_baseline_one_minus_beta1_target(const tb_optimizer_info *info)
  * itself; beta1 as momentum for an optimizer with a momentum and no beta1 (AlgoPerf's
  * target-setting momentum and nesterov: momentum = beta1); one_minus_beta1 as 1 - v of what
  * beta1 sets (nadamw has the name itself); IGNORED for beta2 of an optimizer with a momentum
- * and no beta2 (AlgoPerf's target-setting momentum and nesterov spaces carry one they never
- * read); NULL for a name it does not have. */
+ * and no beta1, beta2 or rho (AlgoPerf's target-setting momentum and nesterov spaces carry
+ * one they never read); NULL for a name it does not have. */
 static const char IGNORED[] = "(ignored)";
 
 static const char *alias_target(const tb_optimizer_info *info, const char *name, double *v)
@@ -71,7 +71,8 @@ static const char *alias_target(const tb_optimizer_info *info, const char *name,
         *v = 1.0 - *v;
         return tb_baseline_one_minus_beta1_target(info);
     }
-    if (strcmp(name, "beta2") == 0 && momentum_only) return IGNORED;
+    if (strcmp(name, "beta2") == 0 && momentum_only && !has_hparam(info, "rho"))
+        return IGNORED; /* (rmsprop's second-moment decay is its rho: not ignored there) */
     return NULL;
 }
 
