@@ -73,6 +73,24 @@ int main(void)
     CHECK(run("bench -w fmnist_mlp --budget 2 --ruleset self --timeout 2.5") == 2 &&
           has("(3 s of submission time)"));
     CHECK(run("bench -w fmnist_mlp --variants") == 2 && has("here: fmnist_mlp_"));
+    /* --space: one submission's file, external tuning; bad files and names named */
+    CHECK(run("bench --help") == 0 && has("--space FILE") && has("min(points, --trials)"));
+    CHECK(run("bench -s sgd -s adamw --space x.json") == 2 && has("one -s (got 2)"));
+    CHECK(run("bench -s adamw --ruleset self --space x.json") == 2 &&
+          has("not with --ruleset self"));
+    snprintf(args, sizeof args, "bench --db %s/space.db -w fmnist_mlp -s adamw --space "
+             "%s/none.json", dir, dir);
+    CHECK(run(args) != 0 && has("none.json") && !has("[1/"));
+    char bad[400];
+    snprintf(bad, sizeof bad, "%s/omb1.json", dir);
+    FILE *bf = fopen(bad, "w");
+    fputs("{\"one_minus_beta1\": {\"min\": 0.02, \"max\": 1.5, \"scaling\": \"log\"}}", bf);
+    fclose(bf);
+    snprintf(args, sizeof args, "bench --db %s/space.db -w fmnist_mlp -s adamw --space %s", dir,
+             bad);
+    CHECK(run(args) == 2 && has(bad) && has("dimension 'one_minus_beta1': 1.5 makes beta1") &&
+          !has("[1/"));
+    CHECK(run("algorithms") == 0 && has("nadamw_self_tuning"));
     CHECK(run("bench --db ''") == 2 && has("--db: '' is not a results file"));
     CHECK(run("bench --db :memory:") == 2 && has("':memory:' is not a results file"));
     CHECK(run("score --db :memory:") == 2 && has("':memory:' is not a results file"));
