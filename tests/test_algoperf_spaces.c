@@ -19,6 +19,8 @@
 #include <unistd.h>
 
 #define ALGOPERF_DIR TB_SOURCE_DIR "/tests/algoperf/"
+#define TS "reference_algorithms/target_setting_algorithms/"
+#define PB "reference_algorithms/paper_baselines/"
 #define HINT 1000
 
 typedef struct fixture {
@@ -28,29 +30,26 @@ typedef struct fixture {
 
 static const fixture fixtures[] = {
     {"prize_qualification_baselines/external_tuning/tuning_search_space.json", "nadamw"},
-    {"reference_algorithms/paper_baselines/adamw/tuning_search_space.json", "adamw"},
-    {"reference_algorithms/paper_baselines/adamw/tuning_search_space_no_beta1.json", "adamw"},
-    {"reference_algorithms/paper_baselines/nadamw/tuning_search_space.json", "nadamw"},
-    {"reference_algorithms/paper_baselines/nadamw/tuning_search_space_no_beta1.json", "nadamw"},
-    {"reference_algorithms/paper_baselines/momentum/tuning_search_space.json", "momentum"},
-    {"reference_algorithms/paper_baselines/momentum/tuning_search_space_no_beta1.json", "momentum"},
-    {"reference_algorithms/paper_baselines/nesterov/tuning_search_space.json", "nesterov"},
-    {"reference_algorithms/paper_baselines/nesterov/tuning_search_space_no_beta1.json", "nesterov"},
-    {"reference_algorithms/paper_baselines/lamb/tuning_search_space.json", "lamb"},
-    {"reference_algorithms/paper_baselines/lamb/tuning_search_space_no_beta1.json", "lamb"},
-    {"reference_algorithms/paper_baselines/shampoo/tuning_search_space.json", "shampoo"},
-    {"reference_algorithms/paper_baselines/shampoo/tuning_search_space_no_beta1.json", "shampoo"},
-    {"reference_algorithms/target_setting_algorithms/criteo1tb/tuning_search_space.json", "nadamw"},
-    {"reference_algorithms/target_setting_algorithms/fastmri/tuning_search_space.json", "nesterov"},
-    {"reference_algorithms/target_setting_algorithms/imagenet_resnet/tuning_search_space.json",
-     "momentum"},
-    {"reference_algorithms/target_setting_algorithms/imagenet_vit/tuning_search_space.json", "nadamw"},
-    {"reference_algorithms/target_setting_algorithms/librispeech_conformer/tuning_search_space.json",
-     "adamw"},
-    {"reference_algorithms/target_setting_algorithms/librispeech_deepspeech/tuning_search_space.json",
-     "nadamw"},
-    {"reference_algorithms/target_setting_algorithms/ogbg/tuning_search_space.json", "nesterov"},
-    {"reference_algorithms/target_setting_algorithms/wmt/tuning_search_space.json", "nadamw"},
+    {PB "adamw/tuning_search_space.json", "adamw"},
+    {PB "adamw/tuning_search_space_no_beta1.json", "adamw"},
+    {PB "nadamw/tuning_search_space.json", "nadamw"},
+    {PB "nadamw/tuning_search_space_no_beta1.json", "nadamw"},
+    {PB "momentum/tuning_search_space.json", "momentum"},
+    {PB "momentum/tuning_search_space_no_beta1.json", "momentum"},
+    {PB "nesterov/tuning_search_space.json", "nesterov"},
+    {PB "nesterov/tuning_search_space_no_beta1.json", "nesterov"},
+    {PB "lamb/tuning_search_space.json", "lamb"},
+    {PB "lamb/tuning_search_space_no_beta1.json", "lamb"},
+    {PB "shampoo/tuning_search_space.json", "shampoo"},
+    {PB "shampoo/tuning_search_space_no_beta1.json", "shampoo"},
+    {TS "criteo1tb/tuning_search_space.json", "nadamw"},
+    {TS "fastmri/tuning_search_space.json", "nesterov"},
+    {TS "imagenet_resnet/tuning_search_space.json", "momentum"},
+    {TS "imagenet_vit/tuning_search_space.json", "nadamw"},
+    {TS "librispeech_conformer/tuning_search_space.json", "adamw"},
+    {TS "librispeech_deepspeech/tuning_search_space.json", "nadamw"},
+    {TS "ogbg/tuning_search_space.json", "nesterov"},
+    {TS "wmt/tuning_search_space.json", "nadamw"},
 };
 #define N_FIXTURES ((int)(sizeof fixtures / sizeof *fixtures))
 

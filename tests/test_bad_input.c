@@ -1,9 +1,9 @@
 /* test_bad_input.c: every JSON reader of the suite (search spaces, built-in submissions'
- * search spaces, bench --space files, studies, the hardware reference) given the same classes of bad input:
- * missing, empty, a directory, a FIFO, truncated, corrupt, the wrong type, out of range, huge,
- * a NUL byte, invalid UTF-8. Each must fail (never hang, never crash) with a message that
- * names the file. tb_text_file_read, the helper they share, is checked on its own too; and
- * a WordNet gloss holding a NUL byte. */
+ * search spaces, bench --space files, studies, the hardware reference) given the same classes
+ * of bad input: missing, empty, a directory, a FIFO, truncated, corrupt, the wrong type, out
+ * of range, huge, a NUL byte, invalid UTF-8. Each must fail (never hang, never crash) with a
+ * message that names the file. tb_text_file_read, the helper they share, is checked on its own
+ * too; and a WordNet gloss holding a NUL byte. */
 #include "testutil.h"
 
 #include "bench/bench_impl.h"

@@ -193,7 +193,8 @@ tb_status tb_schedule_parse(const char *name, tb_schedule_kind *out, tb_error *e
 /* The canonical name of a kind ("constant", "warmup_cosine", ...); "unknown" if out of range. */
 const char *tb_schedule_name(tb_schedule_kind kind);
 /* Checks a schedule's settings (negative steps, warmup beyond the total, power <= 0, decay
- * factor outside (0, 1], negative interval, end factor outside [0, 1]); fails with TB_ERR_INVALID naming the value. */
+ * factor outside (0, 1], negative interval, end factor outside [0, 1]); fails with
+ * TB_ERR_INVALID naming the value. */
 tb_status tb_schedule_validate(const tb_schedule *s, tb_error *err);
 /* The learning-rate factor at step, counted from 1 (a step < 1 gets step 1's factor, never 0
  * or a negative value; s NULL: 1); past total_steps it stays at its value there

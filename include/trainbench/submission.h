@@ -150,10 +150,10 @@ tb_status tb_submission_ref_set_search_space_file(tb_submission_ref *ref, const 
                                                   tb_error *err);
 
 /* Hyperparameters the built-in baselines read themselves (not passed to the optimizer), by
- * their names in a point (docs/TUNING.md, "AlgoPerf's names"): the schedule's warmup as a
- * fraction of the step hint (warmup_fraction, or AlgoPerf's warmup_factor) or in steps
- * (warmup_steps, AlgoPerf's target setting), and AlgoPerf's linear decay (decay_steps_factor,
- * end_factor). */
+ * their names in a point (docs/TUNING.md, "AlgoPerf's search spaces, unedited"): the
+ * schedule's warmup as a fraction of the step hint (warmup_fraction, or AlgoPerf's
+ * warmup_factor) or in steps (warmup_steps, AlgoPerf's target setting), and AlgoPerf's linear
+ * decay (decay_steps_factor, end_factor). */
 #define TB_HP_WARMUP_FRACTION "warmup_fraction"
 #define TB_HP_WARMUP_FACTOR "warmup_factor"
 #define TB_HP_WARMUP_STEPS "warmup_steps"

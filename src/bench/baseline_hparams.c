@@ -1,9 +1,10 @@
 /* baseline_hparams.c: what a built-in baseline makes of a point's names, AlgoPerf's among them
- * (docs/TUNING.md, "AlgoPerf's names"): the optimizer's hyperparameters (one_minus_beta1 as
- * beta1 = 1 - v or momentum = 1 - v), the learning-rate schedule (warmup_fraction,
- * warmup_factor, warmup_steps, decay_steps_factor, end_factor) and the names the workload reads
- * (dropout_rate, label_smoothing) or the baseline's batch size. One table, so that planning
- * (the dimension check) and the trial (the baseline's set-up) mean the same by each name. */
+ * (docs/TUNING.md, "AlgoPerf's search spaces, unedited"): the optimizer's hyperparameters
+ * (one_minus_beta1 as beta1 = 1 - v or momentum = 1 - v), the learning-rate schedule
+ * (warmup_fraction, warmup_factor, warmup_steps, decay_steps_factor, end_factor) and the names
+ * the workload reads (dropout_rate, label_smoothing) or the baseline's batch size. One table,
+ * so that planning (the dimension check) and the trial (the baseline's set-up) mean the same
+ * by each name. */
 #include "bench/bench_impl.h"
 #include "trainbench/submission.h"
 
@@ -241,7 +242,8 @@ tb_status tb_baseline_config_make(const char *optimizer, const tb_hparams *point
                            "%s: %s = %g and %s = %g name one value and disagree (give one of "
                            "them)", optimizer, target, tb_hparams_get(point, target, 0), name,
                            point->values[i]);
-        if (tb_hparams_has(&out->opt, target) && fabs(tb_hparams_get(&out->opt, target, 0) - v) > 1e-12)
+        if (tb_hparams_has(&out->opt, target) &&
+            fabs(tb_hparams_get(&out->opt, target, 0) - v) > 1e-12)
             return tb_fail(err, TB_ERR_INVALID,
                            "%s: %s = %g disagrees with another name of %s (give one of them)",
                            optimizer, name, point->values[i], target);

@@ -229,7 +229,8 @@ static void tf_destroy(tb_workload *wl)
 
 #define TF_COMMON                                                                               \
     .load_data = tf_load, .prepare = tb_kjv_prepare, .create_model = tf_create,                 \
-    .init_model = tf_init, .forward = tf_forward, .loss = tf_loss, .xent_loss = true, .destroy_model = tf_destroy, \
+    .init_model = tf_init, .forward = tf_forward, .loss = tf_loss, .xent_loss = true,           \
+    .destroy_model = tf_destroy,                                                                \
     .metric_kind = TB_METRIC_BPC, .eval_batch = 128, .scalable = true
 
 static const tf_options base_opts = {.blocks = 2, .channels = 128, .heads = 4, .act = TB_GELU},

@@ -94,7 +94,10 @@ bool tb_workload_vt_smooths(const tb_workload_vtable *vt)
     return vt && (!vt->loss || vt->xent_loss);
 }
 
-bool tb_workload_has_label_smoothing(const char *id) { return tb_workload_vt_smooths(find(id, NULL)); }
+bool tb_workload_has_label_smoothing(const char *id)
+{
+    return tb_workload_vt_smooths(find(id, NULL));
+}
 
 /* Sets wl->label_smoothing from the config, refusing a value outside [0, 1) and one for a
  * workload whose loss is not softmax cross-entropy against labels. */
