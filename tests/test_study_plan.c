@@ -69,6 +69,32 @@ static const char *variant(const char *from, const char *to)
     return buf;
 }
 
+/* settings.seconds caps every run's timed training, tuning trials included unless their
+ * budget says otherwise, and --scale scales it with the steps. */
+static void test_seconds(void)
+{
+    const char *text = variant("\"steps\": 10", "\"steps\": 10, \"seconds\": 20");
+    tb_study_plan *p = NULL;
+    tb_error err = {0};
+    if (!CHECK(text != NULL) || !CHECK_OK(tb_study_plan_parse(text, "s.json", &p, &err), &err))
+        return;
+    tb_run_config c;
+    CHECK_OK(tb_study_plan_run_config(p, 3, 1, &c, &err), &err);
+    CHECK(c.length.max_time_s == 20 && c.length.max_steps == 10);
+    CHECK_OK(tb_study_plan_trial_config(p, 3, 0, NULL, &c, &err), &err);
+    CHECK(c.length.max_time_s == 20);
+    CHECK_OK(tb_study_plan_scale(p, 0.5, &err), &err);
+    CHECK_OK(tb_study_plan_run_config(p, 0, 0, &c, &err), &err);
+    CHECK(c.length.max_time_s == 10 && c.length.max_steps == 5);
+    tb_study_plan_free(p);
+    /* without it, no cap, scaled or not */
+    if (!CHECK_OK(tb_study_plan_parse(valid, "v.json", &p, &err), &err)) return;
+    CHECK_OK(tb_study_plan_scale(p, 2, &err), &err);
+    CHECK_OK(tb_study_plan_run_config(p, 0, 0, &c, &err), &err);
+    CHECK(c.length.max_time_s == 0);
+    tb_study_plan_free(p);
+}
+
 static void test_malformed(void)
 {
     static const struct {
@@ -83,6 +109,10 @@ static void test_malformed(void)
          "cell: algorithm=adam batch_size=128: full batch (64 examples, every step all of them) "
          "cannot be combined with another batch size"},
         {"\"steps\": 10", "\"steps\": 10, \"epochs\": 1", "settings.epochs: give steps or"},
+        {"\"steps\": 10", "\"steps\": 10, \"seconds\": 0",
+         "m.json:2:65: settings.seconds: 0 is not in (0, 1e6]"},
+        {"\"steps\": 10", "\"steps\": 10, \"seconds\": \"ten\"",
+         "settings.seconds: must be a number"},
         {"\"workload\": \"fmnist_mlp\"", "\"workload\": \"mnist\"",
          "settings.workload: unknown workload 'mnist'"},
         {"[\"adam\", \"sgd\"]", "[\"adam\", \"sgdd\"]",
@@ -604,6 +634,7 @@ int main(void)
 {
     test_valid();
     test_malformed();
+    test_seconds();
     test_figure();
     test_same_within();
     test_tune();

@@ -1,9 +1,10 @@
 /* test_train_sharpness.c: sharpness measurements during real training runs (tb_train's
  * sharpness_every): when they happen, what they report, that a measured run is bit for bit
  * the unmeasured one (parameters, gradients and batch norm's running averages untouched),
- * and the errors for optimizers without a diagonal preconditioner and bad settings. */
+ * a full-batch run measured on its own subset, and the errors for optimizers without a diagonal preconditioner and bad settings. */
 #include "testutil.h"
 
+#include <math.h>
 #include <string.h>
 
 typedef struct seen {
@@ -90,6 +91,44 @@ static void test_sgd_batchnorm(void)
     }
 }
 
+/* lambda_1(H) after one step of size 1e-12 (the parameters still the initial ones, bit for
+ * bit) of full-batch sgd on 40 examples drawn by data-order seed `order`. */
+static double full_batch_sharpness(uint64_t order, int64_t sharpness_batch)
+{
+    tb_run_config c = base("fmnist_mlp_narrow", "sgd");
+    tb_error err = {0};
+    CHECK_OK(tb_hparams_set(&c.model.hparams, "learning_rate", 1e-12, &err), &err);
+    CHECK_OK(tb_hparams_set(&c.model.hparams, "momentum", 0, &err), &err);
+    c.data.batch_size = 0;
+    c.data.full_batch = 40;
+    c.length.max_steps = 1;
+    c.length.schedule = TB_SCHEDULE_CONSTANT;
+    c.seeds[TB_STREAM_DATA_ORDER] = order;
+    c.diag.sharpness_every = 1;
+    c.diag.sharpness_iters = 6;
+    c.diag.sharpness_batch = sharpness_batch;
+    seen w = {0};
+    tb_train_observers obs = {.on_sharpness = record, .sharpness_user = &w};
+    tb_train_result r;
+    CHECK_OK(tb_train(&c, &obs, &r, &err), &err);
+    CHECK(w.n == 1 && isfinite(w.s[0].lambda_max));
+    return w.n == 1 ? w.s[0].lambda_max : NAN;
+}
+
+/* Full batch: the sharpness is that of the loss the steps minimise, on the run's own subset
+ * (drawn by the data-order seed), not of examples spread over the split; another sharpness
+ * batch size takes the spread examples, the same whatever the seed. */
+static void test_full_batch(void)
+{
+    double own1 = full_batch_sharpness(1, 0), own2 = full_batch_sharpness(2, 0);
+    double same = full_batch_sharpness(1, 40);
+    double spread1 = full_batch_sharpness(1, 41), spread2 = full_batch_sharpness(2, 41);
+    printf("full batch of 40: lambda_1(H) %.4f (subset 1), %.4f (subset 2); spread 41: %.4f, "
+           "%.4f\n", own1, own2, spread1, spread2);
+    CHECK(own1 != own2 && own1 == same);
+    CHECK(spread1 == spread2 && spread1 != own1);
+}
+
 static void test_errors(void)
 {
     tb_run_config c = base("fmnist_mlp_narrow", "kfac");
@@ -116,6 +155,7 @@ int main(void)
 {
     test_adam_mlp();
     test_sgd_batchnorm();
+    test_full_batch();
     test_errors();
     return tb_test_finish("test_train_sharpness");
 }

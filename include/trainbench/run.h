@@ -209,6 +209,9 @@ tb_pipeline *tb_run_pipeline(tb_run *r);
 tb_step_runner *tb_run_step_runner(tb_run *r); /* NULL with an update hook */
 tb_rng *tb_run_dropout(tb_run *r);             /* the dropout stream, this rank's */
 int64_t tb_run_batch_size(const tb_run *r);
+/* Full-batch training (data.full_batch > 0): the training rows every step trains on
+ * (tb_run_batch_size of them); NULL otherwise. */
+const int64_t *tb_run_full_rows(const tb_run *r);
 /* Steps the run will take: max_steps, the epochs in steps, or INT64_MAX when open-ended. */
 int64_t tb_run_total_steps(const tb_run *r);
 bool tb_run_open_ended(const tb_run *r);

@@ -262,6 +262,7 @@ tb_pipeline *tb_run_pipeline(tb_run *r) { return r->pipe; }
 tb_step_runner *tb_run_step_runner(tb_run *r) { return r->own.runner; }
 tb_rng *tb_run_dropout(tb_run *r) { return &r->dropout; }
 int64_t tb_run_batch_size(const tb_run *r) { return r->batch; }
+const int64_t *tb_run_full_rows(const tb_run *r) { return r->full_rows; }
 int64_t tb_run_total_steps(const tb_run *r) { return r->total; }
 bool tb_run_open_ended(const tb_run *r) { return r->open_ended; }
 const tb_schedule *tb_run_schedule(const tb_run *r) { return &r->schedule; }

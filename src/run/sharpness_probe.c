@@ -30,7 +30,7 @@ void tb_sharpness_probe_destroy(tb_sharpness_probe *p)
 }
 
 tb_status tb_sharpness_probe_create(tb_workload *wl, tb_optimizer *opt, int64_t batch,
-                                    int iterations, double fd_scale, uint64_t dropout_seed,
+                                    const int64_t *rows, int iterations, double fd_scale, uint64_t dropout_seed,
                                     tb_sharpness_probe **out, tb_error *err)
 {
     const char *why = tb_optimizer_preconditioner_blocker(opt);
@@ -59,7 +59,7 @@ tb_status tb_sharpness_probe_create(tb_workload *wl, tb_optimizer *opt, int64_t 
     p->opt = opt;
     p->n = batch;
     for (int64_t i = 0; i < batch; i++)
-        p->rows[i] = (int64_t)(((double)i + 0.5) * (double)n_train / (double)batch);
+        p->rows[i] = rows ? rows[i] : (int64_t)(((double)i + 0.5) * (double)n_train / (double)batch);
     p->dropout = tb_rng_make(dropout_seed, TB_STREAM_COUNT + 2); /* the fisher rng is +1 */
     p->cfg = tb_sharpness_config_default();
     p->cfg.iterations = iterations;

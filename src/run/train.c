@@ -57,10 +57,13 @@ static tb_status setup(trainer *t, tb_error *err)
         if (res->graph_note[0]) tb_log(t->obs.logger, TB_LOG_INFO, "%s", res->graph_note);
     }
     const tb_run_diag *d = &c->diag;
+    /* full batch: the Hessian of the loss the steps minimise, on their subset (unless another
+     * sharpness batch size is asked for) */
+    const int64_t batch = d->sharpness_batch > 0 ? d->sharpness_batch : tb_run_batch_size(t->run);
+    const int64_t *rows = c->data.full_batch == batch ? tb_run_full_rows(t->run) : NULL;
     if (d->sharpness_every > 0)
         st = tb_sharpness_probe_create(
-            tb_run_workload(t->run), tb_run_optimizer(t->run),
-            d->sharpness_batch > 0 ? d->sharpness_batch : tb_run_batch_size(t->run),
+            tb_run_workload(t->run), tb_run_optimizer(t->run), batch, rows,
             d->sharpness_iters > 0 ? d->sharpness_iters : TB_SHARPNESS_DEFAULT_ITERS,
             d->sharpness_fd_scale, c->seeds[TB_STREAM_DROPOUT], &t->probe, err);
     return st;

@@ -178,6 +178,7 @@ tb_status tb_study_plan_scale(tb_study_plan *plan, double factor, tb_error *err)
     } else {
         plan->base.length.epochs *= factor;
     }
+    plan->base.length.max_time_s *= factor; /* settings.seconds (0 stays 0) */
     for (int i = -1; i < plan->n_overrides; i++) { /* the tuning budgets */
         tb_study_tune *t = i < 0 ? &plan->tune : &plan->overrides[i].tune;
         if (t->budget_steps > 0) {

@@ -42,10 +42,10 @@ static tb_status parse_settings(tb_sp_ctx *c, const cJSON *o)
     static const char *const keys[] = {"workload", "algorithm", "steps", "epochs",
                                        "batch_size", "eval_examples", "schedule",
                                        "warmup_fraction", "echo", "full_batch", "split",
-                                       "augment"};
+                                       "augment", "seconds"};
     tb_study_plan *p = c->plan;
     if (!cJSON_IsObject(o)) return tb_sp_bad(c, "settings", "must be an object");
-    tb_status st = tb_sp_only_keys(c, o, "settings", keys, 12);
+    tb_status st = tb_sp_only_keys(c, o, "settings", keys, 13);
     if (st == TB_OK)
         st = tb_sp_text(c, o, "workload", "settings.workload", false, p->workload,
                       sizeof p->workload);
@@ -72,6 +72,13 @@ static tb_status parse_settings(tb_sp_ctx *c, const cJSON *o)
             return st;
         if (p->base.length.epochs <= 0 || p->base.length.epochs > 1e4)
             return tb_sp_bad(c, "settings.epochs", "%g is not in (0, 10000]", p->base.length.epochs);
+    }
+    if ((v = cJSON_GetObjectItemCaseSensitive(o, "seconds"))) { /* a cap on each run's time */
+        double *s = &p->base.length.max_time_s;
+        if ((st = tb_sp_number(c, v, "settings.seconds", false, s)) != TB_OK) return st;
+        if (!(*s > 0) || *s > 1e6)
+            return tb_sp_bad(c, "settings.seconds", "%g is not in (0, 1e6] (timed training "
+                             "seconds per run)", *s);
     }
     if ((v = cJSON_GetObjectItemCaseSensitive(o, "batch_size"))) {
         if ((st = tb_sp_whole(c, v, "settings.batch_size", 1, 1 << 20, &n)) != TB_OK) return st;
