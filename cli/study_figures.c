@@ -1,6 +1,6 @@
-/* study_figures.c: a study's figures beyond the table (variance, rank, curve, estimators) as
- * text, and as data: one JSON and one CSV file per figure (`study --out DIR`), the same rows in
- * both. */
+/* study_figures.c: a study's figures beyond the table (variance, rank, curve, estimators,
+ * utility) as text, and as data: one JSON and one CSV file per figure (`study --out DIR`), the
+ * same rows in both. */
 #include "study_output.h"
 
 #include <math.h>
@@ -186,6 +186,61 @@ static void estimator_rows(const tb_study_plan *p, const tb_study_values *v,
     }
 }
 
+/* The axis value of the "space" axis in cell c (the candidate space's name). */
+static const char *space_name(const tb_study_plan *p, int c)
+{
+    int v[TB_STUDY_MAX_AXES];
+    tb_study_plan_cell_values(p, c, v);
+    for (int k = 0; k < p->n_axes; k++)
+        if (p->axes[k].kind == TB_AXIS_SPACE) return p->axes[k].labels[v[k]];
+    return "";
+}
+
+static void utility_rows(const tb_study_plan *p, const tb_study_values *v,
+                         const tb_study_figures *f, sink *s, bool text)
+{
+    const tb_study_utility_fig *u = &f->utility;
+    const char *metric = tb_study_metric_name(tb_study_selection_metric(p->metric));
+    if (s->csv) fputs("cell,space,budget,score,score_se,reached,tau,rho\n", s->csv);
+    if (text)
+        printf("search-space utility (score: E[best %s of b uniform draws] under a GP fitted to "
+               "the %d trials of each space's first search, %d of them diverged; reached: the "
+               "median best of the other %d searches after b trials):\n", metric, u->fit_points,
+               u->fit_imputed, u->searches);
+    for (int b = 0; b < u->n_budgets; b++) {
+        if (text)
+            printf("  b = %-3d  Kendall tau %6.3f  Spearman rho %6.3f\n", u->budgets[b],
+                   u->tau[b], u->rho[b]);
+        for (int c = 0; c < v->cells; c++) {
+            const double score = u->score[c * u->n_budgets + b];
+            const double se = u->score_se[c * u->n_budgets + b];
+            const double reached = u->reached[c * u->n_budgets + b];
+            if (text)
+                printf("    %-20s score %10.4g +- %-9.2g reached %10.4g\n", space_name(p, c),
+                       score, se, reached);
+            char label[256];
+            tb_study_plan_cell_label(p, c, label, sizeof label);
+            row_start(s, label);
+            if (s->csv) fprintf(s->csv, ",%s", space_name(p, c));
+            if (s->json) fprintf(s->json, ",\"space\":\"%s\"", space_name(p, c));
+            field(s, "budget", u->budgets[b]);
+            field(s, "score", score);
+            field(s, "score_se", se);
+            field(s, "reached", reached);
+            field(s, "tau", u->tau[b]);
+            field(s, "rho", u->rho[b]);
+            row_end(s);
+        }
+    }
+    if (text) {
+        printf("  mean Kendall tau over the budgets: %.3f", u->mean_tau);
+        if (u->outcome != TB_STUDY_NOT_JUDGED)
+            printf("\n  expected: the scores rank the spaces as the searches do (mean tau >= "
+                   "%.3g): %s", p->utility_min_tau, tb_study_outcome_name(u->outcome));
+        printf("\n");
+    }
+}
+
 typedef void (*rows_fn)(const tb_study_plan *, const tb_study_values *,
                         const tb_study_figures *, sink *, bool);
 
@@ -196,14 +251,15 @@ static void each_figure(const tb_study_plan *p, rows_fn *fns, const char **names
     if (p->fig_rank) names[n] = "rank", fns[n++] = rank_rows;
     if (p->fig_curve) names[n] = "curve", fns[n++] = curve_rows;
     if (p->fig_estimators) names[n] = "estimators", fns[n++] = estimator_rows;
+    if (p->fig_utility) names[n] = "utility", fns[n++] = utility_rows;
     names[n] = NULL;
 }
 
 void tb_cli_study_print_figures(const tb_study_plan *p, const tb_study_values *v,
                                 const tb_study_figures *f)
 {
-    rows_fn fns[5];
-    const char *names[5];
+    rows_fn fns[6];
+    const char *names[6];
     each_figure(p, fns, names);
     for (int i = 0; names[i]; i++) {
         sink s = {0};
@@ -214,8 +270,8 @@ void tb_cli_study_print_figures(const tb_study_plan *p, const tb_study_values *v
 void tb_cli_study_json_figures(const tb_study_plan *p, const tb_study_values *v,
                                const tb_study_figures *f)
 {
-    rows_fn fns[5];
-    const char *names[5];
+    rows_fn fns[6];
+    const char *names[6];
     each_figure(p, fns, names);
     fputs(",\"figures\":{", stdout);
     for (int i = 0; names[i]; i++) {
@@ -230,8 +286,8 @@ void tb_cli_study_json_figures(const tb_study_plan *p, const tb_study_values *v,
 bool tb_cli_study_write_figures(const tb_study_plan *p, const tb_study_values *v,
                                 const tb_study_figures *f, const char *dir)
 {
-    rows_fn fns[5];
-    const char *names[5];
+    rows_fn fns[6];
+    const char *names[6];
     each_figure(p, fns, names);
     for (int i = 0; names[i]; i++) {
         char csv[4096], json[4096];

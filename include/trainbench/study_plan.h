@@ -33,6 +33,7 @@ extern "C" {
 #define TB_STUDY_MAX_SEEDS 1000
 #define TB_STUDY_TEXT_MAX 512
 #define TB_STUDY_LABEL_MAX 48
+#define TB_STUDY_MAX_BUDGETS 8     /* the utility figure's budgets */
 
 typedef enum tb_study_axis_kind {
     TB_AXIS_WORKLOAD = 0,
@@ -43,6 +44,8 @@ typedef enum tb_study_axis_kind {
     TB_AXIS_HPARAM, /* any other name: a hyperparameter of every algorithm of the cell */
     TB_AXIS_SEARCH, /* "search": "once" or "per_run", in place of every tune's own "search"
                        (the two estimators of Bouthillier et al. side by side) */
+    TB_AXIS_SPACE,  /* "space": names of candidate search spaces; every cell tunes, an
+                       override's tune giving each name its space (the utility figure) */
 } tb_study_axis_kind;
 
 typedef struct tb_study_axis {
@@ -142,6 +145,11 @@ typedef struct tb_study_plan {
     bool fig_variance, fig_rank, fig_curve, fig_estimators; /* "figures" beyond the table
                                                                (figures.c) */
     bool fig_estimators_judged;     /* "expect": "close": each estimator row a check */
+    bool fig_utility;               /* the search-space utility figure (utility.c) */
+    int n_utility_budgets;          /* its budgets, increasing, each at most every cell's trials */
+    int utility_budgets[TB_STUDY_MAX_BUDGETS];
+    double utility_min_tau;         /* "min_tau": judged when the mean Kendall tau over the
+                                       budgets reaches it; NaN: not judged */
     int n_fig_sources;              /* the variance figure's sources, each varied alone */
     tb_stream fig_sources[TB_STREAM_COUNT];
     int n_spaces;
@@ -216,6 +224,8 @@ typedef struct tb_study_values {
     double *trial_v;            /* [(cell * seeds + run) * max_trials + t]: the selection metric
                                    of trial t of run `run`'s search (a search made once: run
                                    0's), +inf if it diverged, NaN where there is none; owned */
+    tb_hparams *trial_points;   /* [(cell * seeds + run) * max_trials + t]: the point of trial t
+                                   of that search (count 0 where there is none); owned */
     tb_hparams *chosen;         /* [cell * seeds + run]: the point its search chose (only the
                                    space's hyperparameters; count 0 where nothing was tuned);
                                    owned */
@@ -298,6 +308,26 @@ typedef struct tb_study_estimator_row {
                                     reproduced otherwise; inconclusive with < 2 runs a side */
 } tb_study_estimator_row;
 
+/* The search-space utility figure (fig_utility; Ariafar et al. 2022): per cell (a candidate
+ * space of the "space" axis) and budget b, the score U(S; b) = E[best of b points drawn
+ * uniformly from S] under a GP fitted to every cell's first search (run 1's: the pilot
+ * searches), and the best value the other runs' searches reached after b trials (their median);
+ * per budget the rank correlations of the two over the cells. Arrays [cell * n_budgets + b]. */
+typedef struct tb_study_utility_fig {
+    int n_budgets;
+    int budgets[TB_STUDY_MAX_BUDGETS];
+    int fit_points, fit_imputed;  /* the pilot trials the GP was fitted to; of them, diverged
+                                     ones kept at the worst */
+    int searches;                 /* searches per cell behind `reached` (seeds - 1) */
+    double *score, *score_se;     /* E[best of b] and its Monte Carlo standard error; owned */
+    double *reached;              /* the median best after b trials; owned */
+    double tau[TB_STUDY_MAX_BUDGETS], rho[TB_STUDY_MAX_BUDGETS]; /* Kendall tau-b, Spearman
+                                     rho of score against reached (NaN: undefined, e.g. ties) */
+    double mean_tau;              /* over the budgets with a tau (NaN: none) */
+    tb_study_outcome outcome;     /* min_tau given: reproduced when mean_tau >= it, not
+                                     reproduced below, inconclusive when a budget has no tau */
+} tb_study_utility_fig;
+
 typedef struct tb_study_figures {
     tb_study_variance_cell *variance; /* per cell (fig_variance), owned */
     tb_study_rank_cell *rank;         /* per cell (fig_rank), owned */
@@ -307,10 +337,11 @@ typedef struct tb_study_figures {
                                          that does not tune), owned */
     int n_estimators;
     tb_study_estimator_row *estimators; /* fig_estimators: one per search=once cell, owned */
+    tb_study_utility_fig utility;       /* fig_utility */
 } tb_study_figures;
 
-/* The study's outcome over its checks: the figure's paired comparisons and the judged
- * estimator rows (not reproduced if any is; else inconclusive if any is; else reproduced; not
+/* The study's outcome over its checks: the figure's paired comparisons, the judged
+ * estimator rows and a judged utility figure (not reproduced if any is; else inconclusive if any is; else reproduced; not
  * judged without checks); *judged and *reproduced (either may be NULL) count the checks. */
 tb_study_outcome tb_study_outcome_of(const tb_study_figure *figure,
                                      const tb_study_figures *figures, int *judged,

@@ -155,7 +155,11 @@ static tb_status tune_cell(exec_ctx *x, const tb_study_tune *t, int seeds_index,
     tb_search_space_destroy(space);
     if (st != TB_OK) return st;
     double *row = x->out->trial_v + (size_t)(slot < 0 ? 0 : slot) * (size_t)x->out->max_trials;
-    for (int i = 0; slot >= 0 && i < r.n; i++) row[i] = r.select[i];
+    tb_hparams *points = x->out->trial_points + (row - x->out->trial_v);
+    for (int i = 0; slot >= 0 && i < r.n; i++) {
+        row[i] = r.select[i];
+        points[i] = r.points[i];
+    }
     if (r.best < 0)
         st = tb_fail(err, TB_ERR_NUMERIC, "every one of the %d tuning trials diverged", r.n);
     else
@@ -258,8 +262,9 @@ static tb_status values_alloc(exec_ctx *x, tb_error *err)
     if (out->max_trials > 0) {
         out->trial_v = malloc(runs * (size_t)out->max_trials * sizeof(double));
         out->chosen = calloc(runs, sizeof *out->chosen);
+        out->trial_points = calloc(runs * (size_t)out->max_trials, sizeof *out->trial_points);
     }
-    if (!out->v || (out->max_trials > 0 && (!out->trial_v || !out->chosen)))
+    if (!out->v || (out->max_trials > 0 && (!out->trial_v || !out->chosen || !out->trial_points)))
         return tb_fail(err, TB_ERR_NOMEM, "out of memory for a study's results");
     for (size_t i = 0; out->trial_v && i < runs * (size_t)out->max_trials; i++)
         out->trial_v[i] = NAN;
@@ -323,6 +328,7 @@ void tb_study_values_free(tb_study_values *values)
     free(values->v);
     free(values->trial_v);
     free(values->chosen);
+    free(values->trial_points);
     free(values->source_v);
     memset(values, 0, sizeof *values);
 }

@@ -97,6 +97,7 @@ static tb_status cell_config(const tb_study_plan *plan, int cell, tb_run_config 
             break;
         case TB_AXIS_HPARAM: break; /* set last, below */
         case TB_AXIS_SEARCH: break; /* the tuning's, tb_study_plan_cell_per_run */
+        case TB_AXIS_SPACE: break;  /* the tuning's: an override's tune per space */
         }
     }
     tb_status st = TB_OK;

@@ -3,6 +3,7 @@
 #define TRAINBENCH_STUDY_IMPL_H
 
 #include "trainbench/study.h"
+#include "trainbench/study_plan.h"
 #include "trainbench/tune.h"
 
 /* TB_ERR_INVALID: an error-rate metric asked of a workload without classes, named with where. */
@@ -84,5 +85,10 @@ tb_status tb_study_search_check(const tb_search_space *space, int trials, uint64
  * of JSON text, or of the deepest part of the path the text has; 0 and 0 when not even its
  * first key is there (locate.c). */
 void tb_study_locate(const char *text, const char *path, int *line, int *column);
+
+/* The search-space utility figure of the plan's values (space_utility.c); u's arrays owned,
+ * freed by tb_study_figures_free. */
+tb_status tb_study_utility_compute(const tb_study_plan *plan, const tb_study_values *v,
+                                   tb_study_utility_fig *u, tb_error *err);
 
 #endif
