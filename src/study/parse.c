@@ -125,6 +125,7 @@ static tb_study_axis_kind axis_kind(const char *name)
     if (strcmp(name, "echo_factor") == 0) return TB_AXIS_ECHO;
     if (strcmp(name, "search") == 0) return TB_AXIS_SEARCH;
     if (strcmp(name, "space") == 0) return TB_AXIS_SPACE;
+    if (strcmp(name, "sampler") == 0) return TB_AXIS_SAMPLER;
     return TB_AXIS_HPARAM;
 }
 
@@ -149,6 +150,13 @@ static tb_status parse_axis_value(tb_sp_ctx *c, tb_study_axis *a, const cJSON *v
             return tb_sp_bad(c, key, "must be \"once\" or \"per_run\" (a tuned cell's search)");
         snprintf(a->labels[i], TB_STUDY_LABEL_MAX, "%s", v->valuestring);
         a->numbers[i] = NAN;
+    } else if (a->kind == TB_AXIS_SAMPLER) {
+        tb_study_sampler s;
+        if (!cJSON_IsString(v) || tb_sp_sampler_parse(v->valuestring, &s) != TB_OK)
+            return tb_sp_bad(c, key, "must be \"halton\", \"gp\" or \"gp_prior\" (a tuned "
+                             "cell's sampler)");
+        snprintf(a->labels[i], TB_STUDY_LABEL_MAX, "%s", v->valuestring);
+        a->numbers[i] = (double)s;
     } else if (a->kind == TB_AXIS_SPACE) {
         if (!cJSON_IsString(v) || !v->valuestring[0] ||
             strspn(v->valuestring, "abcdefghijklmnopqrstuvwxyz0123456789_-") !=
@@ -427,7 +435,9 @@ static tb_status check_cells(tb_sp_ctx *c)
         return tb_sp_bad(c, "settings.algorithm", "missing (or an axis \"algorithm\")");
     int search_axis = -1;
     for (int k = 0; k < p->n_axes; k++)
-        if (p->axes[k].kind == TB_AXIS_SEARCH || p->axes[k].kind == TB_AXIS_SPACE) search_axis = k;
+        if (p->axes[k].kind == TB_AXIS_SEARCH || p->axes[k].kind == TB_AXIS_SPACE ||
+            p->axes[k].kind == TB_AXIS_SAMPLER)
+            search_axis = k;
     for (int cell = 0; cell < tb_study_plan_cells(p); cell++) {
         tb_run_config cfg;
         tb_error e = {0};

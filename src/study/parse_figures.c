@@ -182,6 +182,56 @@ static tb_status parse_utility(tb_sp_ctx *c, const cJSON *o, const char *key)
     return check_utility(c, key);
 }
 
+/* The regret figure sets the samplers of a "sampler" axis (halton, the reference, and another)
+ * side by side: every cell searching per run with the same number of trials. */
+static tb_status check_regret(tb_sp_ctx *c, const char *key)
+{
+    const tb_study_plan *p = c->plan;
+    int k = 0;
+    while (k < p->n_axes && p->axes[k].kind != TB_AXIS_SAMPLER) k++;
+    bool halton = false;
+    for (int i = 0; k < p->n_axes && i < p->axes[k].n; i++)
+        halton |= strcmp(p->axes[k].labels[i], "halton") == 0;
+    if (k == p->n_axes || p->axes[k].n < 2 || !halton)
+        return tb_sp_bad(c, key, "the regret figure needs an axis \"sampler\" with \"halton\" "
+                         "(the reference) and another sampler");
+    if (p->metric == TB_METRIC_TIME_TO_TARGET)
+        return tb_sp_bad(c, key, "the regret figure cannot use time_to_target: a trial that "
+                         "misses the target has no finite regret");
+    int trials = -1;
+    for (int cell = 0; cell < tb_study_plan_cells(p); cell++) {
+        const tb_study_tune *t = tb_study_plan_cell_tune(p, cell);
+        char label[256];
+        tb_study_plan_cell_label(p, cell, label, sizeof label);
+        if (!t || !tb_study_plan_cell_per_run(p, cell))
+            return tb_sp_bad(c, key, "cell %s: the regret figure compares repeated searches: "
+                             "every cell tunes with \"search\": \"per_run\"", label);
+        if (trials >= 0 && t->trials != trials)
+            return tb_sp_bad(c, key, "cell %s: %d trials, another cell %d: the regret figure "
+                             "compares searches of the same length", label, t->trials, trials);
+        trials = t->trials;
+    }
+    return TB_OK;
+}
+
+/* {"type": "regret", "min_ratio": r}: each gp_prior cell judged on halton's trials to the
+ * target over its own (optional, >= 1). */
+static tb_status parse_regret(tb_sp_ctx *c, const cJSON *o, const char *key)
+{
+    static const char *const keys[] = {"type", "min_ratio"};
+    tb_study_plan *p = c->plan;
+    tb_status st = o ? tb_sp_only_keys(c, o, key, keys, 2) : TB_OK;
+    if (st != TB_OK) return st;
+    const cJSON *v = o ? cJSON_GetObjectItemCaseSensitive(o, "min_ratio") : NULL;
+    char k2[96];
+    snprintf(k2, sizeof k2, "%s.min_ratio", key);
+    if (v && (st = tb_sp_number(c, v, k2, false, &p->regret_min_ratio)) != TB_OK) return st;
+    if (v && !(p->regret_min_ratio >= 1 && p->regret_min_ratio <= 1000))
+        return tb_sp_bad(c, k2, "%g is not in [1, 1000] (halton's trials over the cell's)",
+                         p->regret_min_ratio);
+    return check_regret(c, key);
+}
+
 tb_status tb_sp_parse_figures(tb_sp_ctx *c, const cJSON *o)
 {
     tb_study_plan *p = c->plan;
@@ -201,10 +251,11 @@ tb_status tb_sp_parse_figures(tb_sp_ctx *c, const cJSON *o)
                      : strcmp(type, "curve") == 0  ? &p->fig_curve
                      : strcmp(type, "estimators") == 0 ? &p->fig_estimators
                      : strcmp(type, "utility") == 0    ? &p->fig_utility
+                     : strcmp(type, "regret") == 0     ? &p->fig_regret
                                                    : NULL;
         if (!seen)
             return tb_sp_bad(c, key, "unknown figure '%s' (expected variance, rank, curve, "
-                             "estimators or utility)", type);
+                             "estimators, utility or regret)", type);
         if (*seen) return tb_sp_bad(c, key, "'%s' is listed twice", type);
         tb_status st = TB_OK;
         if (strcmp(type, "variance") == 0) {
@@ -212,6 +263,9 @@ tb_status tb_sp_parse_figures(tb_sp_ctx *c, const cJSON *o)
                 return tb_sp_bad(c, key, "a variance figure names its sources: {\"type\": "
                                  "\"variance\", \"sources\": [...]}");
             st = parse_variance(c, it, key);
+        } else if (strcmp(type, "regret") == 0) {
+            p->regret_min_ratio = NAN;
+            st = parse_regret(c, cJSON_IsObject(it) ? it : NULL, key);
         } else if (strcmp(type, "utility") == 0) {
             if (!cJSON_IsObject(it))
                 return tb_sp_bad(c, key, "a utility figure names its budgets: {\"type\": "
