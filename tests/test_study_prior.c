@@ -174,7 +174,8 @@ static void test_regret(void)
     const double *rows[4] = {w1h, w1p, w2h, w2p};
     for (int c = 0; c < 4; c++)
         for (int r = 0; r < 3; r++)
-            for (int k = 0; k < 4; k++) trial_v[(c * 3 + r) * 4 + k] = rows[c][k] + (r == 2 ? 9 : 0);
+            for (int k = 0; k < 4; k++)
+                trial_v[(c * 3 + r) * 4 + k] = rows[c][k] + (r == 2 ? 9 : 0);
     tb_study_figures f;
     if (!CHECK_OK(tb_study_figures_compute(p, &vals, &f, &err), &err)) return;
     const tb_study_regret_fig *g = &f.regret;

@@ -368,7 +368,8 @@ typedef struct tb_study_figures {
 } tb_study_figures;
 
 /* The study's outcome over its checks: the figure's paired comparisons, the judged
- * estimator rows, a judged utility figure and the judged cells of a regret figure (not reproduced if any is; else inconclusive if any is; else reproduced; not
+ * estimator rows, a judged utility figure and the judged cells of a regret
+ * figure (not reproduced if any is; else inconclusive if any is; else reproduced; not
  * judged without checks); *judged and *reproduced (either may be NULL) count the checks. */
 tb_study_outcome tb_study_outcome_of(const tb_study_figure *figure,
                                      const tb_study_figures *figures, int *judged,

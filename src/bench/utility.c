@@ -177,11 +177,12 @@ static tb_status score_points(const tb_space_utility_spec *u, coords *c, const t
     for (int i = 0; i < c->n; i++)
         if (c->hi[i] > c->lo[i]) c->active[c->n_active++] = i;
     if (c->n_active == 0)
-        return tb_fail(err, TB_ERR_INVALID,
-                       "search-space utility: no dimension of the spaces takes more than one value");
+        return tb_fail(err, TB_ERR_INVALID, "search-space utility: no dimension of the spaces "
+                       "takes more than one value");
     double *x = malloc((size_t)(n > 0 ? n : 1) * TB_GP_MAX_DIMS * sizeof *x);
     double *yk = malloc((size_t)(n > 0 ? n : 1) * sizeof *yk);
-    tb_status st = x && yk ? TB_OK : tb_fail(err, TB_ERR_NOMEM, "search-space utility: out of memory");
+    tb_status st = x && yk ? TB_OK
+                           : tb_fail(err, TB_ERR_NOMEM, "search-space utility: out of memory");
     int kept = 0;
     for (int i = 0; st == TB_OK && i < n; i++) {
         if (!isfinite(y[i])) continue; /* no trial has an objective of its own */

@@ -244,9 +244,11 @@ tb_status tb_study_figures_compute(const tb_study_plan *plan, const tb_study_val
     for (size_t c = 0; c < cells && st == TB_OK && plan->fig_rank; c++)
         out->rank[c].mean_rank /= (double)seeds;
     for (int c = 0; c < v->cells && st == TB_OK && plan->fig_curve; c++)
-        st = tb_study_curve_cell(plan, v, c, scratch, out->curve + (size_t)c * (size_t)v->max_trials);
+        st = tb_study_curve_cell(plan, v, c, scratch,
+                                 out->curve + (size_t)c * (size_t)v->max_trials);
     if (st == TB_OK && plan->fig_estimators) st = estimators(plan, v, scratch, out, err);
-    if (st == TB_OK && plan->fig_utility) st = tb_study_utility_compute(plan, v, &out->utility, err);
+    if (st == TB_OK && plan->fig_utility)
+        st = tb_study_utility_compute(plan, v, &out->utility, err);
     if (st == TB_OK && plan->fig_regret) st = tb_study_regret_compute(plan, v, &out->regret, err);
     free(scratch);
     if (st != TB_OK) tb_study_figures_free(out);

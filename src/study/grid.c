@@ -149,7 +149,8 @@ tb_study_sampler tb_study_plan_cell_sampler(const tb_study_plan *plan, int cell)
     int v[TB_STUDY_MAX_AXES];
     tb_study_plan_cell_values(plan, cell, v);
     for (int k = 0; k < plan->n_axes; k++)
-        if (plan->axes[k].kind == TB_AXIS_SAMPLER) return (tb_study_sampler)(int)plan->axes[k].numbers[v[k]];
+        if (plan->axes[k].kind == TB_AXIS_SAMPLER)
+            return (tb_study_sampler)(int)plan->axes[k].numbers[v[k]];
     return t->sampler;
 }
 

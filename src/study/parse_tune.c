@@ -194,9 +194,10 @@ tb_status tb_sp_check_tunes(tb_sp_ctx *c)
             return tb_sp_bad(c, k2, "%d trials, but the space lists %d points", t->trials, list);
         }
         bool source = false;
-        for (int d = 0; d < tb_study_plan_cells(p) && !source; d++)
+        const bool prior = sampler == TB_STUDY_SAMPLER_GP_PRIOR;
+        for (int d = 0; prior && !source && d < tb_study_plan_cells(p); d++)
             source = tb_study_prior_source(p, cell, d);
-        if (sampler == TB_STUDY_SAMPLER_GP_PRIOR && !source)
+        if (prior && !source)
             return tb_sp_bad(c, k2, "cell %s: the gp_prior sampler pre-trains on other "
                              "workloads' searches of the same space, and no cell on another "
                              "workload searches it with halton or gp", label);

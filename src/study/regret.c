@@ -111,7 +111,8 @@ tb_status tb_study_regret_compute(const tb_study_plan *plan, const tb_study_valu
         out->target[c] = href ? href[t->trials - 1] : NAN;
         const double *row = out->regret + (size_t)c * (size_t)T;
         out->to_target[c] = isfinite(out->target[c]) ? first_reaching(row, T, out->target[c]) : 0;
-        const int h = href && isfinite(out->target[c]) ? first_reaching(href, T, out->target[c]) : 0;
+        const int h =
+            href && isfinite(out->target[c]) ? first_reaching(href, T, out->target[c]) : 0;
         out->ratio[c] = h > 0 && out->to_target[c] > 0 ? (double)h / out->to_target[c] : NAN;
         out->outcome[c] = judge(plan, c, out->target[c], out->to_target[c], out->ratio[c]);
     }
