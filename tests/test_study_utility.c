@@ -5,8 +5,10 @@
 #include "testutil.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "study/study_impl.h"
 #include "trainbench/study_plan.h"
@@ -132,6 +134,41 @@ static void test_refused(void)
     }
 }
 
+/* A space file beside the study that is not JSON, or names nothing: refused at the line and
+ * column of the tune's "space", naming the file and the cause, before any run. */
+static void test_space_files(void)
+{
+    char dir[] = "/tmp/tb_study_utility_XXXXXX";
+    if (!CHECK(mkdtemp(dir) != NULL)) return;
+    static const struct {
+        const char *content, *needle;
+    } cases[] = {
+        {"{\"learning_rate\": {\"min\": 1e-4,", "bad.json: malformed JSON at line 1, column 32"},
+        {"[]", "bad.json: the list of points is empty"},
+        {"{\"learning_rate\": {\"min\": 1e-4, \"max\": 0.1, \"scaling\": \"cubic\"}}",
+         "bad.json: 'learning_rate': unknown scaling 'cubic'"},
+    };
+    char space[256], study[256];
+    snprintf(space, sizeof space, "%s/bad.json", dir);
+    snprintf(study, sizeof study, "%s/u.json", dir);
+    const char *text = variant("{\"learning_rate\": {\"min\": 5e-3, \"max\": 2e-2, \"scaling\": "
+                               "\"log\"}}", "\"bad.json\"");
+    tb_error err = {0};
+    for (size_t i = 0; text && i < sizeof cases / sizeof *cases; i++) {
+        FILE *f = fopen(space, "w");
+        if (!CHECK(f != NULL)) break;
+        fputs(cases[i].content, f);
+        fclose(f);
+        tb_study_plan *p = NULL;
+        if (!CHECK_FAILS(tb_study_plan_parse(text, study, &p, &err), TB_ERR_INVALID, &err,
+                         "u.json:5:51: overrides[0].tune.space: ") ||
+            !CHECK(strstr(err.message, cases[i].needle) != NULL))
+            printf("  space file case %zu: %s\n", i, err.message);
+    }
+    unlink(space);
+    rmdir(dir);
+}
+
 /* f(lr) = (log10 lr + 2)^2, the best at 1e-2, inside the narrow space only. */
 static double bowl(double lr) { return (log10(lr) + 2) * (log10(lr) + 2); }
 
@@ -214,6 +251,7 @@ static void test_figure(void)
 int main(void)
 {
     test_refused();
+    test_space_files();
     test_figure();
     return tb_test_finish("test_study_utility");
 }
