@@ -38,7 +38,8 @@ static const char study_usage[] =
     "                            studies/)\n"
     "      --json                print the figure as JSON on stdout\n"
     "      --out DIR             write each of the file's \"figures\" (variance, rank, curve,\n"
-    "                            estimators) as DIR/<study>.<figure>.csv and .json\n"
+    "                            estimators, utility, regret) as DIR/<study>.<figure>.csv\n"
+    "                            and .json\n"
     TB_CLI_THREADS_HELP
     TB_CLI_DEVICE_HELP
     TB_CLI_DATA_HELP

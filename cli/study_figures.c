@@ -1,6 +1,6 @@
-/* study_figures.c: a study's figures beyond the table (variance, rank, curve, estimators) as
- * text, and as data: one JSON and one CSV file per figure (`study --out DIR`), the same rows in
- * both. */
+/* study_figures.c: a study's figures beyond the table (variance, rank, curve, estimators,
+ * utility, regret) as text, and as data: one JSON and one CSV file per figure (`study --out
+ * DIR`), the same rows in both. */
 #include "study_output.h"
 
 #include <math.h>
@@ -186,6 +186,103 @@ static void estimator_rows(const tb_study_plan *p, const tb_study_values *v,
     }
 }
 
+/* The axis value of the "space" axis in cell c (the candidate space's name). */
+static const char *space_name(const tb_study_plan *p, int c)
+{
+    int v[TB_STUDY_MAX_AXES];
+    tb_study_plan_cell_values(p, c, v);
+    for (int k = 0; k < p->n_axes; k++)
+        if (p->axes[k].kind == TB_AXIS_SPACE) return p->axes[k].labels[v[k]];
+    return "";
+}
+
+static void utility_rows(const tb_study_plan *p, const tb_study_values *v,
+                         const tb_study_figures *f, sink *s, bool text)
+{
+    const tb_study_utility_fig *u = &f->utility;
+    const char *metric = tb_study_metric_name(tb_study_selection_metric(p->metric));
+    if (s->csv) fputs("cell,space,budget,score,score_se,reached,tau,rho\n", s->csv);
+    if (text)
+        printf("search-space utility (score: E[best %s of b uniform draws] under a GP fitted to "
+               "the %d trials of each space's first search, %d of them diverged; reached: the "
+               "median best of the other %d searches after b trials):\n", metric, u->fit_points,
+               u->fit_imputed, u->searches);
+    for (int b = 0; b < u->n_budgets; b++) {
+        if (text)
+            printf("  b = %-3d  Kendall tau %6.3f  Spearman rho %6.3f\n", u->budgets[b],
+                   u->tau[b], u->rho[b]);
+        for (int c = 0; c < v->cells; c++) {
+            const double score = u->score[c * u->n_budgets + b];
+            const double se = u->score_se[c * u->n_budgets + b];
+            const double reached = u->reached[c * u->n_budgets + b];
+            if (text)
+                printf("    %-20s score %10.4g +- %-9.2g reached %10.4g\n", space_name(p, c),
+                       score, se, reached);
+            char label[256];
+            tb_study_plan_cell_label(p, c, label, sizeof label);
+            row_start(s, label);
+            if (s->csv) fprintf(s->csv, ",%s", space_name(p, c));
+            if (s->json) fprintf(s->json, ",\"space\":\"%s\"", space_name(p, c));
+            field(s, "budget", u->budgets[b]);
+            field(s, "score", score);
+            field(s, "score_se", se);
+            field(s, "reached", reached);
+            field(s, "tau", u->tau[b]);
+            field(s, "rho", u->rho[b]);
+            row_end(s);
+        }
+    }
+    if (text) {
+        printf("  mean Kendall tau over the budgets: %.3f", u->mean_tau);
+        if (u->outcome != TB_STUDY_NOT_JUDGED)
+            printf("\n  expected: the scores rank the spaces as the searches do (mean tau >= "
+                   "%.3g): %s", p->utility_min_tau, tb_study_outcome_name(u->outcome));
+        printf("\n");
+    }
+}
+
+static void regret_rows(const tb_study_plan *p, const tb_study_values *v,
+                        const tb_study_figures *f, sink *s, bool text)
+{
+    const tb_study_regret_fig *r = &f->regret;
+    if (s->csv) fputs("cell,trial,regret,best_known,target,to_target,ratio,outcome\n", s->csv);
+    if (text)
+        printf("regret after b trials (the median over the runs' searches of the best %s so far, "
+               "minus the best trial of any sampler; target: the regret halton reaches after "
+               "all its trials):\n", tb_study_metric_name(tb_study_selection_metric(p->metric)));
+    for (int c = 0; c < v->cells; c++) {
+        const tb_study_tune *t = tb_study_plan_cell_tune(p, c);
+        char label[256];
+        tb_study_plan_cell_label(p, c, label, sizeof label);
+        if (text) {
+            printf("  %-40s", label);
+            for (int b = 0; t && b < t->trials; b++)
+                printf(" %.3g", r->regret[(size_t)c * (size_t)r->trials + (size_t)b]);
+            printf("\n    target %.4g (best known %.4g): ", r->target[c], r->best_known[c]);
+            if (r->to_target[c] > 0) printf("reached after %d trials", r->to_target[c]);
+            else printf("not reached in %d trials", t ? t->trials : 0);
+            if (isfinite(r->ratio[c])) printf(", halton needs %.3gx as many", r->ratio[c]);
+            if (r->outcome[c] != TB_STUDY_NOT_JUDGED)
+                printf("\n    expected: halton needs at least %.3gx the trials: %s",
+                       p->regret_min_ratio, tb_study_outcome_name(r->outcome[c]));
+            printf("\n");
+        }
+        for (int b = 0; t && b < t->trials; b++) {
+            row_start(s, label);
+            field(s, "trial", b + 1);
+            field(s, "regret", r->regret[(size_t)c * (size_t)r->trials + (size_t)b]);
+            field(s, "best_known", r->best_known[c]);
+            field(s, "target", r->target[c]);
+            field(s, "to_target", r->to_target[c]);
+            field(s, "ratio", r->ratio[c]);
+            if (s->csv) fprintf(s->csv, ",%s", tb_study_outcome_name(r->outcome[c]));
+            if (s->json)
+                fprintf(s->json, ",\"outcome\":\"%s\"", tb_study_outcome_name(r->outcome[c]));
+            row_end(s);
+        }
+    }
+}
+
 typedef void (*rows_fn)(const tb_study_plan *, const tb_study_values *,
                         const tb_study_figures *, sink *, bool);
 
@@ -196,14 +293,16 @@ static void each_figure(const tb_study_plan *p, rows_fn *fns, const char **names
     if (p->fig_rank) names[n] = "rank", fns[n++] = rank_rows;
     if (p->fig_curve) names[n] = "curve", fns[n++] = curve_rows;
     if (p->fig_estimators) names[n] = "estimators", fns[n++] = estimator_rows;
+    if (p->fig_utility) names[n] = "utility", fns[n++] = utility_rows;
+    if (p->fig_regret) names[n] = "regret", fns[n++] = regret_rows;
     names[n] = NULL;
 }
 
 void tb_cli_study_print_figures(const tb_study_plan *p, const tb_study_values *v,
                                 const tb_study_figures *f)
 {
-    rows_fn fns[5];
-    const char *names[5];
+    rows_fn fns[7];
+    const char *names[7];
     each_figure(p, fns, names);
     for (int i = 0; names[i]; i++) {
         sink s = {0};
@@ -214,8 +313,8 @@ void tb_cli_study_print_figures(const tb_study_plan *p, const tb_study_values *v
 void tb_cli_study_json_figures(const tb_study_plan *p, const tb_study_values *v,
                                const tb_study_figures *f)
 {
-    rows_fn fns[5];
-    const char *names[5];
+    rows_fn fns[7];
+    const char *names[7];
     each_figure(p, fns, names);
     fputs(",\"figures\":{", stdout);
     for (int i = 0; names[i]; i++) {
@@ -230,8 +329,8 @@ void tb_cli_study_json_figures(const tb_study_plan *p, const tb_study_values *v,
 bool tb_cli_study_write_figures(const tb_study_plan *p, const tb_study_values *v,
                                 const tb_study_figures *f, const char *dir)
 {
-    rows_fn fns[5];
-    const char *names[5];
+    rows_fn fns[7];
+    const char *names[7];
     each_figure(p, fns, names);
     for (int i = 0; names[i]; i++) {
         char csv[4096], json[4096];

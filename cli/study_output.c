@@ -84,7 +84,7 @@ static void print_tuned(const tb_study_plan *p, const tb_study_values *v)
         const size_t slot = (size_t)c * (size_t)v->seeds;
         hparams_text(&v->chosen[slot], hp, sizeof hp);
         printf("  %s: %s\n    best of %d %s trials of %s (space %s): %.4g%s\n", label, hp,
-               t->trials, t->sampler == TB_STUDY_SAMPLER_GP ? "gp" : "halton",
+               t->trials, tb_study_sampler_name(tb_study_plan_cell_sampler(p, c)),
                budget_text(t, budget, sizeof budget), t->space_source, best_trial(v, slot),
                tb_study_plan_cell_per_run(p, c) ? "; a new search per run, run 1's shown (every run's in --json)"
                           : "; every run retrains it on its own seeds");
@@ -184,7 +184,7 @@ static void json_tuned(const tb_study_plan *p, const tb_study_values *v, int cel
     if (!t) return;
     char budget[64];
     printf(",\"tuned\":{\"trials\":%d,\"sampler\":\"%s\",\"search\":\"%s\",\"budget\":\"%s\","
-           "\"space\":\"", t->trials, t->sampler == TB_STUDY_SAMPLER_GP ? "gp" : "halton",
+           "\"space\":\"", t->trials, tb_study_sampler_name(tb_study_plan_cell_sampler(p, cell)),
            tb_study_plan_cell_per_run(p, cell) ? "per_run" : "once", budget_text(t, budget, sizeof budget));
     tb_cli_json_text(t->space_source);
     fputs("\",\"chosen\":[", stdout);

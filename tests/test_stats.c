@@ -747,6 +747,43 @@ static void test_bad_input(void)
                 "augment: value 1 is nan");
 }
 
+/* Rank correlations against values worked by hand: x = 1..5, y = 2 1 4 3 5 (two adjacent
+ * swaps): sum d^2 = 4, rho = 1 - 6 * 4 / (5 * 24) = 0.8; 8 concordant and 2 discordant pairs
+ * of 10, tau = 0.6. With a tie, x = 1 2 2 3, y = 1 3 2 4: ranks of x 1 2.5 2.5 4, rho =
+ * 4.5 / sqrt(4.5 * 5); 5 concordant, 0 discordant, 5 pairs untied in x and 6 in y, tau-b =
+ * 5 / sqrt(30). */
+static void test_rank_correlation(void)
+{
+    tb_error err = {0};
+    const double x[5] = {1, 2, 3, 4, 5}, y[5] = {2, 1, 4, 3, 5}, r[5] = {50, 40, 30, 20, 10};
+    double rho = 0, tau = 0;
+    CHECK_OK(tb_spearman_rho(x, y, 5, &rho, &err), &err);
+    CHECK_NEAR(rho, 0.8, 1e-15);
+    CHECK_OK(tb_kendall_tau(x, y, 5, &tau, &err), &err);
+    CHECK_NEAR(tau, 0.6, 1e-15);
+    CHECK_OK(tb_spearman_rho(x, r, 5, &rho, &err), &err);
+    CHECK_NEAR(rho, -1.0, 1e-15);
+    CHECK_OK(tb_kendall_tau(x, r, 5, &tau, &err), &err);
+    CHECK_NEAR(tau, -1.0, 1e-15);
+    const double tx[4] = {1, 2, 2, 3}, ty[4] = {1, 3, 2, 4};
+    CHECK_OK(tb_spearman_rho(tx, ty, 4, &rho, &err), &err);
+    CHECK_NEAR(rho, 4.5 / sqrt(22.5), 1e-15);
+    CHECK_OK(tb_kendall_tau(tx, ty, 4, &tau, &err), &err);
+    CHECK_NEAR(tau, 5.0 / sqrt(30.0), 1e-15);
+    /* only the order counts: +inf ranks last, two of them tie */
+    const double inf3[3] = {1, INFINITY, INFINITY}, up3[3] = {1, 2, 3};
+    CHECK_OK(tb_kendall_tau(inf3, up3, 3, &tau, &err), &err);
+    CHECK_NEAR(tau, 2.0 / sqrt(6.0), 1e-15); /* 2 concordant, 2 and 3 untied pairs */
+    const double same[3] = {2, 2, 2}, bad[3] = {1, NAN, 3};
+    CHECK_FAILS(tb_kendall_tau(same, x, 3, &tau, &err), TB_ERR_INVALID, &err,
+                "every first value is the same");
+    CHECK_FAILS(tb_spearman_rho(x, same, 3, &rho, &err), TB_ERR_INVALID, &err,
+                "every second value is the same");
+    CHECK_FAILS(tb_spearman_rho(x, bad, 3, &rho, &err), TB_ERR_INVALID, &err,
+                "pair 2 is not a number");
+    CHECK_FAILS(tb_kendall_tau(x, y, 1, &tau, &err), TB_ERR_INVALID, &err, "2 or more pairs");
+}
+
 int main(void)
 {
     test_normal();
@@ -762,5 +799,6 @@ int main(void)
     test_gaussian_pab();
     test_variance();
     test_bad_input();
+    test_rank_correlation();
     return tb_test_finish("test_stats");
 }

@@ -241,7 +241,8 @@ static void test_tune(void)
         {"\"search\": \"per_run\"", "\"search\": \"each\"",
          "m.json:9:23: overrides[0].tune.search: 'each' is not once or per_run"},
         {"\"trials\": 2,", "\"trials\": 2, \"sampler\": \"gp\",",
-         "overrides[0].tune.space: the gp sampler needs a space of ranges"},
+         "overrides[0].tune.space: cell algorithm=sgd batch_size=256: the gp sampler needs a "
+         "space of ranges"},
         {"\"seeds\": 2,", "\"seeds\": 2, \"metric\": \"time_to_target\",",
          "m.json:6:55: tune.budget: cell algorithm=adam batch_size=64: a time_to_target run"},
         {"[{\"learning_rate\": 0.1}, {\"learning_rate\": 0.2}]", "\"no_such_space.json\"",
@@ -620,9 +621,10 @@ static void test_shipped(void)
             char want[256];
             snprintf(want, sizeof want, "%s.json", p->name); /* the file is named after it */
             CHECK(strcmp(want, names[i]->d_name) == 0);
-            /* a claim stated as a check: a judged comparison, or judged estimators */
+            /* a claim stated as a check: judged comparisons, estimators, utility or regret */
             CHECK((p->n_comparisons > 0 && p->comparisons[0].expect != TB_EXPECT_NONE) ||
-                  p->fig_estimators_judged);
+                  p->fig_estimators_judged || (p->fig_utility && !isnan(p->utility_min_tau)) ||
+                  (p->fig_regret && !isnan(p->regret_min_ratio)));
         }
         tb_study_plan_free(p);
         free(names[i]);

@@ -172,6 +172,15 @@ typedef struct tb_space_utility_info {
 tb_status tb_space_utility(tb_store *store, const tb_space_utility_spec *spec, tb_utility *out,
                            tb_space_utility_info *info, tb_error *err);
 
+/* The same scores from given points (n of them, each with every dimension of the spaces) and
+ * their objectives y (lower is better; a value that is not finite: a failed point, kept at the
+ * worst finite one) in place of a store's trials: spec's spaces, budgets, draws and seed (its
+ * workload, submission and benchmark unused). The same errors; info (may be NULL) counts the
+ * points as it counts trials. */
+tb_status tb_space_utility_points(const tb_space_utility_spec *spec, const tb_hparams *points,
+                                  const double *y, int n, tb_utility *out,
+                                  tb_space_utility_info *info, tb_error *err);
+
 /* ---- a benchmark ---------------------------------------------------------------------------- */
 typedef struct tb_bench_spec {
     const char *name;                  /* the benchmark's name in the store */

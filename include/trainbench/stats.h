@@ -275,6 +275,18 @@ tb_status tb_gap_versus_sources(const double *a, int64_t na, const double *b, in
                                 const tb_variance_row *rows, int n_rows, double *gap,
                                 tb_gap_row *out, tb_error *err);
 
+/* ---- rank correlation (rank.c) ------------------------------------------------------------ */
+/* Spearman's rho of the pairs (x[i], y[i]), i < n: the Pearson correlation of their ranks, tied
+ * values sharing the mean of their places; in [-1, 1], 1 when both order the pairs alike.
+ * Only the order counts: infinities take part (equal ones tied). TB_ERR_INVALID for n < 2, a
+ * NaN, or a sample whose values are all equal (no order). */
+tb_status tb_spearman_rho(const double *x, const double *y, int64_t n, double *rho,
+                          tb_error *err);
+/* Kendall's tau-b of the same pairs: (concordant - discordant) / sqrt(n1 n2), n1 and n2 the
+ * pairs of indices not tied in x and in y; the same errors. */
+tb_status tb_kendall_tau(const double *x, const double *y, int64_t n, double *tau,
+                         tb_error *err);
+
 /* ---- building blocks ----------------------------------------------------------------------- */
 /* Mean and sample std (n - 1; 0 when n = 1) of x[0..n), two-pass. */
 void tb_stats_mean_std(const double *x, int64_t n, double *mean, double *std);

@@ -22,12 +22,18 @@ extern "C" {
 
 /* How a search draws its points: the scrambled Halton sequence, shifted by the search's seed
  * (every seed a different set of points), or Bayesian optimisation (a GP fitted to the trials
- * so far, expected improvement; its first TB_STUDY_GP_INITIAL points are Halton's). */
+ * so far, expected improvement; its first TB_STUDY_GP_INITIAL points are Halton's), or BO with
+ * a pre-trained prior (HyperBO: the GP's mean, kernel and noise fitted beforehand to other
+ * workloads' searches and only conditioned on the trials so far; its first point Halton's). */
 typedef enum tb_study_sampler {
     TB_STUDY_SAMPLER_HALTON = 0,
     TB_STUDY_SAMPLER_GP,
+    TB_STUDY_SAMPLER_GP_PRIOR,
 } tb_study_sampler;
 #define TB_STUDY_GP_INITIAL 3
+#define TB_STUDY_GP_PRIOR_INITIAL 1
+/* "halton", "gp", "gp_prior" ("unknown" out of range). */
+const char *tb_study_sampler_name(tb_study_sampler s);
 
 /* What one run contributes: a metric of the validation or test split after the run. */
 typedef enum tb_study_metric {

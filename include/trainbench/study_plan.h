@@ -33,6 +33,7 @@ extern "C" {
 #define TB_STUDY_MAX_SEEDS 1000
 #define TB_STUDY_TEXT_MAX 512
 #define TB_STUDY_LABEL_MAX 48
+#define TB_STUDY_MAX_BUDGETS 8     /* the utility figure's budgets */
 
 typedef enum tb_study_axis_kind {
     TB_AXIS_WORKLOAD = 0,
@@ -43,6 +44,9 @@ typedef enum tb_study_axis_kind {
     TB_AXIS_HPARAM, /* any other name: a hyperparameter of every algorithm of the cell */
     TB_AXIS_SEARCH, /* "search": "once" or "per_run", in place of every tune's own "search"
                        (the two estimators of Bouthillier et al. side by side) */
+    TB_AXIS_SAMPLER, /* "sampler": "halton", "gp", "gp_prior", in place of every tune's own */
+    TB_AXIS_SPACE,  /* "space": names of candidate search spaces; every cell tunes, an
+                       override's tune giving each name its space (the utility figure) */
 } tb_study_axis_kind;
 
 typedef struct tb_study_axis {
@@ -142,6 +146,13 @@ typedef struct tb_study_plan {
     bool fig_variance, fig_rank, fig_curve, fig_estimators; /* "figures" beyond the table
                                                                (figures.c) */
     bool fig_estimators_judged;     /* "expect": "close": each estimator row a check */
+    bool fig_utility;               /* the search-space utility figure (utility.c) */
+    int n_utility_budgets;          /* its budgets, increasing, each at most every cell's trials */
+    int utility_budgets[TB_STUDY_MAX_BUDGETS];
+    double utility_min_tau;         /* "min_tau": judged when the mean Kendall tau over the
+                                       budgets reaches it; NaN: not judged */
+    bool fig_regret;                /* the regret figure of the samplers (regret.c) */
+    double regret_min_ratio;        /* "min_ratio": each gp_prior cell judged on it; NaN: not */
     int n_fig_sources;              /* the variance figure's sources, each varied alone */
     tb_stream fig_sources[TB_STREAM_COUNT];
     int n_spaces;
@@ -174,6 +185,9 @@ void tb_study_plan_cell_values(const tb_study_plan *plan, int cell, int *values)
 void tb_study_plan_cell_label(const tb_study_plan *plan, int cell, char *buf, size_t cap);
 /* The tuning of cell `cell` (the last matching override's, else the study's), or NULL. */
 const tb_study_tune *tb_study_plan_cell_tune(const tb_study_plan *plan, int cell);
+/* The sampler of cell `cell`'s searches: its "sampler" axis value where the plan has that
+ * axis, else its tune's (halton for a cell that does not tune). */
+tb_study_sampler tb_study_plan_cell_sampler(const tb_study_plan *plan, int cell);
 /* Whether cell `cell` tunes with a new search per run: its "search" axis value where the plan
  * has that axis, else its tune's "search" (false for a cell that does not tune). */
 bool tb_study_plan_cell_per_run(const tb_study_plan *plan, int cell);
@@ -216,6 +230,8 @@ typedef struct tb_study_values {
     double *trial_v;            /* [(cell * seeds + run) * max_trials + t]: the selection metric
                                    of trial t of run `run`'s search (a search made once: run
                                    0's), +inf if it diverged, NaN where there is none; owned */
+    tb_hparams *trial_points;   /* [(cell * seeds + run) * max_trials + t]: the point of trial t
+                                   of that search (count 0 where there is none); owned */
     tb_hparams *chosen;         /* [cell * seeds + run]: the point its search chose (only the
                                    space's hyperparameters; count 0 where nothing was tuned);
                                    owned */
@@ -298,6 +314,46 @@ typedef struct tb_study_estimator_row {
                                     reproduced otherwise; inconclusive with < 2 runs a side */
 } tb_study_estimator_row;
 
+/* The search-space utility figure (fig_utility; Ariafar et al. 2022): per cell (a candidate
+ * space of the "space" axis) and budget b, the score U(S; b) = E[best of b points drawn
+ * uniformly from S] under a GP fitted to every cell's first search (run 1's: the pilot
+ * searches), and the best value the other runs' searches reached after b trials (their median);
+ * per budget the rank correlations of the two over the cells. Arrays [cell * n_budgets + b]. */
+typedef struct tb_study_utility_fig {
+    int n_budgets;
+    int budgets[TB_STUDY_MAX_BUDGETS];
+    int fit_points, fit_imputed;  /* the pilot trials the GP was fitted to; of them, diverged
+                                     ones kept at the worst */
+    int searches;                 /* searches per cell behind `reached` (seeds - 1) */
+    double *score, *score_se;     /* E[best of b] and its Monte Carlo standard error; owned */
+    double *reached;              /* the median best after b trials; owned */
+    double tau[TB_STUDY_MAX_BUDGETS], rho[TB_STUDY_MAX_BUDGETS]; /* Kendall tau-b, Spearman
+                                     rho of score against reached (NaN: undefined, e.g. ties) */
+    double mean_tau;              /* over the budgets with a tau (NaN: none) */
+    tb_study_outcome outcome;     /* min_tau given: reproduced when mean_tau >= it, not
+                                     reproduced below, inconclusive when a budget has no tau */
+} tb_study_utility_fig;
+
+/* The regret figure (fig_regret; Wang et al., HyperBO): per cell of the "sampler" axis, its
+ * regret after b trials, the median over its runs' searches of the best so far minus the best
+ * trial its group ever saw (its group: the cells that differ only in the sampler, every sampler
+ * and run counted); the target, the regret the group's halton cell reaches after its last
+ * trial; the trials each cell needs to reach it; and halton's trials over the cell's. Arrays per
+ * cell ([cell * trials + b - 1] for regret). */
+typedef struct tb_study_regret_fig {
+    int cells;
+    int trials;                   /* the values' max_trials */
+    double *regret;               /* NaN where there is none; owned */
+    double *best_known, *target;  /* owned */
+    int *to_target;               /* the first b with regret <= target, 0 never; owned */
+    double *ratio;                /* halton's to_target / this cell's (NaN when either never
+                                     reaches it); owned */
+    tb_study_outcome *outcome;    /* gp_prior cells with min_ratio: reproduced when ratio >=
+                                     min_ratio, not reproduced below it or when the cell never
+                                     reaches the target, inconclusive without a finite target;
+                                     others not judged; owned */
+} tb_study_regret_fig;
+
 typedef struct tb_study_figures {
     tb_study_variance_cell *variance; /* per cell (fig_variance), owned */
     tb_study_rank_cell *rank;         /* per cell (fig_rank), owned */
@@ -307,10 +363,13 @@ typedef struct tb_study_figures {
                                          that does not tune), owned */
     int n_estimators;
     tb_study_estimator_row *estimators; /* fig_estimators: one per search=once cell, owned */
+    tb_study_utility_fig utility;       /* fig_utility */
+    tb_study_regret_fig regret;         /* fig_regret */
 } tb_study_figures;
 
-/* The study's outcome over its checks: the figure's paired comparisons and the judged
- * estimator rows (not reproduced if any is; else inconclusive if any is; else reproduced; not
+/* The study's outcome over its checks: the figure's paired comparisons, the judged
+ * estimator rows, a judged utility figure and the judged cells of a regret
+ * figure (not reproduced if any is; else inconclusive if any is; else reproduced; not
  * judged without checks); *judged and *reproduced (either may be NULL) count the checks. */
 tb_study_outcome tb_study_outcome_of(const tb_study_figure *figure,
                                      const tb_study_figures *figures, int *judged,

@@ -161,6 +161,62 @@ static void draw_space(void *user, tb_rng *rng, double *x)
     to_coords(d->c, &hp, x); /* a space's own points always have every dimension */
 }
 
+/* The utilities of u's spaces under a GP fitted to the n points pts with objectives y (finite;
+ * imputed[i]: a failed trial kept at the worst), on the coordinates c of the spaces, widened to
+ * reach the points. who names the points in the error when fewer than 2 did not fail. */
+static tb_status score_points(const tb_space_utility_spec *u, coords *c, const tb_hparams *pts,
+                              const double *y, const bool *imputed, int n, const char *who,
+                              tb_utility *out, tb_space_utility_info *inf, tb_error *err)
+{
+    for (int i = 0; i < n; i++) /* the coordinates reach the points' values too */
+        for (int j = 0; j < pts[i].count; j++) {
+            int k = coord_of(c, pts[i].names[j]);
+            double v = pts[i].values[j];
+            if (k >= 0 && isfinite(v) && (!c->log[k] || v > 0)) widen(c, k, v);
+        }
+    for (int i = 0; i < c->n; i++)
+        if (c->hi[i] > c->lo[i]) c->active[c->n_active++] = i;
+    if (c->n_active == 0)
+        return tb_fail(err, TB_ERR_INVALID, "search-space utility: no dimension of the spaces "
+                       "takes more than one value");
+    double *x = malloc((size_t)(n > 0 ? n : 1) * TB_GP_MAX_DIMS * sizeof *x);
+    double *yk = malloc((size_t)(n > 0 ? n : 1) * sizeof *yk);
+    tb_status st = x && yk ? TB_OK
+                           : tb_fail(err, TB_ERR_NOMEM, "search-space utility: out of memory");
+    int kept = 0;
+    for (int i = 0; st == TB_OK && i < n; i++) {
+        if (!isfinite(y[i])) continue; /* no trial has an objective of its own */
+        if (!to_coords(c, &pts[i], x + (size_t)kept * c->n_active)) {
+            inf->skipped++;
+            continue;
+        }
+        yk[kept++] = y[i];
+        inf->imputed += imputed[i];
+    }
+    inf->trials = kept;
+    if (st == TB_OK && kept - inf->imputed < 2)
+        st = tb_fail(err, TB_ERR_MISSING,
+                     "search-space utility: %d finished trials of %s to fit a GP to (at least 2 "
+                     "that did not fail are needed)", kept - inf->imputed, who);
+    tb_gp_task data = {x, yk, kept};
+    tb_gp_params p;
+    tb_gp *gp = NULL;
+    tb_gp_fit_options fo = {.seed = tb_bench_mix(u->seed ^ 0x5554ull)};
+    if (st == TB_OK) st = tb_gp_fit(&data, 1, c->n_active, &fo, &p, err);
+    if (st == TB_OK) st = tb_gp_create(&p, &data, &gp, err);
+    for (int s = 0; st == TB_OK && s < u->n_spaces; s++) {
+        draw_ctx d = {u->spaces[s], c};
+        st = tb_gp_utility(gp, draw_space, &d, u->budgets, u->n_budgets,
+                           u->draws > 0 ? u->draws : 1000, 0.0, u->seed,
+                           out + (size_t)s * u->n_budgets, err);
+        if (st != TB_OK) tb_error_prefix(err, "search space %d", s + 1);
+    }
+    tb_gp_destroy(gp);
+    free(x);
+    free(yk);
+    return st;
+}
+
 tb_status tb_space_utility(tb_store *store, const tb_space_utility_spec *u, tb_utility *out,
                            tb_space_utility_info *info, tb_error *err)
 {
@@ -182,61 +238,54 @@ tb_status tb_space_utility(tb_store *store, const tb_space_utility_spec *u, tb_u
     for (int i = 0; st == TB_OK && i < n_all; i++) /* the trials that count, first in all */
         if (wanted(u, &all[i]) && strcmp(all[i].submission, inf.submission) == 0)
             all[n++] = all[i];
-    /* the coordinates reach the trials' values too */
-    for (int i = 0; st == TB_OK && i < n; i++)
-        for (int j = 0; j < all[i].hparams.count; j++) {
-            int k = coord_of(&c, all[i].hparams.names[j]);
-            double v = all[i].hparams.values[j];
-            if (k >= 0 && isfinite(v) && (!c.log[k] || v > 0)) widen(&c, k, v);
-        }
-    for (int i = 0; i < c.n; i++)
-        if (c.hi[i] > c.lo[i]) c.active[c.n_active++] = i;
-    if (st == TB_OK && c.n_active == 0)
-        st = tb_fail(err, TB_ERR_INVALID,
-                     "search-space utility: no dimension of the spaces takes more than one value");
-    double *y = malloc((size_t)(n > 0 ? n : 1) * sizeof *y);
-    bool *imputed = malloc((size_t)(n > 0 ? n : 1) * sizeof *imputed);
-    double *x = malloc((size_t)(n > 0 ? n : 1) * TB_GP_MAX_DIMS * sizeof *x);
-    double *yk = malloc((size_t)(n > 0 ? n : 1) * sizeof *yk);
-    if (st == TB_OK && (!y || !imputed || !x || !yk))
+    const size_t m = (size_t)(n > 0 ? n : 1);
+    double *y = malloc(m * sizeof *y);
+    bool *imputed = malloc(m * sizeof *imputed);
+    tb_hparams *pts = malloc(m * sizeof *pts);
+    if (st == TB_OK && (!y || !imputed || !pts))
         st = tb_fail(err, TB_ERR_NOMEM, "search-space utility: out of memory");
     if (st == TB_OK) st = tb_trial_objectives(store, all, n, y, imputed, err);
-    int kept = 0;
-    for (int i = 0; st == TB_OK && i < n; i++) {
-        if (!isfinite(y[i])) continue; /* no trial has an objective of its own */
-        if (!to_coords(&c, &all[i].hparams, x + (size_t)kept * c.n_active)) {
-            inf.skipped++;
-            continue;
-        }
-        yk[kept++] = y[i];
-        inf.imputed += imputed[i];
-    }
-    inf.trials = kept;
-    if (st == TB_OK && kept - inf.imputed < 2)
-        st = tb_fail(err, TB_ERR_MISSING,
-                     "search-space utility: %d finished trials of %s on %s%s%s to fit a GP to "
-                     "(at least 2 that did not fail are needed)", kept - inf.imputed,
-                     inf.submission[0] ? inf.submission : "any submission", u->workload,
-                     u->benchmark ? " in benchmark " : "", u->benchmark ? u->benchmark : "");
-    tb_gp_task data = {x, yk, kept};
-    tb_gp_params p;
-    tb_gp *gp = NULL;
-    tb_gp_fit_options fo = {.seed = tb_bench_mix(u->seed ^ 0x5554ull)};
-    if (st == TB_OK) st = tb_gp_fit(&data, 1, c.n_active, &fo, &p, err);
-    if (st == TB_OK) st = tb_gp_create(&p, &data, &gp, err);
-    for (int s = 0; st == TB_OK && s < u->n_spaces; s++) {
-        draw_ctx d = {u->spaces[s], &c};
-        st = tb_gp_utility(gp, draw_space, &d, u->budgets, u->n_budgets,
-                           u->draws > 0 ? u->draws : 1000, 0.0, u->seed,
-                           out + (size_t)s * u->n_budgets, err);
-        if (st != TB_OK) tb_error_prefix(err, "search space %d", s + 1);
-    }
-    tb_gp_destroy(gp);
-    free(x);
-    free(yk);
+    for (int i = 0; st == TB_OK && i < n; i++) pts[i] = all[i].hparams;
+    char who[400];
+    snprintf(who, sizeof who, "%.128s on %.64s%s%.128s",
+             inf.submission[0] ? inf.submission : "any submission", u->workload,
+             u->benchmark ? " in benchmark " : "", u->benchmark ? u->benchmark : "");
+    if (st == TB_OK) st = score_points(u, &c, pts, y, imputed, n, who, out, &inf, err);
     free(y);
     free(imputed);
+    free(pts);
     free(all);
+    if (info) *info = inf;
+    return st;
+}
+
+tb_status tb_space_utility_points(const tb_space_utility_spec *u, const tb_hparams *points,
+                                  const double *y, int n, tb_utility *out,
+                                  tb_space_utility_info *info, tb_error *err)
+{
+    tb_space_utility_info inf;
+    memset(&inf, 0, sizeof inf);
+    if (info) *info = inf;
+    if (u->n_spaces < 1 || u->n_budgets < 1 || n < 0 || (n > 0 && (!points || !y)))
+        return tb_fail(err, TB_ERR_INVALID,
+                       "search-space utility: needs a search space, a budget and points");
+    coords c;
+    tb_status st = build_coords(u, &c, err);
+    if (st != TB_OK) return st;
+    const size_t m = (size_t)(n > 0 ? n : 1);
+    double *yk = malloc(m * sizeof *yk), worst = -INFINITY;
+    bool *imputed = malloc(m * sizeof *imputed);
+    if (!yk || !imputed) st = tb_fail(err, TB_ERR_NOMEM, "search-space utility: out of memory");
+    for (int i = 0; st == TB_OK && i < n; i++)
+        if (isfinite(y[i])) worst = fmax(worst, y[i]);
+    for (int i = 0; st == TB_OK && i < n; i++) { /* a failed point: the worst finished one */
+        imputed[i] = !isfinite(y[i]) && isfinite(worst);
+        yk[i] = isfinite(y[i]) ? y[i] : worst;
+    }
+    if (st == TB_OK) st = score_points(u, &c, points, yk, imputed, n, "the points given", out,
+                                       &inf, err);
+    free(yk);
+    free(imputed);
     if (info) *info = inf;
     return st;
 }

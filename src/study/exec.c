@@ -75,6 +75,8 @@ typedef struct exec_ctx {
     tb_study_run_record *rec;
     int done, total;
     int cell, run;              /* the run (or the search) under way */
+    tb_gp_params *priors;       /* per cell: a gp_prior cell's pre-trained GP (prior.c) */
+    bool *prior_ready;
 } exec_ctx;
 
 /* A run of configuration cfg: from the store if it holds it, else trained (and recorded under
@@ -149,13 +151,30 @@ static tb_status tune_cell(exec_ctx *x, const tb_study_tune *t, int seeds_index,
     if (st == TB_OK)
         st = tb_search_space_parse(x->plan->space_json[t->space], t->space_source, &space, err);
     if (st != TB_OK) return st;
-    tb_study_search s = {space, t->trials, t->sampler, base.seeds[TB_STREAM_HPARAM], trial_fn, x};
+    const tb_study_sampler sampler = tb_study_plan_cell_sampler(x->plan, x->cell);
+    const tb_gp_params *prior = NULL;
+    if (st == TB_OK && sampler == TB_STUDY_SAMPLER_GP_PRIOR) {
+        if (!x->prior_ready[x->cell])
+            st = tb_study_prior_fit(x->plan, x->out, x->cell, &x->priors[x->cell], err);
+        x->prior_ready[x->cell] = st == TB_OK;
+        prior = &x->priors[x->cell];
+    }
+    if (st != TB_OK) {
+        tb_search_space_destroy(space);
+        return st;
+    }
+    tb_study_search s = {space, t->trials, sampler, base.seeds[TB_STREAM_HPARAM], trial_fn, x,
+                         prior};
     tb_study_search_result r;
     st = tb_study_search_run(&s, &base, &r, err);
     tb_search_space_destroy(space);
     if (st != TB_OK) return st;
     double *row = x->out->trial_v + (size_t)(slot < 0 ? 0 : slot) * (size_t)x->out->max_trials;
-    for (int i = 0; slot >= 0 && i < r.n; i++) row[i] = r.select[i];
+    tb_hparams *points = x->out->trial_points + (row - x->out->trial_v);
+    for (int i = 0; slot >= 0 && i < r.n; i++) {
+        row[i] = r.select[i];
+        points[i] = r.points[i];
+    }
     if (r.best < 0)
         st = tb_fail(err, TB_ERR_NUMERIC, "every one of the %d tuning trials diverged", r.n);
     else
@@ -258,8 +277,9 @@ static tb_status values_alloc(exec_ctx *x, tb_error *err)
     if (out->max_trials > 0) {
         out->trial_v = malloc(runs * (size_t)out->max_trials * sizeof(double));
         out->chosen = calloc(runs, sizeof *out->chosen);
+        out->trial_points = calloc(runs * (size_t)out->max_trials, sizeof *out->trial_points);
     }
-    if (!out->v || (out->max_trials > 0 && (!out->trial_v || !out->chosen)))
+    if (!out->v || (out->max_trials > 0 && (!out->trial_v || !out->chosen || !out->trial_points)))
         return tb_fail(err, TB_ERR_NOMEM, "out of memory for a study's results");
     for (size_t i = 0; out->trial_v && i < runs * (size_t)out->max_trials; i++)
         out->trial_v[i] = NAN;
@@ -273,33 +293,45 @@ tb_status tb_study_execute(const tb_study_plan *plan, const tb_study_exec_option
         return tb_fail(err, TB_ERR_INVALID, "study_execute: %s is NULL",
                        !plan ? "plan" : !opts ? "options" : "out");
     memset(out, 0, sizeof *out);
-    exec_ctx x = {plan, opts, out, malloc(sizeof *x.rec), 0, 0, 0, 0};
-    tb_status st = x.rec ? values_alloc(&x, err)
-                         : tb_fail(err, TB_ERR_NOMEM, "out of memory for a study's results");
-    /* the cells that search once, first: their runs retrain the point chosen */
-    for (int cell = 0; cell < out->cells && st == TB_OK; cell++) {
-        const tb_study_tune *t = tb_study_plan_cell_tune(plan, cell);
-        x.cell = cell;
-        x.run = 0;
-        if (t && !tb_study_plan_cell_per_run(plan, cell)) {
-            const int slot = cell * out->seeds;
-            st = tune_cell(&x, t, 0, -1, slot, &out->chosen[slot], err);
-            if (st != TB_OK) {
-                char label[256];
-                tb_study_plan_cell_label(plan, cell, label, sizeof label);
-                tb_error_prefix(err, "%s, tuning", label);
-            }
-        }
-    }
-    for (int run = 0; run < out->seeds && st == TB_OK; run++)
+    const int n_cells = tb_study_plan_cells(plan);
+    exec_ctx x = {plan, opts, out, malloc(sizeof *x.rec), 0, 0, 0, 0,
+                  calloc((size_t)n_cells, sizeof *x.priors),
+                  calloc((size_t)n_cells, sizeof *x.prior_ready)};
+    tb_status st = x.rec && x.priors && x.prior_ready
+                       ? values_alloc(&x, err)
+                       : tb_fail(err, TB_ERR_NOMEM, "out of memory for a study's results");
+    /* pass 0 every cell but the gp_prior ones, pass 1 those: their priors are fitted to the
+     * other workloads' searches of pass 0 */
+    for (int pass = 0; pass < 2 && st == TB_OK; pass++) {
+        /* the cells that search once, first: their runs retrain the point chosen */
         for (int cell = 0; cell < out->cells && st == TB_OK; cell++) {
-            st = one_run(&x, cell, run, err);
-            if (st != TB_OK) {
-                char label[256];
-                tb_study_plan_cell_label(plan, cell, label, sizeof label);
-                tb_error_prefix(err, "%s, run %d", label, run + 1);
+            const tb_study_tune *t = tb_study_plan_cell_tune(plan, cell);
+            if (pass != (tb_study_plan_cell_sampler(plan, cell) == TB_STUDY_SAMPLER_GP_PRIOR))
+                continue;
+            x.cell = cell;
+            x.run = 0;
+            if (t && !tb_study_plan_cell_per_run(plan, cell)) {
+                const int slot = cell * out->seeds;
+                st = tune_cell(&x, t, 0, -1, slot, &out->chosen[slot], err);
+                if (st != TB_OK) {
+                    char label[256];
+                    tb_study_plan_cell_label(plan, cell, label, sizeof label);
+                    tb_error_prefix(err, "%s, tuning", label);
+                }
             }
         }
+        for (int run = 0; run < out->seeds && st == TB_OK; run++)
+            for (int cell = 0; cell < out->cells && st == TB_OK; cell++) {
+                if (pass != (tb_study_plan_cell_sampler(plan, cell) == TB_STUDY_SAMPLER_GP_PRIOR))
+                    continue;
+                st = one_run(&x, cell, run, err);
+                if (st != TB_OK) {
+                    char label[256];
+                    tb_study_plan_cell_label(plan, cell, label, sizeof label);
+                    tb_error_prefix(err, "%s, run %d", label, run + 1);
+                }
+            }
+    }
     /* the variance figure's runs: each source varied alone, seed-major as the runs */
     for (int run = 0; run < out->seeds && st == TB_OK; run++)
         for (int k = 0; k < plan->n_fig_sources && st == TB_OK; k++)
@@ -313,6 +345,8 @@ tb_status tb_study_execute(const tb_study_plan *plan, const tb_study_exec_option
                 }
             }
     free(x.rec);
+    free(x.priors);
+    free(x.prior_ready);
     if (st != TB_OK) tb_study_values_free(out);
     return st;
 }
@@ -323,6 +357,7 @@ void tb_study_values_free(tb_study_values *values)
     free(values->v);
     free(values->trial_v);
     free(values->chosen);
+    free(values->trial_points);
     free(values->source_v);
     memset(values, 0, sizeof *values);
 }

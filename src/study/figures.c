@@ -2,6 +2,7 @@
  * cell (with its chi-square interval and its share of the cell's own runs, which vary every
  * source: tb_variance_decompose), the cells ranked within each run, and the best tuning trial
  * so far over the trials. */
+#include "study/study_impl.h"
 #include "trainbench/study_plan.h"
 
 #include <math.h>
@@ -15,6 +16,10 @@ void tb_study_figures_free(tb_study_figures *f)
     free(f->rank);
     free(f->curve);
     free(f->estimators);
+    free(f->utility.score);
+    free(f->utility.score_se);
+    free(f->utility.reached);
+    tb_study_regret_free(&f->regret);
     memset(f, 0, sizeof *f);
 }
 
@@ -88,8 +93,8 @@ static int compare_doubles(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-static tb_status curve_cell(const tb_study_plan *plan, const tb_study_values *v, int cell,
-                            double *scratch, double *out)
+tb_status tb_study_curve_cell(const tb_study_plan *plan, const tb_study_values *v, int cell,
+                              double *scratch, double *out)
 {
     const tb_study_tune *t = tb_study_plan_cell_tune(plan, cell);
     for (int k = 0; k < v->max_trials; k++) out[k] = NAN;
@@ -189,9 +194,18 @@ tb_study_outcome tb_study_outcome_of(const tb_study_figure *figure,
 {
     bool any[4] = {false};
     int n = 0, yes = 0;
-    for (int i = 0; figure && i < figure->n_pairs + (figures ? figures->n_estimators : 0); i++) {
+    const int n_est = figures ? figures->n_estimators : 0;
+    for (int i = 0; figure && i < figure->n_pairs + n_est + (figures != NULL); i++) {
         tb_study_outcome o = i < figure->n_pairs ? figure->pairs[i].outcome
-                                                 : figures->estimators[i - figure->n_pairs].outcome;
+                             : i < figure->n_pairs + n_est
+                                 ? figures->estimators[i - figure->n_pairs].outcome
+                                 : figures->utility.outcome;
+        any[o] = true;
+        n += o != TB_STUDY_NOT_JUDGED;
+        yes += o == TB_STUDY_REPRODUCED;
+    }
+    for (int c = 0; figures && figures->regret.outcome && c < figures->regret.cells; c++) {
+        tb_study_outcome o = figures->regret.outcome[c];
         any[o] = true;
         n += o != TB_STUDY_NOT_JUDGED;
         yes += o == TB_STUDY_REPRODUCED;
@@ -230,8 +244,12 @@ tb_status tb_study_figures_compute(const tb_study_plan *plan, const tb_study_val
     for (size_t c = 0; c < cells && st == TB_OK && plan->fig_rank; c++)
         out->rank[c].mean_rank /= (double)seeds;
     for (int c = 0; c < v->cells && st == TB_OK && plan->fig_curve; c++)
-        st = curve_cell(plan, v, c, scratch, out->curve + (size_t)c * (size_t)v->max_trials);
+        st = tb_study_curve_cell(plan, v, c, scratch,
+                                 out->curve + (size_t)c * (size_t)v->max_trials);
     if (st == TB_OK && plan->fig_estimators) st = estimators(plan, v, scratch, out, err);
+    if (st == TB_OK && plan->fig_utility)
+        st = tb_study_utility_compute(plan, v, &out->utility, err);
+    if (st == TB_OK && plan->fig_regret) st = tb_study_regret_compute(plan, v, &out->regret, err);
     free(scratch);
     if (st != TB_OK) tb_study_figures_free(out);
     return st;

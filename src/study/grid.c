@@ -97,6 +97,8 @@ static tb_status cell_config(const tb_study_plan *plan, int cell, tb_run_config 
             break;
         case TB_AXIS_HPARAM: break; /* set last, below */
         case TB_AXIS_SEARCH: break; /* the tuning's, tb_study_plan_cell_per_run */
+        case TB_AXIS_SPACE: break;  /* the tuning's: an override's tune per space */
+        case TB_AXIS_SAMPLER: break; /* the tuning's, tb_study_plan_cell_sampler */
         }
     }
     tb_status st = TB_OK;
@@ -138,6 +140,18 @@ const tb_study_tune *tb_study_plan_cell_tune(const tb_study_plan *plan, int cell
         if (plan->overrides[i].tune.on && matches(plan, &plan->overrides[i].when, v))
             return &plan->overrides[i].tune;
     return plan->tune.on ? &plan->tune : NULL;
+}
+
+tb_study_sampler tb_study_plan_cell_sampler(const tb_study_plan *plan, int cell)
+{
+    const tb_study_tune *t = tb_study_plan_cell_tune(plan, cell);
+    if (!t) return TB_STUDY_SAMPLER_HALTON;
+    int v[TB_STUDY_MAX_AXES];
+    tb_study_plan_cell_values(plan, cell, v);
+    for (int k = 0; k < plan->n_axes; k++)
+        if (plan->axes[k].kind == TB_AXIS_SAMPLER)
+            return (tb_study_sampler)(int)plan->axes[k].numbers[v[k]];
+    return t->sampler;
 }
 
 bool tb_study_plan_cell_per_run(const tb_study_plan *plan, int cell)

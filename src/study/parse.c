@@ -131,6 +131,8 @@ static tb_study_axis_kind axis_kind(const char *name)
     if (strcmp(name, "steps") == 0) return TB_AXIS_STEPS;
     if (strcmp(name, "echo_factor") == 0) return TB_AXIS_ECHO;
     if (strcmp(name, "search") == 0) return TB_AXIS_SEARCH;
+    if (strcmp(name, "space") == 0) return TB_AXIS_SPACE;
+    if (strcmp(name, "sampler") == 0) return TB_AXIS_SAMPLER;
     return TB_AXIS_HPARAM;
 }
 
@@ -153,6 +155,22 @@ static tb_status parse_axis_value(tb_sp_ctx *c, tb_study_axis *a, const cJSON *v
         if (!cJSON_IsString(v) || (strcmp(v->valuestring, "once") != 0 &&
                                    strcmp(v->valuestring, "per_run") != 0))
             return tb_sp_bad(c, key, "must be \"once\" or \"per_run\" (a tuned cell's search)");
+        snprintf(a->labels[i], TB_STUDY_LABEL_MAX, "%s", v->valuestring);
+        a->numbers[i] = NAN;
+    } else if (a->kind == TB_AXIS_SAMPLER) {
+        tb_study_sampler s;
+        if (!cJSON_IsString(v) || tb_sp_sampler_parse(v->valuestring, &s) != TB_OK)
+            return tb_sp_bad(c, key, "must be \"halton\", \"gp\" or \"gp_prior\" (a tuned "
+                             "cell's sampler)");
+        snprintf(a->labels[i], TB_STUDY_LABEL_MAX, "%s", v->valuestring);
+        a->numbers[i] = (double)s;
+    } else if (a->kind == TB_AXIS_SPACE) {
+        if (!cJSON_IsString(v) || !v->valuestring[0] ||
+            strspn(v->valuestring, "abcdefghijklmnopqrstuvwxyz0123456789_-") !=
+                strlen(v->valuestring))
+            return tb_sp_bad(c, key, "must be a name of lower-case letters, digits, _ and - (a "
+                             "candidate search space, given by an override's tune)");
+        if (strlen(v->valuestring) >= TB_STUDY_LABEL_MAX) return tb_sp_bad(c, key, "name too long");
         snprintf(a->labels[i], TB_STUDY_LABEL_MAX, "%s", v->valuestring);
         a->numbers[i] = NAN;
     } else if (a->kind == TB_AXIS_HPARAM || a->kind == TB_AXIS_ECHO) {
@@ -422,16 +440,20 @@ static tb_status check_cells(tb_sp_ctx *c)
         return tb_sp_bad(c, "settings.workload", "missing (or an axis \"workload\")");
     if (!p->algorithm[0] && !algo_axis)
         return tb_sp_bad(c, "settings.algorithm", "missing (or an axis \"algorithm\")");
-    bool search_axis = false;
-    for (int k = 0; k < p->n_axes; k++) search_axis |= p->axes[k].kind == TB_AXIS_SEARCH;
+    int search_axis = -1;
+    for (int k = 0; k < p->n_axes; k++)
+        if (p->axes[k].kind == TB_AXIS_SEARCH || p->axes[k].kind == TB_AXIS_SPACE ||
+            p->axes[k].kind == TB_AXIS_SAMPLER)
+            search_axis = k;
     for (int cell = 0; cell < tb_study_plan_cells(p); cell++) {
         tb_run_config cfg;
         tb_error e = {0};
-        if (search_axis && !tb_study_plan_cell_tune(p, cell)) {
-            char label[256];
+        if (search_axis >= 0 && !tb_study_plan_cell_tune(p, cell)) {
+            char label[256], key[64];
             tb_study_plan_cell_label(p, cell, label, sizeof label);
-            return tb_sp_bad(c, "axes.search", "cell %s does not tune: a search axis needs "
-                             "every cell to tune (give a \"tune\")", label);
+            snprintf(key, sizeof key, "axes.%s", p->axes[search_axis].name);
+            return tb_sp_bad(c, key, "cell %s does not tune: a %s axis needs every cell to "
+                             "tune (give a \"tune\")", label, p->axes[search_axis].name);
         }
         tb_status st = tb_study_plan_run_config(p, cell, 0, &cfg, &e);
         if (st == TB_OK) st = tb_optimizer_check_hparams(cfg.model.algorithm, &cfg.model.hparams, &e);

@@ -6,8 +6,11 @@
 
 #include "study/study_impl.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
+
+#include "trainbench/tune.h"
 
 static tb_status parse_variance(tb_sp_ctx *c, const cJSON *o, const char *key)
 {
@@ -87,6 +90,148 @@ static tb_status parse_estimators(tb_sp_ctx *c, const cJSON *o, const char *key)
     return TB_OK;
 }
 
+/* The utility figure ranks the candidate spaces of a "space" axis (3 or more; the other axes
+ * one value each), every cell searching per run in a space of ranges with the first cell's
+ * hyperparameters, each budget within every search. */
+static tb_status check_utility(tb_sp_ctx *c, const char *key)
+{
+    const tb_study_plan *p = c->plan;
+    int k = 0;
+    while (k < p->n_axes && p->axes[k].kind != TB_AXIS_SPACE) k++;
+    if (k == p->n_axes || p->axes[k].n < 3)
+        return tb_sp_bad(c, key, "the utility figure needs an axis \"space\" of 3 or more "
+                         "candidate spaces to rank");
+    for (int a = 0; a < p->n_axes; a++)
+        if (a != k && p->axes[a].n > 1)
+            return tb_sp_bad(c, key, "the utility figure ranks the spaces alone: axis '%s' has "
+                             "%d values (give it one)", p->axes[a].name, p->axes[a].n);
+    if (p->metric == TB_METRIC_TIME_TO_TARGET)
+        return tb_sp_bad(c, key, "the utility figure cannot use time_to_target: a trial that "
+                         "misses the target has no finite value for the GP to fit");
+    char first[TB_HPARAMS_MAX][TB_HPARAM_NAME_MAX];
+    int dims = -1;
+    for (int cell = 0; cell < tb_study_plan_cells(p); cell++) {
+        const tb_study_tune *t = tb_study_plan_cell_tune(p, cell);
+        char label[256];
+        tb_study_plan_cell_label(p, cell, label, sizeof label);
+        if (!t || !tb_study_plan_cell_per_run(p, cell))
+            return tb_sp_bad(c, key, "cell %s: the utility figure compares repeated searches: "
+                             "every cell tunes with \"search\": \"per_run\"", label);
+        for (int b = 0; b < p->n_utility_budgets; b++)
+            if (p->utility_budgets[b] > t->trials)
+                return tb_sp_bad(c, key, "cell %s: budget %d is more than its %d trials",
+                                 label, p->utility_budgets[b], t->trials);
+        tb_search_space *space = NULL;
+        tb_error e = {0};
+        if (tb_search_space_parse(p->space_json[t->space], t->space_source, &space, &e) != TB_OK)
+            return tb_sp_bad(c, key, "cell %s: %s", label, e.message);
+        const int n = tb_search_space_dims(space);
+        bool same = n > 0 && (dims < 0 || n == dims);
+        for (int d = 0; d < n && same; d++) {
+            tb_search_dim sd;
+            tb_search_space_dim(space, d, &sd);
+            if (dims < 0) { /* the first cell's names, to compare the others with */
+                snprintf(first[d], sizeof first[d], "%s", sd.name);
+                continue;
+            }
+            bool found = false;
+            for (int j = 0; j < n && !found; j++) found = strcmp(first[j], sd.name) == 0;
+            same = found;
+        }
+        tb_search_space_destroy(space);
+        if (!same)
+            return tb_sp_bad(c, key, "cell %s: the utility figure draws points from spaces of "
+                             "ranges with the same hyperparameters; %s's space %s", label, label,
+                             n == 0 ? "is a list of points" : "differs from the first cell's");
+        dims = n;
+    }
+    return TB_OK;
+}
+
+/* {"type": "utility", "budgets": [b, ...], "min_tau": t}: the budgets (1 to 8, increasing),
+ * and the judgement's threshold on the mean Kendall tau (optional, in [-1, 1]). */
+static tb_status parse_utility(tb_sp_ctx *c, const cJSON *o, const char *key)
+{
+    static const char *const keys[] = {"type", "budgets", "min_tau"};
+    tb_study_plan *p = c->plan;
+    p->utility_min_tau = NAN;
+    tb_status st = tb_sp_only_keys(c, o, key, keys, 3);
+    if (st != TB_OK) return st;
+    char k2[96];
+    snprintf(k2, sizeof k2, "%s.budgets", key);
+    const cJSON *list = cJSON_GetObjectItemCaseSensitive(o, "budgets");
+    if (!list || !cJSON_IsArray(list) || !list->child)
+        return tb_sp_bad(c, k2, "missing (a list of trial budgets, e.g. [1, 2, 4, 8])");
+    int i = 0;
+    for (const cJSON *v = list->child; v; v = v->next, i++) {
+        snprintf(k2, sizeof k2, "%s.budgets[%d]", key, i);
+        if (i == TB_STUDY_MAX_BUDGETS)
+            return tb_sp_bad(c, k2, "more than %d budgets", TB_STUDY_MAX_BUDGETS);
+        int64_t b = 0;
+        if ((st = tb_sp_whole(c, v, k2, 1, 1000, &b)) != TB_OK) return st;
+        if (i > 0 && b <= p->utility_budgets[i - 1])
+            return tb_sp_bad(c, k2, "%lld is not more than the budget before it",
+                             (long long)b);
+        p->utility_budgets[p->n_utility_budgets++] = (int)b;
+    }
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, "min_tau");
+    snprintf(k2, sizeof k2, "%s.min_tau", key);
+    if (v && (st = tb_sp_number(c, v, k2, false, &p->utility_min_tau)) != TB_OK) return st;
+    if (v && !(p->utility_min_tau >= -1 && p->utility_min_tau <= 1))
+        return tb_sp_bad(c, k2, "%g is not in [-1, 1] (a Kendall tau)", p->utility_min_tau);
+    return check_utility(c, key);
+}
+
+/* The regret figure sets the samplers of a "sampler" axis (halton, the reference, and another)
+ * side by side: every cell searching per run with the same number of trials. */
+static tb_status check_regret(tb_sp_ctx *c, const char *key)
+{
+    const tb_study_plan *p = c->plan;
+    int k = 0;
+    while (k < p->n_axes && p->axes[k].kind != TB_AXIS_SAMPLER) k++;
+    bool halton = false;
+    for (int i = 0; k < p->n_axes && i < p->axes[k].n; i++)
+        halton |= strcmp(p->axes[k].labels[i], "halton") == 0;
+    if (k == p->n_axes || p->axes[k].n < 2 || !halton)
+        return tb_sp_bad(c, key, "the regret figure needs an axis \"sampler\" with \"halton\" "
+                         "(the reference) and another sampler");
+    if (p->metric == TB_METRIC_TIME_TO_TARGET)
+        return tb_sp_bad(c, key, "the regret figure cannot use time_to_target: a trial that "
+                         "misses the target has no finite regret");
+    int trials = -1;
+    for (int cell = 0; cell < tb_study_plan_cells(p); cell++) {
+        const tb_study_tune *t = tb_study_plan_cell_tune(p, cell);
+        char label[256];
+        tb_study_plan_cell_label(p, cell, label, sizeof label);
+        if (!t || !tb_study_plan_cell_per_run(p, cell))
+            return tb_sp_bad(c, key, "cell %s: the regret figure compares repeated searches: "
+                             "every cell tunes with \"search\": \"per_run\"", label);
+        if (trials >= 0 && t->trials != trials)
+            return tb_sp_bad(c, key, "cell %s: %d trials, another cell %d: the regret figure "
+                             "compares searches of the same length", label, t->trials, trials);
+        trials = t->trials;
+    }
+    return TB_OK;
+}
+
+/* {"type": "regret", "min_ratio": r}: each gp_prior cell judged on halton's trials to the
+ * target over its own (optional, >= 1). */
+static tb_status parse_regret(tb_sp_ctx *c, const cJSON *o, const char *key)
+{
+    static const char *const keys[] = {"type", "min_ratio"};
+    tb_study_plan *p = c->plan;
+    tb_status st = o ? tb_sp_only_keys(c, o, key, keys, 2) : TB_OK;
+    if (st != TB_OK) return st;
+    const cJSON *v = o ? cJSON_GetObjectItemCaseSensitive(o, "min_ratio") : NULL;
+    char k2[96];
+    snprintf(k2, sizeof k2, "%s.min_ratio", key);
+    if (v && (st = tb_sp_number(c, v, k2, false, &p->regret_min_ratio)) != TB_OK) return st;
+    if (v && !(p->regret_min_ratio >= 1 && p->regret_min_ratio <= 1000))
+        return tb_sp_bad(c, k2, "%g is not in [1, 1000] (halton's trials over the cell's)",
+                         p->regret_min_ratio);
+    return check_regret(c, key);
+}
+
 tb_status tb_sp_parse_figures(tb_sp_ctx *c, const cJSON *o)
 {
     tb_study_plan *p = c->plan;
@@ -105,10 +250,12 @@ tb_status tb_sp_parse_figures(tb_sp_ctx *c, const cJSON *o)
                      : strcmp(type, "rank") == 0   ? &p->fig_rank
                      : strcmp(type, "curve") == 0  ? &p->fig_curve
                      : strcmp(type, "estimators") == 0 ? &p->fig_estimators
+                     : strcmp(type, "utility") == 0    ? &p->fig_utility
+                     : strcmp(type, "regret") == 0     ? &p->fig_regret
                                                    : NULL;
         if (!seen)
-            return tb_sp_bad(c, key, "unknown figure '%s' (expected variance, rank, curve or "
-                             "estimators)", type);
+            return tb_sp_bad(c, key, "unknown figure '%s' (expected variance, rank, curve, "
+                             "estimators, utility or regret)", type);
         if (*seen) return tb_sp_bad(c, key, "'%s' is listed twice", type);
         tb_status st = TB_OK;
         if (strcmp(type, "variance") == 0) {
@@ -116,6 +263,14 @@ tb_status tb_sp_parse_figures(tb_sp_ctx *c, const cJSON *o)
                 return tb_sp_bad(c, key, "a variance figure names its sources: {\"type\": "
                                  "\"variance\", \"sources\": [...]}");
             st = parse_variance(c, it, key);
+        } else if (strcmp(type, "regret") == 0) {
+            p->regret_min_ratio = NAN;
+            st = parse_regret(c, cJSON_IsObject(it) ? it : NULL, key);
+        } else if (strcmp(type, "utility") == 0) {
+            if (!cJSON_IsObject(it))
+                return tb_sp_bad(c, key, "a utility figure names its budgets: {\"type\": "
+                                 "\"utility\", \"budgets\": [1, 2, 4, 8]}");
+            st = parse_utility(c, it, key);
         } else if (strcmp(type, "estimators") == 0 && cJSON_IsObject(it)) {
             st = parse_estimators(c, it, key);
         } else if (cJSON_IsObject(it)) {

@@ -30,6 +30,8 @@ tb_status tb_sp_number(tb_sp_ctx *c, const cJSON *v, const char *key, bool flags
 tb_status tb_sp_whole(tb_sp_ctx *c, const cJSON *v, const char *key, double lo, double hi,
                       int64_t *out);
 
+/* "halton", "gp" or "gp_prior" into *out; TB_ERR_INVALID (no message) for another name. */
+tb_status tb_sp_sampler_parse(const char *text, tb_study_sampler *out);
 /* A "tune" object at key path `key` into t (parse_tune.c). */
 tb_status tb_sp_parse_tune(tb_sp_ctx *c, const cJSON *o, const char *key, tb_study_tune *t);
 /* Every tuned cell checked against its space, sampler and budget (after the grid is known). */

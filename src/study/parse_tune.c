@@ -79,6 +79,16 @@ static tb_status read_budget(tb_sp_ctx *c, const cJSON *v, const char *key, tb_s
     return TB_OK;
 }
 
+tb_status tb_sp_sampler_parse(const char *text, tb_study_sampler *out)
+{
+    for (int s = TB_STUDY_SAMPLER_HALTON; s <= TB_STUDY_SAMPLER_GP_PRIOR; s++)
+        if (strcmp(text, tb_study_sampler_name((tb_study_sampler)s)) == 0) {
+            *out = (tb_study_sampler)s;
+            return TB_OK;
+        }
+    return TB_ERR_INVALID;
+}
+
 tb_status tb_sp_parse_tune(tb_sp_ctx *c, const cJSON *o, const char *key, tb_study_tune *t)
 {
     static const char *const keys[] = {"space", "trials", "sampler", "budget", "search"};
@@ -102,9 +112,8 @@ tb_status tb_sp_parse_tune(tb_sp_ctx *c, const cJSON *o, const char *key, tb_stu
     char text[32] = "halton";
     snprintf(k2, sizeof k2, "%s.sampler", key);
     if ((st = tb_sp_text(c, o, "sampler", k2, false, text, sizeof text)) != TB_OK) return st;
-    if (strcmp(text, "halton") != 0 && strcmp(text, "gp") != 0)
-        return tb_sp_bad(c, k2, "unknown sampler '%s' (expected halton or gp)", text);
-    t->sampler = strcmp(text, "gp") == 0 ? TB_STUDY_SAMPLER_GP : TB_STUDY_SAMPLER_HALTON;
+    if (tb_sp_sampler_parse(text, &t->sampler) != TB_OK)
+        return tb_sp_bad(c, k2, "unknown sampler '%s' (expected halton, gp or gp_prior)", text);
     snprintf(text, sizeof text, "once");
     snprintf(k2, sizeof k2, "%s.search", key);
     if ((st = tb_sp_text(c, o, "search", k2, false, text, sizeof text)) != TB_OK) return st;
@@ -176,13 +185,22 @@ tb_status tb_sp_check_tunes(tb_sp_ctx *c)
         tb_hparams probes[16];
         int n = probe_points(space, probes, 16);
         tb_search_space_destroy(space);
-        if (t->sampler == TB_STUDY_SAMPLER_GP && list > 0)
-            return tb_sp_bad(c, k2, "the gp sampler needs a space of ranges, not a list of "
-                             "points");
+        const tb_study_sampler sampler = tb_study_plan_cell_sampler(p, cell);
+        if (sampler != TB_STUDY_SAMPLER_HALTON && list > 0)
+            return tb_sp_bad(c, k2, "cell %s: the %s sampler needs a space of ranges, not a list "
+                             "of points", label, tb_study_sampler_name(sampler));
         if (list > 0 && t->trials > list) {
             snprintf(k2, sizeof k2, "%s.trials", t->key);
             return tb_sp_bad(c, k2, "%d trials, but the space lists %d points", t->trials, list);
         }
+        bool source = false;
+        const bool prior = sampler == TB_STUDY_SAMPLER_GP_PRIOR;
+        for (int d = 0; prior && !source && d < tb_study_plan_cells(p); d++)
+            source = tb_study_prior_source(p, cell, d);
+        if (prior && !source)
+            return tb_sp_bad(c, k2, "cell %s: the gp_prior sampler pre-trains on other "
+                             "workloads' searches of the same space, and no cell on another "
+                             "workload searches it with halton or gp", label);
         tb_run_config cfg;
         tb_status st = tb_study_plan_trial_config(p, cell, 0, NULL, &cfg, &e);
         if (st != TB_OK) return tb_sp_bad(c, k2, "cell %s: %s", label, e.message);

@@ -5,12 +5,23 @@
  * the seed (a Cranley-Patterson rotation: the seed alone only shuffles Halton's points, and a
  * shuffled set of the same points would be the same search), a list's points in an order drawn
  * from it, or Bayesian optimisation whose first TB_STUDY_GP_INITIAL points are those Halton
- * points. Shared by study files (exec.c), comparisons (compare.c) and variance studies. */
+ * points (with a pre-trained prior: its first TB_STUDY_GP_PRIOR_INITIAL). Shared by study
+ * files (exec.c), comparisons (compare.c) and variance studies. */
 #include "study/study_impl.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+
+const char *tb_study_sampler_name(tb_study_sampler s)
+{
+    switch (s) {
+    case TB_STUDY_SAMPLER_HALTON: return "halton";
+    case TB_STUDY_SAMPLER_GP: return "gp";
+    case TB_STUDY_SAMPLER_GP_PRIOR: return "gp_prior";
+    }
+    return "unknown";
+}
 
 void tb_study_search_result_free(tb_study_search_result *r)
 {
@@ -57,10 +68,12 @@ tb_status tb_study_search_points(const tb_search_space *space, int n, uint64_t s
 
 /* BO's point for trial t from trials 0..t-1 (their points and selection values; a diverged
  * trial counts as the worst finished one), over the dimensions that vary (the others held at
- * their Halton point's value). Leaves *point alone (the Halton point) with fewer than two
- * finished trials. */
+ * their Halton point's value), under a GP fitted to them or, with a prior, the prior's GP
+ * conditioned on them. Leaves *point alone (the Halton point) with fewer than two finished
+ * trials (one with a prior). */
 static tb_status gp_point(const tb_search_space *space, const tb_study_search_result *r, int t,
-                          uint64_t seed, tb_hparams *point, tb_error *err)
+                          uint64_t seed, const tb_gp_params *prior, tb_hparams *point,
+                          tb_error *err)
 {
     const int dims = tb_search_space_dims(space);
     int active[TB_HPARAMS_MAX], na = 0, finished = 0;
@@ -72,7 +85,10 @@ static tb_status gp_point(const tb_search_space *space, const tb_study_search_re
             finished++;
             worst = fmax(worst, r->select[i]);
         }
-    if (na == 0 || finished < 2) return TB_OK;
+    if (na == 0 || finished < (prior ? 1 : 2)) return TB_OK;
+    if (prior && prior->dims != na)
+        return tb_fail(err, TB_ERR_INTERNAL, "search: a prior of %d dimensions for a space "
+                       "with %d that vary", prior->dims, na);
     double *x = malloc((size_t)t * (size_t)na * sizeof *x), *y = malloc((size_t)t * sizeof *y);
     double u[TB_HPARAMS_MAX], next[TB_HPARAMS_MAX];
     tb_status st = x && y ? TB_OK : tb_fail(err, TB_ERR_NOMEM, "out of memory for a GP");
@@ -83,6 +99,7 @@ static tb_status gp_point(const tb_search_space *space, const tb_study_search_re
         y[i] = isfinite(r->select[i]) ? r->select[i] : worst;
     }
     tb_bo_options o = {0};
+    o.prior = prior;
     o.seed = seed ^ (uint64_t)t;
     o.fit.seed = o.seed;
     if (st == TB_OK) st = tb_bo_suggest(na, x, y, t, &o, next, NULL, err);
@@ -104,6 +121,9 @@ tb_status tb_study_search_run(const tb_study_search *s, const tb_run_config *bas
     out->best_select = out->best_report = NAN;
     if (!s || !s->space || s->trials < 1 || !s->trial)
         return tb_fail(err, TB_ERR_INVALID, "search: no space, trials or trial function");
+    if ((s->sampler == TB_STUDY_SAMPLER_GP_PRIOR) != (s->prior != NULL))
+        return tb_fail(err, TB_ERR_INVALID, "search: the gp_prior sampler and a prior go "
+                       "together");
     out->n = s->trials;
     out->select = malloc((size_t)s->trials * sizeof *out->select);
     out->points = calloc((size_t)s->trials, sizeof *out->points);
@@ -113,8 +133,9 @@ tb_status tb_study_search_run(const tb_study_search *s, const tb_run_config *bas
     }
     tb_status st = tb_study_search_points(s->space, s->trials, s->seed, out->points, err);
     for (int t = 0; t < s->trials && st == TB_OK; t++) {
-        if (s->sampler == TB_STUDY_SAMPLER_GP && t >= TB_STUDY_GP_INITIAL)
-            st = gp_point(s->space, out, t, s->seed, &out->points[t], err);
+        if ((s->sampler == TB_STUDY_SAMPLER_GP && t >= TB_STUDY_GP_INITIAL) ||
+            (s->sampler == TB_STUDY_SAMPLER_GP_PRIOR && t >= TB_STUDY_GP_PRIOR_INITIAL))
+            st = gp_point(s->space, out, t, s->seed, s->prior, &out->points[t], err);
         if (st != TB_OK) break;
         tb_run_config c = *base;
         for (int k = 0; k < out->points[t].count; k++)
@@ -161,7 +182,7 @@ tb_status tb_study_search_train(const tb_study_train_search *t, const tb_run_con
 {
     train_ctx c = {t->metric, t->group, t->trials, t->on_run, t->user, t->runs};
     tb_study_search s = {t->space, t->trials, t->sampler, base->seeds[TB_STREAM_HPARAM],
-                         train_trial, &c};
+                         train_trial, &c, NULL};
     tb_study_search_result r;
     tb_status st = tb_study_search_run(&s, base, &r, err);
     if (st != TB_OK) return st;

@@ -3,6 +3,7 @@
 #define TRAINBENCH_STUDY_IMPL_H
 
 #include "trainbench/study.h"
+#include "trainbench/study_plan.h"
 #include "trainbench/tune.h"
 
 /* TB_ERR_INVALID: an error-rate metric asked of a workload without classes, named with where. */
@@ -39,6 +40,7 @@ typedef struct tb_study_search {
     uint64_t seed;             /* the search's own: the run's TB_STREAM_HPARAM seed */
     tb_study_trial_fn trial;
     void *user;
+    const tb_gp_params *prior; /* the gp_prior sampler's pre-trained GP (else NULL) */
 } tb_study_search;
 
 typedef struct tb_study_search_result {
@@ -84,5 +86,31 @@ tb_status tb_study_search_check(const tb_search_space *space, int trials, uint64
  * of JSON text, or of the deepest part of the path the text has; 0 and 0 when not even its
  * first key is there (locate.c). */
 void tb_study_locate(const char *text, const char *path, int *line, int *column);
+
+/* The pre-trained GP of gp_prior cell `cell` (prior.c): the NLL averaged over tasks (HyperBO),
+ * each task one search already in v of a cell on another workload that tunes the same space
+ * with another sampler, in the unit coordinates of the dimensions that vary (a diverged trial
+ * at its search's worst). TB_ERR_MISSING when those searches hold fewer than 2 finished
+ * trials. */
+tb_status tb_study_prior_fit(const tb_study_plan *plan, const tb_study_values *v, int cell,
+                             tb_gp_params *out, tb_error *err);
+/* The cell that can lend cell `cell` a prior: another workload, the same space, not gp_prior;
+ * whether cell d is one. */
+bool tb_study_prior_source(const tb_study_plan *plan, int cell, int d);
+
+/* The curve figure's row of cell `cell`: the best selection value so far after each trial (the
+ * median over the runs' searches for per_run), max_trials values into out (NaN past the
+ * cell's trials); scratch holds (seeds + 1) x max_trials (figures.c). */
+tb_status tb_study_curve_cell(const tb_study_plan *plan, const tb_study_values *v, int cell,
+                              double *scratch, double *out);
+/* The regret figure (regret.c); free with tb_study_regret_free. */
+tb_status tb_study_regret_compute(const tb_study_plan *plan, const tb_study_values *v,
+                                  tb_study_regret_fig *out, tb_error *err);
+void tb_study_regret_free(tb_study_regret_fig *r);
+
+/* The search-space utility figure of the plan's values (space_utility.c); u's arrays owned,
+ * freed by tb_study_figures_free. */
+tb_status tb_study_utility_compute(const tb_study_plan *plan, const tb_study_values *v,
+                                   tb_study_utility_fig *u, tb_error *err);
 
 #endif
