@@ -80,6 +80,16 @@ void tb_optimizer_destroy(tb_optimizer *opt);
  * Statistics an algorithm keeps (K-FAC's factors, LAMB's moments) may have moved. Inside a
  * CUDA graph capture nothing can be read back, and the gradients are not checked. */
 tb_status tb_optimizer_step(tb_optimizer *opt, double lr_scale, tb_error *err);
+/* Evaluation at the algorithm's evaluation point. Schedule-Free trains at y and is evaluated
+ * at x (its averaged iterate): prepare_for_eval puts x into the parameters, prepare_for_train
+ * restores y bit for bit. Every evaluation of a run is bracketed so (tb_run_evaluate). For
+ * every other algorithm both do nothing. A second prepare_for_eval (or a prepare_for_train
+ * while training) does nothing; tb_optimizer_step between the two fails (TB_ERR_INVALID).
+ * opt NULL: TB_ERR_INVALID. */
+tb_status tb_optimizer_prepare_for_eval(tb_optimizer *opt, tb_error *err);
+tb_status tb_optimizer_prepare_for_train(tb_optimizer *opt, tb_error *err);
+/* Whether the algorithm evaluates elsewhere than where it trains (it has the two hooks). */
+bool tb_optimizer_evaluates_elsewhere(const tb_optimizer *opt);
 const tb_optimizer_info *tb_optimizer_get_info(const tb_optimizer *opt);
 /* The value in effect for a hyperparameter (given or default). */
 double tb_optimizer_hparam(const tb_optimizer *opt, const char *name);
