@@ -67,6 +67,15 @@ typedef struct tb_rms_coefs {
     float l2;
 } tb_rms_coefs;
 
+/* Per-step coefficients of the element-wise updates of src/optim/ beyond the Adam family (see
+ * sf_update, lion_update, adopt_update, ademamix_update, prodigy_accumulate/_apply). */
+typedef struct tb_sf_coefs { /* Schedule-Free AdamW and SGD */
+    float beta2, one_minus_beta2, bc2; /* bc2 = 1 - beta2^t */
+    float eps, wd;                     /* wd: the decay added to the normalised gradient */
+    float ckp1;                        /* the averaging weight c_{k+1} */
+    float c_y, lr;                     /* y += c_y u (c_y = lr (beta1 (1 - ckp1) - 1)); z -= lr u */
+} tb_sf_coefs;
+
 /* ==== per-step scalars (CUDA graphs) ========================================================
  * Values that change from step to step (learning rate, Adam bias corrections, the dropout
  * counter) are passed to kernels BY POINTER into the backend's step block: TB_STEP_BLOCK_BYTES
@@ -304,6 +313,11 @@ typedef struct tb_backend_ops {
      * v = momentum v + scaled_lr (g + l2 w); w -= v. scaled_lr = lr * trust, from the host. */
     void (*lars_update)(tb_backend *be, int64_t n, float *w, const float *g, float *v,
                         float scaled_lr, float momentum, float l2);
+    /* Schedule-Free (y the parameters, z the base sequence; v NULL for SGD):
+     *   v = beta2 v + (1-beta2) g^2;  u = v ? g / (sqrt(v / bc2) + eps) : g;  u += wd y;
+     *   y += ckp1 (z - y) + c_y u;  z -= lr u. */
+    void (*sf_update)(tb_backend *be, int64_t n, float *y, const float *g, float *z, float *v,
+                      const tb_sf_coefs *c);
 } tb_backend_ops;
 
 /* gemm_ep from a backend's other entries (gemm, strided_copy, act_fwd, act_bwd): what

@@ -22,6 +22,8 @@ static const tb_optimizer_vtable *const registry[] = {
     &tb_optim_kfac,
     &tb_optim_ekfac,
     &tb_optim_shampoo,
+    &tb_optim_sfadamw,
+    &tb_optim_sfsgd,
 };
 #define N_REGISTRY ((int)(sizeof registry / sizeof *registry))
 

@@ -1,0 +1,29 @@
+/* cpu_optim_elem.c: the element-wise updates of Schedule-Free (backend_impl.h gives each
+ * formula), one sweep over a flat buffer each. */
+#include "backend/cpu/cpu.h"
+
+#include <math.h>
+
+static void cpu_sf_update(tb_backend *be, int64_t n, float *y, const float *g, float *z, float *v,
+                          const tb_sf_coefs *c)
+{
+    const tb_sf_coefs k = *c;
+#pragma omp parallel for simd num_threads(be->threads) schedule(static) if (n > 32768)
+    for (int64_t i = 0; i < n; i++) {
+        float u = g[i];
+        if (v) {
+            float vi = k.beta2 * v[i] + k.one_minus_beta2 * u * u;
+            v[i] = vi;
+            u = u / (sqrtf(vi / k.bc2) + k.eps);
+        }
+        float yi = y[i], zi = z[i];
+        u += k.wd * yi;
+        y[i] = yi + k.ckp1 * (zi - yi) + k.c_y * u;
+        z[i] = zi - k.lr * u;
+    }
+}
+
+void tb_cpu_register_optim_elem(tb_backend_ops *ops)
+{
+    ops->sf_update = cpu_sf_update;
+}

@@ -1,0 +1,32 @@
+/* cuda_optim_elem.cu: the element-wise updates of Schedule-Free on the GPU, term for term as
+ * src/backend/cpu/cpu_optim_elem.c. Per-step coefficients come by pointer and are resolved as in
+ * cuda_optim.cu, so the kernels work in a captured graph. */
+#include "backend/cuda/cuda_internal.h"
+
+#define TB_COEFS(type, c)                                                                          \
+    const type host = *(c);                                                                        \
+    const type *dev = (const type *)tb_step_device_ref(be, (c))
+
+static void cuda_sf_update(tb_backend *be, int64_t n, float *y, const float *g, float *z,
+                           float *v, const tb_sf_coefs *c)
+{
+    TB_COEFS(tb_sf_coefs, c);
+    tb_cuda_for_each(be, n, [=] __device__(int64_t i) {
+        const tb_sf_coefs k = dev ? *dev : host;
+        float u = g[i];
+        if (v) {
+            float vi = k.beta2 * v[i] + k.one_minus_beta2 * u * u;
+            v[i] = vi;
+            u = u / (sqrtf(vi / k.bc2) + k.eps);
+        }
+        float yi = y[i], zi = z[i];
+        u += k.wd * yi;
+        y[i] = yi + k.ckp1 * (zi - yi) + k.c_y * u;
+        z[i] = zi - k.lr * u;
+    });
+}
+
+void tb_cuda_register_optim_elem(tb_backend_ops *ops)
+{
+    ops->sf_update = cuda_sf_update;
+}
