@@ -60,5 +60,10 @@ int tb_cli_algorithms(int argc, char **argv)
             printf("  %-20s %-9g %-14s %s\n", h->name, h->default_value, range, h->help);
         }
     }
+    printf("\npresets (train --preset NAME: the algorithm and its fixed hyperparameters):\n");
+    for (int i = 0; i < tb_optimizer_preset_count(); i++) {
+        const tb_optimizer_preset *p = tb_optimizer_preset_at(i);
+        printf("  %-20s %s: %s\n", p->name, p->algorithm, p->summary);
+    }
     return TB_EXIT_OK;
 }

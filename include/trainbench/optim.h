@@ -169,6 +169,24 @@ tb_status tb_hparams_validate(const tb_hparams *hp, const tb_hparam_spec *specs,
  * when they are planned, before any training. */
 tb_status tb_optimizer_check_hparams(const char *name, const tb_hparams *hp, tb_error *err);
 
+/* ---- presets: a published submission's fixed configuration of an algorithm ------------------ */
+typedef struct tb_optimizer_preset {
+    const char *name;      /* e.g. "algoperf_sf_adamw" */
+    const char *algorithm; /* the registry's algorithm it configures */
+    const char *summary;
+} tb_optimizer_preset;
+
+int tb_optimizer_preset_count(void);
+const tb_optimizer_preset *tb_optimizer_preset_at(int i); /* NULL out of range */
+/* Applies preset `name` for a workload of step hint `step_hint`: *algorithm becomes its
+ * algorithm, and hp gets every hyperparameter it fixes that hp does not already hold (so
+ * values given by the caller win), some derived from step_hint (algoperf_sf_adamw's
+ * warmup_steps = floor(0.015 step_hint)). TB_ERR_INVALID naming the cause for an unknown
+ * preset (listing the known ones), a step hint below 1 where one is needed, or a resulting set
+ * tb_optimizer_check_hparams refuses; hp and *algorithm are then unchanged. */
+tb_status tb_optimizer_preset_apply(const char *name, int64_t step_hint, const char **algorithm,
+                                    tb_hparams *hp, tb_error *err);
+
 /* ---- learning-rate schedules ----------------------------------------------------------------- */
 /* Every kind but constant starts with a linear warmup, factor step / warmup_steps for steps
  * 1..warmup_steps (none when warmup_steps is 0), then decays over the remaining steps; with
