@@ -27,6 +27,7 @@ static const struct {
 } cases[] = {
     {"optim_elem_sfadamw", "schedule_free_adamw", ELEM_TOL},
     {"optim_elem_sfsgd", "schedule_free_sgd", ELEM_TOL},
+    {"optim_elem_lion", "lion", ELEM_TOL},
 };
 
 static float *download(const tb_tensor *t)

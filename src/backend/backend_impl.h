@@ -76,6 +76,11 @@ typedef struct tb_sf_coefs { /* Schedule-Free AdamW and SGD */
     float c_y, lr;                     /* y += c_y u (c_y = lr (beta1 (1 - ckp1) - 1)); z -= lr u */
 } tb_sf_coefs;
 
+typedef struct tb_lion_coefs {
+    float beta1, one_minus_beta1, beta2, one_minus_beta2;
+    float lr, decay; /* decay = 1 - lr wd */
+} tb_lion_coefs;
+
 /* ==== per-step scalars (CUDA graphs) ========================================================
  * Values that change from step to step (learning rate, Adam bias corrections, the dropout
  * counter) are passed to kernels BY POINTER into the backend's step block: TB_STEP_BLOCK_BYTES
@@ -318,6 +323,9 @@ typedef struct tb_backend_ops {
      *   y += ckp1 (z - y) + c_y u;  z -= lr u. */
     void (*sf_update)(tb_backend *be, int64_t n, float *y, const float *g, float *z, float *v,
                       const tb_sf_coefs *c);
+    /* Lion: w *= decay; w -= lr sign(beta1 m + (1-beta1) g); m = beta2 m + (1-beta2) g. */
+    void (*lion_update)(tb_backend *be, int64_t n, float *w, const float *g, float *m,
+                        const tb_lion_coefs *c);
 } tb_backend_ops;
 
 /* gemm_ep from a backend's other entries (gemm, strided_copy, act_fwd, act_bwd): what

@@ -24,6 +24,7 @@ static const tb_optimizer_vtable *const registry[] = {
     &tb_optim_shampoo,
     &tb_optim_sfadamw,
     &tb_optim_sfsgd,
+    &tb_optim_lion,
 };
 #define N_REGISTRY ((int)(sizeof registry / sizeof *registry))
 

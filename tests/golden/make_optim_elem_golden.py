@@ -60,6 +60,7 @@ def groups(w, b, wd):
 
 
 def make_cases():
+    import lion_pytorch
     import schedulefree as sf
 
     return [
@@ -78,6 +79,11 @@ def make_cases():
          lambda w, b, h: sf.SGDScheduleFree(
              groups(w, b, h["weight_decay"]), lr=h["learning_rate"], momentum=h["momentum"],
              warmup_steps=4, r=h["r"], weight_lr_power=h["weight_lr_power"])),
+        ("lion", "lion",
+         {"learning_rate": 0.01, "beta1": 0.9, "beta2": 0.99, "weight_decay": 0.5},
+         lambda w, b, h: lion_pytorch.Lion(
+             groups(w, b, h["weight_decay"]), lr=h["learning_rate"],
+             betas=(h["beta1"], h["beta2"]))),
     ]
 
 

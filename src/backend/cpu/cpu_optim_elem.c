@@ -1,4 +1,4 @@
-/* cpu_optim_elem.c: the element-wise updates of Schedule-Free (backend_impl.h gives each
+/* cpu_optim_elem.c: the element-wise updates of Schedule-Free and Lion (backend_impl.h gives each
  * formula), one sweep over a flat buffer each. */
 #include "backend/cpu/cpu.h"
 
@@ -23,7 +23,22 @@ static void cpu_sf_update(tb_backend *be, int64_t n, float *y, const float *g, f
     }
 }
 
+static void cpu_lion_update(tb_backend *be, int64_t n, float *w, const float *g, float *m,
+                            const tb_lion_coefs *c)
+{
+    const tb_lion_coefs k = *c;
+#pragma omp parallel for simd num_threads(be->threads) schedule(static) if (n > 32768)
+    for (int64_t i = 0; i < n; i++) {
+        float mi = m[i], gi = g[i];
+        float d = k.beta1 * mi + k.one_minus_beta1 * gi;
+        float sign = d > 0.0f ? 1.0f : (d < 0.0f ? -1.0f : 0.0f);
+        w[i] = w[i] * k.decay - k.lr * sign;
+        m[i] = k.beta2 * mi + k.one_minus_beta2 * gi;
+    }
+}
+
 void tb_cpu_register_optim_elem(tb_backend_ops *ops)
 {
     ops->sf_update = cpu_sf_update;
+    ops->lion_update = cpu_lion_update;
 }

@@ -1,6 +1,6 @@
-/* cuda_optim_elem.cu: the element-wise updates of Schedule-Free on the GPU, term for term as
- * src/backend/cpu/cpu_optim_elem.c. Per-step coefficients come by pointer and are resolved as in
- * cuda_optim.cu, so the kernels work in a captured graph. */
+/* cuda_optim_elem.cu: the element-wise updates of Schedule-Free and Lion on the GPU, term for
+ * term as src/backend/cpu/cpu_optim_elem.c. Per-step coefficients come by pointer and are
+ * resolved as in cuda_optim.cu, so the kernels work in a captured graph. */
 #include "backend/cuda/cuda_internal.h"
 
 #define TB_COEFS(type, c)                                                                          \
@@ -26,7 +26,22 @@ static void cuda_sf_update(tb_backend *be, int64_t n, float *y, const float *g, 
     });
 }
 
+static void cuda_lion_update(tb_backend *be, int64_t n, float *w, const float *g, float *m,
+                             const tb_lion_coefs *c)
+{
+    TB_COEFS(tb_lion_coefs, c);
+    tb_cuda_for_each(be, n, [=] __device__(int64_t i) {
+        const tb_lion_coefs k = dev ? *dev : host;
+        float mi = m[i], gi = g[i];
+        float d = k.beta1 * mi + k.one_minus_beta1 * gi;
+        float sign = d > 0.0f ? 1.0f : (d < 0.0f ? -1.0f : 0.0f);
+        w[i] = w[i] * k.decay - k.lr * sign;
+        m[i] = k.beta2 * mi + k.one_minus_beta2 * gi;
+    });
+}
+
 void tb_cuda_register_optim_elem(tb_backend_ops *ops)
 {
     ops->sf_update = cuda_sf_update;
+    ops->lion_update = cuda_lion_update;
 }
