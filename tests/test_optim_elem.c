@@ -28,6 +28,8 @@ static const struct {
     {"optim_elem_sfadamw", "schedule_free_adamw", ELEM_TOL},
     {"optim_elem_sfsgd", "schedule_free_sgd", ELEM_TOL},
     {"optim_elem_lion", "lion", ELEM_TOL},
+    {"optim_elem_adopt", "adopt", ELEM_TOL},
+    {"optim_elem_adopt_decoupled", "adopt", ELEM_TOL},
 };
 
 static float *download(const tb_tensor *t)

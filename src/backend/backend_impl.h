@@ -81,6 +81,13 @@ typedef struct tb_lion_coefs {
     float lr, decay; /* decay = 1 - lr wd */
 } tb_lion_coefs;
 
+typedef struct tb_adopt_coefs {
+    float beta1_gap; /* 1 - beta1: the lerp weight of m toward the normalised gradient */
+    float beta2, one_minus_beta2, eps, l2, decay, lr;
+    float clip;      /* the normalised gradient is clamped to [-clip, clip] (inf: none) */
+    bool first;      /* step 1: v = v + g'^2 only */
+} tb_adopt_coefs;
+
 /* ==== per-step scalars (CUDA graphs) ========================================================
  * Values that change from step to step (learning rate, Adam bias corrections, the dropout
  * counter) are passed to kernels BY POINTER into the backend's step block: TB_STEP_BLOCK_BYTES
@@ -326,6 +333,11 @@ typedef struct tb_backend_ops {
     /* Lion: w *= decay; w -= lr sign(beta1 m + (1-beta1) g); m = beta2 m + (1-beta2) g. */
     void (*lion_update)(tb_backend *be, int64_t n, float *w, const float *g, float *m,
                         const tb_lion_coefs *c);
+    /* ADOPT: g' = g + l2 w; w *= decay; first: v += g'^2; otherwise
+     * u = clamp(g' / max(sqrt(v), eps), -clip, clip); m += beta1_gap (u - m); w -= lr m;
+     * v = beta2 v + (1-beta2) g'^2. */
+    void (*adopt_update)(tb_backend *be, int64_t n, float *w, const float *g, float *m, float *v,
+                         const tb_adopt_coefs *c);
 } tb_backend_ops;
 
 /* gemm_ep from a backend's other entries (gemm, strided_copy, act_fwd, act_bwd): what

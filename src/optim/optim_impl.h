@@ -139,5 +139,6 @@ extern const tb_optimizer_vtable tb_optim_shampoo;
 extern const tb_optimizer_vtable tb_optim_sfadamw;
 extern const tb_optimizer_vtable tb_optim_sfsgd;
 extern const tb_optimizer_vtable tb_optim_lion;
+extern const tb_optimizer_vtable tb_optim_adopt;
 
 #endif

@@ -25,6 +25,7 @@ static const tb_optimizer_vtable *const registry[] = {
     &tb_optim_sfadamw,
     &tb_optim_sfsgd,
     &tb_optim_lion,
+    &tb_optim_adopt,
 };
 #define N_REGISTRY ((int)(sizeof registry / sizeof *registry))
 

@@ -61,6 +61,7 @@ def groups(w, b, wd):
 
 def make_cases():
     import lion_pytorch
+    import pytorch_optimizer as po
     import schedulefree as sf
 
     return [
@@ -84,6 +85,18 @@ def make_cases():
          lambda w, b, h: lion_pytorch.Lion(
              groups(w, b, h["weight_decay"]), lr=h["learning_rate"],
              betas=(h["beta1"], h["beta2"]))),
+        ("adopt", "adopt",
+         {"learning_rate": 0.01, "beta1": 0.9, "beta2": 0.999, "epsilon": 1e-6,
+          "weight_decay": 0.05},
+         lambda w, b, h: po.ADOPT(
+             groups(w, b, h["weight_decay"]), lr=h["learning_rate"],
+             betas=(h["beta1"], h["beta2"]), eps=h["epsilon"])),
+        ("adopt_decoupled", "adopt",
+         {"learning_rate": 0.01, "beta1": 0.8, "beta2": 0.99, "epsilon": 1e-6,
+          "weight_decay": 0.1, "weight_decouple": 1},
+         lambda w, b, h: po.ADOPT(
+             groups(w, b, h["weight_decay"]), lr=h["learning_rate"],
+             betas=(h["beta1"], h["beta2"]), eps=h["epsilon"], weight_decouple=True)),
     ]
 
 

@@ -1,5 +1,5 @@
-/* cpu_optim_elem.c: the element-wise updates of Schedule-Free and Lion (backend_impl.h gives each
- * formula), one sweep over a flat buffer each. */
+/* cpu_optim_elem.c: the element-wise updates of Schedule-Free, Lion and ADOPT (backend_impl.h
+ * gives each formula), one sweep over a flat buffer each. */
 #include "backend/cpu/cpu.h"
 
 #include <math.h>
@@ -37,8 +37,32 @@ static void cpu_lion_update(tb_backend *be, int64_t n, float *w, const float *g,
     }
 }
 
+static void cpu_adopt_update(tb_backend *be, int64_t n, float *w, const float *g, float *m,
+                             float *v, const tb_adopt_coefs *c)
+{
+    const tb_adopt_coefs k = *c;
+#pragma omp parallel for simd num_threads(be->threads) schedule(static) if (n > 32768)
+    for (int64_t i = 0; i < n; i++) {
+        float wi = w[i];
+        float gi = g[i] + k.l2 * wi;
+        wi *= k.decay;
+        if (k.first) {
+            v[i] += gi * gi;
+            w[i] = wi;
+            continue;
+        }
+        float u = gi / fmaxf(sqrtf(v[i]), k.eps);
+        u = fminf(fmaxf(u, -k.clip), k.clip);
+        float mi = m[i] + k.beta1_gap * (u - m[i]);
+        m[i] = mi;
+        w[i] = wi - k.lr * mi;
+        v[i] = k.beta2 * v[i] + k.one_minus_beta2 * gi * gi;
+    }
+}
+
 void tb_cpu_register_optim_elem(tb_backend_ops *ops)
 {
     ops->sf_update = cpu_sf_update;
     ops->lion_update = cpu_lion_update;
+    ops->adopt_update = cpu_adopt_update;
 }

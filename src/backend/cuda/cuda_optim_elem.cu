@@ -1,5 +1,5 @@
-/* cuda_optim_elem.cu: the element-wise updates of Schedule-Free and Lion on the GPU, term for
- * term as src/backend/cpu/cpu_optim_elem.c. Per-step coefficients come by pointer and are
+/* cuda_optim_elem.cu: the element-wise updates of Schedule-Free, Lion and ADOPT on the GPU, term
+ * for term as src/backend/cpu/cpu_optim_elem.c. Per-step coefficients come by pointer and are
  * resolved as in cuda_optim.cu, so the kernels work in a captured graph. */
 #include "backend/cuda/cuda_internal.h"
 
@@ -40,8 +40,32 @@ static void cuda_lion_update(tb_backend *be, int64_t n, float *w, const float *g
     });
 }
 
+static void cuda_adopt_update(tb_backend *be, int64_t n, float *w, const float *g, float *m,
+                              float *v, const tb_adopt_coefs *c)
+{
+    TB_COEFS(tb_adopt_coefs, c);
+    tb_cuda_for_each(be, n, [=] __device__(int64_t i) {
+        const tb_adopt_coefs k = dev ? *dev : host;
+        float wi = w[i];
+        float gi = g[i] + k.l2 * wi;
+        wi *= k.decay;
+        if (k.first) {
+            v[i] += gi * gi;
+            w[i] = wi;
+            return;
+        }
+        float u = gi / fmaxf(sqrtf(v[i]), k.eps);
+        u = fminf(fmaxf(u, -k.clip), k.clip);
+        float mi = m[i] + k.beta1_gap * (u - m[i]);
+        m[i] = mi;
+        w[i] = wi - k.lr * mi;
+        v[i] = k.beta2 * v[i] + k.one_minus_beta2 * gi * gi;
+    });
+}
+
 void tb_cuda_register_optim_elem(tb_backend_ops *ops)
 {
     ops->sf_update = cuda_sf_update;
     ops->lion_update = cuda_lion_update;
+    ops->adopt_update = cuda_adopt_update;
 }
