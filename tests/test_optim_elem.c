@@ -30,6 +30,8 @@ static const struct {
     {"optim_elem_lion", "lion", ELEM_TOL},
     {"optim_elem_adopt", "adopt", ELEM_TOL},
     {"optim_elem_adopt_decoupled", "adopt", ELEM_TOL},
+    {"optim_elem_ademamix", "ademamix", ELEM_TOL},
+    {"optim_elem_ademamix_l2", "ademamix", ELEM_TOL},
 };
 
 static float *download(const tb_tensor *t)

@@ -88,6 +88,11 @@ typedef struct tb_adopt_coefs {
     bool first;      /* step 1: v = v + g'^2 only */
 } tb_adopt_coefs;
 
+typedef struct tb_ademamix_coefs {
+    float one_minus_beta1, beta2, one_minus_beta2, one_minus_beta3; /* beta3 at this step */
+    float alpha, bc1, bc2_sqrt, eps, l2, decay, lr;
+} tb_ademamix_coefs;
+
 /* ==== per-step scalars (CUDA graphs) ========================================================
  * Values that change from step to step (learning rate, Adam bias corrections, the dropout
  * counter) are passed to kernels BY POINTER into the backend's step block: TB_STEP_BLOCK_BYTES
@@ -338,6 +343,11 @@ typedef struct tb_backend_ops {
      * v = beta2 v + (1-beta2) g'^2. */
     void (*adopt_update)(tb_backend *be, int64_t n, float *w, const float *g, float *m, float *v,
                          const tb_adopt_coefs *c);
+    /* AdEMAMix: g' = g + l2 w; w *= decay; m1 += (1-beta1)(g' - m1);
+     * v = beta2 v + (1-beta2) g'^2; m2 += (1-beta3)(g' - m2);
+     * w -= lr (m1 / bc1 + alpha m2) / (sqrt(v) / bc2_sqrt + eps). */
+    void (*ademamix_update)(tb_backend *be, int64_t n, float *w, const float *g, float *m1,
+                            float *m2, float *v, const tb_ademamix_coefs *c);
 } tb_backend_ops;
 
 /* gemm_ep from a backend's other entries (gemm, strided_copy, act_fwd, act_bwd): what

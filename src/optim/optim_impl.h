@@ -140,5 +140,6 @@ extern const tb_optimizer_vtable tb_optim_sfadamw;
 extern const tb_optimizer_vtable tb_optim_sfsgd;
 extern const tb_optimizer_vtable tb_optim_lion;
 extern const tb_optimizer_vtable tb_optim_adopt;
+extern const tb_optimizer_vtable tb_optim_ademamix;
 
 #endif

@@ -26,6 +26,7 @@ static const tb_optimizer_vtable *const registry[] = {
     &tb_optim_sfsgd,
     &tb_optim_lion,
     &tb_optim_adopt,
+    &tb_optim_ademamix,
 };
 #define N_REGISTRY ((int)(sizeof registry / sizeof *registry))
 

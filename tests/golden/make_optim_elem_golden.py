@@ -97,6 +97,20 @@ def make_cases():
          lambda w, b, h: po.ADOPT(
              groups(w, b, h["weight_decay"]), lr=h["learning_rate"],
              betas=(h["beta1"], h["beta2"]), eps=h["epsilon"], weight_decouple=True)),
+        ("ademamix", "ademamix",
+         {"learning_rate": 0.01, "beta1": 0.9, "beta2": 0.99, "beta3": 0.999, "alpha": 4.0,
+          "t_alpha_beta3": 10, "epsilon": 1e-6, "weight_decay": 0.1, "weight_decouple": 1},
+         lambda w, b, h: po.AdEMAMix(
+             groups(w, b, h["weight_decay"]), lr=h["learning_rate"],
+             betas=(h["beta1"], h["beta2"], h["beta3"]), alpha=h["alpha"], t_alpha_beta3=10,
+             eps=h["epsilon"], weight_decouple=True)),
+        ("ademamix_l2", "ademamix",
+         {"learning_rate": 0.01, "beta1": 0.9, "beta2": 0.999, "beta3": 0.9999,
+          "alpha": 5.0, "epsilon": 1e-8, "weight_decay": 0.05},
+         lambda w, b, h: po.AdEMAMix(
+             groups(w, b, h["weight_decay"]), lr=h["learning_rate"],
+             betas=(h["beta1"], h["beta2"], h["beta3"]), alpha=h["alpha"],
+             eps=h["epsilon"])),
     ]
 
 

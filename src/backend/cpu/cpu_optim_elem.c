@@ -1,5 +1,5 @@
-/* cpu_optim_elem.c: the element-wise updates of Schedule-Free, Lion and ADOPT (backend_impl.h
- * gives each formula), one sweep over a flat buffer each. */
+/* cpu_optim_elem.c: the element-wise updates of Schedule-Free, Lion, ADOPT and AdEMAMix
+ * (backend_impl.h gives each formula), one sweep over a flat buffer each. */
 #include "backend/cpu/cpu.h"
 
 #include <math.h>
@@ -60,9 +60,28 @@ static void cpu_adopt_update(tb_backend *be, int64_t n, float *w, const float *g
     }
 }
 
+static void cpu_ademamix_update(tb_backend *be, int64_t n, float *w, const float *g, float *m1,
+                                float *m2, float *v, const tb_ademamix_coefs *c)
+{
+    const tb_ademamix_coefs k = *c;
+#pragma omp parallel for simd num_threads(be->threads) schedule(static) if (n > 32768)
+    for (int64_t i = 0; i < n; i++) {
+        float wi = w[i];
+        float gi = g[i] + k.l2 * wi;
+        float a = m1[i] + k.one_minus_beta1 * (gi - m1[i]);
+        float b = m2[i] + k.one_minus_beta3 * (gi - m2[i]);
+        float vi = k.beta2 * v[i] + k.one_minus_beta2 * gi * gi;
+        m1[i] = a;
+        m2[i] = b;
+        v[i] = vi;
+        w[i] = wi * k.decay - k.lr * (a / k.bc1 + k.alpha * b) / (sqrtf(vi) / k.bc2_sqrt + k.eps);
+    }
+}
+
 void tb_cpu_register_optim_elem(tb_backend_ops *ops)
 {
     ops->sf_update = cpu_sf_update;
     ops->lion_update = cpu_lion_update;
     ops->adopt_update = cpu_adopt_update;
+    ops->ademamix_update = cpu_ademamix_update;
 }

@@ -1,6 +1,6 @@
-/* cuda_optim_elem.cu: the element-wise updates of Schedule-Free, Lion and ADOPT on the GPU, term
- * for term as src/backend/cpu/cpu_optim_elem.c. Per-step coefficients come by pointer and are
- * resolved as in cuda_optim.cu, so the kernels work in a captured graph. */
+/* cuda_optim_elem.cu: the element-wise updates of Schedule-Free, Lion, ADOPT and AdEMAMix on the
+ * GPU, term for term as src/backend/cpu/cpu_optim_elem.c. Per-step coefficients come by pointer
+ * and are resolved as in cuda_optim.cu, so the kernels work in a captured graph. */
 #include "backend/cuda/cuda_internal.h"
 
 #define TB_COEFS(type, c)                                                                          \
@@ -63,9 +63,28 @@ static void cuda_adopt_update(tb_backend *be, int64_t n, float *w, const float *
     });
 }
 
+static void cuda_ademamix_update(tb_backend *be, int64_t n, float *w, const float *g, float *m1,
+                                 float *m2, float *v, const tb_ademamix_coefs *c)
+{
+    TB_COEFS(tb_ademamix_coefs, c);
+    tb_cuda_for_each(be, n, [=] __device__(int64_t i) {
+        const tb_ademamix_coefs k = dev ? *dev : host;
+        float wi = w[i];
+        float gi = g[i] + k.l2 * wi;
+        float a = m1[i] + k.one_minus_beta1 * (gi - m1[i]);
+        float b = m2[i] + k.one_minus_beta3 * (gi - m2[i]);
+        float vi = k.beta2 * v[i] + k.one_minus_beta2 * gi * gi;
+        m1[i] = a;
+        m2[i] = b;
+        v[i] = vi;
+        w[i] = wi * k.decay - k.lr * (a / k.bc1 + k.alpha * b) / (sqrtf(vi) / k.bc2_sqrt + k.eps);
+    });
+}
+
 void tb_cuda_register_optim_elem(tb_backend_ops *ops)
 {
     ops->sf_update = cuda_sf_update;
     ops->lion_update = cuda_lion_update;
     ops->adopt_update = cuda_adopt_update;
+    ops->ademamix_update = cuda_ademamix_update;
 }
