@@ -32,6 +32,8 @@ static const struct {
     {"optim_elem_adopt_decoupled", "adopt", ELEM_TOL},
     {"optim_elem_ademamix", "ademamix", ELEM_TOL},
     {"optim_elem_ademamix_l2", "ademamix", ELEM_TOL},
+    {"optim_elem_prodigy", "prodigy", PRODIGY_TOL},
+    {"optim_elem_prodigy_options", "prodigy", PRODIGY_TOL},
 };
 
 static float *download(const tb_tensor *t)

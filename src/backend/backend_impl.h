@@ -93,6 +93,13 @@ typedef struct tb_ademamix_coefs {
     float alpha, bc1, bc2_sqrt, eps, l2, decay, lr;
 } tb_ademamix_coefs;
 
+typedef struct tb_prodigy_coefs {
+    float l2;                  /* coupled decay added to the gradient (decouple = 0) */
+    float beta2, m_scale, v_scale;  /* m = beta1 m + m_scale g'; v = beta2 v + v_scale g'^2 */
+    float beta1, beta3, s_scale;    /* s = beta3 s + s_scale g' */
+    float decay, dlr, d_eps;   /* apply: w = decay w - dlr m / (sqrt(v) + d_eps) */
+} tb_prodigy_coefs;
+
 /* ==== per-step scalars (CUDA graphs) ========================================================
  * Values that change from step to step (learning rate, Adam bias corrections, the dropout
  * counter) are passed to kernels BY POINTER into the backend's step block: TB_STEP_BLOCK_BYTES
@@ -348,6 +355,15 @@ typedef struct tb_backend_ops {
      * w -= lr (m1 / bc1 + alpha m2) / (sqrt(v) / bc2_sqrt + eps). */
     void (*ademamix_update)(tb_backend *be, int64_t n, float *w, const float *g, float *m1,
                             float *m2, float *v, const tb_ademamix_coefs *c);
+    /* Prodigy's first pass: g' = g + l2 w; sums[0] = sum g' (p0 - w) (before the update);
+     * m = beta1 m + m_scale g'; v = beta2 v + v_scale g'^2; s = beta3 s + s_scale g';
+     * sums[1] = sum |s| (after). Synchronises (the sums are read back). */
+    void (*prodigy_accumulate)(tb_backend *be, int64_t n, const float *w, const float *g,
+                               const float *p0, float *m, float *v, float *s,
+                               const tb_prodigy_coefs *c, double sums[2]);
+    /* Prodigy's second pass: w = decay w - dlr m / (sqrt(v) + d_eps). */
+    void (*prodigy_apply)(tb_backend *be, int64_t n, float *w, const float *m, const float *v,
+                          const tb_prodigy_coefs *c);
 } tb_backend_ops;
 
 /* gemm_ep from a backend's other entries (gemm, strided_copy, act_fwd, act_bwd): what

@@ -27,6 +27,7 @@ static const tb_optimizer_vtable *const registry[] = {
     &tb_optim_lion,
     &tb_optim_adopt,
     &tb_optim_ademamix,
+    &tb_optim_prodigy,
 };
 #define N_REGISTRY ((int)(sizeof registry / sizeof *registry))
 

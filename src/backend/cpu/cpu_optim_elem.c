@@ -1,4 +1,4 @@
-/* cpu_optim_elem.c: the element-wise updates of Schedule-Free, Lion, ADOPT and AdEMAMix
+/* cpu_optim_elem.c: the element-wise updates of Schedule-Free, Lion, ADOPT, AdEMAMix and Prodigy
  * (backend_impl.h gives each formula), one sweep over a flat buffer each. */
 #include "backend/cpu/cpu.h"
 
@@ -78,10 +78,42 @@ static void cpu_ademamix_update(tb_backend *be, int64_t n, float *w, const float
     }
 }
 
+static void cpu_prodigy_accumulate(tb_backend *be, int64_t n, const float *w, const float *g,
+                                   const float *p0, float *m, float *v, float *s,
+                                   const tb_prodigy_coefs *c, double sums[2])
+{
+    const tb_prodigy_coefs k = *c;
+    double dot = 0.0, abs_s = 0.0;
+#pragma omp parallel for simd num_threads(be->threads) schedule(static) if (n > 32768)         \
+    reduction(+ : dot, abs_s)
+    for (int64_t i = 0; i < n; i++) {
+        float gi = g[i] + k.l2 * w[i];
+        dot += (double)gi * (double)(p0[i] - w[i]);
+        m[i] = k.beta1 * m[i] + k.m_scale * gi;
+        v[i] = k.beta2 * v[i] + k.v_scale * gi * gi;
+        float si = k.beta3 * s[i] + k.s_scale * gi;
+        s[i] = si;
+        abs_s += fabs((double)si);
+    }
+    sums[0] = dot;
+    sums[1] = abs_s;
+}
+
+static void cpu_prodigy_apply(tb_backend *be, int64_t n, float *w, const float *m, const float *v,
+                              const tb_prodigy_coefs *c)
+{
+    const tb_prodigy_coefs k = *c;
+#pragma omp parallel for simd num_threads(be->threads) schedule(static) if (n > 32768)
+    for (int64_t i = 0; i < n; i++)
+        w[i] = k.decay * w[i] - k.dlr * m[i] / (sqrtf(v[i]) + k.d_eps);
+}
+
 void tb_cpu_register_optim_elem(tb_backend_ops *ops)
 {
     ops->sf_update = cpu_sf_update;
     ops->lion_update = cpu_lion_update;
     ops->adopt_update = cpu_adopt_update;
     ops->ademamix_update = cpu_ademamix_update;
+    ops->prodigy_accumulate = cpu_prodigy_accumulate;
+    ops->prodigy_apply = cpu_prodigy_apply;
 }

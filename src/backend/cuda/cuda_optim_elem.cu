@@ -1,6 +1,7 @@
-/* cuda_optim_elem.cu: the element-wise updates of Schedule-Free, Lion, ADOPT and AdEMAMix on the
- * GPU, term for term as src/backend/cpu/cpu_optim_elem.c. Per-step coefficients come by pointer
- * and are resolved as in cuda_optim.cu, so the kernels work in a captured graph. */
+/* cuda_optim_elem.cu: the element-wise updates of Schedule-Free, Lion, ADOPT, AdEMAMix and
+ * Prodigy on the GPU, term for term as src/backend/cpu/cpu_optim_elem.c. Per-step coefficients
+ * come by pointer and are resolved as in cuda_optim.cu, so the kernels work in a captured graph
+ * (Prodigy's first pass reads sums back and is refused inside a capture). */
 #include "backend/cuda/cuda_internal.h"
 
 #define TB_COEFS(type, c)                                                                          \
@@ -81,10 +82,54 @@ static void cuda_ademamix_update(tb_backend *be, int64_t n, float *w, const floa
     });
 }
 
+/* Sums over [0, n) of f into host *out (synchronises). */
+template <class F> static double cuda_sum(tb_backend *be, int64_t n, F f)
+{
+    tb_cuda *cu = tb_cu(be);
+    tb_cuda_reduce(be, n, f, 1.0, NULL, cu->result);
+    double out = 0;
+    tb_cuda_check(be, cudaMemcpyAsync(&out, cu->result, sizeof out, cudaMemcpyDeviceToHost,
+                                      cu->stream));
+    tb_cuda_check(be, cudaStreamSynchronize(cu->stream));
+    return out;
+}
+
+static void cuda_prodigy_accumulate(tb_backend *be, int64_t n, const float *w, const float *g,
+                                    const float *p0, float *m, float *v, float *s,
+                                    const tb_prodigy_coefs *c, double sums[2])
+{
+    sums[0] = sums[1] = NAN;
+    if (tb_cuda_refused_in_capture(be, "prodigy_accumulate (sums read back)")) return;
+    const tb_prodigy_coefs k = *c;
+    sums[0] = cuda_sum(be, n, [=] __device__(int64_t i) {
+        float gi = g[i] + k.l2 * w[i];
+        return (double)gi * (double)(p0[i] - w[i]);
+    });
+    tb_cuda_for_each(be, n, [=] __device__(int64_t i) {
+        float gi = g[i] + k.l2 * w[i];
+        m[i] = k.beta1 * m[i] + k.m_scale * gi;
+        v[i] = k.beta2 * v[i] + k.v_scale * gi * gi;
+        s[i] = k.beta3 * s[i] + k.s_scale * gi;
+    });
+    sums[1] = cuda_sum(be, n, [=] __device__(int64_t i) { return fabs((double)s[i]); });
+}
+
+static void cuda_prodigy_apply(tb_backend *be, int64_t n, float *w, const float *m,
+                               const float *v, const tb_prodigy_coefs *c)
+{
+    TB_COEFS(tb_prodigy_coefs, c);
+    tb_cuda_for_each(be, n, [=] __device__(int64_t i) {
+        const tb_prodigy_coefs k = dev ? *dev : host;
+        w[i] = k.decay * w[i] - k.dlr * m[i] / (sqrtf(v[i]) + k.d_eps);
+    });
+}
+
 void tb_cuda_register_optim_elem(tb_backend_ops *ops)
 {
     ops->sf_update = cuda_sf_update;
     ops->lion_update = cuda_lion_update;
     ops->adopt_update = cuda_adopt_update;
     ops->ademamix_update = cuda_ademamix_update;
+    ops->prodigy_accumulate = cuda_prodigy_accumulate;
+    ops->prodigy_apply = cuda_prodigy_apply;
 }
