@@ -34,6 +34,7 @@ static const struct {
     {"optim_elem_ademamix_l2", "ademamix", ELEM_TOL},
     {"optim_elem_prodigy", "prodigy", PRODIGY_TOL},
     {"optim_elem_prodigy_options", "prodigy", PRODIGY_TOL},
+    {"optim_elem_mars", "mars", ELEM_TOL},
 };
 
 static float *download(const tb_tensor *t)

@@ -364,6 +364,9 @@ typedef struct tb_backend_ops {
     /* Prodigy's second pass: w = decay w - dlr m / (sqrt(v) + d_eps). */
     void (*prodigy_apply)(tb_backend *be, int64_t n, float *w, const float *m, const float *v,
                           const tb_prodigy_coefs *c);
+    /* MARS's corrected gradient: c = k (g - last) + g; last = g. */
+    void (*mars_correct)(tb_backend *be, int64_t n, const float *g, float *last, float *c,
+                         float k);
 } tb_backend_ops;
 
 /* gemm_ep from a backend's other entries (gemm, strided_copy, act_fwd, act_bwd): what

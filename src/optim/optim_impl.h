@@ -142,5 +142,6 @@ extern const tb_optimizer_vtable tb_optim_lion;
 extern const tb_optimizer_vtable tb_optim_adopt;
 extern const tb_optimizer_vtable tb_optim_ademamix;
 extern const tb_optimizer_vtable tb_optim_prodigy;
+extern const tb_optimizer_vtable tb_optim_mars;
 
 #endif

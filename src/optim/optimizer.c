@@ -28,6 +28,7 @@ static const tb_optimizer_vtable *const registry[] = {
     &tb_optim_adopt,
     &tb_optim_ademamix,
     &tb_optim_prodigy,
+    &tb_optim_mars,
 };
 #define N_REGISTRY ((int)(sizeof registry / sizeof *registry))
 

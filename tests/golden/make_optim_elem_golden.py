@@ -128,6 +128,15 @@ def make_cases():
              betas=(h["beta1"], h["beta2"]), beta3=h["beta3"], eps=h["epsilon"],
              decouple=False, use_bias_correction=True, safeguard_warmup=True, d0=h["d0"],
              d_coef=h["d_coef"], growth_rate=h["growth_rate"])),
+        ("mars", "mars",
+         {"learning_rate": 0.01, "beta1": 0.95, "beta2": 0.99, "gamma": 0.025,
+          "epsilon": 1e-8, "weight_decay": 0.1, "lr_1d": 0.005, "beta1_1d": 0.9,
+          "beta2_1d": 0.95, "weight_decay_1d": 0.1},
+         lambda w, b, h: po.MARS(
+             [w, b], lr=h["learning_rate"], betas=(h["beta1"], h["beta2"]),
+             gamma=h["gamma"], eps=h["epsilon"], weight_decay=h["weight_decay"],
+             lr_1d=h["lr_1d"], betas_1d=(h["beta1_1d"], h["beta2_1d"]),
+             weight_decay_1d=h["weight_decay_1d"])),
     ]
 
 

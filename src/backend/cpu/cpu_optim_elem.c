@@ -1,5 +1,5 @@
-/* cpu_optim_elem.c: the element-wise updates of Schedule-Free, Lion, ADOPT, AdEMAMix and Prodigy
- * (backend_impl.h gives each formula), one sweep over a flat buffer each. */
+/* cpu_optim_elem.c: the element-wise updates of Schedule-Free, Lion, ADOPT, AdEMAMix, Prodigy and
+ * MARS (backend_impl.h gives each formula), one sweep over a flat buffer each. */
 #include "backend/cpu/cpu.h"
 
 #include <math.h>
@@ -108,6 +108,17 @@ static void cpu_prodigy_apply(tb_backend *be, int64_t n, float *w, const float *
         w[i] = k.decay * w[i] - k.dlr * m[i] / (sqrtf(v[i]) + k.d_eps);
 }
 
+static void cpu_mars_correct(tb_backend *be, int64_t n, const float *g, float *last, float *c,
+                             float k)
+{
+#pragma omp parallel for simd num_threads(be->threads) schedule(static) if (n > 32768)
+    for (int64_t i = 0; i < n; i++) {
+        float gi = g[i];
+        c[i] = k * (gi - last[i]) + gi;
+        last[i] = gi;
+    }
+}
+
 void tb_cpu_register_optim_elem(tb_backend_ops *ops)
 {
     ops->sf_update = cpu_sf_update;
@@ -116,4 +127,5 @@ void tb_cpu_register_optim_elem(tb_backend_ops *ops)
     ops->ademamix_update = cpu_ademamix_update;
     ops->prodigy_accumulate = cpu_prodigy_accumulate;
     ops->prodigy_apply = cpu_prodigy_apply;
+    ops->mars_correct = cpu_mars_correct;
 }

@@ -1,5 +1,5 @@
-/* cuda_optim_elem.cu: the element-wise updates of Schedule-Free, Lion, ADOPT, AdEMAMix and
- * Prodigy on the GPU, term for term as src/backend/cpu/cpu_optim_elem.c. Per-step coefficients
+/* cuda_optim_elem.cu: the element-wise updates of Schedule-Free, Lion, ADOPT, AdEMAMix, Prodigy
+ * and MARS on the GPU, term for term as src/backend/cpu/cpu_optim_elem.c. Per-step coefficients
  * come by pointer and are resolved as in cuda_optim.cu, so the kernels work in a captured graph
  * (Prodigy's first pass reads sums back and is refused inside a capture). */
 #include "backend/cuda/cuda_internal.h"
@@ -124,6 +124,16 @@ static void cuda_prodigy_apply(tb_backend *be, int64_t n, float *w, const float 
     });
 }
 
+static void cuda_mars_correct(tb_backend *be, int64_t n, const float *g, float *last, float *c,
+                              float k)
+{
+    tb_cuda_for_each(be, n, [=] __device__(int64_t i) {
+        float gi = g[i];
+        c[i] = k * (gi - last[i]) + gi;
+        last[i] = gi;
+    });
+}
+
 void tb_cuda_register_optim_elem(tb_backend_ops *ops)
 {
     ops->sf_update = cuda_sf_update;
@@ -132,4 +142,5 @@ void tb_cuda_register_optim_elem(tb_backend_ops *ops)
     ops->ademamix_update = cuda_ademamix_update;
     ops->prodigy_accumulate = cuda_prodigy_accumulate;
     ops->prodigy_apply = cuda_prodigy_apply;
+    ops->mars_correct = cuda_mars_correct;
 }
