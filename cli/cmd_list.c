@@ -67,5 +67,10 @@ int tb_cli_algorithms(int argc, char **argv)
         if (tb_submission_preset_at(i, &name, &optimizer, &summary))
             printf("  %-20s %s (%s)\n", name, summary, optimizer);
     }
+    printf("\npresets (train --preset NAME: the algorithm and its fixed hyperparameters):\n");
+    for (int i = 0; i < tb_optimizer_preset_count(); i++) {
+        const tb_optimizer_preset *p = tb_optimizer_preset_at(i);
+        printf("  %-20s %s: %s\n", p->name, p->algorithm, p->summary);
+    }
     return TB_EXIT_OK;
 }

@@ -20,6 +20,9 @@ static const char train_usage[] =
     "  -p, --hp NAME=VALUE       set a hyperparameter of the algorithm (repeatable),\n"
     "                            e.g. --hp learning_rate=3e-4 --hp weight_decay=0\n"
     "      --lr VALUE            shorthand for --hp learning_rate=VALUE\n"
+    "      --preset NAME         a published configuration: its algorithm and hyperparameters\n"
+    "                            (--hp values win); algoperf_sf_adamw is AlgoPerf's\n"
+    "                            self-tuning Schedule-Free AdamW (`trainbench algorithms`)\n"
     "  -e, --epochs X            length of the run in epochs (default 5, or with --budget\n"
     "                            none; may be fractional; at most 1e9 steps)\n"
     "      --steps N             length of the run in steps (overrides --epochs; 1 to 1e9)\n"
@@ -325,13 +328,14 @@ static void print_profile(const tb_train_result *r)
 enum { OPT_LR = 1000, OPT_SCHEDULE, OPT_WARMUP, OPT_EVALS, OPT_JSON, OPT_AUGMENT, OPT_ECHO,
        OPT_ECHO_FACTOR, OPT_SHUFFLE, OPT_PREFETCH, OPT_SLOW, OPT_MAX_TIME, OPT_EVAL_PERIOD,
        OPT_BUDGET, OPT_STOP, OPT_CUDA_GRAPH, OPT_PROFILE, OPT_SHARP_EVERY, OPT_SHARP_ITERS,
-       OPT_SHARP_BATCH, OPT_SHARP_FD, OPT_DIST, OPT_SEED_BASE };
+       OPT_SHARP_BATCH, OPT_SHARP_FD, OPT_DIST, OPT_PRESET, OPT_SEED_BASE };
 
 int tb_cli_train(int argc, char **argv)
 {
     tb_run_config cfg = tb_run_config_default();
     bool json = false, quiet = false, use_budget = false, length_set = false;
-    bool echo_factor_set = false, use_dist = false;
+    bool echo_factor_set = false, use_dist = false, algorithm_set = false;
+    const char *preset = NULL;
     bool seed_set[TB_STREAM_COUNT] = {false};
     uint64_t seed_one[TB_STREAM_COUNT] = {0}, seed = 0;
     tb_error err = {0};
@@ -340,6 +344,7 @@ int tb_cli_train(int argc, char **argv)
         {"algorithm", required_argument, 0, 'a'},
         {"hp", required_argument, 0, 'p'},
         {"lr", required_argument, 0, OPT_LR},
+        {"preset", required_argument, 0, OPT_PRESET},
         {"schedule", required_argument, 0, OPT_SCHEDULE},
         {"warmup", required_argument, 0, OPT_WARMUP},
         {"evals", required_argument, 0, OPT_EVALS},
@@ -386,7 +391,8 @@ int tb_cli_train(int argc, char **argv)
             continue;
         }
         switch (c) {
-        case 'a': cfg.model.algorithm = optarg; break;
+        case 'a': cfg.model.algorithm = optarg, algorithm_set = true; break;
+        case OPT_PRESET: preset = optarg; break;
         case 'p':
             if (tb_hparams_parse_assignment(&cfg.model.hparams, optarg, &err) != TB_OK) {
                 tb_cli_error("--hp: %s", err.message);
@@ -539,6 +545,16 @@ int tb_cli_train(int argc, char **argv)
     const tb_workload_info *winfo = NULL;
     for (int i = 0; i < tb_workload_count(); i++)
         if (strcmp(tb_workload_info_at(i)->id, cfg.model.workload) == 0) winfo = tb_workload_info_at(i);
+    if (preset && algorithm_set) {
+        tb_cli_error("--preset %s sets the algorithm: give it or --algorithm, not both", preset);
+        return TB_EXIT_USAGE;
+    }
+    if (preset && tb_optimizer_preset_apply(preset, winfo ? winfo->step_hint : 0,
+                                            &cfg.model.algorithm, &cfg.model.hparams,
+                                            &err) != TB_OK) {
+        tb_cli_error("--preset: %s", err.message);
+        return TB_EXIT_USAGE;
+    }
     if (use_budget && winfo) {
         if (cfg.length.max_time_s == 0) cfg.length.max_time_s = winfo->max_runtime_s;
         if (cfg.eval.period_s == 0) cfg.eval.period_s = winfo->eval_period_s;

@@ -66,6 +66,13 @@ static void test_float_refusals(void)
         {"rmsprop", "epsilon", 1e-40, "sqrt(v + epsilon) would be 0"},
         {"adagrad", "epsilon", 1e-40, "sqrt(G) + epsilon would be 0"},
         {"shampoo", "epsilon", 1e-150, "epsilon = 1e-150 is below float32's smallest normal"},
+        {"schedule_free_adamw", "epsilon", 1e-40, "sqrt(v_hat) + epsilon would be 0"},
+        {"adopt", "epsilon", 1e-40, "max(sqrt(v), epsilon) would be 0"},
+        {"ademamix", "epsilon", 1e-40, "sqrt(v_hat) + epsilon would be 0"},
+        {"prodigy", "epsilon", 1e-40, "sqrt(v) + d epsilon would be 0"},
+        {"mars", "epsilon", 1e-40, "sqrt(v_hat) + epsilon would be 0"},
+        {"schedule_free_sgd", "momentum", 0.99999999, "momentum = 0.99999999 is 1 in float32"},
+        {"ademamix", "beta3", 0.99999999, "beta3 = 0.99999999 is 1 in float32"},
         {"ekfac", "damping", 1e-300, "S + damping would be 0"},
         /* a learning rate that is 0 in float32: the run would train nothing */
         {"adam", "learning_rate", 1e-300, "learning_rate = 1e-300 is 0 in float32"},
@@ -219,6 +226,27 @@ static void test_trust_overflow(void)
     }
 }
 
+/* MARS: a finite gradient of 3e38 whose correction c = k (g - g_prev) + g overflows float32;
+ * the step is refused, naming the parameter, before any weight moves. */
+static void test_mars_overflow(void)
+{
+    tb_error err = {0};
+    tb_params *p = make_params();
+    float *g = tb_params_get(p, 0)->var.grad.data;
+    for (int j = 0; j < 6; j++) g[j] = 3e38f;
+    tb_optimizer *opt = NULL;
+    if (!CHECK_OK(tb_optimizer_create("mars", p, NULL, &opt, &err), &err)) return;
+    int64_t n = tb_params_numel(p);
+    float *before = malloc((size_t)n * sizeof *before);
+    memcpy(before, tb_params_values(p), (size_t)n * sizeof *before);
+    CHECK_FAILS(tb_optimizer_step(opt, 1.0, &err), TB_ERR_NUMERIC, &err,
+                "mars: step 1: the corrected gradient of 'w' is not finite");
+    CHECK(same_values(p, before) && tb_optimizer_steps(opt) == 0);
+    free(before);
+    tb_optimizer_destroy(opt);
+    tb_params_destroy(p);
+}
+
 int main(void)
 {
     be = tb_test_backend();
@@ -226,6 +254,7 @@ int main(void)
     test_nonfinite_gradients();
     test_grads_finite();
     test_trust_overflow();
+    test_mars_overflow();
     tb_backend_destroy(be);
     return tb_test_finish("test_optim_numeric");
 }

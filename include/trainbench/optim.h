@@ -80,6 +80,16 @@ void tb_optimizer_destroy(tb_optimizer *opt);
  * Statistics an algorithm keeps (K-FAC's factors, LAMB's moments) may have moved. Inside a
  * CUDA graph capture nothing can be read back, and the gradients are not checked. */
 tb_status tb_optimizer_step(tb_optimizer *opt, double lr_scale, tb_error *err);
+/* Evaluation at the algorithm's evaluation point. Schedule-Free trains at y and is evaluated
+ * at x (its averaged iterate): prepare_for_eval puts x into the parameters, prepare_for_train
+ * restores y bit for bit. Every evaluation of a run is bracketed so (tb_run_evaluate). For
+ * every other algorithm both do nothing. A second prepare_for_eval (or a prepare_for_train
+ * while training) does nothing; tb_optimizer_step between the two fails (TB_ERR_INVALID).
+ * opt NULL: TB_ERR_INVALID. */
+tb_status tb_optimizer_prepare_for_eval(tb_optimizer *opt, tb_error *err);
+tb_status tb_optimizer_prepare_for_train(tb_optimizer *opt, tb_error *err);
+/* Whether the algorithm evaluates elsewhere than where it trains (it has the two hooks). */
+bool tb_optimizer_evaluates_elsewhere(const tb_optimizer *opt);
 const tb_optimizer_info *tb_optimizer_get_info(const tb_optimizer *opt);
 /* The value in effect for a hyperparameter (given or default). */
 double tb_optimizer_hparam(const tb_optimizer *opt, const char *name);
@@ -158,6 +168,24 @@ tb_status tb_hparams_validate(const tb_hparams *hp, const tb_hparam_spec *specs,
  * naming the algorithm, the hyperparameter, its value and why. Studies and benchmarks call it
  * when they are planned, before any training. */
 tb_status tb_optimizer_check_hparams(const char *name, const tb_hparams *hp, tb_error *err);
+
+/* ---- presets: a published submission's fixed configuration of an algorithm ------------------ */
+typedef struct tb_optimizer_preset {
+    const char *name;      /* e.g. "algoperf_sf_adamw" */
+    const char *algorithm; /* the registry's algorithm it configures */
+    const char *summary;
+} tb_optimizer_preset;
+
+int tb_optimizer_preset_count(void);
+const tb_optimizer_preset *tb_optimizer_preset_at(int i); /* NULL out of range */
+/* Applies preset `name` for a workload of step hint `step_hint`: *algorithm becomes its
+ * algorithm, and hp gets every hyperparameter it fixes that hp does not already hold (so
+ * values given by the caller win), some derived from step_hint (algoperf_sf_adamw's
+ * warmup_steps = floor(0.015 step_hint)). TB_ERR_INVALID naming the cause for an unknown
+ * preset (listing the known ones), a step hint below 1 where one is needed, or a resulting set
+ * tb_optimizer_check_hparams refuses; hp and *algorithm are then unchanged. */
+tb_status tb_optimizer_preset_apply(const char *name, int64_t step_hint, const char **algorithm,
+                                    tb_hparams *hp, tb_error *err);
 
 /* ---- learning-rate schedules ----------------------------------------------------------------- */
 /* Every kind but constant starts with a linear warmup, factor step / warmup_steps for steps

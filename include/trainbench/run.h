@@ -187,7 +187,9 @@ tb_status tb_run_check_loss(const tb_run *r, const char *what, double loss, int6
 tb_status tb_run_last_loss(tb_run *r, float *loss, tb_error *err);
 
 /* One untimed evaluation of the current weights on `split` (examples: 0 all, else spread
- * evenly); on a graphed run on a tape of its own. */
+ * evenly); on a graphed run on a tape of its own. The weights are the optimizer's evaluation
+ * point during it (tb_optimizer_prepare_for_eval: Schedule-Free's x) and its training point
+ * again after it. */
 tb_status tb_run_evaluate(tb_run *r, tb_split split, int64_t examples, tb_eval_metrics *m,
                           tb_error *err);
 

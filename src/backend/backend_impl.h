@@ -67,6 +67,39 @@ typedef struct tb_rms_coefs {
     float l2;
 } tb_rms_coefs;
 
+/* Per-step coefficients of the element-wise updates of src/optim/ beyond the Adam family (see
+ * sf_update, lion_update, adopt_update, ademamix_update, prodigy_accumulate/_apply). */
+typedef struct tb_sf_coefs { /* Schedule-Free AdamW and SGD */
+    float beta2, one_minus_beta2, bc2; /* bc2 = 1 - beta2^t */
+    float eps, wd;                     /* wd: the decay added to the normalised gradient */
+    float ckp1;                        /* the averaging weight c_{k+1} */
+    float c_y, lr;                     /* y += c_y u (c_y = lr (beta1 (1 - ckp1) - 1)); z -= lr u */
+} tb_sf_coefs;
+
+typedef struct tb_lion_coefs {
+    float beta1, one_minus_beta1, beta2, one_minus_beta2;
+    float lr, decay; /* decay = 1 - lr wd */
+} tb_lion_coefs;
+
+typedef struct tb_adopt_coefs {
+    float beta1_gap; /* 1 - beta1: the lerp weight of m toward the normalised gradient */
+    float beta2, one_minus_beta2, eps, l2, decay, lr;
+    float clip;      /* the normalised gradient is clamped to [-clip, clip] (inf: none) */
+    bool first;      /* step 1: v = v + g'^2 only */
+} tb_adopt_coefs;
+
+typedef struct tb_ademamix_coefs {
+    float one_minus_beta1, beta2, one_minus_beta2, one_minus_beta3; /* beta3 at this step */
+    float alpha, bc1, bc2_sqrt, eps, l2, decay, lr;
+} tb_ademamix_coefs;
+
+typedef struct tb_prodigy_coefs {
+    float l2;                  /* coupled decay added to the gradient (decouple = 0) */
+    float beta2, m_scale, v_scale;  /* m = beta1 m + m_scale g'; v = beta2 v + v_scale g'^2 */
+    float beta1, beta3, s_scale;    /* s = beta3 s + s_scale g' */
+    float decay, dlr, d_eps;   /* apply: w = decay w - dlr m / (sqrt(v) + d_eps) */
+} tb_prodigy_coefs;
+
 /* ==== per-step scalars (CUDA graphs) ========================================================
  * Values that change from step to step (learning rate, Adam bias corrections, the dropout
  * counter) are passed to kernels BY POINTER into the backend's step block: TB_STEP_BLOCK_BYTES
@@ -304,6 +337,36 @@ typedef struct tb_backend_ops {
      * v = momentum v + scaled_lr (g + l2 w); w -= v. scaled_lr = lr * trust, from the host. */
     void (*lars_update)(tb_backend *be, int64_t n, float *w, const float *g, float *v,
                         float scaled_lr, float momentum, float l2);
+    /* Schedule-Free (y the parameters, z the base sequence; v NULL for SGD):
+     *   v = beta2 v + (1-beta2) g^2;  u = v ? g / (sqrt(v / bc2) + eps) : g;  u += wd y;
+     *   y += ckp1 (z - y) + c_y u;  z -= lr u. */
+    void (*sf_update)(tb_backend *be, int64_t n, float *y, const float *g, float *z, float *v,
+                      const tb_sf_coefs *c);
+    /* Lion: w *= decay; w -= lr sign(beta1 m + (1-beta1) g); m = beta2 m + (1-beta2) g. */
+    void (*lion_update)(tb_backend *be, int64_t n, float *w, const float *g, float *m,
+                        const tb_lion_coefs *c);
+    /* ADOPT: g' = g + l2 w; w *= decay; first: v += g'^2; otherwise
+     * u = clamp(g' / max(sqrt(v), eps), -clip, clip); m += beta1_gap (u - m); w -= lr m;
+     * v = beta2 v + (1-beta2) g'^2. */
+    void (*adopt_update)(tb_backend *be, int64_t n, float *w, const float *g, float *m, float *v,
+                         const tb_adopt_coefs *c);
+    /* AdEMAMix: g' = g + l2 w; w *= decay; m1 += (1-beta1)(g' - m1);
+     * v = beta2 v + (1-beta2) g'^2; m2 += (1-beta3)(g' - m2);
+     * w -= lr (m1 / bc1 + alpha m2) / (sqrt(v) / bc2_sqrt + eps). */
+    void (*ademamix_update)(tb_backend *be, int64_t n, float *w, const float *g, float *m1,
+                            float *m2, float *v, const tb_ademamix_coefs *c);
+    /* Prodigy's first pass: g' = g + l2 w; sums[0] = sum g' (p0 - w) (before the update);
+     * m = beta1 m + m_scale g'; v = beta2 v + v_scale g'^2; s = beta3 s + s_scale g';
+     * sums[1] = sum |s| (after). Synchronises (the sums are read back). */
+    void (*prodigy_accumulate)(tb_backend *be, int64_t n, const float *w, const float *g,
+                               const float *p0, float *m, float *v, float *s,
+                               const tb_prodigy_coefs *c, double sums[2]);
+    /* Prodigy's second pass: w = decay w - dlr m / (sqrt(v) + d_eps). */
+    void (*prodigy_apply)(tb_backend *be, int64_t n, float *w, const float *m, const float *v,
+                          const tb_prodigy_coefs *c);
+    /* MARS's corrected gradient: c = k (g - last) + g; last = g. */
+    void (*mars_correct)(tb_backend *be, int64_t n, const float *g, float *last, float *c,
+                         float k);
 } tb_backend_ops;
 
 /* gemm_ep from a backend's other entries (gemm, strided_copy, act_fwd, act_bwd): what

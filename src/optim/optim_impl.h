@@ -41,6 +41,12 @@ typedef struct tb_optimizer_vtable {
     /* The largest eigenvalue of P^-1 H for which the step at learning rate lr is stable on a
      * quadratic with P frozen (tb_optimizer_stability_threshold); NaN when not known. */
     double (*stability)(const tb_optimizer *opt, double lr);
+    /* Optional, for algorithms whose training point is not the point to evaluate
+     * (Schedule-Free: train at y, evaluate at x): prepare_for_eval puts the evaluation point
+     * into the parameters, prepare_for_train puts back exactly what was there. NULL elsewhere
+     * (tb_optimizer_prepare_for_eval/_train then do nothing). */
+    tb_status (*prepare_for_eval)(tb_optimizer *opt, tb_error *err);
+    tb_status (*prepare_for_train)(tb_optimizer *opt, tb_error *err);
 } tb_optimizer_vtable;
 
 struct tb_optimizer {
@@ -50,6 +56,7 @@ struct tb_optimizer {
     tb_hparams hp; /* every hyperparameter of the algorithm, defaults filled in (resolved) */
     int64_t step;  /* number of completed steps */
     bool prepared; /* a step's per-step values have been prepared (split steps) */
+    bool at_eval;  /* the parameters hold the evaluation point (prepare_for_eval) */
     void *state;
 };
 
@@ -129,5 +136,12 @@ extern const tb_optimizer_vtable tb_optim_lamb;
 extern const tb_optimizer_vtable tb_optim_kfac;
 extern const tb_optimizer_vtable tb_optim_ekfac;
 extern const tb_optimizer_vtable tb_optim_shampoo;
+extern const tb_optimizer_vtable tb_optim_sfadamw;
+extern const tb_optimizer_vtable tb_optim_sfsgd;
+extern const tb_optimizer_vtable tb_optim_lion;
+extern const tb_optimizer_vtable tb_optim_adopt;
+extern const tb_optimizer_vtable tb_optim_ademamix;
+extern const tb_optimizer_vtable tb_optim_prodigy;
+extern const tb_optimizer_vtable tb_optim_mars;
 
 #endif

@@ -22,6 +22,13 @@ static const tb_optimizer_vtable *const registry[] = {
     &tb_optim_kfac,
     &tb_optim_ekfac,
     &tb_optim_shampoo,
+    &tb_optim_sfadamw,
+    &tb_optim_sfsgd,
+    &tb_optim_lion,
+    &tb_optim_adopt,
+    &tb_optim_ademamix,
+    &tb_optim_prodigy,
+    &tb_optim_mars,
 };
 #define N_REGISTRY ((int)(sizeof registry / sizeof *registry))
 
@@ -310,6 +317,11 @@ tb_status tb_optimizer_step(tb_optimizer *opt, double lr_scale, tb_error *err)
 {
     if (!opt) return tb_fail(err, TB_ERR_INVALID, "optimizer_step: the optimizer is NULL");
     if (!lr_scale_ok(lr_scale, err)) return TB_ERR_INVALID;
+    if (opt->at_eval)
+        return tb_fail(err, TB_ERR_INVALID,
+                       "%s: step %lld while the parameters hold the evaluation point (call "
+                       "tb_optimizer_prepare_for_train first)",
+                       opt->vt->info.name, (long long)opt->step + 1);
     tb_status gst = check_gradients(opt, err);
     if (gst != TB_OK) return gst;
     if (opt->vt->prepare) {
@@ -356,6 +368,30 @@ tb_status tb_optimizer_step_queue(tb_optimizer *opt, tb_error *err)
                        opt->vt->info.name);
     opt->vt->queue(opt);
     return TB_OK;
+}
+
+tb_status tb_optimizer_prepare_for_eval(tb_optimizer *opt, tb_error *err)
+{
+    if (!opt) return tb_fail(err, TB_ERR_INVALID, "optimizer_prepare_for_eval: the optimizer is NULL");
+    if (opt->at_eval || !opt->vt->prepare_for_eval) return TB_OK;
+    tb_status st = opt->vt->prepare_for_eval(opt, err);
+    if (st == TB_OK) opt->at_eval = true;
+    return st;
+}
+
+tb_status tb_optimizer_prepare_for_train(tb_optimizer *opt, tb_error *err)
+{
+    if (!opt)
+        return tb_fail(err, TB_ERR_INVALID, "optimizer_prepare_for_train: the optimizer is NULL");
+    if (!opt->at_eval || !opt->vt->prepare_for_train) return TB_OK;
+    tb_status st = opt->vt->prepare_for_train(opt, err);
+    if (st == TB_OK) opt->at_eval = false;
+    return st;
+}
+
+bool tb_optimizer_evaluates_elsewhere(const tb_optimizer *opt)
+{
+    return opt && opt->vt->prepare_for_eval && opt->vt->prepare_for_train;
 }
 
 const tb_optimizer_info *tb_optimizer_get_info(const tb_optimizer *opt)

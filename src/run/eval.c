@@ -38,8 +38,19 @@ void tb_eval_sched_done(tb_eval_sched *s, double clock_s) { s->last_s = clock_s;
 tb_status tb_run_evaluate(tb_run *r, tb_split split, int64_t examples, tb_eval_metrics *m,
                           tb_error *err)
 {
-    return tb_workload_evaluate(r->wl, r->eval_tape ? r->eval_tape : r->tape, split, examples,
-                                m, err);
+    /* at the optimizer's evaluation point (Schedule-Free's x), and back to where it trains */
+    tb_optimizer *opt = r->opt ? r->opt : r->theirs.opt;
+    tb_status st = opt ? tb_optimizer_prepare_for_eval(opt, err) : TB_OK;
+    if (st != TB_OK) return st;
+    st = tb_workload_evaluate(r->wl, r->eval_tape ? r->eval_tape : r->tape, split, examples, m,
+                              err);
+    tb_error back = {0};
+    tb_status bst = opt ? tb_optimizer_prepare_for_train(opt, &back) : TB_OK;
+    if (st == TB_OK && bst != TB_OK) {
+        if (err) *err = back;
+        st = bst;
+    }
+    return st;
 }
 
 tb_status tb_run_at_target(tb_run *r, double target, const tb_eval_metrics *m, bool *reached,

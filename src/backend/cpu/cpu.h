@@ -307,5 +307,6 @@ void tb_cpu_register_conv(tb_backend_ops *ops);      /* cpu_conv.c: conv2d, pool
 void tb_cpu_register_norm(tb_backend_ops *ops);      /* cpu_norm.c: batch norm, layer norm */
 void tb_cpu_register_attention(tb_backend_ops *ops); /* cpu_attention.c: attention, embedding */
 void tb_cpu_register_optim(tb_backend_ops *ops);     /* cpu_optim.c: optimizer updates */
+void tb_cpu_register_optim_elem(tb_backend_ops *ops); /* cpu_optim_elem.c: the newer ones */
 
 #endif

@@ -127,5 +127,6 @@ tb_status tb_cpu_backend_init(tb_backend *be, const tb_backend_config *config, t
     tb_cpu_register_norm(&be->ops);
     tb_cpu_register_attention(&be->ops);
     tb_cpu_register_optim(&be->ops);
+    tb_cpu_register_optim_elem(&be->ops);
     return TB_OK;
 }

@@ -435,6 +435,7 @@ extern "C" tb_status tb_cuda_backend_init(tb_backend *be, const tb_backend_confi
     tb_cuda_register_norm(&be->ops);
     tb_cuda_register_attention(&be->ops);
     tb_cuda_register_optim(&be->ops);
+    tb_cuda_register_optim_elem(&be->ops);
     be->destroy = cuda_destroy;
     return TB_OK;
 }

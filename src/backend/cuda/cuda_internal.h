@@ -192,5 +192,6 @@ void tb_cuda_register_conv(tb_backend_ops *ops);      /* cuda_conv.cu */
 void tb_cuda_register_norm(tb_backend_ops *ops);      /* cuda_norm.cu */
 void tb_cuda_register_attention(tb_backend_ops *ops); /* cuda_attention.cu */
 void tb_cuda_register_optim(tb_backend_ops *ops);     /* cuda_optim.cu */
+void tb_cuda_register_optim_elem(tb_backend_ops *ops); /* cuda_optim_elem.cu */
 
 #endif
