@@ -94,6 +94,8 @@ typedef struct tb_run_eval {
     bool stop_at_target;       /* stop once validation reaches the workload's target (on the
                                   whole validation split: a subset at the target is confirmed
                                   on the whole split) */
+    double target;             /* > 0: this validation target in place of the workload's (a
+                                  study's "target": one its runs reach at CPU scale) */
 } tb_run_eval;
 
 /* Diagnostics: they observe the run and change none of its numbers. */
