@@ -219,6 +219,26 @@ int64_t tb_run_steps(const tb_run *r);         /* steps taken */
 double tb_run_timed_s(const tb_run *r);        /* their host seconds */
 double tb_run_first_loss(const tb_run *r);     /* the divergence rule's yardstick (NaN: none) */
 
+/* ---- the step time, and an upstream stated in it (step_time.c) ------------------------------ */
+
+/* How to measure a step: `warmup` steps untimed, then `windows` windows (1 to 64) of `steps`
+ * steps each; the step time is the median of the windows' seconds per step. */
+typedef struct tb_step_time_plan {
+    int warmup, steps, windows;
+} tb_step_time_plan;
+
+/* The step time of config's run, measured as the benchmark measures a step (tb_run_step's host
+ * seconds: the pipeline's batch, forward, backward, update) on a run of its own with the plain
+ * pipeline (no echoing, no upstream delay, no evaluations): *step_s in seconds. */
+tb_status tb_run_measure_step_s(const tb_run_config *config, const tb_step_time_plan *plan,
+                                double *step_s, tb_error *err);
+/* The upstream delay per fresh example that makes a batch of batch_size fresh examples cost
+ * `slowdown` times the step time step_s: slowdown * step_s / batch_size (TB_ERR_INVALID for a
+ * slowdown outside (0, 1000], a step time or batch size that is not positive, or a delay past
+ * the pipeline's 10 s). */
+tb_status tb_upstream_delay_for(double slowdown, double step_s, int64_t batch_size,
+                                double *delay_s, tb_error *err);
+
 /* ---- the evaluation scheduler ---------------------------------------------------------------
  * When a run evaluates: the k-th of eval->during evaluations after step ceil(k * total /
  * (during + 1)), after every eval->every_steps steps, and, when every_steps is 0, once
