@@ -590,9 +590,10 @@ static void test_shipped(void)
             char want[256];
             snprintf(want, sizeof want, "%s.json", p->name); /* the file is named after it */
             CHECK(strcmp(want, names[i]->d_name) == 0);
-            /* a claim stated as a check: a judged comparison, or judged estimators */
+            /* a claim stated as a check: a judged comparison, judged estimators or a judged
+             * echoing figure */
             CHECK((p->n_comparisons > 0 && p->comparisons[0].expect != TB_EXPECT_NONE) ||
-                  p->fig_estimators_judged);
+                  p->fig_estimators_judged || p->fig_echoing_judged);
         }
         tb_study_plan_free(p);
         free(names[i]);

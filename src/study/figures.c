@@ -15,6 +15,7 @@ void tb_study_figures_free(tb_study_figures *f)
     free(f->rank);
     free(f->curve);
     free(f->estimators);
+    free(f->echo_rows);
     memset(f, 0, sizeof *f);
 }
 
@@ -189,9 +190,13 @@ tb_study_outcome tb_study_outcome_of(const tb_study_figure *figure,
 {
     bool any[4] = {false};
     int n = 0, yes = 0;
-    for (int i = 0; figure && i < figure->n_pairs + (figures ? figures->n_estimators : 0); i++) {
+    const int n_est = figures ? figures->n_estimators : 0;
+    const int n_echo = figures ? figures->n_echo_rows : 0;
+    for (int i = 0; figure && i < figure->n_pairs + n_est + n_echo; i++) {
+        const int j = i - figure->n_pairs;
         tb_study_outcome o = i < figure->n_pairs ? figure->pairs[i].outcome
-                                                 : figures->estimators[i - figure->n_pairs].outcome;
+                             : j < n_est         ? figures->estimators[j].outcome
+                                                 : figures->echo_rows[j - n_est].outcome;
         any[o] = true;
         n += o != TB_STUDY_NOT_JUDGED;
         yes += o == TB_STUDY_REPRODUCED;
@@ -232,6 +237,7 @@ tb_status tb_study_figures_compute(const tb_study_plan *plan, const tb_study_val
     for (int c = 0; c < v->cells && st == TB_OK && plan->fig_curve; c++)
         st = curve_cell(plan, v, c, scratch, out->curve + (size_t)c * (size_t)v->max_trials);
     if (st == TB_OK && plan->fig_estimators) st = estimators(plan, v, scratch, out, err);
+    if (st == TB_OK && plan->fig_echoing) st = tb_study_echo_figure(plan, v, out, err);
     free(scratch);
     if (st != TB_OK) tb_study_figures_free(out);
     return st;
