@@ -340,10 +340,11 @@ static bool slow_upstream_multiple(const char *text, double *slowdown)
     char num[64];
     snprintf(num, sizeof num, "%.*s", (int)(n - 1), text);
     double v = 0;
-    if (!tb_cli_parse_double("--slow-upstream", num, &v) || !(v > 0 && v <= 1000)) {
-        if (v <= 0 || v > 1000)
-            tb_cli_error("--slow-upstream: %s: the multiple of the step time must be in (0, "
-                         "1000]", text);
+    const bool number = tb_cli_parse_double("--slow-upstream", num, &v);
+    if (number && !(v > 0 && v <= 1000))
+        tb_cli_error("--slow-upstream: %s: the multiple of the step time must be in (0, 1000]",
+                     text);
+    if (!number || !(v > 0 && v <= 1000)) {
         *slowdown = -1;
         return false;
     }
