@@ -227,9 +227,11 @@ typedef struct tb_step_time_plan {
     int warmup, steps, windows;
 } tb_step_time_plan;
 
-/* The step time of config's run, measured as the benchmark measures a step (tb_run_step's host
- * seconds: the pipeline's batch, forward, backward, update) on a run of its own with the plain
- * pipeline (no echoing, no upstream delay, no evaluations): *step_s in seconds. */
+/* The downstream step time of config's run (the step with its batch at hand), timed as the
+ * benchmark times a step (tb_run_step's host seconds) on a run of its own whose upstream is out
+ * of the way: read inline (no thread to wait for), no augmentation, no echoing, no delay, no
+ * evaluations. *step_s in seconds. Upstream work (reading, augmenting) thus counts on the
+ * upstream's side of a slowdown: a stated N x is at least N x. */
 tb_status tb_run_measure_step_s(const tb_run_config *config, const tb_step_time_plan *plan,
                                 double *step_s, tb_error *err);
 /* The upstream delay per fresh example that makes a batch of batch_size fresh examples cost

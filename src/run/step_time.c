@@ -1,6 +1,7 @@
-/* step_time.c: the step time of a run's configuration, measured as the benchmark measures a
- * step (tb_run_step's host seconds: the batch from the input pipeline, forward, backward,
- * update), so that a slow upstream can be stated as a multiple of it (tb_upstream_delay_for). */
+/* step_time.c: the downstream step time of a run's configuration (the step with its batch at
+ * hand: the accelerator's work in Choi et al.'s terms), timed as the benchmark times a step
+ * (tb_run_step's host seconds), so that a slow upstream can be stated as a multiple of it
+ * (tb_upstream_delay_for). */
 #include "trainbench/run.h"
 
 #include <math.h>
@@ -23,10 +24,15 @@ tb_status tb_run_measure_step_s(const tb_run_config *config, const tb_step_time_
                        "windows %d (1 to 64) out of range", plan->warmup, plan->steps,
                        plan->windows);
     *step_s = NAN;
-    tb_run_config c = *config; /* the plain pipeline: no echoing, no stated upstream cost */
+    /* the upstream out of the way: read inline (a copy of prepared examples, no thread to wait
+     * for), no augmentation (upstream work, on the upstream's side of the ratio), no echoing,
+     * no stated cost */
+    tb_run_config c = *config;
     c.data.pipeline.echo = TB_ECHO_NONE;
     c.data.pipeline.echo_factor = 0;
     c.data.pipeline.upstream_delay_s = 0;
+    c.data.pipeline.augment = false;
+    c.data.pipeline.prefetch = -1;
     c.length.max_time_s = 0;
     c.length.epochs = 0;
     c.length.max_steps = plan->warmup + (int64_t)plan->steps * plan->windows;
