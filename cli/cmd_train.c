@@ -68,7 +68,10 @@ static const char train_usage[] =
     "                            training examples, else refused)\n"
     "      --prefetch N          batches prepared ahead by the input thread (1 to 64,\n"
     "                            default 2; -1: no thread, upstream runs between steps)\n"
-    "      --slow-upstream S     add S seconds of upstream work per fresh example\n"
+    "      --slow-upstream S     add S seconds of upstream work per fresh example; Nx: N\n"
+    "                            times the step time per batch (the step measured first,\n"
+    "                            as the benchmark times it: the delay is S = N x step /\n"
+    "                            batch, printed and in the JSON)\n"
     "      --max-time S          stop after S seconds of timed training (S > 0; default:\n"
     "                            no time limit)\n"
     "      --eval-period S       also evaluate once S timed seconds have passed since the\n"
@@ -264,6 +267,8 @@ static void print_json(const tb_run_config *c, const tb_train_result *r, tb_stat
         }
     }
     print_projection_json(&r->projection);
+    printf("\"upstream_delay_s\":%.6g,\"fresh_to_target\":%lld,",
+           c->data.pipeline.upstream_delay_s, (long long)r->fresh_to_target);
     printf("\"fresh_examples\":%lld,\"evaluations\":%lld,\"reached_target\":%s,",
            (long long)r->fresh_examples, (long long)r->evaluations,
            r->reached_target ? "true" : "false");
@@ -330,12 +335,52 @@ enum { OPT_LR = 1000, OPT_SCHEDULE, OPT_WARMUP, OPT_EVALS, OPT_JSON, OPT_AUGMENT
        OPT_BUDGET, OPT_STOP, OPT_CUDA_GRAPH, OPT_PROFILE, OPT_SHARP_EVERY, OPT_SHARP_ITERS,
        OPT_SHARP_BATCH, OPT_SHARP_FD, OPT_DIST, OPT_PRESET, OPT_SEED_BASE };
 
+/* --slow-upstream Nx: true with *slowdown = N (> 0); a bad N prints why and sets -1; false
+ * for an absolute delay (no trailing x). */
+static bool slow_upstream_multiple(const char *text, double *slowdown)
+{
+    size_t n = strlen(text);
+    if (n < 2 || text[n - 1] != 'x') return false;
+    char num[64];
+    snprintf(num, sizeof num, "%.*s", (int)(n - 1), text);
+    double v = 0;
+    const bool number = tb_cli_parse_double("--slow-upstream", num, &v);
+    if (number && !(v > 0 && v <= 1000))
+        tb_cli_error("--slow-upstream: %s: the multiple of the step time must be in (0, 1000]",
+                     text);
+    if (!number || !(v > 0 && v <= 1000)) {
+        *slowdown = -1;
+        return false;
+    }
+    *slowdown = v;
+    return true;
+}
+
+/* The delay of --slow-upstream Nx: the step time measured on a run of its own, then N x step
+ * / batch per fresh example into cfg. */
+static tb_status state_slow_upstream(tb_run_config *cfg, double slowdown, int64_t batch,
+                                     bool quiet, tb_error *err)
+{
+    const tb_step_time_plan how = {5, 20, 3};
+    double step_s = 0;
+    tb_status st = tb_run_measure_step_s(cfg, &how, &step_s, err);
+    if (st == TB_OK)
+        st = tb_upstream_delay_for(slowdown, step_s, batch, &cfg->data.pipeline.upstream_delay_s,
+                                   err);
+    if (st == TB_OK && !quiet)
+        fprintf(stderr, "slow upstream: %gx the step time (%.4g ms, the median of 3 windows of "
+                "20 steps) = %.4g us per fresh example\n", slowdown, step_s * 1e3,
+                cfg->data.pipeline.upstream_delay_s * 1e6);
+    return st;
+}
+
 int tb_cli_train(int argc, char **argv)
 {
     tb_run_config cfg = tb_run_config_default();
     bool json = false, quiet = false, use_budget = false, length_set = false;
     bool echo_factor_set = false, use_dist = false, algorithm_set = false;
     const char *preset = NULL;
+    double slowdown = 0; /* --slow-upstream Nx */
     bool seed_set[TB_STREAM_COUNT] = {false};
     uint64_t seed_one[TB_STREAM_COUNT] = {0}, seed = 0;
     tb_error err = {0};
@@ -482,6 +527,8 @@ int tb_cli_train(int argc, char **argv)
             cfg.data.pipeline.prefetch = (int)lv;
             break;
         case OPT_SLOW:
+            if (slow_upstream_multiple(optarg, &slowdown)) break;
+            if (slowdown < 0) return 2;
             if (!tb_cli_parse_double("--slow-upstream", optarg, &cfg.data.pipeline.upstream_delay_s))
                 return TB_EXIT_USAGE;
             break;
@@ -584,6 +631,13 @@ int tb_cli_train(int argc, char **argv)
         obs.on_sharpness = tb_cli_sharpness_record;
         obs.sharpness_user = &sharp;
     }
+    const int64_t batch = cfg.data.batch_size > 0 ? cfg.data.batch_size
+                          : winfo                ? winfo->default_batch_size
+                                                 : 0;
+    if (slowdown > 0 && state_slow_upstream(&cfg, slowdown, batch, quiet, &err) != TB_OK) {
+        tb_cli_error("--slow-upstream %gx: %s", slowdown, err.message);
+        return tb_cli_exit_code(err.status);
+    }
     if (!quiet && !json)
         fprintf(stderr, "training %s with %s%s\n", cfg.model.workload, cfg.model.algorithm,
                 ps.tty ? "" : " (progress is shown on a terminal only)");
@@ -592,9 +646,6 @@ int tb_cli_train(int argc, char **argv)
     /* a run ended early (time, target, error) leaves its progress line: clear it */
     if (!quiet && ps.tty) fputs("\r\033[K", stderr);
     if (json) {
-        int64_t batch = cfg.data.batch_size > 0 ? cfg.data.batch_size
-                        : winfo                ? winfo->default_batch_size
-                                               : 0;
         print_json(&cfg, &res, st, &err, cfg.diag.sharpness_batch > 0 ? cfg.diag.sharpness_batch : batch,
                    &sharp);
     } else if (st == TB_OK && root) {

@@ -1,5 +1,5 @@
 /* study_figures.c: a study's figures beyond the table (variance, rank, curve, estimators,
- * utility, regret) as text, and as data: one JSON and one CSV file per figure (`study --out
+ * utility, regret, echoing) as text, and as data: one JSON and one CSV file per figure (`study --out
  * DIR`), the same rows in both. */
 #include "study_output.h"
 
@@ -283,6 +283,87 @@ static void regret_rows(const tb_study_plan *p, const tb_study_values *v,
     }
 }
 
+static const char *verdict_of(const tb_pab_result *r)
+{
+    return r->n > 0 ? tb_verdict_name(r->verdict) : "unknown";
+}
+
+/* One echo cell's line: its medians and each P(A>B) against no echoing. */
+static void echo_cell_text(const tb_study_plan *p, const tb_study_echo_cell *c)
+{
+    int val[TB_STUDY_MAX_AXES];
+    tb_study_plan_cell_values(p, c->cell, val);
+    const char *echo = "";
+    for (int k = 0; k < p->n_axes; k++)
+        if (p->axes[k].kind == TB_AXIS_ECHO_MODE) echo = p->axes[k].labels[val[k]];
+    printf("    %-24s %9.4g s %9.0f fresh  sooner %.3f [%.3f, %.3f] %s  fewer fresh %.3f %s  "
+           "sooner than the fastest upstream's %.3f %s\n", echo, c->time, c->fresh, c->time_pab.p,
+           c->time_pab.ci.lo, c->time_pab.ci.hi, verdict_of(&c->time_pab), c->fresh_pab.p,
+           verdict_of(&c->fresh_pab), c->fast_pab.p, verdict_of(&c->fast_pab));
+}
+
+static void echo_rows(const tb_study_plan *p, const tb_study_values *v,
+                      const tb_study_figures *f, sink *s, bool text)
+{
+    (void)v;
+    if (s->csv)
+        fputs("cell,slowdown,delay_s,base_time,base_fresh,echo_time,echo_fresh,p_sooner,"
+              "p_sooner_lo,p_sooner_hi,p_fewer,p_sooner_than_fastest,control,compensated,"
+              "outcome\n", s->csv);
+    if (text)
+        printf("echoing (medians of time to target and fresh examples read to it; P(A>B) over "
+               "the paired runs: the echo cell sooner, or reading fewer, than no echoing at the "
+               "same slowdown; the delay per fresh example is the slowdown times the step time "
+               "measured before each run index, over the batch):\n");
+    for (int i = 0; i < f->n_echo_rows; i++) {
+        const tb_study_echo_row *r = &f->echo_rows[i];
+        char label[256];
+        tb_study_plan_cell_label(p, r->cell_base, label, sizeof label);
+        if (text) {
+            printf("  %s%s: %.4g s, %.0f fresh; delay %.4g us per fresh example\n", label,
+                   r->control ? " (the control)" : "", r->base_time, r->base_fresh,
+                   r->delay_s * 1e6);
+            for (int e = 0; e < r->n_echo; e++) echo_cell_text(p, &r->echo[e]);
+            if (r->outcome != TB_STUDY_NOT_JUDGED)
+                printf("    expected: %s: %s\n", r->control
+                       ? "no echo cell sooner than no echoing (the fast upstream)"
+                       : "some echo cell sooner, with fewer fresh examples",
+                       tb_study_outcome_name(r->outcome));
+            const bool last = i + 1 == f->n_echo_rows || f->echo_rows[i + 1].group != r->group;
+            if (last)
+                printf("    the largest slowdown echoing compensates (some echo cell no slower, "
+                       "by medians, than no echoing at the smallest slowdown): %g%s\n",
+                       tb_study_echo_compensated(f, r->group),
+                       tb_study_echo_compensated(f, r->group) > 0 ? "" : " (none)");
+        }
+        for (int e = 0; e < r->n_echo; e++) {
+            const tb_study_echo_cell *c = &r->echo[e];
+            char cl[256];
+            tb_study_plan_cell_label(p, c->cell, cl, sizeof cl);
+            row_start(s, cl);
+            field(s, "slowdown", r->slowdown);
+            field(s, "delay_s", r->delay_s);
+            field(s, "base_time", r->base_time);
+            field(s, "base_fresh", r->base_fresh);
+            field(s, "echo_time", c->time);
+            field(s, "echo_fresh", c->fresh);
+            field(s, "p_sooner", c->time_pab.n > 0 ? c->time_pab.p : NAN);
+            field(s, "p_sooner_lo", c->time_pab.n > 0 ? c->time_pab.ci.lo : NAN);
+            field(s, "p_sooner_hi", c->time_pab.n > 0 ? c->time_pab.ci.hi : NAN);
+            field(s, "p_fewer", c->fresh_pab.n > 0 ? c->fresh_pab.p : NAN);
+            field(s, "p_sooner_than_fastest", c->fast_pab.n > 0 ? c->fast_pab.p : NAN);
+            field(s, "control", r->control);
+            field(s, "compensated", tb_study_echo_compensated(f, r->group));
+            if (s->csv) fprintf(s->csv, ",%s", tb_study_outcome_name(r->outcome));
+            if (s->json)
+                fprintf(s->json, ",\"time_verdict\":\"%s\",\"fresh_verdict\":\"%s\","
+                        "\"outcome\":\"%s\"", verdict_of(&c->time_pab), verdict_of(&c->fresh_pab),
+                        tb_study_outcome_name(r->outcome));
+            row_end(s);
+        }
+    }
+}
+
 typedef void (*rows_fn)(const tb_study_plan *, const tb_study_values *,
                         const tb_study_figures *, sink *, bool);
 
@@ -295,14 +376,15 @@ static void each_figure(const tb_study_plan *p, rows_fn *fns, const char **names
     if (p->fig_estimators) names[n] = "estimators", fns[n++] = estimator_rows;
     if (p->fig_utility) names[n] = "utility", fns[n++] = utility_rows;
     if (p->fig_regret) names[n] = "regret", fns[n++] = regret_rows;
+    if (p->fig_echoing) names[n] = "echoing", fns[n++] = echo_rows;
     names[n] = NULL;
 }
 
 void tb_cli_study_print_figures(const tb_study_plan *p, const tb_study_values *v,
                                 const tb_study_figures *f)
 {
-    rows_fn fns[7];
-    const char *names[7];
+    rows_fn fns[8];
+    const char *names[8];
     each_figure(p, fns, names);
     for (int i = 0; names[i]; i++) {
         sink s = {0};
@@ -313,8 +395,8 @@ void tb_cli_study_print_figures(const tb_study_plan *p, const tb_study_values *v
 void tb_cli_study_json_figures(const tb_study_plan *p, const tb_study_values *v,
                                const tb_study_figures *f)
 {
-    rows_fn fns[7];
-    const char *names[7];
+    rows_fn fns[8];
+    const char *names[8];
     each_figure(p, fns, names);
     fputs(",\"figures\":{", stdout);
     for (int i = 0; names[i]; i++) {
@@ -329,8 +411,8 @@ void tb_cli_study_json_figures(const tb_study_plan *p, const tb_study_values *v,
 bool tb_cli_study_write_figures(const tb_study_plan *p, const tb_study_values *v,
                                 const tb_study_figures *f, const char *dir)
 {
-    rows_fn fns[7];
-    const char *names[7];
+    rows_fn fns[8];
+    const char *names[8];
     each_figure(p, fns, names);
     for (int i = 0; names[i]; i++) {
         char csv[4096], json[4096];

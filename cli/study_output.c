@@ -35,7 +35,7 @@ static void print_table(const tb_study_plan *p, const tb_study_figure *f)
     }
     printf("(%s: %s; lost: runs that diverged%s)\n", median ? "median" : "mean",
            median ? "95% percentile-bootstrap interval" : "95% Student-t interval",
-           p->metric == TB_METRIC_TIME_TO_TARGET ? " or missed the target" : "");
+           tb_study_metric_to_target(p->metric) ? " or missed the target" : "");
 }
 
 static void hparams_text(const tb_hparams *hp, char *buf, size_t cap)

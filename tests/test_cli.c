@@ -162,6 +162,10 @@ int main(void)
      * a buffer larger than the training set is refused */
     CHECK(run("train --steps 10 --shuffle-buffer 1000 --evals 0 --eval-examples 100 --json -q") ==
               0 && has("\"examples\":1280") && has("\"fresh_examples\":1280"));
+    /* a slow upstream stated in step times: the delay measured and reported */
+    CHECK(run("train -w fmnist_mlp_narrow --steps 6 --evals 0 --eval-examples 100 -b 32 "
+              "--slow-upstream 2x --json -t 1") == 0 && has("slow upstream: 2x the step time") &&
+          has("\"upstream_delay_s\":") && !has("\"upstream_delay_s\":0,"));
     CHECK(run("train --steps 10 --shuffle-buffer 100000 -q") == 2 &&
           has("shuffle buffer 100000 exceeds the 55000 training examples"));
     CHECK(run("train --help") == 0 && has("at most the\n") && has("training examples, else"));
@@ -172,6 +176,9 @@ int main(void)
         {"train --eval-period -1 -q", "--eval-period: must be positive"},
         {"train --eval-period 0 -q", "--eval-period: must be positive"},
         {"train --echo example --echo-factor 0 -q", "--echo-factor: 0 is outside [1, 1000]"},
+        {"train --slow-upstream 0x -q", "--slow-upstream: 0x: the multiple of the step time"},
+        {"train --slow-upstream -2x -q", "--slow-upstream: -2x: the multiple"},
+        {"train --slow-upstream twox -q", "--slow-upstream: 'two' is not a number"},
         {"train --echo none --echo-factor 3.7 -q", "give --echo example_before_augment"},
         {"train --echo-factor 2 -q", "--echo-factor 2 does nothing without echoing"},
         {"train --prefetch 0 -q", "give 1 to 64, or -1"},

@@ -94,6 +94,8 @@ typedef struct tb_run_eval {
     bool stop_at_target;       /* stop once validation reaches the workload's target (on the
                                   whole validation split: a subset at the target is confirmed
                                   on the whole split) */
+    double target;             /* > 0: this validation target in place of the workload's (a
+                                  study's "target": one its runs reach at CPU scale) */
 } tb_run_eval;
 
 /* Diagnostics: they observe the run and change none of its numbers. */
@@ -221,6 +223,28 @@ const tb_schedule *tb_run_schedule(const tb_run *r);
 int64_t tb_run_steps(const tb_run *r);         /* steps taken */
 double tb_run_timed_s(const tb_run *r);        /* their host seconds */
 double tb_run_first_loss(const tb_run *r);     /* the divergence rule's yardstick (NaN: none) */
+
+/* ---- the step time, and an upstream stated in it (step_time.c) ------------------------------ */
+
+/* How to measure a step: `warmup` steps untimed, then `windows` windows (1 to 64) of `steps`
+ * steps each; the step time is the median of the windows' seconds per step. */
+typedef struct tb_step_time_plan {
+    int warmup, steps, windows;
+} tb_step_time_plan;
+
+/* The downstream step time of config's run (the step with its batch at hand), timed as the
+ * benchmark times a step (tb_run_step's host seconds) on a run of its own whose upstream is out
+ * of the way: read inline (no thread to wait for), no augmentation, no echoing, no delay, no
+ * evaluations. *step_s in seconds. Upstream work (reading, augmenting) thus counts on the
+ * upstream's side of a slowdown: a stated N x is at least N x. */
+tb_status tb_run_measure_step_s(const tb_run_config *config, const tb_step_time_plan *plan,
+                                double *step_s, tb_error *err);
+/* The upstream delay per fresh example that makes a batch of batch_size fresh examples cost
+ * `slowdown` times the step time step_s: slowdown * step_s / batch_size (TB_ERR_INVALID for a
+ * slowdown outside (0, 1000], a step time or batch size that is not positive, or a delay past
+ * the pipeline's 10 s). */
+tb_status tb_upstream_delay_for(double slowdown, double step_s, int64_t batch_size,
+                                double *delay_s, tb_error *err);
 
 /* ---- the evaluation scheduler ---------------------------------------------------------------
  * When a run evaluates: the k-th of eval->during evaluations after step ceil(k * total /

@@ -47,6 +47,9 @@ typedef enum tb_study_metric {
                                  not reached within its budget); runs stop at the target */
     TB_METRIC_TIME_PER_STEP,  /* timed seconds per step: train_time_s / steps */
     TB_METRIC_EXAMPLES_PER_SECOND, /* examples per timed second (higher is better) */
+    TB_METRIC_FRESH_TO_TARGET, /* fresh examples read (tb_train_result.fresh_to_target) up to
+                                  the evaluation at the target; runs stop at the target as for
+                                  time_to_target (+inf if not reached) */
 } tb_study_metric;
 
 const char *tb_study_metric_name(tb_study_metric m);
@@ -54,6 +57,9 @@ tb_status tb_study_metric_parse(const char *name, tb_study_metric *out, tb_error
 /* Whether higher values of m are better (examples_per_second); every other metric is
  * lower-is-better. */
 bool tb_study_metric_higher_is_better(tb_study_metric m);
+/* Whether runs under m stop at the target and a miss is +inf (time_to_target,
+ * fresh_to_target). */
+bool tb_study_metric_to_target(tb_study_metric m);
 /* Whether m is a measurement of time (time_to_target, time_per_step, examples_per_second):
  * the machine and its load enter it. */
 bool tb_study_metric_timed(tb_study_metric m);

@@ -30,6 +30,12 @@ extern "C" {
 #define TB_STUDY_MAX_HP_SETS 16     /* hparams entries: "*" and one per algorithm */
 #define TB_STUDY_MAX_OVERRIDES 32
 #define TB_STUDY_MAX_COMPARISONS 8
+#define TB_STUDY_MAX_ECHO_ROWS 64
+/* How a slow upstream's step time is measured (tb_run_measure_step_s), before each run index
+ * of a group of cells: warm-up steps, then the median of windows of steps. */
+#define TB_STUDY_STEP_TIME_WARMUP 5
+#define TB_STUDY_STEP_TIME_STEPS 20
+#define TB_STUDY_STEP_TIME_WINDOWS 3   /* the echoing figure's rows: other axes x slowdowns */
 #define TB_STUDY_MAX_SEEDS 1000
 #define TB_STUDY_TEXT_MAX 512
 #define TB_STUDY_LABEL_MAX 48
@@ -47,6 +53,11 @@ typedef enum tb_study_axis_kind {
     TB_AXIS_SAMPLER, /* "sampler": "halton", "gp", "gp_prior", in place of every tune's own */
     TB_AXIS_SPACE,  /* "space": names of candidate search spaces; every cell tunes, an
                        override's tune giving each name its space (the utility figure) */
+    TB_AXIS_SLOWDOWN, /* "upstream_slowdown": the upstream's cost per batch of fresh examples
+                         as a multiple (> 0) of the step time measured before the cell's runs
+                         (tb_run_measure_step_s); numbers[] the multiples */
+    TB_AXIS_ECHO_MODE, /* "echo": "none" or "KIND:FACTOR" (an echo kind and factor >= 1, e.g.
+                          "batch:2"); numbers[] the factors (1 for none) */
 } tb_study_axis_kind;
 
 typedef struct tb_study_axis {
@@ -153,6 +164,9 @@ typedef struct tb_study_plan {
                                        budgets reaches it; NaN: not judged */
     bool fig_regret;                /* the regret figure of the samplers (regret.c) */
     double regret_min_ratio;        /* "min_ratio": each gp_prior cell judged on it; NaN: not */
+    bool fig_echoing;               /* "echoing": echo cells against no echoing per upstream
+                                       slowdown (echo_figure.c) */
+    bool fig_echoing_judged;        /* "expect": "choi2019": its rows are checks */
     int n_fig_sources;              /* the variance figure's sources, each varied alone */
     tb_stream fig_sources[TB_STREAM_COUNT];
     int n_spaces;
@@ -176,6 +190,14 @@ void tb_study_plan_free(tb_study_plan *plan);
 tb_status tb_study_plan_scale(tb_study_plan *plan, double factor, tb_error *err);
 /* Sets the runs per cell (pairs), 2 to TB_STUDY_MAX_SEEDS, in place of the file's "seeds". */
 tb_status tb_study_plan_set_seeds(tb_study_plan *plan, int seeds, tb_error *err);
+
+/* An "echo" axis value: "none" (kind none, factor 1) or "KIND:FACTOR" (tb_echo_kind_parse's
+ * kinds, the factor in [1, 100]); TB_ERR_INVALID naming the cause. */
+tb_status tb_study_echo_parse(const char *text, tb_echo_kind *kind, double *factor,
+                              tb_error *err);
+/* The upstream slowdown of cell `cell` (its "upstream_slowdown" axis value; 0 without that
+ * axis). */
+double tb_study_plan_cell_slowdown(const tb_study_plan *plan, int cell);
 
 /* Cells: every combination of the axes' values, the last axis varying fastest. */
 int tb_study_plan_cells(const tb_study_plan *plan);
@@ -235,6 +257,11 @@ typedef struct tb_study_values {
     tb_hparams *chosen;         /* [cell * seeds + run]: the point its search chose (only the
                                    space's hyperparameters; count 0 where nothing was tuned);
                                    owned */
+    double *fresh;              /* [cell * seeds + run]: fresh examples read to the target
+                                   (+inf: a miss or a divergence); owned */
+    double *delay_s;            /* [cell * seeds + run]: the upstream delay per fresh example
+                                   the run trained with (0: none; NaN: a stored run from
+                                   before this was recorded); owned */
     double *source_v;           /* the variance figure's runs: [(k * cells + cell) * seeds + i]
                                    for plan->fig_sources[k], run i varying that source alone
                                    (the others at the base seeds); owned */
@@ -353,6 +380,40 @@ typedef struct tb_study_regret_fig {
                                      reaches the target, inconclusive without a finite target;
                                      others not judged; owned */
 } tb_study_regret_fig;
+/* The echoing figure (fig_echoing, echo_figure.c): for each group of cells (the axes other
+ * than "echo" and "upstream_slowdown" equal) and each slowdown, the cell without echoing
+ * against each echo cell, pairwise over the runs, in time to target and in fresh examples read
+ * to it. */
+typedef struct tb_study_echo_cell {
+    int cell;
+    double time, fresh;          /* medians over the runs (+inf when half or more missed) */
+    tb_pab_result time_pab;      /* P(it reaches the target sooner than no echoing) */
+    tb_pab_result fresh_pab;     /* P(it reads fewer fresh examples to it); n = 0 when a run's
+                                    count is unknown (a stored run from before it was kept) */
+    tb_pab_result fast_pab;      /* P(sooner than no echoing at the smallest slowdown) */
+} tb_study_echo_cell;
+
+typedef struct tb_study_echo_row {
+    int group;                   /* the group's first cell */
+    double slowdown;             /* the upstream's cost per batch, in step times */
+    int cell_base;               /* echo "none" at this slowdown */
+    double base_time, base_fresh; /* its medians */
+    double delay_s;              /* the median delay per fresh example of its runs */
+    int n_echo;
+    tb_study_echo_cell echo[TB_STUDY_MAX_VALUES];
+    int best;                    /* echo[] index of the lowest median time (-1: every one +inf) */
+    bool control;                /* the group's smallest slowdown, at most 1: echoing should
+                                    not help there */
+    bool compensated;            /* some echo cell's median time here is at most no
+                                    echoing's at the smallest slowdown */
+    tb_study_outcome outcome;    /* judged ("expect": "helps_when_slow"). A slow row: reproduced
+                                    when some echo cell is sooner (a_better) and reads fewer
+                                    fresh examples (a_better); not reproduced when every echo
+                                    cell is slower or no meaningfully different in time;
+                                    inconclusive otherwise. The control: not reproduced when
+                                    some echo cell is sooner; reproduced when every one is
+                                    slower or no meaningfully different; else inconclusive */
+} tb_study_echo_row;
 
 typedef struct tb_study_figures {
     tb_study_variance_cell *variance; /* per cell (fig_variance), owned */
@@ -365,11 +426,21 @@ typedef struct tb_study_figures {
     tb_study_estimator_row *estimators; /* fig_estimators: one per search=once cell, owned */
     tb_study_utility_fig utility;       /* fig_utility */
     tb_study_regret_fig regret;         /* fig_regret */
+    int n_echo_rows;
+    tb_study_echo_row *echo_rows;     /* fig_echoing: per group, slowdowns in the axis' order,
+                                         owned */
 } tb_study_figures;
 
+/* The largest slowdown of group `group`'s rows that echoing compensates (some echo cell's
+ * median time there at most no echoing's at the smallest slowdown), 0 when none is. */
+double tb_study_echo_compensated(const tb_study_figures *f, int group);
+/* The echoing figure's rows into f (figures.c calls it when the plan asks). */
+tb_status tb_study_echo_figure(const tb_study_plan *plan, const tb_study_values *values,
+                               tb_study_figures *f, tb_error *err);
+
 /* The study's outcome over its checks: the figure's paired comparisons, the judged
- * estimator rows, a judged utility figure and the judged cells of a regret
- * figure (not reproduced if any is; else inconclusive if any is; else reproduced; not
+ * estimator rows, the judged echoing rows, a judged utility figure and the judged cells of a
+ * regret figure (not reproduced if any is; else inconclusive if any is; else reproduced; not
  * judged without checks); *judged and *reproduced (either may be NULL) count the checks. */
 tb_study_outcome tb_study_outcome_of(const tb_study_figure *figure,
                                      const tb_study_figures *figures, int *judged,
@@ -388,7 +459,10 @@ typedef struct tb_study_run_record {
     bool diverged;
     char reason[TB_ERROR_MESSAGE_MAX];
     tb_train_result result;     /* steps, train_time_s, validation, test, time_to_target_s,
-                                   reached_target (the rest zero) */
+                                   reached_target, examples, steps_to_target,
+                                   fresh_to_target (the rest zero) */
+    double upstream_delay_s;    /* the stated upstream cost per fresh example it ran with (0:
+                                   none; NaN: a run recorded before the store kept it) */
 } tb_study_run_record;
 
 /* Records a finished run (replacing one with the same key) made by code_version (the

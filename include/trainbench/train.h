@@ -80,6 +80,9 @@ typedef struct tb_train_result {
                                       subset at it is confirmed on the whole split); NaN if
                                       never reached */
     bool reached_target;
+    int64_t steps_to_target;       /* steps and fresh examples (as fresh_examples) delivered by */
+    int64_t fresh_to_target;       /* that evaluation; 0 if the target was never reached (-1:
+                                      unknown, a study run stored before it was recorded) */
     /* CUDA graphs (model.cuda_graph) */
     int64_t graph_replays;         /* steps replayed from the captured graph */
     char graph_note[320];          /* why graph mode was off (tb_step_runner_note), or "" */

@@ -79,6 +79,9 @@ tb_status tb_run_config_check(const tb_run_config *c, tb_error *err)
     if (!finite_nonneg(c->eval.period_s))
         return tb_fail(err, TB_ERR_INVALID, "the eval period must be positive seconds (0: off), "
                        "got %g", c->eval.period_s);
+    if (!finite_nonneg(c->eval.target))
+        return tb_fail(err, TB_ERR_INVALID, "the validation target must be a positive number "
+                       "(0: the workload's), got %g", c->eval.target);
     if (hook && (c->model.cuda_graph || d->sharpness_every > 0))
         return tb_fail(err, TB_ERR_UNSUPPORTED, "a run with its own update (a submission) "
                        "cannot use %s", c->model.cuda_graph ? "CUDA graphs" : "sharpness");

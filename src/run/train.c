@@ -69,6 +69,14 @@ static tb_status setup(trainer *t, tb_error *err)
     return st;
 }
 
+/* Fresh examples delivered so far (full batch: the subset, read once at the first step). */
+static int64_t fresh_so_far(const trainer *t)
+{
+    const int64_t full = t->cfg->data.full_batch;
+    if (full > 0) return tb_run_steps(t->run) > 0 ? full : 0;
+    return tb_pipeline_fresh_examples(tb_run_pipeline(t->run));
+}
+
 /* Records a validation evaluation made after `timed` seconds of training: the best metric,
  * and the target (confirmed on the whole validation split by tb_run_at_target). */
 static tb_status note_validation(trainer *t, const tb_eval_metrics *m, double timed,
@@ -83,9 +91,13 @@ static tb_status note_validation(trainer *t, const tb_eval_metrics *m, double ti
                                : v > res->best_validation_metric))
         res->best_validation_metric = v;
     if (res->reached_target) return TB_OK;
-    tb_status st = tb_run_at_target(t->run, info->validation_target, m, &res->reached_target,
-                                    NULL, err);
-    if (st == TB_OK && res->reached_target) res->time_to_target_s = timed;
+    const double target = t->cfg->eval.target > 0 ? t->cfg->eval.target : info->validation_target;
+    tb_status st = tb_run_at_target(t->run, target, m, &res->reached_target, NULL, err);
+    if (st == TB_OK && res->reached_target) {
+        res->time_to_target_s = timed;
+        res->steps_to_target = tb_run_steps(t->run);
+        res->fresh_to_target = fresh_so_far(t);
+    }
     return st;
 }
 
@@ -170,9 +182,7 @@ static tb_status loop(trainer *t, tb_error *err)
     }
     res->train_time_s = tb_run_timed_s(t->run);
     res->examples_per_s = res->train_time_s > 0 ? (double)res->examples / res->train_time_s : 0;
-    const int64_t full = t->cfg->data.full_batch; /* full batch: the subset, read once */
-    res->fresh_examples = full > 0 ? (res->steps > 0 ? full : 0)
-                                   : tb_pipeline_fresh_examples(tb_run_pipeline(t->run));
+    res->fresh_examples = fresh_so_far(t);
     tb_pipeline_projection_stats(tb_run_pipeline(t->run), &res->projection);
     if (t->cfg->diag.profile) {
         int n = tb_tape_profile(tb_run_tape(t->run), res->profile, TB_TRAIN_PROFILE_MAX);

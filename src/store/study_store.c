@@ -19,18 +19,23 @@ static const char study_table[] =
     "  diverged INTEGER NOT NULL, reason TEXT NOT NULL, steps INTEGER NOT NULL,"
     "  train_time_s REAL, validation_loss REAL, validation_error REAL, validation_metric REAL,"
     "  test_loss REAL, test_error REAL, test_metric REAL, reached INTEGER NOT NULL,"
-    "  time_to_target_s REAL, examples INTEGER);";
+    "  time_to_target_s REAL, examples INTEGER, steps_to_target INTEGER,"
+    "  fresh_to_target INTEGER, upstream_delay_s REAL);";
 
-/* Whether study_runs has its examples column (false when the query fails: the check reports). */
-static bool has_examples(sqlite3 *db)
+/* Whether study_runs has column `name` (false when the query fails: the check reports). */
+static bool has_column(sqlite3 *db, const char *name)
 {
     sqlite3_stmt *q = NULL;
     bool has = sqlite3_prepare_v2(db, "SELECT count(*) FROM pragma_table_info('study_runs') "
-                                      "WHERE name = 'examples'", -1, &q, NULL) == SQLITE_OK &&
+                                      "WHERE name = ?", -1, &q, NULL) == SQLITE_OK &&
+               sqlite3_bind_text(q, 1, name, -1, SQLITE_STATIC) == SQLITE_OK &&
                sqlite3_step(q) == SQLITE_ROW && sqlite3_column_int(q, 0) > 0;
     sqlite3_finalize(q);
     return has;
 }
+static bool has_examples(sqlite3 *db) { return has_column(db, "examples"); }
+/* the three columns of a slow upstream's runs come together */
+static bool has_to_target(sqlite3 *db) { return has_column(db, "upstream_delay_s"); }
 
 /* The table ready (created and checked), then sql prepared into *q. */
 static tb_status prepare(tb_store *s, const char *sql, const char *what, sqlite3_stmt **q,
@@ -38,11 +43,19 @@ static tb_status prepare(tb_store *s, const char *sql, const char *what, sqlite3
 {
     /* a study_runs table from before the timed metrics lacks examples alone: added below (its
      * runs read back with examples unknown) */
-    static const char *const added[] = {"study_runs.examples"};
-    tb_status st = tb_store_side_tables(s, study_table, added, 1, "study table", "studies", err);
+    static const char *const added[] = {"study_runs.examples", "study_runs.steps_to_target",
+                                        "study_runs.fresh_to_target",
+                                        "study_runs.upstream_delay_s"};
+    tb_status st = tb_store_side_tables(s, study_table, added, 4, "study table", "studies", err);
     if (st == TB_OK)
         st = tb_store_add_columns(s, has_examples, "ALTER TABLE study_runs ADD COLUMN examples "
                                   "INTEGER", err);
+    /* before the slow-upstream studies: read back with the three unknown */
+    if (st == TB_OK)
+        st = tb_store_add_columns(s, has_to_target, "ALTER TABLE study_runs ADD COLUMN "
+                                  "steps_to_target INTEGER; ALTER TABLE study_runs ADD COLUMN "
+                                  "fresh_to_target INTEGER; ALTER TABLE study_runs ADD COLUMN "
+                                  "upstream_delay_s REAL", err);
     if (st != TB_OK) return st;
     return sqlite3_prepare_v2(s->db, sql, -1, q, NULL) ? tb_store_sql_fail(s, err, what)
                                                        : TB_OK;
@@ -64,8 +77,9 @@ tb_status tb_store_put_study_run(tb_store *s, const tb_study_run_record *r,
                            "INSERT OR REPLACE INTO study_runs(key, study, code_version, "
                            "diverged, reason, steps, train_time_s, validation_loss, "
                            "validation_error, validation_metric, test_loss, test_error, "
-                           "test_metric, reached, time_to_target_s, examples) "
-                           "VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                           "test_metric, reached, time_to_target_s, examples, "
+                           "steps_to_target, fresh_to_target, upstream_delay_s) "
+                           "VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                            "recording a study run", &q, err);
     if (st != TB_OK) return st;
     const tb_train_result *t = &r->result;
@@ -85,6 +99,9 @@ tb_status tb_store_put_study_run(tb_store *s, const tb_study_run_record *r,
     sqlite3_bind_int(q, 14, t->reached_target);
     tb_store_bind_real(q, 15, t->time_to_target_s);
     sqlite3_bind_int64(q, 16, t->examples);
+    sqlite3_bind_int64(q, 17, t->steps_to_target);
+    sqlite3_bind_int64(q, 18, t->fresh_to_target);
+    tb_store_bind_real(q, 19, r->upstream_delay_s);
     int rc = sqlite3_step(q);
     st = rc == SQLITE_DONE ? TB_OK : tb_store_sql_fail(s, err, "recording a study run");
     sqlite3_finalize(q);
@@ -101,7 +118,8 @@ tb_status tb_store_get_study_run(tb_store *s, const char *key, tb_study_run_reco
     tb_status st = prepare(s,
                            "SELECT study, diverged, reason, steps, train_time_s, "
                            "validation_loss, validation_error, validation_metric, test_loss, "
-                           "test_error, test_metric, reached, time_to_target_s, examples "
+                           "test_error, test_metric, reached, time_to_target_s, examples, "
+                           "steps_to_target, fresh_to_target, upstream_delay_s "
                            "FROM study_runs WHERE key = ?", "reading a study run", &q, err);
     if (st != TB_OK) return st;
     sqlite3_bind_text(q, 1, key, -1, SQLITE_TRANSIENT);
@@ -131,6 +149,12 @@ tb_status tb_store_get_study_run(tb_store *s, const char *key, tb_study_run_reco
                                 ? (double)t->examples / t->train_time_s
                                 : NAN;
         t->diverged = out->diverged;
+        t->steps_to_target = sqlite3_column_int64(q, 14);
+        /* -1: unknown (a row from before the column) */
+        t->fresh_to_target = sqlite3_column_type(q, 15) == SQLITE_NULL
+                                 ? -1
+                                 : sqlite3_column_int64(q, 15);
+        out->upstream_delay_s = column_real(q, 16);
     } else if (rc != SQLITE_DONE) {
         st = tb_store_sql_fail(s, err, "reading a study run");
     }

@@ -25,16 +25,22 @@ __attribute__((format(printf, 4, 5))) static bool put(char *buf, size_t cap, siz
 /* The run's whole configuration as text: what the store keys the run by. The hyperparameters
  * resolved (tb_hparams_resolve: every one, defaults filled in, aliases settled, in the
  * registry's order), so that a default given or left out, the order a file gives them in, or
- * nadamw's beta1 against one_minus_beta1 make the same key. */
-static tb_status run_key(const tb_run_config *c, char *buf, size_t cap, tb_error *err)
+ * nadamw's beta1 against one_minus_beta1 make the same key. A slow upstream enters by its
+ * slowdown (the multiple of the step time), not by the delay measured for it. */
+static tb_status run_key(const tb_run_config *c, double slowdown, char *buf, size_t cap,
+                         tb_error *err)
 {
     tb_hparams hp;
     tb_status st = tb_hparams_resolve(c->model.algorithm, &c->model.hparams, &hp, NULL, err);
     if (st != TB_OK) return st;
     size_t len = 0;
-    char full[48] = ""; /* only when set: the keys of every other run stay as they were */
+    char full[160] = ""; /* only when set: the keys of every other run stay as they were */
     if (c->data.full_batch > 0)
         snprintf(full, sizeof full, " full_batch=%lld", (long long)c->data.full_batch);
+    if (c->eval.target > 0 || c->eval.every_steps > 0 || slowdown > 0)
+        snprintf(full + strlen(full), sizeof full - strlen(full),
+                 " target=%.17g eval_every_steps=%lld upstream_slowdown=%.17g", c->eval.target,
+                 (long long)c->eval.every_steps, slowdown);
     bool ok = put(buf, cap, &len, "workload=%s algorithm=%s hparams={", c->model.workload,
                   c->model.algorithm);
     for (int i = 0; i < hp.count && ok; i++)
@@ -65,7 +71,7 @@ static double run_value(tb_study_metric m, const tb_train_result *r, bool diverg
     const double worst = tb_study_metric_higher_is_better(m) ? -INFINITY : INFINITY;
     if (diverged) return worst;
     double v = tb_study_metric_value(m, r);
-    return isfinite(v) || (isinf(v) && m == TB_METRIC_TIME_TO_TARGET) ? v : worst;
+    return isfinite(v) || (isinf(v) && tb_study_metric_to_target(m)) ? v : worst;
 }
 
 typedef struct exec_ctx {
@@ -77,7 +83,49 @@ typedef struct exec_ctx {
     int cell, run;              /* the run (or the search) under way */
     tb_gp_params *priors;       /* per cell: a gp_prior cell's pre-trained GP (prior.c) */
     bool *prior_ready;
+    double *step_s;             /* [group * seeds + run]: the step time measured for a slow
+                                   upstream (NaN: not yet; group: tb_study_echo_group) */
 } exec_ctx;
+
+/* The first cell whose axes equal cell's but for "echo" and "upstream_slowdown": the cells
+ * that share the step time a slowdown is a multiple of. */
+static int echo_group(const tb_study_plan *plan, int cell)
+{
+    int v[TB_STUDY_MAX_AXES], w[TB_STUDY_MAX_AXES];
+    tb_study_plan_cell_values(plan, cell, v);
+    for (int g = 0; g < cell; g++) {
+        tb_study_plan_cell_values(plan, g, w);
+        bool same = true;
+        for (int k = 0; k < plan->n_axes && same; k++)
+            same = plan->axes[k].kind == TB_AXIS_SLOWDOWN ||
+                   plan->axes[k].kind == TB_AXIS_ECHO_MODE || v[k] == w[k];
+        if (same) return g;
+    }
+    return cell;
+}
+
+/* The slow upstream of a run of cell x->cell about to train: the step time of its group,
+ * measured once per run index (every cell's run i shares it, so a pair of runs compared has
+ * one delay), times the slowdown, over the batch, as the delay per fresh example. */
+static tb_status slow_upstream(exec_ctx *x, double slowdown, tb_run_config *cfg, tb_error *err)
+{
+    const int g = echo_group(x->plan, x->cell);
+    double *step_s = &x->step_s[(size_t)g * (size_t)x->out->seeds + (size_t)x->run];
+    tb_status st = TB_OK;
+    if (isnan(*step_s)) {
+        const tb_step_time_plan how = {TB_STUDY_STEP_TIME_WARMUP, TB_STUDY_STEP_TIME_STEPS,
+                                       TB_STUDY_STEP_TIME_WINDOWS};
+        st = tb_run_measure_step_s(cfg, &how, step_s, err);
+    }
+    const tb_workload_info *w = tb_workload_find_info(cfg->model.workload);
+    int64_t batch = cfg->data.batch_size > 0 ? cfg->data.batch_size
+                    : w                      ? w->default_batch_size
+                                             : 0;
+    if (st == TB_OK)
+        st = tb_upstream_delay_for(slowdown, *step_s, batch, &cfg->data.pipeline.upstream_delay_s,
+                                   err);
+    return st;
+}
 
 /* A run of configuration cfg: from the store if it holds it, else trained (and recorded under
  * the study's name, or "<name>/tune" for a tuning trial). */
@@ -90,7 +138,8 @@ static tb_status record_run(exec_ctx *x, tb_run_config *cfg, bool trial, bool *r
     cfg->model.backend = o->backend;
     cfg->data.source.data_dir = o->data_dir;
     cfg->data.source.cache_dir = o->cache_dir;
-    tb_status st = run_key(cfg, rec->key, sizeof rec->key, err);
+    const double slowdown = tb_study_plan_cell_slowdown(x->plan, x->cell);
+    tb_status st = run_key(cfg, slowdown, rec->key, sizeof rec->key, err);
     if (st != TB_OK) return st;
     *reused = false;
     if (o->store) {
@@ -98,6 +147,8 @@ static tb_status record_run(exec_ctx *x, tb_run_config *cfg, bool trial, bool *r
         if (st != TB_OK || *reused) return st;
     }
     snprintf(rec->study, sizeof rec->study, "%.56s%s", x->plan->name, trial ? "/tune" : "");
+    if (slowdown > 0 && (st = slow_upstream(x, slowdown, cfg, err)) != TB_OK) return st;
+    rec->upstream_delay_s = cfg->data.pipeline.upstream_delay_s;
     tb_error e = {0};
     st = tb_train(cfg, NULL, &rec->result, &e);
     if (st != TB_OK && st != TB_ERR_NUMERIC) {
@@ -205,6 +256,11 @@ static tb_status one_run(exec_ctx *x, int cell, int run, tb_error *err)
     if (st != TB_OK) return st;
     double v = run_value(plan->metric, &x->rec->result, x->rec->diverged);
     out->v[slot] = v;
+    out->fresh[slot] = x->rec->result.fresh_to_target < 0
+                           ? NAN
+                           : run_value(TB_METRIC_FRESH_TO_TARGET, &x->rec->result,
+                                       x->rec->diverged);
+    out->delay_s[slot] = x->rec->upstream_delay_s;
     report(x, -1, reused, v);
     return TB_OK;
 }
@@ -264,6 +320,12 @@ static tb_status values_alloc(exec_ctx *x, tb_error *err)
         x->total += t->trials * (tb_study_plan_cell_per_run(plan, cell) ? out->seeds : 1);
     }
     out->v = malloc(runs * sizeof(double));
+    out->fresh = malloc(runs * sizeof(double));
+    out->delay_s = malloc(runs * sizeof(double));
+    x->step_s = malloc(runs * sizeof(double));
+    if (!out->fresh || !out->delay_s || !x->step_s)
+        return tb_fail(err, TB_ERR_NOMEM, "out of memory for a study's results");
+    for (size_t i = 0; i < runs; i++) x->step_s[i] = NAN;
     for (int k = 0; k < plan->n_fig_sources; k++) /* per_run cells have no source runs */
         for (int cell = 0; cell < out->cells; cell++) {
             if (tb_study_plan_cell_per_run(plan, cell)) continue;
@@ -296,7 +358,7 @@ tb_status tb_study_execute(const tb_study_plan *plan, const tb_study_exec_option
     const int n_cells = tb_study_plan_cells(plan);
     exec_ctx x = {plan, opts, out, malloc(sizeof *x.rec), 0, 0, 0, 0,
                   calloc((size_t)n_cells, sizeof *x.priors),
-                  calloc((size_t)n_cells, sizeof *x.prior_ready)};
+                  calloc((size_t)n_cells, sizeof *x.prior_ready), NULL};
     tb_status st = x.rec && x.priors && x.prior_ready
                        ? values_alloc(&x, err)
                        : tb_fail(err, TB_ERR_NOMEM, "out of memory for a study's results");
@@ -347,6 +409,7 @@ tb_status tb_study_execute(const tb_study_plan *plan, const tb_study_exec_option
     free(x.rec);
     free(x.priors);
     free(x.prior_ready);
+    free(x.step_s);
     if (st != TB_OK) tb_study_values_free(out);
     return st;
 }
@@ -359,5 +422,7 @@ void tb_study_values_free(tb_study_values *values)
     free(values->chosen);
     free(values->trial_points);
     free(values->source_v);
+    free(values->fresh);
+    free(values->delay_s);
     memset(values, 0, sizeof *values);
 }

@@ -20,6 +20,7 @@ void tb_study_figures_free(tb_study_figures *f)
     free(f->utility.score_se);
     free(f->utility.reached);
     tb_study_regret_free(&f->regret);
+    free(f->echo_rows);
     memset(f, 0, sizeof *f);
 }
 
@@ -195,11 +196,13 @@ tb_study_outcome tb_study_outcome_of(const tb_study_figure *figure,
     bool any[4] = {false};
     int n = 0, yes = 0;
     const int n_est = figures ? figures->n_estimators : 0;
-    for (int i = 0; figure && i < figure->n_pairs + n_est + (figures != NULL); i++) {
-        tb_study_outcome o = i < figure->n_pairs ? figure->pairs[i].outcome
-                             : i < figure->n_pairs + n_est
-                                 ? figures->estimators[i - figure->n_pairs].outcome
-                                 : figures->utility.outcome;
+    const int n_echo = figures ? figures->n_echo_rows : 0;
+    for (int i = 0; figure && i < figure->n_pairs + n_est + n_echo + (figures != NULL); i++) {
+        const int j = i - figure->n_pairs;
+        tb_study_outcome o = i < figure->n_pairs  ? figure->pairs[i].outcome
+                             : j < n_est          ? figures->estimators[j].outcome
+                             : j < n_est + n_echo ? figures->echo_rows[j - n_est].outcome
+                                                  : figures->utility.outcome;
         any[o] = true;
         n += o != TB_STUDY_NOT_JUDGED;
         yes += o == TB_STUDY_REPRODUCED;
@@ -250,6 +253,7 @@ tb_status tb_study_figures_compute(const tb_study_plan *plan, const tb_study_val
     if (st == TB_OK && plan->fig_utility)
         st = tb_study_utility_compute(plan, v, &out->utility, err);
     if (st == TB_OK && plan->fig_regret) st = tb_study_regret_compute(plan, v, &out->regret, err);
+    if (st == TB_OK && plan->fig_echoing) st = tb_study_echo_figure(plan, v, out, err);
     free(scratch);
     if (st != TB_OK) tb_study_figures_free(out);
     return st;

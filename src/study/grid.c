@@ -99,6 +99,13 @@ static tb_status cell_config(const tb_study_plan *plan, int cell, tb_run_config 
         case TB_AXIS_SEARCH: break; /* the tuning's, tb_study_plan_cell_per_run */
         case TB_AXIS_SPACE: break;  /* the tuning's: an override's tune per space */
         case TB_AXIS_SAMPLER: break; /* the tuning's, tb_study_plan_cell_sampler */
+        case TB_AXIS_SLOWDOWN: break; /* its delay is the step time's: tb_study_execute */
+        case TB_AXIS_ECHO_MODE:
+            if (tb_study_echo_parse(a->labels[v[k]], &out->data.pipeline.echo,
+                                    &out->data.pipeline.echo_factor, err) != TB_OK)
+                return TB_ERR_INVALID;
+            if (out->data.pipeline.echo == TB_ECHO_NONE) out->data.pipeline.echo_factor = 0;
+            break;
         }
     }
     tb_status st = TB_OK;

@@ -6,10 +6,10 @@
 #include <stdio.h>
 #include <string.h>
 
-#define N_METRICS 9
+#define N_METRICS 10
 static const char *const metric_names[N_METRICS] = {
     "validation", "test", "validation_error", "validation_loss", "test_error", "test_loss",
-    "time_to_target", "time_per_step", "examples_per_second"};
+    "time_to_target", "time_per_step", "examples_per_second", "fresh_to_target"};
 
 const char *tb_study_metric_name(tb_study_metric m)
 {
@@ -28,8 +28,8 @@ tb_status tb_study_metric_parse(const char *name, tb_study_metric *out, tb_error
         }
     return tb_fail(err, TB_ERR_INVALID,
                    "unknown metric '%s' (expected validation, test, validation_error, "
-                   "validation_loss, test_error, test_loss, time_to_target, time_per_step or "
-                   "examples_per_second)",
+                   "validation_loss, test_error, test_loss, time_to_target, time_per_step, "
+                   "examples_per_second or fresh_to_target)",
                    name);
 }
 
@@ -48,6 +48,10 @@ double tb_study_metric_value(tb_study_metric m, const tb_train_result *r)
     case TB_METRIC_EXAMPLES_PER_SECOND:
         return r->examples > 0 && r->train_time_s > 0 ? (double)r->examples / r->train_time_s
                                                       : NAN;
+    case TB_METRIC_FRESH_TO_TARGET:
+        return !r->reached_target        ? INFINITY
+               : r->fresh_to_target < 0 ? NAN /* unknown: a stored run from before it */
+                                        : (double)r->fresh_to_target;
     }
     return NAN;
 }
@@ -55,6 +59,11 @@ double tb_study_metric_value(tb_study_metric m, const tb_train_result *r)
 bool tb_study_metric_higher_is_better(tb_study_metric m)
 {
     return m == TB_METRIC_EXAMPLES_PER_SECOND;
+}
+
+bool tb_study_metric_to_target(tb_study_metric m)
+{
+    return m == TB_METRIC_TIME_TO_TARGET || m == TB_METRIC_FRESH_TO_TARGET;
 }
 
 bool tb_study_metric_timed(tb_study_metric m)
@@ -92,7 +101,7 @@ tb_status tb_study_prepare_config(tb_study_metric m, tb_run_config *c, tb_error 
     if (!w) return tb_fail(err, TB_ERR_INVALID, "unknown workload '%s'", c->model.workload);
     if ((m == TB_METRIC_VALIDATION_ERROR || m == TB_METRIC_TEST_ERROR) && w->no_error_rate)
         return tb_study_no_error_rate(c->model.workload, "", err);
-    if (m != TB_METRIC_TIME_TO_TARGET) return TB_OK;
+    if (!tb_study_metric_to_target(m)) return TB_OK;
     c->eval.stop_at_target = true;
     if (c->length.max_time_s <= 0) c->length.max_time_s = w->max_runtime_s;
     if (c->eval.period_s <= 0) c->eval.period_s = w->eval_period_s;
@@ -139,11 +148,11 @@ tb_status tb_study_run_one(const tb_run_config *cfg, tb_study_metric m, tb_study
         snprintf(where, sizeof where, "%s, run %d", group, index);
         return tb_study_no_error_rate(cfg->model.workload, where, err);
     }
-    if (isnan(v) || (isinf(v) && m != TB_METRIC_TIME_TO_TARGET)) return TB_ERR_NUMERIC;
+    if (isnan(v) || (isinf(v) && !tb_study_metric_to_target(m))) return TB_ERR_NUMERIC;
     *value = v;
     if (other) {
         *other = tb_study_metric_value(other_m, &r);
-        if (isinf(*other) && other_m != TB_METRIC_TIME_TO_TARGET) *other = NAN;
+        if (isinf(*other) && !tb_study_metric_to_target(other_m)) *other = NAN;
     }
     return TB_OK;
 }

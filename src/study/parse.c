@@ -42,10 +42,12 @@ static tb_status parse_settings(tb_sp_ctx *c, const cJSON *o)
     static const char *const keys[] = {"workload", "algorithm", "steps", "epochs",
                                        "batch_size", "eval_examples", "schedule",
                                        "warmup_fraction", "echo", "full_batch", "split",
-                                       "augment", "seconds"};
+                                       "augment", "seconds", "target",
+                                       "eval_every_steps"};
     tb_study_plan *p = c->plan;
     if (!cJSON_IsObject(o)) return tb_sp_bad(c, "settings", "must be an object");
-    tb_status st = tb_sp_only_keys(c, o, "settings", keys, 13);
+    tb_status st = tb_sp_only_keys(c, o, "settings", keys, 15);
+    if (st == TB_OK) st = tb_sp_parse_echo_settings(c, o);
     if (st == TB_OK)
         st = tb_sp_text(c, o, "workload", "settings.workload", false, p->workload,
                       sizeof p->workload);
@@ -133,6 +135,8 @@ static tb_study_axis_kind axis_kind(const char *name)
     if (strcmp(name, "search") == 0) return TB_AXIS_SEARCH;
     if (strcmp(name, "space") == 0) return TB_AXIS_SPACE;
     if (strcmp(name, "sampler") == 0) return TB_AXIS_SAMPLER;
+    if (strcmp(name, "upstream_slowdown") == 0) return TB_AXIS_SLOWDOWN;
+    if (strcmp(name, "echo") == 0) return TB_AXIS_ECHO_MODE;
     return TB_AXIS_HPARAM;
 }
 
@@ -151,6 +155,9 @@ static tb_status parse_axis_value(tb_sp_ctx *c, tb_study_axis *a, const cJSON *v
                        v->valuestring);
         snprintf(a->labels[i], TB_STUDY_LABEL_MAX, "%s", v->valuestring);
         a->numbers[i] = NAN;
+    } else if (a->kind == TB_AXIS_SLOWDOWN || a->kind == TB_AXIS_ECHO_MODE) {
+        tb_status st = tb_sp_parse_echo_axis_value(c, a, v, key);
+        if (st != TB_OK) return st;
     } else if (a->kind == TB_AXIS_SEARCH) {
         if (!cJSON_IsString(v) || (strcmp(v->valuestring, "once") != 0 &&
                                    strcmp(v->valuestring, "per_run") != 0))
@@ -523,6 +530,7 @@ tb_status tb_study_plan_parse(const char *text, const char *file, tb_study_plan 
     if (st == TB_OK && (v = cJSON_GetObjectItemCaseSensitive(root, "notes")) &&
         !cJSON_IsString(v))
         st = tb_sp_bad(&c, "notes", "must be a string");
+    if (st == TB_OK) st = tb_sp_check_echo_axes(&c);
     if (st == TB_OK) st = check_cells(&c);
     if (st == TB_OK) st = tb_sp_check_tunes(&c);
     if (st == TB_OK && (v = cJSON_GetObjectItemCaseSensitive(root, "figures")))

@@ -24,9 +24,10 @@ static tb_status parse_variance(tb_sp_ctx *c, const cJSON *o, const char *key)
     if (!list || !cJSON_IsArray(list) || !list->child)
         return tb_sp_bad(c, k2, "missing (a list of the sources varied one at a time: init, "
                          "data_order, split, dropout, augment)");
-    if (p->metric == TB_METRIC_TIME_TO_TARGET)
-        return tb_sp_bad(c, key, "a variance figure cannot use time_to_target: a run that "
-                         "misses the target has no finite time to take a std of");
+    if (tb_study_metric_to_target(p->metric))
+        return tb_sp_bad(c, key, "a variance figure cannot use %s: a run that misses the "
+                         "target has no finite value to take a std of",
+                         tb_study_metric_name(p->metric));
     int i = 0;
     for (const cJSON *v = list->child; v; v = v->next, i++) {
         snprintf(k2, sizeof k2, "%s.sources[%d]", key, i);
@@ -69,9 +70,10 @@ static tb_status check_estimators(tb_sp_ctx *c, const char *key)
     if (k == p->n_axes || p->axes[k].n != 2)
         return tb_sp_bad(c, key, "the estimators figure needs an axis \"search\": [\"once\", "
                          "\"per_run\"] (the biased estimator against the ideal one)");
-    if (p->metric == TB_METRIC_TIME_TO_TARGET)
-        return tb_sp_bad(c, key, "the estimators figure cannot use time_to_target: a run that "
-                         "misses the target has no finite time to take a mean of");
+    if (tb_study_metric_to_target(p->metric))
+        return tb_sp_bad(c, key, "the estimators figure cannot use %s: a run that misses the "
+                         "target has no finite value to take a mean of",
+                         tb_study_metric_name(p->metric));
     return TB_OK;
 }
 
@@ -232,6 +234,46 @@ static tb_status parse_regret(tb_sp_ctx *c, const cJSON *o, const char *key)
     return check_regret(c, key);
 }
 
+/* {"type": "echoing", "expect": "helps_when_slow" | "none"}: whether its rows are checks. */
+static tb_status parse_echoing(tb_sp_ctx *c, const cJSON *o, const char *key)
+{
+    static const char *const keys[] = {"type", "expect"};
+    tb_status st = tb_sp_only_keys(c, o, key, keys, 2);
+    char k2[96], expect[32] = "none";
+    snprintf(k2, sizeof k2, "%s.expect", key);
+    if (st == TB_OK) st = tb_sp_text(c, o, "expect", k2, false, expect, sizeof expect);
+    if (st != TB_OK) return st;
+    if (strcmp(expect, "helps_when_slow") != 0 && strcmp(expect, "none") != 0)
+        return tb_sp_bad(c, k2, "'%s' is not helps_when_slow or none", expect);
+    c->plan->fig_echoing_judged = strcmp(expect, "helps_when_slow") == 0;
+    return TB_OK;
+}
+
+/* The echoing figure sets echo cells against "none" at each upstream slowdown, in time to
+ * target (the study's metric) and fresh examples to it. */
+static tb_status check_echoing(tb_sp_ctx *c, const char *key)
+{
+    const tb_study_plan *p = c->plan;
+    int ke = -1, ks = -1;
+    for (int k = 0; k < p->n_axes; k++) {
+        if (p->axes[k].kind == TB_AXIS_ECHO_MODE) ke = k;
+        if (p->axes[k].kind == TB_AXIS_SLOWDOWN) ks = k;
+    }
+    if (ke < 0 || ks < 0)
+        return tb_sp_bad(c, key, "the echoing figure needs the axes \"echo\" (with \"none\") "
+                         "and \"upstream_slowdown\"");
+    bool none = false;
+    for (int i = 0; i < p->axes[ke].n; i++) none |= strcmp(p->axes[ke].labels[i], "none") == 0;
+    if (!none || p->axes[ke].n < 2)
+        return tb_sp_bad(c, key, "the echoing figure needs \"none\" and an echo kind on the "
+                         "\"echo\" axis (no echoing is what each echo cell is set against)");
+    if (p->metric != TB_METRIC_TIME_TO_TARGET)
+        return tb_sp_bad(c, key, "the echoing figure needs the metric time_to_target (it reads "
+                         "fresh examples to the target from the same runs), not %s",
+                         tb_study_metric_name(p->metric));
+    return TB_OK;
+}
+
 tb_status tb_sp_parse_figures(tb_sp_ctx *c, const cJSON *o)
 {
     tb_study_plan *p = c->plan;
@@ -252,10 +294,11 @@ tb_status tb_sp_parse_figures(tb_sp_ctx *c, const cJSON *o)
                      : strcmp(type, "estimators") == 0 ? &p->fig_estimators
                      : strcmp(type, "utility") == 0    ? &p->fig_utility
                      : strcmp(type, "regret") == 0     ? &p->fig_regret
+                     : strcmp(type, "echoing") == 0    ? &p->fig_echoing
                                                    : NULL;
         if (!seen)
             return tb_sp_bad(c, key, "unknown figure '%s' (expected variance, rank, curve, "
-                             "estimators, utility or regret)", type);
+                             "estimators, utility, regret or echoing)", type);
         if (*seen) return tb_sp_bad(c, key, "'%s' is listed twice", type);
         tb_status st = TB_OK;
         if (strcmp(type, "variance") == 0) {
@@ -273,6 +316,8 @@ tb_status tb_sp_parse_figures(tb_sp_ctx *c, const cJSON *o)
             st = parse_utility(c, it, key);
         } else if (strcmp(type, "estimators") == 0 && cJSON_IsObject(it)) {
             st = parse_estimators(c, it, key);
+        } else if (strcmp(type, "echoing") == 0 && cJSON_IsObject(it)) {
+            st = parse_echoing(c, it, key);
         } else if (cJSON_IsObject(it)) {
             static const char *const keys[] = {"type"};
             st = tb_sp_only_keys(c, it, key, keys, 1);
@@ -288,6 +333,7 @@ tb_status tb_sp_parse_figures(tb_sp_ctx *c, const cJSON *o)
             return tb_sp_bad(c, key, "a rank table needs two or more cells");
         if (strcmp(type, "estimators") == 0 && (st = check_estimators(c, key)) != TB_OK)
             return st;
+        if (strcmp(type, "echoing") == 0 && (st = check_echoing(c, key)) != TB_OK) return st;
         *seen = true;
     }
     return TB_OK;

@@ -41,4 +41,12 @@ tb_status tb_sp_check_tunes(tb_sp_ctx *c);
  * plan (parse_figures.c). */
 tb_status tb_sp_parse_figures(tb_sp_ctx *c, const cJSON *o);
 
+/* The settings "target" and "eval_every_steps", and a value of the axes "upstream_slowdown"
+ * and "echo" (parse_echo.c). */
+tb_status tb_sp_parse_echo_settings(tb_sp_ctx *c, const cJSON *o);
+tb_status tb_sp_parse_echo_axis_value(tb_sp_ctx *c, tb_study_axis *a, const cJSON *v,
+                                      const char *key);
+/* An "echo" axis with an "echo_factor" axis or settings.echo is refused. */
+tb_status tb_sp_check_echo_axes(tb_sp_ctx *c);
+
 #endif

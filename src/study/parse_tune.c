@@ -158,7 +158,7 @@ static tb_status check_budget(tb_sp_ctx *c, const tb_study_tune *t, const char *
     if (t->budget_seconds > 0 && w && t->budget_seconds > w->max_runtime_s)
         return tb_sp_bad(c, k2, "cell %s: %g s is past %s's time budget (%g s of timed "
                          "training)", cell, t->budget_seconds, w->id, w->max_runtime_s);
-    if (t->budget_epochs > 0 && c->plan->metric == TB_METRIC_TIME_TO_TARGET)
+    if (t->budget_epochs > 0 && tb_study_metric_to_target(c->plan->metric))
         return tb_sp_bad(c, k2, "cell %s: a time_to_target run ends by the workload's time "
                          "budget, not by epochs: give {\"steps\": n} or {\"seconds\": s}",
                          cell);

@@ -68,7 +68,7 @@ tb_status tb_variance_study_run(const tb_variance_study_config *cfg, tb_variance
     memset(out, 0, sizeof *out);
     tb_status st = tb_study_check_base(&cfg->base, err);
     if (st != TB_OK) return st;
-    if (cfg->metric == TB_METRIC_TIME_TO_TARGET)
+    if (tb_study_metric_to_target(cfg->metric))
         return tb_fail(err, TB_ERR_INVALID,
                        "a variance study cannot use time_to_target: a run that misses the "
                        "target has no finite time, so a std would describe only the runs that "

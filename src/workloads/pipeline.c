@@ -4,8 +4,10 @@
  * seeds, the config and (projected) the weights of the step (the thread only runs ahead). */
 #include "trainbench/pipeline.h"
 
+#include "core/clock.h"
 #include "workloads/projection_stage.h"
 
+#include <errno.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -34,6 +36,8 @@ struct tb_pipeline {
     tb_rng order_rng, echo_rng, shuffle_rng, aug_rng;
     unsigned char *raw_x, *raw_y, *aug_x, *aug_y; /* the current fresh item, augmented */
     int64_t raw_row, copies_left, reads, repeat_left; /* reads: fresh reads so far */
+    double ready_at;                      /* slow upstream: when the last read's cost ends */
+    bool pace_reset;                      /* the upstream waited: the next read starts now */
     unsigned char *buf_x, *buf_y;         /* shuffle buffer */
     int64_t *buf_rows, buf_n;
     bool *buf_fresh;                      /* per buffered item: the first copy of a fresh read */
@@ -130,6 +134,22 @@ static void augment(tb_pipeline *p, const void *in_x, void *out_x, const void *i
         memcpy(out_y, in_y, p->yb);
 }
 
+/* The stated cost of one fresh read (--slow-upstream): sleeps until d seconds after the end of
+ * the previous read's cost, an absolute deadline, so that the sleeps' overshoot (the timer's
+ * slack, tens of microseconds, as much as a read's cost at a few times a small step) does not
+ * add up: a busy upstream reads at the stated rate. After the upstream waited for room in the
+ * queue (or ran inline, between steps) the next read's cost starts when it does. */
+static void upstream_cost(tb_pipeline *p, double d)
+{
+    double now = tb_monotonic_s();
+    if (p->pace_reset || p->ready_at < now - 1.0) p->ready_at = now;
+    p->pace_reset = false;
+    p->ready_at += d;
+    double whole = floor(p->ready_at);
+    struct timespec ts = {(time_t)whole, (long)((p->ready_at - whole) * 1e9)};
+    while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR) {}
+}
+
 /* The next item of the echo stage into (x, y, row). */
 static void echo_item(tb_pipeline *p, unsigned char *x, unsigned char *y, int64_t *row)
 {
@@ -139,11 +159,7 @@ static void echo_item(tb_pipeline *p, unsigned char *x, unsigned char *y, int64_
         p->raw_row = next_row(p);
         tb_workload_read(p->wl, TB_SPLIT_TRAIN, &p->raw_row, 1, p->raw_x, p->raw_y, NULL);
         p->reads++;
-        if (p->cfg.upstream_delay_s > 0) {
-            double d = p->cfg.upstream_delay_s;
-            struct timespec ts = {(time_t)d, (long)((d - floor(d)) * 1e9)};
-            nanosleep(&ts, NULL);
-        }
+        if (p->cfg.upstream_delay_s > 0) upstream_cost(p, p->cfg.upstream_delay_s);
         bool example_echo =
             kind == TB_ECHO_EXAMPLE_BEFORE_AUGMENT || kind == TB_ECHO_EXAMPLE_AFTER_AUGMENT;
         p->copies_left = example_echo ? draw_copies(p) : 1;
@@ -224,8 +240,10 @@ static void *upstream(void *arg)
     tb_pipeline *p = arg;
     pthread_mutex_lock(&p->mu);
     for (;;) {
-        while (p->count == p->nslots && !atomic_load(&p->stop))
+        while (p->count == p->nslots && !atomic_load(&p->stop)) {
             pthread_cond_wait(&p->not_full, &p->mu);
+            p->pace_reset = true;
+        }
         if (atomic_load(&p->stop)) break;
         hbatch *slot = &p->slots[(p->head + p->count) % p->nslots];
         pthread_mutex_unlock(&p->mu);
@@ -416,6 +434,7 @@ tb_status tb_pipeline_next(tb_pipeline *p, tb_tape *tape, tb_batch *out, tb_erro
         pthread_cond_signal(&p->not_full);
     }
     if (!p->threaded && p->count == 0) {
+        p->pace_reset = true;
         produce(p, &p->slots[p->head]);
         p->count++;
     }
