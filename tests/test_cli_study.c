@@ -181,6 +181,39 @@ static void test_estimators(const char *dir)
     unlink(file);
 }
 
+/* a slow upstream against batch echoing: the echoing figure as text and as data */
+static const char echo_study[] =
+    "{\"name\": \"echo\", \"claim\": \"c\", \"source\": \"a test\",\n"
+    " \"settings\": {\"workload\": \"fmnist_mlp_narrow\", \"algorithm\": \"adam\",\n"
+    "              \"batch_size\": 32, \"eval_examples\": 200, \"target\": 0.6,\n"
+    "              \"eval_every_steps\": 4},\n"
+    " \"axes\": {\"upstream_slowdown\": [1, 2], \"echo\": [\"none\", \"batch:2\"]},\n"
+    " \"seeds\": 2, \"metric\": \"time_to_target\",\n"
+    " \"figures\": [{\"type\": \"echoing\", \"expect\": \"helps_when_slow\"}]}\n";
+
+static void test_echoing(const char *dir)
+{
+    char file[300], db[300], args[1200], csv[320], text[4096];
+    snprintf(file, sizeof file, "%s/echo.json", dir);
+    snprintf(db, sizeof db, "%s/echo.db", dir);
+    snprintf(csv, sizeof csv, "%s/echo.echoing.csv", dir);
+    tb_test_write_text(file, echo_study);
+    snprintf(args, sizeof args, "study %s --db %s -t 1 --out %s", file, db, dir);
+    CHECK(run(args) == 0 && has("8 trained now") && has("echoing (medians of time to target") &&
+          has("upstream_slowdown=1 echo=none (the control)") &&
+          has("us per fresh example") && has("expected: some echo cell sooner") &&
+          has("the largest slowdown echoing compensates") &&
+          has("claim: inconclusive (0 of 2 checks reproduced)"));
+    CHECK(read_text(csv, text, sizeof text) &&
+          strstr(text, "cell,slowdown,delay_s,base_time,base_fresh,echo_time,echo_fresh,") &&
+          strstr(text, "\"upstream_slowdown=2 echo=batch:2\",2,"));
+    snprintf(args, sizeof args, "%s/echo.echoing.json", dir);
+    unlink(args);
+    unlink(csv);
+    tb_test_remove_store(db);
+    unlink(file);
+}
+
 int main(void)
 {
     char dir[] = "/tmp/tb_cli_study_XXXXXX";
@@ -245,6 +278,7 @@ int main(void)
     CHECK(run(args) == 0 && has("3 runs per cell, 2 trained now and 4 from the store"));
 
     test_tuned(dir);
+    test_echoing(dir);
     test_estimators(dir);
     tb_test_remove_store(db);
     unlink(file);
