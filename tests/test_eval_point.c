@@ -37,8 +37,8 @@ static float *weights(tb_run *r)
 static double loss_here(tb_run *r, tb_error *err)
 {
     tb_eval_metrics m = {0};
-    CHECK_OK(tb_workload_evaluate(tb_run_workload(r), tb_run_tape(r), TB_SPLIT_VALIDATION,
-                                  EXAMPLES, &m, err),
+    CHECK_OK(tb_workload_evaluate(tb_run_workload(r), tb_run_tape(r), TB_SPLIT_VALIDATION, EXAMPLES,
+                                  &m, err),
              err);
     return m.loss;
 }
