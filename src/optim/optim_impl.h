@@ -129,5 +129,6 @@ extern const tb_optimizer_vtable tb_optim_lamb;
 extern const tb_optimizer_vtable tb_optim_kfac;
 extern const tb_optimizer_vtable tb_optim_ekfac;
 extern const tb_optimizer_vtable tb_optim_shampoo;
+extern const tb_optimizer_vtable tb_optim_muon;
 
 #endif

@@ -22,6 +22,7 @@ static const tb_optimizer_vtable *const registry[] = {
     &tb_optim_kfac,
     &tb_optim_ekfac,
     &tb_optim_shampoo,
+    &tb_optim_muon,
 };
 #define N_REGISTRY ((int)(sizeof registry / sizeof *registry))
 
