@@ -23,6 +23,7 @@ static const tb_optimizer_vtable *const registry[] = {
     &tb_optim_ekfac,
     &tb_optim_shampoo,
     &tb_optim_muon,
+    &tb_optim_sophia,
 };
 #define N_REGISTRY ((int)(sizeof registry / sizeof *registry))
 

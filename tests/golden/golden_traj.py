@@ -3,7 +3,7 @@ matrix optimizers (make_muon_golden.py, make_sophia_golden.py, make_soap_golden.
 make_kron_golden.py).
 
 The model is an MLP 6-10-5-3 with tanh (weights w1 [10, 6], w2 [5, 10], w3 [3, 5], biases b1,
-b2, b3), torch.nn.Linear's layout, softmax cross-entropy on a fixed batch of 16 points, in
+b2, b3; other widths on request), torch.nn.Linear's layout, softmax cross-entropy on a fixed batch of 16 points, in
 float64 from float32 start values. A trajectory of STEPS steps records, per step t = 1..STEPS,
 the schedule's factor f.<t>, every gradient g.<name>.<t> (taken at the parameters before step
 t) and every parameter <name>.<t> after it; the C tests replay the gradients, so the
@@ -19,7 +19,16 @@ DT = torch.float64
 STEPS = 24
 WARMUP = 4
 NAMES = ["w1", "b1", "w2", "b2", "w3", "b3"]
-SHAPES = {"w1": (10, 6), "b1": (10,), "w2": (5, 10), "b2": (5,), "w3": (3, 5), "b3": (3,)}
+SIZES = (6, 10, 5, 3)  # the layer widths, input first
+
+
+def shapes(sizes=SIZES):
+    """Every parameter's shape for the layer widths `sizes`."""
+    out = {}
+    for i in range(3):
+        out["w%d" % (i + 1)] = (sizes[i + 1], sizes[i])
+        out["b%d" % (i + 1)] = (sizes[i + 1],)
+    return out
 
 
 def f32(*shape):
@@ -34,15 +43,15 @@ def factor(t):
     return 0.5 * (1 + math.cos(math.pi * p))
 
 
-def start(seed):
+def start(seed, sizes=SIZES):
     """Start values (scaled like torch's default init), the batch and the labels."""
     torch.manual_seed(seed)
     params = {}
-    for n in NAMES:
-        fan_in = SHAPES["w" + n[1]][1]
-        params[n] = (f32(*SHAPES[n]) / math.sqrt(fan_in)).requires_grad_(True)
-    x = f32(16, 6)
-    y = torch.randint(0, 3, (16,))
+    for n, shape in shapes(sizes).items():
+        fan_in = sizes[int(n[1]) - 1]
+        params[n] = (f32(*shape) / math.sqrt(fan_in)).requires_grad_(True)
+    x = f32(16, sizes[0])
+    y = torch.randint(0, sizes[3], (16,))
     return params, x, y
 
 
