@@ -25,17 +25,24 @@ static const struct {
 } cases[] = {
     {"optim_muon", "muon"},
     {"optim_muon_rms", "muon"},
+    {"optim_soap", "soap"},
+    {"optim_soap_norm", "soap"},
 };
 
-/* The MLP's parameters, in golden_traj.py's order. */
-static tb_params *mlp_params(tb_var **vars, tb_error *err)
+/* The MLP's parameters, in golden_traj.py's order, with the fixture's shapes (g NULL: the
+ * default widths 6-10-5-3). */
+static tb_params *mlp_params(const tb_golden *g, tb_var **vars, tb_error *err)
 {
     tb_params *p = NULL;
     if (tb_params_create(be, &p, err) != TB_OK) return NULL;
     for (int i = 0; i < 6; i++) {
-        bool matrix = shapes[i][1] > 0;
+        char name[16];
+        snprintf(name, sizeof name, "%s.0", names[i]);
+        const tb_golden_tensor *t = g ? tb_golden_get(g, name) : NULL;
+        bool matrix = names[i][0] == 'w';
+        int64_t shape[2] = {t ? t->shape[0] : shapes[i][0], t && matrix ? t->shape[1] : shapes[i][1]};
         vars[i] = tb_params_add(p, names[i], matrix ? TB_PARAM_WEIGHT : TB_PARAM_BIAS,
-                                matrix ? 2 : 1, shapes[i], err);
+                                matrix ? 2 : 1, shape, err);
     }
     if (tb_params_finalize(p, err) != TB_OK) {
         tb_params_destroy(p);
@@ -88,7 +95,7 @@ static void run_case(const char *fixture, const char *algorithm)
     tb_hparams hp = fixture_hparams(&g);
     tb_error err = {0};
     tb_var *v[6];
-    tb_params *p = mlp_params(v, &err);
+    tb_params *p = mlp_params(&g, v, &err);
     CHECK(p != NULL);
     char name[48];
     for (int i = 0; p && i < 6; i++) {
@@ -368,7 +375,7 @@ static void muon_overflow(void)
 {
     tb_error err = {0};
     tb_var *v[6];
-    tb_params *p = mlp_params(v, &err);
+    tb_params *p = mlp_params(NULL, v, &err);
     CHECK(p != NULL);
     if (!p) return;
     float half[60], one[60];

@@ -137,5 +137,6 @@ extern const tb_optimizer_vtable tb_optim_ekfac;
 extern const tb_optimizer_vtable tb_optim_shampoo;
 extern const tb_optimizer_vtable tb_optim_muon;
 extern const tb_optimizer_vtable tb_optim_sophia;
+extern const tb_optimizer_vtable tb_optim_soap;
 
 #endif

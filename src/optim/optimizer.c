@@ -24,6 +24,7 @@ static const tb_optimizer_vtable *const registry[] = {
     &tb_optim_shampoo,
     &tb_optim_muon,
     &tb_optim_sophia,
+    &tb_optim_soap,
 };
 #define N_REGISTRY ((int)(sizeof registry / sizeof *registry))
 

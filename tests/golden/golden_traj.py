@@ -3,7 +3,8 @@ matrix optimizers (make_muon_golden.py, make_sophia_golden.py, make_soap_golden.
 make_kron_golden.py).
 
 The model is an MLP 6-10-5-3 with tanh (weights w1 [10, 6], w2 [5, 10], w3 [3, 5], biases b1,
-b2, b3; other widths on request), torch.nn.Linear's layout, softmax cross-entropy on a fixed batch of 16 points, in
+b2, b3; other widths on request), torch.nn.Linear's layout, softmax cross-entropy (or, given float targets, the mean squared error) on a fixed batch of
+16 points, in
 float64 from float32 start values. A trajectory of STEPS steps records, per step t = 1..STEPS,
 the schedule's factor f.<t>, every gradient g.<name>.<t> (taken at the parameters before step
 t) and every parameter <name>.<t> after it; the C tests replay the gradients, so the
@@ -55,10 +56,18 @@ def start(seed, sizes=SIZES):
     return params, x, y
 
 
+def regression_targets(sizes=SIZES):
+    """Targets for a mean-squared-error loss (after start(), from the same generator)."""
+    return f32(16, sizes[3])
+
+
 def loss_fn(params, x, y):
     h = torch.tanh(x @ params["w1"].T + params["b1"])
     h = torch.tanh(h @ params["w2"].T + params["b2"])
-    return torch.nn.functional.cross_entropy(h @ params["w3"].T + params["b3"], y)
+    out = h @ params["w3"].T + params["b3"]
+    if y.dtype.is_floating_point:  # regression targets: mean squared error
+        return torch.nn.functional.mse_loss(out, y)
+    return torch.nn.functional.cross_entropy(out, y)
 
 
 def trajectory(params, x, y, make_opts, base_lrs, before_step=None):
