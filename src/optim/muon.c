@@ -10,10 +10,11 @@
  *   W = (1 - lr weight_decay) W - lr scale(A, B) X
  * scale (adjust_lr_fn): 0 original sqrt(max(1, A/B)), 1 match_rms_adamw 0.2 sqrt(max(A, B)),
  * 2 spectral_unclamped sqrt(A/B). Every product is the backend's gemm.
- * Routing: parameters of kind weight with exactly 2 dimensions go to Muon, except the last such
- * weight (the output layer) when there are two or more, unless muon_output_layer = 1; biases, norm parameters, embeddings,
- * convolution weights and the output layer take AdamW with its own adamw_* hyperparameters
- * (decoupled decay on weights and embeddings only), scheduled by the same factor. */
+ * Routing: parameters of kind weight with exactly 2 dimensions go to Muon, except the last
+ * such weight (the output layer) when there are two or more, unless muon_output_layer = 1;
+ * biases, norm parameters, embeddings, convolution weights and the output layer take AdamW
+ * with its own adamw_* hyperparameters (decoupled decay on weights and embeddings only),
+ * scheduled by the same factor. */
 #include "optim/optim_impl.h"
 
 #include <math.h>
@@ -42,7 +43,8 @@ static const tb_hparam_spec muon_hparams[] = {
     {.name = "adjust_lr_fn", .default_value = 0, .min = 0, .max = 2,
      .help = "shape scale: 0 original, 1 match_rms_adamw, 2 spectral_unclamped"},
     {.name = "muon_output_layer", .default_value = 0, .min = 0, .max = 1, .is_flag = true,
-     .help = "1: the last 2-D weight (output layer) takes Muon too; 0: AdamW (if not the only one)"},
+     .help = "1: the last 2-D weight (output layer) takes Muon too; 0: AdamW (if not the only "
+             "one)"},
     {.name = "adamw_learning_rate", .default_value = 3e-4, .min = 0.0, .max = 1e6,
      .min_open = true, .help = "AdamW's step size for the parameters Muon does not take"},
     {.name = "adamw_beta1", .default_value = 0.9, .min = 0.0, .max = 1.0, .max_open = true,
