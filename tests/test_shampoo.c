@@ -203,6 +203,62 @@ static void test_grafting(void)
     tb_params_destroy(p);
 }
 
+/* Adam grafting (grafting_method = 1): before preconditioning, and for the bias throughout, the
+ * step is Adam's with beta1 = 0, B = g / (sqrt(v / (1 - b2^t)) + eps), computed here in double;
+ * once preconditioned, another direction with B's norm. */
+static void test_adam_grafting(void)
+{
+    tb_params *p;
+    tb_params_create(be, &p, NULL);
+    int64_t ws[2] = {6, 9}, bs = 3;
+    tb_var *w = tb_params_add(p, "fc.weight", TB_PARAM_WEIGHT, 2, ws, NULL);
+    tb_var *b = tb_params_add(p, "fc.bias", TB_PARAM_BIAS, 1, &bs, NULL);
+    tb_params_finalize(p, NULL);
+    tb_init_constant(w, 0.0f, NULL);
+    tb_init_constant(b, 0.0f, NULL);
+    const char *names[] = {"learning_rate", "momentum", "start_preconditioning_step",
+                           "grafting_method", "grafting_beta2", "grafting_epsilon"};
+    const double b2 = 0.9, eps = 1e-3, values[] = {0.5, 0.0, 3, 1, b2, eps};
+    tb_optimizer *opt = make(p, names, values, 6);
+    tb_rng r = tb_rng_make(33, 0);
+    tb_error err = {0};
+    float g[54], gb[3], w0[54], w1[54], b0[3], b1[3];
+    double v[54] = {0}, vb[3] = {0};
+    for (int s = 1; s <= 4; s++) {
+        for (int i = 0; i < 54; i++) g[i] = (float)tb_rng_normal(&r);
+        for (int i = 0; i < 3; i++) gb[i] = (float)tb_rng_normal(&r);
+        tb_backend_upload(be, w->grad.data, g, sizeof g);
+        tb_backend_upload(be, b->grad.data, gb, sizeof gb);
+        tb_backend_download(be, w0, w->value.data, sizeof w0);
+        tb_backend_download(be, b0, b->value.data, sizeof b0);
+        CHECK_OK(tb_optimizer_step(opt, 1.0, &err), &err);
+        tb_backend_download(be, w1, w->value.data, sizeof w1);
+        tb_backend_download(be, b1, b->value.data, sizeof b1);
+        double bc = 1.0 - pow(b2, s), ns = 0, na = 0, diff = 0;
+        for (int i = 0; i < 54; i++) {
+            v[i] = b2 * v[i] + (1 - b2) * (double)g[i] * g[i];
+            double adam = g[i] / (sqrt(v[i] / bc) + eps), step = (w0[i] - w1[i]) / 0.5;
+            ns += step * step;
+            na += adam * adam;
+            diff = fmax(diff, fabs(step - adam));
+        }
+        CHECK_NEAR(sqrt(ns), sqrt(na), 1e-4 * sqrt(na));
+        if (s < 3) CHECK(diff < 1e-4); /* Adam before preconditioning */
+        else CHECK(diff > 1e-2);       /* preconditioned: another direction, Adam's norm */
+        for (int i = 0; i < 3; i++) {
+            vb[i] = b2 * vb[i] + (1 - b2) * (double)gb[i] * gb[i];
+            CHECK_NEAR((b0[i] - b1[i]) / 0.5, gb[i] / (sqrt(vb[i] / bc) + eps), 1e-4);
+        }
+    }
+    tb_optimizer_destroy(opt);
+    tb_hparams hp = {0};
+    tb_hparams_set(&hp, "grafting_epsilon", 1e-40, NULL);
+    tb_optimizer *o = NULL;
+    CHECK_FAILS(tb_optimizer_create("shampoo", p, &hp, &o, &err), TB_ERR_INVALID, &err,
+                "grafting_epsilon = 1e-40 is below float32's smallest normal number");
+    tb_params_destroy(p);
+}
+
 /* The backend's allocator, wrapped to record the largest request and refuse huge ones. */
 static void *(*real_alloc)(tb_backend *, size_t);
 static size_t largest_alloc;
@@ -262,6 +318,7 @@ int main(void)
     be = tb_test_backend();
     test_blocked_roots();
     test_grafting();
+    test_adam_grafting();
     test_large_block_size();
     tb_backend_destroy(be);
     return tb_test_finish("test_shampoo");

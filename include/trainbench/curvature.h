@@ -35,6 +35,7 @@
 
 #include "trainbench/nn.h"
 #include "trainbench/rng.h"
+#include "trainbench/sharpness.h"
 #include "trainbench/status.h"
 
 #ifdef __cplusplus
@@ -80,6 +81,26 @@ bool tb_optimizer_wants_fisher(const tb_optimizer *opt);
  * TB_ERR_SHAPE if its last pass had an empty batch (nothing to average). A no-op for
  * optimizers without curvature. */
 tb_status tb_optimizer_update_fisher(tb_optimizer *opt, tb_error *err);
+
+/* ---- Hessian-diagonal estimates (sophia) ---------------------------------------------------
+ * Sophia divides its momentum by an average of Hutchinson estimates z * (H z) of the Hessian
+ * diagonal, refreshed every update_period steps. Before such a step the trainer hands it a
+ * gradient function of the step's batch (tb_grad_fn: deterministic, batch norm's running
+ * averages frozen, the same dropout masks each call):
+ *
+ *     if (tb_optimizer_wants_hessian(opt))
+ *         tb_optimizer_update_hessian(opt, grad_of_batch, &ctx, &rng, &err);
+ *     ...training forward, backward, tb_optimizer_step(opt, factor, &err)...
+ *
+ * The products are central differences of gradients (tb_hvp_begin), two gradient evaluations
+ * per probe; the parameters and gradients are left bit for bit as they were. For every other
+ * optimizer wants_hessian is false and update_hessian does nothing. */
+bool tb_optimizer_wants_hessian(const tb_optimizer *opt);
+/* Draws the optimizer's probes from rng and forms the estimate the next step uses. Fails
+ * with TB_ERR_NUMERIC naming the step and the parameter when the estimate (or a gradient it
+ * evaluates) is not finite, and returns the gradient function's errors as they are. */
+tb_status tb_optimizer_update_hessian(tb_optimizer *opt, tb_grad_fn grad, void *user,
+                                      tb_rng *rng, tb_error *err);
 
 
 #ifdef __cplusplus

@@ -99,6 +99,17 @@ tb_status tb_hvp_begin(tb_params *params, tb_grad_fn grad, void *user, double fd
     return TB_OK;
 }
 
+/* The name of the parameter holding flat value i. */
+static const char *param_at(const tb_hvp *h, int64_t i)
+{
+    const char *name = "?";
+    for (int j = 0; j < tb_params_count(h->params); j++) {
+        const tb_param *p = tb_params_get(h->params, j);
+        if (p->offset <= i) name = p->name;
+    }
+    return name;
+}
+
 /* The gradient at theta0 + s v (v packed) into g (flat); theta0 is uploaded back after. */
 static tb_status grad_at(tb_hvp *h, double s, const float *v, float *g, tb_error *err)
 {
@@ -137,8 +148,9 @@ tb_status tb_hvp_apply(tb_hvp *h, const float *v, float *hv, tb_error *err)
         double d = ((double)h->gp[h->at[k]] - h->gm[h->at[k]]) / (2.0 * s);
         if (!isfinite(d))
             return tb_fail(err, TB_ERR_NUMERIC,
-                           "hvp: the gradient at theta +- %g u is not finite (value %lld of "
-                           "%lld)", h->r, (long long)k, (long long)h->dim);
+                           "hvp: the gradient of '%s' at theta +- %g u is not finite (value "
+                           "%lld of %lld)",
+                           param_at(h, h->at[k]), h->r, (long long)k, (long long)h->dim);
         hv[k] = (float)d;
     }
     return TB_OK;

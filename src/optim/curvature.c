@@ -1,5 +1,5 @@
 /* curvature.c: the trainer-facing calls of curvature optimizers (trainbench/curvature.h):
- * attaching layers and the Fisher-statistics handshake. */
+ * attaching layers, the Fisher-statistics handshake and Sophia's Hessian estimates. */
 #include "optim/optim_impl.h"
 
 
@@ -30,4 +30,19 @@ tb_status tb_optimizer_update_fisher(tb_optimizer *opt, tb_error *err)
         return tb_fail(err, TB_ERR_INVALID, "optimizer_update_fisher: the optimizer is NULL");
     if (!opt->vt->update_fisher) return TB_OK;
     return opt->vt->update_fisher(opt, err);
+}
+
+bool tb_optimizer_wants_hessian(const tb_optimizer *opt)
+{
+    return opt && opt->vt->wants_hessian && opt->vt->wants_hessian(opt);
+}
+
+tb_status tb_optimizer_update_hessian(tb_optimizer *opt, tb_grad_fn grad, void *user,
+                                      tb_rng *rng, tb_error *err)
+{
+    if (!opt || !grad || !rng)
+        return tb_fail(err, TB_ERR_INVALID, "optimizer_update_hessian: %s is NULL",
+                       !opt ? "the optimizer" : !grad ? "the gradient function" : "rng");
+    if (!opt->vt->update_hessian) return TB_OK;
+    return opt->vt->update_hessian(opt, grad, user, rng, err);
 }

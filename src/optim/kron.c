@@ -18,6 +18,21 @@ tb_status tb_kron_eigh(int n, double *m, double *w, const char *what, tb_error *
     return TB_OK;
 }
 
+tb_status tb_kron_qr(int n, double *m, const char *what, tb_error *err)
+{
+    double *tau = malloc((size_t)n * sizeof *tau);
+    if (!tau) return tb_fail(err, TB_ERR_NOMEM, "%s: out of memory for a %dx%d QR", what, n, n);
+    lapack_int info = LAPACKE_dgeqrf(LAPACK_ROW_MAJOR, n, n, m, n, tau);
+    if (info == 0) info = LAPACKE_dorgqr(LAPACK_ROW_MAJOR, n, n, n, m, n, tau);
+    free(tau);
+    if (info != 0)
+        return tb_fail(err, TB_ERR_NUMERIC,
+                       "%s: QR decomposition of a %dx%d matrix failed (LAPACK info %d; "
+                       "non-finite statistics?)",
+                       what, n, n, (int)info);
+    return TB_OK;
+}
+
 tb_status tb_kron_damped_inverse(int n, const double *m, double damping, double *out,
                                  const char *what, tb_error *err)
 {

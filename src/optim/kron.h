@@ -1,5 +1,5 @@
 /* kron.h: host-side dense linear algebra in double for Kronecker-factored optimizers (K-FAC,
- * EKFAC, Shampoo): symmetric eigendecompositions (LAPACK dsyevd), damped inverses (Cholesky),
+ * EKFAC, Shampoo, SOAP): symmetric eigendecompositions (LAPACK dsyevd), QR, damped inverses (Cholesky),
  * inverse p-th roots, K-FAC's pi, and the unfolding of convolution patches (internal).
  * Matrices are row-major n x n. Factors are small next to the products of preconditioning,
  * so they are decomposed on the host: download, decompose, upload. */
@@ -24,6 +24,10 @@ tb_status tb_kron_damped_inverse(int n, const double *m, double damping, double 
  * (negative eigenvalues from rounding count as 0). When m is 0, out = I. m is overwritten. */
 tb_status tb_kron_inverse_root(int n, double *m, double p, double eps, double *out,
                                const char *what, tb_error *err);
+
+/* The Q factor of the QR decomposition of m [n, n] (row-major; Householder, LAPACK dgeqrf and
+ * dorgqr), into m. Fails with TB_ERR_NUMERIC naming `what` if LAPACK reports an error. */
+tb_status tb_kron_qr(int n, double *m, const char *what, tb_error *err);
 
 /* pi = sqrt((tr A / dim A) / (tr G / dim G)) (Martens & Grosse), 1 if either trace is not
  * positive. */

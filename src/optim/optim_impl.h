@@ -5,6 +5,7 @@
 #include "backend/backend_impl.h"
 #include "trainbench/curvature.h"
 #include "trainbench/optim.h"
+#include "trainbench/sharpness.h"
 
 typedef struct tb_optimizer_vtable {
     tb_optimizer_info info;
@@ -32,6 +33,11 @@ typedef struct tb_optimizer_vtable {
     tb_status (*set_layers)(tb_optimizer *opt, const tb_layer_ref *layers, int n, tb_error *err);
     bool (*wants_fisher)(const tb_optimizer *opt);
     tb_status (*update_fisher)(tb_optimizer *opt, tb_error *err);
+    /* Optional, for methods with a Hessian-diagonal estimate (sophia): whether the next step
+     * needs one, and the estimate from the gradient function (probes drawn from rng). */
+    bool (*wants_hessian)(const tb_optimizer *opt);
+    tb_status (*update_hessian)(tb_optimizer *opt, tb_grad_fn grad, void *user, tb_rng *rng,
+                                tb_error *err);
     /* Optional, for sharpness diagnostics (tb_optimizer_preconditioner): writes to p (host,
      * tb_params_numel floats) the diagonal P the latest step divided its direction by, in the
      * kernel's own float expression. NULL where the step has no diagonal P; no_preconditioner
@@ -143,5 +149,8 @@ extern const tb_optimizer_vtable tb_optim_adopt;
 extern const tb_optimizer_vtable tb_optim_ademamix;
 extern const tb_optimizer_vtable tb_optim_prodigy;
 extern const tb_optimizer_vtable tb_optim_mars;
+extern const tb_optimizer_vtable tb_optim_muon;
+extern const tb_optimizer_vtable tb_optim_sophia;
+extern const tb_optimizer_vtable tb_optim_soap;
 
 #endif

@@ -29,6 +29,9 @@ static const tb_optimizer_vtable *const registry[] = {
     &tb_optim_ademamix,
     &tb_optim_prodigy,
     &tb_optim_mars,
+    &tb_optim_muon,
+    &tb_optim_sophia,
+    &tb_optim_soap,
 };
 #define N_REGISTRY ((int)(sizeof registry / sizeof *registry))
 

@@ -1,5 +1,5 @@
 /* shampoo.c: blocked Shampoo (Gupta, Koren & Singer 2018; Anil et al.'s Distributed Shampoo
- * practice) with SGD grafting and Nesterov momentum.
+ * practice) with SGD or Adam grafting and Nesterov momentum.
  *
  * Every parameter of two or more dimensions is viewed as a matrix [d0, rest] (a conv weight
  * [Cout, Cin, k, k] as [Cout, Cin k k]) and cut into blocks of at most block_size x
@@ -11,9 +11,11 @@
  *   root(X) = (X + epsilon lambda_max(X) I)^(-1/4)
  * (the -1/(2k) exponent of an order-k tensor with k = 2 after the reshape). A block side
  * longer than max_preconditioner_dim is left unpreconditioned (identity). The direction
- * D = L^-1/4 G R^-1/4 (backend gemm; D = G before preconditioning starts and for 1-D
- * parameters) is grafted to SGD per parameter: D *= ||G|| / ||D||. Then Nesterov (or heavy
- * ball) momentum: v = mu v + D, w -= lr (D + mu v) (or lr v). */
+ * D = L^-1/4 G R^-1/4 (backend gemm; D = B, the grafting method's direction, before
+ * preconditioning starts and for 1-D parameters) is grafted per parameter: D *= ||B|| / ||D||,
+ * with B = G (SGD) or, grafting_method = 1, Adam's B = G / (sqrt(v_hat) + grafting_epsilon),
+ * v = grafting_beta2 v + (1 - grafting_beta2) G^2. Then Nesterov (or heavy ball) momentum:
+ * v = mu v + D, w -= lr (D + mu v) (or lr v). */
 #include "optim/optim_impl.h"
 
 #include "optim/kron.h"
@@ -42,7 +44,14 @@ static const tb_hparam_spec shampoo_hparams[] = {
     {.name = "max_preconditioner_dim", .default_value = 8192, .min = 1, .max = 1e9,
      .help = "block sides longer than this stay unpreconditioned, integer"},
     {.name = "grafting", .default_value = 1.0, .min = 0.0, .max = 1.0, .is_flag = true,
-     .help = "1: take each parameter's step norm from SGD"},
+     .help = "1: take each parameter's step norm from the grafting method"},
+    {.name = "grafting_method", .default_value = 0.0, .min = 0.0, .max = 1.0, .is_flag = true,
+     .help = "the diagonal method grafted from: 0 SGD, 1 Adam (RMSProp-normalised, "
+             "bias-corrected; Distributed Shampoo's ADAM grafting)"},
+    {.name = "grafting_beta2", .default_value = 0.999, .min = 0.0, .max = 1.0, .max_open = true,
+     .help = "Adam grafting: second-moment decay"},
+    {.name = "grafting_epsilon", .default_value = 1e-8, .min = 0.0, .max = 1e12,
+     .min_open = true, .help = "Adam grafting: added to sqrt(v_hat)"},
     {.name = "weight_decay", .default_value = 0.0, .min = 0.0, .max = 1e6,
      .help = "L2 added to the gradient (weights)"},
 };
@@ -65,6 +74,7 @@ typedef struct sh_state {
     sh_param *ps;
     int n_ps;
     float *g, *d, *mom;   /* device [numel]: decayed gradient, direction, momentum */
+    float *gv, *gm, *a;   /* device [numel], Adam grafting: second moment, scratch, direction */
     float *tmp;           /* device [largest block's bm x bn] (scratch of L^-1/4 G) */
     bool have_roots;
 } sh_state;
@@ -88,6 +98,7 @@ static void shampoo_destroy(tb_optimizer *opt)
     tb_backend_free(opt->be, s->d);
     tb_backend_free(opt->be, s->mom);
     tb_backend_free(opt->be, s->tmp);
+    tb_backend_free(opt->be, s->gv);
     free(s);
 }
 
@@ -107,10 +118,15 @@ static tb_status shampoo_check(const char *algorithm, tb_hparams *hp, const tb_h
             return tb_fail(err, TB_ERR_INVALID, "%s: %s = %g must be a whole number", algorithm,
                            ints[i], v);
     }
-    return tb_opt_check_guard(hp, algorithm, "epsilon",
-                              "the inverse roots (X + epsilon lambda_max(X) I)^(-1/4) of the "
-                              "statistics X, used in float32, would overflow along directions "
-                              "X has not seen",
+    tb_status st = tb_opt_check_guard(hp, algorithm, "epsilon",
+                                      "the inverse roots (X + epsilon lambda_max(X) I)^(-1/4) of "
+                                      "the statistics X, used in float32, would overflow along "
+                                      "directions X has not seen",
+                                      err);
+    if (st != TB_OK) return st;
+    return tb_opt_check_guard(hp, algorithm, "grafting_epsilon",
+                              "Adam grafting's sqrt(v_hat) + grafting_epsilon would be 0 for a "
+                              "parameter whose gradients have been 0, and the direction 0/0 = NaN",
                               err);
 }
 
@@ -132,6 +148,12 @@ static tb_status shampoo_init(tb_optimizer *opt, tb_error *err)
         return tb_fail(err, TB_ERR_NOMEM, "shampoo: cannot allocate state for %lld values",
                        (long long)numel);
     be->ops.fill(be, s->mom, numel, 0.0f);
+    if (tb_opt_hp(opt, "grafting_method") != 0.0) { /* Adam grafting */
+        s->gv = tb_opt_alloc_state(opt, 3 * numel, 0.0f, err);
+        if (!s->gv) return TB_ERR_NOMEM;
+        s->gm = s->gv + numel;
+        s->a = s->gm + numel;
+    }
     size_t tmp_floats = 1; /* the largest real block, not block_size^2 */
     for (int i = 0; i < s->n_ps; i++) {
         sh_param *q = &s->ps[i];
@@ -220,6 +242,13 @@ static tb_status shampoo_step(tb_optimizer *opt, double lr, tb_error *err)
     const bool graft = tb_opt_hp(opt, "grafting") != 0.0;
     const bool precond = t >= start;
     const bool refresh = precond && (!s->have_roots || (t - start) % every == 0);
+    const double gb2 = tb_opt_hp(opt, "grafting_beta2");
+    /* Adam grafting's direction g / (sqrt(v / (1 - beta2^t)) + eps): adam_update with
+     * beta1 = 0 (its m is then g), written to s->a without moving w */
+    const tb_adam_coefs ac = {.beta1 = 0.0f, .beta2 = (float)gb2, .one_minus_beta1 = 1.0f,
+                              .one_minus_beta2 = (float)(1.0 - gb2),
+                              .eps = (float)tb_opt_hp(opt, "grafting_epsilon"), .decay = 1.0f,
+                              .c_m = 1.0f, .inv_bc2 = (float)(1.0 / (1.0 - pow(gb2, (double)t)))};
     for (int i = 0; i < s->n_ps; i++) {
         sh_param *q = &s->ps[i];
         tb_param *p = q->p;
@@ -227,7 +256,13 @@ static tb_status shampoo_step(tb_optimizer *opt, double lr, tb_error *err)
         float *g = s->g + p->offset, *d = s->d + p->offset;
         be->ops.copy(be, g, p->var.grad.data, (size_t)numel * 4);
         if (wd != 0.0f && tb_param_decays(p->kind)) be->ops.axpy(be, numel, wd, p->var.value.data, g);
-        if (!precond || q->m == 0) be->ops.copy(be, d, g, (size_t)numel * 4);
+        const float *base = g; /* the grafting method's direction */
+        if (s->gv) {
+            be->ops.adam_update(be, numel, p->var.value.data, g, s->gm + p->offset,
+                                s->gv + p->offset, &ac, s->a + p->offset);
+            base = s->a + p->offset;
+        }
+        if (!precond || q->m == 0) be->ops.copy(be, d, base, (size_t)numel * 4);
         const int n = q->n;
         for (int b = 0; b < q->n_blocks; b++) {
             sh_block *k = &q->blocks[b];
@@ -258,7 +293,8 @@ static tb_status shampoo_step(tb_optimizer *opt, double lr, tb_error *err)
                              0.0f, db, n);
             } else {
                 int64_t shape[2] = {k->bm, k->bn}, st2[2] = {n, 1};
-                be->ops.strided_copy(be, 2, shape, db, st2, gb, st2, false);
+                be->ops.strided_copy(be, 2, shape, db, st2,
+                                     base + (int64_t)k->r0 * n + k->c0, st2, false);
             }
         }
         if (precond && q->m > 0) {
@@ -269,7 +305,8 @@ static tb_status shampoo_step(tb_optimizer *opt, double lr, tb_error *err)
                                "(epsilon = %g); the weights were not updated",
                                (long long)t, p->name, tb_opt_hp(opt, "epsilon"));
             if (graft && nd > 0.0)
-                be->ops.scale(be, d, numel, (float)sqrt(be->ops.sum_squares(be, numel, g) / nd));
+                be->ops.scale(be, d, numel,
+                              (float)sqrt(be->ops.sum_squares(be, numel, base) / nd));
         }
     }
     if (refresh) s->have_roots = true;

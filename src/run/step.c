@@ -1,11 +1,12 @@
 /* step.c: the run's one step (tb_run_step): the batch, the update (the step runner's or the
  * update hook's), the host time, and the divergence rule on the step's loss. Also the step's
- * model for the runners: the Fisher pass of curvature optimizers, this rank's shard, the
- * forward pass and loss; and the data-parallel average between backward and update. */
+ * model for the runners: the Fisher pass of curvature optimizers, Sophia's Hessian pass, this
+ * rank's shard, the forward pass and loss; and the data-parallel average between backward and update. */
 #include "run/run_impl.h"
 
 #include "core/clock.h"
 #include "run/fisher.h"
+#include "run/hessian.h"
 #include "run/run_dist.h"
 
 #include <math.h>
@@ -20,6 +21,9 @@ static tb_var *step_loss(void *user, tb_tape *tape, const tb_batch *b, tb_rng *d
     if (st == TB_OK)
         st = tb_fisher_pass(s->opt, r->wl, tape, tb_workload_params(r->wl), shard.inputs,
                             &r->fisher, dropout, err);
+    if (st == TB_OK) /* sophia's probes share the Fisher stream: no optimizer uses both */
+        st = tb_hessian_pass(s->opt, r->wl, tape, tb_workload_params(r->wl), shard.inputs,
+                             shard.targets, tb_dist_size(r->cfg.dist), &r->fisher, dropout, err);
     if (st != TB_OK) return NULL;
     return tb_workload_loss_fn(r->wl, tape,
                                tb_workload_forward(r->wl, tape, shard.inputs, dropout),
