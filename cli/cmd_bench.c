@@ -86,7 +86,7 @@ static const char bench_usage[] =
     "      --calibrate-every K   a workload's window is taken before its first trial run\n"
     "                            and again once K trials have run since (default 8)\n"
     "      --search-spaces DIR   where the built-ins' <name>.json search spaces are\n"
-    "                            (default: the source tree's search_spaces/)\n"
+    "                            (default: search_spaces/ in " TB_CLI_SHARE_HELP ")\n"
     TB_CLI_DATA_HELP
     "      --json                print the score table as JSON on stdout\n"
     "  -q, --quiet               no line per trial\n"
@@ -171,7 +171,8 @@ int tb_cli_bench(int argc, char **argv)
     bool run_to_budget = false;
     uint64_t seed = 0;
     tb_ruleset ruleset = TB_RULESET_EXTERNAL;
-    const char *spaces = TB_SEARCH_SPACE_DIR;
+    char spaces_dir[4096];
+    const char *spaces = tb_cli_share_path("search_spaces", spaces_dir, sizeof spaces_dir);
     tb_cli_data data = {0};
     struct option opts[] = {
         {"db", required_argument, 0, OPT_DB},
