@@ -24,10 +24,12 @@ static const char bench_usage[] =
     "                            and test 2000 examples); full: 5 x 5 with the workloads' own\n"
     "                            targets, budgets and eval periods, whole splits\n"
     "      --name NAME           benchmark name in the store (default: the preset's name)\n"
-    "  -s, --submission SPEC     an optimizer name (built-in baseline, e.g. sgd, adamw) or a\n"
-    "                            path to a submission library (.so); repeatable (default: sgd\n"
-    "                            and adamw); a library that crashes while loading is\n"
-    "                            skipped and reported, the others run\n"
+    "  -s, --submission SPEC     an optimizer name (built-in baseline, e.g. sgd, adamw), a\n"
+    "                            path to a submission library (.so) or a Python submission\n"
+    "                            (.py, AlgoPerf's functions; docs/SUBMISSIONS.md);\n"
+    "                            repeatable (default: sgd and adamw); a library that\n"
+    "                            crashes while loading is skipped and reported, the\n"
+    "                            others run\n"
     "  -w, --workload ID         repeatable (default: every base workload; --variants adds\n"
     "                            the held-out variants)\n"
     "      --ruleset NAME        external (tuned from the search space; default) or self\n"
@@ -95,6 +97,7 @@ static const char bench_usage[] =
     "examples:\n"
     "  trainbench bench --preset quick --db results.db\n"
     "  trainbench bench --preset quick -s sgd -s build/submission_example.so --name mine\n"
+    "  trainbench bench --preset quick -s adamw -s examples/adamw_numpy.py --name numpy\n"
     "  trainbench bench -w fmnist_mlp -s adamw --studies 1 --trials 8 --sampler gp --name bo\n";
 
 enum {
