@@ -174,6 +174,23 @@ static void test_refused(void)
                 "SyntaxError");
     CHECK_FAILS(tb_submission_load("no_such_file.py", NULL, &ref, &err), TB_ERR_INVALID, &err,
                 "does not exist");
+    /* empty; invalid UTF-8; a directory and a FIFO (refused before anything opens them) */
+    snprintf(path, sizeof path, "%s/empty.py", dir);
+    tb_test_write_text(path, "");
+    CHECK_FAILS(tb_submission_load(path, NULL, &ref, &err), TB_ERR_INVALID, &err,
+                "does not define get_batch_size");
+    snprintf(path, sizeof path, "%s/latin1.py", dir);
+    tb_test_write_text(path, "x = '\xe9t\xe9'\n");
+    CHECK_FAILS(tb_submission_load(path, NULL, &ref, &err), TB_ERR_INVALID, &err,
+                "SyntaxError");
+    snprintf(path, sizeof path, "%s/adir.py", dir);
+    mkdir(path, 0700);
+    CHECK_FAILS(tb_submission_load(path, NULL, &ref, &err), TB_ERR_INVALID, &err,
+                "not a regular file");
+    snprintf(path, sizeof path, "%s/fifo.py", dir);
+    CHECK(mkfifo(path, 0600) == 0);
+    CHECK_FAILS(tb_submission_load(path, NULL, &ref, &err), TB_ERR_INVALID, &err,
+                "not a regular file");
     printf("refused: %s\n", err.message);
     /* the example loads, with its name and its search space */
     CHECK_OK(tb_submission_load(TB_SOURCE_DIR "/examples/adamw_numpy.py", NULL, &ref, &err),
