@@ -103,7 +103,7 @@ static void test_trajectory(void)
               tb_hparams_get(&builtin->hparams, "learning_rate", 1));
         printf("adamw (%lld steps) vs adamw_numpy (%lld steps):\n", (long long)builtin->steps,
                (long long)numpy->steps);
-        CHECK(compare_evals(store, builtin->id, numpy->id, 1e-5) >= 2);
+        CHECK(compare_evals(store, builtin->id, numpy->id, 1e-5) >= 1);
     }
     free(t);
     tb_store_close(store);
