@@ -3,6 +3,7 @@
 #define TRAINBENCH_CLI_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "trainbench/trainbench.h"
@@ -32,6 +33,15 @@ int tb_cli_hw(int argc, char **argv);
 int tb_cli_print_scores(const char *db, const char *name, const char *reference,
                         bool variant_rule, tb_time_basis basis, bool json);
 int tb_cli_prepare(int argc, char **argv);
+
+/* Where the shipped files are (share.c): $TRAINBENCH_DATA_DIR, else share/trainbench beside
+ * the executable's directory (installed), else the source tree (a build-tree binary), else
+ * the install prefix's. Writes the directory, or the path rel inside it, to out (cap bytes)
+ * and returns out. */
+const char *tb_cli_share_dir(char *out, size_t cap);
+const char *tb_cli_share_path(const char *rel, char *out, size_t cap);
+/* The help line of options whose default is a shipped file or directory. */
+#define TB_CLI_SHARE_HELP "the data directory (`trainbench version` names it)"
 
 /* ---- options several commands share (options.c): one rule each --------------------------
  * getopt_long codes of the long-only shared options (the commands' own start at 1000). */

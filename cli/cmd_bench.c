@@ -24,10 +24,12 @@ static const char bench_usage[] =
     "                            and test 2000 examples); full: 5 x 5 with the workloads' own\n"
     "                            targets, budgets and eval periods, whole splits\n"
     "      --name NAME           benchmark name in the store (default: the preset's name)\n"
-    "  -s, --submission SPEC     an optimizer name (built-in baseline, e.g. sgd, adamw) or a\n"
-    "                            path to a submission library (.so); repeatable (default: sgd\n"
-    "                            and adamw); a library that crashes while loading is\n"
-    "                            skipped and reported, the others run\n"
+    "  -s, --submission SPEC     an optimizer name (built-in baseline, e.g. sgd, adamw), a\n"
+    "                            path to a submission library (.so) or a Python submission\n"
+    "                            (.py, AlgoPerf's functions; docs/SUBMISSIONS.md);\n"
+    "                            repeatable (default: sgd and adamw); a library that\n"
+    "                            crashes while loading is skipped and reported, the\n"
+    "                            others run\n"
     "  -w, --workload ID         repeatable (default: every base workload; --variants adds\n"
     "                            the held-out variants)\n"
     "      --ruleset NAME        external (tuned from the search space; default) or self\n"
@@ -86,7 +88,7 @@ static const char bench_usage[] =
     "      --calibrate-every K   a workload's window is taken before its first trial run\n"
     "                            and again once K trials have run since (default 8)\n"
     "      --search-spaces DIR   where the built-ins' <name>.json search spaces are\n"
-    "                            (default: the source tree's search_spaces/)\n"
+    "                            (default: search_spaces/ in " TB_CLI_SHARE_HELP ")\n"
     "      --space FILE          the search space of the one submission (-s) instead, e.g.\n"
     "                            an AlgoPerf baseline's tuning_search_space.json unedited\n"
     "                            (its names: docs/TUNING.md); a list of points runs\n"
@@ -99,6 +101,7 @@ static const char bench_usage[] =
     "examples:\n"
     "  trainbench bench --preset quick --db results.db\n"
     "  trainbench bench --preset quick -s sgd -s build/submission_example.so --name mine\n"
+    "  trainbench bench --preset quick -s adamw -s examples/adamw_numpy.py --name numpy\n"
     "  trainbench bench -w fmnist_mlp -s adamw --studies 1 --trials 8 --sampler gp --name bo\n"
     "  trainbench bench -w fmnist_mlp -s nadamw --trials 5 --name algoperf \\\n"
     "      --space tests/algoperf/prize_qualification_baselines/external_tuning/"
@@ -179,7 +182,9 @@ int tb_cli_bench(int argc, char **argv)
     bool run_to_budget = false;
     uint64_t seed = 0;
     tb_ruleset ruleset = TB_RULESET_EXTERNAL;
-    const char *spaces = TB_SEARCH_SPACE_DIR, *space_file = NULL;
+    char spaces_dir[4096];
+    const char *spaces = tb_cli_share_path("search_spaces", spaces_dir, sizeof spaces_dir);
+    const char *space_file = NULL;
     tb_cli_data data = {0};
     struct option opts[] = {
         {"db", required_argument, 0, OPT_DB},

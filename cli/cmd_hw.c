@@ -11,10 +11,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#ifndef TB_HW_REFERENCE
-#define TB_HW_REFERENCE "data/hw_reference.json"
-#endif
-
 static const char hw_usage[] =
     "usage: trainbench hw [options]\n"
     "\n"
@@ -56,7 +52,7 @@ static const char hw_usage[] =
     "  -s, --seed N              seed of every source of variation (default 0)\n"
     "      --reference FILE      the reference machine's figures and the weights, or none\n"
     "                            (no ratios, no score); default:\n"
-    "                            " TB_HW_REFERENCE "\n"
+    "                            data/hw_reference.json in " TB_CLI_SHARE_HELP "\n"
     "      --save-reference FILE write this run's figures as a reference file (runs that\n"
     "                            passed only), to make this machine the reference\n"
     "      --db FILE             record the run in a results store (tables hw_runs,\n"
@@ -364,7 +360,9 @@ int tb_cli_hw(int argc, char **argv)
     size_t len = (size_t)snprintf(command, sizeof command, "trainbench");
     for (int i = 0; i < argc && len < sizeof command; i++)
         len += (size_t)snprintf(command + len, sizeof command - len, " %s", argv[i]);
-    hw_options o = {.reference = TB_HW_REFERENCE};
+    char reference[4096];
+    hw_options o = {.reference = tb_cli_share_path("data/hw_reference.json", reference,
+                                                   sizeof reference)};
     tb_hw_request q = tb_hw_request_default();
     int rc = parse_options(argc, argv, &o, &q);
     if (rc != TB_EXIT_OK) return rc < 0 ? TB_EXIT_OK : rc;

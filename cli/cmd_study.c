@@ -59,7 +59,7 @@ static const char variance_usage[] =
     "      --space FILE          the search space (AlgoPerf JSON; default\n"
     "                            <search spaces>/<algorithm>.json)\n"
     "      --search-spaces DIR   where the built-ins' <name>.json search spaces are\n"
-    "                            (default: the source tree's search_spaces/)\n"
+    "                            (default: search_spaces/ in " TB_CLI_SHARE_HELP ")\n"
     "  -m, --metric NAME         validation (default: the workload's metric on the\n"
     "                            validation split), test, validation_error, validation_loss,\n"
     "                            test_error, test_loss (not time_to_target: a missed target\n"
@@ -97,7 +97,8 @@ static const char compare_usage[] =
     "      --space-a FILE        A's search space (AlgoPerf JSON; default\n"
     "                            <search spaces>/<algorithm>.json); --space-b FILE for B\n"
     "      --search-spaces DIR   where the built-ins' <name>.json search spaces are\n"
-    "                            (default: the source tree's search_spaces/), as bench\n"
+    "                            (default: search_spaces/ in " TB_CLI_SHARE_HELP "), as\n"
+    "                            bench\n"
     "      --ideal               the ideal estimator: a new search for every pair, on that\n"
     "                            pair's seeds, its hparam seed drawing the points (pairs x N\n"
     "                            runs per side)\n"
@@ -205,7 +206,9 @@ int tb_cli_variance(int argc, char **argv)
         {"search-spaces", required_argument, 0, O_SPACES},
         {0, 0, 0, 0},
     };
-    const char *space = NULL, *spaces = TB_SEARCH_SPACE_DIR;
+    char spaces_dir[4096];
+    const char *space = NULL,
+               *spaces = tb_cli_share_path("search_spaces", spaces_dir, sizeof spaces_dir);
     optind = 1;
     opterr = 0;
     int c;
@@ -348,7 +351,8 @@ int tb_cli_compare(int argc, char **argv)
     cfg.pab = tb_pab_options_default();
     bool json = false, quiet = false;
     const char *space_a = NULL, *space_b = NULL;
-    const char *spaces = TB_SEARCH_SPACE_DIR;
+    char spaces_dir[4096];
+    const char *spaces = tb_cli_share_path("search_spaces", spaces_dir, sizeof spaces_dir);
     tb_run_config *const cfgs[2] = {&cfg.a, &cfg.b};
     struct option opts[] = {
         TB_CLI_RUN_OPTIONS,

@@ -34,8 +34,8 @@ static const char study_usage[] =
     "                            quick look; the runs per cell stay the file's \"seeds\"\n"
     "      --seeds N             N runs per cell (2 to 1000) in place of the file's \"seeds\"\n"
     "      --list                list the shipped studies and exit\n"
-    "      --studies DIR         where the shipped studies are (default: the source tree's\n"
-    "                            studies/)\n"
+    "      --studies DIR         where the shipped studies are (default: studies/ in\n"
+    "                            " TB_CLI_SHARE_HELP ")\n"
     "      --json                print the figure as JSON on stdout\n"
     "      --out DIR             write each of the file's \"figures\" (variance, rank, curve,\n"
     "                            estimators, utility, regret) as DIR/<study>.<figure>.csv\n"
@@ -148,7 +148,9 @@ static int run_study(tb_study_plan *plan, tb_study_exec_options *o, const char *
 
 int tb_cli_study(int argc, char **argv)
 {
-    const char *db = NULL, *dir = TB_STUDIES_DIR, *out_dir = NULL;
+    char studies_dir[4096];
+    const char *db = NULL, *dir = tb_cli_share_path("studies", studies_dir, sizeof studies_dir),
+               *out_dir = NULL;
     bool json = false, quiet = false, list = false;
     double scale = 1.0;
     long seeds = 0;

@@ -64,7 +64,9 @@ static int run_command(int argc, char **argv)
     if (strcmp(cmd, "utility") == 0) return tb_cli_utility(argc - 1, argv + 1);
     if (strcmp(cmd, "hw") == 0) return tb_cli_hw(argc - 1, argv + 1);
     if (strcmp(cmd, "version") == 0 || strcmp(cmd, "--version") == 0) {
-        printf("trainbench %s (code %s)\n", TB_VERSION, tb_code_version());
+        char share[4096];
+        printf("trainbench %s (code %s)\ndata: %s\n", TB_VERSION, tb_code_version(),
+               tb_cli_share_dir(share, sizeof share));
         return TB_EXIT_OK;
     }
     tb_cli_error("unknown command '%s' (try `trainbench --help`)", cmd);

@@ -140,9 +140,19 @@ static void test_search_spaces_dir(void)
     rmdir(dir);
 }
 
+/* train, variance and compare run the registry's optimizers: a submission file given as an
+ * algorithm is refused, pointing to bench */
+static void test_submission_file_algorithm(void)
+{
+    CHECK(run("train -a mine.py -q") == 2 && has("is a submission file") &&
+          has("trainbench bench -s mine.py"));
+    CHECK(run("compare -A sgd -B ./mine.so --pairs 2 -q") == 2 && has("is a submission file"));
+}
+
 int main(void)
 {
     snprintf(db, sizeof db, "/tmp/tb_cli_options_%d.db", (int)getpid());
+    test_submission_file_algorithm();
     test_one_rule();
     test_data_options();
     test_search_spaces_dir();

@@ -5,6 +5,7 @@
 #define _XOPEN_SOURCE 700
 
 #include "bench/bench_impl.h"
+#include "bench/pysub.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>

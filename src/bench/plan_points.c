@@ -3,6 +3,7 @@
  * sampled as AlgoPerf does: a space of ranges by the Halton sequence, a list of points in file
  * order, min(points, trials) of them in every study. */
 #include "bench/bench_impl.h"
+#include "bench/pysub.h"
 
 #include <cjson/cJSON.h>
 #include <stdio.h>
@@ -48,6 +49,11 @@ tb_status tb_bench_load_space(const tb_bench_spec *s, const tb_submission_ref *r
 {
     *space = NULL;
     const char *text = tb_submission_ref_search_space(ref);
+    if (!text && tb_submission_ref_python(ref))
+        return tb_fail(err, TB_ERR_INVALID,
+                       "Python submission %s sets no TUNING_SEARCH_SPACE, which the "
+                       "external-tuning ruleset samples its trials from: set one, or run it "
+                       "with --ruleset self", tb_submission_ref_spec(ref));
     if (!text && tb_submission_ref_external(ref))
         return tb_fail(err, TB_ERR_INVALID,
                        "submission library %s sets no default_search_space, which the "

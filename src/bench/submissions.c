@@ -1,9 +1,10 @@
 /* submissions.c: the built-in submissions (one generic baseline per optimizer in the registry)
- * and the loader of external submissions (shared libraries, dlopen). */
+ * and the loaders of external submissions (shared libraries, dlopen; Python files, pysub.h). */
 #include "trainbench/submission.h"
 
 #include "bench/bench_impl.h"
 #include "bench/library.h"
+#include "bench/pysub.h"
 #include "bench/trial_impl.h"
 #include "trainbench/textfile.h"
 #include "trainbench/tune.h"
@@ -151,6 +152,7 @@ struct tb_submission_ref {
     tb_submission builtin;      /* the table of a built-in */
     const tb_submission *sub;
     void *library;              /* dlopen handle of an external one */
+    char *python;               /* the file of a Python one */
     char name[128];
     char spec[512];
     char *search_space;
@@ -178,12 +180,18 @@ static bool is_library_path(const char *spec)
     return strchr(spec, '/') || (n > 3 && strcmp(spec + n - 3, ".so") == 0);
 }
 
+/* A path as given, "./" before a name without '/' (never searched for). */
+static void spec_path(const char *spec, char *path, size_t cap)
+{
+    snprintf(path, cap, "%s%s", strchr(spec, '/') ? "" : "./", spec);
+}
+
 static tb_status load_library(tb_submission_ref *r, const char *spec, tb_error *err)
 {
     /* a path, never searched for: dlopen looks a name without '/' up in LD_LIBRARY_PATH and
      * the system's directories, so "x.so" is loaded as "./x.so" */
     char path[sizeof r->spec + 2];
-    snprintf(path, sizeof path, "%s%s", strchr(spec, '/') ? "" : "./", spec);
+    spec_path(spec, path, sizeof path);
     /* a library that is not there, or not one, is a bad value given by the user */
     if (access(path, F_OK) != 0)
         return tb_fail(err, TB_ERR_INVALID, "submission library %s does not exist (%s)", path,
@@ -203,6 +211,28 @@ static tb_status load_library(tb_submission_ref *r, const char *spec, tb_error *
     return TB_OK;
 }
 
+/* A Python file: checked in a probe process (parsed, not run); each trial's process runs it. */
+static tb_status load_python(tb_submission_ref *r, const char *spec, tb_error *err)
+{
+    char path[sizeof r->spec + 2];
+    spec_path(spec, path, sizeof path);
+    struct stat sb;
+    if (stat(path, &sb) != 0)
+        return tb_fail(err, TB_ERR_INVALID, "Python submission %s does not exist (%s)", path,
+                       strerror(errno));
+    if (!S_ISREG(sb.st_mode))
+        return tb_fail(err, TB_ERR_INVALID, "Python submission %s is %s, not a regular file",
+                       path, tb_file_kind(sb.st_mode));
+    tb_status st = tb_py_probe(path, spec, r->name, sizeof r->name, &r->search_space, err);
+    if (st != TB_OK) return st;
+    if (!(r->python = strdup(path))) return tb_fail(err, TB_ERR_NOMEM, "out of memory");
+    r->builtin = (tb_submission){.name = r->name, .summary = "a Python submission",
+                                 .abi_version = TB_SUBMISSION_ABI_VERSION};
+    tb_py_table(&r->builtin);
+    r->sub = &r->builtin;
+    return TB_OK;
+}
+
 tb_status tb_submission_load(const char *spec, const char *search_space_dir,
                              tb_submission_ref **out, tb_error *err)
 {
@@ -214,7 +244,9 @@ tb_status tb_submission_load(const char *spec, const char *search_space_dir,
     if (!r) return tb_fail(err, TB_ERR_NOMEM, "out of memory");
     snprintf(r->spec, sizeof r->spec, "%s", spec);
     tb_status st = TB_OK;
-    if (is_library_path(spec)) {
+    if (tb_py_is_spec(spec)) {
+        st = load_python(r, spec, err);
+    } else if (is_library_path(spec)) {
         st = load_library(r, spec, err);
     } else if (find_preset(spec)) {
         const preset *p = find_preset(spec);
@@ -237,7 +269,7 @@ tb_status tb_submission_load(const char *spec, const char *search_space_dir,
             st = tb_fail(err, TB_ERR_INVALID,
                          "unknown submission '%s': not an optimizer in the registry (see "
                          "`trainbench algorithms`), a preset (nadamw_self_tuning) nor a path "
-                         "to a shared library", spec);
+                         "to a shared library or a Python file (.py)", spec);
         } else {
             snprintf(r->name, sizeof r->name, "%s", info->name);
             r->optimizer = info->name;
@@ -266,6 +298,7 @@ void tb_submission_unload(tb_submission_ref *r)
 {
     if (!r) return;
     if (r->library) dlclose(r->library);
+    free(r->python);
     free(r->search_space);
     free(r);
 }
@@ -273,7 +306,11 @@ void tb_submission_unload(tb_submission_ref *r)
 const tb_submission *tb_submission_get(const tb_submission_ref *r) { return r ? r->sub : NULL; }
 const char *tb_submission_ref_name(const tb_submission_ref *r) { return r ? r->name : ""; }
 const char *tb_submission_ref_spec(const tb_submission_ref *r) { return r ? r->spec : ""; }
-bool tb_submission_ref_external(const tb_submission_ref *r) { return r && r->library != NULL; }
+bool tb_submission_ref_external(const tb_submission_ref *r)
+{
+    return r && (r->library != NULL || r->python != NULL);
+}
+const char *tb_submission_ref_python(const tb_submission_ref *r) { return r ? r->python : NULL; }
 const char *tb_submission_ref_search_space(const tb_submission_ref *r)
 {
     return r ? r->search_space : NULL;

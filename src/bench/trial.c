@@ -13,6 +13,7 @@
 #include "core/clock.h"
 #include "trainbench/machine.h"
 
+#include "bench/pysub.h"
 #include "bench/trial_impl.h"
 #include "trainbench/run.h"
 
@@ -211,6 +212,11 @@ static tb_status setup(trial_run *r, tb_error *err)
     };
     memcpy(rc.seeds, r->rec.seeds, sizeof rc.seeds);
     tb_status st = tb_run_create(&rc, &r->run, err);
+    const char *why = tb_py_session_error(r->ctx.py);
+    if (st == TB_ERR_INVALID && r->batch_chosen < 1 && r->ctx.run && r->ctx.py && why[0]) {
+        r->submission_failed = true;
+        return tb_fail(err, TB_ERR_CRASHED, "%s", why);
+    }
     if (st == TB_ERR_INVALID && r->batch_chosen < 1 && r->ctx.run)
         return tb_fail(err, TB_ERR_INVALID, "submission %s: get_batch_size returned %d",
                        r->rec.submission, r->batch_chosen);
@@ -225,10 +231,22 @@ static tb_status setup(trial_run *r, tb_error *err)
     return TB_OK;
 }
 
+/* A Python submission's file, run in this process's interpreter (its exception, or a build
+ * without Python, is the submission's failure). */
+static tb_status open_python(trial_run *r, const tb_submission_ref *ref, tb_error *err)
+{
+    const char *file = tb_submission_ref_python(ref);
+    if (!file) return TB_OK;
+    tb_status st = tb_py_session_open(file, &r->ctx.py, err);
+    if (st != TB_OK) r->submission_failed = true;
+    return st;
+}
+
 static void teardown(trial_run *r)
 {
     if (r->state && r->sub->free_state) r->sub->free_state(r->state);
     tb_run_destroy(r->run);
+    tb_py_session_close(r->ctx.py);
 }
 
 /* The training loop. Returns TB_OK when the trial ran to an end (target, budget, early end);
@@ -353,7 +371,8 @@ tb_status tb_trial_execute_watched(const char *store_path, int64_t trial_id,
     tb_error terr = {0};
     tb_status tst = TB_OK;
     if (st == TB_OK) {
-        tst = setup(&r, &terr);
+        tst = open_python(&r, ref, &terr);
+        if (tst == TB_OK) tst = setup(&r, &terr);
         char machine[1024];
         tb_backend *be = r.run ? tb_run_backend(r.run) : NULL;
         r.threads = be ? tb_backend_threads(be) : opts->threads;

@@ -16,6 +16,7 @@ struct tb_trial_ctx {
      * optimizers created through the API (given or default) and a built-in baseline's own;
      * which of them took defaults */
     tb_hparams resolved, defaults;
+    struct tb_py_session *py; /* a Python submission's interpreter session (pysub.h) */
 };
 
 /* Adds values (those of them in defaults also to c->defaults) to what the trial records as
