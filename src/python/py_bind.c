@@ -73,6 +73,7 @@ static PyObject *loss_and_grad(PyObject *self, PyObject *batch)
         return NULL;
     }
     s->loss = api->scalar(s->c, loss);
+    s->graded = true;
     return PyFloat_FromDouble(s->loss);
 }
 

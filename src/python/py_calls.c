@@ -171,6 +171,7 @@ static tb_status update_params(const tb_submission_api *api, tb_trial_ctx *c, vo
     s->token = step;
     s->step = step;
     s->loss = NAN;
+    s->graded = false;
     PyObject *b = tb_py_batch(s, batch, false, step);
     PyObject *gs = b ? PyLong_FromLongLong(step - 1) : NULL; /* AlgoPerf's global_step: 0 first */
     PyObject *evals = gs ? PyList_New(0) : NULL;
@@ -186,7 +187,7 @@ static tb_status update_params(const tb_submission_api *api, tb_trial_ctx *c, vo
     if (!res) return tb_py_fail(err, "Python");
     tb_status st = take_result(s, res, "update_params", err);
     if (st != TB_OK) return st;
-    if (isnan(s->loss))
+    if (!s->graded)
         return tb_fail(err, TB_ERR_CRASHED,
                        "update_params did not call workload.loss_and_grad(batch) (the step's "
                        "forward and backward passes, and its loss)");

@@ -32,7 +32,8 @@ struct tb_py_session {
     tb_trial_ctx *c;
     const tb_submission_api *api;
     int64_t token;      /* the step whose batches are valid (-1: none) */
-    double loss;        /* the step's last loss_and_grad, NaN before one */
+    double loss;        /* the step's last loss_and_grad (NaN when its loss is) */
+    bool graded;        /* loss_and_grad ran in this step */
     int64_t step;       /* the last step update_params ran */
     char error[TB_ERROR_MESSAGE_MAX]; /* get_batch_size's failure */
 };
