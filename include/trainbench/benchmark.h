@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 #include "trainbench/backend.h"
+#include "trainbench/dist.h"
 #include "trainbench/machine.h"
 #include "trainbench/status.h"
 #include "trainbench/store.h"
@@ -95,6 +96,8 @@ typedef struct tb_trial_options {
     const char *cpus;              /* CPUs to pin to ("0-3,6"); NULL: none. tb_bench_run gives
                                       each of its jobs an equal share; a trial's process is
                                       pinned to its share */
+    int rank, ranks;               /* under MPI: the worker's rank and the job's ranks
+                                      (recorded; 0: not under MPI) */
 } tb_trial_options;
 
 /* Runs trial `trial_id` of the store at store_path in this process, with its own store
@@ -222,6 +225,9 @@ typedef struct tb_bench_spec {
                                           < 0: no windows */
     int calibrate_every;               /* trials run between two windows of a workload; 0:
                                           TB_BENCH_CALIBRATE_EVERY */
+    /* under MPI (tb_bench_run_ranks): a worker holding a trial that sends nothing for this
+       long is lost and its trial re-queued (once); 0: 120 s. Not part of the spec */
+    double worker_timeout_s;
 } tb_bench_spec;
 
 /* ---- calibration windows: the reference step of a workload ------------------------------------
@@ -270,7 +276,7 @@ typedef struct tb_bench_event {
     const tb_trial_record *trial; /* after it ran (or was found finished) */
     int index, total;             /* 1-based: the trials reported so far (in the order of
                                      execution, interleaved: submissions in turn, workload by
-                                     workload; with several jobs, as they end) */
+                                     workload; with several jobs or ranks, as they end) */
     bool reused;                  /* finished in an earlier run: not rerun */
 } tb_bench_event;
 
@@ -281,6 +287,14 @@ typedef struct tb_bench_summary {
     int skipped;                /* submission libraries that crashed while loading */
     char skipped_reasons[1024]; /* their reasons (library, signal), "; "-separated */
 } tb_bench_summary;
+
+/* tb_bench_run across the ranks of an MPI job d (docs/DISTRIBUTED.md): rank 0 plans, owns
+ * the store (only it opens it) and hands the trials to the other ranks, which run each in a
+ * child process and send rank 0 its evals and outcome; with one rank it is tb_bench_run. Every
+ * rank calls it with the same spec; the summary and the store's trials are rank 0's. */
+tb_status tb_bench_run_ranks(const char *store_path, const tb_bench_spec *spec, tb_dist *d,
+                             tb_bench_progress_fn progress, void *user,
+                             tb_bench_summary *summary, tb_error *err);
 
 /* Plans spec into the store at store_path (idempotent: a second call with the same spec adds
  * nothing; a different spec under the same name is refused) and runs every trial that is not

@@ -6,6 +6,7 @@
 
 #include "bench/bench_impl.h"
 #include "bench/isolate.h"
+#include "bench/ranks.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -436,9 +437,11 @@ static void unload_refs(tb_submission_ref **refs, int n_refs)
     free(refs);
 }
 
-tb_status tb_bench_run(const char *store_path, const tb_bench_spec *s,
-                       tb_bench_progress_fn progress, void *user, tb_bench_summary *summary,
-                       tb_error *err)
+/* A benchmark run: plan, then execute (d: NULL, or rank 0 of a job of several ranks, which
+ * hands the trials to the other ranks). */
+static tb_status run_with(const char *store_path, const tb_bench_spec *s, tb_dist *d,
+                          bool *handed, tb_bench_progress_fn progress, void *user,
+                          tb_bench_summary *summary, tb_error *err)
 {
     tb_bench_summary sum = {0};
     if (summary) *summary = sum;
@@ -503,7 +506,10 @@ tb_status tb_bench_run(const char *store_path, const tb_bench_spec *s,
     free(names);
     tb_bench_plan plan = {.store_path = store_path, .spec = s, .trials = trials, .n = n,
                           .order = order, .refs = refs, .spaces = spaces, .n_refs = n_refs};
-    if (st == TB_OK) st = tb_bench_execute(&plan, progress, user, &sum, err);
+    if (st == TB_OK && d && (*handed = true))
+        st = tb_bench_coordinate(&plan, d, s->worker_timeout_s, progress, user, &sum, err);
+    else if (st == TB_OK)
+        st = tb_bench_execute(&plan, progress, user, &sum, err);
     free(order);
     free(trials);
     for (int j = 0; spaces && j < n_refs; j++) tb_search_space_destroy(spaces[j]);
@@ -511,5 +517,37 @@ tb_status tb_bench_run(const char *store_path, const tb_bench_spec *s,
     if (lock_fd >= 0) close(lock_fd);
     unload_refs(refs, n_refs);
     if (summary) *summary = sum;
+    return st;
+}
+
+tb_status tb_bench_run(const char *store_path, const tb_bench_spec *s,
+                       tb_bench_progress_fn progress, void *user, tb_bench_summary *summary,
+                       tb_error *err)
+{
+    bool handed = false;
+    return run_with(store_path, s, NULL, &handed, progress, user, summary, err);
+}
+
+tb_status tb_bench_run_ranks(const char *store_path, const tb_bench_spec *s, tb_dist *d,
+                             tb_bench_progress_fn progress, void *user,
+                             tb_bench_summary *summary, tb_error *err)
+{
+    bool handed = false;
+    if (tb_dist_size(d) < 2)
+        return run_with(store_path, s, NULL, &handed, progress, user, summary, err);
+    if (tb_dist_rank(d) == 0) {
+        tb_status st = run_with(store_path, s, d, &handed, progress, user, summary, err);
+        /* refused before the trials were handed out: the workers are told to stop */
+        if (!handed) tb_bench_dismiss(d);
+        return st;
+    }
+    tb_bench_summary sum = {0};
+    if (summary) *summary = sum;
+    tb_status st = check_spec(s, err);
+    tb_submission_ref **refs = NULL;
+    int n_refs = 0;
+    if (st == TB_OK) st = load_refs(s, &refs, &n_refs, &sum, err);
+    if (st == TB_OK) st = tb_bench_work(d, s, refs, n_refs, err);
+    unload_refs(refs, n_refs);
     return st;
 }

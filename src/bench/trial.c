@@ -317,6 +317,10 @@ static void placement_facts(const tb_trial_options *o, char *machine, size_t cap
     cJSON_AddNumberToObject(m, "jobs", o->jobs > 1 ? o->jobs : 1);
     if (o->cpus && o->cpus[0]) cJSON_AddStringToObject(m, "cpus", o->cpus);
     else cJSON_AddNullToObject(m, "cpus");
+    if (o->ranks > 1) { /* a worker of an MPI job */
+        cJSON_AddNumberToObject(m, "rank", o->rank);
+        cJSON_AddNumberToObject(m, "ranks", o->ranks);
+    }
     char *text = cJSON_PrintUnformatted(m);
     if (text && strlen(text) < cap) snprintf(machine, cap, "%s", text);
     free(text);
