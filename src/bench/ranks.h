@@ -9,7 +9,8 @@
 #include "trainbench/dist.h"
 
 enum {
-    TB_MSG_HELLO = 1, /* worker -> 0: tb_msg_hello, once */
+    TB_MSG_HELLO = 1, /* worker -> 0: tb_msg_hello, once; 0 -> worker: rank 0's, in answer
+                         (its host: the worker's layout), unless it is refused (STOP) */
     TB_MSG_REQUEST,   /* worker -> 0: ready for a trial (an int, 0) */
     TB_MSG_ASSIGN,    /* 0 -> worker: the trial to run (tb_trial_record, its point chosen) */
     TB_MSG_STOP,      /* 0 -> worker: no more trials (an int: 0, or 1 when refused) */
