@@ -143,7 +143,7 @@ static void test_lost_worker(void)
 {
     char db[256], cmd[1024];
     temp_path(db, sizeof db, "lost");
-    snprintf(cmd, sizeof cmd, "bench --db %s --budget 2 --worker-timeout 5 --run-to-budget "
+    snprintf(cmd, sizeof cmd, "bench --db %s --budget 2 --worker-timeout 10 --run-to-budget "
              SPEC, db);
     int mpirun = start_mpi(3, cmd);
     int worker = 0;

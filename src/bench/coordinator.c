@@ -338,6 +338,12 @@ tb_status tb_bench_coordinate(const tb_bench_plan *plan, tb_dist *d, double work
         hand_out(&c);
         if (!all_stopped(&c)) tb_child_nap();
     }
+    int left = 0; /* trials never handed out: every worker was lost */
+    for (int k = 0; c.started && k < plan->n; k++) left += !c.started[k];
+    if (c.st == TB_OK && left > 0)
+        fail(&c, tb_fail(&e, TB_ERR_IO, "every worker rank was lost (sent nothing for %g s while "
+                         "it held a trial): %d trials were not run; run the same command again "
+                         "to run them", c.timeout, left), &e);
     if (c.store) tb_store_close(c.store);
     free(c.w);
     free(c.started);
