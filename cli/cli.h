@@ -24,6 +24,13 @@ int tb_cli_variance(int argc, char **argv);
 int tb_cli_compare(int argc, char **argv);
 int tb_cli_study(int argc, char **argv);
 int tb_cli_bench(int argc, char **argv);
+/* bench --jobs/--cpus: checks them and sets spec->trial's jobs, cpus and threads (the cores
+ * shared out among the jobs unless --threads gave them); TB_EXIT_USAGE after printing why. */
+int tb_cli_bench_jobs(long jobs, const char *cpus, tb_bench_spec *spec);
+/* bench under an MPI launcher (bench_dist.c): runs spec across the ranks and, on rank 0,
+ * prints the summary and the scores; the exit code. */
+int tb_cli_bench_ranks(const char *db, tb_bench_spec *spec, long jobs, const char *cpus,
+                       tb_bench_progress_fn progress, bool json);
 int tb_cli_score(int argc, char **argv);
 int tb_cli_export(int argc, char **argv);
 int tb_cli_report(int argc, char **argv);

@@ -14,7 +14,8 @@ static const char bench_usage[] =
     "studies x trials, each trial in its own process, every eval written to a SQLite results\n"
     "store. Running the same command again resumes: finished trials are reused, interrupted\n"
     "ones rerun from their start. Ends with the score table (see `trainbench score`).\n"
-    "Not under mpirun or srun (exit 3): trials are forked; see `train --dist`.\n"
+    "Under mpirun or srun, rank 0 owns the store and hands the trials to the other ranks\n"
+    "(docs/DISTRIBUTED.md).\n"
     "\n"
     "options:\n"
     "      --db FILE             results store (default results.db; created if missing; a\n"
@@ -70,6 +71,15 @@ static const char bench_usage[] =
     "                            implies --prior-from-store)\n"
     "      --seed N              seeds every trial's sources of variation (default 0)\n"
     TB_CLI_THREADS_HELP
+    "      --jobs K              run K trials at once, each in its own process, the cores\n"
+    "                            shared out (--threads: cores / K unless given); the store\n"
+    "                            records each trial's jobs. Trials side by side are slower:\n"
+    "                            scored times should come from --jobs 1 or --cpus\n"
+    "      --cpus LIST           pin the trials to these CPUs (\"0-3,6\"), each job to an\n"
+    "                            equal share of them (recorded with each trial)\n"
+    "      --worker-timeout S    under mpirun: a rank holding a trial that sends nothing\n"
+    "                            for S seconds is lost and its trial re-queued, once\n"
+    "                            (default 120)\n"
     TB_CLI_DEVICE_HELP
     "      --hang-timeout SECONDS\n"
     "                            a trial whose process completes no step (nor eval) for\n"
@@ -113,7 +123,7 @@ enum {
     OPT_EVAL_PERIOD, OPT_FULL_TARGETS, OPT_VARIANTS, OPT_RUN_TO_BUDGET, OPT_SEED,
     OPT_TIMEOUT, OPT_HANG, OPT_SETUP, OPT_EVAL_STEPS, OPT_CALIBRATION_S, OPT_CALIBRATE_EVERY,
     OPT_SPACES, OPT_JSON, OPT_SAMPLER, OPT_GP_INITIAL, OPT_PRIOR,
-    OPT_PRIOR_WORKLOAD, OPT_SPACE,
+    OPT_PRIOR_WORKLOAD, OPT_SPACE, OPT_JOBS, OPT_CPUS, OPT_WORKER_TIMEOUT,
 };
 
 static void show_trial(void *user, const tb_bench_event *e)
@@ -177,6 +187,9 @@ int tb_cli_bench(int argc, char **argv)
     /* values given on the command line override the preset's */
     long studies = -1, trials = -1;
     int threads = 0;
+    long jobs = 1;
+    double worker_timeout = 0;
+    const char *cpus = NULL;
     int64_t eval_examples = -1;
     double budget = -1, eval_period = -1, timeout = 0, hang = 0;
     bool run_to_budget = false;
@@ -207,6 +220,9 @@ int tb_cli_bench(int argc, char **argv)
         {"prior-workload", required_argument, 0, OPT_PRIOR_WORKLOAD},
         {"seed", required_argument, 0, OPT_SEED},
         {"threads", required_argument, 0, 't'},
+        {"jobs", required_argument, 0, OPT_JOBS},
+        {"cpus", required_argument, 0, OPT_CPUS},
+        {"worker-timeout", required_argument, 0, OPT_WORKER_TIMEOUT},
         {"device", required_argument, 0, TB_OPT_DEVICE},
         {"timeout", required_argument, 0, OPT_TIMEOUT},
         {"hang-timeout", required_argument, 0, OPT_HANG},
@@ -290,6 +306,21 @@ int tb_cli_bench(int argc, char **argv)
         case TB_OPT_DEVICE:
             if (!tb_cli_parse_device(optarg, &spec.trial.device)) return TB_EXIT_USAGE;
             break;
+        case OPT_JOBS:
+            if (!tb_cli_parse_int("--jobs", optarg, 0, TB_BENCH_CPUS_MAX, &jobs))
+                return TB_EXIT_USAGE;
+            if (jobs < 1)
+                return tb_cli_error("--jobs: 0 jobs run no trial: give 1 (the default) to %d",
+                                    TB_BENCH_CPUS_MAX), TB_EXIT_USAGE;
+            break;
+        case OPT_CPUS: cpus = optarg; break;
+        case OPT_WORKER_TIMEOUT:
+            if (!tb_cli_parse_double("--worker-timeout", optarg, &worker_timeout))
+                return TB_EXIT_USAGE;
+            if (!(worker_timeout > 0))
+                return tb_cli_error("--worker-timeout: must be positive (leave it out for the "
+                                    "default, 120 s)"), TB_EXIT_USAGE;
+            break;
         case OPT_TIMEOUT:
             if (!tb_cli_parse_double("--timeout", optarg, &timeout)) return TB_EXIT_USAGE;
             if (timeout <= 0)
@@ -339,13 +370,6 @@ int tb_cli_bench(int argc, char **argv)
         }
     }
     if (tb_cli_no_arguments("bench", argc, argv) != TB_EXIT_OK) return TB_EXIT_USAGE;
-    if (tb_dist_launched()) {
-        tb_cli_error("bench runs its trials in forked processes and is not built to run under "
-                     "mpirun or srun (rank 0 handing trials to the ranks is a follow-up): run "
-                     "it without a launcher, or `mpirun ... trainbench train --dist` for one "
-                     "data-parallel run");
-        return TB_EXIT_MISSING;
-    }
     if (!tb_cli_data_finish("bench", &data)) return TB_EXIT_USAGE;
     if (variants && n_wls > 0) {
         char named[512] = "";
@@ -420,9 +444,14 @@ int tb_cli_bench(int argc, char **argv)
     spec.trial.data_dir = data.data_dir;
     spec.trial.cache_dir = data.cache_dir;
     if (timeout > 0 && check_timeout(&spec, timeout) != TB_EXIT_OK) return TB_EXIT_USAGE;
+    spec.worker_timeout_s = worker_timeout;
+    if (tb_dist_launched()) /* the ranks are the jobs: their layout gives the threads */
+        return tb_cli_bench_ranks(db, &spec, jobs, cpus, quiet ? NULL : show_trial, json);
+    if (tb_cli_bench_jobs(jobs, cpus, &spec) != TB_EXIT_OK) return TB_EXIT_USAGE;
+    threads = spec.trial.threads;
 
     char busy[400];
-    if (tb_machine_busy(threads, busy, sizeof busy))
+    if (tb_machine_busy(threads * (int)jobs, busy, sizeof busy))
         fprintf(stderr, "warning: %s; times measured now will be slower and noisier, and "
                         "trials likely flagged contended (see `trainbench score`)\n", busy);
     tb_bench_summary sum;

@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 #include "trainbench/backend.h"
+#include "trainbench/dist.h"
 #include "trainbench/machine.h"
 #include "trainbench/status.h"
 #include "trainbench/store.h"
@@ -88,6 +89,15 @@ typedef struct tb_trial_options {
                                       eval period of submission seconds */
     const char *cache_dir;         /* prepared-data cache (see tb_workload_prepare); NULL:
                                       each trial prepares the data in memory */
+    /* how trials are run, recorded with each trial's machine facts ("jobs", "cpus"); not in a
+       benchmark's spec: they change a trial's times, not what it trains */
+    int jobs;                      /* trials run at once on this machine (0: 1); tb_bench_run
+                                      runs that many side by side */
+    const char *cpus;              /* CPUs to pin to ("0-3,6"); NULL: none. tb_bench_run gives
+                                      each of its jobs an equal share; a trial's process is
+                                      pinned to its share */
+    int rank, ranks;               /* under MPI: the worker's rank and the job's ranks
+                                      (recorded; 0: not under MPI) */
 } tb_trial_options;
 
 /* Runs trial `trial_id` of the store at store_path in this process, with its own store
@@ -110,6 +120,13 @@ tb_status tb_trial_execute(const char *store_path, int64_t trial_id,
 tb_status tb_trial_run_isolated(const char *store_path, int64_t trial_id,
                                 const tb_submission_ref *sub, const tb_trial_options *opts,
                                 tb_error *err);
+
+/* ---- CPU lists (tb_trial_options.cpus): "0-3,8,10-11" ---- */
+#define TB_BENCH_CPUS_MAX 1024
+/* Parses text into cpus (room for TB_BENCH_CPUS_MAX; ascending, no repeats) and *n;
+ * TB_ERR_INVALID naming the text and the cause (a bad number or range, a repeat, a CPU this
+ * process may not run on). */
+tb_status tb_bench_cpus_parse(const char *text, int *cpus, int *n, tb_error *err);
 
 /* ---- samplers of the external-tuning ruleset ------------------------------------------------ */
 typedef enum tb_bench_sampler {
@@ -219,6 +236,9 @@ typedef struct tb_bench_spec {
                                           < 0: no windows */
     int calibrate_every;               /* trials run between two windows of a workload; 0:
                                           TB_BENCH_CALIBRATE_EVERY */
+    /* under MPI (tb_bench_run_ranks): a worker holding a trial that sends nothing for this
+       long is lost and its trial re-queued (once); 0: 120 s. Not part of the spec */
+    double worker_timeout_s;
 } tb_bench_spec;
 
 /* ---- calibration windows: the reference step of a workload ------------------------------------
@@ -265,8 +285,9 @@ tb_status tb_bench_preset(const char *preset, tb_bench_spec *spec, tb_error *err
 
 typedef struct tb_bench_event {
     const tb_trial_record *trial; /* after it ran (or was found finished) */
-    int index, total;             /* 1-based position in the order of execution (interleaved:
-                                     submissions in turn, workload by workload) */
+    int index, total;             /* 1-based: the trials reported so far (in the order of
+                                     execution, interleaved: submissions in turn, workload by
+                                     workload; with several jobs or ranks, as they end) */
     bool reused;                  /* finished in an earlier run: not rerun */
 } tb_bench_event;
 
@@ -280,10 +301,18 @@ typedef struct tb_bench_summary {
                                    points shorter than the trials), newline-separated */
 } tb_bench_summary;
 
+/* tb_bench_run across the ranks of an MPI job d (docs/DISTRIBUTED.md): rank 0 plans, owns
+ * the store (only it opens it) and hands the trials to the other ranks, which run each in a
+ * child process and send rank 0 its evals and outcome; with one rank it is tb_bench_run. Every
+ * rank calls it with the same spec; the summary and the store's trials are rank 0's. */
+tb_status tb_bench_run_ranks(const char *store_path, const tb_bench_spec *spec, tb_dist *d,
+                             tb_bench_progress_fn progress, void *user,
+                             tb_bench_summary *summary, tb_error *err);
+
 /* Plans spec into the store at store_path (idempotent: a second call with the same spec adds
  * nothing; a different spec under the same name is refused) and runs every trial that is not
- * finished, each in a child process, reporting each to progress (optional; summary may be
- * NULL too). A submission
+ * finished, each in a child process (spec->trial.jobs of them at once), reporting each to
+ * progress (optional; summary may be NULL too). A submission
  * library that crashes while loading (tb_submission_load's TB_ERR_CRASHED) is skipped: no
  * trials of it are planned, it is counted in summary->skipped with its reason, and the
  * others run (when none is left, the run fails with TB_ERR_CRASHED). Any other submission

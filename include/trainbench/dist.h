@@ -19,6 +19,7 @@
 #define TRAINBENCH_DIST_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "trainbench/status.h"
@@ -76,6 +77,25 @@ tb_status tb_dist_agree(tb_dist *d, tb_status st, bool *stop, tb_error *err);
  * (0 to TB_DIST_AGREE_FAILED - 1; code NULL: none is carried). */
 #define TB_DIST_AGREE_FAILED 1000
 tb_status tb_dist_agree_code(tb_dist *d, tb_status st, int *code, tb_error *err);
+
+/* ---- point-to-point messages (the benchmark's coordinator and workers) ----
+ * Bytes from one rank to another, with a tag the caller chooses (>= 0). Only with MPI and
+ * more than one rank (TB_ERR_INVALID otherwise). */
+typedef struct tb_dist_message {
+    bool waiting;   /* a message is there (the rest set only then) */
+    int source, tag;
+    size_t bytes;
+} tb_dist_message;
+
+tb_status tb_dist_send(tb_dist *d, int dest, int tag, const void *buf, size_t n, tb_error *err);
+/* The next message from any rank, without receiving it: with wait, blocks until one comes;
+ * without, m->waiting says whether one is there. */
+tb_status tb_dist_probe(tb_dist *d, bool wait, tb_dist_message *m, tb_error *err);
+/* Receives the message m describes into buf (cap bytes; TB_ERR_FORMAT when it is larger). */
+tb_status tb_dist_recv(tb_dist *d, const tb_dist_message *m, void *buf, size_t cap,
+                       tb_error *err);
+/* This rank's place among the ranks of its machine (0 to tb_dist_node_size - 1). */
+int tb_dist_node_rank(const tb_dist *d);
 
 #ifdef __cplusplus
 }

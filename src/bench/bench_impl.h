@@ -79,4 +79,31 @@ tb_status tb_bench_interleave(const tb_trial_record *trials, int n, const char *
                               int n_wl, const char *const *subs, int n_subs, int *order,
                               tb_error *err);
 
+/* Whether tb_bench_calibrate_due may take a window before trial t (conservative: true when
+ * it would ask the store): an executor running trials side by side lets them end first, so
+ * that a window never shares the machine with a trial. */
+bool tb_bench_calibrate_may_run(const tb_bench_calibration_state *state,
+                                const tb_bench_spec *spec, const tb_trial_record *t,
+                                bool will_run);
+
+/* What the executor runs: the planned trials in their order, the submissions loaded and, for
+ * the gp sampler, their search spaces (spaces[j] for refs[j]; NULL otherwise). */
+typedef struct tb_bench_plan {
+    const char *store_path;
+    const tb_bench_spec *spec;
+    tb_trial_record *trials;
+    int n;
+    const int *order;                      /* a permutation of 0..n-1 (tb_bench_interleave) */
+    tb_submission_ref *const *refs;
+    tb_search_space *const *spaces;
+    int n_refs;
+} tb_bench_plan;
+
+/* Runs every unfinished trial of the plan, spec->trial.jobs of them at once (execute.c),
+ * reusing finished ones, reporting each to progress (may be NULL) and counting into sum. */
+tb_status tb_bench_execute(const tb_bench_plan *plan, tb_bench_progress_fn progress, void *user,
+                           tb_bench_summary *sum, tb_error *err);
+/* Whether every trial of t's study before t has finished (execute.c). */
+bool tb_bench_study_settled(const tb_trial_record *trials, int n, const tb_trial_record *t);
+
 #endif

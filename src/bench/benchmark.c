@@ -1,11 +1,13 @@
 /* benchmark.c: planning a benchmark into the store (trials, their hyperparameter points and
- * seeds, before anything runs) and executing it: every unfinished trial in a child process, in
- * interleaved order (order.c), finished ones reused. Also the presets. */
+ * seeds, before anything runs) and handing it to the executor (execute.c: every unfinished
+ * trial in a child process, in interleaved order, finished ones reused). Also the presets. */
 /* realpath */
 #define _XOPEN_SOURCE 700
 
 #include "bench/bench_impl.h"
 #include "bench/pysub.h"
+#include "bench/isolate.h"
+#include "bench/ranks.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -289,6 +291,19 @@ static tb_status check_spec(const tb_bench_spec *s, tb_error *err)
         return tb_fail(err, TB_ERR_INVALID, "calibration windows: seconds must be at most 3600 "
                        "(< 0: none) and the trials between them in [0, 100000] (got %g, %d)",
                        s->calibration_s, s->calibrate_every);
+    if (s->trial.jobs < 0 || s->trial.jobs > TB_BENCH_CPUS_MAX)
+        return tb_fail(err, TB_ERR_INVALID, "jobs (trials at once) must be in [1, %d] (got %d)",
+                       TB_BENCH_CPUS_MAX, s->trial.jobs);
+    if (s->trial.cpus) {
+        int *cpus = malloc(TB_BENCH_CPUS_MAX * sizeof *cpus), n_cpus = 0;
+        tb_status st = cpus ? tb_bench_cpus_parse(s->trial.cpus, cpus, &n_cpus, err)
+                            : tb_fail(err, TB_ERR_NOMEM, "out of memory");
+        free(cpus);
+        if (st != TB_OK) return st;
+        if (n_cpus < (s->trial.jobs > 1 ? s->trial.jobs : 1))
+            return tb_fail(err, TB_ERR_INVALID, "%d jobs need a CPU each at least; the list "
+                           "'%s' has %d", s->trial.jobs, s->trial.cpus, n_cpus);
+    }
     if (s->gp_initial < 0 || s->gp_initial > 1000)
         return tb_fail(err, TB_ERR_INVALID, "gp initial points must be in [0, 1000] (got %d)",
                        s->gp_initial);
@@ -311,9 +326,58 @@ static void skip_note(tb_bench_summary *sum, const char *reason)
     sum->skipped++;
 }
 
-tb_status tb_bench_run(const char *store_path, const tb_bench_spec *s,
-                       tb_bench_progress_fn progress, void *user, tb_bench_summary *summary,
-                       tb_error *err)
+/* The submissions, loaded once in this process (children inherit them); one that crashes
+ * while loading (caught in a probe process) is skipped, reported in sum. *refs: n_refs of
+ * them, to unload and free (also on an error). */
+static tb_status load_refs(const tb_bench_spec *s, tb_submission_ref ***refs_out, int *n_out,
+                           tb_bench_summary *sum, tb_error *err)
+{
+    tb_submission_ref **refs = calloc((size_t)s->n_submissions, sizeof *refs);
+    *refs_out = refs;
+    *n_out = 0;
+    if (!refs) return tb_fail(err, TB_ERR_NOMEM, "out of memory");
+    int n_refs = 0;
+    tb_status st = TB_OK;
+    for (int i = 0; st == TB_OK && i < s->n_submissions; i++) {
+        tb_error lerr = {0};
+        st = tb_submission_load(s->submissions[i], s->search_space_dir, &refs[n_refs], &lerr);
+        if (st == TB_ERR_CRASHED) {
+            skip_note(sum, lerr.message);
+            st = TB_OK;
+            continue;
+        }
+        if (st != TB_OK) {
+            if (err) *err = lerr;
+            break;
+        }
+        if (s->search_space_file &&
+            (st = tb_submission_ref_set_search_space_file(refs[n_refs], s->search_space_file,
+                                                          err)) != TB_OK) {
+            n_refs++; /* unloaded by the caller */
+            break;
+        }
+        const char *name = tb_submission_ref_name(refs[n_refs++]);
+        for (int j = 0; st == TB_OK && j < n_refs - 1; j++)
+            if (strcmp(name, tb_submission_ref_name(refs[j])) == 0)
+                st = tb_fail(err, TB_ERR_INVALID, "submission '%s' is given twice", name);
+    }
+    *n_out = n_refs;
+    if (st == TB_OK && n_refs == 0)
+        st = tb_fail(err, TB_ERR_CRASHED, "no submission left to run: %s", sum->skipped_reasons);
+    return st;
+}
+
+static void unload_refs(tb_submission_ref **refs, int n_refs)
+{
+    for (int i = 0; refs && i < n_refs; i++) tb_submission_unload(refs[i]);
+    free(refs);
+}
+
+/* A benchmark run: plan, then execute (d: NULL, or rank 0 of a job of several ranks, which
+ * hands the trials to the other ranks). */
+static tb_status run_with(const char *store_path, const tb_bench_spec *s, tb_dist *d,
+                          bool *handed, tb_bench_progress_fn progress, void *user,
+                          tb_bench_summary *summary, tb_error *err)
 {
     tb_bench_summary sum = {0};
     if (summary) *summary = sum;
@@ -339,36 +403,9 @@ tb_status tb_bench_run(const char *store_path, const tb_bench_spec *s,
             return tb_fail(err, TB_ERR_INVALID,
                            "workload '%s' has no benchmark settings (target, budget); known: "
                            "see `trainbench workloads`", wls[w]);
-    /* the submissions, loaded once in this process (children inherit them); one that
-     * crashes while loading (caught in a probe process) is skipped, reported in the summary */
-    tb_submission_ref **refs = calloc((size_t)s->n_submissions, sizeof *refs);
-    if (!refs) return tb_fail(err, TB_ERR_NOMEM, "out of memory");
+    tb_submission_ref **refs = NULL;
     int n_refs = 0;
-    for (int i = 0; st == TB_OK && i < s->n_submissions; i++) {
-        tb_error lerr = {0};
-        st = tb_submission_load(s->submissions[i], s->search_space_dir, &refs[n_refs], &lerr);
-        if (st == TB_ERR_CRASHED) {
-            skip_note(&sum, lerr.message);
-            st = TB_OK;
-            continue;
-        }
-        if (st != TB_OK) {
-            if (err) *err = lerr;
-            break;
-        }
-        if (s->search_space_file &&
-            (st = tb_submission_ref_set_search_space_file(refs[n_refs], s->search_space_file,
-                                                          err)) != TB_OK) {
-            n_refs++; /* unloaded below */
-            break;
-        }
-        const char *name = tb_submission_ref_name(refs[n_refs++]);
-        for (int j = 0; st == TB_OK && j < n_refs - 1; j++)
-            if (strcmp(name, tb_submission_ref_name(refs[j])) == 0)
-                st = tb_fail(err, TB_ERR_INVALID, "submission '%s' is given twice", name);
-    }
-    if (st == TB_OK && n_refs == 0)
-        st = tb_fail(err, TB_ERR_CRASHED, "no submission left to run: %s", sum.skipped_reasons);
+    st = load_refs(s, &refs, &n_refs, &sum, err);
     /* the store first (a file that is not one leaves no lock file behind), then the lock */
     tb_store *store = NULL;
     if (st == TB_OK) st = tb_store_open(store_path, &store, err);
@@ -403,48 +440,50 @@ tb_status tb_bench_run(const char *store_path, const tb_bench_spec *s,
     for (int j = 0; names && j < n_refs; j++) names[j] = tb_submission_ref_name(refs[j]);
     if (st == TB_OK) st = tb_bench_interleave(trials, n, wls, n_wl, names, n_refs, order, err);
     free(names);
-    tb_bench_calibration_state cal = {0}; /* the reference step's windows (calibrate.c) */
-    for (int k = 0; st == TB_OK && k < n; k++) {
-        tb_trial_record *t = &trials[order[k]];
-        const tb_submission_ref *ref = NULL;
-        const tb_search_space *space = NULL;
-        for (int j = 0; j < n_refs; j++)
-            if (strcmp(tb_submission_ref_name(refs[j]), t->submission) == 0) {
-                ref = refs[j];
-                space = spaces[j];
-            }
-        bool reused = t->status == TB_TRIAL_DONE || t->status == TB_TRIAL_FAILED;
-        if (st == TB_OK) st = tb_bench_calibrate_due(&cal, store_path, s, t, !reused && ref, err);
-        if (!reused && ref) {
-            tb_store *ps; /* a gp study's next point, from the trials finished before it */
-            if (gp && t->hparams.count == 0 &&
-                (st = tb_store_open(store_path, &ps, err)) == TB_OK) {
-                st = tb_bench_gp_point(ps, s, space, t, err);
-                tb_store_close(ps);
-            }
-            if (st == TB_OK) st = tb_trial_run_isolated(store_path, t->id, ref, &s->trial, err);
-            tb_store *rs;
-            if (st == TB_OK && (st = tb_store_open(store_path, &rs, err)) == TB_OK) {
-                st = tb_store_trial_get(rs, t->id, t, err);
-                tb_store_close(rs);
-            }
-            sum.ran++;
-        } else {
-            sum.reused++;
-        }
-        if (st == TB_OK && t->status == TB_TRIAL_FAILED) sum.failed++;
-        if (st == TB_OK && progress) {
-            tb_bench_event ev = {t, k + 1, n, reused};
-            progress(user, &ev);
-        }
-    }
+    tb_bench_plan plan = {.store_path = store_path, .spec = s, .trials = trials, .n = n,
+                          .order = order, .refs = refs, .spaces = spaces, .n_refs = n_refs};
+    if (st == TB_OK && d && (*handed = true))
+        st = tb_bench_coordinate(&plan, d, s->worker_timeout_s, progress, user, &sum, err);
+    else if (st == TB_OK)
+        st = tb_bench_execute(&plan, progress, user, &sum, err);
     free(order);
     free(trials);
     for (int j = 0; spaces && j < n_refs; j++) tb_search_space_destroy(spaces[j]);
     free(spaces);
     if (lock_fd >= 0) close(lock_fd);
-    for (int i = 0; i < n_refs; i++) tb_submission_unload(refs[i]);
-    free(refs);
+    unload_refs(refs, n_refs);
     if (summary) *summary = sum;
+    return st;
+}
+
+tb_status tb_bench_run(const char *store_path, const tb_bench_spec *s,
+                       tb_bench_progress_fn progress, void *user, tb_bench_summary *summary,
+                       tb_error *err)
+{
+    bool handed = false;
+    return run_with(store_path, s, NULL, &handed, progress, user, summary, err);
+}
+
+tb_status tb_bench_run_ranks(const char *store_path, const tb_bench_spec *s, tb_dist *d,
+                             tb_bench_progress_fn progress, void *user,
+                             tb_bench_summary *summary, tb_error *err)
+{
+    bool handed = false;
+    if (tb_dist_size(d) < 2)
+        return run_with(store_path, s, NULL, &handed, progress, user, summary, err);
+    if (tb_dist_rank(d) == 0) {
+        tb_status st = run_with(store_path, s, d, &handed, progress, user, summary, err);
+        /* refused before the trials were handed out: the workers are told to stop */
+        if (!handed) tb_bench_dismiss(d);
+        return st;
+    }
+    tb_bench_summary sum = {0};
+    if (summary) *summary = sum;
+    tb_status st = check_spec(s, err);
+    tb_submission_ref **refs = NULL;
+    int n_refs = 0;
+    if (st == TB_OK) st = load_refs(s, &refs, &n_refs, &sum, err);
+    if (st == TB_OK) st = tb_bench_work(d, s, refs, n_refs, err);
+    unload_refs(refs, n_refs);
     return st;
 }

@@ -178,3 +178,15 @@ tb_status tb_bench_calibrate_due(tb_bench_calibration_state *state, const char *
     state->ran += will_run;
     return st;
 }
+
+bool tb_bench_calibrate_may_run(const tb_bench_calibration_state *state,
+                                const tb_bench_spec *spec, const tb_trial_record *t,
+                                bool will_run)
+{
+    if (spec->calibration_s < 0) return false;
+    const int every = spec->calibrate_every > 0 ? spec->calibrate_every : TB_BENCH_CALIBRATE_EVERY;
+    for (int i = 0; i < state->n; i++)
+        if (strcmp(state->workloads[i], t->workload) == 0)
+            return !state->taken[i] || (will_run && state->ran - state->last[i] >= every);
+    return state->n < (int)(sizeof state->workloads / sizeof state->workloads[0]);
+}

@@ -48,40 +48,59 @@ static double stall_limit(const tb_child_watch *w)
     return w->ready && !atomic_load(w->ready) ? w->setup_s : w->stall_s;
 }
 
+void tb_child_watch_start(tb_child_watcher *w, pid_t pid, double limit_s,
+                          const tb_child_watch *watch)
+{
+    memset(w, 0, sizeof *w);
+    w->pid = pid;
+    w->limit_s = limit_s;
+    if (watch) w->watch = *watch;
+    w->t0 = w->last_progress = tb_monotonic_s();
+    w->seen = w->watch.beats ? atomic_load(w->watch.beats) : 0;
+    w->end = TB_CHILD_ENDED;
+}
+
+bool tb_child_poll(tb_child_watcher *w, int *wstatus)
+{
+    *wstatus = 0;
+    pid_t got = waitpid(w->pid, wstatus, WNOHANG);
+    if (got == w->pid) return true;
+    if (got < 0 && errno != EINTR) {
+        kill(w->pid, SIGKILL);
+        waitpid(w->pid, wstatus, 0);
+        return true;
+    }
+    const double now = tb_monotonic_s();
+    const _Atomic uint64_t *progress = w->watch.beats;
+    if (progress) {
+        uint64_t beats = atomic_load(progress);
+        if (beats != w->seen) {
+            w->seen = beats;
+            w->last_progress = now;
+        }
+    }
+    if (w->end == TB_CHILD_ENDED) {
+        if (w->limit_s > 0 && now - w->t0 > w->limit_s) w->end = TB_CHILD_TIMED_OUT;
+        else if (progress && now - w->last_progress > stall_limit(&w->watch))
+            w->end = TB_CHILD_HUNG;
+        if (w->end != TB_CHILD_ENDED) kill(w->pid, SIGKILL); /* a stopped process too */
+    }
+    return false;
+}
+
+void tb_child_nap(void)
+{
+    struct timespec ts = {0, 20 * 1000 * 1000};
+    nanosleep(&ts, NULL);
+}
+
 tb_child_end tb_child_wait(pid_t pid, double limit_s, const tb_child_watch *watch,
                            int *wstatus)
 {
-    double t0 = tb_monotonic_s(), last_progress = t0;
-    const _Atomic uint64_t *progress = watch ? watch->beats : NULL;
-    uint64_t seen = progress ? atomic_load(progress) : 0;
-    tb_child_end end = TB_CHILD_ENDED;
-    *wstatus = 0;
-    for (;;) {
-        pid_t w = waitpid(pid, wstatus, WNOHANG);
-        if (w == pid) break;
-        if (w < 0 && errno != EINTR) {
-            kill(pid, SIGKILL);
-            waitpid(pid, wstatus, 0);
-            break;
-        }
-        const double now = tb_monotonic_s();
-        if (progress) {
-            uint64_t beats = atomic_load(progress);
-            if (beats != seen) {
-                seen = beats;
-                last_progress = now;
-            }
-        }
-        if (end == TB_CHILD_ENDED) {
-            if (limit_s > 0 && now - t0 > limit_s) end = TB_CHILD_TIMED_OUT;
-            else if (progress && now - last_progress > stall_limit(watch))
-                end = TB_CHILD_HUNG;
-            if (end != TB_CHILD_ENDED) kill(pid, SIGKILL); /* a stopped process too */
-        }
-        struct timespec ts = {0, 20 * 1000 * 1000};
-        nanosleep(&ts, NULL);
-    }
-    return end;
+    tb_child_watcher w;
+    tb_child_watch_start(&w, pid, limit_s, watch);
+    while (!tb_child_poll(&w, wstatus)) tb_child_nap();
+    return w.end;
 }
 
 void tb_child_describe(int wstatus, char *buf, size_t cap)

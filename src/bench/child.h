@@ -32,12 +32,34 @@ typedef struct tb_child_watch {
     double stall_s;                /* the most seconds between beats once it is */
 } tb_child_watch;
 
+/* Watching one child without blocking: started with its pid, then polled (tb_child_poll) as
+ * often as the caller likes, so that one process can watch several children at once. */
+typedef struct tb_child_watcher {
+    pid_t pid;
+    double limit_s;        /* wall-clock limit (<= 0: none) */
+    tb_child_watch watch;  /* its progress (watch.beats NULL: none) */
+    double t0, last_progress;
+    uint64_t seen;
+    tb_child_end end;
+} tb_child_watcher;
+
+void tb_child_watch_start(tb_child_watcher *w, pid_t pid, double limit_s,
+                          const tb_child_watch *watch);
+/* One look at the child: reaps it if it ended (true, its wait status in *wstatus), else
+ * SIGKILLs it once it passed the wall-clock limit or, with a watch, once its beats have not
+ * changed for the limit of its phase (set-up or not), and returns false. w->end says why it
+ * was killed. */
+bool tb_child_poll(tb_child_watcher *w, int *wstatus);
+
 /* Waits for child `pid` (polling every 20 ms, never blocking on it), and SIGKILLs it once
  * limit_s seconds have passed since the call (limit_s <= 0: no limit) or, with watch not
  * NULL, once its beats have not changed for the watch's limit of the child's phase (set-up or
  * not). Writes its wait status to *wstatus. */
 tb_child_end tb_child_wait(pid_t pid, double limit_s, const tb_child_watch *watch,
                            int *wstatus);
+
+/* Sleeps the 20 ms between two polls. */
+void tb_child_nap(void);
 
 /* How a child ended, from its wait status: "killed by signal 11 (Segmentation fault)" or
  * "exited with status 3". */

@@ -15,6 +15,7 @@
 
 #include "trainbench/benchmark.h"
 #include "bench/child.h"
+#include "bench/isolate.h"
 #include "bench/trial_impl.h"
 #include "core/clock.h"
 
@@ -31,23 +32,25 @@
  * in the pipe). */
 #define CHILD_NO_OUTCOME 2
 
-tb_status tb_trial_run_isolated(const char *store_path, int64_t trial_id,
-                                const tb_submission_ref *sub, const tb_trial_options *opts,
-                                tb_error *err)
+tb_status tb_trial_spawn(const char *store_path, int64_t trial_id, const tb_submission_ref *sub,
+                         const tb_trial_options *opts, tb_trial_proc *p, tb_error *err)
 {
-    if (!store_path || !sub || !opts)
-        return tb_fail(err, TB_ERR_INVALID, "trial_run_isolated: %s is NULL",
-                       !store_path ? "the store's path" : !sub ? "the submission" : "opts");
+    if (!store_path || !sub || !opts || !p)
+        return tb_fail(err, TB_ERR_INVALID, "trial_spawn: %s is NULL",
+                       !store_path ? "the store's path" : !sub ? "the submission"
+                       : !opts ? "opts" : "the process");
+    memset(p, 0, sizeof *p);
+    p->id = trial_id;
+    p->fd = -1;
     tb_store *store;
     tb_status st = tb_store_open(store_path, &store, err);
     if (st != TB_OK) return st;
-    tb_trial_record rec;
-    st = tb_store_trial_get(store, trial_id, &rec, err);
+    st = tb_store_trial_get(store, trial_id, &p->rec, err);
     tb_store_close(store); /* no connection open across fork */
     if (st != TB_OK) return st;
-    const double limit = opts->timeout_s > 0 ? opts->timeout_s : 0;
-    const double hang = opts->hang_s > 0 ? opts->hang_s : TB_TRIAL_HANG_DEFAULT_S;
-    const double setup = fmax(opts->setup_s > 0 ? opts->setup_s : TB_TRIAL_SETUP_DEFAULT_S, hang);
+    p->limit = opts->timeout_s > 0 ? opts->timeout_s : 0;
+    p->hang = opts->hang_s > 0 ? opts->hang_s : TB_TRIAL_HANG_DEFAULT_S;
+    p->setup = fmax(opts->setup_s > 0 ? opts->setup_s : TB_TRIAL_SETUP_DEFAULT_S, p->hang);
     tb_trial_heartbeat *hb = mmap(NULL, sizeof *hb, PROT_READ | PROT_WRITE,
                                   MAP_SHARED | MAP_ANONYMOUS, -1, 0);
     if (hb == MAP_FAILED)
@@ -68,7 +71,10 @@ tb_status tb_trial_run_isolated(const char *store_path, int64_t trial_id,
     }
     if (pid == 0) {
         tb_error cerr = {0};
-        tb_status cst = tb_trial_execute_watched(store_path, trial_id, sub, opts, hb, &cerr);
+        /* pinned before the trial starts its threads (OpenMP's workers inherit the set) */
+        tb_status cst = tb_bench_cpus_pin(opts->cpus, &cerr);
+        if (cst == TB_OK)
+            cst = tb_trial_execute_watched(store_path, trial_id, sub, opts, hb, &cerr);
         if (cst != TB_OK) {
             cerr.status = cst;
             /* one write of a few hundred bytes: atomic, and the pipe holds it */
@@ -77,20 +83,64 @@ tb_status tb_trial_run_isolated(const char *store_path, int64_t trial_id,
         }
         _exit(cst == TB_OK ? 0 : CHILD_NO_OUTCOME);
     }
-    int wstatus;
-    const double t0 = tb_monotonic_s();
-    const tb_child_watch watch = {.beats = &hb->beats, .ready = &hb->ready, .setup_s = setup,
-                                  .stall_s = hang};
-    const tb_child_end end = tb_child_wait(pid, limit, &watch, &wstatus);
-    const double ran = tb_monotonic_s() - t0;
-    const long long last_step = (long long)atomic_load(&hb->step);
-    const bool ready = atomic_load(&hb->ready) != 0;
-    munmap(hb, sizeof *hb);
+    p->hb = hb;
+    p->fd = fd;
+    p->t0 = tb_monotonic_s();
+    const tb_child_watch watch = {.beats = &hb->beats, .ready = &hb->ready,
+                                  .setup_s = p->setup, .stall_s = p->hang};
+    tb_child_watch_start(&p->watcher, pid, p->limit, &watch);
+    return TB_OK;
+}
+
+bool tb_trial_proc_poll(tb_trial_proc *p)
+{
+    return tb_child_poll(&p->watcher, &p->wstatus);
+}
+
+/* The reason a trial whose process ended without an outcome is recorded failed with. */
+static void no_outcome_reason(const tb_trial_proc *p, bool ready, long long last_step,
+                              double ran, char *reason, size_t cap)
+{
+    const tb_child_end end = p->watcher.end;
+    const int wstatus = p->wstatus;
+    if (end == TB_CHILD_TIMED_OUT)
+        snprintf(reason, cap,
+                 "timed out: the trial process ran past its %g s wall-clock limit and "
+                 "was killed", p->limit);
+    else if (end == TB_CHILD_HUNG && !ready)
+        snprintf(reason, cap,
+                 "hung in set-up: the trial process did not finish its set-up (reading the "
+                 "data, building the model) in %g s and was killed", p->setup);
+    else if (end == TB_CHILD_HUNG)
+        snprintf(reason, cap,
+                 "hung: the trial process completed no step for %g s (the last completed "
+                 "step was %lld, after %.0f s) and was killed", p->hang, last_step, ran);
+    else if (WIFSIGNALED(wstatus)) {
+        char how[128];
+        tb_child_describe(wstatus, how, sizeof how);
+        snprintf(reason, cap, "crashed: %s", how);
+    } else
+        snprintf(reason, cap,
+                 "crashed: the trial process exited with status %d without an outcome",
+                 WIFEXITED(wstatus) ? WEXITSTATUS(wstatus) : -1);
+}
+
+tb_status tb_trial_proc_finish(const char *store_path, tb_trial_proc *p, tb_error *err)
+{
+    const int64_t trial_id = p->id;
+    const int wstatus = p->wstatus;
+    const double ran = tb_monotonic_s() - p->t0;
+    const long long last_step = (long long)atomic_load(&p->hb->step);
+    const bool ready = atomic_load(&p->hb->ready) != 0;
+    munmap(p->hb, sizeof *p->hb);
+    p->hb = NULL;
     tb_error child_err = {0};
     bool child_failed = WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == CHILD_NO_OUTCOME &&
-                        read(fd, &child_err, sizeof child_err) == (ssize_t)sizeof child_err &&
+                        read(p->fd, &child_err, sizeof child_err) == (ssize_t)sizeof child_err &&
                         child_err.status != TB_OK;
-    close(fd);
+    close(p->fd);
+    p->fd = -1;
+    const tb_trial_record *rec0 = &p->rec;
     if (child_failed) {
         /* the trial could not run or record its outcome (the results store failed: a full
          * disk, an I/O error; its data or device is missing): an error of the benchmark, not
@@ -99,38 +149,21 @@ tb_status tb_trial_run_isolated(const char *store_path, int64_t trial_id,
         child_err.message[sizeof child_err.message - 1] = 0;
         return tb_fail(err, child_err.status,
                        "trial %lld (%s on %s, study %d, trial %d) %s, left unfinished to rerun: "
-                       "%s", (long long)trial_id, rec.submission, rec.workload, rec.study,
-                       rec.trial,
+                       "%s", (long long)trial_id, rec0->submission, rec0->workload, rec0->study,
+                       rec0->trial,
                        child_err.status == TB_ERR_IO ? "could not record its outcome"
                                                      : "could not start",
                        child_err.message);
     }
     /* did the child record an outcome? */
-    st = tb_store_open(store_path, &store, err);
+    tb_store *store;
+    tb_trial_record rec;
+    tb_status st = tb_store_open(store_path, &store, err);
     if (st != TB_OK) return st;
     st = tb_store_trial_get(store, trial_id, &rec, err);
     if (st == TB_OK && (rec.status == TB_TRIAL_RUNNING || rec.status == TB_TRIAL_PLANNED)) {
         char reason[512];
-        if (end == TB_CHILD_TIMED_OUT)
-            snprintf(reason, sizeof reason,
-                     "timed out: the trial process ran past its %g s wall-clock limit and "
-                     "was killed", limit);
-        else if (end == TB_CHILD_HUNG && !ready)
-            snprintf(reason, sizeof reason,
-                     "hung in set-up: the trial process did not finish its set-up (reading the "
-                     "data, building the model) in %g s and was killed", setup);
-        else if (end == TB_CHILD_HUNG)
-            snprintf(reason, sizeof reason,
-                     "hung: the trial process completed no step for %g s (the last completed "
-                     "step was %lld, after %.0f s) and was killed", hang, last_step, ran);
-        else if (WIFSIGNALED(wstatus)) {
-            char how[128];
-            tb_child_describe(wstatus, how, sizeof how);
-            snprintf(reason, sizeof reason, "crashed: %s", how);
-        } else
-            snprintf(reason, sizeof reason,
-                     "crashed: the trial process exited with status %d without an outcome",
-                     WIFEXITED(wstatus) ? WEXITSTATUS(wstatus) : -1);
+        no_outcome_reason(p, ready, last_step, ran, reason, sizeof reason);
         tb_eval_record *ev = NULL;
         int ne = 0;
         tb_store_evals(store, trial_id, &ev, &ne, NULL);
@@ -142,4 +175,15 @@ tb_status tb_trial_run_isolated(const char *store_path, int64_t trial_id,
     }
     tb_store_close(store);
     return st;
+}
+
+tb_status tb_trial_run_isolated(const char *store_path, int64_t trial_id,
+                                const tb_submission_ref *sub, const tb_trial_options *opts,
+                                tb_error *err)
+{
+    tb_trial_proc p;
+    tb_status st = tb_trial_spawn(store_path, trial_id, sub, opts, &p, err);
+    if (st != TB_OK) return st;
+    while (!tb_trial_proc_poll(&p)) tb_child_nap();
+    return tb_trial_proc_finish(store_path, &p, err);
 }

@@ -17,6 +17,7 @@
 #include "bench/trial_impl.h"
 #include "trainbench/run.h"
 
+#include <cjson/cJSON.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -332,6 +333,26 @@ static tb_status record_conditions(trial_run *r, tb_error *err)
     return tb_store_trial_conditions(r->store, t->id, t, err);
 }
 
+/* Adds to the machine facts (JSON in machine) how the trial is run: the trials run at once
+ * on the machine ("jobs") and the CPUs its process is pinned to ("cpus", or null), so that
+ * times measured side by side, or on shared cores, can be told from dedicated ones. */
+static void placement_facts(const tb_trial_options *o, char *machine, size_t cap)
+{
+    cJSON *m = cJSON_Parse(machine);
+    if (!m) return;
+    cJSON_AddNumberToObject(m, "jobs", o->jobs > 1 ? o->jobs : 1);
+    if (o->cpus && o->cpus[0]) cJSON_AddStringToObject(m, "cpus", o->cpus);
+    else cJSON_AddNullToObject(m, "cpus");
+    if (o->ranks > 1) { /* a worker of an MPI job */
+        cJSON_AddNumberToObject(m, "rank", o->rank);
+        cJSON_AddNumberToObject(m, "ranks", o->ranks);
+    }
+    char *text = cJSON_PrintUnformatted(m);
+    if (text && strlen(text) < cap) snprintf(machine, cap, "%s", text);
+    free(text);
+    cJSON_Delete(m);
+}
+
 /* Whether a trial's error st is the machine's, not the submission's (which the next run
  * retries): its data or device missing, an I/O error (of the store, of the data: a full disk),
  * or, before training, its data corrupt. An error from a submission's callback never is. */
@@ -377,6 +398,7 @@ tb_status tb_trial_execute_watched(const char *store_path, int64_t trial_id,
         tb_backend *be = r.run ? tb_run_backend(r.run) : NULL;
         r.threads = be ? tb_backend_threads(be) : opts->threads;
         tb_machine_facts(be ? tb_backend_describe(be) : "", r.threads, machine, sizeof machine);
+        placement_facts(opts, machine, sizeof machine);
         /* a trial that cannot start for want of its data or device (or with its data
          * corrupt) is not an attempt: the store keeps it as planned and a rerun is its first */
         if (tst == TB_OK || !environment_failure(&r, tst, true))

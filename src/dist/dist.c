@@ -41,6 +41,8 @@ static tb_status open_comm(tb_dist *d, tb_error *err)
                                 "MPI_Comm_split_type (the ranks of this machine)", err);
     if (st == TB_OK)
         st = tb_dist_mpi_status(MPI_Comm_size(node, &d->node_size), "MPI_Comm_size", err);
+    if (st == TB_OK)
+        st = tb_dist_mpi_status(MPI_Comm_rank(node, &d->node_rank), "MPI_Comm_rank", err);
     if (node != MPI_COMM_NULL) MPI_Comm_free(&node);
     if (st != TB_OK) MPI_Comm_free(&d->comm);
     return st;
@@ -105,4 +107,5 @@ void tb_dist_abort(tb_dist *d, int code)
 int tb_dist_rank(const tb_dist *d) { return d ? d->rank : 0; }
 int tb_dist_size(const tb_dist *d) { return d ? d->size : 1; }
 int tb_dist_node_size(const tb_dist *d) { return d ? d->node_size : 1; }
+int tb_dist_node_rank(const tb_dist *d) { return d ? d->node_rank : 0; }
 bool tb_dist_uses_mpi(const tb_dist *d) { return d && d->mpi; }

@@ -9,6 +9,7 @@
 struct tb_dist {
     int rank, size;
     int node_size;    /* ranks on this rank's machine (MPI_COMM_TYPE_SHARED) */
+    int node_rank;    /* this rank's place among them */
     bool mpi;         /* false: a world of 1 started without a launcher, no MPI calls */
     bool owns_init;   /* tb_dist_init called MPI_Init_thread, so finalize calls MPI_Finalize */
     MPI_Comm comm;    /* a duplicate of MPI_COMM_WORLD with MPI_ERRORS_RETURN */
