@@ -152,5 +152,6 @@ extern const tb_optimizer_vtable tb_optim_mars;
 extern const tb_optimizer_vtable tb_optim_muon;
 extern const tb_optimizer_vtable tb_optim_sophia;
 extern const tb_optimizer_vtable tb_optim_soap;
+extern const tb_optimizer_vtable tb_optim_psgd_kron;
 
 #endif

@@ -32,6 +32,7 @@ static const tb_optimizer_vtable *const registry[] = {
     &tb_optim_muon,
     &tb_optim_sophia,
     &tb_optim_soap,
+    &tb_optim_psgd_kron,
 };
 #define N_REGISTRY ((int)(sizeof registry / sizeof *registry))
 
