@@ -16,9 +16,10 @@
 
 static const char *const traj_names[] = {"w1", "b1", "w2", "b2", "w3", "b3"};
 
-/* Compares a parameter with the reference; prints the worst element on failure. */
-static inline bool traj_compare(const tb_golden *g, const char *name, const tb_tensor *got,
-                                double *max_diff)
+/* Compares a parameter with the reference to atol + rtol |reference|; prints the first element
+ * outside on failure. */
+static inline bool traj_compare_tol(const tb_golden *g, const char *name, const tb_tensor *got,
+                                    double *max_diff, double atol, double rtol)
 {
     const tb_golden_tensor *ref = tb_golden_get(g, name);
     int64_t n = tb_tensor_numel(got);
@@ -31,7 +32,7 @@ static inline bool traj_compare(const tb_golden *g, const char *name, const tb_t
         double diff = fabs((double)host[i] - (double)r[i]);
         if (!(diff == diff)) diff = INFINITY;
         if (diff > *max_diff) *max_diff = diff;
-        if (ok && diff > MAT_ATOL + MAT_RTOL * fabs((double)r[i])) {
+        if (ok && diff > atol + rtol * fabs((double)r[i])) {
             fprintf(stderr, "%s: %s[%lld] is %.8g, reference %.8g\n", g->name, name, (long long)i,
                     host[i], r[i]);
             ok = false;
@@ -39,6 +40,13 @@ static inline bool traj_compare(const tb_golden *g, const char *name, const tb_t
     }
     free(host);
     return tb_test_check(ok, name, __FILE__, __LINE__);
+}
+
+/* traj_compare_tol at MAT_ATOL, MAT_RTOL. */
+static inline bool traj_compare(const tb_golden *g, const char *name, const tb_tensor *got,
+                                double *max_diff)
+{
+    return traj_compare_tol(g, name, got, max_diff, MAT_ATOL, MAT_RTOL);
 }
 
 static inline tb_hparams traj_hparams(const tb_golden *g)

@@ -1,21 +1,51 @@
-/* test_optim_matrix.c: Muon and SOAP against their reference implementations' 24-step
- * trajectories on an MLP 6-10-5-3 (6-6-6-6 for SOAP; tests/golden/golden_traj.py and
+/* test_optim_matrix.c: Muon, SOAP and PSGD Kron against their reference implementations'
+ * 24-step trajectories on an MLP 6-10-5-3 (6-6-6-6 for SOAP; tests/golden/golden_traj.py and
  * make_<algorithm>_golden.py): the recorded gradients are replayed with the recorded schedule
- * factors and every parameter is compared after every step. Also Muon's routing and its
- * refusals. (Sophia computes its own gradients: test_optim_sophia.c.) */
+ * factors (and Kron's recorded probes and balance draws) and every parameter is compared after
+ * every step. Also Muon's routing and its refusals, and Kron's refusals. (Sophia computes its
+ * own gradients: test_optim_sophia.c.) */
 #include "optim_traj.h"
+
+#include "optim/psgd_kron.h"
 
 static tb_backend *be;
 static const int64_t shapes[6][2] = {{10, 6}, {10, 0}, {5, 10}, {5, 0}, {3, 5}, {3, 0}};
 
+/* Kron's tolerance (atol and rtol): 7x its observed worst difference (README of tests/golden/),
+ * and 10x below the difference the probes make (replaying -V moves the parameters 1e-5), which
+ * MAT_ATOL would not see. */
+#define KRON_TOL 1e-6
+
 static const struct {
     const char *fixture, *algorithm;
+    double tol; /* 0: MAT_ATOL, MAT_RTOL */
 } cases[] = {
-    {"optim_muon", "muon"},
-    {"optim_muon_rms", "muon"},
-    {"optim_soap", "soap"},
-    {"optim_soap_norm", "soap"},
+    {"optim_muon", "muon", 0},
+    {"optim_muon_rms", "muon", 0},
+    {"optim_soap", "soap", 0},
+    {"optim_soap_norm", "soap", 0},
+    {"optim_kron", "psgd_kron", KRON_TOL},
+    {"optim_kron_diag", "psgd_kron", KRON_TOL},
 };
+
+/* Hands psgd_kron step t's recorded probes (v.<name>.<t>, as double into buf) and balance draw. */
+static void give_probes(const tb_golden *g, tb_optimizer *opt, int t, double *buf)
+{
+    char name[48];
+    snprintf(name, sizeof name, "bal.%d", t);
+    bool balance = tb_golden_scalar(g, name) != 0.0;
+    tb_error err = {0};
+    for (int i = 0; i < 6; i++) {
+        snprintf(name, sizeof name, "v.%s.%d", traj_names[i], t);
+        const tb_golden_tensor *v = tb_golden_get(g, name);
+        CHECK(v != NULL);
+        if (!v) return;
+        double *dst = buf + 64 * i;
+        const float *src = v->data;
+        for (int64_t e = 0; e < v->numel && e < 64; e++) dst[e] = src[e];
+        CHECK_OK(tb_psgd_kron_give_probe(opt, i, dst, v->numel, balance, &err), &err);
+    }
+}
 
 /* The MLP's parameters, in golden_traj.py's order, with the fixture's shapes (g NULL: the
  * default widths 6-10-5-3). */
@@ -40,7 +70,7 @@ static tb_params *mlp_params(const tb_golden *g, tb_var **vars, tb_error *err)
     return p;
 }
 
-static void run_case(const char *fixture, const char *algorithm)
+static void run_case(const char *fixture, const char *algorithm, double tol)
 {
     tb_golden g;
     if (!tb_golden_load(fixture, &g)) {
@@ -62,6 +92,7 @@ static void run_case(const char *fixture, const char *algorithm)
     double max_diff = 0;
     const int steps = (int)tb_golden_scalar(&g, "steps");
     CHECK(steps >= 20);
+    double probes[6 * 64];
     for (int t = 1; opt && t <= steps; t++) {
         snprintf(name, sizeof name, "f.%d", t);
         double factor = tb_golden_scalar(&g, name);
@@ -69,10 +100,12 @@ static void run_case(const char *fixture, const char *algorithm)
             snprintf(name, sizeof name, "g.%s.%d", traj_names[i], t);
             tb_golden_upload(&g, name, &v[i]->grad);
         }
+        if (strcmp(algorithm, "psgd_kron") == 0) give_probes(&g, opt, t, probes);
         CHECK_OK(tb_optimizer_step(opt, factor, &err), &err);
         for (int i = 0; i < 6; i++) {
             snprintf(name, sizeof name, "%s.%d", traj_names[i], t);
-            traj_compare(&g, name, &v[i]->value, &max_diff);
+            traj_compare_tol(&g, name, &v[i]->value, &max_diff, tol ? tol : MAT_ATOL,
+                             tol ? tol : MAT_RTOL);
         }
     }
     if (getenv("TB_GOLDEN_VERBOSE"))
@@ -198,17 +231,49 @@ static void muon_overflow(void)
     tb_params_destroy(p);
 }
 
+/* PSGD Kron refuses an update probability of 0 or below (but -1), fractional integers and
+ * out-of-range values, naming the hyperparameter; a probe of the wrong size is refused. */
+static void kron_refusals(void)
+{
+    tb_error err = {0};
+    tb_hparams bad = {0};
+    tb_hparams_set(&bad, "preconditioner_update_probability", 0, NULL);
+    CHECK(tb_optimizer_check_hparams("psgd_kron", &bad, &err) == TB_ERR_INVALID);
+    CHECK(strstr(err.message, "preconditioner_update_probability = 0 must be -1") != NULL);
+    tb_hparams frac = {0};
+    tb_hparams_set(&frac, "max_size_triangular", 2.5, NULL);
+    CHECK(tb_optimizer_check_hparams("psgd_kron", &frac, &err) == TB_ERR_INVALID);
+    CHECK(strstr(err.message, "max_size_triangular = 2.5 must be a whole number") != NULL);
+    tb_hparams far = {0};
+    tb_hparams_set(&far, "memory_save_mode", 4, NULL);
+    CHECK(tb_optimizer_check_hparams("psgd_kron", &far, &err) == TB_ERR_INVALID);
+    CHECK(strstr(err.message, "memory_save_mode = 4 is outside [0, 3]") != NULL);
+
+    tb_var *v[6];
+    tb_params *p = mlp_params(NULL, v, &err);
+    CHECK(p != NULL);
+    if (!p) return;
+    tb_optimizer *opt = NULL;
+    CHECK_OK(tb_optimizer_create("psgd_kron", p, NULL, &opt, &err), &err);
+    double probe[60] = {0};
+    CHECK(tb_psgd_kron_give_probe(opt, 0, probe, 59, false, &err) == TB_ERR_INVALID);
+    CHECK(strstr(err.message, "psgd_kron: no parameter 0 of 59 values") != NULL);
+    tb_optimizer_destroy(opt);
+    tb_params_destroy(p);
+}
+
 int main(void)
 {
     be = tb_test_backend();
     if (tb_golden_available())
         for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
-            run_case(cases[i].fixture, cases[i].algorithm);
+            run_case(cases[i].fixture, cases[i].algorithm, cases[i].tol);
     else
         tb_test_check(false, "golden fixtures present", __FILE__, __LINE__);
     muon_refusals();
     muon_routing();
     muon_overflow();
+    kron_refusals();
     tb_backend_destroy(be);
     return tb_test_finish("test_optim_matrix");
 }
