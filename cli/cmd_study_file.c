@@ -38,8 +38,8 @@ static const char study_usage[] =
     "                            " TB_CLI_SHARE_HELP ")\n"
     "      --json                print the figure as JSON on stdout\n"
     "      --out DIR             write each of the file's \"figures\" (variance, rank, curve,\n"
-    "                            estimators, utility, regret) as DIR/<study>.<figure>.csv\n"
-    "                            and .json\n"
+    "                            estimators, utility, regret, echoing, detection) as\n"
+    "                            DIR/<study>.<figure>.csv and .json\n"
     TB_CLI_THREADS_HELP
     TB_CLI_DEVICE_HELP
     TB_CLI_DATA_HELP

@@ -1,5 +1,5 @@
 /* study_figures.c: a study's figures beyond the table (variance, rank, curve, estimators,
- * utility, regret, echoing) as text, and as data: one JSON and one CSV file per figure (`study --out
+ * utility, regret, echoing, detection) as text, and as data: one JSON and one CSV file per figure (`study --out
  * DIR`), the same rows in both. */
 #include "study_output.h"
 
@@ -364,6 +364,61 @@ static void echo_rows(const tb_study_plan *p, const tb_study_values *v,
     }
 }
 
+/* One detection row: A and B's cells, the medians of all their runs and the three rates. */
+static void detection_row(sink *s, const char *kind, const char *a, const char *b, double ma,
+                          double mb, const tb_study_detection_rates *r, const tb_study_plan *p,
+                          tb_study_outcome outcome, bool text)
+{
+    char label[600];
+    snprintf(label, sizeof label, "%s %s vs %s", kind, a, b);
+    if (text)
+        printf("  %-52s single %5.3f  mean %5.3f  P(A>B) %5.3f  (%s)\n", label, r->single,
+               r->mean, r->pab, strcmp(kind, "control") == 0 ? "false positives"
+                                                               : "1 - false negatives");
+    row_start(s, label);
+    field(s, "n", p->detection_n);
+    field(s, "k", p->detection_k);
+    field(s, "gamma", p->detection_gamma);
+    field(s, "resamples", (double)r->resamples);
+    field(s, "median_a", ma);
+    field(s, "median_b", mb);
+    field(s, "single", r->single);
+    field(s, "mean", r->mean);
+    field(s, "pab", r->pab);
+    if (s->csv) fprintf(s->csv, ",%s", tb_study_outcome_name(outcome));
+    if (s->json) fprintf(s->json, ",\"outcome\":\"%s\"", tb_study_outcome_name(outcome));
+    row_end(s);
+}
+
+static void detection_rows(const tb_study_plan *p, const tb_study_values *v,
+                           const tb_study_figures *f, sink *s, bool text)
+{
+    (void)v;
+    const tb_study_detection_fig *d = &f->detection;
+    char g[256], w[256];
+    tb_study_plan_cell_label(p, d->better, g, sizeof g);
+    tb_study_plan_cell_label(p, d->worse, w, sizeof w);
+    if (s->csv) fputs("cell,n,k,gamma,resamples,median_a,median_b,single,mean,pab,outcome\n", s->csv);
+    if (text)
+        printf("detection rates (how often each method declares A better than B over %lld "
+               "comparisons of %d runs a side drawn with replacement from the recorded runs: "
+               "a single run, the mean of %d, P(A>B) significant at 0.05 with P >= %g; the "
+               "true difference is the medians' of all runs, %.4g against %.4g):\n",
+               (long long)d->difference.resamples, p->detection_n, p->detection_k,
+               p->detection_gamma, d->median_better, d->median_worse);
+    detection_row(s, "control", g, g, d->median_better, d->median_better, &d->control_better,
+                  p, d->outcome, text);
+    detection_row(s, "control", w, w, d->median_worse, d->median_worse, &d->control_worse, p,
+                  d->outcome, text);
+    detection_row(s, "difference", g, w, d->median_better, d->median_worse, &d->difference, p,
+                  d->outcome, text);
+    if (text && d->outcome != TB_STUDY_NOT_JUDGED)
+        printf("    P(A>B): false positives %.3f and %.3f (at most %g expected), false negatives "
+               "%.3f (at most %g): %s\n", d->control_better.pab, d->control_worse.pab,
+               p->detection_max_fp, 1 - d->difference.pab, p->detection_max_fn,
+               tb_study_outcome_name(d->outcome));
+}
+
 typedef void (*rows_fn)(const tb_study_plan *, const tb_study_values *,
                         const tb_study_figures *, sink *, bool);
 
@@ -377,14 +432,15 @@ static void each_figure(const tb_study_plan *p, rows_fn *fns, const char **names
     if (p->fig_utility) names[n] = "utility", fns[n++] = utility_rows;
     if (p->fig_regret) names[n] = "regret", fns[n++] = regret_rows;
     if (p->fig_echoing) names[n] = "echoing", fns[n++] = echo_rows;
+    if (p->fig_detection) names[n] = "detection", fns[n++] = detection_rows;
     names[n] = NULL;
 }
 
 void tb_cli_study_print_figures(const tb_study_plan *p, const tb_study_values *v,
                                 const tb_study_figures *f)
 {
-    rows_fn fns[8];
-    const char *names[8];
+    rows_fn fns[9];
+    const char *names[9];
     each_figure(p, fns, names);
     for (int i = 0; names[i]; i++) {
         sink s = {0};
@@ -395,8 +451,8 @@ void tb_cli_study_print_figures(const tb_study_plan *p, const tb_study_values *v
 void tb_cli_study_json_figures(const tb_study_plan *p, const tb_study_values *v,
                                const tb_study_figures *f)
 {
-    rows_fn fns[8];
-    const char *names[8];
+    rows_fn fns[9];
+    const char *names[9];
     each_figure(p, fns, names);
     fputs(",\"figures\":{", stdout);
     for (int i = 0; names[i]; i++) {
@@ -411,8 +467,8 @@ void tb_cli_study_json_figures(const tb_study_plan *p, const tb_study_values *v,
 bool tb_cli_study_write_figures(const tb_study_plan *p, const tb_study_values *v,
                                 const tb_study_figures *f, const char *dir)
 {
-    rows_fn fns[8];
-    const char *names[8];
+    rows_fn fns[9];
+    const char *names[9];
     each_figure(p, fns, names);
     for (int i = 0; names[i]; i++) {
         char csv[4096], json[4096];

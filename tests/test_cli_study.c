@@ -181,6 +181,41 @@ static void test_estimators(const char *dir)
     unlink(file);
 }
 
+/* two learning rates, 3 runs of 4 steps each: the detection figure as text and as data */
+static const char detection_study[] =
+    "{\"name\": \"det\", \"claim\": \"c\", \"source\": \"a test\",\n"
+    " \"settings\": {\"workload\": \"fmnist_mlp_narrow\", \"algorithm\": \"adam\", \"steps\": 4,\n"
+    "              \"batch_size\": 32, \"eval_examples\": 200},\n"
+    " \"axes\": {\"learning_rate\": [0.002, 0.0005]}, \"seeds\": 3,\n"
+    " \"metric\": \"validation_loss\",\n"
+    " \"figures\": [{\"type\": \"detection\", \"n\": 6, \"k\": 2, \"resamples\": 50}]}\n";
+
+static void test_detection(const char *dir)
+{
+    char file[300], db[300], args[1200], csv[320], text[4096];
+    snprintf(file, sizeof file, "%s/det.json", dir);
+    snprintf(db, sizeof db, "%s/det.db", dir);
+    tb_test_write_text(file, detection_study);
+    snprintf(args, sizeof args, "study %s --db %s -t 2 --out %s", file, db, dir);
+    CHECK(run(args) == 0 && has("6 trained now and 0 from the store") &&
+          has("detection rates (how often each method declares A better than B over 50 "
+              "comparisons of 6 runs a side") &&
+          has("  control learning_rate=0.002 vs learning_rate=0.002") &&
+          has("(1 - false negatives)"));
+    snprintf(csv, sizeof csv, "%s/det.detection.csv", dir);
+    CHECK(read_text(csv, text, sizeof text) && strstr(text, ",single,mean,pab,outcome\n") &&
+          strstr(text, "\"control learning_rate=0.0005 vs learning_rate=0.0005\",6,2,0.75,50,") &&
+          strstr(text, ",not judged\n"));
+    unlink(csv);
+    snprintf(csv, sizeof csv, "%s/det.detection.json", dir);
+    unlink(csv);
+    snprintf(args, sizeof args, "study %s --db %s -t 2 --json", file, db);
+    CHECK(run(args) == 0 &&
+          has("\"detection\":[{\"cell\":\"control learning_rate="));
+    tb_test_remove_store(db);
+    unlink(file);
+}
+
 /* a slow upstream against batch echoing: the echoing figure as text and as data */
 static const char echo_study[] =
     "{\"name\": \"echo\", \"claim\": \"c\", \"source\": \"a test\",\n"
@@ -280,6 +315,7 @@ int main(void)
     test_tuned(dir);
     test_echoing(dir);
     test_estimators(dir);
+    test_detection(dir);
     tb_test_remove_store(db);
     unlink(file);
     unlink(bad);

@@ -167,6 +167,14 @@ typedef struct tb_study_plan {
     bool fig_echoing;               /* "echoing": echo cells against no echoing per upstream
                                        slowdown (echo_figure.c) */
     bool fig_echoing_judged;        /* "expect": "choi2019": its rows are checks */
+    bool fig_detection;             /* detection rates of three comparison methods over the
+                                       two cells (detection.c) */
+    int detection_n, detection_k;   /* runs a side of P(A>B) and of the mean (k <= n) */
+    int detection_resamples;        /* simulated comparisons per row */
+    double detection_gamma;         /* P(A>B) test's gamma, in (0.5, 1) */
+    double detection_max_fp, detection_max_fn; /* "max_false_positive", "max_false_negative":
+                                       the P(A>B) test's rates judged against them (both
+                                       given); NaN: not judged */
     int n_fig_sources;              /* the variance figure's sources, each varied alone */
     tb_stream fig_sources[TB_STREAM_COUNT];
     int n_spaces;
@@ -415,6 +423,37 @@ typedef struct tb_study_echo_row {
                                     slower or no meaningfully different; else inconclusive */
 } tb_study_echo_row;
 
+/* The detection rates (fig_detection; Bouthillier et al. 2021): how often each method
+ * declares "A better than B" over `resamples` simulated comparisons, each of n runs a side
+ * drawn with replacement from recorded runs: single (A's first run better than B's), mean
+ * (the mean of A's first k better) and pab (tb_pab_paired at alpha 0.05 on the n pairs: A
+ * better, significant with P >= gamma). */
+typedef struct tb_study_detection_rates {
+    int64_t resamples;
+    double single, mean, pab;    /* fractions of the resamples declaring A better */
+} tb_study_detection_rates;
+
+typedef struct tb_study_detection_fig {
+    int better, worse;           /* the cells, ordered by the median of all their runs */
+    double median_better, median_worse; /* the true difference is taken as theirs */
+    int64_t n_better, n_worse;   /* finite runs of each */
+    tb_study_detection_rates control_better, control_worse; /* A and B both drawn from one
+                                    cell: no true difference, each rate a false positive */
+    tb_study_detection_rates difference; /* A from better, B from worse: 1 - rate is the
+                                    false-negative rate */
+    tb_study_outcome outcome;    /* judged (max_fp, max_fn given): reproduced when the P(A>B)
+                                    test's false positives on each control are at most max_fp
+                                    and its false negatives at most max_fn */
+} tb_study_detection_fig;
+
+/* The rates for A drawn from a[0..na) and B from b[0..nb) (finite values, na, nb >= 1; lower
+ * better unless higher), seeded by seed: deterministic. TB_ERR_INVALID for a bad argument
+ * (named); TB_ERR_NOMEM. */
+tb_status tb_study_detection_rates_of(const double *a, int64_t na, const double *b, int64_t nb,
+                                      int n, int k, double gamma, int resamples, bool higher,
+                                      uint64_t seed, tb_study_detection_rates *out,
+                                      tb_error *err);
+
 typedef struct tb_study_figures {
     tb_study_variance_cell *variance; /* per cell (fig_variance), owned */
     tb_study_rank_cell *rank;         /* per cell (fig_rank), owned */
@@ -429,6 +468,7 @@ typedef struct tb_study_figures {
     int n_echo_rows;
     tb_study_echo_row *echo_rows;     /* fig_echoing: per group, slowdowns in the axis' order,
                                          owned */
+    tb_study_detection_fig detection; /* fig_detection */
 } tb_study_figures;
 
 /* The largest slowdown of group `group`'s rows that echoing compensates (some echo cell's

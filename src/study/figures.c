@@ -213,6 +213,11 @@ tb_study_outcome tb_study_outcome_of(const tb_study_figure *figure,
         n += o != TB_STUDY_NOT_JUDGED;
         yes += o == TB_STUDY_REPRODUCED;
     }
+    if (figures && figures->detection.outcome != TB_STUDY_NOT_JUDGED) {
+        any[figures->detection.outcome] = true;
+        n++;
+        yes += figures->detection.outcome == TB_STUDY_REPRODUCED;
+    }
     if (judged) *judged = n;
     if (reproduced) *reproduced = yes;
     return any[TB_STUDY_NOT_REPRODUCED] ? TB_STUDY_NOT_REPRODUCED
@@ -254,6 +259,8 @@ tb_status tb_study_figures_compute(const tb_study_plan *plan, const tb_study_val
         st = tb_study_utility_compute(plan, v, &out->utility, err);
     if (st == TB_OK && plan->fig_regret) st = tb_study_regret_compute(plan, v, &out->regret, err);
     if (st == TB_OK && plan->fig_echoing) st = tb_study_echo_figure(plan, v, out, err);
+    if (st == TB_OK && plan->fig_detection)
+        st = tb_study_detection_compute(plan, v, &out->detection, err);
     free(scratch);
     if (st != TB_OK) tb_study_figures_free(out);
     return st;

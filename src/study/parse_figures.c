@@ -295,10 +295,11 @@ tb_status tb_sp_parse_figures(tb_sp_ctx *c, const cJSON *o)
                      : strcmp(type, "utility") == 0    ? &p->fig_utility
                      : strcmp(type, "regret") == 0     ? &p->fig_regret
                      : strcmp(type, "echoing") == 0    ? &p->fig_echoing
+                     : strcmp(type, "detection") == 0  ? &p->fig_detection
                                                    : NULL;
         if (!seen)
             return tb_sp_bad(c, key, "unknown figure '%s' (expected variance, rank, curve, "
-                             "estimators, utility, regret or echoing)", type);
+                             "estimators, utility, regret, echoing or detection)", type);
         if (*seen) return tb_sp_bad(c, key, "'%s' is listed twice", type);
         tb_status st = TB_OK;
         if (strcmp(type, "variance") == 0) {
@@ -316,6 +317,8 @@ tb_status tb_sp_parse_figures(tb_sp_ctx *c, const cJSON *o)
             st = parse_utility(c, it, key);
         } else if (strcmp(type, "estimators") == 0 && cJSON_IsObject(it)) {
             st = parse_estimators(c, it, key);
+        } else if (strcmp(type, "detection") == 0) {
+            st = tb_sp_parse_detection(c, cJSON_IsObject(it) ? it : NULL, key);
         } else if (strcmp(type, "echoing") == 0 && cJSON_IsObject(it)) {
             st = parse_echoing(c, it, key);
         } else if (cJSON_IsObject(it)) {

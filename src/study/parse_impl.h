@@ -40,6 +40,8 @@ tb_status tb_sp_check_tunes(tb_sp_ctx *c);
 /* "figures": the list of figures beyond the table, each checked against the metric and the
  * plan (parse_figures.c). */
 tb_status tb_sp_parse_figures(tb_sp_ctx *c, const cJSON *o);
+/* {"type": "detection", "n": N, "k": K, "gamma": g, "resamples": R} (parse_detection.c). */
+tb_status tb_sp_parse_detection(tb_sp_ctx *c, const cJSON *o, const char *key);
 
 /* The settings "target" and "eval_every_steps", and a value of the axes "upstream_slowdown"
  * and "echo" (parse_echo.c). */

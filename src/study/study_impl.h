@@ -113,4 +113,9 @@ void tb_study_regret_free(tb_study_regret_fig *r);
 tb_status tb_study_utility_compute(const tb_study_plan *plan, const tb_study_values *v,
                                    tb_study_utility_fig *u, tb_error *err);
 
+/* The detection figure over the plan's two cells into out (figures.c calls it when the plan
+ * asks); TB_ERR_NUMERIC when a cell has fewer than 2 finished runs. */
+tb_status tb_study_detection_compute(const tb_study_plan *plan, const tb_study_values *v,
+                                     tb_study_detection_fig *out, tb_error *err);
+
 #endif
