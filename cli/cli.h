@@ -127,6 +127,8 @@ int tb_cli_run_option(int c, tb_run_config *const *cfgs, int n);
 /* After the options: every config's cache directory given or the default; false, with the
  * message printed, when there is neither. */
 bool tb_cli_run_finish(const char *cmd, tb_run_config *const *cfgs, int n);
+/* Whether an algorithm name is a submission file (a Python file or a shared library). */
+bool tb_cli_submission_file(const char *name);
 
 /* The end of a command run with --dist (d from tb_dist_init): prints err's failure (rank 0;
  * another rank only a failure that may be its own, prefixed with its rank), then finalises

@@ -17,6 +17,11 @@ static const char train_usage[] =
     "options:\n"
     "  -w, --workload ID         workload (default fmnist_mlp; see `trainbench workloads`)\n"
     "  -a, --algorithm NAME      training algorithm (default adamw; see `trainbench algorithms`)\n"
+    "                            or a submission file: a .py defining AlgoPerf's functions,\n"
+    "                            or a .so (docs/SUBMISSIONS.md), run in this process as a\n"
+    "                            benchmark trial runs it, with the --hp values; it schedules\n"
+    "                            its own learning rate (--schedule and --warmup do not\n"
+    "                            apply); not with --dist, --cuda-graph or --sharpness-every\n"
     "  -p, --hp NAME=VALUE       set a hyperparameter of the algorithm (repeatable),\n"
     "                            e.g. --hp learning_rate=3e-4 --hp weight_decay=0\n"
     "      --lr VALUE            shorthand for --hp learning_rate=VALUE\n"
@@ -375,6 +380,29 @@ static tb_status state_slow_upstream(tb_run_config *cfg, double slowdown, int64_
     return st;
 }
 
+/* tb_train; when the algorithm names a submission file, with its functions as the update
+ * (tb_submission_hook: the file's functions, as a benchmark trial runs them). */
+static tb_status train_run(tb_run_config *cfg, const tb_train_observers *obs,
+                           tb_train_result *res, tb_error *err)
+{
+    if (!tb_cli_submission_file(cfg->model.algorithm)) return tb_train(cfg, obs, res, err);
+    memset(res, 0, sizeof *res);
+    res->validation.loss = res->test.loss = NAN;
+    tb_submission_ref *ref = NULL;
+    tb_submission_hook *hook = NULL;
+    tb_status st = tb_submission_load(cfg->model.algorithm, NULL, &ref, err);
+    if (st == TB_OK)
+        st = tb_submission_hook_open(ref, cfg->model.workload, &cfg->model.hparams, &hook, err);
+    if (st == TB_OK) {
+        cfg->update = tb_submission_hook_update(hook);
+        st = tb_submission_hook_explain(hook, tb_train(cfg, obs, res, err), err);
+        cfg->update = (tb_run_update){0};
+    }
+    tb_submission_hook_close(hook);
+    tb_submission_unload(ref);
+    return st;
+}
+
 int tb_cli_train(int argc, char **argv)
 {
     tb_run_config cfg = tb_run_config_default();
@@ -613,6 +641,10 @@ int tb_cli_train(int argc, char **argv)
     tb_run_config_seed_all(&cfg, seed);
     for (int s = 0; s < TB_STREAM_COUNT; s++)
         if (seed_set[s]) cfg.seeds[s] = seed_one[s];
+    if (use_dist && tb_cli_submission_file(cfg.model.algorithm)) {
+        tb_cli_error("--dist: a submission file (%s) trains in one process", cfg.model.algorithm);
+        return TB_EXIT_USAGE;
+    }
     /* --dist: this rank of the MPI job (a world of 1 without a launcher); only rank 0 prints */
     if (!use_dist) tb_cli_dist_warn_undistributed("train");
     if (use_dist && tb_dist_init(&cfg.dist, &err) != TB_OK) {
@@ -643,7 +675,7 @@ int tb_cli_train(int argc, char **argv)
         fprintf(stderr, "training %s with %s%s\n", cfg.model.workload, cfg.model.algorithm,
                 ps.tty ? "" : " (progress is shown on a terminal only)");
     tb_train_result res;
-    tb_status st = tb_train(&cfg, &obs, &res, &err);
+    tb_status st = train_run(&cfg, &obs, &res, &err);
     /* a run ended early (time, target, error) leaves its progress line: clear it */
     if (!quiet && ps.tty) fputs("\r\033[K", stderr);
     if (json) {

@@ -154,8 +154,7 @@ int tb_cli_run_option(int c, tb_run_config *const *cfgs, int n)
     return 0;
 }
 
-/* Whether an algorithm name is a submission file (a Python file or a shared library). */
-static bool submission_file(const char *name)
+bool tb_cli_submission_file(const char *name)
 {
     size_t len = name ? strlen(name) : 0;
     return len && (strchr(name, '/') || (len > 3 && (strcmp(name + len - 3, ".py") == 0 ||
@@ -166,10 +165,12 @@ bool tb_cli_run_finish(const char *cmd, tb_run_config *const *cfgs, int n)
 {
     for (int i = 0; i < n; i++) {
         const char *alg = cfgs[i]->model.algorithm;
-        if (submission_file(alg)) {
+        /* train runs one (tb_submission_hook); the others, the registry's optimizers */
+        if (tb_cli_submission_file(alg) && strcmp(cmd, "train") != 0) {
             tb_cli_error("%s: '%s' is a submission file; %s runs the optimizers of the "
                          "registry (`trainbench algorithms`): run a submission with "
-                         "`trainbench bench -s %s`", cmd, alg, cmd, alg);
+                         "`trainbench train -a %s` or `trainbench bench -s %s`", cmd, alg,
+                         cmd, alg, alg);
             return false;
         }
         cfgs[i]->data.source.cache_dir = tb_cli_cache_dir(cmd, cfgs[i]->data.source.cache_dir);

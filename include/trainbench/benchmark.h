@@ -16,6 +16,7 @@
 #include "trainbench/backend.h"
 #include "trainbench/dist.h"
 #include "trainbench/machine.h"
+#include "trainbench/run.h"
 #include "trainbench/status.h"
 #include "trainbench/store.h"
 #include "trainbench/submission.h"
@@ -42,6 +43,23 @@ typedef struct tb_bench_workload {
 
 /* Fills *out with the settings of workload id; false if there is no such workload. */
 bool tb_bench_workload_find(const char *id, tb_bench_workload *out);
+
+/* A submission (a Python file or a library, tb_submission_load) as the update hook of one run
+ * of the run core (`trainbench train -a FILE`): get_batch_size when the workload exists,
+ * init_optimizer_state before the first step, data_selection and update_params every step,
+ * prepare_for_eval before every evaluation, all with hyperparameters hp (copied) and the
+ * workload's step hint, through the API table a benchmark trial hands them. A Python file
+ * runs in this process's interpreter (pysub.h): a crash in it ends the process. Errors of the
+ * submission's functions are prefixed with its spec and the function (and step). */
+typedef struct tb_submission_hook tb_submission_hook;
+tb_status tb_submission_hook_open(const tb_submission_ref *ref, const char *workload,
+                                  const tb_hparams *hp, tb_submission_hook **out, tb_error *err);
+/* The hook for tb_run_config.update (valid until close). */
+tb_run_update tb_submission_hook_update(tb_submission_hook *h);
+/* A run that failed with st: when get_batch_size raised (the run core saw no batch size),
+ * err becomes the Python error, named, and the status TB_ERR_CRASHED; else st unchanged. */
+tb_status tb_submission_hook_explain(const tb_submission_hook *h, tb_status st, tb_error *err);
+void tb_submission_hook_close(tb_submission_hook *h);
 int tb_bench_workload_count(void);
 bool tb_bench_workload_at(int i, tb_bench_workload *out);
 

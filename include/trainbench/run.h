@@ -128,6 +128,9 @@ typedef struct tb_run_update {
      * report->loss gets the step's training loss */
     tb_status (*update)(void *user, tb_run *run, const tb_batch *batch, int64_t step,
                         tb_step_report *report, tb_error *err);
+    /* optional: tb_train calls it before each evaluation (AlgoPerf's prepare_for_eval); a
+     * benchmark trial calls its submission's itself, timed, and leaves this NULL */
+    tb_status (*prepare_eval)(void *user, tb_run *run, tb_error *err);
     void *user;
 } tb_run_update;
 

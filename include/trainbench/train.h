@@ -101,7 +101,10 @@ typedef struct tb_train_result {
  * then (the diverging step is not counted in steps or final_train_loss). observers may be
  * NULL. Data-parallel (config->dist): every rank calls it; rank 0 alone evaluates and decides
  * when to stop, every rank stops with it, the others' result has no evaluations; the weights
- * are checked to be bit-identical on every rank at the end (TB_ERR_INTERNAL if not). */
+ * are checked to be bit-identical on every rank at the end (TB_ERR_INTERNAL if not). With an
+ * update hook (config->update, e.g. a submission's: tb_submission_hook) the hook's steps are
+ * the update, its prepare_eval runs before each evaluation, a step that ends training
+ * (training_done) ends the run, and result->hparams are the given ones. */
 tb_status tb_train(const tb_run_config *config, const tb_train_observers *observers,
                    tb_train_result *result, tb_error *err);
 

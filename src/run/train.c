@@ -1,6 +1,7 @@
 /* train.c: `trainbench train`'s driver of the run core (see trainbench/train.h): the run's
  * steps, its evaluations by the scheduler, the target, the sharpness probe and progress as
- * observers, the final evaluations. */
+ * observers, the final evaluations. The update is the run's optimizer's, or an update hook's
+ * (a submission's, tb_submission_hook: `train -a FILE`). */
 #include "trainbench/train.h"
 
 #include "core/clock.h"
@@ -30,15 +31,29 @@ static tb_status begin(const tb_run_config *c, tb_train_result *res, tb_error *e
     res->best_validation_metric = res->time_to_target_s = res->final_train_loss = NAN;
     tb_status st = tb_run_config_check(c, err);
     if (st != TB_OK) return st;
-    if (c->update.update)
-        return tb_fail(err, TB_ERR_INVALID, "train: a run with an update hook is a trial's");
     const tb_run_length *l = &c->length;
     if (l->max_steps == 0 && l->epochs == 0 && l->max_time_s == 0)
         return tb_fail(err, TB_ERR_INVALID,
                        "the run has no steps (epochs %g, max steps %lld, no time limit)",
                        l->epochs, (long long)l->max_steps);
+    if (c->update.update) { /* a submission: its hyperparameters are the ones given */
+        res->hparams = c->model.hparams;
+        return TB_OK;
+    }
     return tb_hparams_resolve(c->model.algorithm, &c->model.hparams, &res->hparams,
                               &res->default_hparams, err);
+}
+
+/* An evaluation of `split`: an update hook's preparation first (a submission's
+ * prepare_for_eval), untimed as the evaluation is. */
+static tb_status evaluate(trainer *t, tb_split split, tb_eval_metrics *m, tb_error *err)
+{
+    const tb_run_update *u = &t->cfg->update;
+    if (u->prepare_eval) {
+        tb_status st = u->prepare_eval(u->user, t->run, err);
+        if (st != TB_OK) return st;
+    }
+    return tb_run_evaluate(t->run, split, t->cfg->eval.examples, m, err);
 }
 
 static tb_status setup(trainer *t, tb_error *err)
@@ -149,14 +164,14 @@ static tb_status after_step(trainer *t, const tb_run_step_info *s, bool last, bo
     tb_eval_metrics val;
     tb_status st = TB_OK;
     if (eval_now && root) {
-        st = tb_run_evaluate(t->run, TB_SPLIT_VALIDATION, c->eval.examples, &val, err);
+        st = evaluate(t, TB_SPLIT_VALIDATION, &val, err);
         if (st == TB_OK) st = note_validation(t, &val, timed, err);
         tb_eval_sched_done(&t->sched, timed);
     }
     if (st == TB_OK && t->probe && s->step % c->diag.sharpness_every == 0)
         st = measure_sharpness(t, s->step, err);
     if (st == TB_OK) report(t, s, eval_now ? &val : NULL);
-    *stop = out_of_time || (c->eval.stop_at_target && t->res->reached_target);
+    *stop = out_of_time || s->done || (c->eval.stop_at_target && t->res->reached_target);
     return st;
 }
 
@@ -205,14 +220,14 @@ static tb_status finish(trainer *t, tb_error *err)
         st = tb_dist_check_identical(c->dist, tb_params_values(params), tb_params_numel(params),
                                      "the weights after training", err);
     if (st == TB_OK && root)
-        st = tb_run_evaluate(t->run, TB_SPLIT_VALIDATION, c->eval.examples, &res->validation, err);
+        st = evaluate(t, TB_SPLIT_VALIDATION, &res->validation, err);
     if (st == TB_OK && root)
         st = tb_run_check_loss(t->run, "the validation loss", res->validation.loss, res->steps,
                                true, err);
     if (st == TB_OK && root)
         st = note_validation(t, &res->validation, tb_run_timed_s(t->run), err);
     if (st == TB_OK && root)
-        st = tb_run_evaluate(t->run, TB_SPLIT_TEST, c->eval.examples, &res->test, err);
+        st = evaluate(t, TB_SPLIT_TEST, &res->test, err);
     return dist ? tb_dist_agree(c->dist, st, NULL, err) : st;
 }
 
