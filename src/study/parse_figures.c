@@ -77,8 +77,9 @@ static tb_status check_estimators(tb_sp_ctx *c, const char *key)
     return TB_OK;
 }
 
-/* {"type": "estimators", "expect": "close" | "none"}: whether each row is a check. */
-static tb_status parse_estimators(tb_sp_ctx *c, const cJSON *o, const char *key)
+/* {"type": ..., "expect": judged_word | "none"}: *judged when the figure's rows are checks. */
+static tb_status parse_expect(tb_sp_ctx *c, const cJSON *o, const char *key,
+                              const char *judged_word, bool *judged)
 {
     static const char *const keys[] = {"type", "expect"};
     tb_status st = tb_sp_only_keys(c, o, key, keys, 2);
@@ -86,9 +87,9 @@ static tb_status parse_estimators(tb_sp_ctx *c, const cJSON *o, const char *key)
     snprintf(k2, sizeof k2, "%s.expect", key);
     if (st == TB_OK) st = tb_sp_text(c, o, "expect", k2, false, expect, sizeof expect);
     if (st != TB_OK) return st;
-    if (strcmp(expect, "close") != 0 && strcmp(expect, "none") != 0)
-        return tb_sp_bad(c, k2, "'%s' is not close or none", expect);
-    c->plan->fig_estimators_judged = strcmp(expect, "close") == 0;
+    if (strcmp(expect, judged_word) != 0 && strcmp(expect, "none") != 0)
+        return tb_sp_bad(c, k2, "'%s' is not %s or none", expect, judged_word);
+    *judged = strcmp(expect, judged_word) == 0;
     return TB_OK;
 }
 
@@ -234,21 +235,6 @@ static tb_status parse_regret(tb_sp_ctx *c, const cJSON *o, const char *key)
     return check_regret(c, key);
 }
 
-/* {"type": "echoing", "expect": "helps_when_slow" | "none"}: whether its rows are checks. */
-static tb_status parse_echoing(tb_sp_ctx *c, const cJSON *o, const char *key)
-{
-    static const char *const keys[] = {"type", "expect"};
-    tb_status st = tb_sp_only_keys(c, o, key, keys, 2);
-    char k2[96], expect[32] = "none";
-    snprintf(k2, sizeof k2, "%s.expect", key);
-    if (st == TB_OK) st = tb_sp_text(c, o, "expect", k2, false, expect, sizeof expect);
-    if (st != TB_OK) return st;
-    if (strcmp(expect, "helps_when_slow") != 0 && strcmp(expect, "none") != 0)
-        return tb_sp_bad(c, k2, "'%s' is not helps_when_slow or none", expect);
-    c->plan->fig_echoing_judged = strcmp(expect, "helps_when_slow") == 0;
-    return TB_OK;
-}
-
 /* The echoing figure sets echo cells against "none" at each upstream slowdown, in time to
  * target (the study's metric) and fresh examples to it. */
 static tb_status check_echoing(tb_sp_ctx *c, const char *key)
@@ -316,11 +302,11 @@ tb_status tb_sp_parse_figures(tb_sp_ctx *c, const cJSON *o)
                                  "\"utility\", \"budgets\": [1, 2, 4, 8]}");
             st = parse_utility(c, it, key);
         } else if (strcmp(type, "estimators") == 0 && cJSON_IsObject(it)) {
-            st = parse_estimators(c, it, key);
+            st = parse_expect(c, it, key, "close", &p->fig_estimators_judged);
         } else if (strcmp(type, "detection") == 0) {
             st = tb_sp_parse_detection(c, cJSON_IsObject(it) ? it : NULL, key);
         } else if (strcmp(type, "echoing") == 0 && cJSON_IsObject(it)) {
-            st = parse_echoing(c, it, key);
+            st = parse_expect(c, it, key, "helps_when_slow", &p->fig_echoing_judged);
         } else if (cJSON_IsObject(it)) {
             static const char *const keys[] = {"type"};
             st = tb_sp_only_keys(c, it, key, keys, 1);
