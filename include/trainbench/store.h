@@ -176,6 +176,24 @@ tb_status tb_store_trial_get(tb_store *store, int64_t id, tb_trial_record *out, 
 tb_status tb_store_evals(tb_store *store, int64_t trial_id, tb_eval_record **out, int *n,
                          tb_error *err);
 
+/* What merging a benchmark of one store into another did (tb_store_merge_benchmark). */
+typedef struct tb_store_merge_counts {
+    int copied;  /* finished trials the target lacked (or had unfinished): copied, evals too */
+    int already; /* finished trials the target holds already as the same run */
+    int planned; /* unfinished trials the target lacked: copied as planned */
+    int kept;    /* unfinished trials the target has (planned, or finished there) */
+} tb_store_merge_counts;
+
+/* Merges benchmark `name` of src into dst, in one transaction of dst: its spec (or checks that
+ * dst's is the same: TB_ERR_INVALID naming the difference), every finished trial with its
+ * evals (replacing an unfinished one of the same key in dst), the unfinished trials dst lacks
+ * as planned, and the GP priors dst lacks. TB_ERR_INVALID, with nothing written, when a trial
+ * is finished in both as different runs (the stores overlap) or when every finished trial of
+ * src is in dst already (merged before); a trial is the same run when its attempts, start,
+ * end, code version and machine facts agree. */
+tb_status tb_store_merge_benchmark(tb_store *dst, tb_store *src, const char *name,
+                                   tb_store_merge_counts *out, tb_error *err);
+
 /* ---- reads of the side tables (hardware runs, study runs) for reports and exports ----------
  * A store without the table (never given a hardware run or a study, or written by an older
  * build) has none: n = 0, not an error. Nothing is created or written. */
