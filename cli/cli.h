@@ -32,6 +32,7 @@ int tb_cli_bench_jobs(long jobs, const char *cpus, tb_bench_spec *spec);
 int tb_cli_bench_ranks(const char *db, tb_bench_spec *spec, long jobs, const char *cpus,
                        tb_bench_progress_fn progress, bool json);
 int tb_cli_score(int argc, char **argv);
+int tb_cli_merge(int argc, char **argv);
 int tb_cli_export(int argc, char **argv);
 int tb_cli_report(int argc, char **argv);
 int tb_cli_utility(int argc, char **argv);

@@ -77,6 +77,10 @@ static const char bench_usage[] =
     "                            scored times should come from --jobs 1 or --cpus\n"
     "      --cpus LIST           pin the trials to these CPUs (\"0-3,6\"), each job to an\n"
     "                            equal share of them (recorded with each trial)\n"
+    "      --shard I/N           run shard I (from 0) of N only: the whole benchmark is\n"
+    "                            planned, this run's share of its trials run (a job\n"
+    "                            array's task, each into a store of its own); join the\n"
+    "                            stores with `trainbench merge`\n"
     "      --worker-timeout S    under mpirun: a rank holding a trial that sends nothing\n"
     "                            for S seconds is lost and its trial re-queued, once\n"
     "                            (default 120)\n"
@@ -124,6 +128,7 @@ enum {
     OPT_TIMEOUT, OPT_HANG, OPT_SETUP, OPT_EVAL_STEPS, OPT_CALIBRATION_S, OPT_CALIBRATE_EVERY,
     OPT_SPACES, OPT_JSON, OPT_SAMPLER, OPT_GP_INITIAL, OPT_PRIOR,
     OPT_PRIOR_WORKLOAD, OPT_SPACE, OPT_JOBS, OPT_CPUS, OPT_WORKER_TIMEOUT,
+    OPT_SHARD,
 };
 
 static void show_trial(void *user, const tb_bench_event *e)
@@ -223,6 +228,7 @@ int tb_cli_bench(int argc, char **argv)
         {"jobs", required_argument, 0, OPT_JOBS},
         {"cpus", required_argument, 0, OPT_CPUS},
         {"worker-timeout", required_argument, 0, OPT_WORKER_TIMEOUT},
+        {"shard", required_argument, 0, OPT_SHARD},
         {"device", required_argument, 0, TB_OPT_DEVICE},
         {"timeout", required_argument, 0, OPT_TIMEOUT},
         {"hang-timeout", required_argument, 0, OPT_HANG},
@@ -314,6 +320,10 @@ int tb_cli_bench(int argc, char **argv)
                                     TB_BENCH_CPUS_MAX), TB_EXIT_USAGE;
             break;
         case OPT_CPUS: cpus = optarg; break;
+        case OPT_SHARD:
+            if (tb_bench_shard_parse(optarg, &spec.shard, &spec.shards, &err) != TB_OK)
+                return tb_cli_error("--shard: %s", err.message), TB_EXIT_USAGE;
+            break;
         case OPT_WORKER_TIMEOUT:
             if (!tb_cli_parse_double("--worker-timeout", optarg, &worker_timeout))
                 return TB_EXIT_USAGE;

@@ -23,6 +23,7 @@ static const char usage[] =
     "  algorithms   list the training algorithms and their hyperparameters\n"
     "  bench        plan and run a time-to-result benchmark (resumes when run again)\n"
     "  score        score the benchmarks in a results store\n"
+    "  merge        merge the stores of a benchmark's shards (bench --shard) into one\n"
     "  export       export a results store as CSV or JSON lines\n"
     "  report       one HTML report of a results store, with charts (docs/REPORT.md)\n"
     "  utility      score candidate search spaces against a store's trials, by budget\n"
@@ -59,6 +60,7 @@ static int run_command(int argc, char **argv)
     if (strcmp(cmd, "algorithms") == 0) return tb_cli_algorithms(argc - 1, argv + 1);
     if (strcmp(cmd, "bench") == 0) return tb_cli_bench(argc - 1, argv + 1);
     if (strcmp(cmd, "score") == 0) return tb_cli_score(argc - 1, argv + 1);
+    if (strcmp(cmd, "merge") == 0) return tb_cli_merge(argc - 1, argv + 1);
     if (strcmp(cmd, "export") == 0) return tb_cli_export(argc - 1, argv + 1);
     if (strcmp(cmd, "report") == 0) return tb_cli_report(argc - 1, argv + 1);
     if (strcmp(cmd, "utility") == 0) return tb_cli_utility(argc - 1, argv + 1);

@@ -257,7 +257,27 @@ typedef struct tb_bench_spec {
     /* under MPI (tb_bench_run_ranks): a worker holding a trial that sends nothing for this
        long is lost and its trial re-queued (once); 0: 120 s. Not part of the spec */
     double worker_timeout_s;
+    /* a share of the benchmark (bench --shard I/N), for independent runs (a job array): with
+       shards > 1 the run plans the whole benchmark and runs only share `shard` (0-based) of
+       its trials (tb_bench_shard_parse says which). Not part of the spec: every shard's store
+       holds the same plan, and tb_bench_merge joins them */
+    int shard, shards;
 } tb_bench_spec;
+
+/* Parses a shard "I/N" (0 <= I < N <= TB_BENCH_SHARDS_MAX, decimal). A shard's share: the
+ * trials in the run's interleaved order are numbered in units (a trial; under the gp sampler a
+ * whole study, whose trials depend on each other) and unit u is shard u mod N's. */
+#define TB_BENCH_SHARDS_MAX 100000
+tb_status tb_bench_shard_parse(const char *text, int *shard, int *shards, tb_error *err);
+
+/* Merges benchmark `name` (NULL: the only one src holds) of the store at src_path, a shard's,
+ * into the store at dst_path (created if missing), holding dst's lock of the benchmark as a
+ * run does; see tb_store_merge_benchmark for what is copied and refused. *merged_name (cap
+ * bytes; may be NULL): the benchmark merged. TB_ERR_INVALID when src and dst are one file or
+ * src holds several benchmarks and none is named. */
+tb_status tb_bench_merge(const char *dst_path, const char *src_path, const char *name,
+                         char *merged_name, size_t cap, tb_store_merge_counts *counts,
+                         tb_error *err);
 
 /* ---- calibration windows: the reference step of a workload ------------------------------------
  * A window runs the reference step of a workload (TB_BENCH_REFERENCE_ALGORITHM at its default

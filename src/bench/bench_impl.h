@@ -106,4 +106,18 @@ tb_status tb_bench_execute(const tb_bench_plan *plan, tb_bench_progress_fn progr
 /* Whether every trial of t's study before t has finished (execute.c). */
 bool tb_bench_study_settled(const tb_trial_record *trials, int n, const tb_trial_record *t);
 
+/* ---- shards (shard.c, merge.c) ----
+ * The unit (unit[k], for position k of order) each planned trial belongs to: numbered in
+ * the order, a unit per trial, or per study under the gp sampler (its trials depend on each
+ * other); unit u is shard u mod shards'. */
+void tb_bench_shard_units(const tb_bench_spec *s, const tb_trial_record *trials, int n,
+                          const int *order, int *unit);
+/* With s->shards > 1: keeps in *trials (reallocated) only the shard's share, in the order,
+ * and makes order (n entries) the identity over them; appends a line saying so to note. */
+tb_status tb_bench_shard_take(const tb_bench_spec *s, tb_trial_record **trials, int *n,
+                              int *order, char *note, size_t note_cap, tb_error *err);
+/* Holds the lock of benchmark `name` of the store at store_path (*fd: close it to release):
+ * TB_ERR_IO naming the process that holds it (benchmark.c). */
+tb_status tb_bench_lock(const char *store_path, const char *name, int *fd, tb_error *err);
+
 #endif

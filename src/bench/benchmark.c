@@ -205,8 +205,7 @@ static tb_status plan_submission(tb_store *store, const tb_bench_spec *s,
  * the benchmark's name, for as long as it runs: the kernel releases it when the process ends,
  * however it ends, so a killed run never leaves a stale lock. Trial processes (fork) do not
  * inherit it and closing their copy of the descriptor does not release it. */
-static tb_status bench_lock(const char *store_path, const char *name, int *fd_out,
-                            tb_error *err)
+tb_status tb_bench_lock(const char *store_path, const char *name, int *fd_out, tb_error *err)
 {
     *fd_out = -1; /* store_path is a file's: tb_store_open refused anything else */
     /* the lock belongs to the file, not to the name it was given: through a symbolic link (or
@@ -304,6 +303,10 @@ static tb_status check_spec(const tb_bench_spec *s, tb_error *err)
             return tb_fail(err, TB_ERR_INVALID, "%d jobs need a CPU each at least; the list "
                            "'%s' has %d", s->trial.jobs, s->trial.cpus, n_cpus);
     }
+    if (s->shards < 0 || s->shards > TB_BENCH_SHARDS_MAX ||
+        (s->shards > 0 && (s->shard < 0 || s->shard >= s->shards)))
+        return tb_fail(err, TB_ERR_INVALID, "shard %d of %d: shards count from 0 and there are "
+                       "1 to %d of them", s->shard, s->shards, TB_BENCH_SHARDS_MAX);
     if (s->gp_initial < 0 || s->gp_initial > 1000)
         return tb_fail(err, TB_ERR_INVALID, "gp initial points must be in [0, 1000] (got %d)",
                        s->gp_initial);
@@ -384,6 +387,10 @@ static tb_status run_with(const char *store_path, const tb_bench_spec *s, tb_dis
     if (!store_path) return tb_fail(err, TB_ERR_INVALID, "bench_run: the store's path is NULL");
     tb_status st = check_spec(s, err);
     if (st != TB_OK) return st;
+    if (d && s->shards > 1)
+        return tb_fail(err, TB_ERR_INVALID, "a shard (%d/%d) is for one process of a job array: "
+                       "across the ranks of an MPI job rank 0 hands out every trial itself",
+                       s->shard, s->shards);
     /* the workloads */
     const char *all[64];
     const char *const *wls = s->workloads;
@@ -410,7 +417,7 @@ static tb_status run_with(const char *store_path, const tb_bench_spec *s, tb_dis
     tb_store *store = NULL;
     if (st == TB_OK) st = tb_store_open(store_path, &store, err);
     int lock_fd = -1; /* held until the run ends */
-    if (st == TB_OK) st = bench_lock(store_path, s->name, &lock_fd, err);
+    if (st == TB_OK) st = tb_bench_lock(store_path, s->name, &lock_fd, err);
     /* the plan, written before anything runs */
     char *spec = st == TB_OK ? spec_json(s, wls, n_wl, refs, n_refs) : NULL;
     bool in_tx = st == TB_OK && (st = tb_store_begin(store, err)) == TB_OK;
@@ -440,6 +447,10 @@ static tb_status run_with(const char *store_path, const tb_bench_spec *s, tb_dis
     for (int j = 0; names && j < n_refs; j++) names[j] = tb_submission_ref_name(refs[j]);
     if (st == TB_OK) st = tb_bench_interleave(trials, n, wls, n_wl, names, n_refs, order, err);
     free(names);
+    /* a shard runs its share alone (shard.c) */
+    if (st == TB_OK) st = tb_bench_shard_take(s, &trials, &n, order, sum.notes,
+                                              sizeof sum.notes, err);
+    sum.planned = n;
     tb_bench_plan plan = {.store_path = store_path, .spec = s, .trials = trials, .n = n,
                           .order = order, .refs = refs, .spaces = spaces, .n_refs = n_refs};
     if (st == TB_OK && d && (*handed = true))
