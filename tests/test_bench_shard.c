@@ -230,6 +230,11 @@ static void test_shards_and_merge(void)
                 &err, "holds 2 benchmarks (t, u)");
     CHECK_FAILS(tb_bench_merge(m, other, "v", name, sizeof name, &c, &err), TB_ERR_INVALID,
                 &err, "has no benchmark 'v'");
+    char long_name[80];
+    memset(long_name, 'x', 70);
+    long_name[70] = 0;
+    CHECK_FAILS(tb_bench_merge(m, other, long_name, name, sizeof name, &c, &err),
+                TB_ERR_INVALID, &err, "1 to 63 characters");
     /* a named benchmark new to the target merges beside the other */
     CHECK_OK(tb_bench_merge(m, other, "u", name, sizeof name, &c, &err), &err);
     CHECK(c.copied == 0 && c.planned == 0 && count(m, "trials") == trials_before);

@@ -14,6 +14,9 @@ static tb_status pick_name(tb_store *src, const char *src_path, const char *name
                            size_t cap, tb_error *err)
 {
     if (name) {
+        if (!name[0] || strlen(name) >= cap)
+            return tb_fail(err, TB_ERR_INVALID, "benchmark name '%s': a benchmark's name is 1 "
+                           "to %zu characters", name, cap - 1);
         snprintf(out, cap, "%s", name);
         return TB_OK;
     }
