@@ -273,6 +273,9 @@ static void test_refused(void)
     if (cores >= 2 && cores < 4)
         refused("--ranks-per-trial 2 --jobs 2", 2, "--ranks-per-trial 2 with --jobs 2: 4 ranks");
     refused("--ranks-per-trial 2 --device cuda", 3, "--ranks-per-trial 2 with --device cuda");
+    /* a library's own update_params (the build folder's example) */
+    refused("--ranks-per-trial 2 -s ./submission_example.so", 3,
+            "--ranks-per-trial 2 with submission ./submission_example.so: only the built-in");
     /* no mpirun on PATH (the binary is named by its full path) */
     char db[256], cmd[1024];
     temp_path(db, sizeof db, "path");
