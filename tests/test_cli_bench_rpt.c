@@ -135,7 +135,7 @@ static void test_equals_one_process(void)
     temp_path(mpi, sizeof mpi, "mpi");
     snprintf(cmd, sizeof cmd, "bench --db %s --budget 1.5 " SPEC, one);
     CHECK(tb_test_run_cli(cmd, out, sizeof out) == 0);
-    snprintf(cmd, sizeof cmd, "bench --db %s --budget 3 --ranks-per-trial 2 " SPEC, rpt);
+    snprintf(cmd, sizeof cmd, "bench --db %s --budget 2 --ranks-per-trial 2 " SPEC, rpt);
     int rc = tb_test_run_cli(cmd, out, sizeof out);
     CHECK(rc == 0);
     if (rc != 0) printf("%s\n", out);
@@ -147,7 +147,7 @@ static void test_equals_one_process(void)
     printf("--ranks-per-trial 2 against one process: %d evals compared, equal to 1e-4\n", n);
     compare_train_dist(rpt);
     /* a worker of an MPI benchmark starts its trials' ranks the same way */
-    snprintf(cmd, sizeof cmd, "bench --db %s --budget 3 --ranks-per-trial 2 " SPEC, mpi);
+    snprintf(cmd, sizeof cmd, "bench --db %s --budget 2 --ranks-per-trial 2 " SPEC, mpi);
     rc = tb_test_run_mpi(2, cmd, out, sizeof out);
     CHECK(rc == 0);
     if (rc != 0) printf("%s\n", out);
@@ -199,7 +199,7 @@ static void test_rank_killed(void)
     char db[256], cmd[1024];
     temp_path(db, sizeof db, "kill");
     const char *bin = getenv("TB_BINARY");
-    snprintf(cmd, sizeof cmd, "exec %s bench --db %s --budget 4 --run-to-budget "
+    snprintf(cmd, sizeof cmd, "exec %s bench --db %s --budget 3 --run-to-budget "
              "--ranks-per-trial 2 " SPEC " >/dev/null 2>&1", bin ? bin : "./trainbench", db);
     fflush(NULL);
     pid_t bench = fork();
