@@ -37,9 +37,22 @@ int tb_cli_bench_jobs(long jobs, const char *cpus, tb_bench_spec *spec)
         return TB_EXIT_USAGE;
     }
     int threads = spec->trial.threads;
-    if (threads == 0 && (jobs > 1 || cpus)) {
-        /* the cores shared out: each trial gets cores / K threads */
-        threads = cores / (int)jobs;
+    const int rpt = spec->trial.ranks_per_trial > 1 ? spec->trial.ranks_per_trial : 1;
+    if (rpt > cores) {
+        tb_cli_error("--ranks-per-trial %d: more ranks than the %d %s (each rank of a trial "
+                     "needs a core)", rpt, cores,
+                     cpus ? "CPUs of --cpus" : "cores of this machine");
+        return TB_EXIT_USAGE;
+    }
+    if (rpt > 1 && jobs * rpt > cores) {
+        tb_cli_error("--ranks-per-trial %d with --jobs %ld: %ld ranks at once, more than the %d "
+                     "%s; give fewer --jobs or fewer ranks per trial", rpt, jobs, jobs * rpt,
+                     cores, cpus ? "CPUs of --cpus" : "cores");
+        return TB_EXIT_USAGE;
+    }
+    if (threads == 0 && (jobs > 1 || cpus || rpt > 1)) {
+        /* the cores shared out: each trial (each of its ranks) gets cores / (K R) threads */
+        threads = cores / (int)(jobs * rpt);
         if (threads < 1) {
             tb_cli_error("--jobs %ld on %d cores leaves no core per trial: give fewer --jobs, "
                          "or --threads N to run %ld trials of N threads each on %d cores "
@@ -47,7 +60,7 @@ int tb_cli_bench_jobs(long jobs, const char *cpus, tb_bench_spec *spec)
             return TB_EXIT_USAGE;
         }
     }
-    if (jobs * threads > cores)
+    if (jobs * threads * rpt > cores)
         fprintf(stderr, "warning: %ld jobs of %d threads each on %d %s: the trials share "
                         "cores and their times are slower than alone (scored times should "
                         "come from --jobs 1 or dedicated --cpus)\n",

@@ -27,6 +27,11 @@ int tb_cli_bench(int argc, char **argv);
 /* bench --jobs/--cpus: checks them and sets spec->trial's jobs, cpus and threads (the cores
  * shared out among the jobs unless --threads gave them); TB_EXIT_USAGE after printing why. */
 int tb_cli_bench_jobs(long jobs, const char *cpus, tb_bench_spec *spec);
+/* bench --ranks-per-trial R: at least 1; false after printing why. */
+bool tb_cli_parse_ranks_per_trial(const char *text, int *out);
+/* `trainbench bench-trial FILE` (internal): one rank of a data-parallel trial that
+ * bench --ranks-per-trial started with mpirun; the exit code. */
+int tb_cli_bench_trial(int argc, char **argv);
 /* bench under an MPI launcher (bench_dist.c): runs spec across the ranks and, on rank 0,
  * prints the summary and the scores; the exit code. */
 int tb_cli_bench_ranks(const char *db, tb_bench_spec *spec, long jobs, const char *cpus,

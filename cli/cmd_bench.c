@@ -84,6 +84,10 @@ static const char bench_usage[] =
     "      --worker-timeout S    under mpirun: a rank holding a trial that sends nothing\n"
     "                            for S seconds is lost and its trial re-queued, once\n"
     "                            (default 120)\n"
+    "      --ranks-per-trial R   each trial data-parallel over R ranks (train --dist's\n"
+    "                            gradient average; started as mpirun -np R, so mpirun on\n"
+    "                            PATH), R at most the cores; each rank gets cores / (jobs x\n"
+    "                            R) threads; built-in submissions, cpu only (default 1)\n"
     TB_CLI_DEVICE_HELP
     "      --hang-timeout SECONDS\n"
     "                            a trial whose process completes no step (nor eval) for\n"
@@ -129,6 +133,7 @@ enum {
     OPT_SPACES, OPT_JSON, OPT_SAMPLER, OPT_GP_INITIAL, OPT_PRIOR,
     OPT_PRIOR_WORKLOAD, OPT_SPACE, OPT_JOBS, OPT_CPUS, OPT_WORKER_TIMEOUT,
     OPT_SHARD,
+    OPT_RANKS_PER_TRIAL,
 };
 
 static void show_trial(void *user, const tb_bench_event *e)
@@ -229,6 +234,7 @@ int tb_cli_bench(int argc, char **argv)
         {"cpus", required_argument, 0, OPT_CPUS},
         {"worker-timeout", required_argument, 0, OPT_WORKER_TIMEOUT},
         {"shard", required_argument, 0, OPT_SHARD},
+        {"ranks-per-trial", required_argument, 0, OPT_RANKS_PER_TRIAL},
         {"device", required_argument, 0, TB_OPT_DEVICE},
         {"timeout", required_argument, 0, OPT_TIMEOUT},
         {"hang-timeout", required_argument, 0, OPT_HANG},
@@ -323,6 +329,10 @@ int tb_cli_bench(int argc, char **argv)
         case OPT_SHARD:
             if (tb_bench_shard_parse(optarg, &spec.shard, &spec.shards, &err) != TB_OK)
                 return tb_cli_error("--shard: %s", err.message), TB_EXIT_USAGE;
+            break;
+        case OPT_RANKS_PER_TRIAL:
+            if (!tb_cli_parse_ranks_per_trial(optarg, &spec.trial.ranks_per_trial))
+                return TB_EXIT_USAGE;
             break;
         case OPT_WORKER_TIMEOUT:
             if (!tb_cli_parse_double("--worker-timeout", optarg, &worker_timeout))

@@ -59,6 +59,7 @@ static int run_command(int argc, char **argv)
     if (strcmp(cmd, "workloads") == 0) return tb_cli_workloads(argc - 1, argv + 1);
     if (strcmp(cmd, "algorithms") == 0) return tb_cli_algorithms(argc - 1, argv + 1);
     if (strcmp(cmd, "bench") == 0) return tb_cli_bench(argc - 1, argv + 1);
+    if (strcmp(cmd, "bench-trial") == 0) return tb_cli_bench_trial(argc - 1, argv + 1);
     if (strcmp(cmd, "score") == 0) return tb_cli_score(argc - 1, argv + 1);
     if (strcmp(cmd, "merge") == 0) return tb_cli_merge(argc - 1, argv + 1);
     if (strcmp(cmd, "export") == 0) return tb_cli_export(argc - 1, argv + 1);

@@ -116,6 +116,9 @@ typedef struct tb_trial_options {
                                       pinned to its share */
     int rank, ranks;               /* under MPI: the worker's rank and the job's ranks
                                       (recorded; 0: not under MPI) */
+    int ranks_per_trial;           /* > 1: each trial data-parallel over that many ranks, the
+                                      process `mpirun -np R trainbench bench-trial` (in the
+                                      spec and the machine facts; 0: 1) */
 } tb_trial_options;
 
 /* Runs trial `trial_id` of the store at store_path in this process, with its own store
@@ -138,6 +141,17 @@ tb_status tb_trial_execute(const char *store_path, int64_t trial_id,
 tb_status tb_trial_run_isolated(const char *store_path, int64_t trial_id,
                                 const tb_submission_ref *sub, const tb_trial_options *opts,
                                 tb_error *err);
+
+/* The data-parallel trial's ranks (tb_trial_options.ranks_per_trial > 1): the process
+ * `mpirun -np R trainbench bench-trial FILE` runs this with FILE, the memory it shares with the
+ * benchmark that started it (the trial, its heartbeat): every rank trains its shard of each
+ * batch, rank 0 alone writes the store. Returns the trial's status (TB_OK once its outcome is
+ * recorded); rank 0's error also goes back to the benchmark through FILE. */
+tb_status tb_bench_trial_ranks_main(const char *file, tb_error *err);
+/* Whether ranks_per_trial (R) can run here: TB_ERR_INVALID for R < 0 or R above this
+ * machine's cores, TB_ERR_UNSUPPORTED with a device other than the CPU, TB_ERR_MISSING when
+ * mpirun is not on PATH; each message names --ranks-per-trial and the cause. */
+tb_status tb_bench_ranks_per_trial_check(const tb_trial_options *o, tb_error *err);
 
 /* ---- CPU lists (tb_trial_options.cpus): "0-3,8,10-11" ---- */
 #define TB_BENCH_CPUS_MAX 1024

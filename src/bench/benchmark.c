@@ -123,6 +123,8 @@ static char *spec_json(const tb_bench_spec *s, const char *const *wls, int n_wl,
     if (s->trial.eval_every_steps > 0) /* (absent for the eval period: older specs stay valid) */
         cJSON_AddNumberToObject(o, "eval_every_steps", (double)s->trial.eval_every_steps);
     cJSON_AddNumberToObject(o, "threads", s->trial.threads);
+    if (s->trial.ranks_per_trial > 1) /* (absent for 1: older specs stay valid) */
+        cJSON_AddNumberToObject(o, "ranks_per_trial", s->trial.ranks_per_trial);
     cJSON_AddStringToObject(o, "device", tb_device_name(s->trial.device));
     if (s->sampler != TB_SAMPLER_HALTON) { /* (absent for halton: older specs stay valid) */
         cJSON_AddStringToObject(o, "sampler", tb_bench_sampler_name(s->sampler));
@@ -307,6 +309,8 @@ static tb_status check_spec(const tb_bench_spec *s, tb_error *err)
         (s->shards > 0 && (s->shard < 0 || s->shard >= s->shards)))
         return tb_fail(err, TB_ERR_INVALID, "shard %d of %d: shards count from 0 and there are "
                        "1 to %d of them", s->shard, s->shards, TB_BENCH_SHARDS_MAX);
+    tb_status rst = tb_bench_ranks_per_trial_check(&s->trial, err);
+    if (rst != TB_OK) return rst;
     if (s->gp_initial < 0 || s->gp_initial > 1000)
         return tb_fail(err, TB_ERR_INVALID, "gp initial points must be in [0, 1000] (got %d)",
                        s->gp_initial);
@@ -370,6 +374,21 @@ static tb_status load_refs(const tb_bench_spec *s, tb_submission_ref ***refs_out
     return st;
 }
 
+/* A data-parallel trial averages the gradients of the standard update: the built-in
+ * baselines'; a library's or a Python file's own update_params would not be averaged. */
+static tb_status check_ranks_refs(const tb_bench_spec *s, tb_submission_ref *const *refs,
+                                  int n_refs, tb_error *err)
+{
+    for (int i = 0; s->trial.ranks_per_trial > 1 && i < n_refs; i++)
+        if (tb_submission_ref_external(refs[i]) || tb_submission_ref_python(refs[i]))
+            return tb_fail(err, TB_ERR_UNSUPPORTED,
+                           "--ranks-per-trial %d with submission %s: only the built-in "
+                           "baselines run data-parallel (a submission's own update_params "
+                           "would have to average the gradients across the ranks itself)",
+                           s->trial.ranks_per_trial, tb_submission_ref_spec(refs[i]));
+    return TB_OK;
+}
+
 static void unload_refs(tb_submission_ref **refs, int n_refs)
 {
     for (int i = 0; refs && i < n_refs; i++) tb_submission_unload(refs[i]);
@@ -413,6 +432,7 @@ static tb_status run_with(const char *store_path, const tb_bench_spec *s, tb_dis
     tb_submission_ref **refs = NULL;
     int n_refs = 0;
     st = load_refs(s, &refs, &n_refs, &sum, err);
+    if (st == TB_OK) st = check_ranks_refs(s, refs, n_refs, err);
     /* the store first (a file that is not one leaves no lock file behind), then the lock */
     tb_store *store = NULL;
     if (st == TB_OK) st = tb_store_open(store_path, &store, err);

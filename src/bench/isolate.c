@@ -16,6 +16,7 @@
 #include "trainbench/benchmark.h"
 #include "bench/child.h"
 #include "bench/isolate.h"
+#include "bench/rank_trial.h"
 #include "bench/trial_impl.h"
 #include "core/clock.h"
 
@@ -31,6 +32,51 @@
 /* The exit status of a trial process that could not start or record an outcome (its error is
  * in the pipe). */
 #define CHILD_NO_OUTCOME 2
+
+/* The started child watched by its heartbeat hb. */
+static void watch_child(tb_trial_proc *p, pid_t pid, tb_trial_heartbeat *hb)
+{
+    p->hb = hb;
+    p->t0 = tb_monotonic_s();
+    const tb_child_watch watch = {.beats = &hb->beats, .ready = &hb->ready,
+                                  .setup_s = p->setup, .stall_s = p->hang};
+    tb_child_watch_start(&p->watcher, pid, p->limit, &watch);
+}
+
+/* A data-parallel trial: the forked child, pinned, execs mpirun of the trial's ranks
+ * (rank_trial.c); the error of its rank 0 comes back in the file they share. */
+static tb_status spawn_ranks(const char *store_path, int64_t trial_id,
+                             const tb_submission_ref *sub, const tb_trial_options *opts,
+                             tb_trial_proc *p, tb_error *err)
+{
+    tb_rank_trial_shared *sh;
+    tb_status st = tb_rank_trial_share(store_path, trial_id, sub, opts, &sh, p->shared_path,
+                                       sizeof p->shared_path, err);
+    if (st != TB_OK) return st;
+    int fd;
+    pid_t pid = tb_child_fork(&fd);
+    if (pid < 0) {
+        int e = errno;
+        tb_rank_trial_release(sh, p->shared_path);
+        return tb_fail(err, TB_ERR_IO, "cannot start a trial process: %s", strerror(e));
+    }
+    if (pid == 0) {
+        tb_error cerr = {0};
+        if (tb_bench_cpus_pin(opts->cpus, &cerr) != TB_OK) {
+            sh->err = cerr;
+            atomic_store(&sh->failed, 1);
+            _exit(CHILD_NO_OUTCOME);
+        }
+        close(fd); /* mpirun's processes need not hold the pipe */
+        tb_rank_trial_exec(sh, p->shared_path);
+    }
+    close(fd);
+    p->fd = -1;
+    p->shared = sh;
+    p->ranks = opts->ranks_per_trial;
+    watch_child(p, pid, &sh->hb);
+    return TB_OK;
+}
 
 tb_status tb_trial_spawn(const char *store_path, int64_t trial_id, const tb_submission_ref *sub,
                          const tb_trial_options *opts, tb_trial_proc *p, tb_error *err)
@@ -51,6 +97,8 @@ tb_status tb_trial_spawn(const char *store_path, int64_t trial_id, const tb_subm
     p->limit = opts->timeout_s > 0 ? opts->timeout_s : 0;
     p->hang = opts->hang_s > 0 ? opts->hang_s : TB_TRIAL_HANG_DEFAULT_S;
     p->setup = fmax(opts->setup_s > 0 ? opts->setup_s : TB_TRIAL_SETUP_DEFAULT_S, p->hang);
+    if (opts->ranks_per_trial > 1) /* its ranks' rank 0 beats in a file they share */
+        return spawn_ranks(store_path, trial_id, sub, opts, p, err);
     tb_trial_heartbeat *hb = mmap(NULL, sizeof *hb, PROT_READ | PROT_WRITE,
                                   MAP_SHARED | MAP_ANONYMOUS, -1, 0);
     if (hb == MAP_FAILED)
@@ -83,12 +131,8 @@ tb_status tb_trial_spawn(const char *store_path, int64_t trial_id, const tb_subm
         }
         _exit(cst == TB_OK ? 0 : CHILD_NO_OUTCOME);
     }
-    p->hb = hb;
     p->fd = fd;
-    p->t0 = tb_monotonic_s();
-    const tb_child_watch watch = {.beats = &hb->beats, .ready = &hb->ready,
-                                  .setup_s = p->setup, .stall_s = p->hang};
-    tb_child_watch_start(&p->watcher, pid, p->limit, &watch);
+    watch_child(p, pid, hb);
     return TB_OK;
 }
 
@@ -115,6 +159,13 @@ static void no_outcome_reason(const tb_trial_proc *p, bool ready, long long last
         snprintf(reason, cap,
                  "hung: the trial process completed no step for %g s (the last completed "
                  "step was %lld, after %.0f s) and was killed", p->hang, last_step, ran);
+    else if (p->ranks > 1 && !WIFSIGNALED(wstatus))
+        snprintf(reason, cap,
+                 "crashed: a rank of the trial's %d (mpirun -np %d) died or failed, and "
+                 "mpirun ended the others with status %d, without an outcome (the last "
+                 "completed step was %lld; mpirun's message is on the benchmark's stderr)",
+                 p->ranks, p->ranks, WIFEXITED(wstatus) ? WEXITSTATUS(wstatus) : -1,
+                 last_step);
     else if (WIFSIGNALED(wstatus)) {
         char how[128];
         tb_child_describe(wstatus, how, sizeof how);
@@ -132,13 +183,21 @@ tb_status tb_trial_proc_finish(const char *store_path, tb_trial_proc *p, tb_erro
     const double ran = tb_monotonic_s() - p->t0;
     const long long last_step = (long long)atomic_load(&p->hb->step);
     const bool ready = atomic_load(&p->hb->ready) != 0;
-    munmap(p->hb, sizeof *p->hb);
-    p->hb = NULL;
     tb_error child_err = {0};
-    bool child_failed = WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == CHILD_NO_OUTCOME &&
-                        read(p->fd, &child_err, sizeof child_err) == (ssize_t)sizeof child_err &&
-                        child_err.status != TB_OK;
-    close(p->fd);
+    bool child_failed;
+    if (p->shared) { /* a data-parallel trial: its rank 0's error, in the file they share */
+        child_failed = atomic_load(&p->shared->failed) && p->shared->err.status != TB_OK;
+        if (child_failed) child_err = p->shared->err;
+        tb_rank_trial_release(p->shared, p->shared_path);
+        p->shared = NULL;
+    } else {
+        munmap(p->hb, sizeof *p->hb);
+        child_failed = WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == CHILD_NO_OUTCOME &&
+                       read(p->fd, &child_err, sizeof child_err) == (ssize_t)sizeof child_err &&
+                       child_err.status != TB_OK;
+        close(p->fd);
+    }
+    p->hb = NULL;
     p->fd = -1;
     const tb_trial_record *rec0 = &p->rec;
     if (child_failed) {

@@ -16,6 +16,10 @@ typedef struct tb_trial_proc {
     tb_child_watcher watcher;
     double limit, hang, setup, t0;
     int wstatus;             /* once polled to its end */
+    /* a data-parallel trial (--ranks-per-trial): the file its rank 0 shares (hb is in it) */
+    struct tb_rank_trial_shared *shared;
+    char shared_path[600];
+    int ranks;               /* its ranks (0: one process) */
 } tb_trial_proc;
 
 /* Starts trial_id's process (pinned to opts->cpus when set) and returns at once. */

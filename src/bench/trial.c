@@ -45,7 +45,12 @@ typedef struct trial_run {
     bool sampled;             /* since was taken */
     double load_max;          /* the largest load average sampled since */
     int threads;              /* the backend's */
+    tb_dist *dist;            /* a data-parallel trial's ranks (NULL: one process) */
+    bool root;                /* rank 0 (or the one process): it evaluates and records */
 } trial_run;
+
+/* What rank 0 decides after a step, carried to every rank (tb_dist_agree_code). */
+enum { DECIDE_STOP = 1, DECIDE_EVAL = 2 };
 
 /* A sign of progress for the parent's hang detection (its limit is the set-up's until the
  * trial is ready: set_up_done). */
@@ -210,6 +215,7 @@ static tb_status setup(trial_run *r, tb_error *err)
         .eval.every_steps = r->opts->eval_every_steps, /* > 0: the period is off */
         .update = {.batch_size = hook_batch_size, .select = hook_select,
                    .update = hook_update, .user = r},
+        .dist = r->dist,
     };
     memcpy(rc.seeds, r->rec.seeds, sizeof rc.seeds);
     tb_status st = tb_run_create(&rc, &r->run, err);
@@ -269,12 +275,22 @@ static tb_status train(trial_run *r, tb_error *err)
     /* the hyperparameters in effect: the point's, and the defaults of the optimizers and of a
      * built-in baseline (untimed) */
     tb_trial_note_hparams(c, &r->rec.hparams, NULL);
-    st = tb_store_trial_hparams(r->store, r->rec.id, &c->resolved, &c->defaults, err);
+    if (r->root) st = tb_store_trial_hparams(r->store, r->rec.id, &c->resolved, &c->defaults, err);
+    st = tb_dist_agree(r->dist, st, NULL, err);
     if (st != TB_OK) return st;
     for (;;) {
         tb_run_step_info step;
         st = tb_run_step(r->run, false, &step, err); /* timed: selection and update */
         r->t_sub += step.seconds;
+        /* rank 0's decisions (its clock's budget and eval period) reach every rank */
+        int decide = 0;
+        if (st == TB_OK) {
+            bool over = r->t_sub >= r->rec.budget_s;
+            decide = (over || step.done ? DECIDE_STOP : 0) |
+                     (over || step.done || tb_eval_sched_due(&r->sched, step.step, r->t_sub)
+                          ? DECIDE_EVAL : 0);
+        }
+        st = tb_dist_agree_code(r->dist, st, &decide, err);
         if (st == TB_ERR_NUMERIC && step.step == 1 && isnan(step.loss) && !r->submission_failed) {
             char why[sizeof err->message];
             snprintf(why, sizeof why, "%s", err->message);
@@ -283,19 +299,20 @@ static tb_status train(trial_run *r, tb_error *err)
         if (st != TB_OK) return st;
         r->step = step.step;
         beat(r);
-        bool over = r->t_sub >= r->rec.budget_s;
-        if (over || step.done || tb_eval_sched_due(&r->sched, r->step, r->t_sub)) {
+        if (decide & DECIDE_EVAL) {
             if (s->prepare_for_eval) {
                 t0 = tb_monotonic_s();
                 st = s->prepare_for_eval(&tb_trial_api, c, r->state, err);
                 r->t_sub += tb_monotonic_s() - t0;
-                if (st != TB_OK) return submission_error(r, st, err, "prepare_for_eval");
+                if (st != TB_OK) st = submission_error(r, st, err, "prepare_for_eval");
             }
-            st = eval_once(r, err);
+            if (st == TB_OK && r->root) st = eval_once(r, err);
+            bool stop = r->reached && r->rec.stop_at_target;
+            st = tb_dist_agree(r->dist, st, &stop, err);
             if (st != TB_OK) return st;
-            if (r->reached && r->rec.stop_at_target) return TB_OK;
+            if (stop) return TB_OK;
         }
-        if (over || step.done) return TB_OK;
+        if (decide & DECIDE_STOP) return TB_OK;
     }
 }
 
@@ -347,6 +364,8 @@ static void placement_facts(const tb_trial_options *o, char *machine, size_t cap
         cJSON_AddNumberToObject(m, "rank", o->rank);
         cJSON_AddNumberToObject(m, "ranks", o->ranks);
     }
+    if (o->ranks_per_trial > 1) /* a data-parallel trial */
+        cJSON_AddNumberToObject(m, "ranks_per_trial", o->ranks_per_trial);
     char *text = cJSON_PrintUnformatted(m);
     if (text && strlen(text) < cap) snprintf(machine, cap, "%s", text);
     free(text);
@@ -373,6 +392,13 @@ tb_status tb_trial_execute_watched(const char *store_path, int64_t trial_id,
                                    const tb_submission_ref *ref, const tb_trial_options *opts,
                                    tb_trial_heartbeat *hb, tb_error *err)
 {
+    return tb_trial_execute_dist(store_path, trial_id, ref, opts, hb, NULL, err);
+}
+
+tb_status tb_trial_execute_dist(const char *store_path, int64_t trial_id,
+                                const tb_submission_ref *ref, const tb_trial_options *opts,
+                                tb_trial_heartbeat *hb, tb_dist *d, tb_error *err)
+{
     if (!store_path || !ref || !opts)
         return tb_fail(err, TB_ERR_INVALID, "trial_execute: %s is NULL",
                        !store_path ? "the store's path" : !ref ? "the submission" : "opts");
@@ -385,10 +411,18 @@ tb_status tb_trial_execute_watched(const char *store_path, int64_t trial_id,
     r.t_start = tb_monotonic_s();
     r.hb = hb;
     r.load_max = NAN;
+    r.dist = d;
+    r.root = tb_dist_rank(d) == 0;
     beat(&r);
-    tb_status st = tb_store_open(store_path, &r.store, err);
-    if (st != TB_OK) return st;
-    st = tb_store_trial_get(r.store, trial_id, &r.rec, err);
+    /* the other ranks of a data-parallel trial only read the trial */
+    tb_status st = r.root ? tb_store_open(store_path, &r.store, err)
+                          : tb_store_open_readonly(store_path, &r.store, err);
+    if (st == TB_OK) st = tb_store_trial_get(r.store, trial_id, &r.rec, err);
+    st = tb_dist_agree(d, st, NULL, err);
+    if (st != TB_OK) {
+        tb_store_close(r.store);
+        return st;
+    }
     tb_error terr = {0};
     tb_status tst = TB_OK;
     if (st == TB_OK) {
@@ -401,12 +435,16 @@ tb_status tb_trial_execute_watched(const char *store_path, int64_t trial_id,
         placement_facts(opts, machine, sizeof machine);
         /* a trial that cannot start for want of its data or device (or with its data
          * corrupt) is not an attempt: the store keeps it as planned and a rerun is its first */
-        if (tst == TB_OK || !environment_failure(&r, tst, true))
+        if (r.root && (tst == TB_OK || !environment_failure(&r, tst, true)))
             st = tb_store_trial_start(r.store, trial_id, tb_code_version(), machine, err);
+        st = tb_dist_agree(d, st, NULL, err);
     }
     bool at_setup = tst != TB_OK;
     if (st == TB_OK && tst == TB_OK) tst = train(&r, &terr);
-    if (st == TB_OK) {
+    if (st == TB_OK && !r.root) {
+        st = tst != TB_OK && environment_failure(&r, tst, at_setup) ? tst : TB_OK;
+        if (st != TB_OK && err) *err = terr;
+    } else if (st == TB_OK) {
         /* the machine's failure is not the submission's: report it, and leave the trial to
          * run again once mended */
         if (tst != TB_OK && environment_failure(&r, tst, at_setup)) {

@@ -38,6 +38,14 @@ tb_status tb_trial_execute_watched(const char *store_path, int64_t trial_id,
                                    const tb_submission_ref *ref, const tb_trial_options *opts,
                                    tb_trial_heartbeat *hb, tb_error *err);
 
+/* tb_trial_execute_watched as one rank of a data-parallel trial (d: its ranks; NULL or a world
+ * of 1: one process): every rank trains its shard of each batch, rank 0 alone evaluates,
+ * decides (evals, the stop) and writes the store, which the others only read. */
+struct tb_dist;
+tb_status tb_trial_execute_dist(const char *store_path, int64_t trial_id,
+                                const tb_submission_ref *ref, const tb_trial_options *opts,
+                                tb_trial_heartbeat *hb, struct tb_dist *d, tb_error *err);
+
 /* The table handed to every submission call. */
 extern const tb_submission_api tb_trial_api;
 

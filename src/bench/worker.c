@@ -143,9 +143,11 @@ static void layout(worker *w, bool here_0)
 {
     const int node_rank = tb_dist_node_rank(w->d) - (here_0 ? 1 : 0);
     const int workers = tb_dist_node_size(w->d) - (here_0 ? 1 : 0);
-    if (w->opts.threads == 0) {
-        long cores = sysconf(_SC_NPROCESSORS_ONLN);
-        w->opts.threads = workers > 0 && cores / workers >= 1 ? (int)(cores / workers) : 1;
+    if (w->opts.threads == 0) { /* a data-parallel trial's R ranks share the worker's cores */
+        const long cores = sysconf(_SC_NPROCESSORS_ONLN);
+        const long share = (long)(workers > 0 ? workers : 1) *
+                           (w->opts.ranks_per_trial > 1 ? w->opts.ranks_per_trial : 1);
+        w->opts.threads = cores / share >= 1 ? (int)(cores / share) : 1;
     }
     if (w->opts.device == TB_DEVICE_CUDA) {
         char gpu[16];

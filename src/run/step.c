@@ -142,7 +142,9 @@ tb_status tb_run_standard_update(tb_run *r, tb_optimizer *opt, const tb_batch *b
 {
     *loss = NAN;
     if (r->theirs.opt != opt || !r->theirs.runner) {
-        tb_status st = tb_fisher_attach(opt, r->wl, err); /* K-FAC, EKFAC: the layers */
+        /* data-parallel: what train --dist refuses (a curvature optimizer, an uneven shard) */
+        tb_status st = tb_run_dist_refusals(&r->cfg, batch->n, opt, err);
+        if (st == TB_OK) st = tb_fisher_attach(opt, r->wl, err); /* K-FAC, EKFAC: the layers */
         if (st == TB_OK) st = tb_run_runner_create(r, opt, false, &r->theirs, err);
         if (st != TB_OK) return st;
     }
