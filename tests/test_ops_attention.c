@@ -101,6 +101,11 @@ static void test_attention_forward(void)
     check_attention_forward(be, 3, 7, 12, 3);
     check_attention_forward(be, 1, 33, 16, 1);
     check_attention_forward(be, 4, 64, 32, 4); /* 16 (b, h) pairs: the parallel path */
+    /* heads of 16-64 channels and T <= 64: each pair in registers, 4-row groups with a short
+     * last one, 1-4 blocks of 16 keys */
+    check_attention_forward(be, 2, 64, 128, 2);
+    check_attention_forward(be, 1, 50, 48, 1);
+    check_attention_forward(be, 3, 18, 96, 3);
     tb_backend_destroy(be);
 }
 
@@ -189,6 +194,10 @@ static void test_attention_grad(void)
     check_attention_grad(be, 1, 5, 12, 3, false);
     check_attention_grad(be, 3, 6, 8, 4, false); /* head_dim 2, 12 pairs in parallel */
     check_attention_grad(be, 2, 4, 8, 2, true);  /* accumulation into dqkv */
+    /* heads of 16 and 32 channels: the pair in registers, T across a block of 16 keys */
+    check_attention_grad(be, 1, 6, 16, 1, false);
+    check_attention_grad(be, 1, 19, 32, 1, false);
+    check_attention_grad(be, 2, 5, 32, 2, true);
     tb_backend_destroy(be);
 }
 
@@ -296,7 +305,7 @@ static void test_attention_bwd_against_naive(void)
 {
     tb_backend *be = tb_test_backend();
     static const int cases[][4] = {{2, 64, 128, 4}, {1, 37, 48, 3}, {2, 13, 40, 1},
-                                   {1, 300, 32, 2}};
+                                   {1, 300, 32, 2}, {1, 64, 128, 2}, {2, 21, 96, 2}};
     for (size_t n = 0; n < sizeof cases / sizeof cases[0]; n++) {
         const int B = cases[n][0], T = cases[n][1], C = cases[n][2], H = cases[n][3];
         const size_t nq = (size_t)B * T * 3 * C, ny = (size_t)B * T * C;

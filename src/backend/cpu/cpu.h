@@ -219,6 +219,18 @@ void tb_cpu_gemm_pack_a_rows(int mr, int kc, const float *a, int64_t lda, float 
 void tb_cpu_gemm_pack_a_panels(int mc, int kc, const float *at, int64_t ldat, float *ap);
 #endif
 
+#ifdef __AVX512F__
+/* Causal attention of one (batch, head) pair in registers (cpu_attention_fused.c), for the
+ * shapes tb_cpu_attention_fused_fits accepts: q points at the pair's Q (K and V follow at
+ * + c and + 2c, rows of stride 3c), p at its [t, t] probabilities, y and dy at its rows of
+ * stride c, dq at its dQ (dK, dV as q's). beta 0 writes dq, dk, dv without reading them. */
+bool tb_cpu_attention_fused_fits(int t, int hd);
+void tb_cpu_attention_fused_fwd(int t, int hd, int c, float scale, const float *q, float *p,
+                                float *y);
+void tb_cpu_attention_fused_bwd(int t, int hd, int c, float scale, const float *q, float *dq,
+                                const float *p, const float *dy, float beta);
+#endif
+
 /* The CPU backend's private state (tb_backend.impl): one gemm scratch slice per thread. */
 typedef struct tb_cpu_state {
     float *gemm_work; /* threads x TB_CPU_GEMM_WORK floats */

@@ -1,5 +1,6 @@
-/* cpu_attention.c: embedding gather/scatter and causal multi-head self-attention (OpenBLAS per
- * (batch, head) pair, OpenMP across pairs). */
+/* cpu_attention.c: embedding gather/scatter and causal multi-head self-attention (OpenMP
+ * across (batch, head) pairs; each pair in registers where it fits (cpu_attention_fused.c),
+ * else on the gemm tiles or OpenBLAS). */
 #include "backend/cpu/cpu.h"
 
 #include <math.h>
@@ -373,11 +374,20 @@ static void cpu_attention_fwd(tb_backend *be, int b, int t, int c, int heads, co
 #ifdef TB_CPU_GEMM_TILES
     const bool tiled = tiles_fit(t, hd) && !omp_in_parallel();
 #endif
+#ifdef __AVX512F__
+    const bool fused = tb_cpu_attention_fused_fits(t, hd);
+#endif
 #pragma omp parallel for schedule(static) num_threads(threads) if (pairs > 1)
     for (int64_t bh = 0; bh < pairs; bh++) {
         const int64_t bi = bh / heads, h = bh % heads;
         const float *q = qkv + bi * t * c3 + h * hd;
         float *p = att + bh * t * t, *yo = y + bi * t * c + h * hd;
+#ifdef __AVX512F__
+        if (fused) {
+            tb_cpu_attention_fused_fwd(t, hd, c, scale, q, p, yo);
+            continue;
+        }
+#endif
 #ifdef TB_CPU_GEMM_TILES
         if (tiled) {
             const tiles ws = thread_tiles(be);
@@ -404,11 +414,20 @@ static void cpu_attention_bwd(tb_backend *be, int b, int t, int c, int heads, co
 #ifdef TB_CPU_GEMM_TILES
     const bool tiled = tiles_fit(t, hd) && !omp_in_parallel();
 #endif
+#ifdef __AVX512F__
+    const bool fused = tb_cpu_attention_fused_fits(t, hd);
+#endif
 #pragma omp parallel for schedule(static) num_threads(threads) if (pairs > 1)
     for (int64_t bh = 0; bh < pairs; bh++) {
         const int64_t bi = bh / heads, h = bh % heads;
         const int64_t off = bi * t * c3 + h * hd;
         const float *p = att + bh * t * t, *dyo = dy + bi * t * c + h * hd;
+#ifdef __AVX512F__
+        if (fused) {
+            tb_cpu_attention_fused_bwd(t, hd, c, scale, qkv + off, dqkv + off, p, dyo, beta);
+            continue;
+        }
+#endif
         float *ds = scratch + (int64_t)thread_index() * t * t;
 #ifdef TB_CPU_GEMM_TILES
         if (tiled) {
