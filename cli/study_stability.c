@@ -18,7 +18,8 @@ static void text_curve(const tb_study_values *v, int c)
     printf("\n");
     for (int r = 0; r < v->seeds; r++) {
         printf("    run %-4d", r + 1);
-        for (int i = 0; i < k[r].n; i++) printf(" %6.3f", tb_study_sharpness_ratio(&k[r].points[i]));
+        for (int i = 0; i < k[r].n; i++)
+            printf(" %6.3f", tb_study_sharpness_ratio(&k[r].points[i]));
         printf("%s\n", k[r].diverged ? "  diverged" : "");
     }
 }

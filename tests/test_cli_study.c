@@ -255,7 +255,8 @@ static void test_stability(const char *dir)
     snprintf(csv, sizeof csv, "%s/eos.stability_curve.json", dir);
     unlink(csv);
     snprintf(args, sizeof args, "study %s --db %s -t 1 --json", file, db);
-    CHECK(run(args) == 0 && has("\"stability\":[{\"cell\":\"learning_rate=0.01\",\"threshold\":3800") &&
+    CHECK(run(args) == 0 &&
+          has("\"stability\":[{\"cell\":\"learning_rate=0.01\",\"threshold\":3800") &&
           has("\"stability_curve\":[{\"cell\":\"learning_rate=0.01\",\"run\":1,\"step\":2,"));
     CHECK(sql_count(db, "SELECT count(*) FROM study_sharpness") == 4);
     tb_test_remove_store(db);

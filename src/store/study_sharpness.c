@@ -35,7 +35,8 @@ tb_status tb_store_put_study_sharpness(tb_store *s, const char *key,
                                        const tb_study_sharpness_curve *c, tb_error *err)
 {
     if (!s || !key || !c)
-        return tb_store_null(err, "store_put_study_sharpness", !s ? "store" : !key ? "key" : "curve");
+        return tb_store_null(err, "store_put_study_sharpness",
+                             !s ? "store" : !key ? "key" : "curve");
     sqlite3_stmt *del = NULL, *ins = NULL;
     tb_status st = prepare(s, "DELETE FROM study_sharpness WHERE key = ?",
                            "recording a study run's sharpness", &del, err);
@@ -99,7 +100,8 @@ tb_status tb_store_get_study_sharpness(tb_store *s, const char *key,
         p->pre_max = column_real(q, 2);
         p->threshold = column_real(q, 3);
     }
-    if (st == TB_OK && rc != SQLITE_DONE) st = tb_store_sql_fail(s, err, "reading a study run's sharpness");
+    if (st == TB_OK && rc != SQLITE_DONE)
+        st = tb_store_sql_fail(s, err, "reading a study run's sharpness");
     sqlite3_finalize(q);
     if (st != TB_OK) {
         free(out->points);
