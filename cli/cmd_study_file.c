@@ -38,7 +38,8 @@ static const char study_usage[] =
     "                            " TB_CLI_SHARE_HELP ")\n"
     "      --json                print the figure as JSON on stdout\n"
     "      --out DIR             write each of the file's \"figures\" (variance, rank, curve,\n"
-    "                            estimators, utility, regret, echoing, detection) as\n"
+    "                            estimators, utility, regret, echoing, detection,\n"
+    "                            stability and stability_curve) as\n"
     "                            DIR/<study>.<figure>.csv and .json\n"
     TB_CLI_THREADS_HELP
     TB_CLI_DEVICE_HELP

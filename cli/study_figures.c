@@ -1,64 +1,12 @@
 /* study_figures.c: a study's figures beyond the table (variance, rank, curve, estimators,
- * utility, regret, echoing, detection) as text, and as data: one JSON and one CSV file per figure (`study --out
- * DIR`), the same rows in both. */
+ * utility, regret, echoing, detection; stability in study_stability.c) as text, and as data:
+ * one JSON and one CSV file per figure (`study --out DIR`), the same rows in both. */
 #include "study_output.h"
+#include "study_sink.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
-
-/* Where a figure is written: text lines, a CSV file, a JSON file (either may be NULL). */
-typedef struct sink {
-    FILE *csv, *json;
-    int rows; /* JSON rows written */
-} sink;
-
-static void json_str(FILE *f, const char *s)
-{
-    fputc('"', f);
-    for (; *s; s++) {
-        if (*s == '"' || *s == '\\') fputc('\\', f);
-        if ((unsigned char)*s >= 0x20) fputc(*s, f);
-    }
-    fputc('"', f);
-}
-
-static void json_num(FILE *f, double v)
-{
-    if (isfinite(v)) fprintf(f, "%.6g", v);
-    else fputs("null", f);
-}
-
-static void csv_num(FILE *f, double v)
-{
-    if (isfinite(v)) fprintf(f, ",%.6g", v);
-    else fputs(",", f);
-}
-
-/* A row's cell label, quoted for CSV (labels have no quotes: they are names and numbers). */
-static void row_start(sink *s, const char *label)
-{
-    if (s->csv) fprintf(s->csv, "\"%s\"", label);
-    if (s->json) {
-        fputs(s->rows++ ? ",\n{\"cell\":" : "{\"cell\":", s->json);
-        json_str(s->json, label);
-    }
-}
-
-static void field(sink *s, const char *name, double v)
-{
-    if (s->csv) csv_num(s->csv, v);
-    if (s->json) {
-        fprintf(s->json, ",\"%s\":", name);
-        json_num(s->json, v);
-    }
-}
-
-static void row_end(sink *s)
-{
-    if (s->csv) fputc('\n', s->csv);
-    if (s->json) fputc('}', s->json);
-}
 
 static void variance_rows(const tb_study_plan *p, const tb_study_values *v,
                           const tb_study_figures *f, sink *s, bool text)
@@ -419,9 +367,6 @@ static void detection_rows(const tb_study_plan *p, const tb_study_values *v,
                tb_study_outcome_name(d->outcome));
 }
 
-typedef void (*rows_fn)(const tb_study_plan *, const tb_study_values *,
-                        const tb_study_figures *, sink *, bool);
-
 static void each_figure(const tb_study_plan *p, rows_fn *fns, const char **names)
 {
     int n = 0;
@@ -433,14 +378,18 @@ static void each_figure(const tb_study_plan *p, rows_fn *fns, const char **names
     if (p->fig_regret) names[n] = "regret", fns[n++] = regret_rows;
     if (p->fig_echoing) names[n] = "echoing", fns[n++] = echo_rows;
     if (p->fig_detection) names[n] = "detection", fns[n++] = detection_rows;
+    if (p->fig_stability) {
+        names[n] = "stability", fns[n++] = tb_cli_stability_rows;
+        names[n] = "stability_curve", fns[n++] = tb_cli_stability_curve_rows;
+    }
     names[n] = NULL;
 }
 
 void tb_cli_study_print_figures(const tb_study_plan *p, const tb_study_values *v,
                                 const tb_study_figures *f)
 {
-    rows_fn fns[9];
-    const char *names[9];
+    rows_fn fns[11];
+    const char *names[11];
     each_figure(p, fns, names);
     for (int i = 0; names[i]; i++) {
         sink s = {0};
@@ -451,8 +400,8 @@ void tb_cli_study_print_figures(const tb_study_plan *p, const tb_study_values *v
 void tb_cli_study_json_figures(const tb_study_plan *p, const tb_study_values *v,
                                const tb_study_figures *f)
 {
-    rows_fn fns[9];
-    const char *names[9];
+    rows_fn fns[11];
+    const char *names[11];
     each_figure(p, fns, names);
     fputs(",\"figures\":{", stdout);
     for (int i = 0; names[i]; i++) {
@@ -467,8 +416,8 @@ void tb_cli_study_json_figures(const tb_study_plan *p, const tb_study_values *v,
 bool tb_cli_study_write_figures(const tb_study_plan *p, const tb_study_values *v,
                                 const tb_study_figures *f, const char *dir)
 {
-    rows_fn fns[9];
-    const char *names[9];
+    rows_fn fns[11];
+    const char *names[11];
     each_figure(p, fns, names);
     for (int i = 0; names[i]; i++) {
         char csv[4096], json[4096];

@@ -1,6 +1,7 @@
 /* test_cli_study.c: `trainbench study` as a user runs it: help, --list, a malformed file, a
  * tiny real study (2 algorithms x 2 seeds x 20 steps on fmnist_mlp) with --db, its rerun
- * reusing every run with the same figure, and a resume after a run went missing. */
+ * reusing every run with the same figure, a resume after a run went missing, and the
+ * figures beyond the table as text and data. */
 #include "testutil.h"
 
 #include <sqlite3.h>
@@ -216,6 +217,52 @@ static void test_detection(const char *dir)
     unlink(file);
 }
 
+/* full-batch Adam on 32 examples, measured every 2 of 4 steps: the stability figure as text,
+ * as its two data files and in --json */
+static const char stability_study[] =
+    "{\"name\": \"eos\", \"claim\": \"c\", \"source\": \"a test\",\n"
+    " \"settings\": {\"workload\": \"fmnist_mlp_tanh\", \"algorithm\": \"adam\", \"steps\": 4,\n"
+    "              \"full_batch\": 32, \"schedule\": \"constant\", \"eval_examples\": 100,\n"
+    "              \"sharpness_every\": 2, \"sharpness_iters\": 3},\n"
+    " \"axes\": {\"learning_rate\": [0.01]}, \"seeds\": 2, \"metric\": \"validation_loss\",\n"
+    " \"figures\": [{\"type\": \"stability\", \"tail\": 1, \"expect\": \"at_threshold\"}]}\n";
+
+static void test_stability(const char *dir)
+{
+    char file[300], db[300], args[1200], csv[320], text[4096];
+    snprintf(file, sizeof file, "%s/eos.json", dir);
+    snprintf(db, sizeof db, "%s/eos.db", dir);
+    tb_test_write_text(file, stability_study);
+    snprintf(args, sizeof args, "study %s --db %s -t 1 --out %s", file, db, dir);
+    CHECK(run(args) == 0 && has("2 trained now and 0 from the store") &&
+          has("edge of stability (ratio: lambda_1(P^-1 H)") &&
+          has("  learning_rate=0.01") && has("threshold       3800  runs 2 (lost 0)  n   4") &&
+          has("    expected: at the threshold (|median - 1| <= 0.2): ") &&
+          has("    step          2      4\n") && has("    run 2  "));
+    snprintf(csv, sizeof csv, "%s/eos.stability.csv", dir);
+    CHECK(read_text(csv, text, sizeof text) &&
+          strstr(text, "cell,threshold,tail,runs,lost,n,median_ratio,min_ratio,max_ratio,"
+                       "tolerance,outcome\n\"learning_rate=0.01\",3800,1,2,0,4,"));
+    unlink(csv);
+    snprintf(csv, sizeof csv, "%s/eos.stability_curve.csv", dir);
+    CHECK(read_text(csv, text, sizeof text) &&
+          strstr(text, "cell,run,step,lambda_max,preconditioned_max,threshold,ratio\n"
+                       "\"learning_rate=0.01\",1,2,") &&
+          strstr(text, "\"learning_rate=0.01\",2,4,"));
+    unlink(csv);
+    snprintf(csv, sizeof csv, "%s/eos.stability.json", dir);
+    unlink(csv);
+    snprintf(csv, sizeof csv, "%s/eos.stability_curve.json", dir);
+    unlink(csv);
+    snprintf(args, sizeof args, "study %s --db %s -t 1 --json", file, db);
+    CHECK(run(args) == 0 &&
+          has("\"stability\":[{\"cell\":\"learning_rate=0.01\",\"threshold\":3800") &&
+          has("\"stability_curve\":[{\"cell\":\"learning_rate=0.01\",\"run\":1,\"step\":2,"));
+    CHECK(sql_count(db, "SELECT count(*) FROM study_sharpness") == 4);
+    tb_test_remove_store(db);
+    unlink(file);
+}
+
 /* a slow upstream against batch echoing: the echoing figure as text and as data */
 static const char echo_study[] =
     "{\"name\": \"echo\", \"claim\": \"c\", \"source\": \"a test\",\n"
@@ -316,6 +363,7 @@ int main(void)
     test_echoing(dir);
     test_estimators(dir);
     test_detection(dir);
+    test_stability(dir);
     tb_test_remove_store(db);
     unlink(file);
     unlink(bad);

@@ -3,12 +3,14 @@
  * at three batch sizes or more (the largest at least 16 times the smallest) with the same
  * trial budget; ekfac_vs_kfac and ekfac_vs_kfac_time tune learning rate and damping, the
  * second by timed seconds; inclusion's spaces respect the inclusions on two workloads or more,
- * inclusion_restricted's tune the learning rate alone. */
+ * inclusion_restricted's tune the learning rate alone; the edge-of-stability studies measure
+ * full-batch Adam at 3 step sizes and gradient descent at 2 against 38/eta and 2/eta. */
 #include "testutil.h"
 
 #include <math.h>
 #include <string.h>
 
+#include "study/study_impl.h"
 #include "trainbench/study_plan.h"
 #include "trainbench/tune.h"
 
@@ -165,10 +167,42 @@ static void test_inclusion(void)
     check_inclusion("inclusion_restricted", false);
 }
 
+/* edge_of_stability: full-batch Adam at beta1 0.9 at 3 step sizes or more, each cell's
+ * threshold 38/eta; edge_of_stability_gd: gradient descent (momentum 0) at 2 or more, 2/eta;
+ * both measure the sharpness during their runs, on a smooth workload, judged at the threshold. */
+static void check_eos(const char *name, const char *algorithm, int min_sizes, double factor)
+{
+    tb_study_plan *p = load(name);
+    if (!p) return;
+    CHECK(p->base.data.full_batch > 0 && p->base.diag.sharpness_every > 0);
+    CHECK(p->base.length.schedule == TB_SCHEDULE_CONSTANT);
+    CHECK(strstr(p->workload, "relu") == NULL && strncmp(p->workload, "fmnist_cnn", 10) != 0);
+    CHECK(p->fig_stability && p->stability_judged && p->stability_tail > 0);
+    CHECK(tb_study_plan_cells(p) >= min_sizes);
+    for (int cell = 0; cell < tb_study_plan_cells(p); cell++) {
+        tb_run_config c;
+        tb_error err = {0};
+        double t = 0;
+        CHECK(strcmp(cell_algorithm(p, cell, &c), algorithm) == 0);
+        CHECK(tb_hparams_get(&c.model.hparams, "weight_decay", 1) == 0);
+        const double lr = tb_hparams_get(&c.model.hparams, "learning_rate", 0);
+        if (CHECK_OK(tb_study_cell_threshold(p, cell, &t, &err), &err))
+            CHECK(fabs(t * lr - factor) < 1e-9 * factor);
+    }
+    tb_study_plan_free(p);
+}
+
+static void test_eos(void)
+{
+    check_eos("edge_of_stability", "adam", 3, 38);
+    check_eos("edge_of_stability_gd", "sgd", 2, 2);
+}
+
 int main(void)
 {
     test_large_batch();
     test_ekfac();
     test_inclusion();
+    test_eos();
     return tb_test_finish("test_study_claims");
 }

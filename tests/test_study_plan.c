@@ -622,11 +622,12 @@ static void test_shipped(void)
             snprintf(want, sizeof want, "%s.json", p->name); /* the file is named after it */
             CHECK(strcmp(want, names[i]->d_name) == 0);
             /* a claim stated as a check: judged comparisons, estimators, utility, regret,
-             * echoing or detection */
+             * echoing, detection or stability */
             CHECK((p->n_comparisons > 0 && p->comparisons[0].expect != TB_EXPECT_NONE) ||
                   p->fig_estimators_judged || (p->fig_utility && !isnan(p->utility_min_tau)) ||
                   (p->fig_regret && !isnan(p->regret_min_ratio)) || p->fig_echoing_judged ||
-                  (p->fig_detection && !isnan(p->detection_max_fp)));
+                  (p->fig_detection && !isnan(p->detection_max_fp)) ||
+                  (p->fig_stability && p->stability_judged));
         }
         tb_study_plan_free(p);
         free(names[i]);

@@ -142,6 +142,13 @@ tb_status tb_optimizer_preconditioner(const tb_optimizer *opt, float *p, tb_erro
  * step of size 0, is stable at any sharpness: +infinity). */
 tb_status tb_optimizer_stability_threshold(const tb_optimizer *opt, double lr_scale, double *out,
                                            tb_error *err);
+/* The same threshold at lr = learning_rate for algorithm `algorithm` with the hyperparameters
+ * `given` (NULL: none; the rest their defaults), without an optimizer: what a plan states
+ * before it trains (a study's stability figure). Fails as tb_hparams_resolve for an unknown
+ * algorithm or a bad value, and as tb_optimizer_stability_threshold (TB_ERR_UNSUPPORTED
+ * naming the algorithm) where it has none. */
+tb_status tb_optimizer_stability_threshold_of(const char *algorithm, const tb_hparams *given,
+                                              double *out, tb_error *err);
 
 /* The hyperparameters algorithm `name` runs with for the values `given` (NULL: none), as
  * tb_optimizer_create uses them: into *out every one it has, in the registry's order, the

@@ -175,6 +175,12 @@ typedef struct tb_study_plan {
     double detection_max_fp, detection_max_fn; /* "max_false_positive", "max_false_negative":
                                        the P(A>B) test's rates judged against them (both
                                        given); NaN: not judged */
+    bool fig_stability;             /* the edge-of-stability figure over each cell's sharpness
+                                       measurements (settings.sharpness_every; stability.c) */
+    double stability_tail;          /* "tail": the last fraction of each run's measurements
+                                       the median ratio is taken over, (0, 1] */
+    double stability_tolerance;     /* "tolerance": judged when |median - 1| <= it */
+    bool stability_judged;          /* "expect": "at_threshold": each cell a check */
     int n_fig_sources;              /* the variance figure's sources, each varied alone */
     tb_stream fig_sources[TB_STREAM_COUNT];
     int n_spaces;
@@ -250,6 +256,20 @@ typedef struct tb_study_exec_options {
     void *user;
 } tb_study_exec_options;
 
+/* One sharpness measurement of a study run (settings.sharpness_every): after step `step`,
+ * lambda_1(H), lambda_1(P^-1 H) (= lambda_1(H) where P = 1) and the step's stability threshold
+ * (tb_sharpness). */
+typedef struct tb_study_sharpness_point {
+    int64_t step;
+    double lambda_max, pre_max, threshold;
+} tb_study_sharpness_point;
+
+typedef struct tb_study_sharpness_curve {
+    bool diverged;              /* the run diverged (its measurements up to then kept) */
+    int n;
+    tb_study_sharpness_point *points; /* n of them, by step; owned */
+} tb_study_sharpness_curve;
+
 typedef struct tb_study_values {
     int cells, seeds;
     double *v;                  /* v[cell * seeds + run]: the metric (+inf for a run that
@@ -270,6 +290,8 @@ typedef struct tb_study_values {
     double *delay_s;            /* [cell * seeds + run]: the upstream delay per fresh example
                                    the run trained with (0: none; NaN: a stored run from
                                    before this was recorded); owned */
+    tb_study_sharpness_curve *sharpness; /* [cell * seeds + run]: its measurements
+                                   (settings.sharpness_every; NULL without); owned */
     double *source_v;           /* the variance figure's runs: [(k * cells + cell) * seeds + i]
                                    for plan->fig_sources[k], run i varying that source alone
                                    (the others at the base seeds); owned */
@@ -454,6 +476,30 @@ tb_status tb_study_detection_rates_of(const double *a, int64_t na, const double 
                                       uint64_t seed, tb_study_detection_rates *out,
                                       tb_error *err);
 
+/* The edge-of-stability figure's row of a cell (fig_stability; Cohen et al. 2022): the
+ * ratio of the preconditioned sharpness lambda_1(P^-1 H) (lambda_1(H) for gradient descent) to
+ * the stability threshold of the measurement's step, over the last `tail` fraction of each
+ * run's measurements (the last ceil(tail m) of its m), every finished run's pooled. */
+typedef struct tb_study_stability_row {
+    double threshold;            /* the cell's at its learning rate (38/eta for Adam at beta1
+                                    0.9, 2/eta for gradient descent) */
+    int64_t runs, lost;          /* runs with measurements; runs diverged (left out) */
+    int64_t n;                   /* tail measurements with a finite ratio */
+    double median, lo, hi;       /* their median ratio and its range (NaN when n = 0) */
+    tb_study_outcome outcome;    /* judged ("expect": "at_threshold"): reproduced when
+                                    |median - 1| <= tolerance, not reproduced otherwise,
+                                    inconclusive when n = 0 */
+} tb_study_stability_row;
+
+/* The ratio of measurement p to its threshold (NaN when the threshold is not finite and > 0). */
+double tb_study_sharpness_ratio(const tb_study_sharpness_point *p);
+/* A cell's row from its runs' curves (curves[0..runs); threshold the cell's): the median over
+ * the last tail of each finished run's measurements, judged when tolerance is a number (NaN:
+ * not judged). TB_ERR_INVALID for tail outside (0, 1]; TB_ERR_NOMEM. */
+tb_status tb_study_stability_row_of(const tb_study_sharpness_curve *curves, int runs,
+                                    double threshold, double tail, double tolerance,
+                                    tb_study_stability_row *out, tb_error *err);
+
 typedef struct tb_study_figures {
     tb_study_variance_cell *variance; /* per cell (fig_variance), owned */
     tb_study_rank_cell *rank;         /* per cell (fig_rank), owned */
@@ -469,6 +515,8 @@ typedef struct tb_study_figures {
     tb_study_echo_row *echo_rows;     /* fig_echoing: per group, slowdowns in the axis' order,
                                          owned */
     tb_study_detection_fig detection; /* fig_detection */
+    int n_stability;
+    tb_study_stability_row *stability; /* fig_stability: per cell, owned */
 } tb_study_figures;
 
 /* The largest slowdown of group `group`'s rows that echoing compensates (some echo cell's
@@ -512,6 +560,15 @@ tb_status tb_store_put_study_run(tb_store *store, const tb_study_run_record *r,
 /* Looks a run up by key: *found false when the store does not hold it. */
 tb_status tb_store_get_study_run(tb_store *store, const char *key, tb_study_run_record *out,
                                  bool *found, tb_error *err);
+
+/* The sharpness measurements of the run with this key (src/store/study_sharpness.c), in
+ * their own table (study_sharpness: key, step, the three values), replacing any the key had;
+ * recorded before the run itself, so a stored run's measurements are there. */
+tb_status tb_store_put_study_sharpness(tb_store *store, const char *key,
+                                       const tb_study_sharpness_curve *c, tb_error *err);
+/* Reads them back by step into *out (its points malloc'ed; n = 0 and NULL for none). */
+tb_status tb_store_get_study_sharpness(tb_store *store, const char *key,
+                                       tb_study_sharpness_curve *out, tb_error *err);
 
 #ifdef __cplusplus
 }

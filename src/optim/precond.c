@@ -63,3 +63,16 @@ tb_status tb_optimizer_stability_threshold(const tb_optimizer *opt, double lr_sc
     *out = t;
     return TB_OK;
 }
+
+tb_status tb_optimizer_stability_threshold_of(const char *algorithm, const tb_hparams *given,
+                                              double *out, tb_error *err)
+{
+    if (!algorithm || !out)
+        return tb_fail(err, TB_ERR_INVALID, "optimizer_stability_threshold_of: %s is NULL",
+                       algorithm ? "out" : "the algorithm");
+    tb_optimizer o = {0}; /* the vtable and the hyperparameters: all a threshold reads */
+    tb_status st = tb_hparams_resolve(algorithm, given, &o.hp, NULL, err);
+    if (st != TB_OK) return st;
+    o.vt = (const tb_optimizer_vtable *)tb_optimizer_find(algorithm); /* info is its first member */
+    return tb_optimizer_stability_threshold(&o, 1.0, out, err);
+}

@@ -114,6 +114,9 @@ tb_status tb_store_get_study_run(tb_store *s, const char *key, tb_study_run_reco
     if (!s || !key || !out || !found)
         return tb_store_null(err, "store_get_study_run", !s ? "store" : !key ? "key" : "out");
     *found = false;
+    char k[sizeof out->key]; /* key may be out->key, which the row overwrites */
+    snprintf(k, sizeof k, "%s", key);
+    key = k;
     sqlite3_stmt *q = NULL;
     tb_status st = prepare(s,
                            "SELECT study, diverged, reason, steps, train_time_s, "

@@ -37,6 +37,10 @@ static tb_status run_key(const tb_run_config *c, double slowdown, char *buf, siz
     char full[160] = ""; /* only when set: the keys of every other run stay as they were */
     if (c->data.full_batch > 0)
         snprintf(full, sizeof full, " full_batch=%lld", (long long)c->data.full_batch);
+    if (c->diag.sharpness_every > 0)
+        snprintf(full + strlen(full), sizeof full - strlen(full),
+                 " sharpness_every=%lld sharpness_iters=%d",
+                 (long long)c->diag.sharpness_every, c->diag.sharpness_iters);
     if (c->eval.target > 0 || c->eval.every_steps > 0 || slowdown > 0)
         snprintf(full + strlen(full), sizeof full - strlen(full),
                  " target=%.17g eval_every_steps=%lld upstream_slowdown=%.17g", c->eval.target,
@@ -85,6 +89,7 @@ typedef struct exec_ctx {
     bool *prior_ready;
     double *step_s;             /* [group * seeds + run]: the step time measured for a slow
                                    upstream (NaN: not yet; group: tb_study_echo_group) */
+    tb_study_collector got;     /* the sharpness measurements of the run just made */
 } exec_ctx;
 
 /* The first cell whose axes equal cell's but for "echo" and "upstream_slowdown": the cells
@@ -142,21 +147,33 @@ static tb_status record_run(exec_ctx *x, tb_run_config *cfg, bool trial, bool *r
     tb_status st = run_key(cfg, slowdown, rec->key, sizeof rec->key, err);
     if (st != TB_OK) return st;
     *reused = false;
+    tb_study_collector_take(&x->got, NULL);
+    const bool sharp = cfg->diag.sharpness_every > 0;
     if (o->store) {
         st = tb_store_get_study_run(o->store, rec->key, rec, reused, err);
+        if (st == TB_OK && *reused && sharp)
+            st = tb_store_get_study_sharpness(o->store, rec->key, &x->got.curve, err);
         if (st != TB_OK || *reused) return st;
     }
     snprintf(rec->study, sizeof rec->study, "%.56s%s", x->plan->name, trial ? "/tune" : "");
     if (slowdown > 0 && (st = slow_upstream(x, slowdown, cfg, err)) != TB_OK) return st;
     rec->upstream_delay_s = cfg->data.pipeline.upstream_delay_s;
     tb_error e = {0};
-    st = tb_train(cfg, NULL, &rec->result, &e);
+    const tb_train_observers obs = {.on_sharpness = sharp ? tb_study_collect_sharpness : NULL,
+                                    .sharpness_user = &x->got};
+    st = tb_train(cfg, &obs, &rec->result, &e);
     if (st != TB_OK && st != TB_ERR_NUMERIC) {
         *err = e;
         return st;
     }
+    if (x->got.nomem)
+        return tb_fail(err, TB_ERR_NOMEM, "out of memory for a study run's sharpness");
     rec->diverged = st == TB_ERR_NUMERIC;
     snprintf(rec->reason, sizeof rec->reason, "%s", rec->diverged ? e.message : "");
+    /* the measurements first: a run the store holds has its measurements there */
+    st = o->store && sharp ? tb_store_put_study_sharpness(o->store, rec->key, &x->got.curve, err)
+                           : TB_OK;
+    if (st != TB_OK) return st;
     return o->store ? tb_store_put_study_run(o->store, rec, tb_code_version(), err) : TB_OK;
 }
 
@@ -177,6 +194,7 @@ static tb_status trial_fn(void *user, const tb_run_config *cfg, int trial, doubl
 {
     exec_ctx *x = user;
     tb_run_config c = *cfg;
+    c.diag.sharpness_every = 0; /* tuning trials are not measured */
     bool reused = false;
     tb_status st = record_run(x, &c, true, &reused, err);
     if (st != TB_OK) return tb_error_prefix(err, "tuning trial %d", trial + 1);
@@ -261,6 +279,10 @@ static tb_status one_run(exec_ctx *x, int cell, int run, tb_error *err)
                            : run_value(TB_METRIC_FRESH_TO_TARGET, &x->rec->result,
                                        x->rec->diverged);
     out->delay_s[slot] = x->rec->upstream_delay_s;
+    if (out->sharpness) {
+        x->got.curve.diverged = x->rec->diverged;
+        tb_study_collector_take(&x->got, &out->sharpness[slot]);
+    }
     report(x, -1, reused, v);
     return TB_OK;
 }
@@ -300,6 +322,7 @@ static tb_status source_run(exec_ctx *x, int k, int cell, int run, tb_error *err
     if (st != TB_OK) return st;
     double v = run_value(plan->metric, &x->rec->result, x->rec->diverged);
     *value = v;
+    tb_study_collector_take(&x->got, NULL);
     report(x, -2 - k, reused, v);
     return TB_OK;
 }
@@ -333,6 +356,9 @@ static tb_status values_alloc(exec_ctx *x, tb_error *err)
             const bool search = plan->fig_sources[k] == TB_STREAM_HPARAM;
             x->total += out->seeds * (1 + (search && t ? t->trials : 0));
         }
+    if (plan->base.diag.sharpness_every > 0 &&
+        !(out->sharpness = calloc(runs, sizeof *out->sharpness)))
+        return tb_fail(err, TB_ERR_NOMEM, "out of memory for a study's results");
     if (plan->n_fig_sources > 0 &&
         !(out->source_v = malloc((size_t)plan->n_fig_sources * runs * sizeof(double))))
         return tb_fail(err, TB_ERR_NOMEM, "out of memory for a study's results");
@@ -358,7 +384,7 @@ tb_status tb_study_execute(const tb_study_plan *plan, const tb_study_exec_option
     const int n_cells = tb_study_plan_cells(plan);
     exec_ctx x = {plan, opts, out, malloc(sizeof *x.rec), 0, 0, 0, 0,
                   calloc((size_t)n_cells, sizeof *x.priors),
-                  calloc((size_t)n_cells, sizeof *x.prior_ready), NULL};
+                  calloc((size_t)n_cells, sizeof *x.prior_ready), NULL, {{0}, 0, false}};
     tb_status st = x.rec && x.priors && x.prior_ready
                        ? values_alloc(&x, err)
                        : tb_fail(err, TB_ERR_NOMEM, "out of memory for a study's results");
@@ -410,6 +436,7 @@ tb_status tb_study_execute(const tb_study_plan *plan, const tb_study_exec_option
     free(x.priors);
     free(x.prior_ready);
     free(x.step_s);
+    tb_study_collector_take(&x.got, NULL);
     if (st != TB_OK) tb_study_values_free(out);
     return st;
 }
@@ -424,5 +451,8 @@ void tb_study_values_free(tb_study_values *values)
     free(values->source_v);
     free(values->fresh);
     free(values->delay_s);
+    for (int i = 0; values->sharpness && i < values->cells * values->seeds; i++)
+        free(values->sharpness[i].points);
+    free(values->sharpness);
     memset(values, 0, sizeof *values);
 }

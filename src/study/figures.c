@@ -21,6 +21,7 @@ void tb_study_figures_free(tb_study_figures *f)
     free(f->utility.reached);
     tb_study_regret_free(&f->regret);
     free(f->echo_rows);
+    free(f->stability);
     memset(f, 0, sizeof *f);
 }
 
@@ -213,6 +214,12 @@ tb_study_outcome tb_study_outcome_of(const tb_study_figure *figure,
         n += o != TB_STUDY_NOT_JUDGED;
         yes += o == TB_STUDY_REPRODUCED;
     }
+    for (int c = 0; figures && figures->stability && c < figures->n_stability; c++) {
+        tb_study_outcome o = figures->stability[c].outcome;
+        any[o] = true;
+        n += o != TB_STUDY_NOT_JUDGED;
+        yes += o == TB_STUDY_REPRODUCED;
+    }
     if (figures && figures->detection.outcome != TB_STUDY_NOT_JUDGED) {
         any[figures->detection.outcome] = true;
         n++;
@@ -261,6 +268,12 @@ tb_status tb_study_figures_compute(const tb_study_plan *plan, const tb_study_val
     if (st == TB_OK && plan->fig_echoing) st = tb_study_echo_figure(plan, v, out, err);
     if (st == TB_OK && plan->fig_detection)
         st = tb_study_detection_compute(plan, v, &out->detection, err);
+    if (st == TB_OK && plan->fig_stability) {
+        out->stability = calloc(cells, sizeof *out->stability);
+        out->n_stability = v->cells;
+        st = out->stability ? tb_study_stability_compute(plan, v, out->stability, err)
+                            : tb_fail(err, TB_ERR_NOMEM, "out of memory for a study's figures");
+    }
     free(scratch);
     if (st != TB_OK) tb_study_figures_free(out);
     return st;

@@ -43,11 +43,13 @@ static tb_status parse_settings(tb_sp_ctx *c, const cJSON *o)
                                        "batch_size", "eval_examples", "schedule",
                                        "warmup_fraction", "echo", "full_batch", "split",
                                        "augment", "seconds", "target",
-                                       "eval_every_steps"};
+                                       "eval_every_steps", "sharpness_every",
+                                       "sharpness_iters"};
     tb_study_plan *p = c->plan;
     if (!cJSON_IsObject(o)) return tb_sp_bad(c, "settings", "must be an object");
-    tb_status st = tb_sp_only_keys(c, o, "settings", keys, 15);
+    tb_status st = tb_sp_only_keys(c, o, "settings", keys, 17);
     if (st == TB_OK) st = tb_sp_parse_echo_settings(c, o);
+    if (st == TB_OK) st = tb_sp_parse_sharpness_settings(c, o);
     if (st == TB_OK)
         st = tb_sp_text(c, o, "workload", "settings.workload", false, p->workload,
                       sizeof p->workload);

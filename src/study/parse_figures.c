@@ -282,10 +282,12 @@ tb_status tb_sp_parse_figures(tb_sp_ctx *c, const cJSON *o)
                      : strcmp(type, "regret") == 0     ? &p->fig_regret
                      : strcmp(type, "echoing") == 0    ? &p->fig_echoing
                      : strcmp(type, "detection") == 0  ? &p->fig_detection
+                     : strcmp(type, "stability") == 0  ? &p->fig_stability
                                                    : NULL;
         if (!seen)
             return tb_sp_bad(c, key, "unknown figure '%s' (expected variance, rank, curve, "
-                             "estimators, utility, regret, echoing or detection)", type);
+                             "estimators, utility, regret, echoing, detection or stability)",
+                             type);
         if (*seen) return tb_sp_bad(c, key, "'%s' is listed twice", type);
         tb_status st = TB_OK;
         if (strcmp(type, "variance") == 0) {
@@ -305,6 +307,8 @@ tb_status tb_sp_parse_figures(tb_sp_ctx *c, const cJSON *o)
             st = parse_expect(c, it, key, "close", &p->fig_estimators_judged);
         } else if (strcmp(type, "detection") == 0) {
             st = tb_sp_parse_detection(c, cJSON_IsObject(it) ? it : NULL, key);
+        } else if (strcmp(type, "stability") == 0) {
+            st = tb_sp_parse_stability(c, cJSON_IsObject(it) ? it : NULL, key);
         } else if (strcmp(type, "echoing") == 0 && cJSON_IsObject(it)) {
             st = parse_expect(c, it, key, "helps_when_slow", &p->fig_echoing_judged);
         } else if (cJSON_IsObject(it)) {

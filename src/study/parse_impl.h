@@ -51,4 +51,9 @@ tb_status tb_sp_parse_echo_axis_value(tb_sp_ctx *c, tb_study_axis *a, const cJSO
 /* An "echo" axis with an "echo_factor" axis or settings.echo is refused. */
 tb_status tb_sp_check_echo_axes(tb_sp_ctx *c);
 
+/* The settings "sharpness_every" and "sharpness_iters", and the figure {"type": "stability",
+ * "tail": t, "expect": "at_threshold", "tolerance": x} (o NULL: the defaults) (parse_stability.c). */
+tb_status tb_sp_parse_sharpness_settings(tb_sp_ctx *c, const cJSON *o);
+tb_status tb_sp_parse_stability(tb_sp_ctx *c, const cJSON *o, const char *key);
+
 #endif

@@ -118,4 +118,25 @@ tb_status tb_study_utility_compute(const tb_study_plan *plan, const tb_study_val
 tb_status tb_study_detection_compute(const tb_study_plan *plan, const tb_study_values *v,
                                      tb_study_detection_fig *out, tb_error *err);
 
+/* The stability threshold of cell `cell`'s optimizer at its learning rate, from its
+ * hyperparameters (tb_optimizer_stability_threshold_of); TB_ERR_UNSUPPORTED naming the
+ * algorithm where there is none (stability.c). */
+tb_status tb_study_cell_threshold(const tb_study_plan *plan, int cell, double *out,
+                                  tb_error *err);
+/* The stability figure's rows, one per cell, into rows (figures.c calls it when the plan
+ * asks). */
+tb_status tb_study_stability_compute(const tb_study_plan *plan, const tb_study_values *v,
+                                     tb_study_stability_row *rows, tb_error *err);
+
+/* The sharpness measurements of one study run as tb_train reports them (sharpness_runs.c). */
+typedef struct tb_study_collector {
+    tb_study_sharpness_curve curve;
+    int cap;
+    bool nomem;                 /* a measurement could not be kept */
+} tb_study_collector;
+/* A tb_train_sharpness_fn: appends the measurement to user, a tb_study_collector. */
+void tb_study_collect_sharpness(void *user, const tb_sharpness *m);
+/* Hands the curve over to *to (NULL: frees it) and empties c. */
+void tb_study_collector_take(tb_study_collector *c, tb_study_sharpness_curve *to);
+
 #endif
