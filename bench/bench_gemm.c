@@ -44,6 +44,7 @@ static const shape shapes[] = {
     LINEAR("transformer fc1 128->512", 2048, 128, 512),
     LINEAR("transformer fc2 512->128", 2048, 512, 128),
     LINEAR("autoencoder 784->512", 128, 784, 512),
+    LINEAR("wordnet out 128->26851", 256, 128, 26851),
     {"small 64^3", false, false, 64, 64, 64},
     {"small 96^3", false, true, 96, 96, 96},
     {"square 1024^3", false, false, 1024, 1024, 1024},

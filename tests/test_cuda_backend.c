@@ -267,13 +267,14 @@ static void c_losses(run *r)
     float *dloss = scalar_in(r, 1.3f);
     for (int s = 0; s < 2; s++) {
         float smoothing = s ? 0.1f : 0.0f;
-        float *probs = out_f(r, (int64_t)n * c, "probs");
+        float *stats = out_f(r, (int64_t)n * 2, "xent row stats");
         float *loss = out_f(r, 1, "xent loss");
-        r->ops->softmax_xent_fwd(r->be, n, c, logits, labels, smoothing, probs, loss);
+        r->ops->softmax_xent_fwd(r->be, n, c, logits, labels, smoothing, stats, loss);
         float *dl = out_f(r, (int64_t)n * c, "dlogits");
-        r->ops->softmax_xent_bwd(r->be, n, c, probs, labels, smoothing, dloss, dl, true);
+        r->ops->softmax_xent_bwd(r->be, n, c, logits, stats, labels, smoothing, dloss, dl, true);
         float *dl_new = out_f(r, (int64_t)n * c, "softmax_xent_bwd overwrite");
-        r->ops->softmax_xent_bwd(r->be, n, c, probs, labels, smoothing, dloss, dl_new, false);
+        r->ops->softmax_xent_bwd(r->be, n, c, logits, stats, labels, smoothing, dloss, dl_new,
+                                 false);
     }
     const int64_t m = 1001;
     float *pred = in_f(r, m, -3, 3), *target = in_f(r, m, 0, 1);

@@ -333,6 +333,54 @@ static bool tape_failed(tb_tape *t, tb_status want, const char *needle)
     return ok;
 }
 
+/* The fused softmax cross-entropy on rows wider than its 256-class blocks (and not a multiple
+ * of 16): the loss and the gradient, recomputed in the backward pass from the logits and each
+ * row's max and 1 / sum, against softmax in double; twice the loss sends the gradient through
+ * the accumulating path too; a NaN logit makes the loss NaN. */
+static void test_xent_wide(void)
+{
+    enum { N = 3, C = 1000 };
+    tb_rng r = tb_rng_make(11, 0);
+    int64_t ls[2] = {N, C}, ns[1] = {N};
+    const int32_t labels[N] = {0, 517, 999};
+    tb_var *logits = tb_test_var(be, 2, ls, &r, -20, 20, true);
+    tb_var *y = tb_test_ivar(be, 1, ns, labels);
+    const float *z = logits->value.data;
+    for (int twice = 0; twice < 2; twice++) {
+        const float smoothing = twice ? 0.1f : 0.0f;
+        memset(logits->grad.data, 0, sizeof(float) * N * C); /* a leaf's gradient adds up */
+        tb_tape *t = tb_test_tape(be);
+        tb_var *loss = tb_op_softmax_xent(t, logits, y, smoothing);
+        if (twice) loss = tb_op_add(t, loss, tb_op_softmax_xent(t, logits, y, smoothing));
+        CHECK(loss != NULL);
+        CHECK_OK(tb_tape_backward(t, loss), tb_tape_error(t));
+        double want = 0, max_err = 0;
+        for (int i = 0; i < N; i++) {
+            double m = -1e30, s = 0;
+            for (int j = 0; j < C; j++) m = fmax(m, z[i * C + j]);
+            for (int j = 0; j < C; j++) s += exp(z[i * C + j] - m);
+            double lse = m + log(s), uni = 0;
+            for (int j = 0; j < C; j++) {
+                uni += lse - z[i * C + j];
+                const double target = smoothing / C + (j == labels[i] ? 1.0 - smoothing : 0.0);
+                const double g = (1 + twice) * (exp(z[i * C + j] - lse) - target) / N;
+                max_err = fmax(max_err, fabs(((const float *)logits->grad.data)[i * C + j] - g));
+            }
+            want += (1 - smoothing) * (lse - z[i * C + labels[i]]) + smoothing * uni / C;
+        }
+        CHECK_NEAR(*(float *)loss->value.data, (1 + twice) * want / N, 1e-4);
+        CHECK(max_err < 1e-6);
+        tb_tape_destroy(t);
+    }
+    ((float *)logits->value.data)[C + 3] = NAN;
+    tb_tape *t = tb_test_tape(be);
+    tb_var *loss = tb_op_softmax_xent(t, logits, y, 0.0f);
+    CHECK(loss != NULL && isnan(*(float *)loss->value.data));
+    tb_tape_destroy(t);
+    tb_test_var_free(logits);
+    tb_test_var_free(y);
+}
+
 /* Labels outside [0, C) are refused naming the label and its position (the kernels would read
  * and write past the row), as are labels of the wrong dtype, rank or count. */
 static void test_xent_bad_labels(void)
@@ -744,6 +792,7 @@ int main(void)
     test_composites();
     test_losses();
     test_xent_bad_labels();
+    test_xent_wide();
     test_loss_inputs();
     test_dropout();
     test_backward_errors_and_no_grad();

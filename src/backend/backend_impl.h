@@ -213,13 +213,15 @@ typedef struct tb_backend_ops {
     float (*read_scalar)(tb_backend *be, const float *x);
 
     /* ---- losses (mean over examples; the result is one device float) ---- */
-    /* Softmax cross-entropy with label smoothing s: target = (1-s) onehot + s/C. probs [N,C] is
-     * saved for the backward pass. */
+    /* Softmax cross-entropy with label smoothing s: target = (1-s) onehot + s/C. stats [N, 2]
+     * is saved for the backward pass: each row's max logit and 1 / sum_j exp(z_j - max), from
+     * which the backward pass recomputes the probabilities out of the logits (no [N, C]
+     * matrix of probabilities is kept). */
     void (*softmax_xent_fwd)(tb_backend *be, int n, int c, const float *logits,
-                             const int32_t *labels, float smoothing, float *probs, float *loss);
-    void (*softmax_xent_bwd)(tb_backend *be, int n, int c, const float *probs,
-                             const int32_t *labels, float smoothing, const float *dloss,
-                             float *dlogits, bool dx_acc);
+                             const int32_t *labels, float smoothing, float *stats, float *loss);
+    void (*softmax_xent_bwd)(tb_backend *be, int n, int c, const float *logits,
+                             const float *stats, const int32_t *labels, float smoothing,
+                             const float *dloss, float *dlogits, bool dx_acc);
     /* Mean squared error over all n elements: mean((pred - target)^2). */
     void (*mse_fwd)(tb_backend *be, int64_t n, const float *pred, const float *target,
                     float *loss);

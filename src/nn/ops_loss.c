@@ -10,7 +10,8 @@ static tb_var *scalar_output(tb_tape *t, int n_in, tb_var *const *ins)
 
 /* ---- softmax cross-entropy ------------------------------------------------------------------ */
 
-/* in: logits, labels; saved: the softmax probabilities */
+/* in: logits, labels; saved: each row's max logit and 1 / sum exp (the backend recomputes the
+ * probabilities from them and the logits) */
 void tb_fwd_softmax_xent(tb_tape *t, const tb_node *n)
 {
     tb_tape_ops(t)->softmax_xent_fwd(tb_tape_be(t), (int)n->attr.xent.rows,
@@ -25,8 +26,8 @@ void tb_bwd_softmax_xent(tb_tape *t, const tb_node *n)
     float *dz = tb_var_grad_for(t, n->in[0], &acc);
     if (!dz) return;
     tb_tape_ops(t)->softmax_xent_bwd(tb_tape_be(t), (int)n->attr.xent.rows,
-                                     (int)n->attr.xent.classes, n->saved[0],
-                                     n->in[1]->value.data, n->attr.xent.smoothing,
+                                     (int)n->attr.xent.classes, n->in[0]->value.data,
+                                     n->saved[0], n->in[1]->value.data, n->attr.xent.smoothing,
                                      n->out->grad.data, dz, acc);
 }
 
@@ -48,10 +49,10 @@ tb_var *tb_op_softmax_xent(tb_tape *t, tb_var *logits, tb_var *labels, float smo
     /* the kernels index each row at its label: one outside [0, C) would read and write past it */
     if (!tb_op_check_indices(t, "softmax_xent", "label", labels, c)) return NULL;
     tb_var *loss = scalar_output(t, 2, ins);
-    float *probs = tb_tape_scratch(t, (size_t)(n * c) * sizeof(float));
-    if (!loss || !probs) return NULL;
+    float *stats = tb_tape_scratch(t, (size_t)(n * 2) * sizeof(float));
+    if (!loss || !stats) return NULL;
     return tb_op_run(t, &(tb_node){.op = TB_OP_SOFTMAX_XENT, .n_in = 2, .in = {logits, labels},
-                                   .out = loss, .saved = {probs},
+                                   .out = loss, .saved = {stats},
                                    .attr.xent = {.rows = n, .classes = c,
                                                  .smoothing = smoothing}});
 }

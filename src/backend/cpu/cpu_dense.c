@@ -45,6 +45,12 @@ static void gemm_one(tb_backend *be, int tid, bool own, bool ta, bool tb, int m,
  * the last bits may differ between thread counts. */
 #define GEMM_BLOCKS_PER_THREAD 4
 #define GEMM_BLOCK_MIN ((int64_t)1 << 21) /* multiply-adds: no block smaller (B repacked) */
+/* Every block reads all of the operand it does not split: B (packed anew) for a split of C's
+ * rows, A for a split of its columns. Past this many floats (8 MB: beyond what the caches keep
+ * between blocks) each block reads it from memory, so the product is split into one block per
+ * thread: wordnet_sparse's output-layer dh = dy w (256 x 128 x 26851, w 13.7 MB) packed w
+ * eight times at 2 threads and ran memory-bound. */
+#define GEMM_SHARED_MAX ((int64_t)1 << 21)
 
 /* One product's operands, for its blocks. */
 typedef struct gemm_args {
@@ -109,6 +115,7 @@ static void gemm_run(tb_backend *be, bool ta, bool tb, int m, int n, int k, floa
     if (blocks > size / GEMM_BLOCK_MIN) blocks = size / GEMM_BLOCK_MIN;
     if (blocks < threads) blocks = threads;
     if (blocks > side) blocks = side;
+    if ((g.rows ? (int64_t)k * n : (int64_t)m * k) > GEMM_SHARED_MAX) blocks = threads;
     const bool dynamic = !((const tb_cpu_state *)be->impl)->static_split;
 #pragma omp parallel num_threads(threads)
     {

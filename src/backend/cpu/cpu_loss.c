@@ -5,44 +5,123 @@
 
 #include "trainbench/rng.h"
 
-/* One row of the softmax cross-entropy: probs p = softmax(z), and the row's loss
- * (1 - smoothing) (-log p_y) + smoothing mean_j (-log p_j), in double. */
-static double xent_row(int c, const float *z, int32_t label, float smoothing, float *p)
+#ifdef __AVX512F__
+
+/* A row's max logit (a NaN is never chosen: it shows in the sums instead). */
+static float row_max(int c, const float *z)
+{
+    __m512 m = _mm512_set1_ps(-INFINITY);
+    for (int j = 0; j < c; j += 16) {
+        const __mmask16 k = tb_cpu_lanes(c - j);
+        m = _mm512_mask_max_ps(m, k, _mm512_maskz_loadu_ps(k, z + j), m);
+    }
+    return _mm512_reduce_max_ps(m);
+}
+
+/* sum_j exp(z_j - zmax) and sum_j (z_j - zmax): float sums over blocks of 256 classes, added
+ * in double. */
+static void row_sums(int c, const float *z, float zmax, double *sum, double *sum_z)
+{
+    const __m512 vmax = _mm512_set1_ps(zmax);
+    double s = 0, sz = 0;
+    for (int j0 = 0; j0 < c; j0 += 256) {
+        const int j1 = j0 + 256 < c ? j0 + 256 : c;
+        __m512 vs = _mm512_setzero_ps(), vz = _mm512_setzero_ps();
+        for (int j = j0; j < j1; j += 16) {
+            const __mmask16 k = tb_cpu_lanes(j1 - j);
+            const __m512 x = _mm512_maskz_sub_ps(k, _mm512_maskz_loadu_ps(k, z + j), vmax);
+            vs = _mm512_mask_add_ps(vs, k, vs, tb_cpu_exp16(x));
+            vz = _mm512_add_ps(vz, x);
+        }
+        s += _mm512_reduce_add_ps(vs);
+        sz += _mm512_reduce_add_ps(vz);
+    }
+    *sum = s;
+    *sum_z = sz;
+}
+
+/* d (+)= scale (exp(z - zmax) inv - off) over a row. */
+static void row_grad(int c, const float *z, float zmax, float inv, float scale, float off,
+                     float *d, bool acc)
+{
+    const __m512 vmax = _mm512_set1_ps(zmax), vinv = _mm512_set1_ps(inv);
+    const __m512 vscale = _mm512_set1_ps(scale), voff = _mm512_set1_ps(off);
+    for (int j = 0; j < c; j += 16) {
+        const __mmask16 k = tb_cpu_lanes(c - j);
+        const __m512 e = tb_cpu_exp16(_mm512_sub_ps(_mm512_maskz_loadu_ps(k, z + j), vmax));
+        __m512 g = _mm512_mul_ps(vscale, _mm512_sub_ps(_mm512_mul_ps(e, vinv), voff));
+        if (acc) g = _mm512_add_ps(g, _mm512_maskz_loadu_ps(k, d + j));
+        _mm512_mask_storeu_ps(d + j, k, g);
+    }
+}
+
+#else
+
+static float row_max(int c, const float *z)
 {
     float zmax = z[0];
 #pragma omp simd reduction(max : zmax)
     for (int j = 1; j < c; j++) zmax = z[j] > zmax ? z[j] : zmax;
-    /* float partial sums over blocks of 256 classes (vectorised), added in double */
-    double sum = 0, sum_z = 0;
+    return zmax;
+}
+
+static void row_sums(int c, const float *z, float zmax, double *sum, double *sum_z)
+{
+    double s = 0, sz = 0;
     for (int j0 = 0; j0 < c; j0 += 256) {
         const int j1 = j0 + 256 < c ? j0 + 256 : c;
-        float s = 0, sz = 0;
-#pragma omp simd reduction(+ : s, sz)
+        float bs = 0, bz = 0;
+#pragma omp simd reduction(+ : bs, bz)
         for (int j = j0; j < j1; j++) {
-            p[j] = tb_cpu_expf(z[j] - zmax);
-            s += p[j];
-            sz += z[j] - zmax;
+            bs += tb_cpu_expf(z[j] - zmax);
+            bz += z[j] - zmax;
         }
-        sum += s;
-        sum_z += sz;
+        s += bs;
+        sz += bz;
     }
-    double log_sum = log(sum);
-    float inv = (float)(1.0 / sum);
+    *sum = s;
+    *sum_z = sz;
+}
+
+static void row_grad(int c, const float *z, float zmax, float inv, float scale, float off,
+                     float *d, bool acc)
+{
+    if (acc) {
 #pragma omp simd
-    for (int j = 0; j < c; j++) p[j] *= inv;
+        for (int j = 0; j < c; j++) d[j] += scale * (tb_cpu_expf(z[j] - zmax) * inv - off);
+    } else {
+#pragma omp simd
+        for (int j = 0; j < c; j++) d[j] = scale * (tb_cpu_expf(z[j] - zmax) * inv - off);
+    }
+}
+
+#endif
+
+/* One row of the softmax cross-entropy: its loss (1 - smoothing) (-log p_y) + smoothing
+ * mean_j (-log p_j) in double, p = softmax(z), and in st[0], st[1] the row's max z and
+ * 1 / sum_j exp(z_j - max): all the backward pass needs to recompute p (no [N, C] matrix of
+ * probabilities is written, nor normalised in a second pass). */
+static double xent_row(int c, const float *z, int32_t label, float smoothing, float *st)
+{
+    const float zmax = row_max(c, z);
+    double sum, sum_z;
+    row_sums(c, z, zmax, &sum, &sum_z);
+    st[0] = zmax;
+    st[1] = (float)(1.0 / sum);
     /* -log p_y = log_sum - (z_y - zmax); the smoothed part averages -log p over classes */
-    double nll = log_sum - (z[label] - zmax);
-    double uniform = log_sum - sum_z / c;
+    const double log_sum = log(sum);
+    const double nll = log_sum - (z[label] - zmax);
+    const double uniform = log_sum - sum_z / c;
     return (1.0 - smoothing) * nll + smoothing * uniform;
 }
 
-/* The rows of one softmax cross-entropy and where their probabilities go. */
+/* The rows of one softmax cross-entropy and where their statistics go. */
 typedef struct {
     int c;
     const float *logits;
     const int32_t *labels;
     float smoothing;
-    float *probs;
+    float *stats;
 } xent_rows;
 
 static double xent_part(const void *ctx, int64_t i0, int64_t i1)
@@ -50,38 +129,34 @@ static double xent_part(const void *ctx, int64_t i0, int64_t i1)
     const xent_rows *r = ctx;
     double s = 0;
     for (int64_t i = i0; i < i1; i++)
-        s += xent_row(r->c, r->logits + i * r->c, r->labels[i], r->smoothing,
-                      r->probs + i * r->c);
+        s += xent_row(r->c, r->logits + i * r->c, r->labels[i], r->smoothing, r->stats + 2 * i);
     return s;
 }
 
 /* The mean of the rows' losses, rows in fixed parts of at least 16 (tb_cpu_sum_in_parts): the
  * same bits at any thread count. */
 static void cpu_softmax_xent_fwd(tb_backend *be, int n, int c, const float *logits,
-                                 const int32_t *labels, float smoothing, float *probs,
+                                 const int32_t *labels, float smoothing, float *stats,
                                  float *loss)
 {
-    const xent_rows rows = {c, logits, labels, smoothing, probs};
+    const xent_rows rows = {c, logits, labels, smoothing, stats};
     *loss = (float)(tb_cpu_sum_in_parts(be, n, 16, (int64_t)n * c > 16384, xent_part, &rows) /
                     n);
 }
 
-static void cpu_softmax_xent_bwd(tb_backend *be, int n, int c, const float *probs,
-                                 const int32_t *labels, float smoothing, const float *dloss,
-                                 float *dlogits, bool dx_acc)
+/* dlogits (+)= dloss / n (p - target), p = exp(z - max) / sum recomputed from the logits and
+ * the forward pass's row statistics: one read of the logits and one write of the gradient. */
+static void cpu_softmax_xent_bwd(tb_backend *be, int n, int c, const float *logits,
+                                 const float *stats, const int32_t *labels, float smoothing,
+                                 const float *dloss, float *dlogits, bool dx_acc)
 {
     const float scale = *dloss / (float)n, off = smoothing / (float)c;
-#pragma omp parallel for num_threads(be->threads) schedule(static) if (n * c > 16384)
+#pragma omp parallel for num_threads(be->threads) schedule(static) if ((int64_t)n * c > 16384)
     for (int i = 0; i < n; i++) {
-        const float *p = probs + (int64_t)i * c;
+        const float *z = logits + (int64_t)i * c;
+        const float zmax = stats[2 * i], inv = stats[2 * i + 1];
         float *d = dlogits + (int64_t)i * c;
-        if (dx_acc) {
-#pragma omp simd
-            for (int j = 0; j < c; j++) d[j] += scale * (p[j] - off);
-        } else {
-#pragma omp simd
-            for (int j = 0; j < c; j++) d[j] = scale * (p[j] - off);
-        }
+        row_grad(c, z, zmax, inv, scale, off, d, dx_acc);
         d[labels[i]] -= scale * (1.0f - smoothing); /* the label's one-hot part */
     }
 }

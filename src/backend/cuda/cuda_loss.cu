@@ -4,28 +4,27 @@
  * the same Philox bits as the CPU backend, so both backends make the same mask. */
 #include "backend/cuda/cuda_internal.h"
 
-/* One block per row: probabilities into probs, the row's smoothed loss into row_loss. */
+/* One block per row: the row's max logit and 1 / sum exp(z - max) into stats[2i], stats[2i + 1]
+ * (the backward pass recomputes the probabilities from them), its smoothed loss into
+ * row_loss. */
 static __global__ void xent_fwd_kernel(int c, const float *logits, const int32_t *labels,
-                                       float smoothing, float *probs, double *row_loss)
+                                       float smoothing, float *stats, double *row_loss)
 {
     const int64_t i = blockIdx.x;
     const float *z = logits + i * c;
-    float *p = probs + i * c;
     float mx = -INFINITY;
     for (int j = threadIdx.x; j < c; j += blockDim.x) mx = fmaxf(mx, z[j]);
     mx = tb_cuda_block_max(mx);
     double sum = 0, sum_z = 0;
     for (int j = threadIdx.x; j < c; j += blockDim.x) {
-        float e = expf(z[j] - mx);
-        p[j] = e;
-        sum += e;
+        sum += expf(z[j] - mx);
         sum_z += z[j] - mx;
     }
     sum = tb_cuda_block_sum(sum);
     sum_z = tb_cuda_block_sum(sum_z);
-    const float inv = (float)(1.0 / sum);
-    for (int j = threadIdx.x; j < c; j += blockDim.x) p[j] *= inv;
     if (threadIdx.x == 0) {
+        stats[2 * i] = mx;
+        stats[2 * i + 1] = (float)(1.0 / sum);
         double log_sum = log(sum);
         /* the op checks labels on the host, except in a graph replay: a label outside [0, c)
          * makes the loss NaN there instead of reading past the row */
@@ -37,28 +36,29 @@ static __global__ void xent_fwd_kernel(int c, const float *logits, const int32_t
 }
 
 static void cuda_softmax_xent_fwd(tb_backend *be, int n, int c, const float *logits,
-                                  const int32_t *labels, float smoothing, float *probs,
+                                  const int32_t *labels, float smoothing, float *stats,
                                   float *loss)
 {
     if (n <= 0) return;
     double *rows = (double *)tb_cuda_rows_scratch(be, (size_t)n * sizeof(double));
     if (!rows) return;
     xent_fwd_kernel<<<(unsigned)n, TB_CUDA_THREADS, 0, tb_cu(be)->stream>>>(c, logits, labels,
-                                                                           smoothing, probs, rows);
+                                                                           smoothing, stats, rows);
     TB_CUDA_LAUNCHED(be);
     tb_cuda_reduce(be, n, [=] __device__(int64_t i) { return rows[i]; }, 1.0 / n, loss, NULL);
 }
 
-static void cuda_softmax_xent_bwd(tb_backend *be, int n, int c, const float *probs,
-                                  const int32_t *labels, float smoothing, const float *dloss,
-                                  float *dlogits, bool dx_acc)
+static void cuda_softmax_xent_bwd(tb_backend *be, int n, int c, const float *logits,
+                                  const float *stats, const int32_t *labels, float smoothing,
+                                  const float *dloss, float *dlogits, bool dx_acc)
 {
     const float off = smoothing / (float)c;
     tb_cuda_for_each(be, (int64_t)n * c, [=] __device__(int64_t k) {
         const int64_t i = k / c, j = k % c;
         const float scale = *dloss / (float)n;
+        const float p = expf(logits[k] - stats[2 * i]) * stats[2 * i + 1];
         float target = off + (j == labels[i] ? 1.0f - smoothing : 0.0f);
-        dlogits[k] = (dx_acc ? dlogits[k] : 0.0f) + scale * (probs[k] - target);
+        dlogits[k] = (dx_acc ? dlogits[k] : 0.0f) + scale * (p - target);
     });
 }
 
