@@ -11,9 +11,14 @@
 # was), else unpacks it with dpkg-deb -x into the temporary directory, saying why; from
 # another directory the installed binary names its data directory (/usr/share/trainbench, or
 # the unpacked one) and runs a short benchmark whose search space it reads from there. Skips
-# (77) without cpack, dpkg-deb or objdump, saying so.
+# (77) without cpack, dpkg-deb or objdump, and for a sanitizer build (a second argument
+# "sanitized"), saying so.
 set -eu
 build=$(cd "$1" && pwd)
+if [ "${2:-}" = sanitized ]; then
+    echo "test_deb: skipped: a sanitizer build (its binary links the sanitizers' runtimes) is not a package to ship"
+    exit 77
+fi
 for tool in cpack dpkg-deb; do
     command -v "$tool" > /dev/null || { echo "test_deb: skipped: no $tool"; exit 77; }
 done
