@@ -39,12 +39,16 @@ def main():
                          "in rounds, one of each submission per round, the order reversed "
                          "every other round; default 3)")
     ap.add_argument("--no-torch", action="store_true", help="leave the torch adapter out")
+    ap.add_argument("-s", "--submission", action="append", default=[],
+                    help="another submission file beside them, e.g. a variant of an example "
+                         "under another SUBMISSION_NAME (repeatable)")
     ap.add_argument("-w", "--workload", action="append", help="repeatable (default: the five)")
     args = ap.parse_args()
     binary = os.path.join(args.build, "trainbench")
     subs = ["adamw", os.path.join(ROOT, "examples", "adamw_numpy.py")]
     if not args.no_torch:
         subs.append(os.path.join(ROOT, "examples", "adamw_torch.py"))
+    subs += [os.path.abspath(s) for s in args.submission]
     workloads = args.workload or WORKLOADS
     with tempfile.TemporaryDirectory() as tmp:
         db = os.path.join(tmp, "step.db")
@@ -62,7 +66,7 @@ def main():
     trials = [json.loads(line) for line in out.splitlines() if line.strip()]
     print("windows of %d steps; trials of %g s, %d per submission and workload"
           % (args.window, args.budget, args.rounds))
-    print("%-18s %-12s %6s %11s %7s %11s %7s %6s" % ("workload", "submission", "steps",
+    print("%-18s %-14s %6s %11s %7s %11s %7s %6s" % ("workload", "submission", "steps",
                                                    "median ms", "ratio", "fastest ms",
                                                    "ratio", "load"))
     for w in workloads:
@@ -72,18 +76,19 @@ def main():
                 rows.setdefault(t["submission"], []).append(t)
         stats = {name: windows(ts) for name, ts in rows.items()}
         base = stats.get("adamw")
-        for name in ("adamw", "adamw_numpy", "adamw_torch"):
+        others = sorted(n for n in rows if n not in ("adamw", "adamw_numpy", "adamw_torch"))
+        for name in ["adamw", "adamw_numpy", "adamw_torch"] + others:
             ts = rows.get(name)
             if not ts:
                 continue
             if not stats.get(name):
-                print("%-18s %-12s failed or no window: %s" % (w, name, ts[0]["reason"][:80]))
+                print("%-18s %-14s failed or no window: %s" % (w, name, ts[0]["reason"][:80]))
                 continue
             med, fast = stats[name]
             r_med = "%.2fx" % (med / base[0]) if base else "-"
             r_fast = "%.2fx" % (fast / base[1]) if base else "-"
             load = sum(t.get("load_avg") or 0.0 for t in ts) / len(ts)
-            print("%-18s %-12s %6d %11.2f %7s %11.2f %7s %6.1f" % (
+            print("%-18s %-14s %6d %11.2f %7s %11.2f %7s %6.1f" % (
                 w, name, sum(t["steps"] for t in ts), med, r_med, fast, r_fast, load))
 
 

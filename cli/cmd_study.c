@@ -1,5 +1,6 @@
 /* cmd_study.c: `trainbench variance` and `trainbench compare`: many runs, honest statistics. */
 #include "cli.h"
+#include "train_file.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -83,8 +84,10 @@ static const char compare_usage[] =
     "training.\n"
     "\n"
     "options:\n"
-    "  -A, --algorithm-a NAME    algorithm A (required)\n"
-    "  -B, --algorithm-b NAME    algorithm B (required)\n"
+    "  -A, --algorithm-a NAME    algorithm A (required): an optimizer of the registry, or a\n"
+    "                            submission file (x.py, x.so) trained as `train -a FILE`\n"
+    "                            trains it (a Python exception stops the comparison)\n"
+    "  -B, --algorithm-b NAME    algorithm B (required), the same\n"
     "      --hp-a NAME=VALUE     a hyperparameter of A (repeatable); --lr-a VALUE\n"
     "      --hp-b NAME=VALUE     a hyperparameter of B (repeatable); --lr-b VALUE\n"
     "  -w, --workload ID         workload (default fmnist_mlp)\n"
@@ -156,6 +159,29 @@ static int common_option(int c, tb_run_config *const *cfgs, int n, tb_study_metr
     case 's': return tb_cli_parse_u64("--seed", optarg, seed) ? 0 : 2;
     }
     return 1;
+}
+
+/* A submission file's own search space (its TUNING_SEARCH_SPACE), or NULL with a message
+ * saying to give one with --space-<side>. Caller frees. */
+static char *file_space(const tb_submission_ref *ref, const char *side)
+{
+    const char *text = tb_submission_ref_search_space(ref);
+    char *copy = text ? strdup(text) : NULL;
+    if (!text)
+        tb_cli_error("compare: %s has no search space of its own (TUNING_SEARCH_SPACE): give "
+                     "one with --space-%s FILE", tb_submission_ref_spec(ref), side);
+    else if (!copy)
+        tb_cli_error("compare: out of memory for %s's search space",
+                     tb_submission_ref_spec(ref));
+    return copy;
+}
+
+/* "key":"<the submission's name>", for a side that is a submission file; null for one of
+ * the registry. */
+static void json_submission(const char *key, const tb_submission_ref *ref)
+{
+    if (ref) printf("\"%s\":\"%s\",", key, tb_submission_ref_name(ref));
+    else printf("\"%s\":null,", key);
 }
 
 static int parse_hp(tb_run_config *c, const char *opt, const char *text)
@@ -421,17 +447,33 @@ int tb_cli_compare(int argc, char **argv)
         tb_cli_error("compare: --ideal needs a search (--search N)");
         return TB_EXIT_USAGE;
     }
+    /* a submission file's side trains as `train -a FILE` does (tb_cli_train_file) */
+    tb_submission_ref *ref_a = NULL, *ref_b = NULL;
+    tb_error load_err = {0};
+    tb_status loaded = tb_cli_study_side(cfg.a.model.algorithm, &ref_a, &cfg.trainer_a,
+                                         &load_err);
+    if (loaded == TB_OK)
+        loaded = tb_cli_study_side(cfg.b.model.algorithm, &ref_b, &cfg.trainer_b, &load_err);
+    if (loaded != TB_OK) {
+        tb_cli_error("compare: %s", load_err.message);
+        tb_submission_unload(ref_a);
+        return tb_cli_exit_code(loaded);
+    }
     char *text_a = NULL, *text_b = NULL;
     char pa[1024], pb[1024]; /* the default space files; named in messages during the run */
     if (cfg.search_trials > 0) {
         snprintf(pa, sizeof pa, "%s/%s.json", spaces, cfg.a.model.algorithm);
         snprintf(pb, sizeof pb, "%s/%s.json", spaces, cfg.b.model.algorithm);
-        cfg.space_a_source = space_a ? space_a : pa;
-        cfg.space_b_source = space_b ? space_b : pb;
-        text_a = read_space(cfg.space_a_source);
-        text_b = text_a ? read_space(cfg.space_b_source) : NULL;
+        cfg.space_a_source = space_a ? space_a : ref_a ? cfg.a.model.algorithm : pa;
+        cfg.space_b_source = space_b ? space_b : ref_b ? cfg.b.model.algorithm : pb;
+        text_a = space_a || !ref_a ? read_space(cfg.space_a_source) : file_space(ref_a, "a");
+        text_b = !text_a ? NULL
+                 : space_b || !ref_b ? read_space(cfg.space_b_source)
+                                     : file_space(ref_b, "b");
         if (!text_a || !text_b) {
             free(text_a);
+            tb_submission_unload(ref_a);
+            tb_submission_unload(ref_b);
             return TB_EXIT_USAGE;
         }
         cfg.space_a = text_a;
@@ -453,18 +495,23 @@ int tb_cli_compare(int argc, char **argv)
     free(text_b);
     if (st != TB_OK) {
         tb_cli_error("%s", err.message);
+        tb_submission_unload(ref_a);
+        tb_submission_unload(ref_b);
         return tb_cli_exit_code(st);
     }
     char sentence[512];
     tb_pab_describe(&res.pab, cfg.name_a, cfg.name_b, sentence, sizeof sentence);
     const tb_pab_result *p = &res.pab;
     if (json) {
-        printf("{\"workload\":\"%s\",\"a\":\"%s\",\"b\":\"%s\",\"metric\":\"%s\",\"pairs\":%lld,"
+        printf("{\"workload\":\"%s\",\"a\":\"%s\",\"b\":\"%s\",", cfg.a.model.workload,
+               cfg.name_a, cfg.name_b);
+        json_submission("a_submission", ref_a);
+        json_submission("b_submission", ref_b);
+        printf("\"metric\":\"%s\",\"pairs\":%lld,"
                "\"failed_a\":%lld,\"failed_b\":%lld,\"finite_a\":%lld,\"finite_b\":%lld,"
                "\"mean_a\":",
-               cfg.a.model.workload, cfg.name_a, cfg.name_b, tb_study_metric_name(cfg.metric),
-               (long long)res.n, (long long)res.failed_a, (long long)res.failed_b,
-               (long long)res.summary_a.n, (long long)res.summary_b.n);
+               tb_study_metric_name(cfg.metric), (long long)res.n, (long long)res.failed_a,
+               (long long)res.failed_b, (long long)res.summary_a.n, (long long)res.summary_b.n);
         tb_cli_json_number("%.6g", res.summary_a.mean);
         fputs(",\"mean_b\":", stdout);
         tb_cli_json_number("%.6g", res.summary_b.mean);
@@ -537,5 +584,7 @@ int tb_cli_compare(int argc, char **argv)
         printf("%s\n", sentence);
     }
     tb_compare_result_free(&res);
+    tb_submission_unload(ref_a);
+    tb_submission_unload(ref_b);
     return TB_EXIT_OK;
 }

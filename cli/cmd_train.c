@@ -1,5 +1,6 @@
 /* cmd_train.c: `trainbench train`: one run, progress on a terminal, a result at the end. */
 #include "cli.h"
+#include "train_file.h"
 #include "train_sharpness.h"
 
 #include <getopt.h>
@@ -381,7 +382,7 @@ static tb_status state_slow_upstream(tb_run_config *cfg, double slowdown, int64_
 }
 
 /* tb_train; when the algorithm names a submission file, with its functions as the update
- * (tb_submission_hook: the file's functions, as a benchmark trial runs them). */
+ * (tb_cli_train_file: the file's functions, as a benchmark trial runs them). */
 static tb_status train_run(tb_run_config *cfg, const tb_train_observers *obs,
                            tb_train_result *res, tb_error *err)
 {
@@ -389,16 +390,8 @@ static tb_status train_run(tb_run_config *cfg, const tb_train_observers *obs,
     memset(res, 0, sizeof *res);
     res->validation.loss = res->test.loss = NAN;
     tb_submission_ref *ref = NULL;
-    tb_submission_hook *hook = NULL;
     tb_status st = tb_submission_load(cfg->model.algorithm, NULL, &ref, err);
-    if (st == TB_OK)
-        st = tb_submission_hook_open(ref, cfg->model.workload, &cfg->model.hparams, &hook, err);
-    if (st == TB_OK) {
-        cfg->update = tb_submission_hook_update(hook);
-        st = tb_submission_hook_explain(hook, tb_train(cfg, obs, res, err), err);
-        cfg->update = (tb_run_update){0};
-    }
-    tb_submission_hook_close(hook);
+    if (st == TB_OK) st = tb_cli_train_file(ref, cfg, obs, res, err);
     tb_submission_unload(ref);
     return st;
 }

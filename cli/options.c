@@ -165,12 +165,14 @@ bool tb_cli_run_finish(const char *cmd, tb_run_config *const *cfgs, int n)
 {
     for (int i = 0; i < n; i++) {
         const char *alg = cfgs[i]->model.algorithm;
-        /* train runs one (tb_submission_hook); the others, the registry's optimizers */
-        if (tb_cli_submission_file(alg) && strcmp(cmd, "train") != 0) {
+        /* train and compare run one as the run core's update (tb_cli_train_file); variance
+         * runs the registry's optimizers */
+        if (tb_cli_submission_file(alg) && strcmp(cmd, "train") != 0 &&
+            strcmp(cmd, "compare") != 0) {
             tb_cli_error("%s: '%s' is a submission file; %s runs the optimizers of the "
                          "registry (`trainbench algorithms`): run a submission with "
-                         "`trainbench train -a %s` or `trainbench bench -s %s`", cmd, alg,
-                         cmd, alg, alg);
+                         "`trainbench train -a %s`, `trainbench compare -A %s` or "
+                         "`trainbench bench -s %s`", cmd, alg, cmd, alg, alg, alg);
             return false;
         }
         cfgs[i]->data.source.cache_dir = tb_cli_cache_dir(cmd, cfgs[i]->data.source.cache_dir);

@@ -28,11 +28,21 @@ def get_batch_size(workload_name):
     return None  # the workload's default batch size
 
 
+def adamw(params, **options):
+    """torch.optim.AdamW in its fused form (one kernel per tensor, no temporaries; on the CPU
+    since torch 2.4), else its foreach form (an older torch)."""
+    try:
+        return trainbench.torch_optimizer(torch.optim.AdamW, params, fused=True, **options)
+    except (RuntimeError, TypeError):
+        return trainbench.torch_optimizer(torch.optim.AdamW, params, foreach=True, **options)
+
+
 def init_optimizer_state(workload, model_params, model_state, hyperparameters, rng):
+    # torch's threads are the engine's: the same OpenMP runtime, the trial's thread count
     torch.set_num_threads(workload.threads)
     hp = hyperparameters
-    return trainbench.torch_optimizer(
-        torch.optim.AdamW, model_params,
+    return adamw(
+        model_params,
         lr=getattr(hp, "learning_rate", 1e-3),
         betas=(getattr(hp, "beta1", 0.9), getattr(hp, "beta2", 0.999)),
         eps=getattr(hp, "epsilon", 1e-8),

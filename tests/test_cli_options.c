@@ -140,14 +140,15 @@ static void test_search_spaces_dir(void)
     rmdir(dir);
 }
 
-/* variance and compare run the registry's optimizers: a submission file given as an
- * algorithm is refused, pointing to train -a and bench -s; train runs one (test_python_train),
- * and one that is not there is an error naming it */
+/* variance runs the registry's optimizers: a submission file given as an algorithm is
+ * refused, pointing to train -a, compare -A and bench -s; train and compare run one
+ * (test_python_train, test_python_compare), and one that is not there is an error naming it */
 static void test_submission_file_algorithm(void)
 {
     CHECK(run("variance -a mine.py -q") == 2 && has("is a submission file") &&
           has("trainbench train -a mine.py") && has("trainbench bench -s mine.py"));
-    CHECK(run("compare -A sgd -B ./mine.so --pairs 2 -q") == 2 && has("is a submission file"));
+    CHECK(run("compare -A sgd -B ./mine.so --pairs 2 -q") == 2 && has("./mine.so") &&
+          !has("is a submission file"));
     CHECK(run("train -a mine.py -q --steps 1") != 0 && has("mine.py") &&
           !has("is a submission file"));
 }

@@ -1,8 +1,9 @@
 /* test_python.c: Python submissions. examples/adamw_numpy.py trains fmnist_mlp along the
  * built-in adamw's trajectory (the same losses at the same steps, to a relative 1e-5; the
  * update is the same float32 operations); an exception, a crash (os.abort), a hang, a missing
- * import, a container returned in place of the updated one, NaN weights and a function of the
- * wrong signature are each a failed trial with the reason while the other trials finish; a file that lacks a required function, or does
+ * import, a container returned in place of the updated one, NaN weights, a function of the
+ * wrong signature and writes past the arrays' ends through numpy (an index, resize, a longer
+ * ndarray, frombuffer or reshape over the buffer: each raises) are each a failed trial with the reason while the other trials finish; a file that lacks a required function, or does
  * not parse, is refused naming it; the torch.optim adapter (examples/adamw_torch.py) follows
  * adamw too (to 1e-3) where torch is importable and is skipped, saying so, where it is not. Skipped (77) in a build
  * without Python. */
@@ -111,13 +112,34 @@ static void test_trajectory(void)
 
 static void test_failures(void)
 {
-    char exc[256], abrt[256], hang[256], imp[256], rebind[256], nan[256], sig[256];
+    char exc[256], abrt[256], hang[256], imp[256], rebind[256], nan[256], sig[256], oob[256];
     write_sub(exc, sizeof exc, "raises", "", "raise ZeroDivisionError('step two')");
     write_sub(abrt, sizeof abrt, "aborts", "", "os.abort()");
     write_sub(hang, sizeof hang, "hangs", "", "time.sleep(1e6)");
     write_sub(imp, sizeof imp, "imports", "import no_such_module_here", "pass");
     write_sub(rebind, sizeof rebind, "rebinds", "", "return state, dict(params), model_state");
     write_sub(nan, sizeof nan, "nans", "", "params.flat[:] = float('nan')");
+    /* writes past the arrays' ends through numpy's own API: each one raises */
+    write_sub(oob, sizeof oob, "bounds",
+              "import numpy as np\n"
+              "def escape(params):\n"
+              "    w = params.flat\n"
+              "    a = params[next(iter(params))]\n"
+              "    tries = [lambda: w.__setitem__(w.size, 1.0),\n"
+              "             lambda: w.resize(w.size + 16),\n"
+              "             lambda: np.ndarray(w.size + 16, np.float32, buffer=w).fill(1.0),\n"
+              "             lambda: np.frombuffer(w, np.float32, count=w.size + 16).fill(1.0),\n"
+              "             lambda: w.reshape(w.size + 16).fill(1.0),\n"
+              "             lambda: a.flat.__setitem__(a.size, 1.0)]\n"
+              "    refused = 0\n"
+              "    for t in tries:\n"
+              "        try:\n"
+              "            t()\n"
+              "        except (IndexError, ValueError, TypeError):\n"
+              "            refused += 1\n"
+              "    raise RuntimeError('out-of-bounds writes refused: %d of %d' % (refused, "
+              "len(tries)))\n",
+              "escape(params)");
     snprintf(sig, sizeof sig, "%s/signature.py", dir);
     tb_test_write_text(sig, "def get_batch_size(workload_name):\n    return 64\n"
                             "def init_optimizer_state(workload, params, model_state, hp, rng):\n"
@@ -125,13 +147,13 @@ static void test_failures(void)
                             "def update_params(workload, params):\n    return None\n");
     char db[256];
     snprintf(db, sizeof db, "%s/failures.db", dir);
-    const char *subs[7] = {exc, abrt, imp, rebind, nan, sig, "sgd"};
-    tb_bench_spec s = tb_test_bench_spec(subs, 7, 1.0, 200);
+    const char *subs[8] = {exc, abrt, imp, rebind, nan, sig, oob, "sgd"};
+    tb_bench_spec s = tb_test_bench_spec(subs, 8, 1.0, 200);
     s.ruleset = TB_RULESET_SELF;
     tb_bench_summary sum;
     tb_error err = {0};
     CHECK_OK(tb_bench_run(db, &s, NULL, NULL, &sum, &err), &err);
-    CHECK(sum.ran == 7 && sum.failed == 6);
+    CHECK(sum.ran == 8 && sum.failed == 7);
     /* the hang alone, under a hang limit of 2 s (a slow sanitizer build on a busy machine
      * can take that long over a step of the others) */
     const char *hung[1] = {hang};
@@ -154,6 +176,7 @@ static void test_failures(void)
         {"rebinds", "returned other parameters than the container it was given"},
         {"nans", "diverged: "},
         {"signature", "TypeError: update_params() takes 2 positional arguments but 11"},
+        {"bounds", "RuntimeError: out-of-bounds writes refused: 6 of 6"},
         {"hangs", "hung: the trial process completed no step for 2 s"},
     };
     for (size_t i = 0; i < sizeof want / sizeof *want; i++) {

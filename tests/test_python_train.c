@@ -4,7 +4,7 @@
  * evaluation (the progress lines' 4 decimals), the same final validation and test figures,
  * and the final training loss to a relative 1e-4 (the JSON's 6 digits); a Python exception in
  * update_params, or in the file's top level, is an error naming the file with a non-zero exit;
- * compare still refuses a submission file, saying how to run it; --help says so. Skipped
+ * variance refuses a submission file, saying how to run it; --help says so. Skipped
  * (77) in a build without Python. */
 #include "testutil.h"
 
@@ -124,7 +124,7 @@ static void test_exceptions(void)
 static void test_help_and_refusals(void)
 {
     CHECK(run("train --help") == 0 && has("or a submission file: a .py"));
-    CHECK(run("compare -A adamw -B " TB_SOURCE_DIR "/examples/adamw_numpy.py --steps 2") == 2 &&
+    CHECK(run("variance -a " TB_SOURCE_DIR "/examples/adamw_numpy.py --steps 2") == 2 &&
           has("is a submission file") && has("trainbench train -a"));
 }
 

@@ -83,6 +83,18 @@ uint64_t tb_study_seed(uint64_t seed, tb_stream source, int64_t index);
 typedef void (*tb_study_run_fn)(void *user, const char *group, int index, int total,
                                 const tb_train_result *r, const tb_error *err);
 
+/* How a study trains one run, with tb_train's contract (the run's config, its result, the
+ * error). train NULL: tb_train, the registry's optimizers (the algorithm checked against the
+ * registry before any run). A side whose algorithm is not the registry's brings its own, e.g.
+ * the command line's for a submission file (tb_submission_hook: `compare -A x.py`); its
+ * algorithm is not checked against the registry (its train function's owner has loaded it). */
+typedef tb_status (*tb_study_train_fn)(void *user, const tb_run_config *cfg,
+                                       tb_train_result *res, tb_error *err);
+typedef struct tb_study_trainer {
+    tb_study_train_fn train;
+    void *user;
+} tb_study_trainer;
+
 /* ---- variance by source ------------------------------------------------------------------ */
 typedef struct tb_variance_study_config {
     tb_run_config base;               /* workload, algorithm, hyperparameters, length */
@@ -149,6 +161,7 @@ typedef struct tb_compare_config {
     tb_pab_options pab;     /* direction is forced to lower-is-better */
     tb_study_run_fn on_run;
     void *user;
+    tb_study_trainer trainer_a, trainer_b; /* how each side's runs train (zero: tb_train) */
 } tb_compare_config;
 
 typedef struct tb_compare_result {

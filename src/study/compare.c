@@ -37,12 +37,13 @@ static tb_status parse_space(const char *name, const char *space_json, const cha
  * its points checked before any training, so a typo in B's search space fails at once
  * instead of after A's search. */
 static tb_status check_searches(const tb_compare_config *cfg, const tb_search_space *space,
-                                const tb_run_config *base, const char *name, tb_error *err)
+                                const tb_run_config *base, const tb_study_trainer *trainer,
+                                const char *name, tb_error *err)
 {
     for (int k = cfg->ideal ? 1 : 0; k <= (cfg->ideal ? cfg->pairs : 0); k++) {
         tb_status st = tb_study_search_check(space, cfg->search_trials,
                                              tb_study_seed(cfg->seed, TB_STREAM_HPARAM, k), base,
-                                             err);
+                                             trainer, err);
         if (st != TB_OK) return tb_error_prefix(err, "search space of %s", name);
     }
     return TB_OK;
@@ -51,7 +52,8 @@ static tb_status check_searches(const tb_compare_config *cfg, const tb_search_sp
 /* The search of one side on the seeds of pair index `pair` (0: the base seeds; its hparam
  * seed draws the points, so each pair of the ideal estimator searches anew). */
 static tb_status search(const tb_compare_config *cfg, const tb_run_config *c,
-                        const tb_search_space *space, const char *name, int64_t pair,
+                        const tb_study_trainer *trainer, const tb_search_space *space,
+                        const char *name, int64_t pair,
                         tb_hparams *best, double *best_reported, int64_t *runs, tb_error *err)
 {
     char group[64];
@@ -60,7 +62,7 @@ static tb_status search(const tb_compare_config *cfg, const tb_run_config *c,
     for (int s = 0; s < TB_STREAM_COUNT; s++)
         base.seeds[s] = tb_study_seed(cfg->seed, (tb_stream)s, pair);
     tb_study_train_search t = {space, cfg->search_trials, TB_STUDY_SAMPLER_HALTON, cfg->metric,
-                               group, cfg->on_run, cfg->user, runs};
+                               group, cfg->on_run, cfg->user, runs, trainer};
     return tb_study_search_train(&t, &base, best, best_reported, err);
 }
 
@@ -69,9 +71,10 @@ tb_status tb_compare_run(const tb_compare_config *cfg, tb_compare_result *out, t
     if (!cfg || !out)
         return tb_fail(err, TB_ERR_INVALID, "compare_run: %s is NULL", cfg ? "out" : "config");
     memset(out, 0, sizeof *out);
-    tb_status st = tb_study_check_base(&cfg->a, err);
+    const tb_study_trainer *ta = &cfg->trainer_a, *tb = &cfg->trainer_b;
+    tb_status st = tb_study_check_base(&cfg->a, ta, err);
     if (st != TB_OK) return tb_error_prefix(err, "side A");
-    st = tb_study_check_base(&cfg->b, err);
+    st = tb_study_check_base(&cfg->b, tb, err);
     if (st != TB_OK) return tb_error_prefix(err, "side B");
     if (cfg->metric == TB_METRIC_TIME_PER_STEP || cfg->metric == TB_METRIC_EXAMPLES_PER_SECOND)
         return tb_fail(err, TB_ERR_INVALID, "compare cannot use %s: it is a study file's metric "
@@ -106,13 +109,13 @@ tb_status tb_compare_run(const tb_compare_config *cfg, tb_compare_result *out, t
     if (searching) {
         st = parse_space(na, cfg->space_a, cfg->space_a_source, &sp_a, err);
         if (st == TB_OK) st = parse_space(nb, cfg->space_b, cfg->space_b_source, &sp_b, err);
-        if (st == TB_OK) st = check_searches(cfg, sp_a, &base_a, na, err);
-        if (st == TB_OK) st = check_searches(cfg, sp_b, &base_b, nb, err);
+        if (st == TB_OK) st = check_searches(cfg, sp_a, &base_a, ta, na, err);
+        if (st == TB_OK) st = check_searches(cfg, sp_b, &base_b, tb, nb, err);
     }
     if (st == TB_OK && searching && !cfg->ideal) { /* one search per side, on the base seeds */
-        st = search(cfg, &base_a, sp_a, na, 0, &out->best_a, NULL, &out->runs, err);
+        st = search(cfg, &base_a, ta, sp_a, na, 0, &out->best_a, NULL, &out->runs, err);
         if (st == TB_OK)
-            st = search(cfg, &base_b, sp_b, nb, 0, &out->best_b, NULL, &out->runs, err);
+            st = search(cfg, &base_b, tb, sp_b, nb, 0, &out->best_b, NULL, &out->runs, err);
     }
     if (st != TB_OK) {
         tb_search_space_destroy(sp_a);
@@ -129,9 +132,9 @@ tb_status tb_compare_run(const tb_compare_config *cfg, tb_compare_result *out, t
              * search's own points); the sample is the selected trial's result. A side whose
              * every trial diverged has diverged in this pair. */
             tb_hparams ha, hb;
-            sa = search(cfg, &base_a, sp_a, na, i + 1, &ha, &va, &out->runs, err);
+            sa = search(cfg, &base_a, ta, sp_a, na, i + 1, &ha, &va, &out->runs, err);
             sb = sa == TB_OK || sa == TB_ERR_NUMERIC
-                     ? search(cfg, &base_b, sp_b, nb, i + 1, &hb, &vb, &out->runs, err)
+                     ? search(cfg, &base_b, tb, sp_b, nb, i + 1, &hb, &vb, &out->runs, err)
                      : sa;
             if (i == 0) {
                 if (sa == TB_OK) out->best_a = ha;
@@ -145,11 +148,11 @@ tb_status tb_compare_run(const tb_compare_config *cfg, tb_compare_result *out, t
             cb.model.hparams = out->best_b;
             for (int s = 0; s < TB_STREAM_COUNT; s++)
                 ca.seeds[s] = cb.seeds[s] = tb_study_seed(cfg->seed, (tb_stream)s, i + 1);
-            sa = tb_study_run_one(&ca, cfg->metric, cfg->metric, &va, NULL, na, 2 * i + 1, total,
-                         cfg->on_run, cfg->user, err);
+            sa = tb_study_run_one(&ca, ta, cfg->metric, cfg->metric, &va, NULL, na, 2 * i + 1,
+                                  total, cfg->on_run, cfg->user, err);
             sb = sa == TB_OK || sa == TB_ERR_NUMERIC
-                     ? tb_study_run_one(&cb, cfg->metric, cfg->metric, &vb, NULL, nb, 2 * i + 2, total,
-                               cfg->on_run, cfg->user, err)
+                     ? tb_study_run_one(&cb, tb, cfg->metric, cfg->metric, &vb, NULL, nb,
+                                        2 * i + 2, total, cfg->on_run, cfg->user, err)
                      : sa;
             out->runs += 1 + (sa == TB_OK || sa == TB_ERR_NUMERIC);
         }

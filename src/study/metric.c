@@ -126,13 +126,15 @@ uint64_t tb_study_seed(uint64_t seed, tb_stream source, int64_t index)
  * run diverged (tb_train said so, or its metric is NaN or infinite), *value is NaN; the study
  * goes on. Any other status is a configuration or system error, returned in err with the run
  * named: the study stops. */
-tb_status tb_study_run_one(const tb_run_config *cfg, tb_study_metric m, tb_study_metric other_m,
-                          double *value, double *other, const char *group, int index, int total,
-                          tb_study_run_fn on_run, void *user, tb_error *err)
+tb_status tb_study_run_one(const tb_run_config *cfg, const tb_study_trainer *trainer,
+                           tb_study_metric m, tb_study_metric other_m, double *value,
+                           double *other, const char *group, int index, int total,
+                           tb_study_run_fn on_run, void *user, tb_error *err)
 {
     tb_train_result r;
     tb_error e = {0};
-    tb_status st = tb_train(cfg, NULL, &r, &e);
+    tb_status st = trainer && trainer->train ? trainer->train(trainer->user, cfg, &r, &e)
+                                             : tb_train(cfg, NULL, &r, &e);
     if (on_run) on_run(user, group, index, total, st == TB_OK ? &r : NULL, st == TB_OK ? NULL : &e);
     *value = NAN;
     if (other) *other = NAN;
@@ -162,7 +164,8 @@ tb_status tb_study_run_one(const tb_run_config *cfg, tb_study_metric m, tb_study
  * algorithm, hyperparameters as tb_optimizer_check_hparams: names, ranges, values that break
  * in float32): done before any training, so a typo in B's algorithm fails at once instead of
  * after A's runs. */
-tb_status tb_study_check_base(const tb_run_config *c, tb_error *err)
+tb_status tb_study_check_base(const tb_run_config *c, const tb_study_trainer *trainer,
+                              tb_error *err)
 {
     if (!c->model.workload || !c->model.algorithm)
         return tb_fail(err, TB_ERR_INVALID, "the %s is NULL (a study needs a workload and an "
@@ -171,6 +174,7 @@ tb_status tb_study_check_base(const tb_run_config *c, tb_error *err)
     for (int i = 0; i < tb_workload_count() && !known; i++)
         known = strcmp(tb_workload_info_at(i)->id, c->model.workload) == 0;
     if (!known) return tb_fail(err, TB_ERR_INVALID, "unknown workload '%s'", c->model.workload);
+    if (trainer && trainer->train) return TB_OK; /* not the registry's: its owner loaded it */
     return tb_optimizer_check_hparams(c->model.algorithm, &c->model.hparams, err);
 }
 

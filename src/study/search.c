@@ -166,6 +166,7 @@ typedef struct train_ctx {
     tb_study_run_fn on_run;
     void *user;
     int64_t *runs;
+    const tb_study_trainer *trainer;
 } train_ctx;
 
 static tb_status train_trial(void *user, const tb_run_config *cfg, int trial, double *select,
@@ -173,14 +174,15 @@ static tb_status train_trial(void *user, const tb_run_config *cfg, int trial, do
 {
     train_ctx *c = user;
     if (c->runs) (*c->runs)++;
-    return tb_study_run_one(cfg, tb_study_selection_metric(c->metric), c->metric, select, report,
-                            c->group, trial + 1, c->trials, c->on_run, c->user, err);
+    return tb_study_run_one(cfg, c->trainer, tb_study_selection_metric(c->metric), c->metric,
+                            select, report, c->group, trial + 1, c->trials, c->on_run, c->user,
+                            err);
 }
 
 tb_status tb_study_search_train(const tb_study_train_search *t, const tb_run_config *base,
                                 tb_hparams *best, double *best_report, tb_error *err)
 {
-    train_ctx c = {t->metric, t->group, t->trials, t->on_run, t->user, t->runs};
+    train_ctx c = {t->metric, t->group, t->trials, t->on_run, t->user, t->runs, t->trainer};
     tb_study_search s = {t->space, t->trials, t->sampler, base->seeds[TB_STREAM_HPARAM],
                          train_trial, &c, NULL};
     tb_study_search_result r;
@@ -200,7 +202,8 @@ tb_status tb_study_search_train(const tb_study_train_search *t, const tb_run_con
 }
 
 tb_status tb_study_search_check(const tb_search_space *space, int trials, uint64_t seed,
-                                const tb_run_config *base, tb_error *err)
+                                const tb_run_config *base, const tb_study_trainer *trainer,
+                                tb_error *err)
 {
     tb_hparams *pts = calloc((size_t)trials, sizeof *pts);
     if (!pts) return tb_fail(err, TB_ERR_NOMEM, "out of memory for search points");
@@ -209,7 +212,7 @@ tb_status tb_study_search_check(const tb_search_space *space, int trials, uint64
         tb_run_config t = *base;
         for (int k = 0; k < pts[i].count; k++)
             tb_hparams_set(&t.model.hparams, pts[i].names[k], pts[i].values[k], NULL);
-        st = tb_study_check_base(&t, err);
+        st = tb_study_check_base(&t, trainer, err);
     }
     free(pts);
     return st;

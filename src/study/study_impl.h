@@ -12,8 +12,10 @@ tb_status tb_study_no_error_rate(const char *workload, const char *where, tb_err
 /* One run of a study: TB_OK with *value metric m (finite, or +inf for a missed target) and,
  * if other is not NULL, *other metric other_m of the same run (NaN if not finite);
  * TB_ERR_NUMERIC when the run diverged (tb_train said so, or its metric is NaN or infinite:
- * *value NaN, the study goes on); another status stops the study, the run named in err. */
-tb_status tb_study_run_one(const tb_run_config *cfg, tb_study_metric m, tb_study_metric other_m,
+ * *value NaN, the study goes on); another status stops the study, the run named in err. The
+ * run trains with trainer's function (NULL, or its train NULL: tb_train). */
+tb_status tb_study_run_one(const tb_run_config *cfg, const tb_study_trainer *trainer,
+                           tb_study_metric m, tb_study_metric other_m,
                            double *value, double *other, const char *group, int index, int total,
                            tb_study_run_fn on_run, void *user, tb_error *err);
 
@@ -24,8 +26,10 @@ tb_status tb_study_check_source(const tb_run_config *c, tb_stream s, bool search
                                 tb_error *err);
 /* The checks of a configuration that tb_train would make only after loading data (workload,
  * algorithm, hyperparameters), before any training: a typo in B's algorithm fails at once
- * instead of after A's runs. */
-tb_status tb_study_check_base(const tb_run_config *c, tb_error *err);
+ * instead of after A's runs. With a trainer of its own (trainer->train set) the algorithm is
+ * not the registry's and only the workload is checked. */
+tb_status tb_study_check_base(const tb_run_config *c, const tb_study_trainer *trainer,
+                              tb_error *err);
 
 /* One trial of a search: cfg is the base with the trial's point; sets *select (the selection
  * metric) and *report (the reported one). TB_ERR_NUMERIC: it diverged (the search goes on);
@@ -70,6 +74,7 @@ typedef struct tb_study_train_search {
     tb_study_run_fn on_run;
     void *user;
     int64_t *runs;             /* may be NULL */
+    const tb_study_trainer *trainer; /* how the trials train (NULL: tb_train) */
 } tb_study_train_search;
 
 /* Runs it on base's seeds (its TB_STREAM_HPARAM seed draws the points); *best: base's
@@ -78,9 +83,10 @@ typedef struct tb_study_train_search {
 tb_status tb_study_search_train(const tb_study_train_search *t, const tb_run_config *base,
                                 tb_hparams *best, double *best_report, tb_error *err);
 /* The Halton points a search with this seed tries, checked as their runs would be
- * (tb_study_check_base), before any training. */
+ * (tb_study_check_base with trainer), before any training. */
 tb_status tb_study_search_check(const tb_search_space *space, int trials, uint64_t seed,
-                                const tb_run_config *base, tb_error *err);
+                                const tb_run_config *base, const tb_study_trainer *trainer,
+                                tb_error *err);
 
 /* The line and column (1-based) of the value at key path `path` ("overrides[1].tune.sampler")
  * of JSON text, or of the deepest part of the path the text has; 0 and 0 when not even its

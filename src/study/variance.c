@@ -27,10 +27,11 @@ static tb_status prepare_search(const tb_variance_study_config *cfg, tb_run_conf
     if (st != TB_OK) return st;
     for (int i = 0; i <= cfg->runs && st == TB_OK; i++)
         st = tb_study_search_check(*space, cfg->search_trials,
-                                   tb_study_seed(cfg->seed, TB_STREAM_HPARAM, i), base, err);
+                                   tb_study_seed(cfg->seed, TB_STREAM_HPARAM, i), base, NULL,
+                                   err);
     for (int s = 0; s < TB_STREAM_COUNT; s++) base->seeds[s] = tb_study_seed(cfg->seed, s, 0);
     tb_study_train_search t = {*space, cfg->search_trials, TB_STUDY_SAMPLER_HALTON, cfg->metric,
-                               "search", cfg->on_run, cfg->user, NULL};
+                               "search", cfg->on_run, cfg->user, NULL, NULL};
     tb_hparams best;
     if (st == TB_OK) st = tb_study_search_train(&t, base, &best, NULL, err);
     if (st == TB_OK) base->model.hparams = best;
@@ -51,7 +52,7 @@ static tb_status searched_run(const tb_variance_study_config *cfg, const tb_sear
     char name[64];
     snprintf(name, sizeof name, "%s search", group);
     tb_study_train_search t = {space, cfg->search_trials, TB_STUDY_SAMPLER_HALTON, cfg->metric,
-                               name, cfg->on_run, cfg->user, NULL};
+                               name, cfg->on_run, cfg->user, NULL, NULL};
     tb_hparams best;
     *v = NAN;
     tb_status st = tb_study_search_train(&t, c, &best, v, err);
@@ -66,7 +67,7 @@ tb_status tb_variance_study_run(const tb_variance_study_config *cfg, tb_variance
         return tb_fail(err, TB_ERR_INVALID, "variance_study_run: %s is NULL",
                        cfg ? "out" : "config");
     memset(out, 0, sizeof *out);
-    tb_status st = tb_study_check_base(&cfg->base, err);
+    tb_status st = tb_study_check_base(&cfg->base, NULL, err);
     if (st != TB_OK) return st;
     if (tb_study_metric_to_target(cfg->metric))
         return tb_fail(err, TB_ERR_INVALID,
@@ -125,8 +126,9 @@ tb_status tb_variance_study_run(const tb_variance_study_config *cfg, tb_variance
             if (space && (all || cfg->sources[g] == TB_STREAM_HPARAM))
                 st = searched_run(cfg, space, &c, out->names[g], &v, err);
             else
-                st = tb_study_run_one(&c, cfg->metric, cfg->metric, &v, NULL, out->names[g],
-                                      g * cfg->runs + i + 1, total, cfg->on_run, cfg->user, err);
+                st = tb_study_run_one(&c, NULL, cfg->metric, cfg->metric, &v, NULL,
+                                      out->names[g], g * cfg->runs + i + 1, total,
+                                      cfg->on_run, cfg->user, err);
             if (st == TB_OK) {
                 out->values[g][out->n_values[g]++] = v;
             } else if (st == TB_ERR_NUMERIC) {
