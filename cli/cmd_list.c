@@ -60,17 +60,12 @@ int tb_cli_algorithms(int argc, char **argv)
             printf("  %-20s %-9g %-14s %s\n", h->name, h->default_value, range, h->help);
         }
     }
-    printf("\npresets (bench -s NAME: a built-in baseline at a fixed configuration; "
-           "docs/SUBMISSIONS.md):\n");
-    for (int i = 0; i < tb_submission_preset_count(); i++) {
-        const char *name, *optimizer, *summary;
-        if (tb_submission_preset_at(i, &name, &optimizer, &summary))
-            printf("  %-20s %s (%s)\n", name, summary, optimizer);
-    }
-    printf("\npresets (train --preset NAME: the algorithm and its fixed hyperparameters):\n");
+    printf("\npresets (train --preset NAME, bench -s NAME: an algorithm at a published fixed "
+           "configuration; docs/SUBMISSIONS.md):\n");
     for (int i = 0; i < tb_optimizer_preset_count(); i++) {
         const tb_optimizer_preset *p = tb_optimizer_preset_at(i);
-        printf("  %-20s %s: %s\n", p->name, p->algorithm, p->summary);
+        printf("  %-20s %s: %s%s\n", p->name, p->algorithm, p->summary,
+               p->self_tuning ? " [AlgoPerf self-tuning]" : "");
     }
     return TB_EXIT_OK;
 }

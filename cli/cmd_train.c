@@ -27,7 +27,8 @@ static const char train_usage[] =
     "                            e.g. --hp learning_rate=3e-4 --hp weight_decay=0\n"
     "      --lr VALUE            shorthand for --hp learning_rate=VALUE\n"
     "      --preset NAME         a published configuration: its algorithm and hyperparameters\n"
-    "                            (--hp values win); algoperf_sf_adamw is AlgoPerf's\n"
+    "                            (--hp values win) and, for nadamw_self_tuning, its warmup\n"
+    "                            (--schedule, --warmup win); algoperf_sf_adamw is AlgoPerf's\n"
     "                            self-tuning Schedule-Free AdamW (`trainbench algorithms`)\n"
     "  -e, --epochs X            length of the run in epochs (default 5, or with --budget\n"
     "                            none; may be fractional; at most 1e9 steps)\n"
@@ -401,6 +402,7 @@ int tb_cli_train(int argc, char **argv)
     tb_run_config cfg = tb_run_config_default();
     bool json = false, quiet = false, use_budget = false, length_set = false;
     bool echo_factor_set = false, use_dist = false, algorithm_set = false;
+    bool schedule_set = false; /* --schedule or --warmup: a preset's schedule gives way */
     const char *preset = NULL;
     double slowdown = 0; /* --slow-upstream Nx */
     bool seed_set[TB_STREAM_COUNT] = {false};
@@ -475,6 +477,7 @@ int tb_cli_train(int argc, char **argv)
                 tb_cli_error("--schedule: %s", err.message);
                 return TB_EXIT_USAGE;
             }
+            schedule_set = true;
             break;
         case OPT_WARMUP:
             if (!tb_cli_parse_double("--warmup", optarg, &cfg.length.warmup_fraction))
@@ -483,6 +486,7 @@ int tb_cli_train(int argc, char **argv)
                 tb_cli_error("--warmup: %s is outside [0, 1]", optarg);
                 return TB_EXIT_USAGE;
             }
+            schedule_set = true;
             break;
         case OPT_EVALS:
             if (!tb_cli_parse_int("--evals", optarg, 0, 100000L, &lv)) return TB_EXIT_USAGE;
@@ -623,6 +627,12 @@ int tb_cli_train(int argc, char **argv)
                                             &err) != TB_OK) {
         tb_cli_error("--preset: %s", err.message);
         return TB_EXIT_USAGE;
+    }
+    /* a preset's own schedule (nadamw_self_tuning's warmup 2% then cosine) unless one is given */
+    const tb_optimizer_preset *pre = preset ? tb_optimizer_preset_find(preset) : NULL;
+    if (pre && pre->schedule_warmup > 0 && !schedule_set) {
+        cfg.length.schedule = TB_SCHEDULE_WARMUP_COSINE;
+        cfg.length.warmup_fraction = pre->schedule_warmup;
     }
     if (use_budget && winfo) {
         if (cfg.length.max_time_s == 0) cfg.length.max_time_s = winfo->max_runtime_s;

@@ -347,6 +347,24 @@ static void test_bench_runs(const char *dir)
     }
     free(t);
     t = NULL;
+    /* train's preset as a submission: Schedule-Free AdamW at its values, its own warmup of
+     * floor(0.015 x step hint) steps, the baseline's learning rate constant */
+    const char *sf[1] = {"algoperf_sf_adamw"};
+    tb_bench_spec sfs = tb_test_bench_spec(sf, 1, 0.6, 100);
+    sfs.name = "self_sf";
+    sfs.ruleset = TB_RULESET_SELF;
+    const int64_t hint = tb_workload_find_info(sfs.workloads[0])->step_hint;
+    if (CHECK_OK(tb_bench_run(db, &sfs, NULL, NULL, &sum, &err), &err) &&
+        CHECK_OK(tb_store_trials(store, "self_sf", &t, &n, &err), &err) && CHECK(n == 1)) {
+        const tb_hparams *r = &t[0].resolved_hparams;
+        CHECK(t[0].status == TB_TRIAL_DONE && t[0].hparams.count == 0);
+        CHECK(tb_hparams_get(r, "learning_rate", 0) == 0.0025 &&
+              tb_hparams_get(r, "beta1", 0) == 0.9 && tb_hparams_get(r, "r", 0) == 0.75);
+        CHECK(tb_hparams_get(r, "warmup_steps", -1) == floor(0.015 * (double)hint));
+        CHECK(tb_hparams_get(r, "warmup_fraction", -1) == 0);
+    }
+    free(t);
+    t = NULL;
     /* dropout_rate and label_smoothing on a workload with neither are ignored, as AlgoPerf's
      * workloads do: the trial runs (it would fail if the workload were given them) */
     char path[512];

@@ -3,7 +3,7 @@
  * tanh-linear model, W [3, 4] decayed and b [3] not, under a warmup-cosine schedule):
  * Schedule-Free AdamW and SGD (schedulefree; with the evaluation point x at steps 10 and 25),
  * Lion (lion-pytorch), ADOPT, AdEMAMix and MARS (pytorch-optimizer), Prodigy (prodigyopt). */
-#include "golden.h"
+#include "optim_traj.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -44,30 +44,6 @@ static float *download(const tb_tensor *t)
     return host;
 }
 
-/* Compares a parameter with the named reference; prints the worst element on failure. */
-static bool compare(const tb_golden *g, const char *name, const tb_tensor *got, double tol,
-                    double *max_diff)
-{
-    const tb_golden_tensor *ref = tb_golden_get(g, name);
-    int64_t n = tb_tensor_numel(got);
-    if (!ref || ref->numel != n) return tb_test_check(false, name, __FILE__, __LINE__);
-    float *host = download(got);
-    const float *r = ref->data;
-    bool ok = true;
-    for (int64_t i = 0; i < n; i++) {
-        double diff = fabs((double)host[i] - (double)r[i]);
-        if (!(diff == diff)) diff = INFINITY;
-        if (diff > *max_diff) *max_diff = diff;
-        if (ok && diff > tol + tol * fabs((double)r[i])) {
-            fprintf(stderr, "%s: %s[%lld] is %.8g, reference %.8g\n", g->name, name, (long long)i,
-                    host[i], r[i]);
-            ok = false;
-        }
-    }
-    free(host);
-    return tb_test_check(ok, name, __FILE__, __LINE__);
-}
-
 /* At a step with a recorded x: prepare_for_eval gives x, a step then is refused, and
  * prepare_for_train gives y back bit for bit. */
 static void check_eval_point(const tb_golden *g, tb_optimizer *opt, int t, tb_var *w, tb_var *b,
@@ -83,10 +59,10 @@ static void check_eval_point(const tb_golden *g, tb_optimizer *opt, int t, tb_va
     tb_error err = {0};
     float *wy = download(&w->value), *by = download(&b->value);
     CHECK_OK(tb_optimizer_prepare_for_eval(opt, &err), &err);
-    compare(g, wx, &w->value, tol, max_diff);
-    compare(g, bx, &b->value, tol, max_diff);
+    traj_compare_tol(g, wx, &w->value, max_diff, tol, tol);
+    traj_compare_tol(g, bx, &b->value, max_diff, tol, tol);
     CHECK_OK(tb_optimizer_prepare_for_eval(opt, &err), &err); /* a second one: nothing */
-    compare(g, wx, &w->value, tol, max_diff);
+    traj_compare_tol(g, wx, &w->value, max_diff, tol, tol);
     CHECK(tb_optimizer_step(opt, 1.0, &err) == TB_ERR_INVALID);
     CHECK(strstr(err.message, "evaluation point") != NULL);
     CHECK(tb_optimizer_steps(opt) == t);
@@ -99,49 +75,27 @@ static void check_eval_point(const tb_golden *g, tb_optimizer *opt, int t, tb_va
 
 static void run_case(const char *fixture, const char *algorithm, double tol)
 {
-    tb_golden g;
-    if (!tb_golden_load(fixture, &g)) {
-        tb_test_check(false, fixture, __FILE__, __LINE__);
-        return;
-    }
-    tb_hparams hp = {0};
-    for (int i = 0; i < g.count; i++)
-        if (strncmp(g.tensors[i].name, "hp.", 3) == 0)
-            tb_hparams_set(&hp, g.tensors[i].name + 3, tb_golden_scalar(&g, g.tensors[i].name),
-                           NULL);
-    tb_params *p = NULL;
+    traj_wb t;
     tb_error err = {0};
-    CHECK_OK(tb_params_create(be, &p, &err), &err);
-    int64_t ws[2] = {3, 4}, bs[1] = {3};
-    tb_var *w = tb_params_add(p, "w", TB_PARAM_WEIGHT, 2, ws, NULL);
-    tb_var *b = tb_params_add(p, "b", TB_PARAM_BIAS, 1, bs, NULL);
-    CHECK_OK(tb_params_finalize(p, &err), &err);
-    tb_golden_upload(&g, "w0", &w->value);
-    tb_golden_upload(&g, "b0", &b->value);
     tb_optimizer *opt = NULL;
-    CHECK_OK(tb_optimizer_create(algorithm, p, &hp, &opt, &err), &err);
-    CHECK(tb_optimizer_evaluates_elsewhere(opt) == (strncmp(algorithm, "schedule_free", 13) == 0));
+    if (traj_wb_open(fixture, be, 3, &t) &&
+        CHECK_OK(tb_optimizer_create(algorithm, t.params, &t.hp, &opt, &err), &err))
+        CHECK(tb_optimizer_evaluates_elsewhere(opt) ==
+              (strncmp(algorithm, "schedule_free", 13) == 0));
     double max_diff = 0;
-    for (int t = 1; opt && t <= STEPS; t++) {
+    for (int step = 1; opt && step <= STEPS; step++) {
+        traj_wb_grads(&t, step);
         char name[32];
-        snprintf(name, sizeof name, "gw.%d", t);
-        tb_golden_upload(&g, name, &w->grad);
-        snprintf(name, sizeof name, "gb.%d", t);
-        tb_golden_upload(&g, name, &b->grad);
-        snprintf(name, sizeof name, "f.%d", t);
-        CHECK_OK(tb_optimizer_step(opt, tb_golden_scalar(&g, name), &err), &err);
-        snprintf(name, sizeof name, "w.%d", t);
-        compare(&g, name, &w->value, tol, &max_diff);
-        snprintf(name, sizeof name, "b.%d", t);
-        compare(&g, name, &b->value, tol, &max_diff);
-        check_eval_point(&g, opt, t, w, b, tol, &max_diff);
+        snprintf(name, sizeof name, "f.%d", step);
+        CHECK_OK(tb_optimizer_step(opt, tb_golden_scalar(&t.g, name), &err), &err);
+        traj_wb_compare(&t, step, tol, tol, &max_diff);
+        check_eval_point(&t.g, opt, step, t.w, t.b, tol, &max_diff);
     }
     if (getenv("TB_GOLDEN_VERBOSE"))
         printf("%-28s %-20s max abs diff over %d steps %.3g\n", fixture, algorithm, STEPS,
                max_diff);
     tb_optimizer_destroy(opt);
-    tb_params_destroy(p);
-    tb_golden_free(&g);
+    traj_wb_close(&t);
 }
 
 /* Every other algorithm has no evaluation point of its own: the hooks leave the weights. */

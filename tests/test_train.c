@@ -17,18 +17,18 @@ static tb_run_config base(void)
 static void test_learns(void)
 {
     tb_run_config c = base();
-    c.length.max_steps = 250;
+    c.length.max_steps = 125; /* 0.836 validation and 0.820 test accuracy (250 steps: 0.864) */
     c.eval.examples = 0;
     tb_train_result r;
     tb_error err = {0};
     CHECK_OK(tb_train(&c, NULL, &r, &err), &err);
-    CHECK(r.steps == 250 && r.examples == 250 * 128);
+    CHECK(r.steps == 125 && r.examples == 125 * 128);
     /* a loose target: 10 classes, chance is 0.10 */
     CHECK(r.validation.accuracy > 0.78);
     CHECK(r.test.accuracy > 0.76);
     CHECK(r.validation.examples == 5000 && r.test.examples == 10000);
     CHECK(r.parameters == 784 * 1024 + 1024 + 1024 * 1024 + 1024 + 1024 * 10 + 10);
-    printf("250 steps: validation accuracy %.4f, test accuracy %.4f\n", r.validation.accuracy,
+    printf("125 steps: validation accuracy %.4f, test accuracy %.4f\n", r.validation.accuracy,
            r.test.accuracy);
 }
 

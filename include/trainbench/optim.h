@@ -176,21 +176,36 @@ tb_status tb_hparams_validate(const tb_hparams *hp, const tb_hparam_spec *specs,
  * when they are planned, before any training. */
 tb_status tb_optimizer_check_hparams(const char *name, const tb_hparams *hp, tb_error *err);
 
-/* ---- presets: a published submission's fixed configuration of an algorithm ------------------ */
+/* ---- presets: a published submission's fixed configuration of an algorithm ------------------
+ * One table (src/optim/preset.c) for `train --preset NAME`, `bench -s NAME` (a built-in
+ * baseline at that configuration) and `trainbench algorithms`. */
+#define TB_PRESET_MAX_VALUES 8
 typedef struct tb_optimizer_preset {
-    const char *name;      /* e.g. "algoperf_sf_adamw" */
+    const char *name;      /* e.g. "algoperf_sf_adamw"; never a registry algorithm's name */
     const char *algorithm; /* the registry's algorithm it configures */
     const char *summary;
+    bool self_tuning;      /* the configuration of an AlgoPerf self-tuning submission */
+    int n_values;          /* the algorithm's hyperparameters it fixes: */
+    const char *names[TB_PRESET_MAX_VALUES];
+    double values[TB_PRESET_MAX_VALUES];
+    double warmup_steps_of_hint; /* > 0: the algorithm's warmup_steps = floor(this x the
+                                    workload's step hint) */
+    double schedule_warmup;      /* > 0: the learning-rate schedule is a linear warmup of this
+                                    fraction, then cosine decay to 0; 0: the caller's */
 } tb_optimizer_preset;
 
 int tb_optimizer_preset_count(void);
 const tb_optimizer_preset *tb_optimizer_preset_at(int i); /* NULL out of range */
+const tb_optimizer_preset *tb_optimizer_preset_find(const char *name); /* NULL: none */
+/* "a, b": the presets' names, cut to cap. */
+void tb_optimizer_preset_names(char *buf, size_t cap);
 /* Applies preset `name` for a workload of step hint `step_hint`: *algorithm becomes its
  * algorithm, and hp gets every hyperparameter it fixes that hp does not already hold (so
  * values given by the caller win), some derived from step_hint (algoperf_sf_adamw's
- * warmup_steps = floor(0.015 step_hint)). TB_ERR_INVALID naming the cause for an unknown
- * preset (listing the known ones), a step hint below 1 where one is needed, or a resulting set
- * tb_optimizer_check_hparams refuses; hp and *algorithm are then unchanged. */
+ * warmup_steps = floor(0.015 step_hint)). The schedule (schedule_warmup) is the caller's to
+ * apply. TB_ERR_INVALID naming the cause for an unknown preset (listing the known ones), a
+ * step hint below 1 where one is needed, or a resulting set tb_optimizer_check_hparams
+ * refuses; hp and *algorithm are then unchanged. */
 tb_status tb_optimizer_preset_apply(const char *name, int64_t step_hint, const char **algorithm,
                                     tb_hparams *hp, tb_error *err);
 

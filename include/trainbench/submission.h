@@ -135,13 +135,9 @@ bool tb_submission_ref_external(const tb_submission_ref *ref);
 const char *tb_submission_ref_search_space(const tb_submission_ref *ref);
 /* The file a built-in's search space was read from ("" for an external submission). */
 const char *tb_submission_ref_search_space_path(const tb_submission_ref *ref);
-/* The presets, built-in submissions of a fixed configuration (nadamw_self_tuning:
- * AlgoPerf's self-tuning baseline): count, and preset i's name, optimizer and summary. */
-int tb_submission_preset_count(void);
-bool tb_submission_preset_at(int i, const char **name, const char **optimizer,
-                             const char **summary);
-/* The registry optimizer a built-in runs (its name, or a preset's optimizer: nadamw for
- * nadamw_self_tuning); NULL for an external submission. */
+/* The registry optimizer a built-in runs (its name, or a preset's algorithm: nadamw for
+ * nadamw_self_tuning; the presets are tb_optimizer_preset's); NULL for an external
+ * submission. */
 const char *tb_submission_ref_optimizer(const tb_submission_ref *ref);
 /* Replaces ref's search space by the file at path (`bench --space FILE`); TB_ERR_IO or
  * TB_ERR_INVALID naming the file when it cannot be read (missing, a directory, a FIFO, too

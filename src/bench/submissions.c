@@ -32,16 +32,19 @@ static int baseline_batch_size(const tb_submission_api *api, tb_trial_ctx *c,
 }
 
 /* The baseline of optimizer `optimizer` at point hp: its optimizer and schedule from the
- * point's names (tb_baseline_config_make: AlgoPerf's among them), the hyperparameters in
- * effect noted for the trial. */
+ * point's names (tb_baseline_config_make: AlgoPerf's among them), then, for a preset (else
+ * NULL), what it derives from the step hint (tb_optimizer_preset_apply); the hyperparameters
+ * in effect noted for the trial. */
 static tb_status baseline_start(const tb_submission_api *api, tb_trial_ctx *c,
-                                const char *optimizer, const tb_hparams *hp, void **state,
-                                tb_error *err)
+                                const char *optimizer, const char *preset, const tb_hparams *hp,
+                                void **state, tb_error *err)
 {
     baseline_state *s = calloc(1, sizeof *s);
     if (!s) return tb_fail(err, TB_ERR_NOMEM, "cannot allocate the optimizer state");
     tb_baseline_config cfg;
     tb_status st = tb_baseline_config_make(optimizer, hp, api->step_hint(c), &cfg, err);
+    if (st == TB_OK && preset)
+        st = tb_optimizer_preset_apply(preset, api->step_hint(c), &optimizer, &cfg.opt, err);
     if (st == TB_OK) st = api->optimizer_create(c, optimizer, &cfg.opt, &s->opt, err);
     if (st != TB_OK) {
         tb_optimizer_destroy(s->opt);
@@ -66,7 +69,7 @@ static tb_status baseline_start(const tb_submission_api *api, tb_trial_ctx *c,
 static tb_status baseline_init(const tb_submission_api *api, tb_trial_ctx *c,
                                const tb_hparams *hp, void **state, tb_error *err)
 {
-    return baseline_start(api, c, api->submission_name(c), hp, state, err);
+    return baseline_start(api, c, api->submission_name(c), NULL, hp, state, err);
 }
 
 /* The run core's standard step (tb_run_standard_update) on the baseline's schedule; past the
@@ -82,42 +85,51 @@ static tb_status baseline_update(const tb_submission_api *api, tb_trial_ctx *c, 
 }
 
 /* ---- presets: a baseline with a fixed configuration ---------------------------------------
- * AlgoPerf's self-tuning baseline (prize_qualification_baselines/self_tuning, the full-budget
- * NAdamW): its HPARAMS, with eps 1e-8 (its NAdamW's) and the warmup then cosine decay over the
- * step hint. Its HPARAMS also list dropout_rate 0.1, which AlgoPerf never applies (the runner
- * takes a model's dropout from the tuning point, which self-tuning has none of, and the
- * baseline's model_fn call passes none), so neither does the preset. Under external tuning
- * its search space is this one point, so each study runs it once. */
-typedef struct preset {
-    const char *name, *optimizer, *summary, *point;
-} preset;
-
-static const preset presets[] = {
-    {"nadamw_self_tuning", "nadamw",
-     "AlgoPerf's self-tuning baseline: NAdamW at its fixed configuration, warmup 2% then cosine",
-     "[{\"learning_rate\": 0.0017486387539278373, \"one_minus_beta1\": 0.06733926164, "
-     "\"beta2\": 0.9955159689799007, \"epsilon\": 1e-8, \"weight_decay\": 0.08121616522670176, "
-     "\"warmup_factor\": 0.02}]"},
-};
-#define N_PRESETS ((int)(sizeof presets / sizeof *presets))
-
-static const preset *find_preset(const char *name)
+ * A preset of the table (tb_optimizer_preset, src/optim/preset.c) runs as the baseline of its
+ * algorithm at its point: the values it fixes and, for a schedule of its own, warmup_factor
+ * (a warmup of that share of the step hint, then cosine decay to 0 at the step hint; none: a
+ * constant learning rate); then what it derives from the step hint (algoperf_sf_adamw's
+ * warmup_steps, its optimizer's own). Under external tuning its search space is this one
+ * point, so each study runs it once. */
+static void preset_point(const tb_optimizer_preset *p, tb_hparams *point)
 {
-    for (int i = 0; name && i < N_PRESETS; i++)
-        if (strcmp(presets[i].name, name) == 0) return &presets[i];
-    return NULL;
+    *point = (tb_hparams){0};
+    for (int i = 0; i < p->n_values; i++) tb_hparams_set(point, p->names[i], p->values[i], NULL);
+    if (p->schedule_warmup > 0)
+        tb_hparams_set(point, TB_HP_WARMUP_FACTOR, p->schedule_warmup, NULL);
 }
 
-int tb_submission_preset_count(void) { return N_PRESETS; }
-
-bool tb_submission_preset_at(int i, const char **name, const char **optimizer,
-                             const char **summary)
+/* The shortest %g text of v that reads back as v, its exponent without leading zeros. */
+static void format_value(double v, char *buf, size_t cap)
 {
-    if (i < 0 || i >= N_PRESETS) return false;
-    *name = presets[i].name;
-    *optimizer = presets[i].optimizer;
-    *summary = presets[i].summary;
-    return true;
+    for (int digits = 1; digits <= 17; digits++) {
+        snprintf(buf, cap, "%.*g", digits, v);
+        if (strtod(buf, NULL) == v) break;
+    }
+    char *e = strchr(buf, 'e');
+    if (!e) return;
+    char *digits = e + 1 + (e[1] == '-' || e[1] == '+');
+    char *first = digits;
+    while (first[0] == '0' && first[1]) first++;
+    memmove(digits, first, strlen(first) + 1);
+    if (e[1] == '+') memmove(e + 1, e + 2, strlen(e + 2) + 1);
+}
+
+/* The preset's point as a search space of one point (AlgoPerf's list format). */
+static tb_status preset_space(const tb_optimizer_preset *p, char **out, tb_error *err)
+{
+    tb_hparams point;
+    preset_point(p, &point);
+    char text[1024] = "[{";
+    for (int i = 0; i < point.count; i++) {
+        char value[32];
+        format_value(point.values[i], value, sizeof value);
+        size_t n = strlen(text);
+        snprintf(text + n, sizeof text - n, "%s\"%s\": %s", i ? ", " : "", point.names[i], value);
+    }
+    strncat(text, "}]", sizeof text - strlen(text) - 1);
+    if (!(*out = strdup(text))) return tb_fail(err, TB_ERR_NOMEM, "out of memory");
+    return TB_OK;
 }
 
 /* A preset runs its own point, whatever the trial's (none under self-tuning). */
@@ -125,15 +137,11 @@ static tb_status preset_init(const tb_submission_api *api, tb_trial_ctx *c,
                              const tb_hparams *hp, void **state, tb_error *err)
 {
     (void)hp;
-    const preset *p = find_preset(api->submission_name(c));
-    tb_search_space *space = NULL;
-    tb_hparams point = {0};
-    tb_status st = p ? tb_search_space_parse(p->point, p->name, &space, err)
-                     : tb_fail(err, TB_ERR_INTERNAL, "no preset %s", api->submission_name(c));
-    if (st == TB_OK && !tb_search_space_list_point(space, 0, &point))
-        st = tb_fail(err, TB_ERR_INTERNAL, "preset %s has no point", p->name);
-    tb_search_space_destroy(space);
-    if (st == TB_OK) st = baseline_start(api, c, p->optimizer, &point, state, err);
+    const tb_optimizer_preset *p = tb_optimizer_preset_find(api->submission_name(c));
+    if (!p) return tb_fail(err, TB_ERR_INTERNAL, "no preset %s", api->submission_name(c));
+    tb_hparams point;
+    preset_point(p, &point);
+    tb_status st = baseline_start(api, c, p->algorithm, p->name, &point, state, err);
     /* the configuration in effect, as the trial's own point is under external tuning */
     if (st == TB_OK) tb_trial_note_hparams(c, &point, NULL);
     return st;
@@ -248,10 +256,10 @@ tb_status tb_submission_load(const char *spec, const char *search_space_dir,
         st = load_python(r, spec, err);
     } else if (is_library_path(spec)) {
         st = load_library(r, spec, err);
-    } else if (find_preset(spec)) {
-        const preset *p = find_preset(spec);
+    } else if (tb_optimizer_preset_find(spec)) {
+        const tb_optimizer_preset *p = tb_optimizer_preset_find(spec);
         snprintf(r->name, sizeof r->name, "%s", p->name);
-        r->optimizer = p->optimizer;
+        r->optimizer = p->algorithm;
         r->builtin = (tb_submission){
             .name = r->name,
             .summary = p->summary,
@@ -262,14 +270,16 @@ tb_status tb_submission_load(const char *spec, const char *search_space_dir,
             .free_state = baseline_free,
         };
         r->sub = &r->builtin;
-        if (!(r->search_space = strdup(p->point))) st = tb_fail(err, TB_ERR_NOMEM, "out of memory");
+        st = preset_space(p, &r->search_space, err);
     } else {
         const tb_optimizer_info *info = tb_optimizer_find(spec);
         if (!info) {
+            char presets[256];
+            tb_optimizer_preset_names(presets, sizeof presets);
             st = tb_fail(err, TB_ERR_INVALID,
                          "unknown submission '%s': not an optimizer in the registry (see "
-                         "`trainbench algorithms`), a preset (nadamw_self_tuning) nor a path "
-                         "to a shared library or a Python file (.py)", spec);
+                         "`trainbench algorithms`), a preset (%s) nor a path to a shared "
+                         "library or a Python file (.py)", spec, presets);
         } else {
             snprintf(r->name, sizeof r->name, "%s", info->name);
             r->optimizer = info->name;

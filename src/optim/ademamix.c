@@ -7,12 +7,12 @@
  *   w -= lr (m1 / (1 - b1^t) + alpha_t m2) / (sqrt(v) / sqrt(1 - b2^t) + eps)
  * with g' = g + wd w (weight_decouple 0) or w *= 1 - lr wd (1). Weight decay applies to weights
  * and embeddings only (tb_param_decays). */
-#include "optim/optim_impl.h"
+#include "optim/elem_state.h"
 
 #include <math.h>
-#include <stdlib.h>
 
 typedef struct ademamix_state {
+    tb_elem_state e;      /* three buffers, and the step's coefficients */
     float *m1, *m2, *v;   /* fast EMA, slow EMA, second moment */
     tb_ademamix_coefs *c; /* the step's coefficients (step block): [0] without decay, [1] with */
 } ademamix_state;
@@ -87,16 +87,14 @@ static tb_status ademamix_check(const char *algorithm, tb_hparams *hp, const tb_
 
 static tb_status ademamix_init(tb_optimizer *opt, tb_error *err)
 {
-    int64_t n = tb_params_numel(opt->params);
-    ademamix_state *s = calloc(1, sizeof *s);
-    if (!s) return tb_fail(err, TB_ERR_NOMEM, "ademamix: cannot allocate its state");
-    opt->state = s;
-    s->m1 = tb_opt_alloc_state(opt, 3 * n, 0.0f, err);
-    if (!s->m1) return TB_ERR_NOMEM;
-    s->m2 = s->m1 + n;
-    s->v = s->m1 + 2 * n;
-    s->c = tb_opt_alloc_step(opt, 2 * sizeof *s->c, err);
-    return s->c ? TB_OK : TB_ERR_NOMEM;
+    tb_status st = tb_elem_create(opt, sizeof(ademamix_state), 3, sizeof(tb_ademamix_coefs), err);
+    if (st != TB_OK) return st;
+    ademamix_state *s = opt->state;
+    s->m1 = tb_elem_buffer(&s->e, 0);
+    s->m2 = tb_elem_buffer(&s->e, 1);
+    s->v = tb_elem_buffer(&s->e, 2);
+    s->c = s->e.coefs;
+    return TB_OK;
 }
 
 /* beta3 at step t of a warmup over T steps (the reference's schedule_beta3). */
@@ -139,23 +137,12 @@ static tb_status ademamix_prepare(tb_optimizer *opt, double lr, tb_error *err)
 static void ademamix_queue(tb_optimizer *opt)
 {
     ademamix_state *s = opt->state;
-    bool wd = tb_opt_hp(opt, "weight_decay") != 0.0;
     for (int i = 0; i < tb_params_count(opt->params); i++) {
         tb_param *p = tb_params_get(opt->params, i);
-        bool decays = wd && tb_param_decays(p->kind);
         opt->be->ops.ademamix_update(opt->be, tb_tensor_numel(&p->var.value), p->var.value.data,
                                      p->var.grad.data, s->m1 + p->offset, s->m2 + p->offset,
-                                     s->v + p->offset, &s->c[decays]);
+                                     s->v + p->offset, &s->c[tb_elem_decay_index(opt, p)]);
     }
-}
-
-static void ademamix_destroy(tb_optimizer *opt)
-{
-    ademamix_state *s = opt->state;
-    if (!s) return;
-    tb_backend_free(opt->be, s->m1);
-    tb_backend_step_free(opt->be, s->c);
-    free(s);
 }
 
 const tb_optimizer_vtable tb_optim_ademamix = {
@@ -168,7 +155,7 @@ const tb_optimizer_vtable tb_optim_ademamix = {
     .init = ademamix_init,
     .prepare = ademamix_prepare,
     .queue = ademamix_queue,
-    .destroy = ademamix_destroy,
+    .destroy = tb_elem_destroy,
     .no_preconditioner = "not reported yet: its numerator mixes two EMAs (a P exists, "
                          "sqrt(v_hat) + eps, but no stability threshold is derived)",
 };

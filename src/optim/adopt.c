@@ -6,12 +6,12 @@
  *   later:   u = clip(g' / max(sqrt(v), eps));  m += (1 - beta1)(u - m);  w -= lr m;
  *            v = beta2 v + (1 - beta2) g'^2
  * Weight decay applies to weights and embeddings only (tb_param_decays). */
-#include "optim/optim_impl.h"
+#include "optim/elem_state.h"
 
 #include <math.h>
-#include <stdlib.h>
 
 typedef struct adopt_state {
+    tb_elem_state e;   /* two buffers, and the step's coefficients */
     float *m, *v;      /* one value per parameter value each */
     tb_adopt_coefs *c; /* the step's coefficients (step block): [0] without decay, [1] with */
 } adopt_state;
@@ -72,15 +72,13 @@ static tb_status adopt_check(const char *algorithm, tb_hparams *hp, const tb_hpa
 
 static tb_status adopt_init(tb_optimizer *opt, tb_error *err)
 {
-    int64_t n = tb_params_numel(opt->params);
-    adopt_state *s = calloc(1, sizeof *s);
-    if (!s) return tb_fail(err, TB_ERR_NOMEM, "adopt: cannot allocate its state");
-    opt->state = s;
-    s->m = tb_opt_alloc_state(opt, 2 * n, 0.0f, err);
-    if (!s->m) return TB_ERR_NOMEM;
-    s->v = s->m + n;
-    s->c = tb_opt_alloc_step(opt, 2 * sizeof *s->c, err);
-    return s->c ? TB_OK : TB_ERR_NOMEM;
+    tb_status st = tb_elem_create(opt, sizeof(adopt_state), 2, sizeof(tb_adopt_coefs), err);
+    if (st != TB_OK) return st;
+    adopt_state *s = opt->state;
+    s->m = tb_elem_buffer(&s->e, 0);
+    s->v = tb_elem_buffer(&s->e, 1);
+    s->c = s->e.coefs;
+    return TB_OK;
 }
 
 static tb_status adopt_prepare(tb_optimizer *opt, double lr, tb_error *err)
@@ -111,23 +109,12 @@ static tb_status adopt_prepare(tb_optimizer *opt, double lr, tb_error *err)
 static void adopt_queue(tb_optimizer *opt)
 {
     adopt_state *s = opt->state;
-    bool wd = tb_opt_hp(opt, "weight_decay") != 0.0;
     for (int i = 0; i < tb_params_count(opt->params); i++) {
         tb_param *p = tb_params_get(opt->params, i);
-        bool decays = wd && tb_param_decays(p->kind);
         opt->be->ops.adopt_update(opt->be, tb_tensor_numel(&p->var.value), p->var.value.data,
                                   p->var.grad.data, s->m + p->offset, s->v + p->offset,
-                                  &s->c[decays]);
+                                  &s->c[tb_elem_decay_index(opt, p)]);
     }
-}
-
-static void adopt_destroy(tb_optimizer *opt)
-{
-    adopt_state *s = opt->state;
-    if (!s) return;
-    tb_backend_free(opt->be, s->m);
-    tb_backend_step_free(opt->be, s->c);
-    free(s);
 }
 
 const tb_optimizer_vtable tb_optim_adopt = {
@@ -140,7 +127,7 @@ const tb_optimizer_vtable tb_optim_adopt = {
     .init = adopt_init,
     .prepare = adopt_prepare,
     .queue = adopt_queue,
-    .destroy = adopt_destroy,
+    .destroy = tb_elem_destroy,
     .no_preconditioner = "it normalises before averaging (and clips), so its step is not the "
                          "momentum divided by a diagonal",
 };

@@ -2,11 +2,10 @@
  * lion-pytorch's Lion: the sign of an interpolation of momentum and gradient, decoupled decay.
  *   w *= 1 - lr wd;  w -= lr sign(beta1 m + (1 - beta1) g);  m = beta2 m + (1 - beta2) g
  * Weight decay applies to weights and embeddings only (tb_param_decays). */
-#include "optim/optim_impl.h"
-
-#include <stdlib.h>
+#include "optim/elem_state.h"
 
 typedef struct lion_state {
+    tb_elem_state e;  /* one buffer, and the step's coefficients */
     float *m;         /* momentum, one value per parameter value */
     tb_lion_coefs *c; /* the step's coefficients (step block): [0] without decay, [1] with */
 } lion_state;
@@ -37,13 +36,12 @@ static const tb_hparam_spec lion_hparams[] = {
 
 static tb_status lion_init(tb_optimizer *opt, tb_error *err)
 {
-    lion_state *s = calloc(1, sizeof *s);
-    if (!s) return tb_fail(err, TB_ERR_NOMEM, "lion: cannot allocate its state");
-    opt->state = s;
-    s->m = tb_opt_alloc_state(opt, tb_params_numel(opt->params), 0.0f, err);
-    if (!s->m) return TB_ERR_NOMEM;
-    s->c = tb_opt_alloc_step(opt, 2 * sizeof *s->c, err);
-    return s->c ? TB_OK : TB_ERR_NOMEM;
+    tb_status st = tb_elem_create(opt, sizeof(lion_state), 1, sizeof(tb_lion_coefs), err);
+    if (st != TB_OK) return st;
+    lion_state *s = opt->state;
+    s->m = tb_elem_buffer(&s->e, 0);
+    s->c = s->e.coefs;
+    return TB_OK;
 }
 
 static tb_status lion_prepare(tb_optimizer *opt, double lr, tb_error *err)
@@ -66,22 +64,12 @@ static tb_status lion_prepare(tb_optimizer *opt, double lr, tb_error *err)
 static void lion_queue(tb_optimizer *opt)
 {
     lion_state *s = opt->state;
-    bool wd = tb_opt_hp(opt, "weight_decay") != 0.0;
     for (int i = 0; i < tb_params_count(opt->params); i++) {
         tb_param *p = tb_params_get(opt->params, i);
-        bool decays = wd && tb_param_decays(p->kind);
         opt->be->ops.lion_update(opt->be, tb_tensor_numel(&p->var.value), p->var.value.data,
-                                 p->var.grad.data, s->m + p->offset, &s->c[decays]);
+                                 p->var.grad.data, s->m + p->offset,
+                                 &s->c[tb_elem_decay_index(opt, p)]);
     }
-}
-
-static void lion_destroy(tb_optimizer *opt)
-{
-    lion_state *s = opt->state;
-    if (!s) return;
-    tb_backend_free(opt->be, s->m);
-    tb_backend_step_free(opt->be, s->c);
-    free(s);
 }
 
 const tb_optimizer_vtable tb_optim_lion = {
@@ -92,6 +80,6 @@ const tb_optimizer_vtable tb_optim_lion = {
     .init = lion_init,
     .prepare = lion_prepare,
     .queue = lion_queue,
-    .destroy = lion_destroy,
+    .destroy = tb_elem_destroy,
     .no_preconditioner = "its step is a sign, not a gradient divided by a diagonal",
 };

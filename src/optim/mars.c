@@ -9,12 +9,12 @@
  * here), and so is the decay: weight_decay for the first kind, weight_decay_1d (default 0.1)
  * for biases and norm parameters. The update runs on adam_update, the corrected gradient on
  * mars_correct. */
-#include "optim/optim_impl.h"
+#include "optim/elem_state.h"
 
 #include <math.h>
-#include <stdlib.h>
 
 typedef struct mars_state {
+    tb_elem_state e;         /* four buffers, no step block (its step is not split) */
     float *m, *v, *last, *c; /* moments, the previous gradient, the corrected gradient */
 } mars_state;
 
@@ -84,23 +84,15 @@ static const tb_hparam_spec mars_hparams[] = {
      .help = "decoupled decay per unit lr of the 1-D parameters"},
 };
 
-static tb_status mars_check(const char *algorithm, tb_hparams *hp, const tb_hparams *given,
-                            tb_error *err)
-{
-    return tb_adam_check(algorithm, hp, given, err);
-}
-
 static tb_status mars_init(tb_optimizer *opt, tb_error *err)
 {
-    int64_t n = tb_params_numel(opt->params);
-    mars_state *s = calloc(1, sizeof *s);
-    if (!s) return tb_fail(err, TB_ERR_NOMEM, "mars: cannot allocate its state");
-    opt->state = s;
-    s->m = tb_opt_alloc_state(opt, 4 * n, 0.0f, err);
-    if (!s->m) return TB_ERR_NOMEM;
-    s->v = s->m + n;
-    s->last = s->m + 2 * n;
-    s->c = s->m + 3 * n;
+    tb_status st = tb_elem_create(opt, sizeof(mars_state), 4, 0, err);
+    if (st != TB_OK) return st;
+    mars_state *s = opt->state;
+    s->m = tb_elem_buffer(&s->e, 0);
+    s->v = tb_elem_buffer(&s->e, 1);
+    s->last = tb_elem_buffer(&s->e, 2);
+    s->c = tb_elem_buffer(&s->e, 3);
     return TB_OK;
 }
 
@@ -162,25 +154,17 @@ static tb_status mars_step(tb_optimizer *opt, double lr, tb_error *err)
     return TB_OK;
 }
 
-static void mars_destroy(tb_optimizer *opt)
-{
-    mars_state *s = opt->state;
-    if (!s) return;
-    tb_backend_free(opt->be, s->m);
-    free(s);
-}
-
 const tb_optimizer_vtable tb_optim_mars = {
     .info = {.name = "mars",
              .summary = "MARS-AdamW: variance-reduced, clipped gradient for 2-D parameters "
                         "(pytorch-optimizer)",
              .hparams = mars_hparams,
              .n_hparams = (int)(sizeof mars_hparams / sizeof *mars_hparams)},
-    .check = mars_check,
+    .check = tb_adam_check,
     .init = mars_init,
     .step = mars_step,
     .graph_blocker = "the per-tensor clip reads each corrected gradient's norm back every step",
-    .destroy = mars_destroy,
+    .destroy = tb_elem_destroy,
     .no_preconditioner = "not reported yet: the 2-D parameters' direction is a clipped, "
                          "corrected gradient",
 };

@@ -11,12 +11,12 @@
  *   w *= 1 - wd dlr (decouple 1);  w -= dlr m / (sqrt(v) + d eps)     (the new d, the old dlr)
  * den = 0 (every gradient 0 so far) leaves the parameters as they are, as the reference does.
  * Weight decay applies to weights and embeddings only (tb_param_decays). */
-#include "optim/optim_impl.h"
+#include "optim/elem_state.h"
 
 #include <math.h>
-#include <stdlib.h>
 
 typedef struct prodigy_state {
+    tb_elem_state e;       /* four buffers, no step block (its step is not split) */
     float *m, *v, *s, *p0; /* moments, the d-weighted gradient sum, the initial point */
     bool p0_ready;
     double d, d_max, num; /* the estimate, its largest value, the numerator */
@@ -107,15 +107,13 @@ static tb_status prodigy_check(const char *algorithm, tb_hparams *hp, const tb_h
 
 static tb_status prodigy_init(tb_optimizer *opt, tb_error *err)
 {
-    int64_t n = tb_params_numel(opt->params);
-    prodigy_state *s = calloc(1, sizeof *s);
-    if (!s) return tb_fail(err, TB_ERR_NOMEM, "prodigy: cannot allocate its state");
-    opt->state = s;
-    s->m = tb_opt_alloc_state(opt, 4 * n, 0.0f, err);
-    if (!s->m) return TB_ERR_NOMEM;
-    s->v = s->m + n;
-    s->s = s->m + 2 * n;
-    s->p0 = s->m + 3 * n;
+    tb_status st = tb_elem_create(opt, sizeof(prodigy_state), 4, 0, err);
+    if (st != TB_OK) return st;
+    prodigy_state *s = opt->state;
+    s->m = tb_elem_buffer(&s->e, 0);
+    s->v = tb_elem_buffer(&s->e, 1);
+    s->s = tb_elem_buffer(&s->e, 2);
+    s->p0 = tb_elem_buffer(&s->e, 3);
     s->d = s->d_max = tb_opt_hp(opt, "d0");
     return TB_OK;
 }
@@ -181,14 +179,6 @@ static tb_status prodigy_step(tb_optimizer *opt, double lr, tb_error *err)
     return TB_OK;
 }
 
-static void prodigy_destroy(tb_optimizer *opt)
-{
-    prodigy_state *s = opt->state;
-    if (!s) return;
-    tb_backend_free(opt->be, s->m);
-    free(s);
-}
-
 const tb_optimizer_vtable tb_optim_prodigy = {
     .info = {.name = "prodigy",
              .summary = "Prodigy: Adam with an estimated step size d (prodigyopt)",
@@ -198,7 +188,7 @@ const tb_optimizer_vtable tb_optim_prodigy = {
     .init = prodigy_init,
     .step = prodigy_step,
     .graph_blocker = "its step-size estimate reads two sums back to the host every step",
-    .destroy = prodigy_destroy,
+    .destroy = tb_elem_destroy,
     .no_preconditioner = "not reported yet: its denominator scales with the estimate d, which "
                          "changes every step",
 };

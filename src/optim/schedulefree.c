@@ -6,12 +6,12 @@
  * Training keeps y in the parameters; prepare_for_eval writes x there (keeping a copy of y)
  * and prepare_for_train restores y bit for bit. Weight decay (at y) applies to weights and
  * embeddings only (tb_param_decays). */
-#include "optim/optim_impl.h"
+#include "optim/elem_state.h"
 
 #include <math.h>
-#include <stdlib.h>
 
 typedef struct sf_state {
+    tb_elem_state e;   /* z, y_saved and (AdamW) v; no step block (its step is not split) */
     float *z;          /* base sequence, tb_params_numel values (set from y at step 1) */
     float *v;          /* AdamW's second moment; NULL for SGD */
     float *y_saved;    /* y while the parameters hold x */
@@ -111,15 +111,13 @@ static tb_status sf_check(const char *algorithm, tb_hparams *hp, const tb_hparam
 
 static tb_status sf_init(tb_optimizer *opt, tb_error *err)
 {
-    int64_t n = tb_params_numel(opt->params);
-    sf_state *s = calloc(1, sizeof *s);
-    if (!s) return tb_fail(err, TB_ERR_NOMEM, "%s: cannot allocate its state", opt->vt->info.name);
-    opt->state = s;
+    tb_status st = tb_elem_create(opt, sizeof(sf_state), is_adamw(opt) ? 3 : 2, 0, err);
+    if (st != TB_OK) return st;
+    sf_state *s = opt->state;
     s->lr_max = -1.0;
-    s->z = tb_opt_alloc_state(opt, (is_adamw(opt) ? 3 : 2) * n, 0.0f, err);
-    if (!s->z) return TB_ERR_NOMEM;
-    s->y_saved = s->z + n;
-    s->v = is_adamw(opt) ? s->z + 2 * n : NULL;
+    s->z = tb_elem_buffer(&s->e, 0);
+    s->y_saved = tb_elem_buffer(&s->e, 1);
+    s->v = is_adamw(opt) ? tb_elem_buffer(&s->e, 2) : NULL;
     return TB_OK;
 }
 
@@ -160,13 +158,11 @@ static tb_status sf_step(tb_optimizer *opt, double lr, tb_error *err)
         s->z_ready = true;
     }
     sf_coefs(opt, lr);
-    bool wd = tb_opt_hp(opt, "weight_decay") != 0.0;
     for (int i = 0; i < tb_params_count(opt->params); i++) {
         tb_param *p = tb_params_get(opt->params, i);
-        bool decays = wd && tb_param_decays(p->kind);
         opt->be->ops.sf_update(opt->be, tb_tensor_numel(&p->var.value), p->var.value.data,
                                p->var.grad.data, s->z + p->offset, s->v ? s->v + p->offset : NULL,
-                               &s->c[decays]);
+                               &s->c[tb_elem_decay_index(opt, p)]);
     }
     return TB_OK;
 }
@@ -199,14 +195,6 @@ static tb_status sf_prepare_for_train(tb_optimizer *opt, tb_error *err)
     return TB_OK;
 }
 
-static void sf_destroy(tb_optimizer *opt)
-{
-    sf_state *s = opt->state;
-    if (!s) return;
-    tb_backend_free(opt->be, s->z);
-    free(s);
-}
-
 #define SF_VTABLE(var, id, about, specs)                                                           \
     const tb_optimizer_vtable var = {                                                              \
         .info = {.name = id,                                                                       \
@@ -217,7 +205,7 @@ static void sf_destroy(tb_optimizer *opt)
         .init = sf_init,                                                                           \
         .step = sf_step,                                                                           \
         .graph_blocker = "its first step copies the parameters into z, once",                      \
-        .destroy = sf_destroy,                                                                     \
+        .destroy = tb_elem_destroy,                                                                \
         .no_preconditioner = "it averages iterates: its step is not a preconditioned gradient "    \
                              "step of the parameters it is evaluated at",                          \
         .prepare_for_eval = sf_prepare_for_eval,                                                   \
