@@ -55,7 +55,8 @@ static int evals_of(const char *db, int64_t id, tb_eval_record *got, int cap)
 
 /* Store `db` (a run with --ranks-per-trial 2) against `one` (the same benchmark, one process
  * per trial): the same trials, points and seeds, the ranks recorded, and the evals at the
- * same steps with the same losses to float summation order. Returns the evals compared. */
+ * same steps, with the same losses to float summation order over the first 30 steps.
+ * Returns the evals compared. */
 static int compare_stores(const char *one, const char *db)
 {
     tb_trial_record *a, *b;
@@ -76,9 +77,15 @@ static int compare_stores(const char *one, const char *db)
         int ka = evals_of(one, a[i].id, ea, 64), kb = evals_of(db, b[i].id, eb, 64);
         for (int k = 0; k < ka && k < kb; k++) {
             CHECK(ea[k].step == eb[k].step);
-            CHECK_NEAR(eb[k].train_loss, ea[k].train_loss, 1e-4 * fabs(ea[k].train_loss));
+            /* one process sums the batch's gradient in one order, two ranks each sum half and
+             * average: 1e-7 of the loss apart in the first 30 steps (measured: at most 1.3e-7),
+             * which training then grows chaotically (to 0.7% by step 92 of one trial on an idle
+             * machine); a wrong average (a rank's half alone, a sum for a mean) is far off from
+             * the first step. compare_train_dist checks the same computation at any step. */
+            if (ea[k].step > 30) continue;
+            CHECK_NEAR(eb[k].train_loss, ea[k].train_loss, 1e-5 * fabs(ea[k].train_loss));
             CHECK_NEAR(eb[k].validation_loss, ea[k].validation_loss,
-                       1e-4 * fabs(ea[k].validation_loss));
+                       1e-5 * fabs(ea[k].validation_loss));
             compared++;
         }
     }
@@ -144,7 +151,8 @@ static void test_equals_one_process(void)
                                  "'%\"ranks_per_trial\":2%'") == 1);
     int n = compare_stores(one, rpt);
     CHECK(n >= 2);
-    printf("--ranks-per-trial 2 against one process: %d evals compared, equal to 1e-4\n", n);
+    printf("--ranks-per-trial 2 against one process: %d evals compared (to step 30), "
+           "equal to 1e-5\n", n);
     compare_train_dist(rpt);
     /* a worker of an MPI benchmark starts its trials' ranks the same way */
     snprintf(cmd, sizeof cmd, "bench --db %s --budget 2 --ranks-per-trial 2 " SPEC, mpi);
