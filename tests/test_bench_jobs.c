@@ -72,32 +72,6 @@ static tb_bench_spec det_spec(const char *const *subs, int n)
     return s;
 }
 
-static void read_all(const char *db, tb_trial_record **t, int *n)
-{
-    tb_store *store;
-    tb_error err = {0};
-    CHECK_OK(tb_store_open_readonly(db, &store, &err), &err);
-    CHECK_OK(tb_store_trials(store, "t", t, n, &err), &err);
-    tb_store_close(store);
-}
-
-/* The evals of trial id at steps that are multiples of `every` (the budget's last one, at
- * whatever step the time ran out, left out). */
-static int evals_at_steps(const char *db, int64_t id, int every, tb_eval_record *out, int cap)
-{
-    tb_store *store;
-    tb_error err = {0};
-    CHECK_OK(tb_store_open_readonly(db, &store, &err), &err);
-    tb_eval_record *e = NULL;
-    int ne = 0, k = 0;
-    CHECK_OK(tb_store_evals(store, id, &e, &ne, &err), &err);
-    for (int i = 0; i < ne && k < cap; i++)
-        if (e[i].step % every == 0) out[k++] = e[i];
-    free(e);
-    tb_store_close(store);
-    return k;
-}
-
 static void test_same_as_one_job(void)
 {
     const char *subs[2] = {"sgd", "adamw"};
@@ -119,8 +93,8 @@ static void test_same_as_one_job(void)
     CHECK(w2.most_children >= 1);
     tb_trial_record *a, *b;
     int na, nb;
-    read_all(one, &a, &na);
-    read_all(two, &b, &nb);
+    tb_test_read_trials(one, "t", &a, &na);
+    tb_test_read_trials(two, "t", &b, &nb);
     CHECK(na == 4 && nb == 4);
     int compared = 0;
     for (int i = 0; i < na && i < nb; i++) {
@@ -137,8 +111,8 @@ static void test_same_as_one_job(void)
         CHECK(strstr(b[i].machine, "\"cpus\":null") != NULL);
         /* the same training: the same losses at the same steps */
         tb_eval_record ea[64], eb[64];
-        int ka = evals_at_steps(one, a[i].id, 2, ea, 64);
-        int kb = evals_at_steps(two, b[i].id, 2, eb, 64);
+        int ka = tb_test_evals_at_steps(one, a[i].id, 2, ea, 64);
+        int kb = tb_test_evals_at_steps(two, b[i].id, 2, eb, 64);
         for (int k = 0; k < ka && k < kb; k++) {
             CHECK(ea[k].step == eb[k].step);
             CHECK(ea[k].validation_loss == eb[k].validation_loss);
@@ -180,7 +154,7 @@ static void test_gp_studies(void)
     CHECK(w.violations == 0);
     tb_trial_record *t;
     int n;
-    read_all(db, &t, &n);
+    tb_test_read_trials(db, "t", &t, &n);
     for (int i = 0; i < n; i++) {
         CHECK(t[i].attempts == 1 && t[i].hparams.count > 0);
         CHECK(t[i].status == TB_TRIAL_DONE || t[i].status == TB_TRIAL_FAILED);
@@ -207,7 +181,7 @@ static void test_cpus(void)
     CHECK_OK(tb_bench_run(db, &s, NULL, NULL, &sum, &err), &err);
     tb_trial_record *t;
     int n;
-    read_all(db, &t, &n);
+    tb_test_read_trials(db, "t", &t, &n);
     CHECK(n == 1 && strstr(t[0].machine, "\"cpus\":\"0\"") && t[0].status == TB_TRIAL_DONE);
     free(t);
     /* bad lists and counts are refused before anything is planned */
@@ -256,7 +230,7 @@ static void test_kill_two_running(void)
     tb_test_sleep_s(0.3); /* the trial processes die with their parent */
     tb_trial_record *before;
     int n;
-    read_all(db, &before, &n);
+    tb_test_read_trials(db, "t", &before, &n);
     int done = 0, running = 0;
     for (int i = 0; i < n; i++) {
         done += before[i].status == TB_TRIAL_DONE;
@@ -269,7 +243,7 @@ static void test_kill_two_running(void)
     CHECK_OK(tb_bench_run(db, &s, NULL, NULL, &sum, &err), &err);
     CHECK(sum.reused == done && sum.ran == 4 - done);
     tb_trial_record *after;
-    read_all(db, &after, &n);
+    tb_test_read_trials(db, "t", &after, &n);
     for (int i = 0; i < n; i++) {
         CHECK(after[i].status == TB_TRIAL_DONE);
         CHECK(after[i].attempts == (before[i].status == TB_TRIAL_RUNNING ? 2 : 1));

@@ -64,32 +64,6 @@ static int rank_pid(int mpirun, int rank)
     return found;
 }
 
-static void read_all(const char *db, const char *name, tb_trial_record **t, int *n)
-{
-    tb_store *store;
-    tb_error err = {0};
-    *t = NULL;
-    *n = 0;
-    CHECK_OK(tb_store_open_readonly(db, &store, &err), &err);
-    CHECK_OK(tb_store_trials(store, name, t, n, &err), &err);
-    tb_store_close(store);
-}
-
-static int evals_of(const char *db, int64_t id, tb_eval_record *got, int cap)
-{
-    tb_store *store;
-    tb_error err = {0};
-    CHECK_OK(tb_store_open_readonly(db, &store, &err), &err);
-    tb_eval_record *e = NULL;
-    int ne = 0, k = 0;
-    CHECK_OK(tb_store_evals(store, id, &e, &ne, &err), &err);
-    for (int i = 0; i < ne && k < cap; i++)
-        if (e[i].step % 2 == 0) got[k++] = e[i]; /* by steps, not the budget's last */
-    free(e);
-    tb_store_close(store);
-    return k;
-}
-
 static void test_equals_one_process(void)
 {
     char mpi[256], one[256], cmd[1024];
@@ -103,8 +77,8 @@ static void test_equals_one_process(void)
     CHECK(tb_test_run_cli(cmd, out, sizeof out) == 0);
     tb_trial_record *a, *b;
     int na, nb, compared = 0;
-    read_all(one, "quick", &a, &na);
-    read_all(mpi, "quick", &b, &nb);
+    tb_test_read_trials(one, "quick", &a, &na);
+    tb_test_read_trials(mpi, "quick", &b, &nb);
     CHECK(na == 4 && nb == 4);
     for (int i = 0; i < na && i < nb; i++) {
         CHECK(strcmp(a[i].submission, b[i].submission) == 0 && a[i].study == b[i].study);
@@ -117,7 +91,8 @@ static void test_equals_one_process(void)
         CHECK(strstr(b[i].machine, "\"ranks\":3") && !strstr(b[i].machine, "\"rank\":0"));
         CHECK(b[i].resolved_hparams.count > 0 && b[i].run_order >= 1);
         tb_eval_record ea[64], eb[64];
-        int ka = evals_of(one, a[i].id, ea, 64), kb = evals_of(mpi, b[i].id, eb, 64);
+        int ka = tb_test_evals_at_steps(one, a[i].id, 2, ea, 64);
+        int kb = tb_test_evals_at_steps(mpi, b[i].id, 2, eb, 64);
         for (int k = 0; k < ka && k < kb; k++) {
             CHECK(ea[k].step == eb[k].step && ea[k].validation_loss == eb[k].validation_loss);
             compared++;
@@ -171,7 +146,7 @@ static void test_lost_worker(void)
     CHECK(WIFEXITED(wst) && WEXITSTATUS(wst) == 0);
     tb_trial_record *t;
     int n;
-    read_all(db, "quick", &t, &n);
+    tb_test_read_trials(db, "quick", &t, &n);
     int twice = 0;
     for (int i = 0; i < n; i++) {
         CHECK(t[i].status == TB_TRIAL_DONE);
@@ -212,7 +187,7 @@ static void test_killed_coordinator(void)
     tb_test_sleep_s(0.3);
     tb_trial_record *before, *after;
     int n;
-    read_all(db, "quick", &before, &n);
+    tb_test_read_trials(db, "quick", &before, &n);
     int done = 0;
     for (int i = 0; i < n; i++) done += before[i].status == TB_TRIAL_DONE;
     CHECK(n == 4 && done < 4);
@@ -220,7 +195,7 @@ static void test_killed_coordinator(void)
     char want[96];
     snprintf(want, sizeof want, "%d run now (on 2 worker ranks), %d reused", 4 - done, done);
     CHECK(tb_test_output_has(out, want));
-    read_all(db, "quick", &after, &n);
+    tb_test_read_trials(db, "quick", &after, &n);
     for (int i = 0; i < n; i++) {
         CHECK(after[i].status == TB_TRIAL_DONE);
         if (before[i].status == TB_TRIAL_DONE)

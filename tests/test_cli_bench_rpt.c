@@ -27,32 +27,6 @@ static void temp_path(char *buf, size_t cap, const char *tag)
     tb_test_remove_store(buf);
 }
 
-static void read_all(const char *db, tb_trial_record **t, int *n)
-{
-    tb_store *store;
-    tb_error err = {0};
-    *t = NULL;
-    *n = 0;
-    CHECK_OK(tb_store_open_readonly(db, &store, &err), &err);
-    CHECK_OK(tb_store_trials(store, "quick", t, n, &err), &err);
-    tb_store_close(store);
-}
-
-static int evals_of(const char *db, int64_t id, tb_eval_record *got, int cap)
-{
-    tb_store *store;
-    tb_error err = {0};
-    CHECK_OK(tb_store_open_readonly(db, &store, &err), &err);
-    tb_eval_record *e = NULL;
-    int ne = 0, k = 0;
-    CHECK_OK(tb_store_evals(store, id, &e, &ne, &err), &err);
-    for (int i = 0; i < ne && k < cap; i++)
-        if (e[i].step % 2 == 0) got[k++] = e[i]; /* by steps, not the budget's last */
-    free(e);
-    tb_store_close(store);
-    return k;
-}
-
 /* Store `db` (a run with --ranks-per-trial 2) against `one` (the same benchmark, one process
  * per trial): the same trials, points and seeds, the ranks recorded, and the evals at the
  * same steps, with the same losses to float summation order over the first 30 steps.
@@ -61,8 +35,8 @@ static int compare_stores(const char *one, const char *db)
 {
     tb_trial_record *a, *b;
     int na, nb, compared = 0;
-    read_all(one, &a, &na);
-    read_all(db, &b, &nb);
+    tb_test_read_trials(one, "quick", &a, &na);
+    tb_test_read_trials(db, "quick", &b, &nb);
     CHECK(na == 2 && nb == 2);
     for (int i = 0; i < na && i < nb; i++) {
         CHECK(strcmp(a[i].submission, b[i].submission) == 0 && a[i].trial == b[i].trial);
@@ -74,7 +48,8 @@ static int compare_stores(const char *one, const char *db)
         CHECK(strstr(b[i].machine, "\"ranks_per_trial\":2") != NULL);
         CHECK(strstr(a[i].machine, "ranks_per_trial") == NULL);
         tb_eval_record ea[64], eb[64];
-        int ka = evals_of(one, a[i].id, ea, 64), kb = evals_of(db, b[i].id, eb, 64);
+        int ka = tb_test_evals_at_steps(one, a[i].id, 2, ea, 64);
+        int kb = tb_test_evals_at_steps(db, b[i].id, 2, eb, 64);
         for (int k = 0; k < ka && k < kb; k++) {
             CHECK(ea[k].step == eb[k].step);
             /* one process sums the batch's gradient in one order, two ranks each sum half and
@@ -101,11 +76,11 @@ static void compare_train_dist(const char *db)
 {
     tb_trial_record *t;
     int n;
-    read_all(db, &t, &n);
+    tb_test_read_trials(db, "quick", &t, &n);
     CHECK(n >= 1);
     if (n < 1) return;
     tb_eval_record e[64];
-    int ne = evals_of(db, t[0].id, e, 64), k = ne - 1;
+    int ne = tb_test_evals_at_steps(db, t[0].id, 2, e, 64), k = ne - 1;
     while (k > 0 && e[k].step > 10) k--; /* a short run of train */
     CHECK(ne >= 1 && e[k].step >= 2);
     char cmd[4096];
@@ -227,7 +202,7 @@ static void test_rank_killed(void)
     CHECK(WIFEXITED(wst) && WEXITSTATUS(wst) == 0);
     tb_trial_record *t;
     int n;
-    read_all(db, &t, &n);
+    tb_test_read_trials(db, "quick", &t, &n);
     CHECK(n == 2);
     if (n == 2) {
         CHECK(t[0].status == TB_TRIAL_FAILED);
@@ -298,7 +273,7 @@ static void test_refused(void)
     CHECK(tb_test_run_cli(cmd, out, sizeof out) == 0);
     tb_trial_record *t;
     int n;
-    read_all(db, &t, &n);
+    tb_test_read_trials(db, "quick", &t, &n);
     CHECK(n == 1 && t[0].status == TB_TRIAL_FAILED &&
           strstr(t[0].reason, "kfac is not built for data-parallel training"));
     free(t);

@@ -467,3 +467,29 @@ int64_t tb_test_add_trial(tb_store *store, const char *bench, const char *submis
                                    ttt >= 0, ttt, 10, 100, &err), &err);
     return t.id;
 }
+
+void tb_test_read_trials(const char *db, const char *bench, tb_trial_record **t, int *n)
+{
+    tb_store *store;
+    tb_error err = {0};
+    *t = NULL;
+    *n = 0;
+    if (!CHECK_OK(tb_store_open_readonly(db, &store, &err), &err)) return;
+    CHECK_OK(tb_store_trials(store, bench, t, n, &err), &err);
+    tb_store_close(store);
+}
+
+int tb_test_evals_at_steps(const char *db, int64_t id, int every, tb_eval_record *out, int cap)
+{
+    tb_store *store;
+    tb_error err = {0};
+    if (!CHECK_OK(tb_store_open_readonly(db, &store, &err), &err)) return 0;
+    tb_eval_record *e = NULL;
+    int ne = 0, k = 0;
+    CHECK_OK(tb_store_evals(store, id, &e, &ne, &err), &err);
+    for (int i = 0; i < ne && k < cap; i++)
+        if (e[i].step % every == 0) out[k++] = e[i];
+    free(e);
+    tb_store_close(store);
+    return k;
+}

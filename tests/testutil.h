@@ -97,6 +97,12 @@ int tb_test_bench_in_child(const char *db, const tb_bench_spec *s);
 int tb_test_count_trials(const char *db, const char *bench, tb_trial_status want,
                          int *with_evals);
 int tb_test_run_cli(const char *args, char *out, size_t cap);
+/* The trials of benchmark bench in the store db, opened read-only (a check fails when it
+ * cannot be read); *t is the caller's to free. */
+void tb_test_read_trials(const char *db, const char *bench, tb_trial_record **t, int *n);
+/* At most cap of trial id's evals in the store db, those at steps that are multiples of every
+ * (the budget's last one, at whatever step the time ran out, left out); returns how many. */
+int tb_test_evals_at_steps(const char *db, int64_t id, int every, tb_eval_record *out, int cap);
 /* SQL that turns a store of schema 3 into one of schema 2 (before the conditions): drops the
  * columns schema 3 added to the trials and evals tables (the version row is the caller's). */
 #define TB_TEST_DROP_SCHEMA_3_COLUMNS                                                           \
