@@ -26,21 +26,36 @@ bool tb_cli_set_blas_kernels(void)
 }
 
 /* libgomp's threads spin about 300000 times at every barrier and between parallel regions
- * before they sleep. On a machine another process shares, a spinning thread holds its core
- * against that process and a descheduled one stalls every barrier of the step: with one busy
- * process beside it, the transformer's 2-thread step took 3.5-4.9 times its 1-thread step,
- * and 0.25-0.5 times with passive waiting (docs/SPEED.md "Under contention"). Unless the
- * user chose (OMP_WAIT_POLICY or GOMP_SPINCOUNT set), wait passively. */
+ * before they sleep. On a machine another process shares, a long spin holds the core against
+ * that process and a descheduled thread stalls every barrier of the step: with one busy
+ * process beside it, the transformer's 2-thread step took 3.5-4.9 times its 1-thread step
+ * (docs/SPEED.md "Under contention"). Sleeping at once (passive) costs a wake-up of about 50
+ * microseconds per parallel region on this virtual machine, 5-15% of a step on an idle
+ * machine. A spin of about 100 microseconds catches the next region of a step while it comes
+ * at once and sleeps when it does not: on the idle machine it was 6-16% faster than passive,
+ * and beside busy processes within a few per cent of it. Unless the user chose
+ * (OMP_WAIT_POLICY or GOMP_SPINCOUNT set), spin TB_CLI_SPIN_COUNT times. */
 bool tb_cli_set_wait_policy(void)
 {
     if (getenv("OMP_WAIT_POLICY") || getenv("GOMP_SPINCOUNT")) return false;
-    setenv("OMP_WAIT_POLICY", TB_CLI_WAIT_POLICY, 1);
+    setenv("GOMP_SPINCOUNT", TB_CLI_SPIN_COUNT, 1);
     return true;
+}
+
+/* The program's own path, so that the re-executed process keeps its name (ps, pgrep): one
+ * started as /proc/self/exe is called "exe". */
+static const char *own_path(char *buf, size_t size)
+{
+    const ssize_t n = readlink("/proc/self/exe", buf, size - 1);
+    if (n <= 0 || (size_t)n >= size - 1) return "/proc/self/exe";
+    buf[n] = '\0';
+    return buf;
 }
 
 void tb_cli_choose_runtime(char **argv)
 {
     const bool kernels = tb_cli_set_blas_kernels(), policy = tb_cli_set_wait_policy();
+    char path[4096];
     if (kernels || policy)
-        execv("/proc/self/exe", argv); /* returns only on failure: then run as we are */
+        execv(own_path(path, sizeof path), argv); /* returns only on failure: run as we are */
 }

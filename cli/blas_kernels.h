@@ -4,14 +4,15 @@
 
 #include <stdbool.h>
 
-/* OpenMP's wait policy, unless the user sets one (or a spin count). */
-#define TB_CLI_WAIT_POLICY "passive"
+/* libgomp's spin count before a waiting thread sleeps, unless the user sets a wait policy or
+ * a spin count: about 100 microseconds of spinning on the development machine. */
+#define TB_CLI_SPIN_COUNT "2000"
 
 /* Unless OPENBLAS_CORETYPE is set, sets it from the CPU's features (SkylakeX with AVX-512,
  * Haswell with AVX2 + FMA); true when it set it. */
 bool tb_cli_set_blas_kernels(void);
-/* Unless OMP_WAIT_POLICY or GOMP_SPINCOUNT is set, sets OMP_WAIT_POLICY to
- * TB_CLI_WAIT_POLICY; true when it set it. */
+/* Unless OMP_WAIT_POLICY or GOMP_SPINCOUNT is set, sets GOMP_SPINCOUNT to TB_CLI_SPIN_COUNT;
+ * true when it set it. */
 bool tb_cli_set_wait_policy(void);
 /* Both, then, when either changed the environment, re-executes the program once with the same
  * argv (the libraries read them when they load); returns if nothing needs to change or the
