@@ -163,7 +163,18 @@ bool tb_cpu_gemm_transposed(bool ta, bool tb, int m, int n, int k);
  * any thread count. at_sums must be NULL unless ta. */
 void tb_cpu_sgemm_sums(bool ta, bool tb, int m, int n, int k, float alpha, const float *a,
                        int lda, const float *b, int ldb, float beta, const tb_gemm_epilogue *ep,
-                       float *c, int ldc, float *work, float *at_sums, bool transposed);
+                       float *c, int ldc, float *work, float *at_sums, bool transposed,
+                       const float *b_packed);
+/* b_packed (NULL: the product packs its own) is the operand that every block of a product
+ * split across threads reads in full, packed once for all of them: B for a split of C's rows;
+ * A for a split of its columns computed transposed (C^T = B A^T, whose B it is: pack it with
+ * tb, k and m). It takes tb_cpu_gemm_packed_b_floats(k, n) floats (0: this build packs
+ * nothing, OpenBLAS does) and is packed in tb_cpu_gemm_pack_b_units(k, n) independent units
+ * (one K block of one panel of columns), unit u by tb_cpu_gemm_pack_b_unit, so that the
+ * threads share the packing. */
+int64_t tb_cpu_gemm_packed_b_floats(int k, int n);
+int tb_cpu_gemm_pack_b_units(int k, int n);
+void tb_cpu_gemm_pack_b_unit(bool tb, int k, int n, const float *b, int ldb, int u, float *bp);
 /* sums[j] += the sum over rows r of x[r ldx + j] for j < cols, in double, on the calling
  * thread (column blocks, rows in order). */
 void tb_cpu_col_sums(int64_t rows, int64_t cols, const float *x, int64_t ldx, float *sums);
@@ -234,6 +245,8 @@ void tb_cpu_attention_fused_bwd(int t, int hd, int c, float scale, const float *
 /* The CPU backend's private state (tb_backend.impl): one gemm scratch slice per thread. */
 typedef struct tb_cpu_state {
     float *gemm_work; /* threads x TB_CPU_GEMM_WORK floats */
+    float *gemm_b;    /* a split product's B, packed once for its blocks (cpu_dense.c) */
+    int64_t gemm_b_cap; /* floats gemm_b holds */
     bool static_split; /* large products: one block per thread (tb_backend_config) */
 } tb_cpu_state;
 

@@ -60,7 +60,7 @@ static void cpu_sync(tb_backend *be) { (void)be; }
 static void cpu_destroy(tb_backend *be)
 {
     tb_cpu_state *st = be->impl;
-    if (st) free(st->gemm_work);
+    if (st) free(st->gemm_work), free(st->gemm_b);
     free(st);
     be->impl = NULL;
 }

@@ -21,11 +21,11 @@
 static void gemm_one(tb_backend *be, int tid, bool own, bool ta, bool tb, int m, int n, int k,
                      float alpha, const float *a, int lda, const float *b, int ldb, float beta,
                      const tb_gemm_epilogue *ep, float *c, int ldc, float *at_sums,
-                     bool transposed)
+                     bool transposed, const float *b_packed)
 {
     if (own) {
         tb_cpu_sgemm_sums(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, ep, c, ldc,
-                          tb_cpu_gemm_scratch(be, tid), at_sums, transposed);
+                          tb_cpu_gemm_scratch(be, tid), at_sums, transposed, b_packed);
     } else {
         tb_cpu_sgemm_blas(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, ep, c, ldc);
         if (at_sums) tb_cpu_col_sums(k, m, a, lda, at_sums);
@@ -45,11 +45,12 @@ static void gemm_one(tb_backend *be, int tid, bool own, bool ta, bool tb, int m,
  * the last bits may differ between thread counts. */
 #define GEMM_BLOCKS_PER_THREAD 4
 #define GEMM_BLOCK_MIN ((int64_t)1 << 21) /* multiply-adds: no block smaller (B repacked) */
-/* Every block reads all of the operand it does not split: B (packed anew) for a split of C's
- * rows, A for a split of its columns. Past this many floats (8 MB: beyond what the caches keep
- * between blocks) each block reads it from memory, so the product is split into one block per
- * thread: wordnet_sparse's output-layer dh = dy w (256 x 128 x 26851, w 13.7 MB) packed w
- * eight times at 2 threads and ran memory-bound. */
+/* Every block reads all of the operand it does not split: B for a split of C's rows, A for a
+ * split of its columns. Where each block would pack it (B, and A of a product computed
+ * transposed), the threads pack it once for all blocks (gemm_run). Past this many floats (8
+ * MB: beyond what the caches keep between blocks) each block reads it from memory, so the
+ * product is split into one block per thread: wordnet_sparse's output-layer dh = dy w (256 x
+ * 128 x 26851, w 13.7 MB) packed w eight times at 2 threads and ran memory-bound. */
 #define GEMM_SHARED_MAX ((int64_t)1 << 21)
 
 /* One product's operands, for its blocks. */
@@ -60,7 +61,27 @@ typedef struct gemm_args {
     const float *a, *b;
     const tb_gemm_epilogue *ep;
     float *c, *at_sums;
+    float *b_packed; /* what every block reads in full, packed once (NULL: each packs) */
 } gemm_args;
+
+/* The scratch for the operand packed once (tb_cpu_gemm_packed_b_floats(k, n)) whose every
+ * block would pack all of it, or NULL: none needed, or none to be had (each block then packs
+ * it itself, as before). Grown outside any parallel region. */
+static float *shared_b(tb_backend *be, int k, int n)
+{
+    tb_cpu_state *st = be->impl;
+    const int64_t floats = tb_cpu_gemm_packed_b_floats(k, n);
+    if (floats <= 0 || floats > GEMM_SHARED_MAX) return NULL;
+    if (floats > st->gemm_b_cap) {
+        const int64_t cap = floats < ((int64_t)1 << 16) ? (int64_t)1 << 16 : floats;
+        float *p = aligned_alloc(64, (size_t)cap * sizeof(float));
+        if (!p) return NULL;
+        free(st->gemm_b);
+        st->gemm_b = p;
+        st->gemm_b_cap = cap;
+    }
+    return st->gemm_b;
+}
 
 /* Block i of `blocks` of C, on thread id: rows (or, !rows, columns in whole micro tiles)
  * [x0, x1) of the product. */
@@ -82,13 +103,13 @@ static void gemm_block(tb_backend *be, int id, const gemm_args *g, int i, int bl
         gemm_one(be, id, g->own, g->ta, g->tb, x1 - x0, g->n, g->k, g->alpha,
                  g->ta ? g->a + x0 : g->a + (int64_t)x0 * g->lda, g->lda, g->b, g->ldb, g->beta,
                  tb_cpu_gemm_ep_at(g->ep, x0, 0, g->ldc, &at), g->c + (int64_t)x0 * g->ldc,
-                 g->ldc, g->at_sums ? g->at_sums + x0 : NULL, g->transposed);
+                 g->ldc, g->at_sums ? g->at_sums + x0 : NULL, g->transposed, g->b_packed);
     else
         gemm_one(be, id, g->own, g->ta, g->tb, g->m, x1 - x0, g->k, g->alpha, g->a, g->lda,
                  g->tb ? g->b + (int64_t)x0 * g->ldb : g->b + x0, g->ldb, g->beta,
                  tb_cpu_gemm_ep_at(g->ep, 0, x0, g->ldc, &at), g->c + x0, g->ldc,
                  x0 == 0 ? g->at_sums : NULL, /* every block reads all of A: one sums */
-                 g->transposed);
+                 g->transposed, g->b_packed);
 }
 
 static void gemm_run(tb_backend *be, bool ta, bool tb, int m, int n, int k, float alpha,
@@ -105,11 +126,11 @@ static void gemm_run(tb_backend *be, bool ta, bool tb, int m, int n, int k, floa
     const bool transposed = own && tb_cpu_gemm_transposed(ta, tb, m, n, k);
     if (threads < 2 || size < GEMM_SPLIT_MIN || nested) {
         gemm_one(be, 0, own, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, ep, c, ldc, at_sums,
-                 transposed);
+                 transposed, NULL);
         return;
     }
-    const gemm_args g = {own, ta, tb, transposed, m >= n, m, n, k, lda, ldb, ldc, alpha, beta,
-                         a, b, ep, c, at_sums};
+    gemm_args g = {own, ta, tb, transposed, m >= n, m, n, k, lda, ldb, ldc, alpha, beta,
+                   a, b, ep, c, at_sums, NULL};
     const int64_t side = g.rows ? m : (n + TB_CPU_GEMM_NR - 1) / TB_CPU_GEMM_NR;
     int64_t blocks = (int64_t)GEMM_BLOCKS_PER_THREAD * threads;
     if (blocks > size / GEMM_BLOCK_MIN) blocks = size / GEMM_BLOCK_MIN;
@@ -117,8 +138,23 @@ static void gemm_run(tb_backend *be, bool ta, bool tb, int m, int n, int k, floa
     if (blocks > side) blocks = side;
     if ((g.rows ? (int64_t)k * n : (int64_t)m * k) > GEMM_SHARED_MAX) blocks = threads;
     const bool dynamic = !((const tb_cpu_state *)be->impl)->static_split;
+    /* every block of a split of C's rows reads all of B, every block of a split of its
+     * columns computed transposed all of A (as C^T's B): the threads pack it once together
+     * instead of once per block (the same panels: the same bits) */
+    const bool pack_b = own && g.rows && !transposed, pack_a = own && !g.rows && transposed;
+    const int pn = pack_b ? n : m;
+    if (pack_b || pack_a) g.b_packed = shared_b(be, k, pn);
+    const int units = g.b_packed ? tb_cpu_gemm_pack_b_units(k, pn) : 0;
 #pragma omp parallel num_threads(threads)
     {
+        if (units > 0) /* the same answer on every thread: all or none reach the loop */
+#pragma omp for schedule(dynamic, 1)
+            for (int u = 0; u < units; u++) {
+                if (pack_b)
+                    tb_cpu_gemm_pack_b_unit(tb, k, n, b, ldb, u, g.b_packed);
+                else /* C^T = B A^T: A [m, k] is that product's B, transposed */
+                    tb_cpu_gemm_pack_b_unit(true, k, m, a, lda, u, g.b_packed);
+            }
         if (dynamic) {
 #pragma omp for schedule(dynamic, 1)
             for (int i = 0; i < (int)blocks; i++) gemm_block(be, omp_get_thread_num(), &g, i, (int)blocks);

@@ -111,11 +111,29 @@ bool tb_cpu_gemm_transposed(bool ta, bool tb, int m, int n, int k)
     return false;
 }
 
+int64_t tb_cpu_gemm_packed_b_floats(int k, int n)
+{
+    (void)k, (void)n;
+    return 0; /* OpenBLAS packs its own */
+}
+
+int tb_cpu_gemm_pack_b_units(int k, int n)
+{
+    (void)k, (void)n;
+    return 0;
+}
+
+void tb_cpu_gemm_pack_b_unit(bool tb, int k, int n, const float *b, int ldb, int u, float *bp)
+{
+    (void)tb, (void)k, (void)n, (void)b, (void)ldb, (void)u, (void)bp;
+}
+
 void tb_cpu_sgemm_sums(bool ta, bool tb, int m, int n, int k, float alpha, const float *a,
                        int lda, const float *b, int ldb, float beta, const tb_gemm_epilogue *ep,
-                       float *c, int ldc, float *work, float *at_sums, bool transposed)
+                       float *c, int ldc, float *work, float *at_sums, bool transposed,
+                       const float *b_packed)
 {
-    (void)work, (void)transposed;
+    (void)work, (void)transposed, (void)b_packed;
     tb_cpu_sgemm_blas(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, ep, c, ldc);
     if (at_sums) tb_cpu_col_sums(k, m, a, lda, at_sums);
 }
@@ -382,10 +400,34 @@ static void block(bool ta, int mc, int nc, int kc, const float *a, int lda, cons
     }
 }
 
-/* The blocked product (k > 0): B packed per K block, A read in place, copied or packed. */
+/* B packed whole, for the threads of a split product to share: block (jc, pc) of product()'s
+ * loops, kc x nc rounded up to whole panels, at jc k + pc round_up(nc, NR) (every block before
+ * column jc is NC wide). */
+static int64_t packed_b_at(int k, int n, int jc, int pc)
+{
+    const int nc = n - jc < NC ? n - jc : NC;
+    return (int64_t)jc * k + (int64_t)pc * ((nc + NR - 1) / NR * NR);
+}
+
+int64_t tb_cpu_gemm_packed_b_floats(int k, int n) { return (int64_t)k * ((n + NR - 1) / NR * NR); }
+
+int tb_cpu_gemm_pack_b_units(int k, int n) { return (n + NR - 1) / NR * ((k + KC - 1) / KC); }
+
+/* Unit u: K block u % kblocks of the panel of columns [NR (u / kblocks), + NR). */
+void tb_cpu_gemm_pack_b_unit(bool tb, int k, int n, const float *b, int ldb, int u, float *bp)
+{
+    const int kblocks = (k + KC - 1) / KC, j = NR * (u / kblocks), pc = KC * (u % kblocks);
+    const int kc = k - pc < KC ? k - pc : KC, jc = j / NC * NC;
+    const int64_t rsb = tb ? 1 : ldb, csb = tb ? ldb : 1;
+    tb_cpu_gemm_pack_b(kc, n - j < NR ? n - j : NR, b + pc * rsb + j * csb, rsb, csb,
+                       bp + packed_b_at(k, n, jc, pc) + (int64_t)(j - jc) * kc);
+}
+
+/* The blocked product (k > 0): B packed per K block (or b_packed, all of it packed already),
+ * A read in place, copied or packed. */
 static void product(bool ta, bool tb, int m, int n, int k, float alpha, const float *a, int lda,
                     const float *b, int ldb, float beta, const tb_gemm_epilogue *ep, float *c,
-                    int ldc, float *work, float *at_sums)
+                    int ldc, float *work, float *at_sums, const float *b_packed)
 {
     float *ap = work, *bp = work + TB_CPU_GEMM_WORK_A;
     const int64_t rsb = tb ? 1 : ldb, csb = tb ? ldb : 1;
@@ -394,7 +436,11 @@ static void product(bool ta, bool tb, int m, int n, int k, float alpha, const fl
         const int nc = n - jc < NC ? n - jc : NC;
         for (int pc = 0; pc < k; pc += KC) {
             const int kc = k - pc < KC ? k - pc : KC;
-            tb_cpu_gemm_pack_b(kc, nc, b + pc * rsb + jc * csb, rsb, csb, bp);
+            const float *bk = bp;
+            if (b_packed)
+                bk = b_packed + packed_b_at(k, n, jc, pc);
+            else
+                tb_cpu_gemm_pack_b(kc, nc, b + pc * rsb + jc * csb, rsb, csb, bp);
             for (int ic = 0; ic < m; ic += MC) {
                 const int mc = m - ic < MC ? m - ic : MC;
                 const float *ablk = ta ? a + (int64_t)pc * lda + ic : a + (int64_t)ic * lda + pc;
@@ -406,7 +452,7 @@ static void product(bool ta, bool tb, int m, int n, int k, float alpha, const fl
                                       pc == 0 && e ? e->residual : NULL,
                                       act && pc + kc >= k ? e : NULL};
                 /* A^T's column sums once, with the first column block */
-                block(ta, mc, nc, kc, ablk, lda, bp, alpha, &kb, c + (int64_t)ic * ldc + jc, ldc,
+                block(ta, mc, nc, kc, ablk, lda, bk, alpha, &kb, c + (int64_t)ic * ldc + jc, ldc,
                       ap, jc == 0 && at_sums ? at_sums + ic : NULL);
             }
         }
@@ -440,20 +486,22 @@ static void store_transposed(int m, int nc, const float *ct, float beta,
         }
 }
 
+/* C^T = B A^T chunk by chunk of B's rows; a_packed (or NULL) is A packed as that product's B
+ * (tb_cpu_gemm_pack_b_unit with tb, k and m): every chunk reads all of it. */
 static void product_transposed(int m, int n, int k, float alpha, const float *a, int lda,
                                const float *b, int ldb, float beta, const tb_gemm_epilogue *ep,
-                               float *c, int ldc, float *work)
+                               float *c, int ldc, float *work, const float *a_packed)
 {
     float *ct = work + TB_CPU_GEMM_WORK_A + TB_CPU_GEMM_WORK_B;
     const int chunk = TB_CPU_GEMM_WORK_T / m / NR * NR;
     if (chunk == 0) { /* more rows than the scratch takes (tb_cpu_gemm_transposed never asks) */
-        product(false, true, m, n, k, alpha, a, lda, b, ldb, beta, ep, c, ldc, work, NULL);
+        product(false, true, m, n, k, alpha, a, lda, b, ldb, beta, ep, c, ldc, work, NULL, NULL);
         return;
     }
     for (int j0 = 0; j0 < n; j0 += chunk) {
         const int nc = n - j0 < chunk ? n - j0 : chunk;
         product(false, true, nc, m, k, alpha, b + (int64_t)j0 * ldb, ldb, a, lda, 0.0f, NULL, ct,
-                m, work, NULL);
+                m, work, NULL, a_packed);
         tb_gemm_epilogue at;
         store_transposed(m, nc, ct, beta, tb_cpu_gemm_ep_at(ep, 0, j0, ldc, &at), c + j0, ldc);
     }
@@ -470,7 +518,8 @@ bool tb_cpu_gemm_transposed(bool ta, bool tb, int m, int n, int k)
 
 void tb_cpu_sgemm_sums(bool ta, bool tb, int m, int n, int k, float alpha, const float *a,
                        int lda, const float *b, int ldb, float beta, const tb_gemm_epilogue *ep,
-                       float *c, int ldc, float *work, float *at_sums, bool transposed)
+                       float *c, int ldc, float *work, float *at_sums, bool transposed,
+                       const float *b_packed)
 {
     if (m <= 0 || n <= 0) return;
     if (k <= 0 || alpha == 0.0f) {
@@ -480,9 +529,10 @@ void tb_cpu_sgemm_sums(bool ta, bool tb, int m, int n, int k, float alpha, const
         return;
     }
     if (transposed && !ta && tb && !at_sums)
-        product_transposed(m, n, k, alpha, a, lda, b, ldb, beta, ep, c, ldc, work);
+        product_transposed(m, n, k, alpha, a, lda, b, ldb, beta, ep, c, ldc, work, b_packed);
     else
-        product(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, ep, c, ldc, work, at_sums);
+        product(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, ep, c, ldc, work, at_sums,
+                b_packed);
 }
 
 void tb_cpu_sgemm(bool ta, bool tb, int m, int n, int k, float alpha, const float *a, int lda,
@@ -490,7 +540,7 @@ void tb_cpu_sgemm(bool ta, bool tb, int m, int n, int k, float alpha, const floa
                   int ldc, float *work)
 {
     tb_cpu_sgemm_sums(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, ep, c, ldc, work, NULL,
-                      tb_cpu_gemm_transposed(ta, tb, m, n, k));
+                      tb_cpu_gemm_transposed(ta, tb, m, n, k), NULL);
 }
 
 #endif
