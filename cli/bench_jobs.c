@@ -2,16 +2,17 @@
  * on which cores, checked, and the threads of each trial (the cores shared out among the jobs
  * unless --threads says). */
 #include "cli.h"
+#include "trainbench/machine.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
 
-/* The CPUs the jobs share: the --cpus list's, else the machine's. */
+/* The CPUs the jobs share: the --cpus list's, else those this process may run on. */
 static int layout_cores(const char *cpus, int *n)
 {
     if (!cpus) {
-        *n = (int)sysconf(_SC_NPROCESSORS_ONLN);
+        *n = tb_machine_cpus();
         return TB_EXIT_OK;
     }
     int *list = malloc(TB_BENCH_CPUS_MAX * sizeof *list);

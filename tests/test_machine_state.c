@@ -2,12 +2,17 @@
  * (a malformed one refused by name, a missing steal field unknown), samples of this process,
  * the conditions between two samples and the contention rule on each of its measures; a
  * store of schema 2 (before the conditions) read as it is and given the columns when opened
- * to write; the interleaved order of a benchmark's trials. */
+ * to write; the interleaved order of a benchmark's trials; the CPUs this process may run on,
+ * which a CPU backend of "all cores" takes. */
+#define _GNU_SOURCE /* sched_setaffinity */
 #include "testutil.h"
+
+#include "trainbench/backend.h"
 
 #include "bench/bench_impl.h"
 
 #include <math.h>
+#include <sched.h>
 #include <sqlite3.h>
 #include <stdlib.h>
 #include <string.h>
@@ -207,6 +212,31 @@ static void test_interleave(void)
     CHECK(strcmp(t[order[0]].submission, "b") == 0 && strcmp(t[order[1]].submission, "gone") == 0);
 }
 
+/* tb_machine_cpus counts the affinity mask, not the machine: pinned to one CPU (as taskset,
+ * Slurm or mpirun would), it is 1, and so are the threads of a backend of all cores. */
+static void test_usable_cpus(void)
+{
+    cpu_set_t was;
+    if (!CHECK(sched_getaffinity(0, sizeof was, &was) == 0)) return;
+    CHECK(tb_machine_cpus() == CPU_COUNT(&was));
+    int first = 0;
+    while (!CPU_ISSET(first, &was)) first++;
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(first, &one);
+    if (!CHECK(sched_setaffinity(0, sizeof one, &one) == 0)) return;
+    CHECK(tb_machine_cpus() == 1);
+    tb_backend *be = NULL;
+    tb_error err = {0};
+    const tb_backend_config cfg = {.device = TB_DEVICE_CPU, .threads = 0};
+    if (CHECK_OK(tb_backend_create(&cfg, &be, &err), &err)) {
+        CHECK(tb_backend_threads(be) == 1);
+        tb_backend_destroy(be);
+    }
+    CHECK(sched_setaffinity(0, sizeof was, &was) == 0);
+    CHECK(tb_machine_cpus() == CPU_COUNT(&was));
+}
+
 int main(void)
 {
     test_parse();
@@ -214,5 +244,6 @@ int main(void)
     test_contention_rule();
     test_schema_2_store();
     test_interleave();
+    test_usable_cpus();
     return tb_test_finish("test_machine_state");
 }

@@ -34,7 +34,8 @@ typedef enum tb_precision {
 
 typedef struct tb_backend_config {
     tb_device device;
-    int threads;      /* CPU: threads of the backend's kernels; 0 = all cores (below) */
+    int threads;      /* CPU: threads of the backend's kernels; 0 = all cores (below): the
+                       * CPUs this process may run on (tb_machine_cpus) */
     int device_index; /* CUDA: which GPU */
     tb_precision precision; /* zero (FP32) unless asked for */
     /* CPU: split each large product into one block of C per thread, as before the dynamic

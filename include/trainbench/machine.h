@@ -18,6 +18,10 @@ const char *tb_code_version(void);
 /* Machine facts as one JSON object (cpu model, cores, threads, blas: backend_description,
  * NULL for none, and the host name): written to buf. */
 void tb_machine_facts(const char *backend_description, int threads, char *buf, size_t cap);
+/* The CPUs this process may run on: its affinity mask's count (taskset, a cgroup's cpuset,
+ * Slurm's --cpus-per-task, mpirun's binding), or the online CPUs where that cannot be read;
+ * at least 1. What "all cores" means for a thread count. */
+int tb_machine_cpus(void);
 
 /* ---- the machine's state while something runs (Linux /proc; src/core/machine_state.c) ------
  * A field that /proc does not give (another kernel, a container without it) is unknown: NaN,

@@ -251,7 +251,7 @@ static bool on_path(const char *prog)
 tb_status tb_bench_ranks_per_trial_check(const tb_trial_options *o, tb_error *err)
 {
     const int r = o->ranks_per_trial;
-    const long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    const long cores = sysconf(_SC_NPROCESSORS_ONLN); /* the ranks share the machine */
     if (r < 0)
         return tb_fail(err, TB_ERR_INVALID, "--ranks-per-trial must be at least 1 (got %d)", r);
     if (r <= 1) return TB_OK;

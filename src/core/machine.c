@@ -1,12 +1,24 @@
 /* machine.c: the facts of this machine that every record of a measurement carries (see
  * trainbench/machine.h). */
+#define _GNU_SOURCE /* sched_getaffinity, CPU_COUNT */
 #include "trainbench/machine.h"
 
 #include <cjson/cJSON.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+
+int tb_machine_cpus(void)
+{
+    cpu_set_t allowed;
+    CPU_ZERO(&allowed);
+    const int n = sched_getaffinity(0, sizeof allowed, &allowed) == 0 ? CPU_COUNT(&allowed) : 0;
+    const long online = sysconf(_SC_NPROCESSORS_ONLN);
+    if (n > 0) return n;
+    return online > 0 ? (int)online : 1;
+}
 
 void tb_machine_facts(const char *blas, int threads, char *buf, size_t cap)
 {

@@ -2,6 +2,7 @@
  * OpenBLAS single-threaded. */
 #define _DEFAULT_SOURCE 1 /* madvise (Linux) */
 #include "backend/cpu/cpu.h"
+#include "trainbench/machine.h"
 
 #include <stdint.h>
 #include <stdio.h>
@@ -67,8 +68,7 @@ static void cpu_destroy(tb_backend *be)
 
 tb_status tb_cpu_backend_init(tb_backend *be, const tb_backend_config *config, tb_error *err)
 {
-    int cores = (int)sysconf(_SC_NPROCESSORS_ONLN);
-    if (cores < 1) cores = 1;
+    const int cores = tb_machine_cpus(); /* "all cores": those this process may run on */
     int threads = config->threads > 0 ? config->threads : cores;
     if (config->threads < 0)
         return tb_fail(err, TB_ERR_INVALID, "threads must be >= 0 (0 = all cores), got %d",
