@@ -34,7 +34,7 @@ static const char bench_usage[] =
     "                            crashes while loading is skipped and reported, the\n"
     "                            others run\n"
     "  -w, --workload ID         repeatable (default: every base workload; --variants adds\n"
-    "                            the held-out variants)\n"
+    "                            their held-out variants)\n"
     "      --ruleset NAME        external (tuned from the search space; default) or self\n"
     "                            (no hyperparameters, 1.5x the budget)\n"
     "      --studies N           studies per submission and workload\n"
@@ -51,7 +51,9 @@ static const char bench_usage[] =
     "                            subset at the target is confirmed on the whole split,\n"
     "                            and that evaluation is recorded and decides\n"
     "      --full-targets        the workloads' real targets even with --preset quick\n"
-    "      --variants            also the held-out variants of every workload (with the\n"
+    "      --variants[=all]      also the held-out variants of every base workload, two\n"
+    "                            each, as AlgoPerf's (15 workloads); =all: every variant,\n"
+    "                            the studies' dropout and target ones too (with the\n"
     "                            default workloads only; with -w name the variants);\n"
     "                            score with --variant-rule\n"
     "      --run-to-budget       do not stop a trial at the target\n"
@@ -171,7 +173,7 @@ static int check_timeout(const tb_bench_spec *spec, double timeout)
         bool found = spec->workloads ? tb_bench_workload_find(spec->workloads[i], &bw)
                                      : tb_bench_workload_at(i, &bw);
         if (!found) continue; /* an unknown workload: the benchmark names it */
-        if (!spec->workloads && bw.variant_of && !spec->include_variants) continue;
+        if (!spec->workloads && !tb_bench_workload_default(&bw, spec->variants)) continue;
         double budget = (spec->budget_s > 0 ? spec->budget_s : bw.max_runtime_s) * factor;
         if (timeout < budget) {
             tb_cli_error("--timeout: %g s is below the budget of a %s trial (%g s of submission "
@@ -195,7 +197,8 @@ int tb_cli_bench(int argc, char **argv)
     tb_bench_sampler sampler = TB_SAMPLER_HALTON;
     long gp_initial = 0;
     bool prior = false;
-    bool json = false, quiet = false, full_targets = false, variants = false;
+    bool json = false, quiet = false, full_targets = false;
+    tb_bench_variants variants = TB_BENCH_VARIANTS_NONE;
     /* values given on the command line override the preset's */
     long studies = -1, trials = -1;
     int threads = 0;
@@ -224,7 +227,7 @@ int tb_cli_bench(int argc, char **argv)
         {"eval-period", required_argument, 0, OPT_EVAL_PERIOD},
         {"eval-examples", required_argument, 0, TB_OPT_EVAL_EXAMPLES},
         {"full-targets", no_argument, 0, OPT_FULL_TARGETS},
-        {"variants", no_argument, 0, OPT_VARIANTS},
+        {"variants", optional_argument, 0, OPT_VARIANTS},
         {"run-to-budget", no_argument, 0, OPT_RUN_TO_BUDGET},
         {"sampler", required_argument, 0, OPT_SAMPLER},
         {"gp-initial", required_argument, 0, OPT_GP_INITIAL},
@@ -295,7 +298,17 @@ int tb_cli_bench(int argc, char **argv)
             if (!tb_cli_parse_eval_examples(optarg, &eval_examples)) return TB_EXIT_USAGE;
             break;
         case OPT_FULL_TARGETS: full_targets = true; break;
-        case OPT_VARIANTS: variants = true; break;
+        case OPT_VARIANTS:
+            if (!optarg || strcmp(optarg, "held-out") == 0) {
+                variants = TB_BENCH_VARIANTS_HELD_OUT;
+            } else if (strcmp(optarg, "all") == 0) {
+                variants = TB_BENCH_VARIANTS_ALL;
+            } else {
+                tb_cli_error("--variants=%s: give --variants (the held-out variants) or "
+                             "--variants=all (every variant)", optarg);
+                return TB_EXIT_USAGE;
+            }
+            break;
         case OPT_RUN_TO_BUDGET: run_to_budget = true; break;
         case OPT_SAMPLER:
             if (tb_bench_sampler_parse(optarg, &sampler, &err) != TB_OK)
@@ -404,7 +417,7 @@ int tb_cli_bench(int argc, char **argv)
                     strncat(named, bw.workload, sizeof named - strlen(named) - 1);
                 }
         }
-        tb_cli_error("--variants adds the held-out variants to the default workloads only; with "
+        tb_cli_error("--variants adds variants to the default workloads only; with "
                      "-w, name the variants to run as workloads (%s%s; see `trainbench "
                      "workloads`)", named[0] ? "here: " : "the workloads named have none",
                      named);
@@ -450,7 +463,7 @@ int tb_cli_bench(int argc, char **argv)
         spec.trial.eval_train_examples = eval_examples;
     }
     if (full_targets) spec.quick_targets = false;
-    spec.include_variants = variants;
+    spec.variants = variants;
     spec.run_to_budget = run_to_budget;
     spec.seed = seed;
     spec.sampler = sampler;

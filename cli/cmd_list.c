@@ -25,7 +25,8 @@ int tb_cli_workloads(int argc, char **argv)
                w->validation_target, w->test_target, w->max_runtime_s, w->eval_period_s,
                w->default_batch_size, w->data_package);
         printf("    %s%s%s\n    data: %s; loss: %s\n", w->summary,
-               w->variant[0] ? "; variant of " : "", w->variant[0] ? w->base : "",
+               !w->variant[0] ? "" : w->held_out ? "; held-out variant of " : "; variant of ",
+               w->variant[0] ? w->base : "",
                w->data_source, w->loss_desc);
     }
     return TB_EXIT_OK;

@@ -51,9 +51,8 @@ fi
 db=$1
 shift
 export OPENBLAS_CORETYPE="${OPENBLAS_CORETYPE:-Haswell}"
-# the five base workloads and their two held-out variants each (15), unless -w names
-# workloads: not bench's --variants, which adds every variant (the dropout and sparse-target
-# ones of the other studies too: 31 workloads)
+# the five base workloads and their two held-out variants each (15, bench's --variants set,
+# named here so that -w can replace them)
 workloads="-w fmnist_mlp -w fmnist_mlp_tanh -w fmnist_mlp_narrow
     -w fmnist_cnn -w fmnist_cnn_silu -w fmnist_cnn_nonorm
     -w fmnist_autoencoder -w fmnist_autoencoder_relu -w fmnist_autoencoder_mse

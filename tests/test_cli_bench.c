@@ -73,6 +73,18 @@ int main(void)
     CHECK(run("bench -w fmnist_mlp --budget 2 --ruleset self --timeout 2.5") == 2 &&
           has("(3 s of submission time)"));
     CHECK(run("bench -w fmnist_mlp --variants") == 2 && has("here: fmnist_mlp_"));
+    /* --variants: the ten held-out variants (15 workloads); =all: every variant; planned in
+     * full by a shard that runs none of them */
+    CHECK(run("bench --variants=some") == 2 && has("--variants=some: give --variants"));
+    snprintf(args, sizeof args, "bench --db %s/variants.db -s sgd --preset quick --studies 1 "
+             "--trials 1 --variants --shard 15/16", dir);
+    CHECK(run(args) == 0 && has("0 of the 15 planned trials") && has("fmnist_cnn_nonorm") &&
+          !has("fmnist_mlp_dropout"));
+    snprintf(args, sizeof args, "bench --db %s/variants-all.db -s sgd --preset quick --studies 1 "
+             "--trials 1 --variants=all --shard 63/64", dir);
+    CHECK(run(args) == 0 && has("0 of the 31 planned trials") && has("fmnist_mlp_dropout"));
+    CHECK(run("workloads") == 0 && has("; held-out variant of kjv_transformer") &&
+          has("; variant of fmnist_mlp\n"));
     /* --space: one submission's file, external tuning; bad files and names named */
     CHECK(run("bench --help") == 0 && has("--space FILE") && has("min(points, --trials)"));
     CHECK(run("bench -s sgd -s adamw --space x.json") == 2 && has("one -s (got 2)"));

@@ -37,9 +37,20 @@ typedef struct tb_bench_workload {
     double eval_period_s;      /* submission seconds between evals */
     int64_t step_hint;         /* steps a tuned baseline takes within the budget */
     double quick_target;       /* the looser target of the quick preset */
-    const char *variant_of;    /* the base workload of a held-out variant, or NULL */
+    const char *variant_of;    /* the base workload of a variant, or NULL */
+    bool held_out;             /* a held-out variant, of AlgoPerf's kind (tb_workload_info) */
     bool lower_is_better;      /* direction of the metric */
 } tb_bench_workload;
+
+/* Which variants a benchmark of the default workloads adds to the base workloads. */
+typedef enum tb_bench_variants {
+    TB_BENCH_VARIANTS_NONE = 0, /* the base workloads only */
+    TB_BENCH_VARIANTS_HELD_OUT, /* and their held-out variants (AlgoPerf's kind: 2 a base) */
+    TB_BENCH_VARIANTS_ALL,      /* and every variant (the studies' dropout and targets too) */
+} tb_bench_variants;
+
+/* Whether a benchmark of the default workloads with `variants` runs workload w. */
+bool tb_bench_workload_default(const tb_bench_workload *w, tb_bench_variants variants);
 
 /* Fills *out with the settings of workload id; false if there is no such workload. */
 bool tb_bench_workload_find(const char *id, tb_bench_workload *out);
@@ -235,8 +246,8 @@ typedef struct tb_bench_spec {
     const char *name;                  /* the benchmark's name in the store */
     const char *const *submissions;    /* optimizer names or shared-library paths */
     int n_submissions;
-    const char *const *workloads;      /* NULL: every base workload (and every variant if
-                                          include_variants) */
+    const char *const *workloads;      /* NULL: every base workload (and the variants that
+                                          `variants` names) */
     int n_workloads;
     tb_ruleset ruleset;
     int studies, trials;               /* trials per study (external tuning); runs (self) */
@@ -250,7 +261,7 @@ typedef struct tb_bench_spec {
     const char *search_space_file;     /* the one submission's search space instead (NULL:
                                           the built-in's <dir>/<name>.json or the library's) */
     tb_trial_options trial;
-    bool include_variants;             /* with workloads NULL: the held-out variants too */
+    tb_bench_variants variants;        /* with workloads NULL: which variants too */
     /* how external tuning picks each trial's point (a gp study's trials run one after another
        and depend on the results before them) */
     tb_bench_sampler sampler;

@@ -41,6 +41,9 @@ typedef struct tb_workload_info {
     int default_batch_size;
     const char *base;          /* the base workload (== id for a base workload) */
     const char *variant;       /* "" for a base workload, else what the variant changes */
+    bool held_out;             /* a variant of AlgoPerf's held-out kind (an architecture or
+                                  loss change of its base; two a base): `bench --variants`
+                                  adds these, not the studies' dropout and target variants */
     bool lower_is_better;      /* direction of `metric` */
     double validation_target;  /* target of `metric` on the validation split */
     double test_target;        /* target of `metric` on the test split */

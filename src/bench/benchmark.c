@@ -416,10 +416,11 @@ static tb_status run_with(const char *store_path, const tb_bench_spec *s, tb_dis
     int n_wl = s->n_workloads;
     if (!wls) {
         n_wl = 0;
-        /* every base workload; held-out variants run when named (or with the variant rule) */
-        for (int i = 0; i < tb_workload_count() && n_wl < 64; i++) {
-            const tb_workload_info *wi = tb_workload_info_at(i);
-            if (!wi->variant || !wi->variant[0] || s->include_variants) all[n_wl++] = wi->id;
+        /* every base workload, and the variants s->variants names (others run when named) */
+        for (int i = 0; i < tb_bench_workload_count() && n_wl < 64; i++) {
+            tb_bench_workload bw;
+            if (tb_bench_workload_at(i, &bw) && tb_bench_workload_default(&bw, s->variants))
+                all[n_wl++] = bw.workload;
         }
         wls = all;
     }

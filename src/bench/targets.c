@@ -17,6 +17,7 @@ static bool fill(const tb_workload_info *w, tb_bench_workload *out)
     out->step_hint = w->step_hint;
     out->quick_target = w->quick_target;
     out->variant_of = tb_workload_variant_of(w);
+    out->held_out = out->variant_of && w->held_out;
     out->lower_is_better = w->lower_is_better;
     return true;
 }
@@ -31,6 +32,13 @@ int tb_bench_workload_count(void) { return tb_workload_count(); }
 bool tb_bench_workload_at(int i, tb_bench_workload *out)
 {
     return fill(tb_workload_info_at(i), out);
+}
+
+bool tb_bench_workload_default(const tb_bench_workload *w, tb_bench_variants variants)
+{
+    if (!w->variant_of) return true;
+    return variants == TB_BENCH_VARIANTS_ALL ||
+           (variants == TB_BENCH_VARIANTS_HELD_OUT && w->held_out);
 }
 
 const char *tb_ruleset_name(tb_ruleset r)

@@ -156,7 +156,7 @@ const tb_workload_vtable tb_workload_fmnist_autoencoder = {
 };
 
 const tb_workload_vtable tb_workload_fmnist_autoencoder_relu = {
-    .info = {.id = "fmnist_autoencoder_relu",
+    .info = {.id = "fmnist_autoencoder_relu", .held_out = true,
              .summary = "Fashion-MNIST, autoencoder as base with ReLU",
              .variant = "ReLU activations", .validation_target = AE_RELU_VAL_TARGET,
              .test_target = AE_RELU_TEST_TARGET, .max_runtime_s = AE_RELU_BUDGET,
@@ -166,7 +166,7 @@ const tb_workload_vtable tb_workload_fmnist_autoencoder_relu = {
 };
 
 const tb_workload_vtable tb_workload_fmnist_autoencoder_mse = {
-    .info = {.id = "fmnist_autoencoder_mse",
+    .info = {.id = "fmnist_autoencoder_mse", .held_out = true,
              .summary = "Fashion-MNIST, autoencoder as base, squared error",
              .variant = "squared error of sigmoid outputs",
              .validation_target = AE_MSE_VAL_TARGET, .test_target = AE_MSE_TEST_TARGET,

@@ -169,7 +169,7 @@ const tb_workload_vtable tb_workload_fmnist_cnn = {
 };
 
 const tb_workload_vtable tb_workload_fmnist_cnn_silu = {
-    .info = {.id = "fmnist_cnn_silu", .summary = "Fashion-MNIST, CNN as fmnist_cnn with SiLU",
+    .info = {.id = "fmnist_cnn_silu", .held_out = true, .summary = "Fashion-MNIST, CNN as fmnist_cnn with SiLU",
              .variant = "SiLU activations", .validation_target = CNN_SILU_VAL_TARGET,
              .test_target = CNN_SILU_TEST_TARGET, .max_runtime_s = CNN_SILU_BUDGET, CNN_INFO},
     CNN_COMMON,
@@ -177,7 +177,7 @@ const tb_workload_vtable tb_workload_fmnist_cnn_silu = {
 };
 
 const tb_workload_vtable tb_workload_fmnist_cnn_nonorm = {
-    .info = {.id = "fmnist_cnn_nonorm",
+    .info = {.id = "fmnist_cnn_nonorm", .held_out = true,
              .summary = "Fashion-MNIST, CNN as fmnist_cnn without batch norm",
              .variant = "no normalisation (conv biases)",
              .validation_target = CNN_NONORM_VAL_TARGET, .test_target = CNN_NONORM_TEST_TARGET,

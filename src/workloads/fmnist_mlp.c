@@ -133,7 +133,7 @@ const tb_workload_vtable tb_workload_fmnist_mlp = {
 };
 
 const tb_workload_vtable tb_workload_fmnist_mlp_tanh = {
-    .info = {.id = "fmnist_mlp_tanh", .summary = "Fashion-MNIST, MLP 784-1024-1024-10 with tanh",
+    .info = {.id = "fmnist_mlp_tanh", .held_out = true, .summary = "Fashion-MNIST, MLP 784-1024-1024-10 with tanh",
              .variant = "tanh activations", .validation_target = MLP_TANH_VAL_TARGET,
              .test_target = MLP_TANH_TEST_TARGET, .max_runtime_s = MLP_TANH_BUDGET, MLP_INFO},
     MLP_COMMON,
@@ -141,7 +141,7 @@ const tb_workload_vtable tb_workload_fmnist_mlp_tanh = {
 };
 
 const tb_workload_vtable tb_workload_fmnist_mlp_narrow = {
-    .info = {.id = "fmnist_mlp_narrow", .summary = "Fashion-MNIST, MLP 784-256-256-10 with ReLU",
+    .info = {.id = "fmnist_mlp_narrow", .held_out = true, .summary = "Fashion-MNIST, MLP 784-256-256-10 with ReLU",
              .variant = "width 256", .validation_target = MLP_NARROW_VAL_TARGET,
              .test_target = MLP_NARROW_TEST_TARGET, .max_runtime_s = MLP_NARROW_BUDGET,
              MLP_INFO},

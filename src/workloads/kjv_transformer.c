@@ -248,7 +248,7 @@ const tb_workload_vtable tb_workload_kjv_transformer = {
 };
 
 const tb_workload_vtable tb_workload_kjv_transformer_relu = {
-    .info = {.id = "kjv_transformer_relu",
+    .info = {.id = "kjv_transformer_relu", .held_out = true,
              .summary = "King James Bible, transformer as base with ReLU MLPs",
              .variant = "ReLU in the MLP", .validation_target = TF_RELU_VAL_TARGET,
              .test_target = TF_RELU_TEST_TARGET, .max_runtime_s = TF_RELU_BUDGET, TF_INFO},
@@ -257,7 +257,7 @@ const tb_workload_vtable tb_workload_kjv_transformer_relu = {
 };
 
 const tb_workload_vtable tb_workload_kjv_transformer_deep = {
-    .info = {.id = "kjv_transformer_deep",
+    .info = {.id = "kjv_transformer_deep", .held_out = true,
              .summary = "King James Bible, transformer as base with 4 blocks",
              .variant = "4 blocks", .validation_target = TF_DEEP_VAL_TARGET,
              .test_target = TF_DEEP_TEST_TARGET, .max_runtime_s = TF_DEEP_BUDGET, TF_INFO},

@@ -113,7 +113,7 @@ const tb_workload_vtable tb_workload_wordnet_sparse = {
 };
 
 const tb_workload_vtable tb_workload_wordnet_sparse_wide = {
-    .info = {.id = "wordnet_sparse_wide", .summary = "WordNet glosses, as base with hidden 256",
+    .info = {.id = "wordnet_sparse_wide", .held_out = true, .summary = "WordNet glosses, as base with hidden 256",
              .variant = "hidden width 256", .validation_target = WN_WIDE_VAL_TARGET,
              .test_target = WN_WIDE_TEST_TARGET, .max_runtime_s = WN_WIDE_BUDGET, WN_INFO},
     WN_COMMON,
@@ -121,7 +121,7 @@ const tb_workload_vtable tb_workload_wordnet_sparse_wide = {
 };
 
 const tb_workload_vtable tb_workload_wordnet_sparse_tanh = {
-    .info = {.id = "wordnet_sparse_tanh", .summary = "WordNet glosses, as base with tanh",
+    .info = {.id = "wordnet_sparse_tanh", .held_out = true, .summary = "WordNet glosses, as base with tanh",
              .variant = "tanh activation", .validation_target = WN_TANH_VAL_TARGET,
              .test_target = WN_TANH_TEST_TARGET, .max_runtime_s = WN_TANH_BUDGET, WN_INFO},
     WN_COMMON,
