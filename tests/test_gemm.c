@@ -179,12 +179,14 @@ static void test_backend_split(void)
     /* split by rows, by columns, too small to split (OpenBLAS), split by rows with tails, split
      * by rows with B wider than one block of columns (B packed once for all blocks: each
      * block of columns and of K at its own place), split by columns computed transposed
-     * (B given transposed: A packed once for all blocks); then by rows and by columns with the
+     * (B given transposed: A packed once for all blocks), split by columns with more rows than
+     * one block of A (A given transposed: its panels packed once, the last block's rows
+     * rounded up to whole panels); then by rows and by columns with the
      * operand every block reads past GEMM_SHARED_MAX (one block per thread), not transposed
      * only (their k makes them slow) */
     static const int shapes[][3] = {{1100, 200, 128}, {96, 700, 300},   {40, 40, 40},
                                     {1000, 70, 300},  {1040, 1030, 260}, {120, 900, 520},
-                                    {8, 8, 262200},   {16, 64, 131100}};
+                                    {200, 900, 300},  {8, 8, 262200},    {16, 64, 131100}};
     tb_rng rng = tb_rng_make(12, TB_STREAM_INIT);
     for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
         for (int t = 0; t < (shapes[s][2] > 10000 ? 1 : 4); t++)

@@ -161,20 +161,29 @@ bool tb_cpu_gemm_transposed(bool ta, bool tb, int m, int n, int k);
  * gradient beside its weight gradient (A^T = dy), summed while A^T is packed instead of in a
  * pass of its own. Each K block's sums are taken in double and added in K order: the same at
  * any thread count. at_sums must be NULL unless ta. */
+/* The operand that every block of a product split across threads reads in full, packed once
+ * for all of them (NULL members, or shared NULL: the product packs its own). */
+typedef struct tb_cpu_gemm_shared {
+    /* B for a split of C's rows; A for a split of its columns computed transposed (C^T = B
+     * A^T, whose B it is: packed with tb, k and m): tb_cpu_gemm_packed_b_floats(k, n) floats
+     * in tb_cpu_gemm_pack_b_units(k, n) units (one K block of one panel of columns) */
+    const float *b;
+    /* A^T (ta) for a split of C's columns: tb_cpu_gemm_packed_at_floats(k, m) floats in
+     * tb_cpu_gemm_pack_at_units(k, m) units (one K block of one block of rows) */
+    const float *at;
+} tb_cpu_gemm_shared;
 void tb_cpu_sgemm_sums(bool ta, bool tb, int m, int n, int k, float alpha, const float *a,
                        int lda, const float *b, int ldb, float beta, const tb_gemm_epilogue *ep,
                        float *c, int ldc, float *work, float *at_sums, bool transposed,
-                       const float *b_packed);
-/* b_packed (NULL: the product packs its own) is the operand that every block of a product
- * split across threads reads in full, packed once for all of them: B for a split of C's rows;
- * A for a split of its columns computed transposed (C^T = B A^T, whose B it is: pack it with
- * tb, k and m). It takes tb_cpu_gemm_packed_b_floats(k, n) floats (0: this build packs
- * nothing, OpenBLAS does) and is packed in tb_cpu_gemm_pack_b_units(k, n) independent units
- * (one K block of one panel of columns), unit u by tb_cpu_gemm_pack_b_unit, so that the
- * threads share the packing. */
+                       const tb_cpu_gemm_shared *shared);
+/* The sizes (0: this build packs nothing, OpenBLAS does) and units of the shared operands,
+ * unit u packed by the pack_*_unit calls, so that the threads share the packing. */
 int64_t tb_cpu_gemm_packed_b_floats(int k, int n);
 int tb_cpu_gemm_pack_b_units(int k, int n);
 void tb_cpu_gemm_pack_b_unit(bool tb, int k, int n, const float *b, int ldb, int u, float *bp);
+int64_t tb_cpu_gemm_packed_at_floats(int k, int m);
+int tb_cpu_gemm_pack_at_units(int k, int m);
+void tb_cpu_gemm_pack_at_unit(int k, int m, const float *at, int lda, int u, float *ap);
 /* sums[j] += the sum over rows r of x[r ldx + j] for j < cols, in double, on the calling
  * thread (column blocks, rows in order). */
 void tb_cpu_col_sums(int64_t rows, int64_t cols, const float *x, int64_t ldx, float *sums);

@@ -21,11 +21,11 @@
 static void gemm_one(tb_backend *be, int tid, bool own, bool ta, bool tb, int m, int n, int k,
                      float alpha, const float *a, int lda, const float *b, int ldb, float beta,
                      const tb_gemm_epilogue *ep, float *c, int ldc, float *at_sums,
-                     bool transposed, const float *b_packed)
+                     bool transposed, const tb_cpu_gemm_shared *shared)
 {
     if (own) {
         tb_cpu_sgemm_sums(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, ep, c, ldc,
-                          tb_cpu_gemm_scratch(be, tid), at_sums, transposed, b_packed);
+                          tb_cpu_gemm_scratch(be, tid), at_sums, transposed, shared);
     } else {
         tb_cpu_sgemm_blas(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, ep, c, ldc);
         if (at_sums) tb_cpu_col_sums(k, m, a, lda, at_sums);
@@ -61,16 +61,15 @@ typedef struct gemm_args {
     const float *a, *b;
     const tb_gemm_epilogue *ep;
     float *c, *at_sums;
-    float *b_packed; /* what every block reads in full, packed once (NULL: each packs) */
+    tb_cpu_gemm_shared shared; /* what every block reads in full, packed once */
 } gemm_args;
 
-/* The scratch for the operand packed once (tb_cpu_gemm_packed_b_floats(k, n)) whose every
- * block would pack all of it, or NULL: none needed, or none to be had (each block then packs
- * it itself, as before). Grown outside any parallel region. */
-static float *shared_b(tb_backend *be, int k, int n)
+/* The scratch for the operand packed once (floats, as tb_cpu_gemm_packed_*_floats give)
+ * whose every block would pack all of it, or NULL: none needed, or none to be had (each block
+ * then packs it itself, as before). Grown outside any parallel region. */
+static float *shared_scratch(tb_backend *be, int64_t floats)
 {
     tb_cpu_state *st = be->impl;
-    const int64_t floats = tb_cpu_gemm_packed_b_floats(k, n);
     if (floats <= 0 || floats > GEMM_SHARED_MAX) return NULL;
     if (floats > st->gemm_b_cap) {
         const int64_t cap = floats < ((int64_t)1 << 16) ? (int64_t)1 << 16 : floats;
@@ -103,13 +102,13 @@ static void gemm_block(tb_backend *be, int id, const gemm_args *g, int i, int bl
         gemm_one(be, id, g->own, g->ta, g->tb, x1 - x0, g->n, g->k, g->alpha,
                  g->ta ? g->a + x0 : g->a + (int64_t)x0 * g->lda, g->lda, g->b, g->ldb, g->beta,
                  tb_cpu_gemm_ep_at(g->ep, x0, 0, g->ldc, &at), g->c + (int64_t)x0 * g->ldc,
-                 g->ldc, g->at_sums ? g->at_sums + x0 : NULL, g->transposed, g->b_packed);
+                 g->ldc, g->at_sums ? g->at_sums + x0 : NULL, g->transposed, &g->shared);
     else
         gemm_one(be, id, g->own, g->ta, g->tb, g->m, x1 - x0, g->k, g->alpha, g->a, g->lda,
                  g->tb ? g->b + (int64_t)x0 * g->ldb : g->b + x0, g->ldb, g->beta,
                  tb_cpu_gemm_ep_at(g->ep, 0, x0, g->ldc, &at), g->c + x0, g->ldc,
                  x0 == 0 ? g->at_sums : NULL, /* every block reads all of A: one sums */
-                 g->transposed, g->b_packed);
+                 g->transposed, &g->shared);
 }
 
 static void gemm_run(tb_backend *be, bool ta, bool tb, int m, int n, int k, float alpha,
@@ -130,7 +129,7 @@ static void gemm_run(tb_backend *be, bool ta, bool tb, int m, int n, int k, floa
         return;
     }
     gemm_args g = {own, ta, tb, transposed, m >= n, m, n, k, lda, ldb, ldc, alpha, beta,
-                   a, b, ep, c, at_sums, NULL};
+                   a, b, ep, c, at_sums, {NULL, NULL}};
     const int64_t side = g.rows ? m : (n + TB_CPU_GEMM_NR - 1) / TB_CPU_GEMM_NR;
     int64_t blocks = (int64_t)GEMM_BLOCKS_PER_THREAD * threads;
     if (blocks > size / GEMM_BLOCK_MIN) blocks = size / GEMM_BLOCK_MIN;
@@ -139,21 +138,36 @@ static void gemm_run(tb_backend *be, bool ta, bool tb, int m, int n, int k, floa
     if ((g.rows ? (int64_t)k * n : (int64_t)m * k) > GEMM_SHARED_MAX) blocks = threads;
     const bool dynamic = !((const tb_cpu_state *)be->impl)->static_split;
     /* every block of a split of C's rows reads all of B, every block of a split of its
-     * columns computed transposed all of A (as C^T's B): the threads pack it once together
-     * instead of once per block (the same panels: the same bits) */
-    const bool pack_b = own && g.rows && !transposed, pack_a = own && !g.rows && transposed;
-    const int pn = pack_b ? n : m;
-    if (pack_b || pack_a) g.b_packed = shared_b(be, k, pn);
-    const int units = g.b_packed ? tb_cpu_gemm_pack_b_units(k, pn) : 0;
+     * columns all of A (computed transposed: as C^T's B; given transposed: A^T's panels):
+     * the threads pack it once together instead of once per block (the same panels: the
+     * same bits) */
+    enum { NONE, PACK_B, PACK_A_AS_B, PACK_AT } pack = NONE;
+    if (own && g.rows && !transposed) pack = PACK_B;
+    else if (own && !g.rows && transposed) pack = PACK_A_AS_B;
+    else if (own && !g.rows && ta) pack = PACK_AT;
+    float *packed = NULL;
+    int units = 0;
+    if (pack == PACK_B || pack == PACK_A_AS_B) {
+        const int pn = pack == PACK_B ? n : m;
+        packed = shared_scratch(be, tb_cpu_gemm_packed_b_floats(k, pn));
+        units = packed ? tb_cpu_gemm_pack_b_units(k, pn) : 0;
+        g.shared.b = packed;
+    } else if (pack == PACK_AT) {
+        packed = shared_scratch(be, tb_cpu_gemm_packed_at_floats(k, m));
+        units = packed ? tb_cpu_gemm_pack_at_units(k, m) : 0;
+        g.shared.at = packed;
+    }
 #pragma omp parallel num_threads(threads)
     {
         if (units > 0) /* the same answer on every thread: all or none reach the loop */
 #pragma omp for schedule(dynamic, 1)
             for (int u = 0; u < units; u++) {
-                if (pack_b)
-                    tb_cpu_gemm_pack_b_unit(tb, k, n, b, ldb, u, g.b_packed);
-                else /* C^T = B A^T: A [m, k] is that product's B, transposed */
-                    tb_cpu_gemm_pack_b_unit(true, k, m, a, lda, u, g.b_packed);
+                if (pack == PACK_B)
+                    tb_cpu_gemm_pack_b_unit(tb, k, n, b, ldb, u, packed);
+                else if (pack == PACK_A_AS_B) /* C^T = B A^T: A [m, k] is its B, transposed */
+                    tb_cpu_gemm_pack_b_unit(true, k, m, a, lda, u, packed);
+                else /* A^T [k, m], as each block's product would pack it */
+                    tb_cpu_gemm_pack_at_unit(k, m, a, lda, u, packed);
             }
         if (dynamic) {
 #pragma omp for schedule(dynamic, 1)

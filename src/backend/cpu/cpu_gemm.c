@@ -128,12 +128,29 @@ void tb_cpu_gemm_pack_b_unit(bool tb, int k, int n, const float *b, int ldb, int
     (void)tb, (void)k, (void)n, (void)b, (void)ldb, (void)u, (void)bp;
 }
 
+int64_t tb_cpu_gemm_packed_at_floats(int k, int m)
+{
+    (void)k, (void)m;
+    return 0;
+}
+
+int tb_cpu_gemm_pack_at_units(int k, int m)
+{
+    (void)k, (void)m;
+    return 0;
+}
+
+void tb_cpu_gemm_pack_at_unit(int k, int m, const float *at, int lda, int u, float *ap)
+{
+    (void)k, (void)m, (void)at, (void)lda, (void)u, (void)ap;
+}
+
 void tb_cpu_sgemm_sums(bool ta, bool tb, int m, int n, int k, float alpha, const float *a,
                        int lda, const float *b, int ldb, float beta, const tb_gemm_epilogue *ep,
                        float *c, int ldc, float *work, float *at_sums, bool transposed,
-                       const float *b_packed)
+                       const tb_cpu_gemm_shared *shared)
 {
-    (void)work, (void)transposed, (void)b_packed;
+    (void)work, (void)transposed, (void)shared;
     tb_cpu_sgemm_blas(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, ep, c, ldc);
     if (at_sums) tb_cpu_col_sums(k, m, a, lda, at_sums);
 }
@@ -359,14 +376,16 @@ static void add_panel_sums(int mr, int kc, const float *panel, float *sums)
 }
 
 /* One MC x KC block of A against the packed B block [kc, nc]; ep's matrices start at C's
- * block, and at_sums (or NULL, always NULL unless ta) at its first row. */
+ * block, and at_sums (or NULL, always NULL unless ta) at its first row. With ta, panels (or
+ * NULL) are the block's panels of A^T packed already. */
 static void block(bool ta, int mc, int nc, int kc, const float *a, int lda, const float *bp,
                   float alpha, const kblock_ep *ep, float *c, int ldc, float *ap,
-                  float *at_sums)
+                  float *at_sums, const float *panels)
 {
     const bool packed = ta;
-    if (packed) /* A^T stored [kc, mc]: all of the block's panels packed first */
+    if (packed && !panels) /* A^T stored [kc, mc]: all of the block's panels packed first */
         tb_cpu_gemm_pack_a_panels(mc, kc, a, lda, ap);
+    if (packed && panels) ap = (float *)panels; /* only read from here on */
     /* A [mc, kc] rows, read in place unless the panel is short (the tile reads MR rows) or
      * the row stride is a multiple of 2 KB and the panel serves more than 8 tiles: its 12
      * rows then crowd a few L1 sets and are evicted between tiles, while the copy pays off
@@ -423,12 +442,39 @@ void tb_cpu_gemm_pack_b_unit(bool tb, int k, int n, const float *b, int ldb, int
                        bp + packed_b_at(k, n, jc, pc) + (int64_t)(j - jc) * kc);
 }
 
-/* The blocked product (k > 0): B packed per K block (or b_packed, all of it packed already),
- * A read in place, copied or packed. */
+/* A^T [k, m] packed whole, for the threads of a split of C's columns to share: the panels of
+ * block (pc, ic) of product()'s loops, kc x mc rounded up to whole panels, at pc mpad + ic kc
+ * (mpad: m with its last block of rows rounded up to whole panels). */
+static int64_t packed_at_at(int k, int m, int pc, int ic)
+{
+    const int mpad = m / MC * MC + (m % MC + MR - 1) / MR * MR;
+    return (int64_t)pc * mpad + (int64_t)ic * (k - pc < KC ? k - pc : KC);
+}
+
+int64_t tb_cpu_gemm_packed_at_floats(int k, int m)
+{
+    return (int64_t)k * (m / MC * MC + (m % MC + MR - 1) / MR * MR);
+}
+
+int tb_cpu_gemm_pack_at_units(int k, int m) { return (m + MC - 1) / MC * ((k + KC - 1) / KC); }
+
+/* Unit u: K block u % kblocks of the block of rows [MC (u / kblocks), + MC). */
+void tb_cpu_gemm_pack_at_unit(int k, int m, const float *at, int lda, int u, float *ap)
+{
+    const int kblocks = (k + KC - 1) / KC, ic = MC * (u / kblocks), pc = KC * (u % kblocks);
+    const int kc = k - pc < KC ? k - pc : KC, mc = m - ic < MC ? m - ic : MC;
+    tb_cpu_gemm_pack_a_panels(mc, kc, at + (int64_t)pc * lda + ic, lda,
+                              ap + packed_at_at(k, m, pc, ic));
+}
+
+/* The blocked product (k > 0): B packed per K block, and A^T's panels per block of A (or
+ * either from shared, all of it packed already), A read in place, copied or packed. */
 static void product(bool ta, bool tb, int m, int n, int k, float alpha, const float *a, int lda,
                     const float *b, int ldb, float beta, const tb_gemm_epilogue *ep, float *c,
-                    int ldc, float *work, float *at_sums, const float *b_packed)
+                    int ldc, float *work, float *at_sums, const tb_cpu_gemm_shared *shared)
 {
+    const float *b_packed = shared ? shared->b : NULL;
+    const float *at_packed = shared && ta ? shared->at : NULL;
     float *ap = work, *bp = work + TB_CPU_GEMM_WORK_A;
     const int64_t rsb = tb ? 1 : ldb, csb = tb ? ldb : 1;
     const bool act = ep && ep->mode != TB_GEMM_ACT_NONE;
@@ -453,7 +499,8 @@ static void product(bool ta, bool tb, int m, int n, int k, float alpha, const fl
                                       act && pc + kc >= k ? e : NULL};
                 /* A^T's column sums once, with the first column block */
                 block(ta, mc, nc, kc, ablk, lda, bk, alpha, &kb, c + (int64_t)ic * ldc + jc, ldc,
-                      ap, jc == 0 && at_sums ? at_sums + ic : NULL);
+                      ap, jc == 0 && at_sums ? at_sums + ic : NULL,
+                      at_packed ? at_packed + packed_at_at(k, m, pc, ic) : NULL);
             }
         }
     }
@@ -492,6 +539,7 @@ static void product_transposed(int m, int n, int k, float alpha, const float *a,
                                const float *b, int ldb, float beta, const tb_gemm_epilogue *ep,
                                float *c, int ldc, float *work, const float *a_packed)
 {
+    const tb_cpu_gemm_shared as_b = {.b = a_packed};
     float *ct = work + TB_CPU_GEMM_WORK_A + TB_CPU_GEMM_WORK_B;
     const int chunk = TB_CPU_GEMM_WORK_T / m / NR * NR;
     if (chunk == 0) { /* more rows than the scratch takes (tb_cpu_gemm_transposed never asks) */
@@ -501,7 +549,7 @@ static void product_transposed(int m, int n, int k, float alpha, const float *a,
     for (int j0 = 0; j0 < n; j0 += chunk) {
         const int nc = n - j0 < chunk ? n - j0 : chunk;
         product(false, true, nc, m, k, alpha, b + (int64_t)j0 * ldb, ldb, a, lda, 0.0f, NULL, ct,
-                m, work, NULL, a_packed);
+                m, work, NULL, a_packed ? &as_b : NULL);
         tb_gemm_epilogue at;
         store_transposed(m, nc, ct, beta, tb_cpu_gemm_ep_at(ep, 0, j0, ldc, &at), c + j0, ldc);
     }
@@ -519,7 +567,7 @@ bool tb_cpu_gemm_transposed(bool ta, bool tb, int m, int n, int k)
 void tb_cpu_sgemm_sums(bool ta, bool tb, int m, int n, int k, float alpha, const float *a,
                        int lda, const float *b, int ldb, float beta, const tb_gemm_epilogue *ep,
                        float *c, int ldc, float *work, float *at_sums, bool transposed,
-                       const float *b_packed)
+                       const tb_cpu_gemm_shared *shared)
 {
     if (m <= 0 || n <= 0) return;
     if (k <= 0 || alpha == 0.0f) {
@@ -529,10 +577,11 @@ void tb_cpu_sgemm_sums(bool ta, bool tb, int m, int n, int k, float alpha, const
         return;
     }
     if (transposed && !ta && tb && !at_sums)
-        product_transposed(m, n, k, alpha, a, lda, b, ldb, beta, ep, c, ldc, work, b_packed);
+        product_transposed(m, n, k, alpha, a, lda, b, ldb, beta, ep, c, ldc, work,
+                           shared ? shared->b : NULL);
     else
         product(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, ep, c, ldc, work, at_sums,
-                b_packed);
+                shared);
 }
 
 void tb_cpu_sgemm(bool ta, bool tb, int m, int n, int k, float alpha, const float *a, int lda,
