@@ -108,20 +108,20 @@ static void test_kill_and_resume(void)
     tb_error err = {0};
     pid_t pid = tb_test_bench_in_child(db, &s);
     /* wait until one trial is done and the next is running with an eval written */
-    bool killed = false;
-    for (int i = 0; i < 3000 && !killed; i++) {
+    bool killed = false, exited = false;
+    int wst = 0;
+    for (int i = 0; i < (int)(TB_TEST_WAIT_S / 0.01) && !killed; i++) {
         int running_evals = 0;
         int done = tb_test_count_trials(db, "t", TB_TRIAL_DONE, NULL);
         int running = tb_test_count_trials(db, "t", TB_TRIAL_RUNNING, &running_evals);
-        if (done >= 1 && running == 1 && running_evals == 1) {
+        if (done >= 1 && running == 1 && running_evals >= 1) {
             kill(pid, SIGKILL);
             killed = true;
         }
-        struct timespec ts = {0, 10 * 1000 * 1000};
-        nanosleep(&ts, NULL);
+        if (!killed && tb_test_child_exited(pid, &wst, &exited)) break; /* it finished first */
+        tb_test_sleep_s(0.01);
     }
-    int wst;
-    waitpid(pid, &wst, 0);
+    if (!exited) waitpid(pid, &wst, 0);
     CHECK(killed && WIFSIGNALED(wst));
     struct timespec ts = {0, 300 * 1000 * 1000}; /* the trial process dies with its parent */
     nanosleep(&ts, NULL);

@@ -116,9 +116,13 @@ static void test_slow_not_hung(void)
     s.trial.hang_s = 4;
     pid_t bench = tb_test_bench_in_child(db, &s);
     pid_t trial = 0;
-    for (int i = 0; i < 3000 && !trial; i++) { /* until it trains (its set-up is done) */
+    bool exited = false;
+    int wst = 0;
+    /* until it trains (its set-up is done) */
+    for (int i = 0; i < (int)(TB_TEST_WAIT_S / 0.01) && !trial; i++) {
         if (tb_test_count_trials(db, "t", TB_TRIAL_RUNNING, NULL) == 1)
             trial = (pid_t)tb_test_child_of(bench);
+        if (!trial && tb_test_child_exited(bench, &wst, &exited)) break;
         tb_test_sleep_s(0.01);
     }
     int stops = 0;
@@ -128,8 +132,7 @@ static void test_slow_not_hung(void)
         kill(trial, SIGCONT);
         tb_test_sleep_s(0.2);
     }
-    int wst = 0;
-    waitpid(bench, &wst, 0);
+    if (!exited) waitpid(bench, &wst, 0);
     CHECK(trial > 0 && stops == 10 && WIFEXITED(wst) && WEXITSTATUS(wst) == 0);
     tb_trial_record t;
     if (!only_trial(db, &t)) return;
@@ -193,15 +196,17 @@ static void test_interleaved_resume(void)
     s.studies = 2;
     s.run_to_budget = true;
     pid_t pid = tb_test_bench_in_child(db, &s);
-    bool killed = false;
-    for (int i = 0; i < 3000 && !killed; i++) {
+    bool killed = false, exited = false;
+    int wst = 0;
+    for (int i = 0; i < (int)(TB_TEST_WAIT_S / 0.01) && !killed; i++) {
         int evals = 0;
         int done = tb_test_count_trials(db, "t", TB_TRIAL_DONE, NULL);
         int running = tb_test_count_trials(db, "t", TB_TRIAL_RUNNING, &evals);
         if (done >= 1 && running == 1 && evals >= 1) killed = kill(pid, SIGKILL) == 0;
+        if (!killed && tb_test_child_exited(pid, &wst, &exited)) break; /* it finished first */
         tb_test_sleep_s(0.01);
     }
-    waitpid(pid, NULL, 0);
+    if (!exited) waitpid(pid, NULL, 0);
     CHECK(killed);
     tb_test_sleep_s(0.3); /* the trial process dies with its parent */
     tb_bench_summary sum;

@@ -417,6 +417,13 @@ void tb_test_sleep_s(double s)
     nanosleep(&ts, NULL);
 }
 
+bool tb_test_child_exited(int pid, int *wst, bool *exited)
+{
+    if (*exited) return true;
+    *exited = waitpid(pid, wst, WNOHANG) == pid;
+    return *exited;
+}
+
 int tb_test_child_of(int pid)
 {
     char path[96];

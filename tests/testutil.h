@@ -128,6 +128,13 @@ int tb_test_count(const char *hay, const char *needle);
 void tb_test_remove_store(const char *path);
 /* Sleeps s seconds. */
 void tb_test_sleep_s(double s);
+/* How long a test waits for a benchmark in a child to reach a state before it gives up: long
+ * enough for a machine loaded several times over (a trial's set-up alone took 20 s at a load
+ * average of 20), and cut short when the child has exited (tb_test_child_exited). */
+#define TB_TEST_WAIT_S 180.0
+/* Whether child pid has exited (reaped: its wait status in *wst, and *exited set, so the
+ * caller does not wait for it again); false while it runs. */
+bool tb_test_child_exited(int pid, int *wst, bool *exited);
 /* The first child of process pid (0 when it has none yet), from /proc. */
 int tb_test_child_of(int pid);
 /* A synthetic trial (no training) of submission on workload in benchmark bench, planned with
