@@ -14,9 +14,9 @@ for the same table on the machine as it is.
     bench/contention.py --idle                            # no competing process
 
 The wait policies (environment of each bench_step run): default is libgomp's own (spin about
-300000 times, then sleep: GOMP_SPINCOUNT=300000), short spins GOMP_SPINCOUNT=--short-spin times,
-passive is OMP_WAIT_POLICY=passive (sleep at once; the trainbench command's and bench_step's
-default, docs/SPEED.md). Not a test: docs/SPEED.md quotes its output.
+300000 times, then sleep: GOMP_SPINCOUNT=300000), short spins GOMP_SPINCOUNT=--short-spin times
+(2000 by default: the trainbench command's and bench_step's own choice, docs/SPEED.md), passive is
+OMP_WAIT_POLICY=passive (sleep at once). Not a test: docs/SPEED.md quotes its output.
 """
 import argparse
 import datetime
@@ -61,7 +61,7 @@ def main():
     ap.add_argument("--steps", type=int, default=20)
     ap.add_argument("--warmup", type=int, default=5)
     ap.add_argument("--policies", default="default,short,passive")
-    ap.add_argument("--short-spin", type=int, default=10000)
+    ap.add_argument("--short-spin", type=int, default=2000)
     ap.add_argument("--splits", default="dynamic,static")
     ap.add_argument("--idle", action="store_true", help="no competing busy process")
     a = ap.parse_args()
