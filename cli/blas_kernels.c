@@ -43,7 +43,8 @@ bool tb_cli_set_wait_policy(void)
 }
 
 /* The program's own path, so that the re-executed process keeps its name (ps, pgrep): one
- * started as /proc/self/exe is called "exe". */
+ * started as /proc/self/exe is called "exe". If neither exec works the program runs as it
+ * is, with the libraries' own defaults. */
 static const char *own_path(char *buf, size_t size)
 {
     const ssize_t n = readlink("/proc/self/exe", buf, size - 1);
@@ -56,6 +57,7 @@ void tb_cli_choose_runtime(char **argv)
 {
     const bool kernels = tb_cli_set_blas_kernels(), policy = tb_cli_set_wait_policy();
     char path[4096];
-    if (kernels || policy)
-        execv(own_path(path, sizeof path), argv); /* returns only on failure: run as we are */
+    if (!kernels && !policy) return;
+    execv(own_path(path, sizeof path), argv); /* returns only on failure */
+    execv("/proc/self/exe", argv);            /* e.g. the file replaced since: its old copy */
 }
