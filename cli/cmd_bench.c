@@ -404,6 +404,12 @@ int tb_cli_bench(int argc, char **argv)
         default: return tb_cli_option_error("bench", c, argv);
         }
     }
+    if (variants && optind < argc &&
+        (strcmp(argv[optind], "all") == 0 || strcmp(argv[optind], "held-out") == 0)) {
+        tb_cli_error("bench: unexpected argument '%s' (give --variants=%s, "
+                     "with '=')", argv[optind], argv[optind]);
+        return TB_EXIT_USAGE;
+    }
     if (tb_cli_no_arguments("bench", argc, argv) != TB_EXIT_OK) return TB_EXIT_USAGE;
     if (!tb_cli_data_finish("bench", &data)) return TB_EXIT_USAGE;
     if (variants && n_wls > 0) {

@@ -76,6 +76,7 @@ int main(void)
     /* --variants: the ten held-out variants (15 workloads); =all: every variant; planned in
      * full by a shard that runs none of them */
     CHECK(run("bench --variants=some") == 2 && has("--variants=some: give --variants"));
+    CHECK(run("bench --variants all") == 2 && has("give --variants=all, with '='"));
     snprintf(args, sizeof args, "bench --db %s/variants.db -s sgd --preset quick --studies 1 "
              "--trials 1 --variants --shard 15/16", dir);
     CHECK(run(args) == 0 && has("0 of the 15 planned trials") && has("fmnist_cnn_nonorm") &&
