@@ -254,7 +254,8 @@ void tb_cpu_attention_fused_bwd(int t, int hd, int c, float scale, const float *
 /* The CPU backend's private state (tb_backend.impl): one gemm scratch slice per thread. */
 typedef struct tb_cpu_state {
     float *gemm_work; /* threads x TB_CPU_GEMM_WORK floats */
-    float *gemm_b;    /* a split product's B, packed once for its blocks (cpu_dense.c) */
+    float *gemm_b;    /* a split product's shared operand (B, A or A^T), packed once for its
+                         blocks (cpu_dense.c, tb_cpu_gemm_shared) */
     int64_t gemm_b_cap; /* floats gemm_b holds */
     bool static_split; /* large products: one block per thread (tb_backend_config) */
 } tb_cpu_state;

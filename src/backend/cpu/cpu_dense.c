@@ -46,11 +46,12 @@ static void gemm_one(tb_backend *be, int tid, bool own, bool ta, bool tb, int m,
 #define GEMM_BLOCKS_PER_THREAD 4
 #define GEMM_BLOCK_MIN ((int64_t)1 << 21) /* multiply-adds: no block smaller (B repacked) */
 /* Every block reads all of the operand it does not split: B for a split of C's rows, A for a
- * split of its columns. Where each block would pack it (B, and A of a product computed
- * transposed), the threads pack it once for all blocks (gemm_run). Past this many floats (8
- * MB: beyond what the caches keep between blocks) each block reads it from memory, so the
- * product is split into one block per thread: wordnet_sparse's output-layer dh = dy w (256 x
- * 128 x 26851, w 13.7 MB) packed w eight times at 2 threads and ran memory-bound. */
+ * split of its columns. Where each block would pack it (B; A of a product computed
+ * transposed; A^T of one given transposed), the threads pack it once for all blocks
+ * (gemm_run). Past this many floats (8 MB: beyond what the caches keep between blocks) each
+ * block reads it from memory, so the product is split into one block per thread:
+ * wordnet_sparse's output-layer dh = dy w (256 x 128 x 26851, w 13.7 MB) packed w eight
+ * times at 2 threads and ran memory-bound. */
 #define GEMM_SHARED_MAX ((int64_t)1 << 21)
 
 /* One product's operands, for its blocks. */
