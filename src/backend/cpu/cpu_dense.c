@@ -83,6 +83,49 @@ static float *shared_scratch(tb_backend *be, int64_t floats)
     return st->gemm_b;
 }
 
+/* The operand every block of a split reads in full and would pack itself: B of a split of
+ * C's rows; of a split of its columns, A computed transposed (as C^T's B) or A^T's panels.
+ * The threads pack it once together instead (the same panels: the same bits). */
+typedef enum { PACK_NONE, PACK_B, PACK_A_AS_B, PACK_AT } shared_kind;
+
+typedef struct shared_pack {
+    shared_kind kind;
+    int units;      /* 0: nothing to pack (none shared, or no scratch for it) */
+    float *scratch; /* where it goes: g->shared.b or .at */
+} shared_pack;
+
+/* Which operand g's blocks share, with its scratch set in g->shared. */
+static shared_pack plan_shared(tb_backend *be, gemm_args *g)
+{
+    shared_pack sp = {PACK_NONE, 0, NULL};
+    if (!g->own) return sp;
+    if (g->rows && !g->transposed) sp.kind = PACK_B;
+    else if (!g->rows && g->transposed) sp.kind = PACK_A_AS_B;
+    else if (!g->rows && g->ta) sp.kind = PACK_AT;
+    if (sp.kind == PACK_B || sp.kind == PACK_A_AS_B) {
+        const int pn = sp.kind == PACK_B ? g->n : g->m;
+        sp.scratch = shared_scratch(be, tb_cpu_gemm_packed_b_floats(g->k, pn));
+        sp.units = sp.scratch ? tb_cpu_gemm_pack_b_units(g->k, pn) : 0;
+        g->shared.b = sp.scratch;
+    } else if (sp.kind == PACK_AT) {
+        sp.scratch = shared_scratch(be, tb_cpu_gemm_packed_at_floats(g->k, g->m));
+        sp.units = sp.scratch ? tb_cpu_gemm_pack_at_units(g->k, g->m) : 0;
+        g->shared.at = sp.scratch;
+    }
+    return sp;
+}
+
+/* Unit u of the shared operand into its scratch. */
+static void pack_shared_unit(const gemm_args *g, const shared_pack *sp, int u)
+{
+    if (sp->kind == PACK_B)
+        tb_cpu_gemm_pack_b_unit(g->tb, g->k, g->n, g->b, g->ldb, u, sp->scratch);
+    else if (sp->kind == PACK_A_AS_B) /* C^T = B A^T: A [m, k] is its B, transposed */
+        tb_cpu_gemm_pack_b_unit(true, g->k, g->m, g->a, g->lda, u, sp->scratch);
+    else /* A^T [k, m], as each block's product would pack it */
+        tb_cpu_gemm_pack_at_unit(g->k, g->m, g->a, g->lda, u, sp->scratch);
+}
+
 /* Block i of `blocks` of C, on thread id: rows (or, !rows, columns in whole micro tiles)
  * [x0, x1) of the product. */
 static void gemm_block(tb_backend *be, int id, const gemm_args *g, int i, int blocks)
@@ -138,38 +181,12 @@ static void gemm_run(tb_backend *be, bool ta, bool tb, int m, int n, int k, floa
     if (blocks > side) blocks = side;
     if ((g.rows ? (int64_t)k * n : (int64_t)m * k) > GEMM_SHARED_MAX) blocks = threads;
     const bool dynamic = !((const tb_cpu_state *)be->impl)->static_split;
-    /* every block of a split of C's rows reads all of B, every block of a split of its
-     * columns all of A (computed transposed: as C^T's B; given transposed: A^T's panels):
-     * the threads pack it once together instead of once per block (the same panels: the
-     * same bits) */
-    enum { NONE, PACK_B, PACK_A_AS_B, PACK_AT } pack = NONE;
-    if (own && g.rows && !transposed) pack = PACK_B;
-    else if (own && !g.rows && transposed) pack = PACK_A_AS_B;
-    else if (own && !g.rows && ta) pack = PACK_AT;
-    float *packed = NULL;
-    int units = 0;
-    if (pack == PACK_B || pack == PACK_A_AS_B) {
-        const int pn = pack == PACK_B ? n : m;
-        packed = shared_scratch(be, tb_cpu_gemm_packed_b_floats(k, pn));
-        units = packed ? tb_cpu_gemm_pack_b_units(k, pn) : 0;
-        g.shared.b = packed;
-    } else if (pack == PACK_AT) {
-        packed = shared_scratch(be, tb_cpu_gemm_packed_at_floats(k, m));
-        units = packed ? tb_cpu_gemm_pack_at_units(k, m) : 0;
-        g.shared.at = packed;
-    }
+    const shared_pack sp = plan_shared(be, &g);
 #pragma omp parallel num_threads(threads)
     {
-        if (units > 0) /* the same answer on every thread: all or none reach the loop */
+        if (sp.units > 0) /* the same answer on every thread: all or none reach the loop */
 #pragma omp for schedule(dynamic, 1)
-            for (int u = 0; u < units; u++) {
-                if (pack == PACK_B)
-                    tb_cpu_gemm_pack_b_unit(tb, k, n, b, ldb, u, packed);
-                else if (pack == PACK_A_AS_B) /* C^T = B A^T: A [m, k] is its B, transposed */
-                    tb_cpu_gemm_pack_b_unit(true, k, m, a, lda, u, packed);
-                else /* A^T [k, m], as each block's product would pack it */
-                    tb_cpu_gemm_pack_at_unit(k, m, a, lda, u, packed);
-            }
+            for (int u = 0; u < sp.units; u++) pack_shared_unit(&g, &sp, u);
         if (dynamic) {
 #pragma omp for schedule(dynamic, 1)
             for (int i = 0; i < (int)blocks; i++) gemm_block(be, omp_get_thread_num(), &g, i, (int)blocks);

@@ -422,13 +422,14 @@ static void block(bool ta, int mc, int nc, int kc, const float *a, int lda, cons
 /* B packed whole, for the threads of a split product to share: block (jc, pc) of product()'s
  * loops, kc x nc rounded up to whole panels, at jc k + pc round_up(nc, NR) (every block before
  * column jc is NC wide). */
+static int whole_panels(int n) { return (n + NR - 1) / NR * NR; } /* columns, rounded up */
+
 static int64_t packed_b_at(int k, int n, int jc, int pc)
 {
-    const int nc = n - jc < NC ? n - jc : NC;
-    return (int64_t)jc * k + (int64_t)pc * ((nc + NR - 1) / NR * NR);
+    return (int64_t)jc * k + (int64_t)pc * whole_panels(n - jc < NC ? n - jc : NC);
 }
 
-int64_t tb_cpu_gemm_packed_b_floats(int k, int n) { return (int64_t)k * ((n + NR - 1) / NR * NR); }
+int64_t tb_cpu_gemm_packed_b_floats(int k, int n) { return (int64_t)k * whole_panels(n); }
 
 int tb_cpu_gemm_pack_b_units(int k, int n) { return (n + NR - 1) / NR * ((k + KC - 1) / KC); }
 
@@ -445,16 +446,14 @@ void tb_cpu_gemm_pack_b_unit(bool tb, int k, int n, const float *b, int ldb, int
 /* A^T [k, m] packed whole, for the threads of a split of C's columns to share: the panels of
  * block (pc, ic) of product()'s loops, kc x mc rounded up to whole panels, at pc mpad + ic kc
  * (mpad: m with its last block of rows rounded up to whole panels). */
+static int padded_rows(int m) { return m / MC * MC + (m % MC + MR - 1) / MR * MR; } /* mpad */
+
 static int64_t packed_at_at(int k, int m, int pc, int ic)
 {
-    const int mpad = m / MC * MC + (m % MC + MR - 1) / MR * MR;
-    return (int64_t)pc * mpad + (int64_t)ic * (k - pc < KC ? k - pc : KC);
+    return (int64_t)pc * padded_rows(m) + (int64_t)ic * (k - pc < KC ? k - pc : KC);
 }
 
-int64_t tb_cpu_gemm_packed_at_floats(int k, int m)
-{
-    return (int64_t)k * (m / MC * MC + (m % MC + MR - 1) / MR * MR);
-}
+int64_t tb_cpu_gemm_packed_at_floats(int k, int m) { return (int64_t)k * padded_rows(m); }
 
 int tb_cpu_gemm_pack_at_units(int k, int m) { return (m + MC - 1) / MC * ((k + KC - 1) / KC); }
 
