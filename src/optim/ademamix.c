@@ -137,11 +137,12 @@ static tb_status ademamix_prepare(tb_optimizer *opt, double lr, tb_error *err)
 static void ademamix_queue(tb_optimizer *opt)
 {
     ademamix_state *s = opt->state;
+    const bool decays = tb_elem_decays(opt);
     for (int i = 0; i < tb_params_count(opt->params); i++) {
         tb_param *p = tb_params_get(opt->params, i);
         opt->be->ops.ademamix_update(opt->be, tb_tensor_numel(&p->var.value), p->var.value.data,
                                      p->var.grad.data, s->m1 + p->offset, s->m2 + p->offset,
-                                     s->v + p->offset, &s->c[tb_elem_decay_index(opt, p)]);
+                                     s->v + p->offset, &s->c[tb_elem_decay_index(decays, p)]);
     }
 }
 

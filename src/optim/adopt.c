@@ -109,11 +109,12 @@ static tb_status adopt_prepare(tb_optimizer *opt, double lr, tb_error *err)
 static void adopt_queue(tb_optimizer *opt)
 {
     adopt_state *s = opt->state;
+    const bool decays = tb_elem_decays(opt);
     for (int i = 0; i < tb_params_count(opt->params); i++) {
         tb_param *p = tb_params_get(opt->params, i);
         opt->be->ops.adopt_update(opt->be, tb_tensor_numel(&p->var.value), p->var.value.data,
                                   p->var.grad.data, s->m + p->offset, s->v + p->offset,
-                                  &s->c[tb_elem_decay_index(opt, p)]);
+                                  &s->c[tb_elem_decay_index(decays, p)]);
     }
 }
 

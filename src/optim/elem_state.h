@@ -42,11 +42,17 @@ static inline float *tb_elem_buffer(const tb_elem_state *s, int i)
     return s->buffers + (int64_t)i * s->numel;
 }
 
-/* Which of the two coefficient structs parameter p takes: 1 when it decays (tb_param_decays)
- * and weight_decay is not 0. */
-static inline int tb_elem_decay_index(const tb_optimizer *opt, const tb_param *p)
+/* Whether the optimizer decays weights at all (weight_decay not 0): looked up once a step. */
+static inline bool tb_elem_decays(const tb_optimizer *opt)
 {
-    return tb_opt_hp(opt, "weight_decay") != 0.0 && tb_param_decays(p->kind);
+    return tb_opt_hp(opt, "weight_decay") != 0.0;
+}
+
+/* Which of the two coefficient structs parameter p takes: 1 when it decays (tb_param_decays)
+ * and decays (tb_elem_decays) holds. */
+static inline int tb_elem_decay_index(bool decays, const tb_param *p)
+{
+    return decays && tb_param_decays(p->kind);
 }
 
 static inline void tb_elem_destroy(tb_optimizer *opt)

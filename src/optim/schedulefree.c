@@ -158,11 +158,12 @@ static tb_status sf_step(tb_optimizer *opt, double lr, tb_error *err)
         s->z_ready = true;
     }
     sf_coefs(opt, lr);
+    const bool decays = tb_elem_decays(opt);
     for (int i = 0; i < tb_params_count(opt->params); i++) {
         tb_param *p = tb_params_get(opt->params, i);
         opt->be->ops.sf_update(opt->be, tb_tensor_numel(&p->var.value), p->var.value.data,
                                p->var.grad.data, s->z + p->offset, s->v ? s->v + p->offset : NULL,
-                               &s->c[tb_elem_decay_index(opt, p)]);
+                               &s->c[tb_elem_decay_index(decays, p)]);
     }
     return TB_OK;
 }
