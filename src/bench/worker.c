@@ -145,15 +145,12 @@ static void layout(worker *w, bool here_0)
     const int node_rank = tb_dist_node_rank(w->d) - (here_0 ? 1 : 0);
     const int workers = tb_dist_node_size(w->d) - (here_0 ? 1 : 0);
     if (w->opts.threads == 0) { /* a data-parallel trial's R ranks share the worker's cores */
-        /* bound to some of the machine's CPUs (mpirun's or Slurm's binding): those are its
-         * share; unbound: the machine's cores shared out */
+        /* bound to some of the machine's CPUs (mpirun's or Slurm's binding), those are its
+         * share; unbound, the machine's cores shared out among its workers */
         const long cores = sysconf(_SC_NPROCESSORS_ONLN), mine = tb_machine_cpus();
-        const long share = (long)(workers > 0 ? workers : 1) *
-                           (w->opts.ranks_per_trial > 1 ? w->opts.ranks_per_trial : 1);
-        if (mine < cores)
-            w->opts.threads = (int)mine;
-        else
-            w->opts.threads = cores / share >= 1 ? (int)(cores / share) : 1;
+        const long rpt = w->opts.ranks_per_trial > 1 ? w->opts.ranks_per_trial : 1;
+        const long share = mine < cores ? rpt : (long)(workers > 0 ? workers : 1) * rpt;
+        w->opts.threads = mine / share >= 1 ? (int)(mine / share) : 1;
     }
     if (w->opts.device == TB_DEVICE_CUDA) {
         char gpu[16];
