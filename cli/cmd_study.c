@@ -180,8 +180,14 @@ static char *file_space(const tb_submission_ref *ref, const char *side)
  * the registry. */
 static void json_submission(const char *key, const tb_submission_ref *ref)
 {
-    if (ref) printf("\"%s\":\"%s\",", key, tb_submission_ref_name(ref));
-    else printf("\"%s\":null,", key);
+    printf("\"%s\":", key);
+    if (!ref) {
+        fputs("null,", stdout);
+        return;
+    }
+    putchar('"'); /* a submission's file path, escaped */
+    tb_cli_json_text(tb_submission_ref_name(ref));
+    fputs("\",", stdout);
 }
 
 static int parse_hp(tb_run_config *c, const char *opt, const char *text)
