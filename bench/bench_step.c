@@ -12,8 +12,10 @@
  * steps are not counted (the host does not see their products).
  * With --profile it also prints, to stderr, where the step's time goes: per op (forward and
  * backward, from the tape's profiler) and the rest of the step (optimizer update, input,
- * zeroing gradients); synchronising per op slows the step, so a profiled run's examples/s is
- * lower than a plain run's. The JSON's cpu_ms_per_step is the process's CPU time per step (at
+ * zeroing gradients), then per matrix product (tb_backend_product_profile: each shape and
+ * epilogue's calls per step, its mean and fastest call and their GFLOP/s, against the ceiling
+ * bench_gemm measures for the same product alone); synchronising per op slows the step, so a
+ * profiled run's examples/s is lower than a plain run's. The JSON's cpu_ms_per_step is the process's CPU time per step (at
  * 1 thread, a cost that another busy process on the machine barely changes, unlike wall time).
  * --width-scale W / --depth-scale D build a larger model (kjv_transformer: W times the channels
  * and heads, D times the blocks) and --precision picks the products' precision (bf16 on cuda);
@@ -98,6 +100,27 @@ static void print_profile(const tb_throughput_result *r)
             1e3 * rest / steps, "", 100.0 * rest / total_s);
 }
 
+/* The product table: each shape's calls a step, mean and fastest call, their GFLOP/s, and the
+ * share of the step. */
+static void print_products(const tb_throughput_result *r)
+{
+    fprintf(stderr, "\n%-2s %5s %5s %5s %-18s %6s %9s %9s %7s %7s %6s\n", "op", "m", "n", "k",
+            "epilogue", "calls", "mean us", "best us", "GF/s", "best", "share");
+    double sum = 0;
+    for (int i = 0; i < r->product_entries; i++) {
+        const tb_product_profile *p = &r->products[i];
+        const double flop = 2.0 * p->m * (double)p->n * p->k * p->batch;
+        const double mean = p->total_s / (double)p->calls;
+        sum += p->total_s;
+        fprintf(stderr, "%c%c %5d %5d %5d %-18s %6.1f %9.1f %9.1f %7.1f %7.1f %5.1f%%\n",
+                p->trans_a ? 'T' : 'N', p->trans_b ? 'T' : 'N', p->m, p->n, p->k,
+                p->batch > 1 ? "(batched)" : p->epilogue, (double)p->calls / (double)r->steps,
+                1e6 * mean, 1e6 * p->best_s, flop / mean / 1e9, flop / p->best_s / 1e9,
+                100.0 * p->total_s / r->timed_s);
+    }
+    fprintf(stderr, "products: %.1f%% of the step\n", 100.0 * sum / r->timed_s);
+}
+
 static void usage(FILE *f)
 {
     fprintf(f, "usage: bench_step [--workload ID] [--algorithm NAME] [--threads N]\n"
@@ -108,7 +131,8 @@ static void usage(FILE *f)
                "                  [--static-split]\n"
                "       bench_step --sgemm N [--threads N]\n"
                "Times training steps of one workload and prints one JSON line (examples/s,\n"
-               "ms/step, GEMM FLOP/s, peak memory); --profile adds a per-op table on stderr;\n"
+               "ms/step, GEMM FLOP/s, peak memory); --profile adds a per-op table and a\n"
+               "per-product table (shape, epilogue, mean and fastest call) on stderr;\n"
                "--sgemm N measures the OpenBLAS sgemm ceiling on N x N matrices instead.\n");
 }
 
@@ -204,7 +228,10 @@ int main(int argc, char **argv)
                (long long)r->parameters, r->peak_rss_mb, r->graphed ? "true" : "false",
                (long long)r->graph_replays, r->graph_note, r->backend,
                static_split ? "true" : "false");
-        if (profile) print_profile(r);
+        if (profile) {
+            print_profile(r);
+            print_products(r);
+        }
     } else {
         fprintf(stderr, "bench_step: %s\n", err.message);
     }

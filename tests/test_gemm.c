@@ -3,7 +3,7 @@
  * backend's gemm and gemm_ep entries split across threads with bit-identical results; the
  * epilogue's residual and activations (forward, and the derivative for the backward pass)
  * against the reference, also as a backend without its own gemm_ep computes it (gemm, then
- * the element-wise entries). */
+ * the element-wise entries); the product profile's entries. */
 #include "testutil.h"
 
 #include "backend/cpu/cpu.h"
@@ -415,6 +415,84 @@ static void test_linear_wgrad(void)
     tb_backend_destroy(bes[1]);
 }
 
+/* The entry of prof with this shape and epilogue, or NULL. */
+static const tb_product_profile *find_entry(const tb_product_profile *prof, int n, bool ta,
+                                            bool tb, int m, int nn, int k, int batch,
+                                            const char *ep)
+{
+    for (int i = 0; i < n; i++)
+        if (prof[i].trans_a == ta && prof[i].trans_b == tb && prof[i].m == m &&
+            prof[i].n == nn && prof[i].k == k && prof[i].batch == batch &&
+            strcmp(prof[i].epilogue, ep) == 0)
+            return &prof[i];
+    return NULL;
+}
+
+/* The product profile: each entry's calls charged to its shape and epilogue while it is on
+ * (a gemm_ep made of a gemm and passes counted once), nothing while it is off, largest total
+ * first, the products' bits unchanged, and clear empties it. */
+static void test_product_profile(void)
+{
+    tb_backend *be = backend(2);
+    tb_error err = {0};
+    enum { M = 64, N = 48, K = 32, ROWS = 40, IN = 30, OUT = 20 };
+    float *a = malloc(sizeof(float) * 3 * M * K), *b = malloc(sizeof(float) * 3 * K * N);
+    float *c = malloc(sizeof(float) * 3 * M * N), *c0 = malloc(sizeof(float) * M * N);
+    float *x = malloc(sizeof(float) * M * N), *bias = malloc(sizeof(float) * N);
+    float *dw = malloc(sizeof(float) * OUT * IN), *db = malloc(sizeof(float) * OUT);
+    tb_rng rng = tb_rng_make(61, 0);
+    tb_rng_fill_uniform(&rng, a, 3 * M * K, -1.0f, 1.0f);
+    tb_rng_fill_uniform(&rng, b, 3 * K * N, -1.0f, 1.0f);
+    tb_rng_fill_uniform(&rng, x, M * N, -2.0f, 2.0f);
+    tb_rng_fill_uniform(&rng, bias, N, -1.0f, 1.0f);
+    be->ops.gemm(be, false, false, M, N, K, 1.0f, a, K, b, N, 0.0f, c0, N); /* off */
+    CHECK(tb_backend_product_profile(be, NULL, 0) == 0);
+    if (!CHECK_OK(tb_backend_set_product_profiling(be, true, &err), &err)) return;
+    for (int i = 0; i < 2; i++) be->ops.gemm(be, false, false, M, N, K, 1.0f, a, K, b, N, 0.0f, c, N);
+    CHECK(memcmp(c, c0, sizeof(float) * M * N) == 0);
+    const tb_gemm_epilogue ep = {.bias = bias, .mode = TB_GEMM_ACT_BWD, .act = TB_ACT_GELU,
+                                 .act_x = x};
+    be->ops.gemm_ep(be, false, true, M, N, K, a, K, b, K, &ep, c, N);
+    be->ops.linear_wgrad(be, ROWS, IN, OUT, a, b, dw, false, db, false);
+    be->ops.gemm_batched(be, false, false, M, N, K, 1.0f, a, K, M * K, b, N, K * N, 0.0f, c, N,
+                         M * N, 3);
+    /* a backend whose gemm_ep is a gemm and element-wise passes: its gemm is not charged */
+    CHECK_OK(tb_backend_set_product_profiling(be, false, &err), &err);
+    be->ops.gemm_ep = tb_backend_gemm_ep_by_parts;
+    CHECK_OK(tb_backend_set_product_profiling(be, true, &err), &err);
+    const tb_gemm_epilogue ep2 = {.residual = x};
+    be->ops.gemm_ep(be, false, false, M, N, K, a, K, b, N, &ep2, c, N);
+    CHECK_OK(tb_backend_set_product_profiling(be, false, &err), &err);
+    be->ops.gemm(be, false, false, M, N, K, 1.0f, a, K, b, N, 0.0f, c, N); /* off: not counted */
+
+    tb_product_profile prof[8];
+    const int n = tb_backend_product_profile(be, prof, 8);
+    CHECK(n == 5);
+    const tb_product_profile *g = find_entry(prof, n, false, false, M, N, K, 1, "");
+    const tb_product_profile *e = find_entry(prof, n, false, true, M, N, K, 1, "bias gelu'");
+    const tb_product_profile *w = find_entry(prof, n, true, false, OUT, IN, ROWS, 1, "bias sums");
+    const tb_product_profile *bt = find_entry(prof, n, false, false, M, N, K, 3, "");
+    const tb_product_profile *r = find_entry(prof, n, false, false, M, N, K, 1, "residual");
+    CHECK(g && g->calls == 2 && g->best_s > 0.0 && g->best_s <= g->total_s / 2.0);
+    CHECK(e && e->calls == 1 && e->best_s == e->total_s);
+    CHECK(w && w->calls == 1);
+    CHECK(bt && bt->calls == 1);
+    CHECK(r && r->calls == 1);
+    for (int i = 1; i < n && i < 8; i++) CHECK(prof[i - 1].total_s >= prof[i].total_s);
+    CHECK(tb_backend_product_profile_dropped(be) == 0);
+    tb_backend_product_profile_clear(be);
+    CHECK(tb_backend_product_profile(be, prof, 8) == 0);
+    free(a);
+    free(b);
+    free(c);
+    free(c0);
+    free(x);
+    free(bias);
+    free(dw);
+    free(db);
+    tb_backend_destroy(be);
+}
+
 int main(void)
 {
     test_against_reference();
@@ -422,5 +500,6 @@ int main(void)
     test_backend_split();
     test_epilogue();
     test_linear_wgrad();
+    test_product_profile();
     return tb_test_finish("test_gemm");
 }

@@ -132,6 +132,34 @@ void tb_backend_step_free(tb_backend *be, void *ptr);
  * values. TB_ERR_INVALID inside a capture; TB_ERR_INTERNAL if the copy failed. */
 tb_status tb_backend_step_upload(tb_backend *be, tb_error *err);
 
+/* Per-product time profile (a diagnostic: which of a step's matrix products run below the
+ * machine's ceiling, and by how much the mean call trails the fastest?). While enabled, every
+ * product the backend's matrix entries compute (gemm, a gemm with an epilogue, a linear
+ * layer's weight gradient, a batch of products) is timed, the backend synchronised before and
+ * after it so device work is included, and charged to its entry: one per distinct shape and
+ * epilogue. Products a kernel computes inside another op (a convolution's, attention's) are
+ * that op's time, not listed here. Sums accumulate until cleared; the first 64 distinct
+ * entries are kept and later calls of other shapes are only counted (dropped_calls). */
+typedef struct tb_product_profile {
+    bool trans_a, trans_b;
+    int m, n, k;
+    int batch;          /* products per call (1 but for batched calls) */
+    char epilogue[40];  /* what the call applied besides the product: "bias", "residual", an
+                           activation ("gelu") or its derivative ("gelu'"), "bias sums" (a
+                           weight gradient's), "acc" (added to C), or "" */
+    int64_t calls;
+    double total_s, best_s; /* all calls' seconds, and the fastest call's */
+} tb_product_profile;
+
+/* Turns the profile on or off (off keeps what was recorded). TB_ERR_NOMEM when the table
+ * cannot be allocated. */
+tb_status tb_backend_set_product_profiling(tb_backend *be, bool enabled, tb_error *err);
+/* Copies up to cap entries, largest total time first; returns the number of entries. */
+int tb_backend_product_profile(const tb_backend *be, tb_product_profile *out, int cap);
+/* Calls not charged to an entry because the table was full. */
+int64_t tb_backend_product_profile_dropped(const tb_backend *be);
+void tb_backend_product_profile_clear(tb_backend *be);
+
 #ifdef __cplusplus
 }
 #endif

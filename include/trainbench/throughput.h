@@ -42,6 +42,7 @@ extern "C" {
 
 #define TB_THROUGHPUT_MAX_WINDOWS 256
 #define TB_THROUGHPUT_PROFILE_MAX 32
+#define TB_THROUGHPUT_PRODUCTS_MAX 64
 
 typedef struct tb_throughput_progress {
     int window;            /* windows completed; 0 at the end of the warm-up */
@@ -74,7 +75,8 @@ typedef struct tb_throughput_config {
                                      dropped */
     bool check_loss;              /* the validation check (above) */
     bool cuda_graph;              /* capture one step as a CUDA graph and replay it (step.h) */
-    bool profile;                 /* per-op times of the timed steps into result->profile */
+    bool profile;                 /* per-op times of the timed steps into result->profile,
+                                     and per-product times into result->products */
     tb_throughput_progress_fn progress; /* optional: after the warm-up and every window */
     void *progress_user;
     tb_dist *dist;                /* data-parallel across the ranks of an MPI job (NULL or a
@@ -115,6 +117,10 @@ typedef struct tb_throughput_result {
     char reason[256];
     tb_op_profile profile[TB_THROUGHPUT_PROFILE_MAX]; /* largest total time first */
     int profile_ops;
+    /* the timed steps' matrix products by shape and epilogue, largest total time first
+     * (tb_backend_product_profile) */
+    tb_product_profile products[TB_THROUGHPUT_PRODUCTS_MAX];
+    int product_entries;
     int ranks;                    /* the ranks that ran it data-parallel (1: one process) */
 } tb_throughput_result;
 

@@ -144,6 +144,7 @@ void tb_backend_destroy(tb_backend *be)
 {
     if (!be) return;
     step_block_release(be);
+    tb_product_prof_free(be);
     if (be->destroy) be->destroy(be);
     free(be);
 }

@@ -389,7 +389,11 @@ struct tb_backend {
     bool capturing;      /* between tb_backend_capture_begin and _end (set by backend.c; the
                             one record of an open capture, backends read it) */
     tb_step_block step;  /* per-step scalars (managed by backend.c) */
+    struct tb_product_prof *prof; /* the product profile (product_profile.c); NULL: never on */
 };
+
+/* Frees the product profile (tb_backend_destroy). */
+void tb_product_prof_free(tb_backend *be);
 
 /* While be is capturing a graph, the device address of host pointer p when p lies in be's step
  * block (a device mirror exists); NULL otherwise, meaning: read *p now. */

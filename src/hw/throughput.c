@@ -194,7 +194,12 @@ static tb_status windows(run *r, bool *ok, tb_error *err)
     tb_throughput_result *res = r->res;
     tb_backend *be = tb_run_backend(r->run);
     tb_backend_sync(be);
-    if (c->profile) tb_tape_set_profiling(tb_run_tape(r->run), true);
+    if (c->profile) {
+        tb_tape_set_profiling(tb_run_tape(r->run), true);
+        tb_status pst = tb_backend_set_product_profiling(be, true, err);
+        if (pst != TB_OK) return pst;
+        tb_backend_product_profile_clear(be); /* the timed steps' alone */
+    }
     const double t0 = tb_monotonic_s(), c0 = cpu_s();
     const uint64_t f0 = tb_backend_gemm_flops(be);
     double t_open = t0;
@@ -226,6 +231,13 @@ static tb_status windows(run *r, bool *ok, tb_error *err)
     if (c->profile) res->profile_ops = tb_tape_profile(tb_run_tape(r->run), res->profile,
                                                        TB_THROUGHPUT_PROFILE_MAX);
     if (res->profile_ops > TB_THROUGHPUT_PROFILE_MAX) res->profile_ops = TB_THROUGHPUT_PROFILE_MAX;
+    if (c->profile) {
+        tb_backend_set_product_profiling(be, false, NULL); /* off: never fails */
+        res->product_entries =
+            tb_backend_product_profile(be, res->products, TB_THROUGHPUT_PRODUCTS_MAX);
+        if (res->product_entries > TB_THROUGHPUT_PRODUCTS_MAX)
+            res->product_entries = TB_THROUGHPUT_PRODUCTS_MAX;
+    }
     return st;
 }
 
