@@ -48,6 +48,9 @@ typedef struct tb_interval {
     double lo, hi;
 } tb_interval;
 
+/* Sorts x[0..n) ascending (infinities at the ends; a NaN has no defined place). */
+void tb_stats_sort(double *x, int64_t n);
+
 /* The type-7 quantile of an ascending sorted[0..n), n >= 1, p in [0, 1]: with h = (n-1) p
  * and f = h - floor h, (1 - f) sorted[floor h] + f sorted[floor h + 1] (in this form, which
  * does not overflow for finite values; between the two, equal to them when they are equal).

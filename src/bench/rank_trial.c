@@ -65,7 +65,6 @@ tb_status tb_rank_trial_share(const char *store_path, int64_t trial_id,
     atomic_init(&sh->hb.ready, 0);
     atomic_init(&sh->failed, 0);
     sh->trial_id = trial_id;
-    sh->ranks = opts->ranks_per_trial;
     sh->opts = *opts;
     sh->opts.data_dir = sh->opts.cache_dir = sh->opts.cpus = NULL;
     tb_status st = copy_text(sh->store, sizeof sh->store, store_path, "the store's path", err);
@@ -132,7 +131,7 @@ void tb_rank_trial_exec(tb_rank_trial_shared *sh, const char *path)
     exe[n] = 0;
     scrub_environment();
     char np[16];
-    snprintf(np, sizeof np, "%d", sh->ranks);
+    snprintf(np, sizeof np, "%d", sh->opts.ranks_per_trial);
     char root[] = "--allow-run-as-root", mpirun[] = "mpirun", npflag[] = "-np",
          bind[] = "--bind-to", none[] = "none", cmd[] = "bench-trial";
     /* no binding: the trial's ranks keep the CPUs the benchmark gave its process (--cpus) */
@@ -150,7 +149,8 @@ void tb_rank_trial_exec(tb_rank_trial_shared *sh, const char *path)
     argv[k] = NULL;
     execvp(mpirun, argv);
     tb_fail(&sh->err, errno == ENOENT ? TB_ERR_MISSING : TB_ERR_IO,
-            "--ranks-per-trial %d: cannot start mpirun: %s", sh->ranks, strerror(errno));
+            "--ranks-per-trial %d: cannot start mpirun: %s", sh->opts.ranks_per_trial,
+            strerror(errno));
     atomic_store(&sh->failed, 1);
     _exit(2);
 }
@@ -185,10 +185,10 @@ static tb_status map_shared(const char *file, tb_rank_trial_shared **out, tb_err
 static tb_status run_ranks(tb_rank_trial_shared *sh, tb_dist *d, tb_error *err)
 {
     const bool root = tb_dist_rank(d) == 0;
-    tb_status st = tb_dist_size(d) == sh->ranks
+    tb_status st = tb_dist_size(d) == sh->opts.ranks_per_trial
                        ? TB_OK
                        : tb_fail(err, TB_ERR_INVALID, "bench-trial: started as %d ranks, the "
-                                 "trial wants %d", tb_dist_size(d), sh->ranks);
+                                 "trial wants %d", tb_dist_size(d), sh->opts.ranks_per_trial);
     tb_submission_ref *ref = NULL;
     if (st == TB_OK) st = tb_submission_load(sh->submission, NULL, &ref, err);
     st = tb_dist_agree(d, st, NULL, err);

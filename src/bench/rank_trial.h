@@ -16,8 +16,8 @@ typedef struct tb_rank_trial_shared {
     _Atomic int failed;      /* set by rank 0 when it could not start or record: err says why */
     tb_error err;
     int64_t trial_id;
-    int ranks;
-    tb_trial_options opts;   /* its strings below (opts' pointers are not used) */
+    tb_trial_options opts;   /* ranks_per_trial R; its strings below (opts' pointers are
+                                not used) */
     char store[1024], submission[1024], data_dir[1024], cache_dir[1024];
 } tb_rank_trial_shared;
 

@@ -3,15 +3,10 @@
  * (tb_run_step's host seconds), so that a slow upstream can be stated as a multiple of it
  * (tb_upstream_delay_for). */
 #include "trainbench/run.h"
+#include "trainbench/stats.h"
 
 #include <math.h>
 #include <stdlib.h>
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
 
 tb_status tb_run_measure_step_s(const tb_run_config *config, const tb_step_time_plan *plan,
                                 double *step_s, tb_error *err)
@@ -48,7 +43,7 @@ tb_status tb_run_measure_step_s(const tb_run_config *config, const tb_step_time_
     }
     tb_run_destroy(r);
     if (st != TB_OK) return tb_error_prefix(err, "measuring the step time");
-    qsort(windows, (size_t)plan->windows, sizeof windows[0], cmp_double);
+    tb_stats_sort(windows, plan->windows);
     const int n = plan->windows;
     *step_s = n % 2 ? windows[n / 2] : 0.5 * (windows[n / 2 - 1] + windows[n / 2]);
     return TB_OK;

@@ -1,16 +1,11 @@
 /* score.c: AlgoPerf's benchmark score in its exact closed form, performance profiles, medians
  * with misses, and the geometric-mean speedup (docs/MATH.md section 1). */
 #include "trainbench/score.h"
+#include "trainbench/stats.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
 
 double tb_score_median(const double *x, int n)
 {
@@ -18,7 +13,7 @@ double tb_score_median(const double *x, int n)
     double *c = malloc((size_t)n * sizeof *c);
     if (!c) return NAN;
     memcpy(c, x, (size_t)n * sizeof *c);
-    qsort(c, (size_t)n, sizeof *c, cmp_double);
+    tb_stats_sort(c, n);
     double m = n % 2 ? c[n / 2] : 0.5 * (c[n / 2 - 1] + c[n / 2]);
     free(c);
     return m;

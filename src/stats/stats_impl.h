@@ -12,8 +12,6 @@ tb_status tb_stats_check_finite(const double *x, int64_t n, const char *what, tb
  * otherwise. */
 tb_status tb_stats_check_bootstrap(const tb_bootstrap_options *opts, tb_error *err);
 
-/* Sorts x[0..n) ascending (no NaN allowed). */
-void tb_stats_sort(double *x, int64_t n);
 
 
 /* The percentile interval of replicates[0..k): sorts them, then the type-7 alpha/2 and

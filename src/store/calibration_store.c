@@ -5,6 +5,7 @@
  * are: the schema version stays, a store without it opens as before (it has no windows), and
  * a build without it ignores it. */
 #include "store/store_impl.h"
+#include "trainbench/stats.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -130,12 +131,6 @@ tb_status tb_store_calibrations(tb_store *s, const char *benchmark, tb_calibrati
     return TB_OK;
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 double tb_calibration_step_s(const tb_calibration_record *w, int n, const char *workload)
 {
     if (!w || n < 1 || !workload) return NAN;
@@ -145,7 +140,7 @@ double tb_calibration_step_s(const tb_calibration_record *w, int n, const char *
     for (int i = 0; i < n; i++)
         if (strcmp(w[i].workload, workload) == 0 && w[i].steps > 0 && w[i].seconds > 0)
             x[k++] = w[i].seconds / (double)w[i].steps;
-    qsort(x, (size_t)k, sizeof *x, cmp_double);
+    tb_stats_sort(x, k);
     double m = k == 0 ? NAN : k % 2 ? x[k / 2] : 0.5 * (x[k / 2 - 1] + x[k / 2]);
     free(x);
     return m;

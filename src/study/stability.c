@@ -5,6 +5,7 @@
  * against 1 within a tolerance. */
 #include "study/study_impl.h"
 #include "trainbench/study_plan.h"
+#include "trainbench/stats.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -15,12 +16,6 @@ double tb_study_sharpness_ratio(const tb_study_sharpness_point *p)
     return p && isfinite(p->threshold) && p->threshold > 0 && isfinite(p->pre_max)
                ? p->pre_max / p->threshold
                : NAN;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    const double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
 }
 
 tb_status tb_study_stability_row_of(const tb_study_sharpness_curve *curves, int runs,
@@ -55,7 +50,7 @@ tb_status tb_study_stability_row_of(const tb_study_sharpness_curve *curves, int 
         }
     }
     if (out->n > 0) {
-        qsort(x, (size_t)out->n, sizeof *x, cmp_double);
+        tb_stats_sort(x, out->n);
         out->median = tb_quantile_sorted(x, out->n, 0.5);
         out->lo = x[0];
         out->hi = x[out->n - 1];
