@@ -183,10 +183,12 @@ static void test_backend_split(void)
      * one block of A (A given transposed: its panels packed once, the last block's rows
      * rounded up to whole panels); then by rows and by columns with the
      * operand every block reads past GEMM_SHARED_MAX (one block per thread), not transposed
-     * only (their k makes them slow) */
+     * only (their k makes them slow); last, by columns with A's rows 2 KB apart (copied once
+     * to another stride for all blocks when A is not transposed) */
     static const int shapes[][3] = {{1100, 200, 128}, {96, 700, 300},   {40, 40, 40},
                                     {1000, 70, 300},  {1030, 1028, 40}, {120, 900, 520},
-                                    {200, 900, 300},  {8, 8, 262200},    {16, 64, 131100}};
+                                    {200, 900, 300},  {8, 8, 262200},    {16, 64, 131100},
+                                    {100, 640, 1024}};
     tb_rng rng = tb_rng_make(12, TB_STREAM_INIT);
     for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
         for (int t = 0; t < (shapes[s][2] > 10000 ? 1 : 4); t++)

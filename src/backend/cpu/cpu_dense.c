@@ -3,6 +3,7 @@
 #include "backend/cpu/cpu.h"
 
 #include <math.h>
+#include <string.h>
 
 #include <omp.h>
 
@@ -63,6 +64,8 @@ typedef struct gemm_args {
     const tb_gemm_epilogue *ep;
     float *c, *at_sums;
     tb_cpu_gemm_shared shared; /* what every block reads in full, packed once */
+    const float *a_rows;       /* or A's rows copied to the stride lda_rows (PACK_A_ROWS) */
+    int lda_rows;
 } gemm_args;
 
 /* The scratch for the operand packed once (floats, as tb_cpu_gemm_packed_*_floats give)
@@ -86,7 +89,7 @@ static float *shared_scratch(tb_backend *be, int64_t floats)
 /* The operand every block of a split reads in full and would pack itself: B of a split of
  * C's rows; of a split of its columns, A computed transposed (as C^T's B) or A^T's panels.
  * The threads pack it once together instead (the same panels: the same bits). */
-typedef enum { PACK_NONE, PACK_B, PACK_A_AS_B, PACK_AT } shared_kind;
+typedef enum { PACK_NONE, PACK_B, PACK_A_AS_B, PACK_AT, PACK_A_ROWS } shared_kind;
 
 typedef struct shared_pack {
     shared_kind kind;
@@ -94,7 +97,22 @@ typedef struct shared_pack {
     float *scratch; /* where it goes: g->shared.b or .at */
 } shared_pack;
 
-/* Which operand g's blocks share, with its scratch set in g->shared. */
+/* A row stride of at least k floats that is not a multiple of 2 KB (A_ROWS_PAD). */
+static int padded_stride(int k)
+{
+    const int ld = (k + 15) / 16 * 16 + 16;
+    return ld % 512 == 0 ? ld + 16 : ld;
+}
+
+/* Which operand g's blocks share, with its scratch set in g->shared (or g->a_rows). A split
+ * of C's columns whose A (not transposed) has rows a multiple of 2 KB apart gets A's rows
+ * copied once to a stride that is not (A_ROWS_PAD): each block reads all of A, and a
+ * block's few columns make it read A in place (cpu_gemm.c, block()), where 12 rows at such a
+ * stride crowd a few L1 sets; the MLP's 128 x 1024 x 1024 input gradient, 8 blocks of 128
+ * columns, ran 8-12% slower than with one block per thread, which copies (harness around
+ * gemm_ep, 2 threads, operands from memory). */
+#define A_ROWS_PAD 512
+#define A_ROWS_UNIT 16 /* rows a unit of the copy */
 static shared_pack plan_shared(tb_backend *be, gemm_args *g)
 {
     shared_pack sp = {PACK_NONE, 0, NULL};
@@ -102,6 +120,9 @@ static shared_pack plan_shared(tb_backend *be, gemm_args *g)
     if (g->rows && !g->transposed) sp.kind = PACK_B;
     else if (!g->rows && g->transposed) sp.kind = PACK_A_AS_B;
     else if (!g->rows && g->ta) sp.kind = PACK_AT;
+#ifdef TB_CPU_GEMM_TILES
+    else if (!g->rows && g->lda % A_ROWS_PAD == 0) sp.kind = PACK_A_ROWS;
+#endif
     if (sp.kind == PACK_B || sp.kind == PACK_A_AS_B) {
         const int pn = sp.kind == PACK_B ? g->n : g->m;
         sp.scratch = shared_scratch(be, tb_cpu_gemm_packed_b_floats(g->k, pn));
@@ -111,6 +132,12 @@ static shared_pack plan_shared(tb_backend *be, gemm_args *g)
         sp.scratch = shared_scratch(be, tb_cpu_gemm_packed_at_floats(g->k, g->m));
         sp.units = sp.scratch ? tb_cpu_gemm_pack_at_units(g->k, g->m) : 0;
         g->shared.at = sp.scratch;
+    } else if (sp.kind == PACK_A_ROWS) {
+        const int ld = padded_stride(g->k);
+        sp.scratch = shared_scratch(be, (int64_t)g->m * ld);
+        sp.units = sp.scratch ? (g->m + A_ROWS_UNIT - 1) / A_ROWS_UNIT : 0;
+        g->a_rows = sp.scratch;
+        g->lda_rows = ld;
     }
     return sp;
 }
@@ -118,6 +145,13 @@ static shared_pack plan_shared(tb_backend *be, gemm_args *g)
 /* Unit u of the shared operand into its scratch. */
 static void pack_shared_unit(const gemm_args *g, const shared_pack *sp, int u)
 {
+    if (sp->kind == PACK_A_ROWS) { /* rows [A_ROWS_UNIT u, + A_ROWS_UNIT) as they are */
+        const int r1 = (u + 1) * A_ROWS_UNIT < g->m ? (u + 1) * A_ROWS_UNIT : g->m;
+        for (int r = u * A_ROWS_UNIT; r < r1; r++)
+            memcpy(sp->scratch + (int64_t)r * g->lda_rows, g->a + (int64_t)r * g->lda,
+                   (size_t)g->k * sizeof(float));
+        return;
+    }
     if (sp->kind == PACK_B)
         tb_cpu_gemm_pack_b_unit(g->tb, g->k, g->n, g->b, g->ldb, u, sp->scratch);
     else if (sp->kind == PACK_A_AS_B) /* C^T = B A^T: A [m, k] is its B, transposed */
@@ -148,7 +182,8 @@ static void gemm_block(tb_backend *be, int id, const gemm_args *g, int i, int bl
                  tb_cpu_gemm_ep_at(g->ep, x0, 0, g->ldc, &at), g->c + (int64_t)x0 * g->ldc,
                  g->ldc, g->at_sums ? g->at_sums + x0 : NULL, g->transposed, &g->shared);
     else
-        gemm_one(be, id, g->own, g->ta, g->tb, g->m, x1 - x0, g->k, g->alpha, g->a, g->lda,
+        gemm_one(be, id, g->own, g->ta, g->tb, g->m, x1 - x0, g->k, g->alpha,
+                 g->a_rows ? g->a_rows : g->a, g->a_rows ? g->lda_rows : g->lda,
                  g->tb ? g->b + (int64_t)x0 * g->ldb : g->b + x0, g->ldb, g->beta,
                  tb_cpu_gemm_ep_at(g->ep, 0, x0, g->ldc, &at), g->c + x0, g->ldc,
                  x0 == 0 ? g->at_sums : NULL, /* every block reads all of A: one sums */
@@ -173,7 +208,7 @@ static void gemm_run(tb_backend *be, bool ta, bool tb, int m, int n, int k, floa
         return;
     }
     gemm_args g = {own, ta, tb, transposed, m >= n, m, n, k, lda, ldb, ldc, alpha, beta,
-                   a, b, ep, c, at_sums, {NULL, NULL}};
+                   a, b, ep, c, at_sums, {NULL, NULL}, NULL, 0};
     const int64_t side = g.rows ? m : (n + TB_CPU_GEMM_NR - 1) / TB_CPU_GEMM_NR;
     int64_t blocks = (int64_t)GEMM_BLOCKS_PER_THREAD * threads;
     if (blocks > size / GEMM_BLOCK_MIN) blocks = size / GEMM_BLOCK_MIN;
