@@ -88,20 +88,25 @@ static float *shared_scratch(tb_backend *be, int64_t floats)
 
 /* The operand every block of a split reads in full and would pack itself: B of a split of
  * C's rows; of a split of its columns, A computed transposed (as C^T's B) or A^T's panels.
- * The threads pack it once together instead (the same panels: the same bits). */
+ * The threads pack it once together instead (the same panels: the same bits). Or, for a
+ * split of columns whose A has rows a multiple of 2 KB apart, A's rows copied as they are to
+ * a padded stride (PACK_A_ROWS, plan_shared says why). */
 typedef enum { PACK_NONE, PACK_B, PACK_A_AS_B, PACK_AT, PACK_A_ROWS } shared_kind;
 
 typedef struct shared_pack {
     shared_kind kind;
     int units;      /* 0: nothing to pack (none shared, or no scratch for it) */
-    float *scratch; /* where it goes: g->shared.b or .at */
+    float *scratch; /* where it goes: g->shared.b or .at, or g->a_rows */
 } shared_pack;
 
-/* A row stride of at least k floats that is not a multiple of 2 KB (A_ROWS_PAD). */
+#define A_ROWS_PAD 512   /* floats: 2 KB */
+#define A_ROWS_UNIT 16   /* rows a unit of the copy */
+
+/* A row stride of at least k floats that is not a multiple of A_ROWS_PAD. */
 static int padded_stride(int k)
 {
     const int ld = (k + 15) / 16 * 16 + 16;
-    return ld % 512 == 0 ? ld + 16 : ld;
+    return ld % A_ROWS_PAD == 0 ? ld + 16 : ld;
 }
 
 /* Which operand g's blocks share, with its scratch set in g->shared (or g->a_rows). A split
@@ -111,8 +116,6 @@ static int padded_stride(int k)
  * stride crowd a few L1 sets; the MLP's 128 x 1024 x 1024 input gradient, 8 blocks of 128
  * columns, ran 8-12% slower than with one block per thread, which copies (harness around
  * gemm_ep, 2 threads, operands from memory). */
-#define A_ROWS_PAD 512
-#define A_ROWS_UNIT 16 /* rows a unit of the copy */
 static shared_pack plan_shared(tb_backend *be, gemm_args *g)
 {
     shared_pack sp = {PACK_NONE, 0, NULL};
