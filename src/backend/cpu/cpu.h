@@ -125,6 +125,10 @@ static inline float tb_cpu_tanhf(float x)
 }
 
 /* ---- cpu_gemm.c: the backend's own sgemm ---- */
+/* Whether rows of A lda floats apart crowd a few L1 sets when a tile reads 12 of them in place
+ * (a stride that is a multiple of 2 KB): block() (cpu_gemm.c) then copies a panel that serves
+ * many tiles, and a split of C's columns copies all of A once for its blocks (cpu_dense.c). */
+static inline bool tb_cpu_gemm_crowded_stride(int64_t lda) { return lda % 512 == 0; }
 /* Blocking: micro tile MR x NR, K blocks of KC, A blocks of MC rows, B blocks of NC columns. */
 enum {
     TB_CPU_GEMM_MR = 12,

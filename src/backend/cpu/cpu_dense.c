@@ -3,6 +3,7 @@
 #include "backend/cpu/cpu.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <omp.h>
@@ -99,23 +100,23 @@ typedef struct shared_pack {
     float *scratch; /* where it goes: g->shared.b or .at, or g->a_rows */
 } shared_pack;
 
-#define A_ROWS_PAD 512   /* floats: 2 KB */
-#define A_ROWS_UNIT 16   /* rows a unit of the copy */
+#define A_ROWS_UNIT 16 /* rows a unit of the copy */
 
-/* A row stride of at least k floats that is not a multiple of A_ROWS_PAD. */
+/* A row stride of at least k floats that crowds no L1 sets (tb_cpu_gemm_crowded_stride). */
 static int padded_stride(int k)
 {
     const int ld = (k + 15) / 16 * 16 + 16;
-    return ld % A_ROWS_PAD == 0 ? ld + 16 : ld;
+    return tb_cpu_gemm_crowded_stride(ld) ? ld + 16 : ld;
 }
 
 /* Which operand g's blocks share, with its scratch set in g->shared (or g->a_rows). A split
  * of C's columns whose A (not transposed) has rows a multiple of 2 KB apart gets A's rows
- * copied once to a stride that is not (A_ROWS_PAD): each block reads all of A, and a
- * block's few columns make it read A in place (cpu_gemm.c, block()), where 12 rows at such a
- * stride crowd a few L1 sets; the MLP's 128 x 1024 x 1024 input gradient, 8 blocks of 128
- * columns, ran 8-12% slower than with one block per thread, which copies (harness around
- * gemm_ep, 2 threads, operands from memory). */
+ * copied once to a stride that is not (tb_cpu_gemm_crowded_stride): each block reads all of
+ * A, and a block's few columns make it read A in place (cpu_gemm.c, block()), where 12 rows
+ * at such a stride crowd a few L1 sets (OpenBLAS, without the own kernel: no copy); the
+ * MLP's 128 x 1024 x 1024 input gradient, 8 blocks of 128 columns, ran 8-12% slower than with
+ * one block per thread, which copies (harness around gemm_ep, 2 threads, operands from
+ * memory). */
 static shared_pack plan_shared(tb_backend *be, gemm_args *g)
 {
     shared_pack sp = {PACK_NONE, 0, NULL};
@@ -124,7 +125,7 @@ static shared_pack plan_shared(tb_backend *be, gemm_args *g)
     else if (!g->rows && g->transposed) sp.kind = PACK_A_AS_B;
     else if (!g->rows && g->ta) sp.kind = PACK_AT;
 #ifdef TB_CPU_GEMM_TILES
-    else if (!g->rows && g->lda % A_ROWS_PAD == 0) sp.kind = PACK_A_ROWS;
+    else if (!g->rows && tb_cpu_gemm_crowded_stride(g->lda)) sp.kind = PACK_A_ROWS;
 #endif
     if (sp.kind == PACK_B || sp.kind == PACK_A_AS_B) {
         const int pn = sp.kind == PACK_B ? g->n : g->m;
@@ -145,17 +146,21 @@ static shared_pack plan_shared(tb_backend *be, gemm_args *g)
     return sp;
 }
 
+/* Rows [A_ROWS_UNIT u, + A_ROWS_UNIT) of A, as they are, to the stride g->lda_rows. */
+static void copy_a_rows_unit(const gemm_args *g, int u, float *dst)
+{
+    const int r1 = (u + 1) * A_ROWS_UNIT < g->m ? (u + 1) * A_ROWS_UNIT : g->m;
+    for (int r = u * A_ROWS_UNIT; r < r1; r++)
+        memcpy(dst + (int64_t)r * g->lda_rows, g->a + (int64_t)r * g->lda,
+               (size_t)g->k * sizeof(float));
+}
+
 /* Unit u of the shared operand into its scratch. */
 static void pack_shared_unit(const gemm_args *g, const shared_pack *sp, int u)
 {
-    if (sp->kind == PACK_A_ROWS) { /* rows [A_ROWS_UNIT u, + A_ROWS_UNIT) as they are */
-        const int r1 = (u + 1) * A_ROWS_UNIT < g->m ? (u + 1) * A_ROWS_UNIT : g->m;
-        for (int r = u * A_ROWS_UNIT; r < r1; r++)
-            memcpy(sp->scratch + (int64_t)r * g->lda_rows, g->a + (int64_t)r * g->lda,
-                   (size_t)g->k * sizeof(float));
-        return;
-    }
-    if (sp->kind == PACK_B)
+    if (sp->kind == PACK_A_ROWS)
+        copy_a_rows_unit(g, u, sp->scratch);
+    else if (sp->kind == PACK_B)
         tb_cpu_gemm_pack_b_unit(g->tb, g->k, g->n, g->b, g->ldb, u, sp->scratch);
     else if (sp->kind == PACK_A_AS_B) /* C^T = B A^T: A [m, k] is its B, transposed */
         tb_cpu_gemm_pack_b_unit(true, g->k, g->m, g->a, g->lda, u, sp->scratch);

@@ -392,7 +392,7 @@ static void block(bool ta, int mc, int nc, int kc, const float *a, int lda, cons
      * only over many tiles (measured, 1 thread: 128 x 1024 x 1024 ran 144 GFLOP/s copied,
      * 113 in place; 2048 x 128 x 512, 149 copied and 160 in place; 2048 x 64 x 512, 126-134
      * copied and 151-155 in place) */
-    const bool in_place = lda % 512 != 0 || nc <= 8 * NR;
+    const bool in_place = !tb_cpu_gemm_crowded_stride(lda) || nc <= 8 * NR;
     for (int ir = 0; ir < mc; ir += MR) {
         const int mr = mc - ir < MR ? mc - ir : MR;
         const float *ar = packed ? ap + (int64_t)(ir / MR) * kc * MR : a + (int64_t)ir * lda;
@@ -514,8 +514,9 @@ static void store_transposed(int m, int nc, const float *ct, float beta,
 {
     const __m512 vb = _mm512_set1_ps(beta);
     for (int i0 = 0; i0 < m; i0 += 16) {
+        const int mi = m - i0 < 16 ? m - i0 : 16; /* the strip's rows */
         for (int j0 = 0; j0 < nc; j0 += 16) {
-            const int mi = m - i0 < 16 ? m - i0 : 16, nj = nc - j0 < 16 ? nc - j0 : 16;
+            const int nj = nc - j0 < 16 ? nc - j0 : 16;
             const __mmask16 rows = tb_cpu_lanes(mi), cols = tb_cpu_lanes(nj);
             __m512 r[16];
             for (int q = 0; q < 16; q++) /* r[q]: C's column j0 + q, rows i0 ... */
@@ -531,8 +532,7 @@ static void store_transposed(int m, int nc, const float *ct, float beta,
             }
         }
         if (ep && ep->mode != TB_GEMM_ACT_NONE) /* the strip's rows at once, as in block() */
-            act_rows(ep, m - i0 < 16 ? m - i0 : 16, nc, c + (int64_t)i0 * ldc, ldc,
-                     (int64_t)i0 * ldc);
+            act_rows(ep, mi, nc, c + (int64_t)i0 * ldc, ldc, (int64_t)i0 * ldc);
     }
 }
 
