@@ -102,10 +102,12 @@ static bool agrees(const problem *p, const float *c, const float *ref, double sc
 
 static void test_against_reference(void)
 {
-    /* below, at and past the micro tile (12 x 32), the K block (256), the A block (96 rows)
-     * and the B block (1024 columns); tall, wide and deep products */
+    /* below, at and past the micro tile (12 x 32 with AVX-512, 6 x 16 with AVX2), the K
+     * block (256), the A block (96 rows) and the B block (1024 columns); tall, wide and deep
+     * products */
     static const int shapes[][3] = {
         {1, 1, 1},     {12, 32, 1},    {13, 33, 17},  {11, 31, 255}, {37, 53, 29},
+        {6, 16, 1},    {7, 17, 9},     {5, 15, 250},
         {96, 64, 256}, {97, 65, 257},  {200, 70, 600}, {5, 1030, 3},  {130, 1025, 40},
         {24, 17, 513}, {30, 40, 510}, /* lda 512 (s % 3 = 2): read in place, few tiles */
         /* few rows, more columns (NT computed transposed): column chunks with a tail, rows
@@ -171,7 +173,7 @@ static tb_backend *backend(int threads) { return backend_split(threads, false); 
 /* The backend entries: one thread against two and three (split by rows, or by columns when
  * the product is wider than tall, into blocks the threads take in turn) and two with one block
  * each (static_split), own kernel and OpenBLAS sizes, against the reference, and bit for bit
- * where the own kernel runs (AVX-512 builds). */
+ * where the own kernel runs (AVX-512 and AVX2 builds). */
 static void test_backend_split(void)
 {
     enum { N = 4 };

@@ -3,6 +3,7 @@
 #define TRAINBENCH_CPU_H
 
 #include "backend/backend_impl.h"
+#include "backend/cpu/cpu_vec.h"
 
 #include <stdint.h>
 #include <string.h>
@@ -125,14 +126,27 @@ static inline float tb_cpu_tanhf(float x)
 }
 
 /* ---- cpu_gemm.c: the backend's own sgemm ---- */
-/* Whether rows of A lda floats apart crowd a few L1 sets when a tile reads 12 of them in place
+/* Whether rows of A lda floats apart crowd a few L1 sets when a tile reads MR of them in place
  * (a stride that is a multiple of 2 KB): block() (cpu_gemm.c) then copies a panel that serves
  * many tiles, and a split of C's columns copies all of A once for its blocks (cpu_dense.c). */
 static inline bool tb_cpu_gemm_crowded_stride(int64_t lda) { return lda % 512 == 0; }
-/* Blocking: micro tile MR x NR, K blocks of KC, A blocks of MC rows, B blocks of NC columns. */
+/* Blocking: micro tile MR x NR, K blocks of KC, A blocks of MC rows, B blocks of NC columns.
+ * The tile is two vectors wide and as many rows as leave registers for B's two vectors and
+ * A's broadcast: 12 x 32 (24 accumulators of AVX-512's 32 registers), 6 x 16 with AVX2 (12 of
+ * 16). Without either, the products are OpenBLAS's and these only size a split's blocks. */
+#if defined(TB_CPU_VEC_W) && TB_CPU_VEC_W == 8
+#define TB_CPU_GEMM_TILE_ROWS 6
+#else
+#define TB_CPU_GEMM_TILE_ROWS 12
+#endif
+#ifdef TB_CPU_VEC_W
+#define TB_CPU_GEMM_TILE_COLS (2 * TB_CPU_VEC_W)
+#else
+#define TB_CPU_GEMM_TILE_COLS 32
+#endif
 enum {
-    TB_CPU_GEMM_MR = 12,
-    TB_CPU_GEMM_NR = 32,
+    TB_CPU_GEMM_MR = TB_CPU_GEMM_TILE_ROWS,
+    TB_CPU_GEMM_NR = TB_CPU_GEMM_TILE_COLS,
     TB_CPU_GEMM_KC = 256,
     TB_CPU_GEMM_MC = 96,
     TB_CPU_GEMM_NC = 1024,
@@ -214,7 +228,7 @@ void tb_cpu_act_fwd_rows(tb_act act, int m, int n, const float *x, int64_t ldx, 
 void tb_cpu_act_grad_rows(tb_act act, int m, int n, const float *x, const float *y,
                           int64_t ldxy, float *d, int64_t ldd);
 
-#ifdef __AVX512F__
+#ifdef TB_CPU_VEC_W
 /* The pieces of cpu_gemm.c, for kernels that run their own small products (attention):
  * B [kc, nc] (element (p, j) at b[p rsb + j csb]) packed into panels of NR columns, each
  * [kc, NR] k-major and zero padded, panel q at bp + q kc NR; one MR x NR tile

@@ -2,20 +2,22 @@
  *
  * OpenBLAS reaches its peak on large square products but loses 5-15% on the tall, narrow
  * products of a training step (k = 128 inner dimensions, 128 rows), and a linear layer's bias
- * costs it an extra pass over the output. This is a BLIS-style product with an AVX-512 micro
- * kernel of MR x NR = 12 x 32 (24 accumulators): B is packed once per (KC x NC) block into
- * k-major panels of 32 columns (a 16 x 16 register transpose for a transposed B), A is read
- * in place (copied to a padded stride only where its own stride would crowd a few L1 sets,
- * packed into k-major panels when transposed), and the kernel's epilogue applies alpha, beta,
- * the bias and a residual matrix while the tile is in registers. beta = 0 never reads C. An
- * activation (forward, or its derivative times the product for the backward pass) is applied
- * to each finished tile while it is in L1, saving the pass over C that a separate op makes.
+ * costs it an extra pass over the output. This is a BLIS-style product written once against
+ * cpu_vec.h's vector (16 floats with AVX-512, 8 with AVX2 and FMA): a micro kernel of
+ * MR x NR = 12 x 32 or 6 x 16 (two vectors a row, 24 or 12 accumulators). B is packed once
+ * per (KC x NC) block into k-major panels of NR columns (a vector-square register transpose
+ * for a transposed B), A is read in place (copied to a padded stride only where its own
+ * stride would crowd a few L1 sets, packed into k-major panels when transposed), and the
+ * kernel's epilogue applies alpha, beta, the bias and a residual matrix while the tile is in
+ * registers. beta = 0 never reads C. An activation (forward, or its derivative times the
+ * product for the backward pass) is applied to each finished panel of rows while it is in
+ * cache, saving the pass over C that a separate op makes.
  * A product of few rows with B transposed (a linear layer's forward pass on a batch of 128)
  * is computed as C^T = B A^T, so that the weights are read in place instead of transposed
  * into panels, and C^T is stored transposed with the epilogue (tb_cpu_gemm_transposed).
  *
- * Without AVX-512 (the compiler's target decides) it is OpenBLAS with the bias added first
- * and the residual and activation in passes after it. */
+ * Without either vector (the compiler's target decides) it is OpenBLAS with the bias added
+ * first and the residual and activation in passes after it. */
 #include "backend/cpu/cpu.h"
 
 #include <cblas.h>
@@ -95,7 +97,7 @@ void tb_cpu_col_sums(int64_t rows, int64_t cols, const float *x, int64_t ldx, fl
     }
 }
 
-#ifndef __AVX512F__
+#ifndef TB_CPU_GEMM_TILES
 
 void tb_cpu_sgemm(bool ta, bool tb, int m, int n, int k, float alpha, const float *a, int lda,
                   const float *b, int ldb, float beta, const tb_gemm_epilogue *ep, float *c,
@@ -163,19 +165,19 @@ enum {
     KC = TB_CPU_GEMM_KC,
     MC = TB_CPU_GEMM_MC,
     NC = TB_CPU_GEMM_NC,
+    W = TB_CPU_VEC_W, /* floats a vector (cpu_vec.h): a tile row is two */
     A_STRIDE = TB_CPU_GEMM_KC + 16 /* padded row stride of a copied A block */
 };
 
 #define ALWAYS_INLINE static inline __attribute__((always_inline))
 
-/* The end of an epilogue for one vector of a row of C (lanes m) that holds alpha A B + bias:
- * + beta C (C not read when beta = 0), + the residual r (or NULL), stored. */
-ALWAYS_INLINE void store_vec(__m512 v, __mmask16 m, float beta, __m512 vb, float *c,
-                             const float *r)
+/* The end of an epilogue for one vector of a row of C (its first n lanes) that holds
+ * alpha A B + bias: + beta C (C not read when beta = 0), + the residual r (or NULL), stored. */
+ALWAYS_INLINE void store_vec(tb_vf v, int n, float beta, tb_vf vb, float *c, const float *r)
 {
-    if (beta != 0.0f) v = _mm512_fmadd_ps(vb, _mm512_maskz_loadu_ps(m, c), v);
-    if (r) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(m, r));
-    _mm512_mask_storeu_ps(c, m, v);
+    if (beta != 0.0f) v = tb_vec_fmadd(vb, tb_vec_load_n(c, n), v);
+    if (r) v = tb_vec_add(v, tb_vec_load_n(r, n));
+    tb_vec_store_n(c, n, v);
 }
 
 /* The micro kernel: C[mr, nr] = alpha A B + beta C + bias + R for A [MR, kc] (element (r, p)
@@ -186,30 +188,46 @@ ALWAYS_INLINE void micro(int kc, const float *a, int64_t rsa, int64_t csa, const
                          int64_t rsb, float *c, int64_t ldc, int mr, int nr, float alpha,
                          float beta, const float *bias, const float *res)
 {
-    __m512 acc[MR][2];
+    tb_vf acc[MR][2];
+#if TB_CPU_VEC_W == 8
+    /* AVX2's 16 registers hold the 12 accumulators, B's two vectors and A's broadcast, with
+     * one to spare: alpha and beta are read back from memory after the loop, and B's second
+     * vector is held in a register, where GCC kept alpha and beta across the loop and read B's
+     * second vector from memory in each of its six multiply-adds: 13 loads for 12 of them,
+     * more than the two a cycle the loads can issue */
+    float ab[2] = {alpha, beta};
+    __asm__("" : "+m"(ab));
+#endif
 #pragma GCC unroll 12
-    for (int r = 0; r < MR; r++) acc[r][0] = acc[r][1] = _mm512_setzero_ps();
+    for (int r = 0; r < MR; r++) acc[r][0] = acc[r][1] = tb_vec_zero();
     for (int p = 0; p < kc; p++) {
-        const __m512 b0 = _mm512_loadu_ps(bp + p * rsb), b1 = _mm512_loadu_ps(bp + p * rsb + 16);
+        tb_vf b0 = tb_vec_loadu(bp + p * rsb), b1 = tb_vec_loadu(bp + p * rsb + W);
+#if TB_CPU_VEC_W == 8
+        __asm__("" : "+x"(b0), "+x"(b1));
+#endif
 #pragma GCC unroll 12
         for (int r = 0; r < MR; r++) {
-            const __m512 x = _mm512_set1_ps(a[r * rsa + p * csa]);
-            acc[r][0] = _mm512_fmadd_ps(x, b0, acc[r][0]);
-            acc[r][1] = _mm512_fmadd_ps(x, b1, acc[r][1]);
+            const tb_vf x = tb_vec_set1(a[r * rsa + p * csa]);
+            acc[r][0] = tb_vec_fmadd(x, b0, acc[r][0]);
+            acc[r][1] = tb_vec_fmadd(x, b1, acc[r][1]);
         }
     }
-    const __mmask16 m0 = tb_cpu_lanes(nr), m1 = tb_cpu_lanes(nr - 16);
-    const __m512 va = _mm512_set1_ps(alpha), vb = _mm512_set1_ps(beta);
-    const __m512 bias0 = bias ? _mm512_maskz_loadu_ps(m0, bias) : _mm512_setzero_ps();
-    const __m512 bias1 = bias ? _mm512_maskz_loadu_ps(m1, bias + 16) : _mm512_setzero_ps();
+#if TB_CPU_VEC_W == 8
+    alpha = ab[0], beta = ab[1];
+#endif
+    const int n0 = nr, n1 = nr - W; /* lanes of the tile's two vectors a row */
+    const tb_vf va = tb_vec_set1(alpha), vb = tb_vec_set1(beta);
+    const tb_vf bias0 = bias ? tb_vec_load_n(bias, n0) : tb_vec_zero();
+    const tb_vf bias1 = bias && n1 > 0 ? tb_vec_load_n(bias + W, n1) : tb_vec_zero();
 #pragma GCC unroll 12
     for (int r = 0; r < MR; r++) {
         if (r >= mr) break;
         float *cr = c + r * ldc;
         const float *rr = res ? res + r * ldc : NULL;
-        store_vec(_mm512_fmadd_ps(va, acc[r][0], bias0), m0, beta, vb, cr, rr);
-        store_vec(_mm512_fmadd_ps(va, acc[r][1], bias1), m1, beta, vb, cr + 16,
-                  rr ? rr + 16 : NULL);
+        store_vec(tb_vec_fmadd(va, acc[r][0], bias0), n0, beta, vb, cr, rr);
+        if (n1 > 0)
+            store_vec(tb_vec_fmadd(va, acc[r][1], bias1), n1, beta, vb, cr + W,
+                      rr ? rr + W : NULL);
     }
 }
 
@@ -243,58 +261,30 @@ void tb_cpu_gemm_tile_panel_b(int kc, const float *a, const float *b, int64_t rs
     micro(kc, a, 1, MR, b, rsb, c, ldc, mr, nr, alpha, beta, NULL, NULL);
 }
 
-/* In-register transpose of a 16 x 16 block: r[i] holds row i on entry, column i on return. */
-static void transpose16(__m512 r[16])
-{
-    __m512 t[16];
-    for (int i = 0; i < 8; i++) {
-        t[2 * i] = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);
-        t[2 * i + 1] = _mm512_unpackhi_ps(r[2 * i], r[2 * i + 1]);
-    }
-    for (int i = 0; i < 4; i++) {
-        r[4 * i + 0] = _mm512_shuffle_ps(t[4 * i], t[4 * i + 2], 0x44);
-        r[4 * i + 1] = _mm512_shuffle_ps(t[4 * i], t[4 * i + 2], 0xEE);
-        r[4 * i + 2] = _mm512_shuffle_ps(t[4 * i + 1], t[4 * i + 3], 0x44);
-        r[4 * i + 3] = _mm512_shuffle_ps(t[4 * i + 1], t[4 * i + 3], 0xEE);
-    }
-    for (int i = 0; i < 4; i++) {
-        t[i] = _mm512_shuffle_f32x4(r[i], r[4 + i], 0x88);
-        t[4 + i] = _mm512_shuffle_f32x4(r[i], r[4 + i], 0xDD);
-        t[8 + i] = _mm512_shuffle_f32x4(r[8 + i], r[12 + i], 0x88);
-        t[12 + i] = _mm512_shuffle_f32x4(r[8 + i], r[12 + i], 0xDD);
-    }
-    for (int i = 0; i < 4; i++) {
-        r[i] = _mm512_shuffle_f32x4(t[i], t[8 + i], 0x88);
-        r[8 + i] = _mm512_shuffle_f32x4(t[i], t[8 + i], 0xDD);
-        r[4 + i] = _mm512_shuffle_f32x4(t[4 + i], t[12 + i], 0x88);
-        r[12 + i] = _mm512_shuffle_f32x4(t[4 + i], t[12 + i], 0xDD);
-    }
-}
-
 /* Packs B [kc, nc] (element (p, j) at b[p rsb + j csb]) into panels [kc, NR], zero padded. */
 void tb_cpu_gemm_pack_b(int kc, int nc, const float *b, int64_t rsb, int64_t csb, float *bp)
 {
     for (int j0 = 0; j0 < nc; j0 += NR, bp += (int64_t)kc * NR) {
         const int nr = nc - j0 < NR ? nc - j0 : NR;
-        if (csb == 1) { /* rows of B are contiguous: copy 32 at a time */
-            const __mmask16 m0 = tb_cpu_lanes(nr), m1 = tb_cpu_lanes(nr - 16);
+        if (csb == 1) { /* rows of B are contiguous: copy a tile row (two vectors) at a time */
             for (int p = 0; p < kc; p++) {
                 const float *src = b + p * rsb + j0;
-                _mm512_store_ps(bp + p * NR, _mm512_maskz_loadu_ps(m0, src));
-                _mm512_store_ps(bp + p * NR + 16, _mm512_maskz_loadu_ps(m1, src + 16));
+                tb_vec_store(bp + p * NR, tb_vec_load_n(src, nr));
+                tb_vec_store(bp + p * NR + W, nr > W ? tb_vec_load_n(src + W, nr - W)
+                                                     : tb_vec_zero());
             }
             continue;
         }
-        /* columns of B are contiguous (B transposed): 16 x 16 blocks through registers */
+        /* columns of B are contiguous (B transposed): W x W blocks through registers */
         int p = 0;
         if (nr == NR)
-            for (; p + 16 <= kc; p += 16)
+            for (; p + W <= kc; p += W)
                 for (int h = 0; h < 2; h++) {
-                    __m512 r[16];
-                    for (int i = 0; i < 16; i++)
-                        r[i] = _mm512_loadu_ps(b + (int64_t)(j0 + 16 * h + i) * csb + p);
-                    transpose16(r);
-                    for (int i = 0; i < 16; i++) _mm512_store_ps(bp + (p + i) * NR + 16 * h, r[i]);
+                    tb_vf r[W];
+                    for (int i = 0; i < W; i++)
+                        r[i] = tb_vec_loadu(b + (int64_t)(j0 + W * h + i) * csb + p);
+                    tb_vec_transpose(r);
+                    for (int i = 0; i < W; i++) tb_vec_store(bp + (p + i) * NR + W * h, r[i]);
                 }
         for (; p < kc; p++)
             for (int jj = 0; jj < NR; jj++)
@@ -305,14 +295,12 @@ void tb_cpu_gemm_pack_b(int kc, int nc, const float *b, int64_t rsb, int64_t csb
 void tb_cpu_gemm_pack_a_rows(int mr, int kc, const float *a, int64_t lda, float *ap, int64_t ldp)
 {
     for (int i = 0; i < MR; i++)
-        for (int p = 0; p < kc; p += 16) { /* vector copy: memcpy became rep movsq */
-            const __mmask16 m = tb_cpu_lanes(kc - p);
-            _mm512_mask_storeu_ps(ap + i * ldp + p, m,
-                                  i < mr ? _mm512_maskz_loadu_ps(m, a + i * lda + p)
-                                         : _mm512_setzero_ps());
-        }
+        for (int p = 0; p < kc; p += W) /* vector copy: memcpy became rep movsq */
+            tb_vec_store_n(ap + i * ldp + p, kc - p,
+                           i < mr ? tb_vec_load_n(a + i * lda + p, kc - p) : tb_vec_zero());
 }
 
+#if TB_CPU_VEC_W == 16
 void tb_cpu_gemm_pack_a_panels(int mc, int kc, const float *at, int64_t ldat, float *ap)
 {
     const int panels = (mc + MR - 1) / MR;
@@ -344,6 +332,25 @@ void tb_cpu_gemm_pack_a_panels(int mc, int kc, const float *at, int64_t ldat, fl
                                   _mm512_maskz_loadu_ps(tb_cpu_lanes(mc - q * MR), src + q * MR));
     }
 }
+#else
+void tb_cpu_gemm_pack_a_panels(int mc, int kc, const float *at, int64_t ldat, float *ap)
+{
+    /* a panel's row (MR = 6 floats) goes as a whole vector, panel by panel: its last two lanes
+     * land on the next row's first two, which the next store writes, but for the panel's last
+     * row; the loads are whole where the vector stays inside the block's columns (a masked
+     * load per row cost the transformer's 512 x 128 x 2048 weight gradient 20%) */
+    for (int q = 0; q * MR < mc; q++) {
+        const int rows = mc - q * MR < MR ? mc - q * MR : MR;
+        const bool whole = q * MR + W <= mc;
+        const float *src = at + q * MR;
+        float *d = ap + (int64_t)q * kc * MR;
+        for (int p = 0; p < kc; p++) {
+            const tb_vf v = whole ? tb_vec_loadu(src + p * ldat) : tb_vec_load_n(src + p * ldat, rows);
+            tb_vec_store_n(d + p * MR, p + 1 < kc ? W : MR, v);
+        }
+    }
+}
+#endif
 
 /* The epilogue's parts for one K block of a product: the first applies beta, the bias and the
  * residual, the last the activation. */
@@ -358,20 +365,15 @@ typedef struct kblock_ep {
  * the blocks' sums are added in K order (a bias gradient's terms). */
 static void add_panel_sums(int mr, int kc, const float *panel, float *sums)
 {
-    __m512d lo = _mm512_setzero_pd(), hi = _mm512_setzero_pd();
-    const __mmask16 lanes = tb_cpu_lanes(MR);
+    double acc[MR] = {0};
     for (int p0 = 0; p0 < kc; p0 += 64) {
         const int p1 = kc - p0 < 64 ? kc : p0 + 64;
-        __m512 f = _mm512_setzero_ps();
-        for (int p = p0; p < p1; p++)
-            f = _mm512_add_ps(f, _mm512_maskz_loadu_ps(lanes, panel + p * MR));
-        lo = _mm512_add_pd(lo, _mm512_cvtps_pd(_mm512_castps512_ps256(f)));
-        hi = _mm512_add_pd(hi, _mm512_cvtps_pd(_mm256_castpd_ps(
-                                   _mm512_extractf64x4_pd(_mm512_castps_pd(f), 1))));
+        tb_vf f = tb_vec_zero();
+        for (int p = p0; p < p1; p++) f = tb_vec_add(f, tb_vec_load_n(panel + p * MR, MR));
+        float part[W];
+        tb_vec_store_n(part, W, f);
+        for (int r = 0; r < MR; r++) acc[r] += part[r];
     }
-    double acc[16];
-    _mm512_storeu_pd(acc, lo);
-    _mm512_storeu_pd(acc + 8, hi);
     for (int r = 0; r < mr; r++) sums[r] += (float)acc[r];
 }
 
@@ -508,26 +510,23 @@ static void product(bool ta, bool tb, int m, int n, int k, float alpha, const fl
 }
 
 /* C [m, nc] = ct^T + beta C + the bias + the residual, then the activation, for ct [nc, m]
- * (rows of stride m): 16 x 16 blocks through registers. ep's matrices start at C's block. */
+ * (rows of stride m): W x W blocks through registers. ep's matrices start at C's block. */
 static void store_transposed(int m, int nc, const float *ct, float beta,
                              const tb_gemm_epilogue *ep, float *c, int ldc)
 {
-    const __m512 vb = _mm512_set1_ps(beta);
-    for (int i0 = 0; i0 < m; i0 += 16) {
-        const int mi = m - i0 < 16 ? m - i0 : 16; /* the strip's rows */
-        for (int j0 = 0; j0 < nc; j0 += 16) {
-            const int nj = nc - j0 < 16 ? nc - j0 : 16;
-            const __mmask16 rows = tb_cpu_lanes(mi), cols = tb_cpu_lanes(nj);
-            __m512 r[16];
-            for (int q = 0; q < 16; q++) /* r[q]: C's column j0 + q, rows i0 ... */
-                r[q] = q < nj ? _mm512_maskz_loadu_ps(rows, ct + (int64_t)(j0 + q) * m + i0)
-                              : _mm512_setzero_ps();
-            transpose16(r); /* r[p]: C's row i0 + p, columns j0 ... */
-            const __m512 bias =
-                ep && ep->bias ? _mm512_maskz_loadu_ps(cols, ep->bias + j0) : _mm512_setzero_ps();
+    const tb_vf vb = tb_vec_set1(beta);
+    for (int i0 = 0; i0 < m; i0 += W) {
+        const int mi = m - i0 < W ? m - i0 : W; /* the strip's rows */
+        for (int j0 = 0; j0 < nc; j0 += W) {
+            const int nj = nc - j0 < W ? nc - j0 : W;
+            tb_vf r[W];
+            for (int q = 0; q < W; q++) /* r[q]: C's column j0 + q, rows i0 ... */
+                r[q] = q < nj ? tb_vec_load_n(ct + (int64_t)(j0 + q) * m + i0, mi) : tb_vec_zero();
+            tb_vec_transpose(r); /* r[p]: C's row i0 + p, columns j0 ... */
+            const tb_vf bias = ep && ep->bias ? tb_vec_load_n(ep->bias + j0, nj) : tb_vec_zero();
             for (int p = 0; p < mi; p++) {
                 const int64_t off = (int64_t)(i0 + p) * ldc + j0;
-                store_vec(_mm512_add_ps(r[p], bias), cols, beta, vb, c + off,
+                store_vec(tb_vec_add(r[p], bias), nj, beta, vb, c + off,
                           ep && ep->residual ? ep->residual + off : NULL);
             }
         }

@@ -1,0 +1,126 @@
+/* cpu_vec.h: the vector of the CPU backend's own sgemm (cpu_gemm.c), as the compiler's target
+ * gives it: 16 floats with AVX-512, 8 with AVX2 and FMA, none without (the backend then
+ * multiplies with OpenBLAS alone). The kernel is written once against these few operations;
+ * a partial vector is its first n lanes, loaded with zeros past them and stored without
+ * touching the memory past them. */
+#ifndef TRAINBENCH_CPU_VEC_H
+#define TRAINBENCH_CPU_VEC_H
+
+#include <stdint.h>
+
+#if defined(__AVX512F__) || (defined(__AVX2__) && defined(__FMA__))
+#include <immintrin.h>
+#endif
+
+#if defined(__AVX512F__)
+
+#define TB_CPU_VEC_W 16
+typedef __m512 tb_vf;
+
+static inline __mmask16 tb_vec_mask(int64_t n)
+{
+    return n >= 16 ? (__mmask16)0xffff : n <= 0 ? (__mmask16)0 : (__mmask16)((1u << n) - 1);
+}
+
+/* the first n lanes (all for n >= 16), zeros past them */
+static inline tb_vf tb_vec_load_n(const float *p, int64_t n)
+{
+    return _mm512_maskz_loadu_ps(tb_vec_mask(n), p);
+}
+
+static inline void tb_vec_store_n(float *p, int64_t n, tb_vf v)
+{
+    _mm512_mask_storeu_ps(p, tb_vec_mask(n), v);
+}
+
+static inline tb_vf tb_vec_zero(void) { return _mm512_setzero_ps(); }
+static inline tb_vf tb_vec_set1(float x) { return _mm512_set1_ps(x); }
+static inline tb_vf tb_vec_loadu(const float *p) { return _mm512_loadu_ps(p); }
+static inline void tb_vec_store(float *p, tb_vf v) { _mm512_store_ps(p, v); } /* aligned */
+static inline tb_vf tb_vec_add(tb_vf a, tb_vf b) { return _mm512_add_ps(a, b); }
+static inline tb_vf tb_vec_fmadd(tb_vf a, tb_vf b, tb_vf c) { return _mm512_fmadd_ps(a, b, c); }
+
+/* In-register transpose of a 16 x 16 block: r[i] holds row i on entry, column i on return. */
+static inline void tb_vec_transpose(tb_vf r[16])
+{
+    tb_vf t[16];
+    for (int i = 0; i < 8; i++) {
+        t[2 * i] = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);
+        t[2 * i + 1] = _mm512_unpackhi_ps(r[2 * i], r[2 * i + 1]);
+    }
+    for (int i = 0; i < 4; i++) {
+        r[4 * i + 0] = _mm512_shuffle_ps(t[4 * i], t[4 * i + 2], 0x44);
+        r[4 * i + 1] = _mm512_shuffle_ps(t[4 * i], t[4 * i + 2], 0xEE);
+        r[4 * i + 2] = _mm512_shuffle_ps(t[4 * i + 1], t[4 * i + 3], 0x44);
+        r[4 * i + 3] = _mm512_shuffle_ps(t[4 * i + 1], t[4 * i + 3], 0xEE);
+    }
+    for (int i = 0; i < 4; i++) {
+        t[i] = _mm512_shuffle_f32x4(r[i], r[4 + i], 0x88);
+        t[4 + i] = _mm512_shuffle_f32x4(r[i], r[4 + i], 0xDD);
+        t[8 + i] = _mm512_shuffle_f32x4(r[8 + i], r[12 + i], 0x88);
+        t[12 + i] = _mm512_shuffle_f32x4(r[8 + i], r[12 + i], 0xDD);
+    }
+    for (int i = 0; i < 4; i++) {
+        r[i] = _mm512_shuffle_f32x4(t[i], t[8 + i], 0x88);
+        r[8 + i] = _mm512_shuffle_f32x4(t[i], t[8 + i], 0xDD);
+        r[4 + i] = _mm512_shuffle_f32x4(t[4 + i], t[12 + i], 0x88);
+        r[12 + i] = _mm512_shuffle_f32x4(t[4 + i], t[12 + i], 0xDD);
+    }
+}
+
+#elif defined(__AVX2__) && defined(__FMA__)
+
+#define TB_CPU_VEC_W 8
+typedef __m256 tb_vf;
+
+static inline __m256i tb_vec_mask(int64_t n)
+{
+    const int k = n >= 8 ? 8 : n <= 0 ? 0 : (int)n;
+    return _mm256_cmpgt_epi32(_mm256_set1_epi32(k), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
+
+/* A whole vector takes the plain load and store: AMD's masked store is microcoded, several
+ * times slower than a plain one, and a tile's stores are whole but at C's right edge. */
+static inline tb_vf tb_vec_load_n(const float *p, int64_t n)
+{
+    return n >= 8 ? _mm256_loadu_ps(p) : _mm256_maskload_ps(p, tb_vec_mask(n));
+}
+
+static inline void tb_vec_store_n(float *p, int64_t n, tb_vf v)
+{
+    if (n >= 8)
+        _mm256_storeu_ps(p, v);
+    else
+        _mm256_maskstore_ps(p, tb_vec_mask(n), v);
+}
+
+static inline tb_vf tb_vec_zero(void) { return _mm256_setzero_ps(); }
+static inline tb_vf tb_vec_set1(float x) { return _mm256_set1_ps(x); }
+static inline tb_vf tb_vec_loadu(const float *p) { return _mm256_loadu_ps(p); }
+static inline void tb_vec_store(float *p, tb_vf v) { _mm256_store_ps(p, v); } /* aligned */
+static inline tb_vf tb_vec_add(tb_vf a, tb_vf b) { return _mm256_add_ps(a, b); }
+static inline tb_vf tb_vec_fmadd(tb_vf a, tb_vf b, tb_vf c) { return _mm256_fmadd_ps(a, b, c); }
+
+/* In-register transpose of an 8 x 8 block: r[i] holds row i on entry, column i on return. */
+static inline void tb_vec_transpose(tb_vf r[8])
+{
+    tb_vf t[8], s[8];
+    for (int i = 0; i < 4; i++) {
+        t[2 * i] = _mm256_unpacklo_ps(r[2 * i], r[2 * i + 1]);
+        t[2 * i + 1] = _mm256_unpackhi_ps(r[2 * i], r[2 * i + 1]);
+    }
+    for (int i = 0; i < 2; i++) {
+        s[4 * i + 0] = _mm256_shuffle_ps(t[4 * i], t[4 * i + 2], 0x44);
+        s[4 * i + 1] = _mm256_shuffle_ps(t[4 * i], t[4 * i + 2], 0xEE);
+        s[4 * i + 2] = _mm256_shuffle_ps(t[4 * i + 1], t[4 * i + 3], 0x44);
+        s[4 * i + 3] = _mm256_shuffle_ps(t[4 * i + 1], t[4 * i + 3], 0xEE);
+    }
+    for (int i = 0; i < 4; i++) {
+        r[i] = _mm256_permute2f128_ps(s[i], s[4 + i], 0x20);
+        r[4 + i] = _mm256_permute2f128_ps(s[i], s[4 + i], 0x31);
+    }
+}
+
+#endif
+
+#endif
