@@ -1,4 +1,5 @@
-/* cpu_vec.h: the vector of the CPU backend's own sgemm (cpu_gemm.c), as the compiler's target
+/* cpu_vec.h: the vector of the CPU backend's own sgemm (cpu_gemm.c) and of the activations'
+ * loops (cpu_act.c), as the compiler's target
  * gives it: 16 floats with AVX-512, 8 with AVX2 and FMA, none without (the backend then
  * multiplies with OpenBLAS alone). The kernel is written once against these few operations;
  * a partial vector is its first n lanes, loaded with zeros past them and stored without
@@ -38,6 +39,7 @@ static inline tb_vf tb_vec_set1(float x) { return _mm512_set1_ps(x); }
 static inline tb_vf tb_vec_loadu(const float *p) { return _mm512_loadu_ps(p); }
 static inline void tb_vec_store(float *p, tb_vf v) { _mm512_store_ps(p, v); } /* aligned */
 static inline tb_vf tb_vec_add(tb_vf a, tb_vf b) { return _mm512_add_ps(a, b); }
+static inline tb_vf tb_vec_mul(tb_vf a, tb_vf b) { return _mm512_mul_ps(a, b); }
 static inline tb_vf tb_vec_fmadd(tb_vf a, tb_vf b, tb_vf c) { return _mm512_fmadd_ps(a, b, c); }
 
 /* In-register transpose of a 16 x 16 block: r[i] holds row i on entry, column i on return. */
@@ -99,6 +101,7 @@ static inline tb_vf tb_vec_set1(float x) { return _mm256_set1_ps(x); }
 static inline tb_vf tb_vec_loadu(const float *p) { return _mm256_loadu_ps(p); }
 static inline void tb_vec_store(float *p, tb_vf v) { _mm256_store_ps(p, v); } /* aligned */
 static inline tb_vf tb_vec_add(tb_vf a, tb_vf b) { return _mm256_add_ps(a, b); }
+static inline tb_vf tb_vec_mul(tb_vf a, tb_vf b) { return _mm256_mul_ps(a, b); }
 static inline tb_vf tb_vec_fmadd(tb_vf a, tb_vf b, tb_vf c) { return _mm256_fmadd_ps(a, b, c); }
 
 /* In-register transpose of an 8 x 8 block: r[i] holds row i on entry, column i on return. */
