@@ -74,6 +74,38 @@ static inline __m512 tb_cpu_exp16(__m512 x)
                                    _mm512_set1_ps(88.0f));
     return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q), tb_cpu_exp16_core(c), x);
 }
+#define tb_cpu_vexp tb_cpu_exp16 /* exp of cpu_vec.h's vector */
+#elif defined(TB_CPU_VEC_W) && TB_CPU_VEC_W == 8
+
+/* exp of 8 floats in [-87, 88] (no clamp, no NaN rule): tb_cpu_expf's steps and constants
+ * with fused multiply-adds, 2^k built in the exponent bits. */
+static inline __m256 tb_cpu_exp8_core(__m256 x)
+{
+    const __m256 shift = _mm256_set1_ps(12582912.0f);
+    const __m256 kf = _mm256_sub_ps(
+        _mm256_fmadd_ps(x, _mm256_set1_ps(1.44269504088896341f), shift), shift);
+    __m256 r = _mm256_fnmadd_ps(kf, _mm256_set1_ps(0.693145751953125f), x);
+    r = _mm256_fnmadd_ps(kf, _mm256_set1_ps(1.428606765330187e-06f), r);
+    __m256 p = _mm256_set1_ps(1.0f / 720.0f);
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 120.0f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 24.0f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 6.0f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(0.5f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
+    const __m256i bits = _mm256_slli_epi32(
+        _mm256_add_epi32(_mm256_cvtps_epi32(kf), _mm256_set1_epi32(127)), 23);
+    return _mm256_mul_ps(p, _mm256_castsi256_ps(bits));
+}
+
+/* exp of 8 floats: tb_cpu_expf's algorithm (the same clamp to [-87, 88]), NaN kept. */
+static inline __m256 tb_cpu_exp8(__m256 x)
+{
+    const __m256 c = _mm256_min_ps(_mm256_max_ps(x, _mm256_set1_ps(-87.0f)),
+                                   _mm256_set1_ps(88.0f));
+    return _mm256_blendv_ps(tb_cpu_exp8_core(c), x, _mm256_cmp_ps(x, x, _CMP_UNORD_Q));
+}
+#define tb_cpu_vexp tb_cpu_exp8 /* exp of cpu_vec.h's vector */
 #endif
 
 /* p[0, n) = 0. For the short runs of im2col (tens of floats, thousands of times a step): GCC

@@ -48,27 +48,7 @@ static inline float gelu_grad(float x)
 }
 #endif
 
-#if !defined(__AVX512F__) && TB_CPU_VEC_W == 8
-/* e^x for x in [-81, 0] (-z^2 above), tb_cpu_expf's steps without its clamp and NaN rule. */
-static inline __m256 exp8_core(__m256 x)
-{
-    const __m256 shift = _mm256_set1_ps(12582912.0f);
-    const __m256 kf = _mm256_sub_ps(
-        _mm256_fmadd_ps(x, _mm256_set1_ps(1.44269504088896341f), shift), shift);
-    __m256 r = _mm256_fnmadd_ps(kf, _mm256_set1_ps(0.693145751953125f), x);
-    r = _mm256_fnmadd_ps(kf, _mm256_set1_ps(1.428606765330187e-06f), r);
-    __m256 p = _mm256_set1_ps(1.0f / 720.0f);
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 120.0f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 24.0f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 6.0f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(0.5f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
-    const __m256i bits = _mm256_slli_epi32(
-        _mm256_add_epi32(_mm256_cvtps_epi32(kf), _mm256_set1_epi32(127)), 23);
-    return _mm256_mul_ps(p, _mm256_castsi256_ps(bits));
-}
-
+#if !defined(__AVX512F__) && defined(TB_CPU_VEC_W) && TB_CPU_VEC_W == 8
 /* normal_cdf in 8 lanes: Phi(x), and e^(-x^2/2) in *gauss (0 past |x/sqrt2| = 9). GCC's
  * vectorisation of the scalar form above ran 2.4 ns an element (no fused multiply-adds under
  * -std=c11, constants spilled); this one runs several times faster. */
@@ -84,7 +64,7 @@ static inline __m256 normal_cdf8(__m256 x, __m256 *gauss)
     p = _mm256_fmadd_ps(p, t, _mm256_set1_ps(1.421413741f));
     p = _mm256_fmadd_ps(p, t, _mm256_set1_ps(-0.284496736f));
     p = _mm256_fmadd_ps(p, t, _mm256_set1_ps(0.254829592f));
-    const __m256 e = exp8_core(_mm256_mul_ps(_mm256_xor_ps(z, sign), z));
+    const __m256 e = tb_cpu_exp8_core(_mm256_mul_ps(_mm256_xor_ps(z, sign), z));
     const __m256 erf_abs = _mm256_fnmadd_ps(_mm256_mul_ps(p, t), e, one);
     *gauss = _mm256_and_ps(_mm256_cmp_ps(_mm256_andnot_ps(sign, z0), zmax, _CMP_LE_OQ), e);
     const __m256 half = _mm256_set1_ps(0.5f);

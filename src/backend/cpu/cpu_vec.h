@@ -40,6 +40,19 @@ static inline tb_vf tb_vec_loadu(const float *p) { return _mm512_loadu_ps(p); }
 static inline void tb_vec_store(float *p, tb_vf v) { _mm512_store_ps(p, v); } /* aligned */
 static inline tb_vf tb_vec_add(tb_vf a, tb_vf b) { return _mm512_add_ps(a, b); }
 static inline tb_vf tb_vec_mul(tb_vf a, tb_vf b) { return _mm512_mul_ps(a, b); }
+static inline tb_vf tb_vec_sub(tb_vf a, tb_vf b) { return _mm512_sub_ps(a, b); }
+static inline tb_vf tb_vec_max(tb_vf a, tb_vf b) { return _mm512_max_ps(a, b); }
+static inline float tb_vec_reduce_add(tb_vf v) { return _mm512_reduce_add_ps(v); }
+static inline float tb_vec_reduce_max(tb_vf v) { return _mm512_reduce_max_ps(v); }
+
+/* the first n lanes, fill past them */
+static inline tb_vf tb_vec_load_or(const float *p, int64_t n, tb_vf fill)
+{
+    return _mm512_mask_loadu_ps(fill, tb_vec_mask(n), p);
+}
+
+/* v's first n lanes, zeros past them */
+static inline tb_vf tb_vec_keep_n(tb_vf v, int64_t n) { return _mm512_maskz_mov_ps(tb_vec_mask(n), v); }
 static inline tb_vf tb_vec_fmadd(tb_vf a, tb_vf b, tb_vf c) { return _mm512_fmadd_ps(a, b, c); }
 
 /* In-register transpose of a 16 x 16 block: r[i] holds row i on entry, column i on return. */
@@ -102,6 +115,37 @@ static inline tb_vf tb_vec_loadu(const float *p) { return _mm256_loadu_ps(p); }
 static inline void tb_vec_store(float *p, tb_vf v) { _mm256_store_ps(p, v); } /* aligned */
 static inline tb_vf tb_vec_add(tb_vf a, tb_vf b) { return _mm256_add_ps(a, b); }
 static inline tb_vf tb_vec_mul(tb_vf a, tb_vf b) { return _mm256_mul_ps(a, b); }
+static inline tb_vf tb_vec_sub(tb_vf a, tb_vf b) { return _mm256_sub_ps(a, b); }
+static inline tb_vf tb_vec_max(tb_vf a, tb_vf b) { return _mm256_max_ps(a, b); }
+
+/* the 8 lanes summed pairwise: halves, then quarters, then the last two */
+static inline float tb_vec_reduce_add(tb_vf v)
+{
+    __m128 x = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    x = _mm_add_ps(x, _mm_movehl_ps(x, x));
+    return _mm_cvtss_f32(_mm_add_ss(x, _mm_movehdup_ps(x)));
+}
+
+static inline float tb_vec_reduce_max(tb_vf v)
+{
+    __m128 x = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    x = _mm_max_ps(x, _mm_movehl_ps(x, x));
+    return _mm_cvtss_f32(_mm_max_ss(x, _mm_movehdup_ps(x)));
+}
+
+/* the first n lanes, fill past them */
+static inline tb_vf tb_vec_load_or(const float *p, int64_t n, tb_vf fill)
+{
+    if (n >= 8) return _mm256_loadu_ps(p);
+    const __m256i m = tb_vec_mask(n);
+    return _mm256_blendv_ps(fill, _mm256_maskload_ps(p, m), _mm256_castsi256_ps(m));
+}
+
+/* v's first n lanes, zeros past them */
+static inline tb_vf tb_vec_keep_n(tb_vf v, int64_t n)
+{
+    return n >= 8 ? v : _mm256_and_ps(v, _mm256_castsi256_ps(tb_vec_mask(n)));
+}
 static inline tb_vf tb_vec_fmadd(tb_vf a, tb_vf b, tb_vf c) { return _mm256_fmadd_ps(a, b, c); }
 
 /* In-register transpose of an 8 x 8 block: r[i] holds row i on entry, column i on return. */
