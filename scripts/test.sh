@@ -13,6 +13,14 @@ if [ -z "${OPENBLAS_CORETYPE:-}" ]; then
         *avx2*) export OPENBLAS_CORETYPE=Haswell ;;
     esac
 fi
+# Two tests run at once (ctest -j 2) on as many cores, and those that link the library start
+# OpenMP teams of their own: at libgomp's default spin (300000 rounds) a waiting thread holds
+# its core against the other test's threads (test_ops_attention took 49 s beside another test,
+# 1 s alone). Spin briefly, then sleep, as the trainbench command does (docs/SPEED.md), unless
+# the caller chose a wait policy.
+if [ -z "${OMP_WAIT_POLICY:-}" ] && [ -z "${GOMP_SPINCOUNT:-}" ]; then
+    export GOMP_SPINCOUNT=2000
+fi
 echo "== release build"
 scripts/build.sh build
 (cd build && ctest --output-on-failure -j 2)
