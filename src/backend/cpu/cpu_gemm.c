@@ -193,8 +193,8 @@ ALWAYS_INLINE void micro(int kc, const float *a, int64_t rsa, int64_t csa, const
     /* AVX2's 16 registers hold the 12 accumulators, B's two vectors and A's broadcast, with
      * one to spare: alpha and beta are read back from memory after the loop, and B's second
      * vector is held in a register, where GCC kept alpha and beta across the loop and read B's
-     * second vector from memory in each of its six multiply-adds: 13 loads for 12 of them,
-     * more than the two a cycle the loads can issue */
+     * second vector from memory in each of its six multiply-adds: 13 loads a step of k for 12
+     * multiply-adds, 8 now */
     float ab[2] = {alpha, beta};
     __asm__("" : "+m"(ab));
 #endif
