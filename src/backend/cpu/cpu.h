@@ -37,75 +37,33 @@ static inline float tb_cpu_expf(float x)
     return in != in ? in : p * scale;
 }
 
-#ifdef __AVX512F__
-#include <immintrin.h>
-
-/* The first n of 16 lanes (none for n <= 0, all for n >= 16). */
-static inline __mmask16 tb_cpu_lanes(int64_t n)
+#ifdef TB_CPU_VEC_W
+/* exp of cpu_vec.h's vector for x in [-87, 88] (no clamp, no NaN rule: for callers that know
+ * their range): tb_cpu_expf's steps and constants with fused multiply-adds, 2^k applied by
+ * vscalefps (AVX-512) or in the exponent bits (AVX2), so the same values up to the fused
+ * multiply-adds. */
+static inline tb_vf tb_cpu_vexp_core(tb_vf x)
 {
-    return n >= 16 ? (__mmask16)0xffff : n <= 0 ? (__mmask16)0 : (__mmask16)((1u << n) - 1);
+    const tb_vf shift = tb_vec_set1(12582912.0f);
+    const tb_vf kf = tb_vec_sub(tb_vec_fmadd(x, tb_vec_set1(1.44269504088896341f), shift), shift);
+    tb_vf r = tb_vec_fnmadd(kf, tb_vec_set1(0.693145751953125f), x);
+    r = tb_vec_fnmadd(kf, tb_vec_set1(1.428606765330187e-06f), r);
+    tb_vf p = tb_vec_set1(1.0f / 720.0f);
+    p = tb_vec_fmadd(p, r, tb_vec_set1(1.0f / 120.0f));
+    p = tb_vec_fmadd(p, r, tb_vec_set1(1.0f / 24.0f));
+    p = tb_vec_fmadd(p, r, tb_vec_set1(1.0f / 6.0f));
+    p = tb_vec_fmadd(p, r, tb_vec_set1(0.5f));
+    p = tb_vec_fmadd(p, r, tb_vec_set1(1.0f));
+    p = tb_vec_fmadd(p, r, tb_vec_set1(1.0f));
+    return tb_vec_scale2k(p, kf);
 }
 
-/* exp of 16 floats in [-87, 88] (no clamp, no NaN rule: for callers that know their range):
- * tb_cpu_expf's steps and constants, 2^k applied by vscalefps, so the same values up to the
- * fused multiply-adds. */
-static inline __m512 tb_cpu_exp16_core(__m512 x)
+/* exp of cpu_vec.h's vector: tb_cpu_expf's algorithm (the same clamp to [-87, 88]), NaN kept. */
+static inline tb_vf tb_cpu_vexp(tb_vf x)
 {
-    const __m512 shift = _mm512_set1_ps(12582912.0f);
-    const __m512 kf = _mm512_sub_ps(_mm512_fmadd_ps(x, _mm512_set1_ps(1.44269504088896341f),
-                                                    shift),
-                                    shift);
-    __m512 r = _mm512_fnmadd_ps(kf, _mm512_set1_ps(0.693145751953125f), x);
-    r = _mm512_fnmadd_ps(kf, _mm512_set1_ps(1.428606765330187e-06f), r);
-    __m512 p = _mm512_set1_ps(1.0f / 720.0f);
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 120.0f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 24.0f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 6.0f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0.5f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
-    return _mm512_scalef_ps(p, kf);
+    const tb_vf c = tb_vec_min(tb_vec_max(x, tb_vec_set1(-87.0f)), tb_vec_set1(88.0f));
+    return tb_vec_nan_to(tb_cpu_vexp_core(c), x);
 }
-
-/* exp of 16 floats: tb_cpu_expf's algorithm (the same clamp to [-87, 88]), NaN kept. */
-static inline __m512 tb_cpu_exp16(__m512 x)
-{
-    const __m512 c = _mm512_min_ps(_mm512_max_ps(x, _mm512_set1_ps(-87.0f)),
-                                   _mm512_set1_ps(88.0f));
-    return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q), tb_cpu_exp16_core(c), x);
-}
-#define tb_cpu_vexp tb_cpu_exp16 /* exp of cpu_vec.h's vector */
-#elif defined(TB_CPU_VEC_W) && TB_CPU_VEC_W == 8
-
-/* exp of 8 floats in [-87, 88] (no clamp, no NaN rule): tb_cpu_expf's steps and constants
- * with fused multiply-adds, 2^k built in the exponent bits. */
-static inline __m256 tb_cpu_exp8_core(__m256 x)
-{
-    const __m256 shift = _mm256_set1_ps(12582912.0f);
-    const __m256 kf = _mm256_sub_ps(
-        _mm256_fmadd_ps(x, _mm256_set1_ps(1.44269504088896341f), shift), shift);
-    __m256 r = _mm256_fnmadd_ps(kf, _mm256_set1_ps(0.693145751953125f), x);
-    r = _mm256_fnmadd_ps(kf, _mm256_set1_ps(1.428606765330187e-06f), r);
-    __m256 p = _mm256_set1_ps(1.0f / 720.0f);
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 120.0f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 24.0f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 6.0f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(0.5f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
-    const __m256i bits = _mm256_slli_epi32(
-        _mm256_add_epi32(_mm256_cvtps_epi32(kf), _mm256_set1_epi32(127)), 23);
-    return _mm256_mul_ps(p, _mm256_castsi256_ps(bits));
-}
-
-/* exp of 8 floats: tb_cpu_expf's algorithm (the same clamp to [-87, 88]), NaN kept. */
-static inline __m256 tb_cpu_exp8(__m256 x)
-{
-    const __m256 c = _mm256_min_ps(_mm256_max_ps(x, _mm256_set1_ps(-87.0f)),
-                                   _mm256_set1_ps(88.0f));
-    return _mm256_blendv_ps(tb_cpu_exp8_core(c), x, _mm256_cmp_ps(x, x, _CMP_UNORD_Q));
-}
-#define tb_cpu_vexp tb_cpu_exp8 /* exp of cpu_vec.h's vector */
 #endif
 
 /* p[0, n) = 0. For the short runs of im2col (tens of floats, thousands of times a step): GCC

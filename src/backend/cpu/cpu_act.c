@@ -64,7 +64,7 @@ static inline __m256 normal_cdf8(__m256 x, __m256 *gauss)
     p = _mm256_fmadd_ps(p, t, _mm256_set1_ps(1.421413741f));
     p = _mm256_fmadd_ps(p, t, _mm256_set1_ps(-0.284496736f));
     p = _mm256_fmadd_ps(p, t, _mm256_set1_ps(0.254829592f));
-    const __m256 e = tb_cpu_exp8_core(_mm256_mul_ps(_mm256_xor_ps(z, sign), z));
+    const __m256 e = tb_cpu_vexp_core(_mm256_mul_ps(_mm256_xor_ps(z, sign), z));
     const __m256 erf_abs = _mm256_fnmadd_ps(_mm256_mul_ps(p, t), e, one);
     *gauss = _mm256_and_ps(_mm256_cmp_ps(_mm256_andnot_ps(sign, z0), zmax, _CMP_LE_OQ), e);
     const __m256 half = _mm256_set1_ps(0.5f);

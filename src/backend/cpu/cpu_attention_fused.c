@@ -113,7 +113,7 @@ INLINE void fwd_group(int t, int hd, int hv, int nb, int i0, int rows, float sca
         __m512 vsum = _mm512_setzero_ps();
         for (int b = 0; b < nb; b++) {
             const __mmask16 valid = b == nb - 1 ? last : (__mmask16)0xffff;
-            s[r][b] = _mm512_maskz_mov_ps(valid, tb_cpu_exp16(_mm512_sub_ps(s[r][b], mx)));
+            s[r][b] = _mm512_maskz_mov_ps(valid, tb_cpu_vexp(_mm512_sub_ps(s[r][b], mx)));
             vsum = _mm512_add_ps(vsum, s[r][b]);
         }
         const __m512 inv = _mm512_set1_ps(1.0f / _mm512_reduce_add_ps(vsum));

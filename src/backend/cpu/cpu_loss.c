@@ -30,7 +30,7 @@ static void row_sums(int c, const float *z, float zmax, double *sum, double *sum
         for (int j = j0; j < j1; j += 16) {
             const __mmask16 k = tb_cpu_lanes(j1 - j);
             const __m512 x = _mm512_maskz_sub_ps(k, _mm512_maskz_loadu_ps(k, z + j), vmax);
-            vs = _mm512_mask_add_ps(vs, k, vs, tb_cpu_exp16(x));
+            vs = _mm512_mask_add_ps(vs, k, vs, tb_cpu_vexp(x));
             vz = _mm512_add_ps(vz, x);
         }
         s += _mm512_reduce_add_ps(vs);
@@ -48,7 +48,7 @@ static void row_grad(int c, const float *z, float zmax, float inv, float scale, 
     const __m512 vscale = _mm512_set1_ps(scale), voff = _mm512_set1_ps(off);
     for (int j = 0; j < c; j += 16) {
         const __mmask16 k = tb_cpu_lanes(c - j);
-        const __m512 e = tb_cpu_exp16(_mm512_sub_ps(_mm512_maskz_loadu_ps(k, z + j), vmax));
+        const __m512 e = tb_cpu_vexp(_mm512_sub_ps(_mm512_maskz_loadu_ps(k, z + j), vmax));
         __m512 g = _mm512_mul_ps(vscale, _mm512_sub_ps(_mm512_mul_ps(e, vinv), voff));
         if (acc) g = _mm512_add_ps(g, _mm512_maskz_loadu_ps(k, d + j));
         _mm512_mask_storeu_ps(d + j, k, g);

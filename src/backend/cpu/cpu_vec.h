@@ -18,7 +18,8 @@
 #define TB_CPU_VEC_W 16
 typedef __m512 tb_vf;
 
-static inline __mmask16 tb_vec_mask(int64_t n)
+/* The first n of 16 lanes (none for n <= 0, all for n >= 16). */
+static inline __mmask16 tb_cpu_lanes(int64_t n)
 {
     return n >= 16 ? (__mmask16)0xffff : n <= 0 ? (__mmask16)0 : (__mmask16)((1u << n) - 1);
 }
@@ -26,12 +27,12 @@ static inline __mmask16 tb_vec_mask(int64_t n)
 /* the first n lanes (all for n >= 16), zeros past them */
 static inline tb_vf tb_vec_load_n(const float *p, int64_t n)
 {
-    return _mm512_maskz_loadu_ps(tb_vec_mask(n), p);
+    return _mm512_maskz_loadu_ps(tb_cpu_lanes(n), p);
 }
 
 static inline void tb_vec_store_n(float *p, int64_t n, tb_vf v)
 {
-    _mm512_mask_storeu_ps(p, tb_vec_mask(n), v);
+    _mm512_mask_storeu_ps(p, tb_cpu_lanes(n), v);
 }
 
 static inline tb_vf tb_vec_zero(void) { return _mm512_setzero_ps(); }
@@ -48,12 +49,21 @@ static inline float tb_vec_reduce_max(tb_vf v) { return _mm512_reduce_max_ps(v);
 /* the first n lanes, fill past them */
 static inline tb_vf tb_vec_load_or(const float *p, int64_t n, tb_vf fill)
 {
-    return _mm512_mask_loadu_ps(fill, tb_vec_mask(n), p);
+    return _mm512_mask_loadu_ps(fill, tb_cpu_lanes(n), p);
 }
 
 /* v's first n lanes, zeros past them */
-static inline tb_vf tb_vec_keep_n(tb_vf v, int64_t n) { return _mm512_maskz_mov_ps(tb_vec_mask(n), v); }
+static inline tb_vf tb_vec_keep_n(tb_vf v, int64_t n) { return _mm512_maskz_mov_ps(tb_cpu_lanes(n), v); }
 static inline tb_vf tb_vec_fmadd(tb_vf a, tb_vf b, tb_vf c) { return _mm512_fmadd_ps(a, b, c); }
+static inline tb_vf tb_vec_fnmadd(tb_vf a, tb_vf b, tb_vf c) { return _mm512_fnmadd_ps(a, b, c); }
+static inline tb_vf tb_vec_min(tb_vf a, tb_vf b) { return _mm512_min_ps(a, b); }
+/* p 2^k for k a whole number in float */
+static inline tb_vf tb_vec_scale2k(tb_vf p, tb_vf k) { return _mm512_scalef_ps(p, k); }
+/* x where x is NaN, else v */
+static inline tb_vf tb_vec_nan_to(tb_vf v, tb_vf x)
+{
+    return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q), v, x);
+}
 
 /* In-register transpose of a 16 x 16 block: r[i] holds row i on entry, column i on return. */
 static inline void tb_vec_transpose(tb_vf r[16])
@@ -88,7 +98,8 @@ static inline void tb_vec_transpose(tb_vf r[16])
 #define TB_CPU_VEC_W 8
 typedef __m256 tb_vf;
 
-static inline __m256i tb_vec_mask(int64_t n)
+/* The first n of 8 lanes, as a vector of all-ones and zero lanes. */
+static inline __m256i tb_cpu_lanes(int64_t n)
 {
     const int k = n >= 8 ? 8 : n <= 0 ? 0 : (int)n;
     return _mm256_cmpgt_epi32(_mm256_set1_epi32(k), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
@@ -98,7 +109,7 @@ static inline __m256i tb_vec_mask(int64_t n)
  * times slower than a plain one, and a tile's stores are whole but at C's right edge. */
 static inline tb_vf tb_vec_load_n(const float *p, int64_t n)
 {
-    return n >= 8 ? _mm256_loadu_ps(p) : _mm256_maskload_ps(p, tb_vec_mask(n));
+    return n >= 8 ? _mm256_loadu_ps(p) : _mm256_maskload_ps(p, tb_cpu_lanes(n));
 }
 
 static inline void tb_vec_store_n(float *p, int64_t n, tb_vf v)
@@ -106,7 +117,7 @@ static inline void tb_vec_store_n(float *p, int64_t n, tb_vf v)
     if (n >= 8)
         _mm256_storeu_ps(p, v);
     else
-        _mm256_maskstore_ps(p, tb_vec_mask(n), v);
+        _mm256_maskstore_ps(p, tb_cpu_lanes(n), v);
 }
 
 static inline tb_vf tb_vec_zero(void) { return _mm256_setzero_ps(); }
@@ -137,16 +148,30 @@ static inline float tb_vec_reduce_max(tb_vf v)
 static inline tb_vf tb_vec_load_or(const float *p, int64_t n, tb_vf fill)
 {
     if (n >= 8) return _mm256_loadu_ps(p);
-    const __m256i m = tb_vec_mask(n);
+    const __m256i m = tb_cpu_lanes(n);
     return _mm256_blendv_ps(fill, _mm256_maskload_ps(p, m), _mm256_castsi256_ps(m));
 }
 
 /* v's first n lanes, zeros past them */
 static inline tb_vf tb_vec_keep_n(tb_vf v, int64_t n)
 {
-    return n >= 8 ? v : _mm256_and_ps(v, _mm256_castsi256_ps(tb_vec_mask(n)));
+    return n >= 8 ? v : _mm256_and_ps(v, _mm256_castsi256_ps(tb_cpu_lanes(n)));
 }
 static inline tb_vf tb_vec_fmadd(tb_vf a, tb_vf b, tb_vf c) { return _mm256_fmadd_ps(a, b, c); }
+static inline tb_vf tb_vec_fnmadd(tb_vf a, tb_vf b, tb_vf c) { return _mm256_fnmadd_ps(a, b, c); }
+static inline tb_vf tb_vec_min(tb_vf a, tb_vf b) { return _mm256_min_ps(a, b); }
+/* p 2^k for k a whole number in float in [-126, 127]: 2^k built in the exponent bits */
+static inline tb_vf tb_vec_scale2k(tb_vf p, tb_vf k)
+{
+    const __m256i bits =
+        _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(k), _mm256_set1_epi32(127)), 23);
+    return _mm256_mul_ps(p, _mm256_castsi256_ps(bits));
+}
+/* x where x is NaN, else v */
+static inline tb_vf tb_vec_nan_to(tb_vf v, tb_vf x)
+{
+    return _mm256_blendv_ps(v, x, _mm256_cmp_ps(x, x, _CMP_UNORD_Q));
+}
 
 /* In-register transpose of an 8 x 8 block: r[i] holds row i on entry, column i on return. */
 static inline void tb_vec_transpose(tb_vf r[8])
