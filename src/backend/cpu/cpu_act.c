@@ -133,10 +133,6 @@ static inline __m512 gelu_grad_vec(__m512 x)
 
 #endif
 
-#ifdef TB_CPU_VEC_W
-#define GELU_VEC 1 /* gelu_vec and gelu_grad_vec: the vector forms, AVX-512's or AVX2's */
-#endif
-
 static inline float silu_grad(float x)
 {
     float s = tb_cpu_sigmoidf(x);
@@ -151,7 +147,7 @@ void tb_cpu_act_fwd_range(tb_act act, int64_t n, const float *x, float *y)
         for (int64_t i = 0; i < n; i++) y[i] = x[i] > 0.0f ? x[i] : 0.0f;
         break;
     case TB_ACT_GELU:
-#ifdef GELU_VEC
+#ifdef TB_CPU_VEC_W /* gelu_vec and gelu_grad_vec, AVX-512's or AVX2's */
         for (int64_t i = 0; i < n; i += TB_CPU_VEC_W)
             tb_vec_store_n(y + i, n - i, gelu_vec(tb_vec_load_n(x + i, n - i)));
 #else
@@ -192,7 +188,7 @@ void tb_cpu_act_bwd_range(tb_act act, int64_t n, const float *x, const float *y,
     switch (act) {
     case TB_ACT_RELU: ACT_BWD_LOOP(x[i] > 0.0f ? dy[i] : 0.0f); break;
     case TB_ACT_GELU:
-#ifdef GELU_VEC
+#ifdef TB_CPU_VEC_W
         for (int64_t i = 0; i < n; i += TB_CPU_VEC_W) {
             tb_vf g = tb_vec_mul(tb_vec_load_n(dy + i, n - i),
                                  gelu_grad_vec(tb_vec_load_n(x + i, n - i)));
@@ -213,7 +209,7 @@ void tb_cpu_act_bwd_range(tb_act act, int64_t n, const float *x, const float *y,
 void tb_cpu_act_fwd_rows(tb_act act, int m, int n, const float *x, int64_t ldx, float *y,
                          int64_t ldy)
 {
-#ifdef GELU_VEC
+#ifdef TB_CPU_VEC_W
     if (act == TB_ACT_GELU) { /* the common case without a call and a switch per row */
         for (int i = 0; i < m; i++)
             for (int j = 0; j < n; j += TB_CPU_VEC_W)
@@ -228,7 +224,7 @@ void tb_cpu_act_fwd_rows(tb_act act, int m, int n, const float *x, int64_t ldx, 
 void tb_cpu_act_grad_rows(tb_act act, int m, int n, const float *x, const float *y,
                           int64_t ldxy, float *d, int64_t ldd)
 {
-#ifdef GELU_VEC
+#ifdef TB_CPU_VEC_W
     if (act == TB_ACT_GELU) {
         for (int i = 0; i < m; i++)
             for (int j = 0; j < n; j += TB_CPU_VEC_W) {
