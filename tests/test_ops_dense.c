@@ -189,6 +189,89 @@ static void test_gelu_kernel_range(void)
     free(dx);
 }
 
+/* The double-precision references of the smooth kernels below. */
+static double ref_sigmoid(double v) { return 1.0 / (1.0 + exp(-v)); }
+static double ref_silu(double v) { return v * ref_sigmoid(v); }
+static double ref_silu_grad(double v)
+{
+    const double s = ref_sigmoid(v);
+    return s * (1.0 + v * (1.0 - s));
+}
+
+/* The gradient of act a of the three below at v, whose output the kernel gave as y: tanh and
+ * sigmoid differentiate their output, SiLU its input. */
+static double ref_grad(int a, double v, double y)
+{
+    return a == 0 ? 1.0 - y * y : a == 1 ? y * (1.0 - y) : ref_silu_grad(v);
+}
+
+/* |got - want| relative to max(1, |want|) */
+static double rel_err(double got, double want) { return fabs(got - want) / fmax(1.0, fabs(want)); }
+
+/* tanh, sigmoid and SiLU over [-30, 30] (a length that is not a multiple of 16) against libm
+ * in double: values, gradients (fresh and accumulated), NaN passed through, and the limits at
+ * huge and infinite inputs. */
+static void test_smooth_kernel_range(void)
+{
+    enum { N = 20001 };
+    float *x = malloc(N * sizeof(float)), *y = malloc(N * sizeof(float));
+    float *dy = malloc(N * sizeof(float)), *dx = malloc(N * sizeof(float));
+    for (int i = 0; i < N; i++) x[i] = -30.0f + 60.0f * (float)i / (N - 1);
+    x[9] = NAN;
+    const tb_act acts[3] = {TB_ACT_TANH, TB_ACT_SIGMOID, TB_ACT_SILU};
+    for (int a = 0; a < 3; a++) {
+        for (int i = 0; i < N; i++) {
+            dy[i] = 1.0f;
+            dx[i] = NAN; /* a fresh gradient is never read */
+        }
+        be->ops.act_fwd(be, acts[a], N, x, y);
+        be->ops.act_bwd(be, acts[a], N, x, y, dy, dx, false);
+        double worst_y = 0, worst_g = 0;
+        for (int i = 0; i < N; i++) {
+            if (i == 9) continue;
+            const double v = x[i];
+            const double want = a == 0 ? tanh(v) : a == 1 ? ref_sigmoid(v) : ref_silu(v);
+            worst_y = fmax(worst_y, rel_err(y[i], want));
+            worst_g = fmax(worst_g, rel_err(dx[i], ref_grad(a, v, y[i])));
+        }
+        CHECK_NEAR(worst_y, 0.0, 1e-6);
+        CHECK_NEAR(worst_g, 0.0, 1e-6);
+        CHECK(isnan(y[9]) && isnan(dx[9]));
+        for (int i = 0; i < N; i++) dx[i] = 0.5f;
+        be->ops.act_bwd(be, acts[a], N, x, y, dy, dx, true);
+        double worst_acc = 0;
+        for (int i = 0; i < N; i++) {
+            if (i == 9) continue;
+            worst_acc = fmax(worst_acc, rel_err(dx[i], 0.5 + ref_grad(a, x[i], y[i])));
+        }
+        CHECK_NEAR(worst_acc, 0.0, 1e-6);
+    }
+    /* the tails: tanh -> +-1, sigmoid -> 1 or 0, SiLU -> x or 0 and SiLU' -> 1 or 0 */
+    const float tails[8] = {INFINITY, -INFINITY, 1e38f, -1e38f, 3e38f, -3e38f, 100.0f, -100.0f};
+    float ty[8], tdy[8] = {1, 1, 1, 1, 1, 1, 1, 1}, tdx[8];
+    bool tails_ok = true;
+    for (int a = 0; a < 3 && tails_ok; a++) {
+        be->ops.act_fwd(be, acts[a], 8, tails, ty);
+        be->ops.act_bwd(be, acts[a], 8, tails, ty, tdy, tdx, false);
+        for (int i = 0; i < 8 && tails_ok; i++) {
+            const bool pos = tails[i] > 0;
+            const float want = a == 0 ? (pos ? 1.0f : -1.0f) : a == 1 ? (pos ? 1.0f : 0.0f)
+                                                                      : (pos ? tails[i] : 0.0f);
+            /* the sigmoid's clamped exponential leaves e^-88 below -88 */
+            tails_ok &= fabs(ty[i] - want) <= 1e-30 || ty[i] == want;
+            if (a == 2) tails_ok &= tdx[i] == (pos ? 1.0f : 0.0f);
+            if (!tails_ok)
+                fprintf(stderr, "act %d at %g: %g, gradient %g\n", (int)acts[a], tails[i], ty[i],
+                        tdx[i]);
+        }
+    }
+    CHECK(tails_ok);
+    free(x);
+    free(y);
+    free(dy);
+    free(dx);
+}
+
 static tb_var *f_scale(tb_tape *t, tb_var *const *in, void *ctx)
 {
     (void)ctx;
@@ -789,6 +872,7 @@ int main(void)
     test_matmul();
     test_activations();
     test_gelu_kernel_range();
+    test_smooth_kernel_range();
     test_composites();
     test_losses();
     test_xent_bad_labels();

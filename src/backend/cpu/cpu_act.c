@@ -133,11 +133,49 @@ static inline __m512 gelu_grad_vec(__m512 x)
 
 #endif
 
+/* SiLU(x) = x sigmoid(x) and SiLU'(x) = s (1 + x (1 - s)), s = sigmoid(x). Past |x| = 88 the
+ * limits are taken: SiLU 0 and SiLU' 0 below -88 (the sigmoid's exponential is clamped there,
+ * so x s would be x e^-88, -0.6 at x = -1e38), SiLU' 1 above 88 (where 1 - s is 0 in float, and
+ * infinity times it NaN); the error is below 1e-35. NaN stays NaN. */
+#define SILU_X_MAX 88.0f
+
+static inline float silu(float x) { return x < -SILU_X_MAX ? 0.0f : x * tb_cpu_sigmoidf(x); }
+
 static inline float silu_grad(float x)
 {
-    float s = tb_cpu_sigmoidf(x);
-    return s * (1.0f + x * (1.0f - s));
+    const float s = tb_cpu_sigmoidf(x);
+    const float g = x > SILU_X_MAX ? 1.0f : s * (1.0f + x * (1.0f - s));
+    return x < -SILU_X_MAX ? 0.0f : g;
 }
+
+#ifdef TB_CPU_VEC_W
+static inline tb_vf silu_vec(tb_vf x)
+{
+    return tb_vec_select_lt(x, tb_vec_set1(-SILU_X_MAX), tb_vec_zero(),
+                            tb_vec_mul(x, tb_cpu_vsigmoid(x)));
+}
+
+static inline tb_vf silu_grad_vec(tb_vf x)
+{
+    const tb_vf s = tb_cpu_vsigmoid(x), one = tb_vec_set1(1.0f);
+    const tb_vf g = tb_vec_select_lt(tb_vec_set1(SILU_X_MAX), x, one,
+                                     tb_vec_mul(s, tb_vec_fmadd(x, tb_vec_sub(one, s), one)));
+    return tb_vec_select_lt(x, tb_vec_set1(-SILU_X_MAX), tb_vec_zero(), g);
+}
+
+/* y[i] = f(x[i]) for i < n, a vector of f at a time */
+#define VEC_MAP(f)                                                                         \
+    for (int64_t i = 0; i < n; i += TB_CPU_VEC_W)                                          \
+    tb_vec_store_n(y + i, n - i, f(tb_vec_load_n(x + i, n - i)))
+
+/* dx[i] (+)= dy[i] fg(x[i]) for i < n, a vector of fg at a time (a fresh dx is never read) */
+#define VEC_GRAD(fg)                                                                       \
+    for (int64_t i = 0; i < n; i += TB_CPU_VEC_W) {                                        \
+        tb_vf g = tb_vec_mul(tb_vec_load_n(dy + i, n - i), fg(tb_vec_load_n(x + i, n - i))); \
+        if (dx_acc) g = tb_vec_add(tb_vec_load_n(dx + i, n - i), g);                       \
+        tb_vec_store_n(dx + i, n - i, g);                                                  \
+    }
+#endif
 
 void tb_cpu_act_fwd_range(tb_act act, int64_t n, const float *x, float *y)
 {
@@ -146,18 +184,19 @@ void tb_cpu_act_fwd_range(tb_act act, int64_t n, const float *x, float *y)
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) y[i] = x[i] > 0.0f ? x[i] : 0.0f;
         break;
-    case TB_ACT_GELU:
-#ifdef TB_CPU_VEC_W /* gelu_vec and gelu_grad_vec, AVX-512's or AVX2's */
-        for (int64_t i = 0; i < n; i += TB_CPU_VEC_W)
-            tb_vec_store_n(y + i, n - i, gelu_vec(tb_vec_load_n(x + i, n - i)));
+#ifdef TB_CPU_VEC_W /* gelu_vec, AVX-512's or AVX2's, and the others for both widths */
+    case TB_ACT_GELU: VEC_MAP(gelu_vec); break;
+    case TB_ACT_SILU: VEC_MAP(silu_vec); break;
+    case TB_ACT_TANH: VEC_MAP(tb_cpu_vtanh); break;
+    case TB_ACT_SIGMOID: VEC_MAP(tb_cpu_vsigmoid); break;
 #else
+    case TB_ACT_GELU:
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) y[i] = gelu(x[i]);
-#endif
         break;
     case TB_ACT_SILU:
 #pragma omp simd
-        for (int64_t i = 0; i < n; i++) y[i] = x[i] * tb_cpu_sigmoidf(x[i]);
+        for (int64_t i = 0; i < n; i++) y[i] = silu(x[i]);
         break;
     case TB_ACT_TANH:
 #pragma omp simd
@@ -167,6 +206,7 @@ void tb_cpu_act_fwd_range(tb_act act, int64_t n, const float *x, float *y)
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) y[i] = tb_cpu_sigmoidf(x[i]);
         break;
+#endif
     case TB_ACT_COUNT: break;
     }
 }
@@ -187,19 +227,13 @@ void tb_cpu_act_bwd_range(tb_act act, int64_t n, const float *x, const float *y,
 {
     switch (act) {
     case TB_ACT_RELU: ACT_BWD_LOOP(x[i] > 0.0f ? dy[i] : 0.0f); break;
-    case TB_ACT_GELU:
 #ifdef TB_CPU_VEC_W
-        for (int64_t i = 0; i < n; i += TB_CPU_VEC_W) {
-            tb_vf g = tb_vec_mul(tb_vec_load_n(dy + i, n - i),
-                                 gelu_grad_vec(tb_vec_load_n(x + i, n - i)));
-            if (dx_acc) g = tb_vec_add(tb_vec_load_n(dx + i, n - i), g);
-            tb_vec_store_n(dx + i, n - i, g);
-        }
+    case TB_ACT_GELU: VEC_GRAD(gelu_grad_vec); break;
+    case TB_ACT_SILU: VEC_GRAD(silu_grad_vec); break;
 #else
-        ACT_BWD_LOOP(dy[i] * gelu_grad(x[i]));
-#endif
-        break;
+    case TB_ACT_GELU: ACT_BWD_LOOP(dy[i] * gelu_grad(x[i])); break;
     case TB_ACT_SILU: ACT_BWD_LOOP(dy[i] * silu_grad(x[i])); break;
+#endif
     case TB_ACT_TANH: ACT_BWD_LOOP(dy[i] * (1.0f - y[i] * y[i])); break;
     case TB_ACT_SIGMOID: ACT_BWD_LOOP(dy[i] * y[i] * (1.0f - y[i])); break;
     case TB_ACT_COUNT: break;

@@ -64,6 +64,20 @@ static inline tb_vf tb_vec_nan_to(tb_vf v, tb_vf x)
 {
     return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q), v, x);
 }
+static inline tb_vf tb_vec_div(tb_vf a, tb_vf b) { return _mm512_div_ps(a, b); }
+/* |x|, and m (not negative) with the sign of x */
+static inline tb_vf tb_vec_abs(tb_vf x) { return _mm512_abs_ps(x); }
+static inline tb_vf tb_vec_signed(tb_vf m, tb_vf x)
+{
+    const __m512i sign = _mm512_set1_epi32((int)0x80000000u);
+    return _mm512_castsi512_ps(_mm512_or_si512(
+        _mm512_castps_si512(m), _mm512_and_si512(_mm512_castps_si512(x), sign)));
+}
+/* t where a < b, else f (f where either is NaN) */
+static inline tb_vf tb_vec_select_lt(tb_vf a, tb_vf b, tb_vf t, tb_vf f)
+{
+    return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(a, b, _CMP_LT_OQ), f, t);
+}
 
 /* In-register transpose of a 16 x 16 block: r[i] holds row i on entry, column i on return. */
 static inline void tb_vec_transpose(tb_vf r[16])
@@ -171,6 +185,18 @@ static inline tb_vf tb_vec_scale2k(tb_vf p, tb_vf k)
 static inline tb_vf tb_vec_nan_to(tb_vf v, tb_vf x)
 {
     return _mm256_blendv_ps(v, x, _mm256_cmp_ps(x, x, _CMP_UNORD_Q));
+}
+static inline tb_vf tb_vec_div(tb_vf a, tb_vf b) { return _mm256_div_ps(a, b); }
+/* |x|, and m (not negative) with the sign of x */
+static inline tb_vf tb_vec_abs(tb_vf x) { return _mm256_andnot_ps(_mm256_set1_ps(-0.0f), x); }
+static inline tb_vf tb_vec_signed(tb_vf m, tb_vf x)
+{
+    return _mm256_or_ps(m, _mm256_and_ps(x, _mm256_set1_ps(-0.0f)));
+}
+/* t where a < b, else f (f where either is NaN) */
+static inline tb_vf tb_vec_select_lt(tb_vf a, tb_vf b, tb_vf t, tb_vf f)
+{
+    return _mm256_blendv_ps(f, t, _mm256_cmp_ps(a, b, _CMP_LT_OQ));
 }
 
 /* In-register transpose of an 8 x 8 block: r[i] holds row i on entry, column i on return. */

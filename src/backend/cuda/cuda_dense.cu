@@ -38,6 +38,13 @@ static void cuda_bias_grad(tb_backend *be, int64_t rows, int64_t cols, const flo
 }
 
 __device__ inline float d_sigmoid(float x) { return 1.0f / (1.0f + expf(-x)); }
+/* SiLU and SiLU' with the CPU's limits past |x| = 88 (cpu_act.c): 0 below, SiLU' 1 above. */
+__device__ inline float d_silu(float x) { return x < -88.0f ? 0.0f : x * d_sigmoid(x); }
+__device__ inline float d_silu_grad(float x)
+{
+    const float s = d_sigmoid(x);
+    return x < -88.0f ? 0.0f : x > 88.0f ? 1.0f : s * (1.0f + x * (1.0f - s));
+}
 
 static void cuda_act_fwd(tb_backend *be, tb_act act, int64_t n, const float *x, float *y)
 {
@@ -51,7 +58,7 @@ static void cuda_act_fwd(tb_backend *be, tb_act act, int64_t n, const float *x, 
         });
         break;
     case TB_ACT_SILU:
-        tb_cuda_for_each(be, n, [=] __device__(int64_t i) { y[i] = x[i] * d_sigmoid(x[i]); });
+        tb_cuda_for_each(be, n, [=] __device__(int64_t i) { y[i] = d_silu(x[i]); });
         break;
     case TB_ACT_TANH:
         tb_cuda_for_each(be, n, [=] __device__(int64_t i) { y[i] = tanhf(x[i]); });
@@ -81,8 +88,7 @@ static void cuda_act_bwd(tb_backend *be, tb_act act, int64_t n, const float *x, 
         break;
     case TB_ACT_SILU:
         tb_cuda_for_each(be, n, [=] __device__(int64_t i) {
-            float s = d_sigmoid(x[i]);
-            dx[i] = (dx_acc ? dx[i] : 0.0f) + dy[i] * s * (1.0f + x[i] * (1.0f - s));
+            dx[i] = (dx_acc ? dx[i] : 0.0f) + dy[i] * d_silu_grad(x[i]);
         });
         break;
     case TB_ACT_TANH:
