@@ -44,8 +44,7 @@ tb_status tb_run_measure_step_s(const tb_run_config *config, const tb_step_time_
     tb_run_destroy(r);
     if (st != TB_OK) return tb_error_prefix(err, "measuring the step time");
     tb_stats_sort(windows, plan->windows);
-    const int n = plan->windows;
-    *step_s = n % 2 ? windows[n / 2] : 0.5 * (windows[n / 2 - 1] + windows[n / 2]);
+    *step_s = tb_quantile_sorted(windows, plan->windows, 0.5);
     return TB_OK;
 }
 

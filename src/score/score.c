@@ -14,7 +14,7 @@ double tb_score_median(const double *x, int n)
     if (!c) return NAN;
     memcpy(c, x, (size_t)n * sizeof *c);
     tb_stats_sort(c, n);
-    double m = n % 2 ? c[n / 2] : 0.5 * (c[n / 2 - 1] + c[n / 2]);
+    double m = tb_quantile_sorted(c, n, 0.5);
     free(c);
     return m;
 }

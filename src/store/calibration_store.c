@@ -141,7 +141,7 @@ double tb_calibration_step_s(const tb_calibration_record *w, int n, const char *
         if (strcmp(w[i].workload, workload) == 0 && w[i].steps > 0 && w[i].seconds > 0)
             x[k++] = w[i].seconds / (double)w[i].steps;
     tb_stats_sort(x, k);
-    double m = k == 0 ? NAN : k % 2 ? x[k / 2] : 0.5 * (x[k / 2 - 1] + x[k / 2]);
+    double m = tb_quantile_sorted(x, k, 0.5); /* NaN for none */
     free(x);
     return m;
 }

@@ -4,6 +4,7 @@
  * cells (a true difference, the medians of all their runs) and on each cell against itself
  * (no true difference). */
 #include "study/study_impl.h"
+#include "trainbench/stats.h"
 #include "trainbench/study_plan.h"
 
 #include <math.h>
@@ -65,12 +66,6 @@ tb_status tb_study_detection_rates_of(const double *a, int64_t na, const double 
     return TB_OK;
 }
 
-static int compare_doubles(const void *p, const void *q)
-{
-    double x = *(const double *)p, y = *(const double *)q;
-    return (x > y) - (x < y);
-}
-
 /* The finite runs of cell c into out (sorted); their count and median. */
 static int64_t finite_sorted(const tb_study_values *v, int c, double *out, double *median)
 {
@@ -79,8 +74,8 @@ static int64_t finite_sorted(const tb_study_values *v, int c, double *out, doubl
         double x = v->v[(size_t)c * (size_t)v->seeds + (size_t)i];
         if (isfinite(x)) out[m++] = x;
     }
-    qsort(out, (size_t)m, sizeof *out, compare_doubles);
-    *median = m == 0 ? NAN : m % 2 ? out[m / 2] : (out[m / 2 - 1] + out[m / 2]) / 2;
+    tb_stats_sort(out, m);
+    *median = tb_quantile_sorted(out, m, 0.5); /* NaN for none */
     return m;
 }
 

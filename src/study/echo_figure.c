@@ -3,17 +3,12 @@
  * against each echo cell in time to target and in fresh examples read to it, each P(A>B) over
  * the paired runs; the checks that echoing helps when the upstream is slow and not when it is
  * fast; and the largest slowdown echoing compensates. */
+#include "trainbench/stats.h"
 #include "trainbench/study_plan.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
 
 /* The median of x[0..n) with +inf kept (half or more +inf: +inf); NaNs left out (NaN if all). */
 static double median_of(const double *x, int n, double *scratch)
@@ -21,9 +16,8 @@ static double median_of(const double *x, int n, double *scratch)
     int k = 0;
     for (int i = 0; i < n; i++)
         if (!isnan(x[i])) scratch[k++] = x[i];
-    if (k == 0) return NAN;
-    qsort(scratch, (size_t)k, sizeof *scratch, cmp_double);
-    return k % 2 ? scratch[k / 2] : 0.5 * (scratch[k / 2 - 1] + scratch[k / 2]);
+    tb_stats_sort(scratch, k);
+    return tb_quantile_sorted(scratch, k, 0.5); /* NaN for none */
 }
 
 static bool any_nan(const double *x, int n)

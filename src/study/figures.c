@@ -3,6 +3,7 @@
  * source: tb_variance_decompose), the cells ranked within each run, and the best tuning trial
  * so far over the trials. */
 #include "study/study_impl.h"
+#include "trainbench/stats.h"
 #include "trainbench/study_plan.h"
 
 #include <math.h>
@@ -89,12 +90,6 @@ static void best_so_far(const tb_study_values *v, size_t slot, double *out)
     }
 }
 
-static int compare_doubles(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 tb_status tb_study_curve_cell(const tb_study_plan *plan, const tb_study_values *v, int cell,
                               double *scratch, double *out)
 {
@@ -113,8 +108,8 @@ tb_status tb_study_curve_cell(const tb_study_plan *plan, const tb_study_values *
             if (!isnan(x)) col[m++] = x;
         }
         if (m == 0) continue;
-        qsort(col, (size_t)m, sizeof *col, compare_doubles);
-        out[k] = m % 2 ? col[m / 2] : (col[m / 2 - 1] + col[m / 2]) / 2;
+        tb_stats_sort(col, m);
+        out[k] = tb_quantile_sorted(col, m, 0.5);
     }
     return TB_OK;
 }

@@ -5,17 +5,12 @@
  * two orderings (Kendall's tau-b, Spearman's rho) per budget. */
 #include "study/study_impl.h"
 #include "trainbench/benchmark.h"
+#include "trainbench/stats.h"
 #include "trainbench/study_plan.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-
-static int compare_doubles(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
 
 /* The best selection value of trials 0..b-1 of search row `slot` (+inf: each diverged). */
 static double best_of(const tb_study_values *v, size_t slot, int b)
@@ -34,9 +29,8 @@ static double reached_at(const tb_study_values *v, int cell, int b, double *scra
     int m = 0;
     for (int r = 1; r < v->seeds; r++)
         scratch[m++] = best_of(v, (size_t)cell * (size_t)v->seeds + (size_t)r, b);
-    if (m == 0) return NAN;
-    qsort(scratch, (size_t)m, sizeof *scratch, compare_doubles);
-    return m % 2 ? scratch[m / 2] : (scratch[m / 2 - 1] + scratch[m / 2]) / 2;
+    tb_stats_sort(scratch, m);
+    return tb_quantile_sorted(scratch, m, 0.5); /* NaN for none */
 }
 
 /* The pilot searches' trials (every cell's run-1 search) as points and values. */
