@@ -114,6 +114,7 @@ static void test_against_reference(void)
          * and k off the 16 x 16 transposes */
         {128, 1100, 400}, {77, 200, 390},
         {40, 300, 510}, /* lda 512 and more than 8 tiles: rows copied (L1 sets) */
+        {1030, 9, 70}, /* A^T's rows more than a page apart: packed row by row (AVX2) */
     };
     tb_rng rng = tb_rng_make(11, TB_STREAM_INIT);
     float *work = aligned_alloc(64, sizeof(float) * TB_CPU_GEMM_WORK);

@@ -333,21 +333,34 @@ void tb_cpu_gemm_pack_a_panels(int mc, int kc, const float *at, int64_t ldat, fl
     }
 }
 #else
+/* Row p of panel q: A^T's row p, columns q MR .. q MR + MR - 1, as a whole vector (W = 8
+ * floats), whose last two lanes land on the panel's next row, which is written after it, but
+ * for the panel's last row; the load is whole where the vector stays inside the block's
+ * columns (a masked load per row cost the transformer's 512 x 128 x 2048 weight gradient
+ * 20%). */
+ALWAYS_INLINE void pack_a_vec(int mc, int kc, const float *at, int64_t ldat, int p, int q,
+                              float *ap)
+{
+    const float *src = at + p * ldat + q * MR;
+    const tb_vf v = q * MR + W <= mc ? tb_vec_loadu(src) : tb_vec_load_n(src, mc - q * MR);
+    tb_vec_store_n(ap + ((int64_t)q * kc + p) * MR, p + 1 < kc ? W : MR, v);
+}
+
+/* Panel by panel, down A^T's columns; but row by row where A^T's rows are more than a 4 KB
+ * page apart, so that each row's part of the block comes in as whole adjacent lines (1
+ * thread, alternated pairs on a busy host: the WordNet output layer's 26851 x 128 x 256
+ * weight gradient took 0.80-1.03 times as long row by row, median 0.91 of 6 pairs; 2048 x 128
+ * x 256 0.75-0.98; while 512 x 128 x 2048 took 1.03-1.35 times as long, and 1024 x 1024 x 128
+ * 1.01-1.12). */
 void tb_cpu_gemm_pack_a_panels(int mc, int kc, const float *at, int64_t ldat, float *ap)
 {
-    /* a panel's row (MR = 6 floats) goes as a whole vector, panel by panel: its last two lanes
-     * land on the next row's first two, which the next store writes, but for the panel's last
-     * row; the loads are whole where the vector stays inside the block's columns (a masked
-     * load per row cost the transformer's 512 x 128 x 2048 weight gradient 20%) */
-    for (int q = 0; q * MR < mc; q++) {
-        const int rows = mc - q * MR < MR ? mc - q * MR : MR;
-        const bool whole = q * MR + W <= mc;
-        const float *src = at + q * MR;
-        float *d = ap + (int64_t)q * kc * MR;
-        for (int p = 0; p < kc; p++) {
-            const tb_vf v = whole ? tb_vec_loadu(src + p * ldat) : tb_vec_load_n(src + p * ldat, rows);
-            tb_vec_store_n(d + p * MR, p + 1 < kc ? W : MR, v);
-        }
+    const int panels = (mc + MR - 1) / MR;
+    if (ldat > 1024) {
+        for (int p = 0; p < kc; p++)
+            for (int q = 0; q < panels; q++) pack_a_vec(mc, kc, at, ldat, p, q, ap);
+    } else {
+        for (int q = 0; q < panels; q++)
+            for (int p = 0; p < kc; p++) pack_a_vec(mc, kc, at, ldat, p, q, ap);
     }
 }
 #endif
