@@ -57,8 +57,7 @@ static void object_of(const char *key, char *buf, size_t cap)
 }
 
 /* One run a side, with --json: the progress lines (stderr) give the evaluations during the
- * run, the JSON the final figures (a run of each side in text as well repeated the same
- * training: the progress lines are the same in both) */
+ * run, the JSON the final figures. */
 static void test_trajectory(void)
 {
     double a[8], b[8];
