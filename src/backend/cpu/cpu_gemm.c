@@ -180,6 +180,37 @@ ALWAYS_INLINE void store_vec(tb_vf v, int n, float beta, tb_vf vb, float *c, con
     tb_vec_store_n(c, n, v);
 }
 
+/* The micro kernel's k loop: acc[MR][2] = A B for A [MR, kc] (element (r, p) at
+ * a[r rsa + p csa]) and B [kc, NR] as rows of stride rsb.
+ * The sanitizer build leaves this loop (its reads of A and of B only) uninstrumented and out of
+ * line: AddressSanitizer's check on each of its 8 loads a step of k made it about 4 times as
+ * long, and the sanitizer test suite spent about half its time here (perf over
+ * test_cli_study). The epilogue's loads and stores stay checked, and test_gemm compares every
+ * edge shape's result with OpenBLAS. */
+#ifdef __SANITIZE_ADDRESS__
+#define KLOOP static __attribute__((noinline, no_sanitize_address))
+#else
+#define KLOOP ALWAYS_INLINE
+#endif
+KLOOP void accumulate(int kc, const float *a, int64_t rsa, int64_t csa, const float *bp,
+                      int64_t rsb, tb_vf acc[MR][2])
+{
+#pragma GCC unroll 12
+    for (int r = 0; r < MR; r++) acc[r][0] = acc[r][1] = tb_vec_zero();
+    for (int p = 0; p < kc; p++) {
+        tb_vf b0 = tb_vec_loadu(bp + p * rsb), b1 = tb_vec_loadu(bp + p * rsb + W);
+#if TB_CPU_VEC_W == 8
+        __asm__("" : "+x"(b0), "+x"(b1));
+#endif
+#pragma GCC unroll 12
+        for (int r = 0; r < MR; r++) {
+            const tb_vf x = tb_vec_set1(a[r * rsa + p * csa]);
+            acc[r][0] = tb_vec_fmadd(x, b0, acc[r][0]);
+            acc[r][1] = tb_vec_fmadd(x, b1, acc[r][1]);
+        }
+    }
+}
+
 /* The micro kernel: C[mr, nr] = alpha A B + beta C + bias + R for A [MR, kc] (element (r, p)
  * at a[r rsa + p csa]), B [kc, NR] as rows of stride rsb (a packed panel: NR) and R (or NULL)
  * at C's stride; rows past mr (zero padded) are computed and dropped. The two callers fix the
@@ -198,20 +229,7 @@ ALWAYS_INLINE void micro(int kc, const float *a, int64_t rsa, int64_t csa, const
     float ab[2] = {alpha, beta};
     __asm__("" : "+m"(ab));
 #endif
-#pragma GCC unroll 12
-    for (int r = 0; r < MR; r++) acc[r][0] = acc[r][1] = tb_vec_zero();
-    for (int p = 0; p < kc; p++) {
-        tb_vf b0 = tb_vec_loadu(bp + p * rsb), b1 = tb_vec_loadu(bp + p * rsb + W);
-#if TB_CPU_VEC_W == 8
-        __asm__("" : "+x"(b0), "+x"(b1));
-#endif
-#pragma GCC unroll 12
-        for (int r = 0; r < MR; r++) {
-            const tb_vf x = tb_vec_set1(a[r * rsa + p * csa]);
-            acc[r][0] = tb_vec_fmadd(x, b0, acc[r][0]);
-            acc[r][1] = tb_vec_fmadd(x, b1, acc[r][1]);
-        }
-    }
+    accumulate(kc, a, rsa, csa, bp, rsb, acc);
 #if TB_CPU_VEC_W == 8
     alpha = ab[0], beta = ab[1];
 #endif
