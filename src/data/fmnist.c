@@ -95,17 +95,25 @@ tb_status tb_fmnist_load(const char *dir, const char *split, tb_image_dataset *o
     return tb_fmnist_load_n(dir, split, n, out, err);
 }
 
-tb_status tb_fmnist_load_n(const char *dir, const char *split, int64_t want_n,
-                           tb_image_dataset *out, tb_error *err)
+void tb_fmnist_split_free(tb_fmnist_split *s)
+{
+    if (!s) return;
+    tb_idx_free(&s->images);
+    tb_idx_free(&s->labels);
+    s->n = 0;
+}
+
+tb_status tb_fmnist_read_split(const char *dir, const char *split, int64_t want_n,
+                               tb_fmnist_split *out, tb_error *err)
 {
     if (!out) return tb_fail(err, TB_ERR_INVALID, "tb_fmnist_load: out is NULL");
     memset(out, 0, sizeof *out);
     if (!split) return tb_fail(err, TB_ERR_INVALID, "tb_fmnist_load: split is NULL");
     if (!dir) dir = TB_FMNIST_DEFAULT_DIR;
     const char *prefix;
-    if (split && strcmp(split, "train") == 0)
+    if (strcmp(split, "train") == 0)
         prefix = "train";
-    else if (split && strcmp(split, "test") == 0)
+    else if (strcmp(split, "test") == 0)
         prefix = "t10k";
     else
         return tb_fail(err, TB_ERR_INVALID,
@@ -117,16 +125,16 @@ tb_status tb_fmnist_load_n(const char *dir, const char *split, int64_t want_n,
     snprintf(images_name, sizeof images_name, "%s-images-idx3-ubyte.gz", prefix);
     snprintf(labels_name, sizeof labels_name, "%s-labels-idx1-ubyte.gz", prefix);
     char images_path[4096], labels_path[4096];
-    tb_idx images = {0}, labels = {0};
+    tb_idx *images = &out->images, *labels = &out->labels;
     /* images have 3 dimensions (0x803), labels 1 (0x801): checked before the rest is read */
-    tb_status st = read_part(dir, images_name, 3, images_path, sizeof images_path, &images, err);
+    tb_status st = read_part(dir, images_name, 3, images_path, sizeof images_path, images, err);
     if (st == TB_OK)
-        st = read_part(dir, labels_name, 1, labels_path, sizeof labels_path, &labels, err);
+        st = read_part(dir, labels_name, 1, labels_path, sizeof labels_path, labels, err);
     if (st != TB_OK) goto done;
 
     /* the data set's fixed sizes: 28 x 28 images, 60000 for training and 10000 for test (the
      * workloads' models and targets mean these; other files are not Fashion-MNIST) */
-    int64_t n = images.dims[0], height = images.dims[1], width = images.dims[2];
+    int64_t n = images->dims[0], height = images->dims[1], width = images->dims[2];
     if (height != TB_FMNIST_SIDE || width != TB_FMNIST_SIDE) {
         st = tb_fail(err, TB_ERR_FORMAT,
                      "%s holds %lld images of %lld x %lld pixels; Fashion-MNIST's images are "
@@ -135,9 +143,9 @@ tb_status tb_fmnist_load_n(const char *dir, const char *split, int64_t want_n,
                      TB_FMNIST_SIDE, TB_FMNIST_SIDE);
         goto done;
     }
-    if (labels.dims[0] != n) {
+    if (labels->dims[0] != n) {
         st = tb_fail(err, TB_ERR_FORMAT, "%s has %lld images but %s has %lld labels", images_path,
-                     (long long)n, labels_path, (long long)labels.dims[0]);
+                     (long long)n, labels_path, (long long)labels->dims[0]);
         goto done;
     }
     bool test = strcmp(prefix, "t10k") == 0;
@@ -152,32 +160,44 @@ tb_status tb_fmnist_load_n(const char *dir, const char *split, int64_t want_n,
         goto done;
     }
     for (int64_t i = 0; i < n; i++) {
-        if (labels.data[i] >= TB_FMNIST_CLASSES) {
+        if (labels->data[i] >= TB_FMNIST_CLASSES) {
             st = tb_fail(err, TB_ERR_FORMAT,
                          "%s: label %d of example %lld is out of range (classes are 0 to %d)",
-                         labels_path, labels.data[i], (long long)i, TB_FMNIST_CLASSES - 1);
+                         labels_path, labels->data[i], (long long)i, TB_FMNIST_CLASSES - 1);
             goto done;
         }
     }
-
-    out->images = malloc((size_t)images.size * sizeof(float));
-    out->labels = malloc((size_t)n * sizeof(int32_t));
-    if (!out->images || !out->labels) {
-        st = tb_fail(err, TB_ERR_NOMEM, "Fashion-MNIST %s: out of memory for %lld images", split,
-                     (long long)n);
-        goto done;
-    }
-    for (int64_t i = 0; i < images.size; i++) out->images[i] = (float)images.data[i] / 255.0f;
-    for (int64_t i = 0; i < n; i++) out->labels[i] = labels.data[i];
     out->n = n;
-    out->channels = 1;
-    out->height = (int)height;
-    out->width = (int)width;
-    out->classes = TB_FMNIST_CLASSES;
 
 done:
-    tb_idx_free(&images);
-    tb_idx_free(&labels);
-    if (st != TB_OK) tb_image_dataset_free(out);
+    if (st != TB_OK) tb_fmnist_split_free(out);
     return st;
+}
+
+tb_status tb_fmnist_load_n(const char *dir, const char *split, int64_t want_n,
+                           tb_image_dataset *out, tb_error *err)
+{
+    if (!out) return tb_fail(err, TB_ERR_INVALID, "tb_fmnist_load: out is NULL");
+    memset(out, 0, sizeof *out);
+    tb_fmnist_split s;
+    tb_status st = tb_fmnist_read_split(dir, split, want_n, &s, err);
+    if (st != TB_OK) return st;
+    out->images = malloc((size_t)s.images.size * sizeof(float));
+    out->labels = malloc((size_t)s.n * sizeof(int32_t));
+    if (!out->images || !out->labels) {
+        st = tb_fail(err, TB_ERR_NOMEM, "Fashion-MNIST %s: out of memory for %lld images", split,
+                     (long long)s.n);
+        tb_image_dataset_free(out);
+        tb_fmnist_split_free(&s);
+        return st;
+    }
+    tb_fmnist_pixels(s.images.data, s.images.size, out->images);
+    for (int64_t i = 0; i < s.n; i++) out->labels[i] = s.labels.data[i];
+    out->n = s.n;
+    out->channels = 1;
+    out->height = TB_FMNIST_SIDE;
+    out->width = TB_FMNIST_SIDE;
+    out->classes = TB_FMNIST_CLASSES;
+    tb_fmnist_split_free(&s);
+    return TB_OK;
 }

@@ -1,14 +1,16 @@
 /* fmnist_data.c: Fashion-MNIST as numbered examples: ids 0..60000 are the official training
  * set, 60000..70000 the test set; targets are the class (classifiers) or the image itself (the
- * autoencoder). Read directly from the package's files (already fast): no cache. */
+ * autoencoder). Read directly from the package's files (already fast): no cache. The pixels
+ * stay bytes, converted to floats as each image is read. */
 #include "data/source.h"
+#include "data/fmnist_impl.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 typedef struct fmnist_data {
-    tb_image_dataset train, test;
+    tb_fmnist_split train, test;
     int32_t *classes; /* train then test */
     int64_t dim;
     bool reconstruct;
@@ -18,8 +20,8 @@ static void fmnist_free(void *p)
 {
     fmnist_data *d = p;
     if (!d) return;
-    tb_image_dataset_free(&d->train);
-    tb_image_dataset_free(&d->test);
+    tb_fmnist_split_free(&d->train);
+    tb_fmnist_split_free(&d->test);
     free(d->classes);
     free(d);
 }
@@ -27,14 +29,13 @@ static void fmnist_free(void *p)
 static void fmnist_read(const void *p, int64_t id, void *x, void *y)
 {
     const fmnist_data *d = p;
-    const tb_image_dataset *ds = id < d->train.n ? &d->train : &d->test;
+    const tb_fmnist_split *s = id < d->train.n ? &d->train : &d->test;
     int64_t row = id < d->train.n ? id : id - d->train.n;
-    const float *img = ds->images + row * d->dim;
-    memcpy(x, img, (size_t)d->dim * sizeof(float));
+    tb_fmnist_pixels(s->images.data + row * d->dim, d->dim, x);
     if (d->reconstruct)
-        memcpy(y, img, (size_t)d->dim * sizeof(float));
+        memcpy(y, x, (size_t)d->dim * sizeof(float));
     else
-        *(int32_t *)y = ds->labels[row];
+        *(int32_t *)y = s->labels.data[row];
 }
 
 tb_status tb_fmnist_source_load(const char *data_dir, bool reconstruct, tb_example_source *out,
@@ -43,8 +44,9 @@ tb_status tb_fmnist_source_load(const char *data_dir, bool reconstruct, tb_examp
     memset(out, 0, sizeof *out);
     fmnist_data *d = calloc(1, sizeof *d);
     if (!d) return tb_fail(err, TB_ERR_NOMEM, "cannot allocate Fashion-MNIST");
-    tb_status st = tb_fmnist_load(data_dir, "train", &d->train, err);
-    if (st == TB_OK) st = tb_fmnist_load(data_dir, "test", &d->test, err);
+    tb_status st = tb_fmnist_read_split(data_dir, "train", TB_FMNIST_TRAIN_N, &d->train, err);
+    if (st == TB_OK)
+        st = tb_fmnist_read_split(data_dir, "test", TB_FMNIST_TEST_N, &d->test, err);
     int64_t n = d->train.n + d->test.n;
     if (st == TB_OK && !(d->classes = malloc((size_t)n * sizeof *d->classes)))
         st = tb_fail(err, TB_ERR_NOMEM, "out of memory for Fashion-MNIST");
@@ -52,12 +54,13 @@ tb_status tb_fmnist_source_load(const char *data_dir, bool reconstruct, tb_examp
         fmnist_free(d);
         return st;
     }
-    memcpy(d->classes, d->train.labels, (size_t)d->train.n * sizeof(int32_t));
-    memcpy(d->classes + d->train.n, d->test.labels, (size_t)d->test.n * sizeof(int32_t));
-    d->dim = (int64_t)d->train.channels * d->train.height * d->train.width;
+    for (int64_t i = 0; i < n; i++)
+        d->classes[i] = i < d->train.n ? d->train.labels.data[i]
+                                       : d->test.labels.data[i - d->train.n];
+    d->dim = (int64_t)TB_FMNIST_SIDE * TB_FMNIST_SIDE;
     d->reconstruct = reconstruct;
     tb_example_layout layout = {.x_dtype = TB_F32, .x_ndim = 3,
-                                .x_shape = {d->train.channels, d->train.height, d->train.width},
+                                .x_shape = {1, TB_FMNIST_SIDE, TB_FMNIST_SIDE},
                                 .image = true, .y_dtype = TB_I32, .y_ndim = 0};
     if (reconstruct) { /* the target is the image itself, flat */
         layout.target_is_input = true;
@@ -69,7 +72,7 @@ tb_status tb_fmnist_source_load(const char *data_dir, bool reconstruct, tb_examp
         .n = n,
         .n_official_train = d->train.n,
         .classes_of = d->classes,
-        .classes = d->train.classes,
+        .classes = TB_FMNIST_CLASSES,
         .layout = layout,
         .read = fmnist_read,
         .data = d,
@@ -88,11 +91,13 @@ tb_status tb_fmnist_prepare(const char *data_dir, const char *cache_dir, bool fo
     int64_t n[2] = {0, 0};
     static const char *const splits[2] = {"train", "test"};
     for (int i = 0; i < 2; i++) {
-        tb_image_dataset ds;
-        tb_status st = tb_fmnist_load(data_dir, splits[i], &ds, err);
+        tb_fmnist_split s;
+        tb_status st = tb_fmnist_read_split(data_dir, splits[i], i == 0 ? TB_FMNIST_TRAIN_N
+                                                                        : TB_FMNIST_TEST_N,
+                                            &s, err);
         if (st != TB_OK) return st;
-        n[i] = ds.n;
-        tb_image_dataset_free(&ds);
+        n[i] = s.n;
+        tb_fmnist_split_free(&s);
     }
     int64_t bytes;
     tb_status st = tb_fmnist_files(dir, &bytes, err);
