@@ -130,6 +130,7 @@ static void test_random_rates(void)
     free(rates);
     tb_tape_destroy(t);
     tb_test_var_free(x);
+    tb_backend_destroy(be);
 }
 
 /* variance refuses a source its runs never read, and takes dropout on a dropout model */

@@ -17,7 +17,10 @@ static void test_projection(void)
     tb_backend *be = tb_test_backend();
     tb_workload_config cfg = {.train_limit = 256};
     tb_workload *wl;
-    if (!CHECK_OK(tb_workload_create("fmnist_mlp_dropout", be, &cfg, &wl, &err), &err)) return;
+    if (!CHECK_OK(tb_workload_create("fmnist_mlp_dropout", be, &cfg, &wl, &err), &err)) {
+        tb_backend_destroy(be);
+        return;
+    }
     tb_rng init = tb_rng_make(1, TB_STREAM_INIT);
     CHECK_OK(tb_workload_init(wl, &init, &err), &err);
     int64_t rows[N];
@@ -52,6 +55,7 @@ static void test_projection(void)
     free(xs);
     tb_tape_destroy(tape);
     tb_workload_destroy(wl);
+    tb_backend_destroy(be);
 }
 
 int main(void)
