@@ -11,6 +11,7 @@
 
 #include "trainbench/data.h"
 #include "data/fmnist_impl.h"
+#include "data/source.h"
 
 /* ---- helpers: build IDX bytes and write them, gzip-compressed or not ---------------------- */
 
@@ -167,6 +168,43 @@ static void test_real_fashion_mnist(void)
     CHECK(idx.ndim == 1 && idx.dims[0] == 10000 && idx.size == 10000 && idx.data);
     tb_idx_free(&idx);
     CHECK(idx.data == NULL && idx.size == 0);
+}
+
+/* The workloads' example source keeps the pixels as bytes and converts each image as it is
+ * read: every read must give tb_fmnist_load's floats bit for bit, the test images after the
+ * 60000 training ones, and the image itself as the autoencoder's target. */
+static void test_fmnist_source_matches_loader(void)
+{
+    if (!fmnist_installed()) return; /* test_real_fashion_mnist says so */
+    tb_error err = {0};
+    tb_image_dataset split[2] = {{0}, {0}};
+    tb_example_source classes = {0}, images = {0};
+    if (!CHECK_OK(tb_fmnist_load(NULL, "train", &split[0], &err), &err) ||
+        !CHECK_OK(tb_fmnist_load(NULL, "test", &split[1], &err), &err) ||
+        !CHECK_OK(tb_fmnist_source_load(NULL, false, &classes, &err), &err) ||
+        !CHECK_OK(tb_fmnist_source_load(NULL, true, &images, &err), &err))
+        goto done;
+    CHECK(classes.n == 70000 && classes.n_official_train == 60000 && classes.classes == 10);
+    CHECK(images.n == 70000 && images.layout.target_is_input && images.layout.y_shape[0] == 784);
+    const int64_t ids[] = {0, 1, 4321, 59999, 60000, 60001, 65432, 69999};
+    for (size_t i = 0; i < sizeof ids / sizeof ids[0]; i++) {
+        const int64_t id = ids[i], row = id < 60000 ? id : id - 60000;
+        const tb_image_dataset *ds = &split[id < 60000 ? 0 : 1];
+        const float *want = ds->images + row * 784;
+        float x[784], y[784];
+        int32_t label = -1;
+        classes.read(classes.data, id, x, &label);
+        CHECK(memcmp(x, want, sizeof x) == 0);
+        CHECK(label == ds->labels[row] && classes.classes_of[id] == label);
+        memset(x, 0, sizeof x);
+        images.read(images.data, id, x, y);
+        CHECK(memcmp(x, want, sizeof x) == 0 && memcmp(y, want, sizeof y) == 0);
+    }
+done:
+    tb_example_source_free(&classes);
+    tb_example_source_free(&images);
+    tb_image_dataset_free(&split[0]);
+    tb_image_dataset_free(&split[1]);
 }
 
 static void test_class_names(void)
@@ -538,5 +576,6 @@ int main(void)
     test_fmnist_bad();
     remove_tree(tmpdir);
     test_real_fashion_mnist();
+    test_fmnist_source_matches_loader();
     return tb_test_finish("test_data");
 }
