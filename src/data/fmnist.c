@@ -88,11 +88,22 @@ tb_status tb_fmnist_files(const char *dir, int64_t *bytes, tb_error *err)
     return TB_OK;
 }
 
+/* The published image count of a split (a split that is neither is refused later). */
+static int64_t published_n(const char *split)
+{
+    return split && strcmp(split, "test") == 0 ? TB_FMNIST_TEST_N : TB_FMNIST_TRAIN_N;
+}
+
 tb_status tb_fmnist_load(const char *dir, const char *split, tb_image_dataset *out,
                          tb_error *err)
 {
-    int64_t n = split && strcmp(split, "test") == 0 ? TB_FMNIST_TEST_N : TB_FMNIST_TRAIN_N;
-    return tb_fmnist_load_n(dir, split, n, out, err);
+    return tb_fmnist_load_n(dir, split, published_n(split), out, err);
+}
+
+tb_status tb_fmnist_read(const char *dir, const char *split, tb_fmnist_split *out,
+                         tb_error *err)
+{
+    return tb_fmnist_read_split(dir, split, published_n(split), out, err);
 }
 
 void tb_fmnist_split_free(tb_fmnist_split *s)

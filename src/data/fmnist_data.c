@@ -9,10 +9,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+enum { PIXELS = TB_FMNIST_SIDE * TB_FMNIST_SIDE }; /* an image's */
+
 typedef struct fmnist_data {
     tb_fmnist_split train, test;
     int32_t *classes; /* train then test */
-    int64_t dim;
     bool reconstruct;
 } fmnist_data;
 
@@ -30,12 +31,12 @@ static void fmnist_read(const void *p, int64_t id, void *x, void *y)
 {
     const fmnist_data *d = p;
     const tb_fmnist_split *s = id < d->train.n ? &d->train : &d->test;
-    int64_t row = id < d->train.n ? id : id - d->train.n;
-    tb_fmnist_pixels(s->images.data + row * d->dim, d->dim, x);
+    const int64_t row = id < d->train.n ? id : id - d->train.n;
+    tb_fmnist_pixels(s->images.data + row * PIXELS, PIXELS, x);
     if (d->reconstruct)
-        memcpy(y, x, (size_t)d->dim * sizeof(float));
+        memcpy(y, x, PIXELS * sizeof(float));
     else
-        *(int32_t *)y = s->labels.data[row];
+        *(int32_t *)y = d->classes[id];
 }
 
 tb_status tb_fmnist_source_load(const char *data_dir, bool reconstruct, tb_example_source *out,
@@ -44,9 +45,8 @@ tb_status tb_fmnist_source_load(const char *data_dir, bool reconstruct, tb_examp
     memset(out, 0, sizeof *out);
     fmnist_data *d = calloc(1, sizeof *d);
     if (!d) return tb_fail(err, TB_ERR_NOMEM, "cannot allocate Fashion-MNIST");
-    tb_status st = tb_fmnist_read_split(data_dir, "train", TB_FMNIST_TRAIN_N, &d->train, err);
-    if (st == TB_OK)
-        st = tb_fmnist_read_split(data_dir, "test", TB_FMNIST_TEST_N, &d->test, err);
+    tb_status st = tb_fmnist_read(data_dir, "train", &d->train, err);
+    if (st == TB_OK) st = tb_fmnist_read(data_dir, "test", &d->test, err);
     int64_t n = d->train.n + d->test.n;
     if (st == TB_OK && !(d->classes = malloc((size_t)n * sizeof *d->classes)))
         st = tb_fail(err, TB_ERR_NOMEM, "out of memory for Fashion-MNIST");
@@ -57,7 +57,6 @@ tb_status tb_fmnist_source_load(const char *data_dir, bool reconstruct, tb_examp
     for (int64_t i = 0; i < n; i++)
         d->classes[i] = i < d->train.n ? d->train.labels.data[i]
                                        : d->test.labels.data[i - d->train.n];
-    d->dim = (int64_t)TB_FMNIST_SIDE * TB_FMNIST_SIDE;
     d->reconstruct = reconstruct;
     tb_example_layout layout = {.x_dtype = TB_F32, .x_ndim = 3,
                                 .x_shape = {1, TB_FMNIST_SIDE, TB_FMNIST_SIDE},
@@ -66,7 +65,7 @@ tb_status tb_fmnist_source_load(const char *data_dir, bool reconstruct, tb_examp
         layout.target_is_input = true;
         layout.y_dtype = TB_F32;
         layout.y_ndim = 1;
-        layout.y_shape[0] = d->dim;
+        layout.y_shape[0] = PIXELS;
     }
     *out = (tb_example_source){
         .n = n,
@@ -92,9 +91,7 @@ tb_status tb_fmnist_prepare(const char *data_dir, const char *cache_dir, bool fo
     static const char *const splits[2] = {"train", "test"};
     for (int i = 0; i < 2; i++) {
         tb_fmnist_split s;
-        tb_status st = tb_fmnist_read_split(data_dir, splits[i], i == 0 ? TB_FMNIST_TRAIN_N
-                                                                        : TB_FMNIST_TEST_N,
-                                            &s, err);
+        tb_status st = tb_fmnist_read(data_dir, splits[i], &s, err);
         if (st != TB_OK) return st;
         n[i] = s.n;
         tb_fmnist_split_free(&s);

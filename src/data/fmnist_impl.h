@@ -26,6 +26,10 @@ typedef struct tb_fmnist_split {
 tb_status tb_fmnist_read_split(const char *dir, const char *split, int64_t want_n,
                                tb_fmnist_split *out, tb_error *err);
 
+/* tb_fmnist_read_split with the split's published count (tb_fmnist_load's, as bytes). */
+tb_status tb_fmnist_read(const char *dir, const char *split, tb_fmnist_split *out,
+                         tb_error *err);
+
 /* Pixels as the data set's floats, byte / 255: the one conversion both readers make. */
 static inline void tb_fmnist_pixels(const uint8_t *bytes, int64_t n, float *out)
 {
