@@ -4,7 +4,7 @@
 # throw-away slurm.conf (this host the one node, plugins that need neither systemd nor
 # cgroups), every file (key, sockets, pid files, state, spool, logs) in a temporary directory
 # and ports found free, so that two runs do not meet; the daemons are stopped on every exit.
-# Then: a small benchmark submitted with `sbatch --wait` over an allocation of 2 tasks (rank 0
+# Then: a small benchmark submitted with sbatch over an allocation of 2 tasks (rank 0
 # coordinates, rank 1 runs the trials, launched by srun --mpi=pmix) finishes and `score`
 # scores it; a job array of 2 shards, then their merge as a job depending on the array,
 # likewise. Exits 77 (skipped, with the reason) where Slurm cannot run: not root, the packages
@@ -123,11 +123,26 @@ Q="--preset quick -w fmnist_mlp -s sgd -s adamw --budget 1 --eval-every-steps 20
 cd "$tmp/jobs" || fail "cd"
 # a job that never starts or never ends fails the test, well before ctest's limit
 wait_s=${TB_SLURM_WAIT_S:-240}
+# wait_job ID: waits for job ID (every task, if an array) to end; true if every task completed.
+# It polls scontrol 4 times a second: `sbatch --wait` polls at growing intervals, and returned
+# 30 s after a 10 s job ended (the test took 57 s with it, 27 without).
+wait_job() {
+    local states="" ended='JobState=(COMPLETED|FAILED|CANCELLED|TIMEOUT|NODE_FAIL|OUT_OF_MEMORY'
+    ended+='|BOOT_FAIL|DEADLINE|PREEMPTED)$'
+    for _ in $(seq $((wait_s * 4))); do
+        states=$(scontrol -o show job "$1" 2>/dev/null | grep -o 'JobState=[A-Z_]*' | sort -u)
+        # every task in a state that has ended
+        [ -n "$states" ] && ! grep -qvE "$ended" <<<"$states" && break
+        sleep 0.25
+    done
+    [ "$states" = "JobState=COMPLETED" ] || { echo "test_slurm: job $1 ended as: ${states:-unknown (not found)}"; return 1; }
+}
 
 # (a) over an allocation: srun of the MPI job, rank 0 the coordinator
 # shellcheck disable=SC2086
-timeout "$wait_s" sbatch --wait -n 2 -o "$tmp/alloc.out" "$src/scripts/slurm/bench.sbatch" --db "$tmp/alloc.db" \
-    $Q >"$tmp/sbatch.log" 2>&1 || fail "sbatch of bench.sbatch: $(cat "$tmp/sbatch.log")"
+jid=$(sbatch --parsable -n 2 -o "$tmp/alloc.out" "$src/scripts/slurm/bench.sbatch" --db "$tmp/alloc.db" \
+    $Q 2>"$tmp/sbatch.log") || fail "sbatch of bench.sbatch: $(cat "$tmp/sbatch.log")"
+wait_job "$jid" || fail "the job of bench.sbatch did not complete"
 grep -q "4 trials: 4 run now (on 1 worker rank), 0 reused" "$tmp/alloc.out" ||
     fail "the allocation's benchmark did not run its 4 trials"
 ran_on=$(python3 - "$tmp/alloc.db" <<'EOF'
@@ -149,9 +164,11 @@ echo "test_slurm: bench.sbatch over 2 tasks: 4 trials run on rank 1, scored"
 # shellcheck disable=SC2086
 jid=$(sbatch --parsable --array=0-1 -o "$tmp/shard-%a.out" "$src/scripts/slurm/bench-array.sbatch" \
     --out "$tmp/shards" $Q 2>"$tmp/sbatch.log") || fail "sbatch of bench-array.sbatch: $(cat "$tmp/sbatch.log")"
-timeout "$wait_s" sbatch --wait --dependency=afterok:"$jid" -o "$tmp/merge.out" \
+mid=$(sbatch --parsable --dependency=afterok:"$jid" -o "$tmp/merge.out" \
     --wrap "$tb merge --db $tmp/merged.db $tmp/shards/shard-0.db $tmp/shards/shard-1.db" \
-    >"$tmp/sbatch.log" 2>&1 || fail "the merge job: $(cat "$tmp/sbatch.log")"
+    2>"$tmp/sbatch.log") || fail "sbatch of the merge job: $(cat "$tmp/sbatch.log")"
+wait_job "$jid" || fail "the job array of bench-array.sbatch did not complete"
+wait_job "$mid" || fail "the merge job did not complete"
 for i in 0 1; do
     grep -q "shard $i/2: 2 of the 4 planned trials" "$tmp/shard-$i.out" ||
         fail "array task $i did not run its share"
@@ -164,9 +181,10 @@ done_n=$(python3 -c "import sqlite3,sys; print(sqlite3.connect(sys.argv[1]).exec
 grep -q "^adamw" "$tmp/score_merged.log" && grep -q "^sgd" "$tmp/score_merged.log" ||
     fail "score of the merged store lacks a submission: $(cat "$tmp/score_merged.log")"
 # the same array again resumes from the shards' stores: nothing runs twice
-jid=$(timeout "$wait_s" sbatch --parsable --wait --array=0-1 -o "$tmp/again-%a.out" \
+jid=$(sbatch --parsable --array=0-1 -o "$tmp/again-%a.out" \
     "$src/scripts/slurm/bench-array.sbatch" --out "$tmp/shards" $Q 2>"$tmp/sbatch.log") ||
     fail "sbatch of bench-array.sbatch again: $(cat "$tmp/sbatch.log")"
+wait_job "$jid" || fail "bench-array.sbatch run again did not complete"
 grep -q "2 trials: 0 run now, 2 reused" "$tmp/again-0.out" ||
     fail "array task 0 run again did not reuse its trials"
 echo "test_slurm: bench-array.sbatch of 2 shards, merged by a dependent job: 4 trials, scored; run again, reused"
