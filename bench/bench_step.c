@@ -133,7 +133,9 @@ static void usage(FILE *f)
                "Times training steps of one workload and prints one JSON line (examples/s,\n"
                "ms/step, GEMM FLOP/s, peak memory); --profile adds a per-op table and a\n"
                "per-product table (shape, epilogue, mean and fastest call) on stderr;\n"
-               "--sgemm N measures the OpenBLAS sgemm ceiling on N x N matrices instead.\n");
+               "--sgemm N measures the OpenBLAS sgemm ceiling on N x N matrices instead.\n"
+               "--threads: CPU threads (default 1; 0: all cores, which the JSON's backend\n"
+               "names); --batch-size 0 (default): the workload's own.\n");
 }
 
 int main(int argc, char **argv)
