@@ -139,6 +139,9 @@ static void test_against_reference(void)
         {128, 1100, 400}, {77, 200, 390},
         {40, 300, 510}, /* lda 512 and more than 8 tiles: rows copied (L1 sets) */
         {1030, 9, 70}, /* A^T's rows more than a page apart: packed row by row (AVX2) */
+        /* B's rows more than a page apart, packed row by row: a last B block of 44 and 36
+         * columns, its last panel short by more and by less than a vector */
+        {20, 1068, 30}, {9, 1060, 300},
     };
     tb_rng rng = tb_rng_make(11, TB_STREAM_INIT);
     float *work = aligned_alloc(64, sizeof(float) * TB_CPU_GEMM_WORK);
