@@ -7,7 +7,9 @@ markdown table: examples/s, ms/step, peak memory, the ratio trainbench/PyTorch, 
 efficiency of trainbench's step (achieved GEMM FLOP/s over the sgemm ceiling measured in the
 same run, in every round, the best measurement counting). PyTorch runs in each of --torch-settings (eager with its default optimizer, eager
 with the fused SGD kernel, torch.compile with the fused SGD) and its fastest counts; the table
-names it. Each side's best thread setting is reported too.
+names it. Each side's best thread setting is reported too. A last table gives the ratio round
+by round (PyTorch's fastest setting in a round over trainbench's step in the same round): its
+median and range, which the machine's drift between rounds does not bias.
 
     bench/setup.sh                      # once: a venv with the current PyTorch from PyPI
     bench/speed.py                      # all five workloads, 1 and 2 threads (about 15 min
@@ -30,6 +32,7 @@ import datetime
 import json
 import os
 import platform
+import statistics
 import subprocess
 import sys
 
@@ -85,10 +88,13 @@ def at_least(low):
 
 def measure_workload(wl, threads, settings, args, env, measure_ceiling):
     """Alternating rounds of trainbench and each PyTorch setting on one workload at each
-    thread count: each side's best run per thread count, keyed (side, threads), and every
-    setting's best ms/step, keyed (wl, threads). A PyTorch setting that fails is skipped for
-    the workload; RuntimeError when trainbench fails or no setting runs."""
+    thread count: each side's best run per thread count, keyed (side, threads), every
+    setting's best ms/step, keyed (wl, threads), and each round's ratio (PyTorch's fastest
+    setting in the round over trainbench's step in it), keyed (wl, threads). A PyTorch setting
+    that fails is skipped for the workload; RuntimeError when trainbench fails or no setting
+    runs."""
     best, seen, failed = {}, {}, {}  # failed: PyTorch settings that failed here, and why
+    paired = {}
     for t in threads:
         for _ in range(args.rounds):
             measure_ceiling(t)
@@ -112,13 +118,30 @@ def measure_workload(wl, threads, settings, args, env, measure_ceiling):
                       f"{runs[-1][1]['ms_per_step']:.2f} ms", file=sys.stderr)
             if len(runs) == 1:  # e.g. a variant PyTorch has no model for
                 raise RuntimeError(f"every PyTorch setting failed: {failed}")
+            paired.setdefault((wl, t), []).append(
+                min(r["ms_per_step"] for _, r in runs[1:]) / runs[0][1]["ms_per_step"])
             for side, r in runs:
                 name = "trainbench" if side == "trainbench" else r.get("setting", "eager")
                 times = seen.setdefault((wl, t), {})
                 times[name] = min(times.get(name, float("inf")), r["ms_per_step"])
                 if (side, t) not in best or r["examples_per_s"] > best[(side, t)]["examples_per_s"]:
                     best[(side, t)] = r
-    return best, seen
+    return best, seen, paired
+
+
+def print_paired(paired, rounds):
+    """The round-by-round ratios: both sides of a round ran minutes apart at most, so drift
+    of the shared machine between rounds cancels in each ratio, where the best-of-rounds
+    ratio above can pair one side's lucky round with the other's unlucky one."""
+    print()
+    print(f"Round by round: PyTorch's fastest setting in the round / trainbench's step in the "
+          f"same round ({rounds} rounds):")
+    print()
+    print("| workload | threads | median ratio | lowest | highest |")
+    print("| --- | --- | ---: | ---: | ---: |")
+    for (wl, t), ratios in paired.items():
+        print(f"| {wl} | {t} | {statistics.median(ratios):.2f}x | {min(ratios):.2f}x | "
+              f"{max(ratios):.2f}x |")
 
 
 def main():
@@ -186,10 +209,12 @@ def main():
         sys.exit("speed.py: interrupted before anything was measured")
     rows = []
     per_setting = {}  # (workload, threads) -> {"trainbench" or PyTorch setting: best ms/step}
+    paired = {}  # (workload, threads) -> each round's ratio
     left_out, stopped = {}, None  # workload -> why; why the bench stopped early
     for wl in args.workloads.split(","):
         try:
-            best, seen = measure_workload(wl, threads, settings, args, env, measure_ceiling)
+            best, seen, pairs = measure_workload(wl, threads, settings, args, env,
+                                                 measure_ceiling)
         except RuntimeError as e:  # an unknown workload, a failed step, no PyTorch model
             left_out[wl] = str(e)
             print(f"speed.py: {wl} left out: {e}", file=sys.stderr)
@@ -198,6 +223,7 @@ def main():
             stopped = f"interrupted during {wl}"
             break
         per_setting.update(seen)
+        paired.update(pairs)
         for t in threads:
             tb, pt = best[("trainbench", t)], best[("pytorch", t)]
             rows.append((wl, t, tb, pt, tb["gemm_gflops"] if not gpu else None))
@@ -247,6 +273,7 @@ def main():
         vs_eager = f"{torch_ms['eager'] / tb:.2f}x" if "eager" in torch_ms else ""
         print(f"| {wl} | {t} | {tb:.2f} | " + " | ".join(cells)
               + f" | {vs_eager} | {min(torch_ms.values()) / tb:.2f}x |")
+    print_paired(paired, args.rounds)
     # what was measured is printed above; say what is missing, and fail
     if stopped or left_out:
         for wl, why in left_out.items():
