@@ -279,15 +279,11 @@ void tb_cpu_gemm_tile_panel_b(int kc, const float *a, const float *b, int64_t rs
     micro(kc, a, 1, MR, b, rsb, c, ldc, mr, nr, alpha, beta, NULL, NULL);
 }
 
-/* Row p of B's contiguous rows into every panel of the block (tb_cpu_gemm_pack_b). */
-static void pack_b_row(int kc, int nc, const float *src, int p, float *bp)
+/* nr contiguous floats of a row of B as one row of a panel: two vectors, zero padded. */
+ALWAYS_INLINE void pack_b_tile_row(const float *src, int nr, float *d)
 {
-    for (int j0 = 0; j0 < nc; j0 += NR) {
-        const int nr = nc - j0 < NR ? nc - j0 : NR;
-        float *d = bp + (int64_t)j0 * kc + (int64_t)p * NR;
-        tb_vec_store(d, tb_vec_load_n(src + j0, nr));
-        tb_vec_store(d + W, nr > W ? tb_vec_load_n(src + j0 + W, nr - W) : tb_vec_zero());
-    }
+    tb_vec_store(d, tb_vec_load_n(src, nr));
+    tb_vec_store(d + W, nr > W ? tb_vec_load_n(src + W, nr - W) : tb_vec_zero());
 }
 
 /* Packs B [kc, nc] (element (p, j) at b[p rsb + j csb]) into panels [kc, NR], zero padded.
@@ -298,19 +294,17 @@ static void pack_b_row(int kc, int nc, const float *src, int p, float *bp)
  * 0.26-0.39. Rows 784 or 512 floats apart gained nothing from cache, so they keep panels.) */
 void tb_cpu_gemm_pack_b(int kc, int nc, const float *b, int64_t rsb, int64_t csb, float *bp)
 {
-    if (csb == 1 && rsb >= 1024 && nc > NR) {
-        for (int p = 0; p < kc; p++) pack_b_row(kc, nc, b + p * rsb, p, bp);
+    if (csb == 1 && rsb >= 1024) {
+        for (int p = 0; p < kc; p++)
+            for (int j0 = 0; j0 < nc; j0 += NR)
+                pack_b_tile_row(b + p * rsb + j0, nc - j0 < NR ? nc - j0 : NR,
+                                bp + (int64_t)j0 * kc + (int64_t)p * NR);
         return;
     }
     for (int j0 = 0; j0 < nc; j0 += NR, bp += (int64_t)kc * NR) {
         const int nr = nc - j0 < NR ? nc - j0 : NR;
         if (csb == 1) { /* rows of B are contiguous: copy a tile row (two vectors) at a time */
-            for (int p = 0; p < kc; p++) {
-                const float *src = b + p * rsb + j0;
-                tb_vec_store(bp + p * NR, tb_vec_load_n(src, nr));
-                tb_vec_store(bp + p * NR + W, nr > W ? tb_vec_load_n(src + W, nr - W)
-                                                     : tb_vec_zero());
-            }
+            for (int p = 0; p < kc; p++) pack_b_tile_row(b + p * rsb + j0, nr, bp + p * NR);
             continue;
         }
         /* columns of B are contiguous (B transposed): W x W blocks through registers */
