@@ -135,7 +135,9 @@ wait_job() {
         [ -n "$states" ] && ! grep -qvE "$ended" <<<"$states" && break
         sleep 0.25
     done
-    [ "$states" = "JobState=COMPLETED" ] || { echo "test_slurm: job $1 ended as: ${states:-unknown (not found)}"; return 1; }
+    [ "$states" = "JobState=COMPLETED" ] && return 0
+    echo "test_slurm: job $1 ended as: ${states:-unknown (not found)}"
+    return 1
 }
 
 # (a) over an allocation: srun of the MPI job, rank 0 the coordinator
